@@ -1,0 +1,147 @@
+"""Building blocks shared by every Modelplane kind.
+
+The models here are the contract: `modelplane package build` turns them into XRD
+schemas, and composers parse observed objects with them. Fields are snake_case in
+Python and camelCase on the wire.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from modelplane.api import constants as c
+
+
+def cel_rules(*rules: tuple[str, str]) -> dict[str, Any]:
+    """Return a JSON-schema extra carrying `x-kubernetes-validations` rules.
+
+    Each rule is `(CEL expression, message)`; the XRD generator copies them
+    verbatim so the API server enforces what the pydantic validators enforce.
+    """
+    return {"x-kubernetes-validations": [{"rule": r, "message": m} for r, m in rules]}
+
+
+class KubeModel(BaseModel):
+    """Base of every spec model: camelCase wire names, unknown fields rejected."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        validate_default=True,
+    )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the wire form: camelCase keys, unset optionals omitted."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+class StatusModel(KubeModel):
+    """Base of status models; tolerant of fields written by other controllers."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="ignore",
+    )
+
+
+DNSLabel = Annotated[str, Field(min_length=1, max_length=63, pattern=c.DNS_LABEL_PATTERN)]
+DNSSubdomain = Annotated[str, Field(min_length=1, max_length=253, pattern=c.DNS_SUBDOMAIN_PATTERN)]
+QualifiedName = Annotated[
+    str, Field(min_length=1, max_length=286, pattern=c.QUALIFIED_NAME_PATTERN)
+]
+QuantityString = Annotated[str, Field(min_length=1, max_length=64, pattern=c.QUANTITY_PATTERN)]
+CELExpression = Annotated[str, Field(min_length=1, max_length=10 * 1024)]
+ObjectName = DNSSubdomain
+
+
+class Condition(StatusModel):
+    """A Kubernetes condition."""
+
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    reason: str | None = None
+    message: str | None = None
+    last_transition_time: str | None = None
+    observed_generation: int | None = None
+
+
+class ConditionedStatus(StatusModel):
+    """Status every kind carries."""
+
+    conditions: list[Condition] | None = None
+
+
+class SecretKeyRef(KubeModel):
+    """A key of a Secret in a named namespace."""
+
+    namespace: DNSLabel
+    name: ObjectName
+    key: str = Field(default=c.DEFAULT_KUBECONFIG_KEY, min_length=1, max_length=253)
+
+
+class LocalSecretKeyRef(KubeModel):
+    """A key of a Secret in the referencing object's namespace."""
+
+    name: ObjectName
+    key: str = Field(min_length=1, max_length=253)
+
+
+class LabelSelectorRequirement(KubeModel):
+    """One term of a label selector."""
+
+    key: str = Field(min_length=1, max_length=317)
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] | None = None
+
+
+class LabelSelector(KubeModel):
+    """A Kubernetes LabelSelector: every term must match; empty matches all."""
+
+    match_labels: dict[str, str] | None = None
+    match_expressions: list[LabelSelectorRequirement] | None = None
+
+
+class Toleration(KubeModel):
+    """Tolerates an InferenceCluster taint, like a Pod toleration."""
+
+    key: str | None = None
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str | None = None
+    effect: Literal["NoSchedule", "NoExecute"] | None = None
+
+
+class LocalObjectReference(KubeModel):
+    """A reference to an object in the same namespace."""
+
+    name: ObjectName
+
+
+_PATTERN_NAMES = {
+    c.QUANTITY_PATTERN: "a Kubernetes quantity (e.g. 80Gi, 500m, 1e3)",
+    c.DNS_LABEL_PATTERN: "a DNS label (lower-case alphanumerics and '-')",
+    c.DNS_SUBDOMAIN_PATTERN: "a DNS subdomain (lower-case alphanumerics, '-' and '.')",
+    c.QUALIFIED_NAME_PATTERN: "a qualified name ([domain/]identifier of at most 32 characters)",
+}
+
+
+def format_validation_error(err: ValidationError, prefix: str = "") -> str:
+    """Render a pydantic error as `field.path: message; ...` using wire names."""
+    parts = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"] if p != "__root__")
+        if prefix:
+            loc = f"{prefix}.{loc}" if loc else prefix
+        msg = e["msg"]
+        if e["type"] == "string_pattern_mismatch":
+            pattern = (e.get("ctx") or {}).get("pattern", "")
+            what = _PATTERN_NAMES.get(pattern, f"a string matching {pattern}")
+            msg = f"{e['input']!r} is not {what}"
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return "; ".join(parts)

@@ -1,0 +1,98 @@
+"""Shared constants: API groups, labels, ports, condition types and reasons.
+
+Every layer reads these names from here so that one fact has one source.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# API groups and versions.
+GROUP: Final = "modelplane.ai"
+INFRA_GROUP: Final = "infrastructure.modelplane.ai"
+VERSION: Final = "v1alpha1"
+API_VERSION: Final = f"{GROUP}/{VERSION}"
+INFRA_API_VERSION: Final = f"{INFRA_GROUP}/{VERSION}"
+
+# Labels Modelplane stamps on what it composes. The `modelplane.ai/` prefix is
+# reserved: user labels carrying it are dropped from composed objects.
+LABEL_PREFIX: Final = "modelplane.ai/"
+LABEL_DEPLOYMENT: Final = "modelplane.ai/deployment"
+LABEL_CLUSTER: Final = "modelplane.ai/cluster"
+LABEL_REPLICA_INDEX: Final = "modelplane.ai/replica-index"
+LABEL_REPLICA: Final = "modelplane.ai/replica"
+LABEL_ROLE: Final = "modelplane.ai/role"
+LABEL_POOL: Final = "modelplane.ai/pool"
+LABEL_MANAGED_BY: Final = "app.kubernetes.io/managed-by"
+MANAGED_BY: Final = "modelplane"
+
+# Crossplane's labels on composed resources and the annotation naming a
+# composed resource within its composite.
+XP_LABEL_COMPOSITE: Final = "crossplane.io/composite"
+XP_LABEL_CLAIM_NAME: Final = "crossplane.io/claim-name"
+XP_LABEL_CLAIM_NAMESPACE: Final = "crossplane.io/claim-namespace"
+XP_ANNOTATION_RESOURCE_NAME: Final = "crossplane.io/composition-resource-name"
+
+# Composed-resource API versions.
+PROVIDER_KUBERNETES_API_VERSION: Final = "kubernetes.m.crossplane.io/v1alpha1"
+PROVIDER_HELM_API_VERSION: Final = "helm.m.crossplane.io/v1beta1"
+FUNCTION_NAME: Final = "function-modelplane"
+
+# Serving defaults.
+ENGINE_CONTAINER: Final = "engine"
+ENGINE_PORT: Final = 8000
+ENGINE_PORT_NAME: Final = "http"
+GPU_TOLERATION_KEY: Final = "nvidia.com/gpu"
+DEFAULT_GATEWAY_NAME: Final = "modelplane-inference"
+DEFAULT_GATEWAY_NAMESPACE: Final = "modelplane-system"
+DEFAULT_KUBECONFIG_KEY: Final = "kubeconfig"
+DEFAULT_EKS_KUBERNETES_VERSION: Final = "1.36"
+
+# Replica roles. A unified replica has one role; a disaggregated one has two.
+ROLE_UNIFIED: Final = "unified"
+ROLE_PREFILL: Final = "prefill"
+ROLE_DECODE: Final = "decode"
+
+# Condition types owned by the control plane itself (Crossplane sets these on
+# every composite; a function may not set them).
+CONDITION_READY: Final = "Ready"
+CONDITION_SYNCED: Final = "Synced"
+
+# Condition types Modelplane's composers set: one type per question.
+CONDITION_VALID: Final = "Valid"
+CONDITION_POOLS_RESOLVED: Final = "PoolsResolved"
+CONDITION_CREDENTIALS_RESOLVED: Final = "CredentialsResolved"
+CONDITION_SERVING_STACK_READY: Final = "ServingStackReady"
+CONDITION_INSUFFICIENT_GPU_CAPACITY: Final = "InsufficientGPUCapacity"
+CONDITION_SCHEDULED: Final = "Scheduled"
+CONDITION_REPLICAS_READY: Final = "ReplicasReady"
+CONDITION_WORKLOAD_READY: Final = "WorkloadReady"
+CONDITION_CLUSTER_RESOLVED: Final = "ClusterResolved"
+CONDITION_ARTIFACT_READY: Final = "ArtifactReady"
+
+# Reasons (CamelCase), shared where more than one composer uses them.
+REASON_VALID: Final = "Valid"
+REASON_INVALID_SPEC: Final = "InvalidSpec"
+REASON_RESOLVED: Final = "Resolved"
+REASON_CLASS_NOT_FOUND: Final = "ClassNotFound"
+REASON_INVALID_CLASS: Final = "InvalidClass"
+REASON_SECRET_NOT_FOUND: Final = "SecretNotFound"
+REASON_SECRET_KEY_MISSING: Final = "SecretKeyMissing"
+REASON_WAITING_FOR_RESOURCES: Final = "WaitingForResources"
+REASON_UNSUPPORTED_SOURCE: Final = "UnsupportedSource"
+REASON_CLUSTER_NOT_FOUND: Final = "ClusterNotFound"
+REASON_CLUSTER_NOT_READY: Final = "ClusterNotReady"
+
+# Kubernetes resource.Quantity syntax, as the OpenAPI schema of a Quantity
+# states it. Semantic parsing lives in `modelplane.dra.quantity`.
+QUANTITY_PATTERN: Final = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+# RFC 1123 label (names of pools, devices, requests).
+DNS_LABEL_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+# RFC 1123 subdomain (driver names, device class names, object names).
+DNS_SUBDOMAIN_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+# A DRA attribute or capacity name: an optional DNS-subdomain domain and a
+# C identifier of at most 32 characters.
+QUALIFIED_NAME_PATTERN: Final = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z_][A-Za-z0-9_]{0,31}$"

@@ -1,0 +1,153 @@
+"""InferenceClass: a node's hardware recipe, described as DRA-style devices."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from modelplane.api.common import (
+    ConditionedStatus,
+    DNSLabel,
+    DNSSubdomain,
+    KubeModel,
+    QualifiedName,
+    QuantityString,
+    cel_rules,
+)
+
+
+class DeviceAttribute(KubeModel):
+    """A typed attribute value: exactly one of string, int, bool, version."""
+
+    model_config = KubeModel.model_config | {
+        "json_schema_extra": cel_rules(
+            (
+                "[has(self.string), has(self.int), has(self.bool), has(self.version)]"
+                ".filter(x, x).size() == 1",
+                "exactly one of string, int, bool or version must be set",
+            )
+        )
+    }
+
+    string: str | None = Field(default=None, max_length=64)
+    int_: int | None = Field(default=None, alias="int")
+    bool_: bool | None = Field(default=None, alias="bool")
+    version: str | None = Field(default=None, max_length=64)
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> DeviceAttribute:
+        set_ = [v for v in (self.string, self.int_, self.bool_, self.version) if v is not None]
+        if len(set_) != 1:
+            raise ValueError("exactly one of string, int, bool or version must be set")
+        return self
+
+
+class DeviceCapacity(KubeModel):
+    """A capacity of a device, as a Kubernetes quantity."""
+
+    value: QuantityString
+
+
+class Device(KubeModel):
+    """One kind of device on a node, like an entry of a DRA ResourceSlice."""
+
+    model_config = KubeModel.model_config | {
+        "json_schema_extra": cel_rules(
+            (
+                "self.claim != 'DRA' || has(self.deviceClassName)",
+                "deviceClassName is required when claim is DRA",
+            )
+        )
+    }
+
+    name: DNSLabel
+    claim: Literal["DRA", "Synthetic"] = "DRA"
+    driver: DNSSubdomain
+    device_class_name: DNSSubdomain | None = None
+    count: int = Field(default=1, ge=1, le=128)
+    attributes: dict[QualifiedName, DeviceAttribute] | None = Field(default=None, max_length=32)
+    capacity: dict[QualifiedName, DeviceCapacity] | None = Field(default=None, max_length=32)
+
+    @model_validator(mode="after")
+    def _class_for_dra(self) -> Device:
+        if self.claim == "DRA" and not self.device_class_name:
+            raise ValueError("deviceClassName is required when claim is DRA")
+        return self
+
+
+class Accelerator(KubeModel):
+    """A cloud accelerator type and how many a machine carries."""
+
+    type: str = Field(min_length=1, max_length=128)
+    count: int = Field(ge=1, le=64)
+
+
+class EKSProvisioning(KubeModel):
+    """How EKS provisions a node of this class."""
+
+    instance_type: str = Field(min_length=1, max_length=128)
+    accelerator: Accelerator | None = None
+
+
+class GKEProvisioning(KubeModel):
+    """How GKE provisions a node of this class."""
+
+    machine_type: str = Field(min_length=1, max_length=128)
+    accelerator: Accelerator | None = None
+    disk_size_gb: int | None = Field(default=None, ge=10)
+    spot: bool | None = None
+
+
+class Provisioning(KubeModel):
+    """Cloud provisioning of the class's nodes; absent for bring-your-own pools."""
+
+    model_config = KubeModel.model_config | {
+        "json_schema_extra": cel_rules(
+            ("self.provider != 'EKS' || has(self.eks)", "eks is required when provider is EKS"),
+            ("self.provider != 'GKE' || has(self.gke)", "gke is required when provider is GKE"),
+        )
+    }
+
+    provider: Literal["EKS", "GKE"]
+    eks: EKSProvisioning | None = None
+    gke: GKEProvisioning | None = None
+
+    @model_validator(mode="after")
+    def _block_for_provider(self) -> Provisioning:
+        if self.provider == "EKS" and self.eks is None:
+            raise ValueError("eks is required when provider is EKS")
+        if self.provider == "GKE" and self.gke is None:
+            raise ValueError("gke is required when provider is GKE")
+        return self
+
+
+class InferenceClassSpec(KubeModel):
+    """The devices on one node of a pool of this class."""
+
+    model_config = KubeModel.model_config | {
+        "json_schema_extra": cel_rules(
+            (
+                "self.devices.all(d, self.devices.exists_one(e, e.name == d.name))",
+                "device names must be unique",
+            )
+        )
+    }
+
+    devices: list[Device] = Field(min_length=1, max_length=16)
+    provisioning: Provisioning | None = None
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> InferenceClassSpec:
+        seen: set[str] = set()
+        for d in self.devices:
+            if d.name in seen:
+                raise ValueError(f"device names must be unique: {d.name!r} appears twice")
+            seen.add(d.name)
+        return self
+
+
+class InferenceClassStatus(ConditionedStatus):
+    """Status of an InferenceClass."""
+
+    dra_devices: int | None = Field(default=None, description="Claimable devices per node.")

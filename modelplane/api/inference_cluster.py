@@ -1,0 +1,192 @@
+"""InferenceCluster: one workload cluster of the fleet and the pools it holds."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from modelplane.api import constants as c
+from modelplane.api.common import (
+    ConditionedStatus,
+    DNSLabel,
+    DNSSubdomain,
+    KubeModel,
+    SecretKeyRef,
+    StatusModel,
+    cel_rules,
+)
+from modelplane.api.inference_class import Device
+
+# The only template variables a label or annotation value may use (SPEC §5).
+TEMPLATE_VARIABLES = ("Namespace", "Name", "Cluster")
+_TEMPLATE_TOKEN = re.compile(r"\{\{(.*?)\}\}")
+_TEMPLATE_VAR = re.compile(r"^\s*\.(Namespace|Name|Cluster)\s*$")
+
+
+def template_errors(value: str) -> list[str]:
+    """Return why a label/annotation template is not allowed (empty when it is)."""
+    errors = []
+    for m in _TEMPLATE_TOKEN.finditer(value):
+        if not _TEMPLATE_VAR.match(m.group(1)):
+            errors.append(
+                f"unsupported template {m.group(0)!r}: only {{{{ .Namespace }}}}, "
+                "{{ .Name }} and {{ .Cluster }} are allowed"
+            )
+    rest = _TEMPLATE_TOKEN.sub("", value)
+    if "{{" in rest or "}}" in rest:
+        errors.append(f"unbalanced template braces in {value!r}")
+    return errors
+
+
+class ExistingSource(KubeModel):
+    """A cluster that already exists, reached through a kubeconfig Secret."""
+
+    kubeconfig_secret_ref: SecretKeyRef
+
+
+class EKSSource(KubeModel):
+    """An EKS cluster Modelplane provisions."""
+
+    region: str = Field(min_length=1, max_length=64)
+    kubernetes_version: str = Field(default=c.DEFAULT_EKS_KUBERNETES_VERSION, max_length=16)
+    vpc_cidr: str | None = Field(default=None, max_length=32)
+
+
+class GKESource(KubeModel):
+    """A GKE cluster Modelplane provisions."""
+
+    project: str = Field(min_length=1, max_length=64)
+    region: str = Field(min_length=1, max_length=64)
+    zones: list[str] | None = Field(default=None, max_length=16)
+    kubernetes_version: str | None = Field(default=None, max_length=16)
+
+
+class Pool(KubeModel):
+    """A node pool of one InferenceClass."""
+
+    model_config = KubeModel.model_config | {
+        "json_schema_extra": cel_rules(
+            (
+                "!has(self.maxNodeCount) || self.maxNodeCount >= self.nodeCount",
+                "maxNodeCount must be at least nodeCount",
+            )
+        )
+    }
+
+    name: DNSLabel
+    class_name: DNSSubdomain
+    node_count: int = Field(default=1, ge=0, le=10000)
+    max_node_count: int | None = Field(default=None, ge=0, le=10000)
+
+    @model_validator(mode="after")
+    def _max_at_least_count(self) -> Pool:
+        if self.max_node_count is not None and self.max_node_count < self.node_count:
+            raise ValueError("maxNodeCount must be at least nodeCount")
+        return self
+
+    @property
+    def capacity_nodes(self) -> int:
+        """Nodes the pool can hold: the autoscaling ceiling if set, else its size."""
+        return self.max_node_count if self.max_node_count is not None else self.node_count
+
+
+class Taint(KubeModel):
+    """A cluster taint; NoExecute drains the cluster of untolerating replicas."""
+
+    key: str = Field(min_length=1, max_length=317)
+    value: str | None = Field(default=None, max_length=63)
+    effect: Literal["NoSchedule", "NoExecute"]
+
+
+class SchedulingConfig(KubeModel):
+    """How pods are stamped for the cluster's in-cluster GPU scheduler (SPEC §5)."""
+
+    scheduler_name: str | None = Field(default=None, max_length=253)
+    default_priority: str | None = Field(default=None, max_length=253)
+    default_labels: dict[str, str] | None = None
+    default_annotations: dict[str, str] | None = None
+
+    @field_validator("default_labels", "default_annotations")
+    @classmethod
+    def _templates(cls, v: dict[str, str] | None) -> dict[str, str] | None:
+        for key, value in (v or {}).items():
+            errs = template_errors(value)
+            if errs:
+                raise ValueError(f"{key}: {'; '.join(errs)}")
+        return v
+
+
+class StorageConfig(KubeModel):
+    """Storage the cluster offers for model caches."""
+
+    storage_class_name: str | None = Field(default=None, max_length=253)
+    csi_drivers: list[Literal["SharedFilesystem", "ObjectStorageMount", "BlockDevice"]] | None = (
+        None
+    )
+
+
+class GatewayRef(KubeModel):
+    """The cluster's inference Gateway that replicas' HTTPRoutes attach to."""
+
+    name: DNSSubdomain = c.DEFAULT_GATEWAY_NAME
+    namespace: DNSLabel = c.DEFAULT_GATEWAY_NAMESPACE
+
+
+class InferenceClusterSpec(KubeModel):
+    """Where the cluster comes from and what hardware it holds."""
+
+    model_config = KubeModel.model_config | {
+        "json_schema_extra": cel_rules(
+            (
+                "self.source != 'Existing' || has(self.existing)",
+                "existing is required when source is Existing",
+            ),
+            ("self.source != 'EKS' || has(self.eks)", "eks is required when source is EKS"),
+            ("self.source != 'GKE' || has(self.gke)", "gke is required when source is GKE"),
+            (
+                "self.pools.all(p, self.pools.exists_one(q, q.name == p.name))",
+                "pool names must be unique",
+            ),
+        )
+    }
+
+    source: Literal["Existing", "EKS", "GKE"]
+    existing: ExistingSource | None = None
+    eks: EKSSource | None = None
+    gke: GKESource | None = None
+    pools: list[Pool] = Field(min_length=1, max_length=16)
+    taints: list[Taint] | None = Field(default=None, max_length=32)
+    scheduling: SchedulingConfig | None = None
+    storage: StorageConfig | None = None
+    gateway: GatewayRef | None = None
+
+    @model_validator(mode="after")
+    def _source_block(self) -> InferenceClusterSpec:
+        block = {"Existing": self.existing, "EKS": self.eks, "GKE": self.gke}[self.source]
+        if block is None:
+            raise ValueError(f"{self.source.lower()} is required when source is {self.source}")
+        seen: set[str] = set()
+        for p in self.pools:
+            if p.name in seen:
+                raise ValueError(f"pool names must be unique: {p.name!r} appears twice")
+            seen.add(p.name)
+        return self
+
+
+class GPUPool(StatusModel):
+    """A pool as the scheduler sees it: its class's devices and node capacity."""
+
+    name: str
+    class_name: str
+    nodes: int
+    devices: list[Device]
+
+
+class InferenceClusterStatus(ConditionedStatus):
+    """Published capacity and how to reach the cluster."""
+
+    gpu_pools: list[GPUPool] | None = None
+    provider_config_name: str | None = None
+    gateway_address: str | None = None

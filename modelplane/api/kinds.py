@@ -1,0 +1,161 @@
+"""The registry of Modelplane kinds: one entry per XRD, the source of the package."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from modelplane.api import constants as c
+from modelplane.api.inference_class import InferenceClassSpec, InferenceClassStatus
+from modelplane.api.inference_cluster import InferenceClusterSpec, InferenceClusterStatus
+from modelplane.api.model_deployment import ModelDeploymentSpec, ModelDeploymentStatus
+from modelplane.api.model_replica import ModelReplicaSpec, ModelReplicaStatus
+
+
+@dataclass(frozen=True)
+class PrinterColumn:
+    """An `additionalPrinterColumns` entry of the XRD."""
+
+    name: str
+    json_path: str
+    type: Literal["string", "integer", "number", "boolean", "date"] = "string"
+    priority: int = 0
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Kind:
+    """Everything the package generator and the function need to know about a kind."""
+
+    group: str
+    kind: str
+    plural: str
+    scope: Literal["Cluster", "Namespaced"]
+    spec: type[BaseModel]
+    status: type[BaseModel]
+    description: str
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ("modelplane",)
+    printer_columns: tuple[PrinterColumn, ...] = ()
+    scale: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def version(self) -> str:
+        """The served and referenceable version."""
+        return c.VERSION
+
+    @property
+    def api_version(self) -> str:
+        """The kind's apiVersion string."""
+        return f"{self.group}/{self.version}"
+
+    @property
+    def singular(self) -> str:
+        """The lower-case singular name."""
+        return self.kind.lower()
+
+    @property
+    def xrd_name(self) -> str:
+        """The XRD's metadata.name: `<plural>.<group>`."""
+        return f"{self.plural}.{self.group}"
+
+    @property
+    def composition_name(self) -> str:
+        """The name of the kind's Composition."""
+        return f"{self.plural}.{self.group}"
+
+
+_READY = PrinterColumn("Ready", ".status.conditions[?(@.type=='Ready')].status")
+_SYNCED = PrinterColumn("Synced", ".status.conditions[?(@.type=='Synced')].status")
+_AGE = PrinterColumn("Age", ".metadata.creationTimestamp", "date")
+
+INFERENCE_CLASS = Kind(
+    group=c.GROUP,
+    kind="InferenceClass",
+    plural="inferenceclasses",
+    scope="Cluster",
+    spec=InferenceClassSpec,
+    status=InferenceClassStatus,
+    description="A node's hardware recipe, described as DRA-style devices.",
+    short_names=("iclass",),
+    printer_columns=(
+        PrinterColumn("Provider", ".spec.provisioning.provider"),
+        PrinterColumn("Devices", ".status.draDevices", "integer"),
+        _READY,
+        _AGE,
+    ),
+)
+
+INFERENCE_CLUSTER = Kind(
+    group=c.GROUP,
+    kind="InferenceCluster",
+    plural="inferenceclusters",
+    scope="Cluster",
+    spec=InferenceClusterSpec,
+    status=InferenceClusterStatus,
+    description="One workload cluster of the fleet and the GPU pools it holds.",
+    short_names=("icluster",),
+    printer_columns=(
+        PrinterColumn("Source", ".spec.source"),
+        PrinterColumn("Provider-Config", ".status.providerConfigName", priority=1),
+        _READY,
+        _SYNCED,
+        _AGE,
+    ),
+)
+
+MODEL_DEPLOYMENT = Kind(
+    group=c.GROUP,
+    kind="ModelDeployment",
+    plural="modeldeployments",
+    scope="Namespaced",
+    spec=ModelDeploymentSpec,
+    status=ModelDeploymentStatus,
+    description="A model to serve: how many replicas, on what hardware, on which clusters.",
+    short_names=("mdep",),
+    printer_columns=(
+        PrinterColumn("Desired", ".spec.replicas", "integer"),
+        PrinterColumn("Placed", ".status.replicas", "integer"),
+        PrinterColumn("Ready-Replicas", ".status.readyReplicas", "integer"),
+        PrinterColumn("Scheduled", ".status.conditions[?(@.type=='Scheduled')].reason"),
+        _READY,
+        _AGE,
+    ),
+    scale={
+        "specReplicasPath": ".spec.replicas",
+        "statusReplicasPath": ".status.replicas",
+        "labelSelectorPath": ".status.selector",
+    },
+)
+
+MODEL_REPLICA = Kind(
+    group=c.GROUP,
+    kind="ModelReplica",
+    plural="modelreplicas",
+    scope="Namespaced",
+    spec=ModelReplicaSpec,
+    status=ModelReplicaStatus,
+    description="One serving instance of a ModelDeployment on one cluster (composed).",
+    short_names=("mrep",),
+    printer_columns=(
+        PrinterColumn("Deployment", ".spec.deploymentName"),
+        PrinterColumn("Cluster", ".spec.clusterName"),
+        PrinterColumn("Index", ".spec.index", "integer"),
+        PrinterColumn("Pool", ".spec.nodePoolName"),
+        _READY,
+        _AGE,
+    ),
+)
+
+KINDS: tuple[Kind, ...] = (INFERENCE_CLASS, INFERENCE_CLUSTER, MODEL_DEPLOYMENT, MODEL_REPLICA)
+
+
+def kind_for(api_version: str, kind: str) -> Kind | None:
+    """Return the registered kind for an apiVersion/kind pair, if Modelplane owns it."""
+    for k in KINDS:
+        if k.api_version == api_version and k.kind == kind:
+            return k
+    return None

@@ -1,0 +1,224 @@
+"""ModelDeployment: what to run, how many replicas, on what hardware."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator, model_validator
+
+from modelplane.api import constants as c
+from modelplane.api.common import (
+    CELExpression,
+    ConditionedStatus,
+    DNSLabel,
+    KubeModel,
+    LabelSelector,
+    LocalObjectReference,
+    StatusModel,
+    Toleration,
+    cel_rules,
+)
+
+
+class DeviceSelector(KubeModel):
+    """One DRA CEL expression evaluated against a single device."""
+
+    cel: CELExpression
+
+
+class DeviceRequest(KubeModel):
+    """A request for devices on each node, like a DRA ResourceClaim request."""
+
+    name: DNSLabel
+    count: int = Field(default=1, ge=1, le=128)
+    selectors: list[DeviceSelector] = Field(min_length=1, max_length=8)
+
+
+class NodeSelector(KubeModel):
+    """The devices each node of a worker needs."""
+
+    model_config = KubeModel.model_config | {
+        "json_schema_extra": cel_rules(
+            (
+                "self.devices.all(d, self.devices.exists_one(e, e.name == d.name))",
+                "device request names must be unique",
+            )
+        )
+    }
+
+    devices: list[DeviceRequest] = Field(min_length=1, max_length=16)
+
+    @model_validator(mode="after")
+    def _unique(self) -> NodeSelector:
+        seen: set[str] = set()
+        for d in self.devices:
+            if d.name in seen:
+                raise ValueError(f"device request names must be unique: {d.name!r} appears twice")
+            seen.add(d.name)
+        return self
+
+
+class Topology(KubeModel):
+    """Parallelism of one worker; nodes per worker = pipeline × data / dataLocal."""
+
+    model_config = KubeModel.model_config | {
+        "json_schema_extra": cel_rules(
+            (
+                "(self.pipeline * self.data) % self.dataLocal == 0",
+                "pipeline × data must be a multiple of dataLocal",
+            )
+        )
+    }
+
+    tensor: int = Field(default=1, ge=1, le=1024)
+    pipeline: int = Field(default=1, ge=1, le=1024)
+    data: int = Field(default=1, ge=1, le=1024)
+    data_local: int = Field(default=1, ge=1, le=1024)
+
+    @model_validator(mode="after")
+    def _divisible(self) -> Topology:
+        if (self.pipeline * self.data) % self.data_local:
+            raise ValueError("pipeline × data must be a multiple of dataLocal")
+        return self
+
+    @property
+    def nodes_per_worker(self) -> int:
+        """How many nodes one worker spans."""
+        return (self.pipeline * self.data) // self.data_local
+
+
+PodTemplate = dict[str, Any]
+
+
+class Workers(KubeModel):
+    """The serving workers of one role: how many, their shape, their pod."""
+
+    model_config = KubeModel.model_config | {
+        "json_schema_extra": cel_rules(
+            (
+                "self.template.spec.containers.filter(x, x.name == 'engine').size() == 1",
+                "template must have exactly one container named engine",
+            )
+        )
+    }
+
+    count: int = Field(default=1, ge=1, le=1024)
+    topology: Topology = Field(default_factory=Topology)
+    template: PodTemplate = Field(
+        json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
+        description="A PodTemplateSpec; exactly one container must be named engine.",
+    )
+
+    @field_validator("template")
+    @classmethod
+    def _one_engine(cls, v: PodTemplate) -> PodTemplate:
+        spec = v.get("spec") if isinstance(v, dict) else None
+        containers = spec.get("containers") if isinstance(spec, dict) else None
+        if not isinstance(containers, list):
+            raise ValueError("template.spec.containers must be a list")
+        engines = [x for x in containers if isinstance(x, dict) and x.get("name") == "engine"]
+        if len(engines) != 1:
+            raise ValueError(
+                f"template must have exactly one container named {c.ENGINE_CONTAINER!r}, "
+                f"found {len(engines)}"
+            )
+        return v
+
+    @property
+    def nodes(self) -> int:
+        """Nodes this role of one replica occupies."""
+        return self.topology.nodes_per_worker * self.count
+
+
+class RoleSpec(KubeModel):
+    """One role (prefill or decode) of a disaggregated deployment."""
+
+    node_selector: NodeSelector
+    workers: Workers
+
+
+class ModelDeploymentSpec(KubeModel):
+    """What to serve and where it may run."""
+
+    model_config = KubeModel.model_config | {
+        "json_schema_extra": cel_rules(
+            (
+                "(has(self.nodeSelector) && has(self.workers) && !has(self.prefill)"
+                " && !has(self.decode)) || (!has(self.nodeSelector) && !has(self.workers)"
+                " && has(self.prefill) && has(self.decode))",
+                "set either nodeSelector and workers (unified) or prefill and decode "
+                "(disaggregated), not both",
+            ),
+        )
+    }
+
+    replicas: int = Field(default=1, ge=0, le=10000)
+    cluster_selector: LabelSelector | None = None
+    tolerations: list[Toleration] | None = Field(default=None, max_length=32)
+    priority: str | None = Field(default=None, max_length=253)
+    caches: list[LocalObjectReference] | None = Field(default=None, max_length=1)
+    node_selector: NodeSelector | None = None
+    workers: Workers | None = None
+    prefill: RoleSpec | None = None
+    decode: RoleSpec | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> ModelDeploymentSpec:
+        unified = self.node_selector is not None or self.workers is not None
+        disagg = self.prefill is not None or self.decode is not None
+        if unified and disagg:
+            raise ValueError(
+                "set either nodeSelector and workers (unified) or prefill and decode "
+                "(disaggregated), not both"
+            )
+        if disagg and (self.prefill is None or self.decode is None):
+            raise ValueError("disaggregated serving needs both prefill and decode")
+        if not disagg and (self.node_selector is None or self.workers is None):
+            raise ValueError("unified serving needs both nodeSelector and workers")
+        return self
+
+    def roles(self) -> dict[str, RoleSpec]:
+        """The deployment's roles by name, in a fixed order."""
+        if self.prefill is not None and self.decode is not None:
+            return {c.ROLE_PREFILL: self.prefill, c.ROLE_DECODE: self.decode}
+        assert self.node_selector is not None and self.workers is not None
+        return {c.ROLE_UNIFIED: RoleSpec(node_selector=self.node_selector, workers=self.workers)}
+
+
+class RolePlacement(StatusModel):
+    """The pool one role of a replica landed on."""
+
+    role: str
+    pool: str
+
+
+class Placement(StatusModel):
+    """Where one replica runs."""
+
+    cluster: str
+    index: int
+    replica_name: str
+    pools: list[RolePlacement]
+    ready: bool = False
+
+
+class ClusterRejection(StatusModel):
+    """Why one candidate cluster could not take a replica."""
+
+    cluster: str
+    reason: str
+    message: str
+
+
+class ModelDeploymentStatus(ConditionedStatus):
+    """Observed placement and readiness."""
+
+    replicas: int | None = None
+    ready_replicas: int | None = None
+    selector: str | None = Field(
+        default=None, description="Label selector of the replicas (scale subresource)."
+    )
+    placements: list[Placement] | None = None
+    unschedulable: list[ClusterRejection] | None = Field(
+        default=None, description="Why each candidate cluster rejected the missing replicas."
+    )

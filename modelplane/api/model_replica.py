@@ -1,0 +1,91 @@
+"""ModelReplica: one complete serving instance on one cluster (internal)."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from modelplane.api import constants as c
+from modelplane.api.common import (
+    ConditionedStatus,
+    DNSLabel,
+    DNSSubdomain,
+    KubeModel,
+    LocalObjectReference,
+    cel_rules,
+)
+from modelplane.api.model_deployment import DeviceSelector, Workers
+
+
+class ResolvedDeviceRequest(KubeModel):
+    """A DRA request the replica's pool resolved: what the ResourceClaimTemplate asks for."""
+
+    name: DNSLabel
+    device_class_name: DNSSubdomain
+    count: int = Field(default=1, ge=1, le=128)
+    selectors: list[DeviceSelector] = Field(min_length=1, max_length=8)
+
+
+class ReplicaRole(KubeModel):
+    """One role of a replica: its pool, its DRA requests and its workers."""
+
+    node_pool_name: DNSLabel
+    device_requests: list[ResolvedDeviceRequest] = Field(default_factory=list, max_length=16)
+    workers: Workers
+
+
+class ModelReplicaSpec(KubeModel):
+    """A placed replica: which deployment, which cluster, which pools."""
+
+    model_config = KubeModel.model_config | {
+        "json_schema_extra": cel_rules(
+            (
+                "(has(self.nodePoolName) && has(self.workers) && !has(self.prefill)"
+                " && !has(self.decode)) || (!has(self.nodePoolName) && !has(self.workers)"
+                " && has(self.prefill) && has(self.decode))",
+                "set either nodePoolName and workers (unified) or prefill and decode",
+            ),
+        )
+    }
+
+    deployment_name: DNSSubdomain
+    cluster_name: DNSSubdomain
+    index: int = Field(ge=0)
+    priority: str | None = Field(default=None, max_length=253)
+    caches: list[LocalObjectReference] | None = Field(default=None, max_length=1)
+    node_pool_name: DNSLabel | None = None
+    device_requests: list[ResolvedDeviceRequest] | None = Field(default=None, max_length=16)
+    workers: Workers | None = None
+    prefill: ReplicaRole | None = None
+    decode: ReplicaRole | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> ModelReplicaSpec:
+        unified = self.node_pool_name is not None or self.workers is not None
+        disagg = self.prefill is not None or self.decode is not None
+        if unified == disagg or (disagg and (self.prefill is None or self.decode is None)):
+            raise ValueError("set either nodePoolName and workers (unified) or prefill and decode")
+        if unified and (self.node_pool_name is None or self.workers is None):
+            raise ValueError("unified replicas need both nodePoolName and workers")
+        return self
+
+    def roles(self) -> dict[str, ReplicaRole]:
+        """The replica's roles by name, in a fixed order."""
+        if self.prefill is not None and self.decode is not None:
+            return {c.ROLE_PREFILL: self.prefill, c.ROLE_DECODE: self.decode}
+        assert self.node_pool_name is not None and self.workers is not None
+        return {
+            c.ROLE_UNIFIED: ReplicaRole(
+                node_pool_name=self.node_pool_name,
+                device_requests=self.device_requests or [],
+                workers=self.workers,
+            )
+        }
+
+
+class ModelReplicaStatus(ConditionedStatus):
+    """Where the replica is reachable once serving."""
+
+    endpoint: str | None = None
+    namespace: str | None = Field(
+        default=None, description="Namespace of the workload on its cluster."
+    )

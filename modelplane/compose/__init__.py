@@ -1,0 +1,1 @@
+"""Composers: pure functions from observed state to desired state, one per kind."""

@@ -1,0 +1,29 @@
+"""Which composer serves which kind: the one function dispatches on this table."""
+
+from __future__ import annotations
+
+from modelplane.api.kinds import (
+    INFERENCE_CLASS,
+    INFERENCE_CLUSTER,
+    MODEL_DEPLOYMENT,
+    MODEL_REPLICA,
+    Kind,
+)
+from modelplane.compose import inference_class, inference_cluster, model_deployment, model_replica
+from modelplane.compose.types import Composer
+
+COMPOSERS: dict[tuple[str, str], tuple[Kind, Composer]] = {
+    (k.api_version, k.kind): (k, fn)
+    for k, fn in (
+        (INFERENCE_CLASS, inference_class.compose),
+        (INFERENCE_CLUSTER, inference_cluster.compose),
+        (MODEL_DEPLOYMENT, model_deployment.compose),
+        (MODEL_REPLICA, model_replica.compose),
+    )
+}
+
+
+def composer_for(api_version: str, kind: str) -> Composer | None:
+    """Return the composer for a composite's apiVersion/kind, or None if unknown."""
+    entry = COMPOSERS.get((api_version, kind))
+    return entry[1] if entry else None

@@ -1,0 +1,118 @@
+"""What a composer receives and returns.
+
+A composer is a pure function `compose(ComposeInput) -> ComposeResult`. The
+`crossplane` layer translates a RunFunctionRequest into a ComposeInput and a
+ComposeResult back into a RunFunctionResponse; nothing here knows about protobuf,
+gRPC, clocks or the network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Resource = dict[str, Any]
+Readiness = Literal["True", "False", "Unspecified"]
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """A resource (or set of resources) the composer needs Crossplane to fetch.
+
+    Exactly one of `match_name` and `match_labels` may be set; neither means
+    every object of the kind (in `namespace` when given).
+    """
+
+    api_version: str
+    kind: str
+    match_name: str | None = None
+    match_labels: Mapping[str, str] | None = None
+    namespace: str | None = None
+
+
+@dataclass(frozen=True)
+class ComposeInput:
+    """Observed state: the composite, its composed resources, what it required.
+
+    `required` maps requirement name to the fetched objects. A name that is
+    absent has not been fetched yet; a name mapping to `[]` was fetched and
+    matched nothing.
+    """
+
+    composite: Resource
+    observed: Mapping[str, Resource] = field(default_factory=dict)
+    required: Mapping[str, list[Resource]] = field(default_factory=dict)
+
+    def fetched(self, name: str) -> bool:
+        """Whether the control plane has resolved requirement `name` yet."""
+        return name in self.required
+
+
+@dataclass(frozen=True)
+class ConditionOut:
+    """A condition the composer sets on the composite (never Ready or Synced)."""
+
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    reason: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class EventOut:
+    """An event to record on the composite: `Warning` results become warning events."""
+
+    severity: Literal["Normal", "Warning"]
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class DesiredResource:
+    """A composed resource and whether the composer judges it ready."""
+
+    resource: Resource
+    ready: Readiness = "Unspecified"
+
+
+@dataclass
+class ComposeResult:
+    """Desired state.
+
+    When `fatal` is set the rest is ignored: the control plane keeps every
+    existing composed resource and reports the message.
+    """
+
+    desired: dict[str, DesiredResource] = field(default_factory=dict)
+    status: Resource = field(default_factory=dict)
+    conditions: list[ConditionOut] = field(default_factory=list)
+    events: list[EventOut] = field(default_factory=list)
+    requirements: dict[str, Requirement] = field(default_factory=dict)
+    ready: Readiness = "Unspecified"
+    fatal: str | None = None
+
+    def condition(
+        self,
+        type_: str,
+        ok: bool | None,
+        reason: str,
+        message: str = "",
+    ) -> None:
+        """Set (or replace) a condition; `ok=None` means Unknown."""
+        status: Literal["True", "False", "Unknown"] = (
+            "Unknown" if ok is None else ("True" if ok else "False")
+        )
+        self.conditions = [x for x in self.conditions if x.type != type_]
+        self.conditions.append(ConditionOut(type_, status, reason, message))
+
+    def warn(self, reason: str, message: str) -> None:
+        """Record a warning event."""
+        self.events.append(EventOut("Warning", reason, message))
+
+    def normal(self, reason: str, message: str) -> None:
+        """Record a normal event."""
+        self.events.append(EventOut("Normal", reason, message))
+
+
+Composer = Callable[[ComposeInput], ComposeResult]

@@ -1,0 +1,1 @@
+"""The composition-function server Crossplane calls."""

@@ -1,0 +1,1 @@
+"""Kubernetes quantities, semantic versions and the DRA device-selector CEL environment."""

@@ -1,0 +1,1 @@
+"""The embedded control plane behind `modelplane render`."""

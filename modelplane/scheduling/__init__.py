@@ -1,0 +1,1 @@
+"""The fleet scheduler: placements of a deployment's replicas across clusters and pools."""
