@@ -95,4 +95,5 @@ DNS_LABEL_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DNS_SUBDOMAIN_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 # A DRA attribute or capacity name: an optional DNS-subdomain domain and a
 # C identifier of at most 32 characters.
-QUALIFIED_NAME_PATTERN: Final = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z_][A-Za-z0-9_]{0,31}$"
+_DOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+QUALIFIED_NAME_PATTERN: Final = rf"^({_DOMAIN}/)?[A-Za-z_][A-Za-z0-9_]{{0,31}}$"

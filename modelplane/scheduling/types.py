@@ -1,0 +1,130 @@
+"""The scheduler's inputs and outputs.
+
+`modelplane.scheduling.schedule(deployment, clusters, replicas)` takes raw
+Kubernetes objects (dicts, as the function receives them) and returns a
+`ScheduleResult`. Everything here is immutable so results can be compared in
+table tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from modelplane.api.model_replica import ResolvedDeviceRequest
+
+# Why a candidate cluster could not take a replica. One reason per cluster,
+# the first rule that rejected it, in the order the filter applies them.
+ClusterReason = Literal[
+    "NotSelected",  # clusterSelector does not match the cluster's labels
+    "Tainted",  # an untolerated taint (NoSchedule or NoExecute)
+    "NotReady",  # the cluster is not Ready or publishes no pools
+    "NoMatchingPool",  # no pool's devices satisfy every request of some role
+    "InsufficientCapacity",  # pools match but not enough free nodes/devices
+]
+
+
+@dataclass(frozen=True)
+class SelectorVerdict:
+    """The outcome of one selector against one device."""
+
+    expression: str
+    value: bool | None  # None when evaluation errored
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class DeviceVerdict:
+    """Why one device of a pool did or did not satisfy one request."""
+
+    device: str  # the InferenceClass device name
+    matched: bool
+    selectors: tuple[SelectorVerdict, ...] = ()
+    # Set when selectors passed but the device had too little unconsumed count.
+    insufficient_count: tuple[int, int] | None = None  # (needed, available)
+
+
+@dataclass(frozen=True)
+class RequestVerdict:
+    """Why one device request did or did not resolve in a pool."""
+
+    request: str
+    matched: bool
+    device: str | None = None  # the device it resolved to
+    devices: tuple[DeviceVerdict, ...] = ()
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class PoolVerdict:
+    """How one pool fared for one role."""
+
+    pool: str
+    role: str
+    matched: bool
+    requests: tuple[RequestVerdict, ...] = ()
+    needed_nodes: int = 0
+    free_nodes: int = 0
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class ClusterVerdict:
+    """Why a candidate cluster could (not) take more replicas of the deployment."""
+
+    cluster: str
+    eligible: bool
+    reason: ClusterReason | None = None
+    message: str = ""
+    pools: tuple[PoolVerdict, ...] = ()
+
+
+@dataclass(frozen=True)
+class RoleAssignment:
+    """The pool and DRA requests one role of a replica resolved to."""
+
+    role: str  # constants.ROLE_UNIFIED / ROLE_PREFILL / ROLE_DECODE
+    pool: str
+    device_requests: tuple[ResolvedDeviceRequest, ...]
+    nodes: int  # nodes this role occupies (nodes per worker × workers.count)
+
+
+@dataclass(frozen=True)
+class PlannedReplica:
+    """One replica of the desired set."""
+
+    cluster: str
+    index: int
+    roles: tuple[RoleAssignment, ...]
+    retained: bool  # an existing replica kept in place
+    name: str  # the ModelReplica's opaque stable name
+
+
+@dataclass(frozen=True)
+class Withdrawal:
+    """A not-yet-Ready replica withdrawn from an oversubscribed pool (contention)."""
+
+    cluster: str
+    index: int
+    pool: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ScheduleResult:
+    """The desired replicas of one deployment and why any are missing."""
+
+    replicas: tuple[PlannedReplica, ...]  # sorted by (cluster, index)
+    desired: int  # spec.replicas
+    # Compile errors of the node selector: (field path, compiler message).
+    # When non-empty nothing new is placed (existing replicas are retained).
+    invalid_selectors: tuple[tuple[str, str], ...] = ()
+    clusters: tuple[ClusterVerdict, ...] = ()  # every InferenceCluster considered, by name
+    withdrawn: tuple[Withdrawal, ...] = ()
+    # Existing replicas dropped (cluster gone, drained, pool no longer matches), with why.
+    replaced: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def missing(self) -> int:
+        """Replicas that could not be placed."""
+        return max(0, self.desired - len(self.replicas))
