@@ -133,9 +133,14 @@ def format_validation_error(err: ValidationError, prefix: str = "") -> str:
     """Render a pydantic error as `field.path: message; ...` using wire names."""
     parts = []
     for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"] if p != "__root__")
+        loc = ""
+        for p in e["loc"]:
+            if isinstance(p, int):
+                loc += f"[{p}]"
+            elif p != "__root__":
+                loc = f"{loc}.{p}" if loc else str(p)
         if prefix:
-            loc = f"{prefix}.{loc}" if loc else prefix
+            loc = f"{prefix}{'' if loc.startswith('[') else '.'}{loc}" if loc else prefix
         msg = e["msg"]
         if e["type"] == "string_pattern_mismatch":
             pattern = (e.get("ctx") or {}).get("pattern", "")

@@ -132,6 +132,11 @@ class GatewayRef(KubeModel):
 
     name: DNSSubdomain = c.DEFAULT_GATEWAY_NAME
     namespace: DNSLabel = c.DEFAULT_GATEWAY_NAMESPACE
+    address: str | None = Field(
+        default=None,
+        max_length=253,
+        description="The gateway's external address (host or URL), published in status.",
+    )
 
 
 class InferenceClusterSpec(KubeModel):
