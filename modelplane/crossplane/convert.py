@@ -1,0 +1,182 @@
+"""Translation between the function protocol (protobuf) and the composer contract.
+
+`to_input` turns a RunFunctionRequest into a `ComposeInput`; `to_response` turns
+a `ComposeResult` into the RunFunctionResponse Crossplane expects. Both are plain
+functions so the servicer, the embedded control plane and the tests share them.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import Any
+
+import crossplane.function.proto.v1.run_function_pb2 as fnv1
+from crossplane.function import response
+from google.protobuf import json_format
+from google.protobuf import struct_pb2 as structpb
+
+from modelplane.api import constants as c
+from modelplane.compose.types import ComposeInput, ComposeResult, Readiness, Requirement, Resource
+
+DEFAULT_TTL = datetime.timedelta(minutes=1)
+"""How long Crossplane may cache a response before calling the function again."""
+
+_READY_TO_PB: dict[Readiness, fnv1.Ready] = {
+    "True": fnv1.READY_TRUE,
+    "False": fnv1.READY_FALSE,
+    "Unspecified": fnv1.READY_UNSPECIFIED,
+}
+_STATUS_TO_PB = {
+    "True": fnv1.STATUS_CONDITION_TRUE,
+    "False": fnv1.STATUS_CONDITION_FALSE,
+    "Unknown": fnv1.STATUS_CONDITION_UNKNOWN,
+}
+_SEVERITY_TO_PB = {"Warning": fnv1.SEVERITY_WARNING, "Normal": fnv1.SEVERITY_NORMAL}
+_SYSTEM_CONDITIONS = frozenset({c.CONDITION_READY, c.CONDITION_SYNCED})
+
+
+def _plain(value: Any) -> Any:
+    # A protobuf Struct stores every number as a double; Kubernetes (and the
+    # JSON Crossplane decodes) keeps integral numbers as integers, so restore
+    # them or `replicas: 3` would reach composers and output as 3.0.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def struct_to_dict(s: structpb.Struct) -> Resource:
+    """Convert a protobuf Struct to a dict, keeping integral numbers as ints."""
+    return _plain(json_format.MessageToDict(s, preserving_proto_field_name=True))
+
+
+def dict_to_struct(d: Mapping[str, Any]) -> structpb.Struct:
+    """Convert a JSON-compatible mapping to a protobuf Struct."""
+    return json_format.ParseDict(dict(d), structpb.Struct())
+
+
+def observed_composite(req: fnv1.RunFunctionRequest) -> Resource:
+    """Return the observed composite resource of a request as a dict ({} when absent)."""
+    if not req.HasField("observed") or not req.observed.HasField("composite"):
+        return {}
+    return struct_to_dict(req.observed.composite.resource)
+
+
+def to_input(req: fnv1.RunFunctionRequest) -> ComposeInput:
+    """Build the composer input from a request.
+
+    Required resources come from `required_resources`; the deprecated
+    `extra_resources` map is honoured for names the new map lacks. A name
+    that is absent has not been fetched yet.
+    """
+    observed = {
+        name: struct_to_dict(r.resource) for name, r in sorted(req.observed.resources.items())
+    }
+    required: dict[str, list[Resource]] = {}
+    for source in (req.required_resources, req.extra_resources):
+        for name, resources in sorted(source.items()):
+            if name not in required:
+                required[name] = [struct_to_dict(item.resource) for item in resources.items]
+    return ComposeInput(composite=observed_composite(req), observed=observed, required=required)
+
+
+def _deep_merge(base: dict[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in overlay.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), dict):
+            out[k] = _deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def _selector(r: Requirement) -> fnv1.ResourceSelector:
+    sel = fnv1.ResourceSelector(api_version=r.api_version, kind=r.kind)
+    if r.match_name is not None:
+        sel.match_name = r.match_name
+    elif r.match_labels is not None:
+        sel.match_labels.labels.update(dict(r.match_labels))
+    if r.namespace is not None:
+        sel.namespace = r.namespace
+    return sel
+
+
+def base_response(
+    req: fnv1.RunFunctionRequest, ttl: datetime.timedelta = DEFAULT_TTL
+) -> fnv1.RunFunctionResponse:
+    """Start a response: the request's tag, desired state and context copied through."""
+    return response.to(req, ttl)
+
+
+def fatal_response(
+    req: fnv1.RunFunctionRequest, message: str, ttl: datetime.timedelta = DEFAULT_TTL
+) -> fnv1.RunFunctionResponse:
+    """A response carrying one fatal result and no new desired state."""
+    rsp = base_response(req, ttl)
+    rsp.results.append(
+        fnv1.Result(severity=fnv1.SEVERITY_FATAL, message=message, target=fnv1.TARGET_COMPOSITE)
+    )
+    return rsp
+
+
+def to_response(
+    req: fnv1.RunFunctionRequest,
+    result: ComposeResult,
+    ttl: datetime.timedelta = DEFAULT_TTL,
+) -> fnv1.RunFunctionResponse:
+    """Translate a composer's result into a response to `req`.
+
+    The request's desired state is copied through first (pipeline semantics),
+    then the composer's resources replace same-named entries and its status is
+    merged into the desired composite's status. A fatal result yields only the
+    fatal message.
+    """
+    if result.fatal is not None:
+        return fatal_response(req, result.fatal, ttl)
+    rsp = base_response(req, ttl)
+
+    for name, desired in sorted(result.desired.items()):
+        entry = rsp.desired.resources[name]
+        entry.resource.CopyFrom(dict_to_struct(desired.resource))
+        entry.ready = _READY_TO_PB[desired.ready]
+
+    if result.status:
+        composite = rsp.desired.composite
+        current = struct_to_dict(composite.resource) if composite.HasField("resource") else {}
+        status = _deep_merge(current.get("status") or {}, result.status)
+        composite.resource.update({"status": status})
+    if result.ready != "Unspecified":
+        rsp.desired.composite.ready = _READY_TO_PB[result.ready]
+
+    for cond in result.conditions:
+        if cond.type in _SYSTEM_CONDITIONS:
+            # Crossplane owns these and would ignore them; dropping them here
+            # keeps the response honest about what the function decides.
+            continue
+        pb = fnv1.Condition(
+            type=cond.type,
+            status=_STATUS_TO_PB[cond.status],
+            reason=cond.reason,
+            target=fnv1.TARGET_COMPOSITE,
+        )
+        if cond.message:
+            pb.message = cond.message
+        rsp.conditions.append(pb)
+
+    for ev in result.events:
+        rsp.results.append(
+            fnv1.Result(
+                severity=_SEVERITY_TO_PB[ev.severity],
+                message=ev.message,
+                reason=ev.reason,
+                target=fnv1.TARGET_COMPOSITE,
+            )
+        )
+
+    for name, requirement in sorted(result.requirements.items()):
+        rsp.requirements.resources[name].CopyFrom(_selector(requirement))
+    return rsp
