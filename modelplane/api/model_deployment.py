@@ -11,6 +11,7 @@ from modelplane.api.common import (
     CELExpression,
     ConditionedStatus,
     DNSLabel,
+    DNSSubdomain,
     KubeModel,
     LabelSelector,
     LocalObjectReference,
@@ -18,6 +19,12 @@ from modelplane.api.common import (
     Toleration,
     cel_rules,
 )
+
+MAX_REPLICAS = 10000
+# Bounds on the placement explanation written to status, so a fleet of
+# thousands of clusters cannot push the object past etcd's size limit.
+MAX_UNSCHEDULABLE_ENTRIES = 32
+MAX_UNSCHEDULABLE_MESSAGE = 1024
 
 
 class DeviceSelector(KubeModel):
@@ -96,8 +103,10 @@ class Workers(KubeModel):
     model_config = KubeModel.model_config | {
         "json_schema_extra": cel_rules(
             (
-                "self.template.spec.containers.filter(x, x.name == 'engine').size() == 1",
-                "template must have exactly one container named engine",
+                "has(self.template.spec) && has(self.template.spec.containers)"
+                " && self.template.spec.containers.filter(x, has(x.name) && x.name == 'engine')"
+                ".size() == 1",
+                "template.spec.containers must have exactly one container named engine",
             )
         )
     }
@@ -152,11 +161,22 @@ class ModelDeploymentSpec(KubeModel):
         )
     }
 
-    replicas: int = Field(default=1, ge=0, le=10000)
-    cluster_selector: LabelSelector | None = None
-    tolerations: list[Toleration] | None = Field(default=None, max_length=32)
-    priority: str | None = Field(default=None, max_length=253)
-    caches: list[LocalObjectReference] | None = Field(default=None, max_length=1)
+    replicas: int = Field(default=1, ge=0, le=MAX_REPLICAS)
+    cluster_selector: LabelSelector | None = Field(
+        default=None,
+        description="Which InferenceClusters may run replicas, by their labels; absent means all.",
+    )
+    tolerations: list[Toleration] | None = Field(
+        default=None, max_length=32, description="Cluster taints the replicas tolerate."
+    )
+    priority: DNSSubdomain | None = Field(
+        default=None, description="A PriorityClass name stamped on every serving pod."
+    )
+    caches: list[LocalObjectReference] | None = Field(
+        default=None,
+        max_length=1,
+        description="ModelCaches (same namespace) whose weights the engine reads.",
+    )
     node_selector: NodeSelector | None = None
     workers: Workers | None = None
     prefill: RoleSpec | None = None
@@ -198,7 +218,7 @@ class Placement(StatusModel):
     cluster: str
     index: int
     replica_name: str
-    pools: list[RolePlacement]
+    pools: list[RolePlacement] = Field(max_length=2)
     ready: bool = False
 
 
@@ -207,18 +227,23 @@ class ClusterRejection(StatusModel):
 
     cluster: str
     reason: str
-    message: str
+    message: str = Field(max_length=MAX_UNSCHEDULABLE_MESSAGE)
 
 
 class ModelDeploymentStatus(ConditionedStatus):
     """Observed placement and readiness."""
 
-    replicas: int | None = None
-    ready_replicas: int | None = None
+    replicas: int | None = Field(default=None, description="Replicas placed (composed).")
+    ready_replicas: int | None = Field(default=None, description="Placed replicas that are Ready.")
     selector: str | None = Field(
         default=None, description="Label selector of the replicas (scale subresource)."
     )
-    placements: list[Placement] | None = None
+    placements: list[Placement] | None = Field(default=None, max_length=MAX_REPLICAS)
     unschedulable: list[ClusterRejection] | None = Field(
-        default=None, description="Why each candidate cluster rejected the missing replicas."
+        default=None,
+        max_length=MAX_UNSCHEDULABLE_ENTRIES,
+        description="Why each candidate cluster rejected the missing replicas (bounded).",
+    )
+    unschedulable_omitted: int | None = Field(
+        default=None, description="Rejecting clusters left out of unschedulable to bound its size."
     )
