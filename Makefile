@@ -6,16 +6,22 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint typecheck unit package-check install clean
 
+# The schema oracles beside the project (../shared/conformance) are optional:
+# tests that use them skip when they are absent.
+CONFORMANCE := ../shared/conformance
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
+	if [ -f $(CONFORMANCE)/requirements.txt ]; then \
+	  $(BIN)/pip install --quiet -r $(CONFORMANCE)/requirements.txt; fi
 	touch $(STAMP)
 
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/modelplane render examples/quickstart
+	$(BIN)/modelplane render -o tree examples/quickstart
 
 lint: $(STAMP)
 	$(BIN)/ruff check modelplane tests benchmarks
