@@ -14,7 +14,7 @@ import grpc
 import pytest
 from crossplane.function.proto.v1.run_function_pb2_grpc import FunctionRunnerServiceStub
 
-from modelplane.crossplane.convert import dict_to_struct
+from modelplane.crossplane.convert import dict_to_struct, struct_to_dict
 
 
 def _free_port() -> int:
@@ -67,3 +67,32 @@ def test_unknown_kind_over_grpc(stub: FunctionRunnerServiceStub) -> None:
     assert rsp.meta.tag == "rt"
     assert [r.severity for r in rsp.results] == [fnv1.SEVERITY_FATAL]
     assert "example.org/v1" in rsp.results[0].message and "Gadget" in rsp.results[0].message
+
+
+def test_inference_class_over_grpc(stub: FunctionRunnerServiceStub) -> None:
+    klass = {
+        "apiVersion": "modelplane.ai/v1alpha1",
+        "kind": "InferenceClass",
+        "metadata": {"name": "l4-1x"},
+        "spec": {
+            "devices": [
+                {
+                    "name": "gpu",
+                    "claim": "DRA",
+                    "driver": "gpu.nvidia.com",
+                    "deviceClassName": "gpu.nvidia.com",
+                    "count": 1,
+                }
+            ]
+        },
+    }
+    req = fnv1.RunFunctionRequest(meta=fnv1.RequestMeta(tag="class"))
+    req.observed.composite.resource.CopyFrom(dict_to_struct(klass))
+    rsp = stub.RunFunction(req, timeout=30)
+    assert [r.severity for r in rsp.results if r.severity == fnv1.SEVERITY_FATAL] == []
+    assert rsp.desired.composite.ready == fnv1.READY_TRUE
+    assert struct_to_dict(rsp.desired.composite.resource) == {"status": {"draDevices": 1}}
+    assert [(x.type, x.status, x.reason) for x in rsp.conditions] == [
+        ("Valid", fnv1.STATUS_CONDITION_TRUE, "Valid")
+    ]
+    assert dict(rsp.desired.resources) == {}
