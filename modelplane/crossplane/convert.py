@@ -100,6 +100,10 @@ def _selector(r: Requirement) -> fnv1.ResourceSelector:
         sel.match_name = r.match_name
     elif r.match_labels is not None:
         sel.match_labels.labels.update(dict(r.match_labels))
+    else:
+        # Crossplane only knows name and label matches; an empty label
+        # selector is how "every object of the kind" is spelled.
+        sel.match_labels.SetInParent()
     if r.namespace is not None:
         sel.namespace = r.namespace
     return sel

@@ -229,7 +229,7 @@ def test_result_translation(inject) -> None:
     ]
     assert got["requirements"] == {
         "resources": {
-            "all": {"apiVersion": "v1", "kind": "Namespace"},
+            "all": {"apiVersion": "v1", "kind": "Namespace", "matchLabels": {}},
             "by-labels": {
                 "apiVersion": "v1",
                 "kind": "Secret",
