@@ -83,6 +83,23 @@ REASON_UNSUPPORTED_SOURCE: Final = "UnsupportedSource"
 REASON_CLUSTER_NOT_FOUND: Final = "ClusterNotFound"
 REASON_CLUSTER_NOT_READY: Final = "ClusterNotReady"
 
+# ModelDeployment scheduling (compose/model_deployment.py). Scheduled says
+# whether every desired replica has a place; ReplicasReady whether they serve.
+CONDITION_CACHE_RESOLVED: Final = "CacheResolved"
+REASON_ALL_REPLICAS_SCHEDULED: Final = "AllReplicasScheduled"
+REASON_PARTIAL: Final = "Partial"
+REASON_INSUFFICIENT_CAPACITY: Final = "InsufficientCapacity"
+REASON_INVALID_NODE_SELECTOR: Final = "InvalidNodeSelector"
+REASON_NO_CLUSTERS: Final = "NoClusters"
+REASON_WAITING_FOR_CACHE: Final = "WaitingForCache"
+REASON_CACHE_NOT_FOUND: Final = "CacheNotFound"
+REASON_ALL_REPLICAS_READY: Final = "AllReplicasReady"
+REASON_REPLICAS_NOT_READY: Final = "ReplicasNotReady"
+REASON_REPLICA_REPLACED: Final = "ReplicaReplaced"
+REASON_REPLICA_WITHDRAWN: Final = "ReplicaWithdrawn"
+REASON_INVALID_LABEL: Final = "InvalidLabel"
+REASON_SCHEDULER_ERROR: Final = "SchedulerError"
+
 # Kubernetes resource.Quantity syntax, as the OpenAPI schema of a Quantity
 # states it. Semantic parsing lives in `modelplane.dra.quantity`.
 QUANTITY_PATTERN: Final = (

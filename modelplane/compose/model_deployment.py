@@ -1,10 +1,402 @@
-"""Composer for model_deployment (placeholder until implemented)."""
+"""ModelDeployment composer: place the replicas, compose one ModelReplica each.
+
+Inputs it requires from the control plane:
+
+- every InferenceCluster (cluster-scoped, no selector). `clusterSelector` is
+  applied by the scheduler, not by the requirement, so that a cluster left out
+  by labels is still explained as NotSelected;
+- every ModelReplica in the fleet, across all namespaces: the scheduler charges
+  other deployments' replicas against pool capacity. A requirement without a
+  namespace that matches by labels selects across all namespaces (Crossplane's
+  ResourceSelector semantics), and every ModelReplica this composer writes
+  carries `app.kubernetes.io/managed-by: modelplane`, so that label is the
+  selector;
+- the ModelCache named in `spec.caches` (same namespace), when set.
+
+While any of them has not been fetched yet, the answer is the requirements
+plus every observed composed resource unchanged: an empty desired state would
+make Crossplane delete the serving replicas, and a fatal result would carry
+no requirements, so the control plane could never fetch them. Crossplane and
+the local engine both call again at once with the requirements resolved, and
+only that answer is acted on.
+"""
 
 from __future__ import annotations
 
-from modelplane.compose.types import ComposeInput, ComposeResult
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from modelplane.api import constants as c
+from modelplane.api.common import format_validation_error
+from modelplane.api.model_deployment import (
+    MAX_UNSCHEDULABLE_ENTRIES,
+    MAX_UNSCHEDULABLE_MESSAGE,
+    ModelDeploymentSpec,
+)
+from modelplane.api.model_replica import ModelReplicaSpec
+from modelplane.compose.common import condition_status, keep_observed, meta, parse_spec
+from modelplane.compose.deployment_explain import cluster_message, truncate
+from modelplane.compose.types import (
+    ComposeInput,
+    ComposeResult,
+    DesiredResource,
+    Requirement,
+    Resource,
+)
+from modelplane.scheduling.types import ClusterVerdict, PlannedReplica, ScheduleResult
+
+CLUSTERS_REQUIREMENT = "inference-clusters"
+REPLICAS_REQUIREMENT = "model-replicas"
+MODEL_REPLICA_KIND = "ModelReplica"
+MODEL_CACHE_KIND = "ModelCache"
+INFERENCE_CLUSTER_KIND = "InferenceCluster"
+
+# Condition messages are read by people in `kubectl describe`; bound them so a
+# fleet of thousands of clusters cannot bloat the object.
+MAX_CONDITION_MESSAGE = 1024
+
+Scheduler = Callable[[Resource, Sequence[Resource], Sequence[Resource]], ScheduleResult]
+
+_LABEL_NAME = r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)"
+_LABEL_KEY = re.compile(
+    rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{_LABEL_NAME}$"
+)
+_LABEL_VALUE = re.compile(rf"^{_LABEL_NAME}?$")
+
+
+def cache_requirement(name: str) -> str:
+    """The requirement name under which a ModelCache is fetched."""
+    return f"cache-{name}"
+
+
+def replica_key(cluster: str, index: int) -> str:
+    """The desired-resource key of the replica at `(cluster, index)`."""
+    return f"replica-{cluster}-{index}"
+
+
+def replica_selector(deployment: str) -> str:
+    """The label selector of a deployment's replicas (its scale subresource's selector)."""
+    return f"{c.LABEL_DEPLOYMENT}={deployment}"
+
+
+def requirements(namespace: str, spec: ModelDeploymentSpec | None) -> dict[str, Requirement]:
+    """What the composer needs fetched to schedule a deployment."""
+    reqs = {
+        CLUSTERS_REQUIREMENT: Requirement(api_version=c.API_VERSION, kind=INFERENCE_CLUSTER_KIND),
+        REPLICAS_REQUIREMENT: Requirement(
+            api_version=c.API_VERSION,
+            kind=MODEL_REPLICA_KIND,
+            match_labels={c.LABEL_MANAGED_BY: c.MANAGED_BY},
+        ),
+    }
+    for cache in (spec.caches or []) if spec is not None else []:
+        reqs[cache_requirement(cache.name)] = Requirement(
+            api_version=c.API_VERSION,
+            kind=MODEL_CACHE_KIND,
+            match_name=cache.name,
+            namespace=namespace,
+        )
+    return reqs
+
+
+def _default_scheduler(
+    deployment: Resource, clusters: Sequence[Resource], replicas: Sequence[Resource]
+) -> ScheduleResult:
+    from modelplane.scheduling import schedule  # type: ignore[attr-defined]
+
+    return schedule(deployment, list(clusters), list(replicas))
 
 
 def compose(inp: ComposeInput) -> ComposeResult:
-    """Compose desired state for the kind."""
-    return ComposeResult(fatal="composer not implemented yet")
+    """Schedule the deployment and compose one ModelReplica per placed replica."""
+    return compose_with(inp, _default_scheduler)
+
+
+def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
+    """`compose`, with the scheduler passed in (tests script its answer)."""
+    result = ComposeResult()
+    m = meta(inp.composite)
+    name = str(m.get("name", ""))
+    namespace = str(m.get("namespace", ""))
+
+    spec, error = parse_spec(ModelDeploymentSpec, inp.composite)
+    if spec is None:
+        # Keep every replica that serves today; the user fixes the spec.
+        result.desired = keep_observed(inp)
+        result.condition(c.CONDITION_SCHEDULED, False, c.REASON_INVALID_SPEC, error)
+        result.warn(c.REASON_INVALID_SPEC, error)
+        result.ready = "False"
+        return result
+
+    result.requirements = requirements(namespace, spec)
+    if not all(inp.fetched(r) for r in result.requirements):
+        result.desired = keep_observed(inp)
+        result.ready = "False"
+        return result
+
+    clusters = list(inp.required[CLUSTERS_REQUIREMENT])
+    replicas = _fleet_replicas(inp, namespace)
+    try:
+        plan = scheduler(_without_crossplane_spec(inp.composite), clusters, replicas)
+    except Exception as err:  # a scheduler bug must not tear down serving replicas
+        result.fatal = f"{c.REASON_SCHEDULER_ERROR}: scheduling {namespace}/{name} failed: {err}"
+        return result
+
+    missing_caches = [
+        cache.name for cache in spec.caches or [] if not inp.required[cache_requirement(cache.name)]
+    ]
+    if spec.caches:
+        if missing_caches:
+            msg = (
+                f"spec.caches: ModelCache {', '.join(missing_caches)} not found in namespace "
+                f"{namespace}; new replicas are held until it exists, existing ones are kept"
+            )
+            result.condition(c.CONDITION_CACHE_RESOLVED, False, c.REASON_CACHE_NOT_FOUND, msg)
+            result.warn(c.REASON_CACHE_NOT_FOUND, msg)
+        else:
+            result.condition(
+                c.CONDITION_CACHE_RESOLVED,
+                True,
+                c.REASON_RESOLVED,
+                f"ModelCache {', '.join(x.name for x in spec.caches)} found",
+            )
+    placed = [r for r in plan.replicas if r.retained or not missing_caches]
+    held = len(plan.replicas) - len(placed)
+
+    labels = _user_labels(spec, result)
+    for planned in placed:
+        key = replica_key(planned.cluster, planned.index)
+        try:
+            manifest = _replica_manifest(name, namespace, spec, planned, labels)
+        except (ValidationError, KeyError) as err:
+            detail = (
+                format_validation_error(err, "spec") if isinstance(err, ValidationError) else err
+            )
+            result.fatal = (
+                f"{c.REASON_SCHEDULER_ERROR}: replica {planned.cluster}/{planned.index} of "
+                f"{namespace}/{name} is inconsistent with the spec: {detail}"
+            )
+            return result
+        observed = inp.observed.get(key)
+        ready = observed is not None and condition_status(observed, c.CONDITION_READY) == "True"
+        result.desired[key] = DesiredResource(manifest, "True" if ready else "False")
+
+    ready_count = sum(1 for d in result.desired.values() if d.ready == "True")
+    _status(result, name, spec, plan, placed)
+    _scheduled_condition(result, spec, plan, len(placed), held, missing_caches)
+    _events(result, plan)
+
+    want = spec.replicas
+    all_ready = ready_count >= want and len(placed) >= want
+    result.condition(
+        c.CONDITION_REPLICAS_READY,
+        all_ready,
+        c.REASON_ALL_REPLICAS_READY if all_ready else c.REASON_REPLICAS_NOT_READY,
+        f"{ready_count} of {want} replicas ready",
+    )
+    result.ready = "True" if all_ready else "False"
+    return result
+
+
+def _without_crossplane_spec(composite: Resource) -> Resource:
+    spec = composite.get("spec")
+    if not isinstance(spec, dict) or "crossplane" not in spec:
+        return composite
+    return {**composite, "spec": {k: v for k, v in spec.items() if k != "crossplane"}}
+
+
+def _fleet_replicas(inp: ComposeInput, namespace: str) -> list[Resource]:
+    """Every ModelReplica of the fleet, this deployment's observed ones taking precedence.
+
+    The composed resources are the freshest view of this deployment's own
+    replicas; merging them in means a lagging fleet listing can never make
+    the scheduler forget (and so replace) a replica that exists.
+    """
+    by_id: dict[tuple[str, str], Resource] = {}
+    for obj in inp.required.get(REPLICAS_REQUIREMENT, []):
+        om = meta(obj)
+        by_id[(str(om.get("namespace", "")), str(om.get("name", "")))] = obj
+    for obj in inp.observed.values():
+        if obj.get("kind") != MODEL_REPLICA_KIND:
+            continue
+        om = dict(meta(obj))
+        om.setdefault("namespace", namespace)
+        by_id[(str(om["namespace"]), str(om.get("name", "")))] = {**obj, "metadata": om}
+    return [by_id[k] for k in sorted(by_id)]
+
+
+def _user_labels(spec: ModelDeploymentSpec, result: ComposeResult) -> dict[str, str]:
+    """The workers' template labels a replica inherits, minus reserved and invalid ones."""
+    labels: dict[str, str] = {}
+    for role, role_spec in spec.roles().items():
+        tmeta = role_spec.workers.template.get("metadata")
+        raw = tmeta.get("labels") if isinstance(tmeta, dict) else None
+        if not isinstance(raw, dict):
+            continue
+        for key, value in sorted(raw.items()):
+            if str(key).startswith(c.LABEL_PREFIX):
+                continue
+            if (
+                not isinstance(value, str)
+                or not _LABEL_KEY.match(str(key))
+                or len(str(key).rsplit("/", 1)[-1]) > 63
+                or len(str(key)) > 316
+                or not _LABEL_VALUE.match(value)
+            ):
+                field = "workers" if role == c.ROLE_UNIFIED else f"{role}.workers"
+                msg = (
+                    f"spec.{field}.template.metadata.labels: {key!r}={value!r} is not a valid "
+                    "Kubernetes label; it is not copied to the replicas"
+                )
+                result.warn(c.REASON_INVALID_LABEL, msg)
+                continue
+            labels[str(key)] = value
+    return labels
+
+
+def _replica_manifest(
+    deployment: str,
+    namespace: str,
+    spec: ModelDeploymentSpec,
+    planned: PlannedReplica,
+    user_labels: dict[str, str],
+) -> Resource:
+    """The ModelReplica XR of one planned replica, validated against its own schema."""
+    roles = spec.roles()
+    body: dict[str, Any] = {
+        "deploymentName": deployment,
+        "clusterName": planned.cluster,
+        "index": planned.index,
+    }
+    if spec.priority:
+        body["priority"] = spec.priority
+    if spec.caches:
+        body["caches"] = [x.to_dict() for x in spec.caches]
+    assigned = {ra.role for ra in planned.roles}
+    if assigned != set(roles):
+        raise KeyError(f"planned roles {sorted(assigned)} != spec roles {sorted(roles)}")
+    for ra in planned.roles:
+        role_body = {
+            "nodePoolName": ra.pool,
+            "deviceRequests": [d.to_dict() for d in ra.device_requests],
+            "workers": roles[ra.role].workers.to_dict(),
+        }
+        if ra.role == c.ROLE_UNIFIED:
+            body.update(role_body)
+        else:
+            body[ra.role] = role_body
+    ModelReplicaSpec.model_validate(body)
+    labels = {
+        **user_labels,
+        c.LABEL_MANAGED_BY: c.MANAGED_BY,
+        c.LABEL_DEPLOYMENT: deployment,
+        c.LABEL_CLUSTER: planned.cluster,
+        c.LABEL_REPLICA_INDEX: str(planned.index),
+    }
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": MODEL_REPLICA_KIND,
+        "metadata": {"name": planned.name, "namespace": namespace, "labels": labels},
+        "spec": body,
+    }
+
+
+def _status(
+    result: ComposeResult,
+    name: str,
+    spec: ModelDeploymentSpec,
+    plan: ScheduleResult,
+    placed: Sequence[PlannedReplica],
+) -> None:
+    placements = []
+    for planned in sorted(placed, key=lambda r: (r.cluster, r.index)):
+        desired = result.desired[replica_key(planned.cluster, planned.index)]
+        placements.append(
+            {
+                "cluster": planned.cluster,
+                "index": planned.index,
+                "replicaName": planned.name,
+                "pools": [{"role": ra.role, "pool": ra.pool} for ra in planned.roles],
+                "ready": desired.ready == "True",
+            }
+        )
+    status: dict[str, Any] = {
+        "replicas": len(placed),
+        "readyReplicas": sum(1 for p in placements if p["ready"]),
+        "selector": replica_selector(name),
+        "placements": placements,
+        "unschedulable": [],
+        "unschedulableOmitted": 0,
+    }
+    if len(placed) < spec.replicas and not plan.invalid_selectors:
+        rejections = _rejections(plan.clusters)
+        status["unschedulable"] = [
+            {
+                "cluster": v.cluster,
+                "reason": v.reason or "Rejected",
+                "message": truncate(cluster_message(v), MAX_UNSCHEDULABLE_MESSAGE),
+            }
+            for v in rejections[:MAX_UNSCHEDULABLE_ENTRIES]
+        ]
+        status["unschedulableOmitted"] = max(0, len(rejections) - MAX_UNSCHEDULABLE_ENTRIES)
+    result.status = status
+
+
+def _rejections(verdicts: Iterable[ClusterVerdict]) -> list[ClusterVerdict]:
+    """Rejecting clusters, the informative ones first: label mismatches say least."""
+    rejected = [v for v in verdicts if not v.eligible]
+    return sorted(rejected, key=lambda v: (v.reason == "NotSelected", v.cluster))
+
+
+def _scheduled_condition(
+    result: ComposeResult,
+    spec: ModelDeploymentSpec,
+    plan: ScheduleResult,
+    placed: int,
+    held: int,
+    missing_caches: Sequence[str],
+) -> None:
+    want = spec.replicas
+    summary = f"placed {placed} of {want} replicas"
+    if plan.invalid_selectors:
+        msg = "; ".join(f"{path}: {err}" for path, err in plan.invalid_selectors)
+        msg = truncate(f"{msg} (existing replicas are kept; {summary})", MAX_CONDITION_MESSAGE)
+        result.condition(c.CONDITION_SCHEDULED, False, c.REASON_INVALID_NODE_SELECTOR, msg)
+        result.warn(c.REASON_INVALID_NODE_SELECTOR, msg)
+        return
+    if held:
+        msg = (
+            f"{summary}: {held} new replica(s) held until ModelCache "
+            f"{', '.join(missing_caches)} exists"
+        )
+        result.condition(c.CONDITION_SCHEDULED, False, c.REASON_WAITING_FOR_CACHE, msg)
+        return
+    if placed >= want:
+        result.condition(c.CONDITION_SCHEDULED, True, c.REASON_ALL_REPLICAS_SCHEDULED, summary)
+        return
+    candidates = [v for v in plan.clusters if v.reason != "NotSelected"]
+    if not plan.clusters:
+        reason, why = c.REASON_NO_CLUSTERS, "no InferenceCluster exists"
+    elif not candidates:
+        reason, why = c.REASON_NO_CLUSTERS, "no InferenceCluster matches spec.clusterSelector"
+    else:
+        reason = c.REASON_PARTIAL if placed else c.REASON_INSUFFICIENT_CAPACITY
+        why = "; ".join(f"{v.cluster}: {cluster_message(v)}" for v in _rejections(candidates))
+    msg = truncate(f"{summary}: {why}", MAX_CONDITION_MESSAGE)
+    result.condition(c.CONDITION_SCHEDULED, False, reason, msg)
+    result.warn(reason, msg)
+
+
+def _events(result: ComposeResult, plan: ScheduleResult) -> None:
+    for what, why in plan.replaced[:MAX_UNSCHEDULABLE_ENTRIES]:
+        result.normal(c.REASON_REPLICA_REPLACED, truncate(f"{what}: {why}", 512))
+    for w in plan.withdrawn[:MAX_UNSCHEDULABLE_ENTRIES]:
+        result.normal(
+            c.REASON_REPLICA_WITHDRAWN,
+            truncate(
+                f"replica {w.cluster}/{w.index} withdrawn from pool {w.pool}: {w.message}", 512
+            ),
+        )

@@ -1,0 +1,136 @@
+"""Words for the scheduler's verdicts: one-line reasons for status, rows for the CLI.
+
+The scheduler returns structured verdicts (`ClusterVerdict` → `PoolVerdict` →
+`RequestVerdict` → `DeviceVerdict`). The ModelDeployment composer condenses
+them into `status.unschedulable[]` and `modelplane explain` prints them in
+full; both read them through this module so they say the same thing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from modelplane.scheduling.types import (
+    ClusterVerdict,
+    DeviceVerdict,
+    PoolVerdict,
+    RequestVerdict,
+    ScheduleResult,
+)
+
+ELLIPSIS = "…"
+
+
+def truncate(text: str, limit: int) -> str:
+    """Cut `text` to at most `limit` characters, marking the cut with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - len(ELLIPSIS))] + ELLIPSIS
+
+
+def device_message(d: DeviceVerdict) -> str:
+    """Why one device did not satisfy a request ("" when it did)."""
+    if d.matched:
+        return ""
+    for s in d.selectors:
+        if s.error is not None:
+            return f"device {d.device}: selector {s.expression!r} errored: {s.error}"
+        if s.value is False:
+            return f"device {d.device}: selector {s.expression!r} is false"
+    if d.insufficient_count is not None:
+        needed, available = d.insufficient_count
+        return f"device {d.device}: needs {needed}, only {available} unconsumed"
+    return f"device {d.device}: does not match"
+
+
+def request_message(r: RequestVerdict) -> str:
+    """Why one device request did not resolve in a pool ("" when it did)."""
+    if r.matched:
+        return ""
+    if r.message:
+        return f"request {r.request}: {r.message}"
+    reasons = [m for m in (device_message(d) for d in r.devices) if m]
+    if not reasons:
+        return f"request {r.request}: no device matches"
+    return f"request {r.request}: " + "; ".join(reasons)
+
+
+def pool_message(p: PoolVerdict) -> str:
+    """Why one pool cannot take the role ("" when it can)."""
+    if p.matched and p.free_nodes >= p.needed_nodes:
+        return ""
+    if p.message:
+        return p.message
+    if not p.matched:
+        failing = [m for m in (request_message(r) for r in p.requests) if m]
+        return "; ".join(failing) if failing else "devices do not match"
+    return f"needs {p.needed_nodes} nodes, {p.free_nodes} free"
+
+
+def cluster_message(v: ClusterVerdict) -> str:
+    """One line saying why a cluster could not take a replica."""
+    if v.message:
+        return v.message
+    parts = []
+    for p in v.pools:
+        m = pool_message(p)
+        if m:
+            role = "" if p.role in ("", "unified") else f" ({p.role})"
+            parts.append(f"pool {p.pool}{role}: {m}")
+    return "; ".join(parts) if parts else (v.reason or "rejected")
+
+
+@dataclass(frozen=True)
+class ExplanationRow:
+    """One line of the full explanation: a cluster, or a pool × request within it."""
+
+    cluster: str
+    verdict: str  # the cluster's reason, or "Eligible"
+    pool: str = ""
+    role: str = ""
+    request: str = ""
+    outcome: str = ""  # matched / no match / errored / insufficient / capacity
+    detail: str = ""
+
+
+def _request_outcome(r: RequestVerdict) -> str:
+    if r.matched:
+        return "matched"
+    if any(s.error is not None for d in r.devices for s in d.selectors):
+        return "errored"
+    if any(d.insufficient_count is not None for d in r.devices):
+        return "not enough devices"
+    return "no match"
+
+
+def explanation_rows(result: ScheduleResult) -> list[ExplanationRow]:
+    """Every candidate cluster × pool × device request of a schedule, in order."""
+    rows: list[ExplanationRow] = []
+    for v in result.clusters:
+        verdict = "Eligible" if v.eligible else (v.reason or "Rejected")
+        if not v.pools:
+            rows.append(ExplanationRow(v.cluster, verdict, detail=v.message))
+            continue
+        for p in v.pools:
+            capacity = f"needs {p.needed_nodes} nodes, {p.free_nodes} free"
+            if not p.requests:
+                outcome = "matched" if p.matched else "no match"
+                rows.append(
+                    ExplanationRow(
+                        v.cluster, verdict, p.pool, p.role, "", outcome, p.message or capacity
+                    )
+                )
+                continue
+            for r in p.requests:
+                if r.matched:
+                    detail = f"device {r.device}" if r.device else ""
+                    if p.matched:
+                        detail = f"{detail}; {capacity}" if detail else capacity
+                else:
+                    detail = request_message(r).split(": ", 1)[-1]
+                rows.append(
+                    ExplanationRow(
+                        v.cluster, verdict, p.pool, p.role, r.request, _request_outcome(r), detail
+                    )
+                )
+    return rows
