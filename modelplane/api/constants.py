@@ -114,3 +114,28 @@ DNS_SUBDOMAIN_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z
 # C identifier of at most 32 characters.
 _DOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 QUALIFIED_NAME_PATTERN: Final = rf"^({_DOMAIN}/)?[A-Za-z_][A-Za-z0-9_]{{0,31}}$"
+
+# ModelReplica composition (compose/model_replica.py and its workload modules).
+REASON_AVAILABLE: Final = "Available"
+REASON_WORKLOAD_NOT_AVAILABLE: Final = "WorkloadNotAvailable"
+REASON_INVALID_SCHEDULING_TEMPLATE: Final = "InvalidSchedulingTemplate"
+REASON_GPU_LIMIT_IGNORED: Final = "GPUResourceLimitIgnored"
+REASON_PROVIDER_CONFIG_MISSING: Final = "ProviderConfigMissing"
+RAY_PORT: Final = 6379
+ENGINE_HEALTH_PATH: Final = "/health"
+CACHE_MOUNT_PATH: Final = "/mnt/models"
+GPU_RESOURCE_NAME: Final = "nvidia.com/gpu"
+
+# In-cluster GPU schedulers' documented contracts (SPEC §5; sources cited in
+# modelplane/compose/schedulers.py).
+KAI_SCHEDULER_NAME: Final = "kai-scheduler"
+KAI_QUEUE_LABEL: Final = "kai.scheduler/queue"
+KAI_LEGACY_QUEUE_LABEL: Final = "runai/queue"
+KAI_POD_GROUP_ANNOTATION: Final = "pod-group-name"
+KAI_SKIP_PODGROUPER_ANNOTATION: Final = "kai.scheduler/skip-podgrouper"
+KAI_PODGROUP_API_VERSION: Final = "scheduling.run.ai/v2alpha2"
+VOLCANO_SCHEDULER_NAME: Final = "volcano"
+VOLCANO_GROUP_ANNOTATION: Final = "scheduling.k8s.io/group-name"
+VOLCANO_QUEUE_KEY: Final = "scheduling.volcano.sh/queue-name"
+VOLCANO_PODGROUP_API_VERSION: Final = "scheduling.volcano.sh/v1beta1"
+KUEUE_QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"

@@ -1,0 +1,159 @@
+"""provider-kubernetes `Object`s: names, wrapping, readiness policies and observation.
+
+Every manifest a replica sends to its workload cluster is wrapped in a
+`kubernetes.m.crossplane.io/v1alpha1` Object in the replica's namespace on the
+control plane, pointed at the cluster's ClusterProviderConfig. A workload's
+Object derives readiness from a CEL query over the wrapped object's `Available`
+condition (a Deployment or LeaderWorkerSet publishes Available, not Ready); a
+config-only Object is ready once it is created (`SuccessfulCreate`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any, Literal
+
+from modelplane.api import constants as c
+from modelplane.compose.types import Resource
+
+MAX_NAME = 63
+AVAILABLE_CEL = (
+    "has(object.status) && has(object.status.conditions) && "
+    "object.status.conditions.exists(x, x.type == 'Available' && x.status == 'True')"
+)
+
+Readiness = Literal["Workload", "Config"]
+
+
+def short_hash(*parts: str, length: int = 8) -> str:
+    """A stable hex digest of `parts` (for names that must be shortened)."""
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:length]
+
+
+def dns_label(name: str, max_len: int = MAX_NAME) -> str:
+    """Turn `name` into an RFC 1035 label of at most `max_len` characters.
+
+    Characters outside `[a-z0-9-]` become `-`, a leading digit gets an `m-`
+    prefix (Service and LeaderWorkerSet names must start with a letter), and a
+    name that is altered or too long keeps its uniqueness through a short hash
+    of the original.
+    """
+    clean = re.sub(r"[^a-z0-9-]", "-", name.lower()).strip("-")
+    if clean == name and clean[:1].isalpha() and len(clean) <= max_len:
+        return clean
+    if not clean[:1].isalpha():
+        clean = f"m-{clean}"
+    digest = short_hash(name)
+    keep = max_len - len(digest) - 1
+    return f"{clean[:keep].rstrip('-')}-{digest}"
+
+
+def label_value(value: str) -> str:
+    """`value` if it is a valid label value, else a shortened, hashed form that is."""
+    if len(value) <= MAX_NAME and re.fullmatch(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]", value):
+        return value
+    return dns_label(value)
+
+
+def object_name(replica: str, *suffix: str) -> str:
+    """The control-plane Object name for one wrapped manifest of `replica`."""
+    full = "-".join((replica, *suffix))
+    if len(full) <= MAX_NAME:
+        return full
+    tail = "-".join(suffix)
+    keep = MAX_NAME - len(tail) - 10
+    return f"{replica[:keep].rstrip('-.')}-{short_hash(replica)}-{tail}"
+
+
+def wrap(
+    name: str,
+    namespace: str,
+    provider_config: str,
+    manifest: Resource,
+    readiness: Readiness,
+    labels: dict[str, str],
+    *,
+    deletable: bool = True,
+) -> Resource:
+    """Wrap `manifest` in a provider-kubernetes Object.
+
+    `deletable=False` leaves the wrapped object on the cluster when the Object
+    is deleted (management policies without Delete), for objects several
+    replicas share, like their namespace.
+    """
+    spec: dict[str, Any] = {
+        "forProvider": {"manifest": manifest},
+        "providerConfigRef": {"kind": "ClusterProviderConfig", "name": provider_config},
+    }
+    if readiness == "Workload":
+        spec["readiness"] = {"policy": "DeriveFromCelQuery", "celQuery": AVAILABLE_CEL}
+    else:
+        spec["readiness"] = {"policy": "SuccessfulCreate"}
+    if not deletable:
+        spec["managementPolicies"] = ["Observe", "Create", "Update", "LateInitialize"]
+    return {
+        "apiVersion": c.PROVIDER_KUBERNETES_API_VERSION,
+        "kind": "Object",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+        "spec": spec,
+    }
+
+
+def _condition(obj: Resource | None, type_: str) -> str | None:
+    conds = ((obj or {}).get("status") or {}).get("conditions") or []
+    for cond in conds:
+        if isinstance(cond, dict) and cond.get("type") == type_:
+            status = cond.get("status")
+            return status if isinstance(status, str) else None
+    return None
+
+
+def _wrapped_status(observed: Resource | None) -> Resource | None:
+    at = ((observed or {}).get("status") or {}).get("atProvider") or {}
+    manifest = at.get("manifest") if isinstance(at, dict) else None
+    return manifest if isinstance(manifest, dict) else None
+
+
+def workload_available(observed: Resource | None) -> bool:
+    """Whether an observed workload Object reports its wrapped object Available.
+
+    The wrapped object's own `Available` condition (status.atProvider.manifest)
+    decides when present; otherwise the Object's `Ready` condition, which
+    provider-kubernetes derives from the same CEL query.
+    """
+    if observed is None:
+        return False
+    wrapped = _wrapped_status(observed)
+    available = _condition(wrapped, "Available")
+    if available is not None:
+        return available == "True"
+    return _condition(observed, c.CONDITION_READY) == "True"
+
+
+def config_ready(observed: Resource | None) -> bool:
+    """Whether an observed config-only Object exists on its cluster.
+
+    Ready=True says so; with no Ready condition yet, a reported
+    status.atProvider.manifest shows the provider has applied it.
+    """
+    if observed is None:
+        return False
+    ready = _condition(observed, c.CONDITION_READY)
+    if ready is not None:
+        return ready == "True"
+    return _wrapped_status(observed) is not None
+
+
+def as_desired(observed: Resource) -> Resource:
+    """An observed composed resource reduced to what a desired copy may carry."""
+    meta = observed.get("metadata") or {}
+    keep_meta = {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if k in meta}
+    out: Resource = {
+        "apiVersion": observed.get("apiVersion"),
+        "kind": observed.get("kind"),
+        "metadata": keep_meta,
+    }
+    if "spec" in observed:
+        out["spec"] = observed["spec"]
+    return out
