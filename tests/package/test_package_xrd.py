@@ -1,0 +1,338 @@
+"""The generated XRDs, Compositions and package metadata, checked against hand-written facts."""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any, Literal
+
+import pytest
+from pydantic import BaseModel, Field
+from pydantic.fields import FieldInfo
+
+from modelplane.api import constants as c
+from modelplane.api.common import KubeModel, cel_rules
+from modelplane.api.kinds import KINDS, MODEL_DEPLOYMENT, Kind
+from modelplane.api.xrd import (
+    SchemaError,
+    composition,
+    configuration,
+    function_package,
+    model_schema,
+    package_files,
+    xrd,
+)
+
+BY_KIND = {k.kind: k for k in KINDS}
+FORBIDDEN_KEYWORDS = {
+    "$ref",
+    "$defs",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "not",
+    "title",
+    "patternProperties",
+    "propertyNames",
+    "const",
+    "nullable",
+}
+
+
+def _root(kind: Kind) -> dict[str, Any]:
+    (version,) = xrd(kind)["spec"]["versions"]
+    return version["schema"]["openAPIV3Schema"]
+
+
+def _walk(node: dict[str, Any], path: str = "") -> typing.Iterator[tuple[str, dict[str, Any]]]:
+    yield path, node
+    for name, sub in node.get("properties", {}).items():
+        yield from _walk(sub, f"{path}.{name}")
+    if isinstance(node.get("items"), dict):
+        yield from _walk(node["items"], f"{path}[]")
+    if isinstance(node.get("additionalProperties"), dict):
+        yield from _walk(node["additionalProperties"], f"{path}{{}}")
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.kind)
+def test_every_schema_node_is_structural(kind: Kind) -> None:
+    nodes = list(_walk(_root(kind)))
+    assert len(nodes) > 10
+    for path, node in nodes:
+        assert not FORBIDDEN_KEYWORDS & set(node), f"{kind.kind}{path}: {set(node)}"
+        assert "type" in node, f"{kind.kind}{path} has no type"
+        if "properties" in node or "additionalProperties" in node:
+            assert node["type"] == "object", f"{kind.kind}{path}"
+        assert not ("properties" in node and "additionalProperties" in node), path
+        assert node.get("additionalProperties", {}) is not False, path
+        for req in node.get("required", []):
+            assert req in node["properties"], f"{kind.kind}{path}: required {req} undeclared"
+        if node["type"] == "array":
+            assert isinstance(node["items"], dict), path
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.kind)
+def test_crossplane_owned_fields_are_left_to_crossplane(kind: Kind) -> None:
+    root = _root(kind)
+    assert root["required"] == ["spec"]
+    assert "crossplane" not in root["properties"]["spec"]["properties"]
+    assert "conditions" not in root["properties"]["status"]["properties"]
+    # Status is written by the function after pydantic validation: no CEL there.
+    for path, node in _walk(root["properties"]["status"]):
+        assert "x-kubernetes-validations" not in node, path
+
+
+# (kind, wire path, required, default) — written from SPEC §2, not from the models.
+PARITY = [
+    ("InferenceClass", "spec.devices", True, None),
+    ("InferenceClass", "spec.devices[].name", True, None),
+    ("InferenceClass", "spec.devices[].driver", True, None),
+    ("InferenceClass", "spec.devices[].claim", False, "DRA"),
+    ("InferenceClass", "spec.devices[].count", False, 1),
+    ("InferenceClass", "spec.devices[].deviceClassName", False, None),
+    ("InferenceClass", "spec.provisioning", False, None),
+    ("InferenceClass", "spec.provisioning.provider", True, None),
+    ("InferenceCluster", "spec.source", True, None),
+    ("InferenceCluster", "spec.pools", True, None),
+    ("InferenceCluster", "spec.pools[].className", True, None),
+    ("InferenceCluster", "spec.pools[].maxNodeCount", False, None),
+    ("InferenceCluster", "spec.existing.kubeconfigSecretRef", True, None),
+    ("InferenceCluster", "spec.existing.kubeconfigSecretRef.key", False, "kubeconfig"),
+    ("InferenceCluster", "spec.eks.kubernetesVersion", False, "1.36"),
+    ("InferenceCluster", "spec.taints[].effect", True, None),
+    ("ModelDeployment", "spec.replicas", False, 1),
+    ("ModelDeployment", "spec.nodeSelector", False, None),
+    ("ModelDeployment", "spec.nodeSelector.devices", True, None),
+    ("ModelDeployment", "spec.nodeSelector.devices[].count", False, 1),
+    ("ModelDeployment", "spec.workers.count", False, 1),
+    ("ModelDeployment", "spec.workers.template", True, None),
+    ("ModelDeployment", "spec.prefill.workers.topology.dataLocal", False, 1),
+    (
+        "ModelDeployment",
+        "spec.workers.topology",
+        False,
+        {"tensor": 1, "pipeline": 1, "data": 1, "dataLocal": 1},
+    ),
+    ("ModelDeployment", "spec.tolerations[].operator", False, "Equal"),
+    ("ModelReplica", "spec.deploymentName", True, None),
+    ("ModelReplica", "spec.clusterName", True, None),
+    ("ModelReplica", "spec.index", True, None),
+    ("ModelReplica", "spec.prefill.nodePoolName", True, None),
+    ("ModelReplica", "spec.prefill.deviceRequests", False, []),
+    ("ModelReplica", "spec.prefill.deviceRequests[].deviceClassName", True, None),
+]
+
+
+def _xrd_field(kind: Kind, path: str) -> tuple[dict[str, Any], bool]:
+    """The schema node at a wire path and whether its parent requires it."""
+    node = _root(kind)
+    required = False
+    for seg in path.split("."):
+        items = seg.endswith("[]")
+        name = seg.removesuffix("[]")
+        required = name in node.get("required", [])
+        node = node["properties"][name]
+        if items:
+            node = node["items"]
+    return node, required
+
+
+def _unwrap(tp: Any) -> Any:
+    """Strip Optional, list and Annotated wrappers down to the element type."""
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is typing.Annotated:
+            tp = typing.get_args(tp)[0]
+        elif origin in (typing.Union, types.UnionType):
+            (tp,) = [a for a in typing.get_args(tp) if a is not type(None)]
+        elif origin is list:
+            tp = typing.get_args(tp)[0]
+        else:
+            return tp
+
+
+def _pydantic_field(kind: Kind, path: str) -> FieldInfo:
+    """The pydantic field at a wire path (camelCase segments, `[]` for list items)."""
+    segments = path.split(".")
+    assert segments[0] == "spec"
+    model: Any = kind.spec
+    info: FieldInfo | None = None
+    for seg in segments[1:]:
+        name = seg.removesuffix("[]")
+        matches = [f for f in model.model_fields.values() if (f.alias or "") == name]
+        matches += [f for n, f in model.model_fields.items() if n == name and f.alias is None]
+        assert len(matches) == 1, f"{path}: no field {name} on {model.__name__}"
+        info = matches[0]
+        model = _unwrap(info.annotation)
+    assert info is not None
+    return info
+
+
+@pytest.mark.parametrize(("kind_name", "path", "required", "default"), PARITY)
+def test_required_and_defaults_match_pydantic(
+    kind_name: str, path: str, required: bool, default: Any
+) -> None:
+    kind = BY_KIND[kind_name]
+    node, xrd_required = _xrd_field(kind, path)
+    assert xrd_required is required
+    assert node.get("default") == default
+
+    info = _pydantic_field(kind, path)
+    assert info.is_required() is required
+    if not required:
+        value = info.get_default(call_default_factory=True)
+        if isinstance(value, BaseModel):
+            value = value.model_dump(by_alias=True, mode="json")
+        assert value == default
+
+
+# (kind, scope, short name, printer column names, scale)
+SHAPES = [
+    ("InferenceClass", "Cluster", "iclass", ["Provider", "Devices"], None),
+    ("InferenceCluster", "Cluster", "icluster", ["Source", "Provider-Config"], None),
+    (
+        "ModelDeployment",
+        "Namespaced",
+        "mdep",
+        ["Desired", "Placed", "Ready-Replicas", "Scheduled"],
+        {".spec.replicas", ".status.replicas"},
+    ),
+    ("ModelReplica", "Namespaced", "mrep", ["Deployment", "Cluster", "Index", "Pool"], None),
+]
+
+
+@pytest.mark.parametrize(("kind_name", "scope", "short", "columns", "scale"), SHAPES)
+def test_xrd_names_scope_columns_and_scale(
+    kind_name: str, scope: str, short: str, columns: list[str], scale: set[str] | None
+) -> None:
+    doc = xrd(BY_KIND[kind_name])
+    assert doc["apiVersion"] == "apiextensions.crossplane.io/v2"
+    assert doc["kind"] == "CompositeResourceDefinition"
+    spec = doc["spec"]
+    assert doc["metadata"]["name"] == f"{spec['names']['plural']}.modelplane.ai"
+    assert spec["group"] == "modelplane.ai"
+    assert spec["scope"] == scope
+    assert spec["names"]["kind"] == kind_name
+    assert spec["names"]["shortNames"] == [short]
+    assert "modelplane" in spec["names"]["categories"]
+    (version,) = spec["versions"]
+    assert (version["name"], version["served"], version["referenceable"]) == (
+        "v1alpha1",
+        True,
+        True,
+    )
+    # Crossplane appends SYNCED/READY/COMPOSITION/AGE itself; ours must not repeat them.
+    assert [col["name"] for col in version["additionalPrinterColumns"]] == columns
+    if scale is None:
+        assert "subresources" not in version
+    else:
+        got = version["subresources"]["scale"]
+        assert {got["specReplicasPath"], got["statusReplicasPath"]} == scale
+
+
+def test_scale_paths_point_at_integer_fields() -> None:
+    root = _root(MODEL_DEPLOYMENT)
+    scale = xrd(MODEL_DEPLOYMENT)["spec"]["versions"][0]["subresources"]["scale"]
+    for key in ("specReplicasPath", "statusReplicasPath"):
+        top, name = scale[key].lstrip(".").split(".")
+        assert root["properties"][top]["properties"][name]["type"] == "integer"
+    if "labelSelectorPath" in scale:
+        top, name = scale["labelSelectorPath"].lstrip(".").split(".")
+        assert root["properties"][top]["properties"][name]["type"] == "string"
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.kind)
+def test_composition_is_one_pipeline_step_calling_the_function(kind: Kind) -> None:
+    doc = composition(kind)
+    assert doc["apiVersion"] == "apiextensions.crossplane.io/v1"
+    assert doc["spec"]["compositeTypeRef"] == {
+        "apiVersion": f"modelplane.ai/{c.VERSION}",
+        "kind": kind.kind,
+    }
+    assert doc["spec"]["mode"] == "Pipeline"
+    assert doc["spec"]["pipeline"] == [
+        {"step": "compose", "functionRef": {"name": "function-modelplane"}}
+    ]
+    assert xrd(kind)["spec"]["defaultCompositionRef"] == {"name": doc["metadata"]["name"]}
+
+
+def test_configuration_declares_crossplane_and_its_dependencies() -> None:
+    doc = configuration()
+    assert (doc["apiVersion"], doc["kind"]) == ("meta.pkg.crossplane.io/v1", "Configuration")
+    assert doc["spec"]["crossplane"] == {"version": ">=v2.3.0"}
+    deps = {d.get("function") or d.get("provider"): d["version"] for d in doc["spec"]["dependsOn"]}
+    assert deps == {
+        "xpkg.crossplane.io/modelplane/function-modelplane": ">=v0.1.0",
+        "xpkg.crossplane.io/crossplane-contrib/provider-kubernetes": ">=v1.2.1",
+        "xpkg.crossplane.io/crossplane-contrib/provider-helm": ">=v1.4.0",
+    }
+    fn = function_package()
+    assert (fn["apiVersion"], fn["kind"]) == ("meta.pkg.crossplane.io/v1beta1", "Function")
+    assert fn["metadata"]["name"] == "function-modelplane"
+
+
+def test_package_files_layout_and_determinism() -> None:
+    files = package_files()
+    assert files == package_files()
+    expected = {"crossplane.yaml", "function/crossplane.yaml"}
+    for plural in ("inferenceclasses", "inferenceclusters", "modeldeployments", "modelreplicas"):
+        expected |= {f"apis/{plural}/definition.yaml", f"apis/{plural}/composition.yaml"}
+    assert set(files) == expected
+    for text in files.values():
+        assert text.startswith("# Generated by `modelplane package build`")
+        assert "&id" not in text and "*id" not in text  # no YAML anchors
+
+
+# A tiny model exercising each rewrite, with its structural schema written by hand.
+class _Inner(KubeModel):
+    """Inner docs."""
+
+    model_config = KubeModel.model_config | {"json_schema_extra": cel_rules(("true", "m"))}
+
+    n: int = Field(default=2, ge=0)
+
+
+class _Outer(KubeModel):
+    """Outer docs."""
+
+    maybe: int | None = None
+    fixed: Literal["X"] = "X"
+    labels: dict[str, str] | None = None
+    inner: _Inner = Field(default_factory=_Inner, description="Field docs.")
+    items: list[_Inner] = Field(min_length=1)
+    blob: dict[str, Any] = Field(json_schema_extra={"x-kubernetes-preserve-unknown-fields": True})
+
+
+def test_model_schema_rewrites_pydantic_into_structural_form() -> None:
+    inner = {
+        "description": "Inner docs.",
+        "type": "object",
+        "properties": {"n": {"type": "integer", "minimum": 0, "default": 2}},
+        "x-kubernetes-validations": [{"message": "m", "rule": "true"}],
+    }
+    assert model_schema(_Outer) == {
+        "description": "Outer docs.",
+        "type": "object",
+        "properties": {
+            "maybe": {"type": "integer"},
+            "fixed": {"enum": ["X"], "type": "string", "default": "X"},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            "inner": {**inner, "description": "Field docs.", "default": {"n": 2}},
+            "items": {"type": "array", "minItems": 1, "items": inner},
+            "blob": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        },
+        "required": ["items", "blob"],
+    }
+    no_cel = model_schema(_Outer, cel=False, omit=frozenset({"items"}))
+    assert "items" not in no_cel["properties"]
+    assert no_cel["required"] == ["blob"]
+    assert "x-kubernetes-validations" not in no_cel["properties"]["inner"]
+
+
+class _Union(KubeModel):
+    value: int | str
+
+
+def test_model_schema_rejects_real_unions() -> None:
+    with pytest.raises(SchemaError, match="value"):
+        model_schema(_Union)
