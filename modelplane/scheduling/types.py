@@ -21,6 +21,7 @@ ClusterReason = Literal[
     "NotReady",  # the cluster is not Ready or publishes no pools
     "NoMatchingPool",  # no pool's devices satisfy every request of some role
     "InsufficientCapacity",  # pools match but not enough free nodes/devices
+    "InvalidNodeSelector",  # a selector does not compile: nothing new is placed
 ]
 
 
@@ -98,6 +99,7 @@ class PlannedReplica:
     roles: tuple[RoleAssignment, ...]
     retained: bool  # an existing replica kept in place
     name: str  # the ModelReplica's opaque stable name
+    ready: bool = False  # the observed replica is Ready (always False for new ones)
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,7 @@ class Withdrawal:
     index: int
     pool: str
     message: str
+    name: str = ""  # the withdrawn ModelReplica's name
 
 
 @dataclass(frozen=True)
@@ -121,8 +124,11 @@ class ScheduleResult:
     invalid_selectors: tuple[tuple[str, str], ...] = ()
     clusters: tuple[ClusterVerdict, ...] = ()  # every InferenceCluster considered, by name
     withdrawn: tuple[Withdrawal, ...] = ()
-    # Existing replicas dropped (cluster gone, drained, pool no longer matches), with why.
+    # Existing replicas dropped (cluster gone, drained, pool no longer matches):
+    # (replica name, reason) of each existing replica dropped and to be replaced.
     replaced: tuple[tuple[str, str], ...] = field(default=())
+    # Names of existing replicas dropped by scale-down.
+    scaled_down: tuple[str, ...] = ()
 
     @property
     def missing(self) -> int:

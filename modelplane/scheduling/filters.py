@@ -1,0 +1,64 @@
+"""Cluster filters: label selectors, taints and readiness."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from modelplane.api.common import LabelSelector, Toleration
+
+
+def selector_matches(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
+    """Whether a Kubernetes LabelSelector matches `labels` (a missing selector matches all)."""
+    if selector is None:
+        return True
+    for key, value in (selector.match_labels or {}).items():
+        if labels.get(key) != value:
+            return False
+    for req in selector.match_expressions or ():
+        values = req.values or []
+        present = req.key in labels
+        if req.operator == "In" and (not present or labels[req.key] not in values):
+            return False
+        if req.operator == "NotIn" and present and labels[req.key] in values:
+            return False
+        if req.operator == "Exists" and not present:
+            return False
+        if req.operator == "DoesNotExist" and present:
+            return False
+    return True
+
+
+def tolerates(toleration: Toleration, taint: Mapping[str, Any]) -> bool:
+    """Whether one toleration tolerates one taint, with Pod toleration semantics."""
+    if toleration.effect is not None and toleration.effect != taint.get("effect"):
+        return False
+    if toleration.key and toleration.key != taint.get("key"):
+        return False
+    if toleration.operator == "Exists":
+        return True
+    return (toleration.value or "") == (taint.get("value") or "")
+
+
+def untolerated(
+    taints: Sequence[Mapping[str, Any]], tolerations: Sequence[Toleration]
+) -> list[Mapping[str, Any]]:
+    """The taints no toleration tolerates, in their published order."""
+    return [t for t in taints if not any(tolerates(tol, t) for tol in tolerations)]
+
+
+def describe_taint(taint: Mapping[str, Any]) -> str:
+    """Render a taint the way kubectl does: key=value:Effect."""
+    value = taint.get("value")
+    key = f"{taint.get('key')}={value}" if value else str(taint.get("key"))
+    return f"{key}:{taint.get('effect')}"
+
+
+def condition_true(obj: Mapping[str, Any], type_: str) -> bool:
+    """Whether `status.conditions` of an object holds `type_` with status True."""
+    status = obj.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    for cond in conditions if isinstance(conditions, list) else ():
+        if isinstance(cond, Mapping) and cond.get("type") == type_:
+            return cond.get("status") == "True"
+    return False

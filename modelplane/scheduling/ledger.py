@@ -1,0 +1,111 @@
+"""The device-granular capacity ledger of one pool.
+
+A pool holds `nodes` identical nodes, each with the class's DRA device counts
+(a vector, one entry per DRA device of the class). The ledger keeps a multiset
+of per-node *remaining* vectors rather than one entry per node, so a pool of
+10,000 nodes costs as much as a pool of one until replicas land on it.
+
+A single-node worker consumes its resolved device vector on one node, so several
+small workers share a node when its devices allow; a multi-node worker takes
+whole nodes. Placement is best-fit (the fullest node that still fits), which
+keeps whole nodes free for large replicas and is deterministic whatever the
+order the multiset was built in.
+"""
+
+from __future__ import annotations
+
+Vector = tuple[int, ...]
+
+
+def fits(remaining: Vector, demand: Vector) -> bool:
+    """Whether a node with `remaining` devices can take `demand`."""
+    return all(r >= d for r, d in zip(remaining, demand, strict=True))
+
+
+def _minus(a: Vector, b: Vector) -> Vector:
+    return tuple(x - y for x, y in zip(a, b, strict=True))
+
+
+class PoolLedger:
+    """Free capacity of one (cluster, pool)."""
+
+    __slots__ = ("cap", "free", "nodes", "oversubscribed", "whole")
+
+    def __init__(self, cap: Vector, nodes: int) -> None:
+        self.cap = cap
+        self.nodes = max(0, nodes)
+        # remaining vector -> number of nodes in that state
+        self.free: dict[Vector, int] = {cap: self.nodes} if self.nodes else {}
+        self.whole = 0  # nodes taken whole by multi-node workers
+        self.oversubscribed = False
+
+    def snapshot(self) -> tuple[dict[Vector, int], int, bool]:
+        """State to hand back to `restore` when a tentative placement fails."""
+        return dict(self.free), self.whole, self.oversubscribed
+
+    def restore(self, state: tuple[dict[Vector, int], int, bool]) -> None:
+        """Undo everything since `snapshot`."""
+        free, self.whole, self.oversubscribed = state
+        self.free = dict(free)
+
+    def _take(self, v: Vector) -> None:
+        n = self.free[v] - 1
+        if n:
+            self.free[v] = n
+        else:
+            del self.free[v]
+
+    def _put(self, v: Vector) -> None:
+        self.free[v] = self.free.get(v, 0) + 1
+
+    def _best_fit(self, demand: Vector) -> Vector | None:
+        best: tuple[int, Vector] | None = None
+        for v in self.free:
+            if fits(v, demand):
+                key = (sum(v), v)
+                if best is None or key < best:
+                    best = key
+        return None if best is None else best[1]
+
+    def _roomiest(self) -> Vector | None:
+        return max(self.free, key=lambda v: (sum(v), v)) if self.free else None
+
+    def place(self, demand: Vector, nodes_per_worker: int, workers: int, force: bool) -> bool:
+        """Charge one role: `workers` workers of `nodes_per_worker` nodes each.
+
+        Returns False (leaving partial charges; callers snapshot/restore) when it
+        does not fit. With `force` it always charges, driving nodes negative and
+        marking the pool oversubscribed: observed replicas hold what they hold.
+        """
+        if nodes_per_worker <= 1:
+            for _ in range(workers):
+                v = self._best_fit(demand)
+                if v is None:
+                    if not force:
+                        return False
+                    self.oversubscribed = True
+                    v = self._roomiest()
+                    if v is None:
+                        continue
+                self._take(v)
+                self._put(_minus(v, demand))
+            return True
+        for _ in range(nodes_per_worker * workers):
+            if self.free.get(self.cap, 0) > 0:
+                self._take(self.cap)
+                self.whole += 1
+                continue
+            if not force:
+                return False
+            self.oversubscribed = True
+            v = self._roomiest()
+            if v is not None:
+                self._take(v)
+                self._put(_minus(v, self.cap))
+        return True
+
+    def free_for(self, demand: Vector, nodes_per_worker: int) -> int:
+        """Nodes that could each take one more worker of this shape."""
+        if nodes_per_worker > 1:
+            return self.free.get(self.cap, 0)
+        return sum(n for v, n in self.free.items() if fits(v, demand))

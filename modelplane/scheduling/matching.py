@@ -1,0 +1,376 @@
+"""Device matching: which devices of a pool each request of a role resolves to.
+
+Pools of one InferenceClass publish identical device lists, so every pool is
+interned into a `Shape` (compared by value) and a role is matched once per
+shape, not once per pool or per replica. Selector outcomes are cached per
+(expression, canonical device), so CEL runs once per distinct pair per call.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from modelplane.api.model_deployment import DeviceSelector
+from modelplane.api.model_replica import ResolvedDeviceRequest
+from modelplane.scheduling.ledger import Vector
+from modelplane.scheduling.types import DeviceVerdict, RequestVerdict, SelectorVerdict
+
+# Backtracking over requests × devices is tiny in practice (≤ 16 × 16); the cap
+# only guards against adversarial inputs.
+_SEARCH_BUDGET = 20_000
+
+
+@dataclass(frozen=True)
+class Request:
+    """One device request of a role: name, count per node and CEL selectors."""
+
+    name: str
+    count: int
+    selectors: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RoleDef:
+    """One role of the deployment being scheduled."""
+
+    role: str
+    path: str  # wire path of its nodeSelector, e.g. spec.prefill.nodeSelector
+    requests: tuple[Request, ...]
+    nodes_per_worker: int
+    workers: int
+
+    @property
+    def nodes(self) -> int:
+        """Nodes one replica's role occupies."""
+        return self.nodes_per_worker * self.workers
+
+
+@dataclass(frozen=True)
+class RoleMatch:
+    """The answer of matching one role against one shape (shared by its pools)."""
+
+    matched: bool
+    requests: tuple[RequestVerdict, ...]
+    demand: Vector  # per node, per DRA device of the shape
+    resolved: tuple[ResolvedDeviceRequest, ...]
+    message: str
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+@dataclass(eq=False)
+class Shape:
+    """A published device list (one node of a pool), interned by value."""
+
+    devices: list[Mapping[str, Any]]
+    names: tuple[str, ...] = ()
+    counts: tuple[int, ...] = ()
+    dra: tuple[bool, ...] = ()
+    class_names: tuple[str, ...] = ()
+    slot: tuple[int, ...] = ()  # device index -> position in the DRA vector (-1: synthetic)
+    cap: Vector = ()
+    keys: tuple[str, ...] = ()
+    matches: dict[str, RoleMatch] = field(default_factory=dict)
+    observed: dict[tuple[tuple[str, int, tuple[str, ...]], ...], Vector] = field(
+        default_factory=dict
+    )
+
+    def __post_init__(self) -> None:
+        names: list[str] = []
+        counts: list[int] = []
+        dra: list[bool] = []
+        classes: list[str] = []
+        slot: list[int] = []
+        cap: list[int] = []
+        keys: list[str] = []
+        for i, d in enumerate(self.devices):
+            d = d if isinstance(d, Mapping) else {}
+            names.append(str(d.get("name", f"device-{i}")))
+            counts.append(max(0, _int(d.get("count"), 1)))
+            is_dra = d.get("claim", "DRA") == "DRA"
+            dra.append(is_dra)
+            classes.append(str(d.get("deviceClassName") or ""))
+            slot.append(len(cap) if is_dra else -1)
+            if is_dra:
+                cap.append(counts[-1])
+            keys.append(json.dumps(d, sort_keys=True, separators=(",", ":"), default=str))
+        self.names, self.counts, self.dra = tuple(names), tuple(counts), tuple(dra)
+        self.class_names, self.slot, self.cap = tuple(classes), tuple(slot), tuple(cap)
+        self.keys = tuple(keys)
+
+
+class Shapes:
+    """Interns device lists: equal lists share one Shape and thus one match per role."""
+
+    def __init__(self) -> None:
+        self._by_class: dict[str, list[Shape]] = {}
+
+    def intern(self, class_name: str, devices: Any) -> Shape:
+        """The Shape equal to `devices` (created on first sight)."""
+        devs = devices if isinstance(devices, list) else []
+        bucket = self._by_class.setdefault(class_name, [])
+        for shape in bucket:
+            if shape.devices == devs:
+                return shape
+        shape = Shape(devs)
+        bucket.append(shape)
+        return shape
+
+
+def _cel() -> Any:
+    # Imported on first use so that importing the scheduler's types never
+    # depends on the CEL engine being importable.
+    return importlib.import_module("modelplane.dra.cel")
+
+
+class Evaluator:
+    """Compiles selectors and evaluates them against devices, each pair once."""
+
+    def __init__(self) -> None:
+        self._selectors: dict[str, Any] = {}
+        self._errors: dict[str, str] = {}
+        self._outcomes: dict[tuple[str, str], tuple[bool | None, str | None]] = {}
+        self._prepared: dict[str, Any] = {}
+
+    def compile_error(self, expr: str) -> str | None:
+        """The compiler's message for `expr`, or None when it compiles."""
+        if expr in self._selectors:
+            return None
+        if expr in self._errors:
+            return self._errors[expr]
+        cel = _cel()
+        try:
+            self._selectors[expr] = cel.compile_selector(expr)
+        except cel.CompileError as err:
+            self._errors[expr] = str(err)
+            return self._errors[expr]
+        return None
+
+    def evaluate(
+        self, expr: str, key: str, device: Mapping[str, Any]
+    ) -> tuple[bool | None, str | None]:
+        """(value, error) of `expr` on a device; an error is a non-match, never a crash."""
+        cache_key = (expr, key)
+        hit = self._outcomes.get(cache_key)
+        if hit is not None:
+            return hit
+        result: tuple[bool | None, str | None]
+        if self.compile_error(expr) is not None:
+            result = (None, self._errors[expr])
+        else:
+            try:
+                outcome = self._selectors[expr].evaluate(self._device(key, device))
+                value = outcome.value
+                if outcome.error is not None:
+                    result = (None, str(outcome.error))
+                elif isinstance(value, bool):
+                    result = (value, None)
+                else:
+                    result = (None, f"selector returned {type(value).__name__}, not bool")
+            except Exception as err:  # user CEL must never crash a reconcile
+                result = (None, f"{type(err).__name__}: {err}")
+        self._outcomes[cache_key] = result
+        return result
+
+    def _device(self, key: str, device: Mapping[str, Any]) -> Any:
+        prepared = self._prepared.get(key)
+        if prepared is None:
+            prepare = getattr(_cel(), "prepare_device", None)
+            prepared = prepare(device) if prepare is not None else device
+            self._prepared[key] = prepared
+        return prepared
+
+
+def _assign(requests: Sequence[Request], ok: list[list[bool]], shape: Shape) -> list[int] | None:
+    """First assignment (requests in order, devices in order) that consumes counts
+    without overdrawing any device and claims at least one DRA device."""
+    remaining = list(shape.counts)
+    chosen: list[int] = []
+    budget = [_SEARCH_BUDGET]
+
+    def search(r: int) -> bool:
+        if r == len(requests):
+            return any(shape.dra[d] for d in chosen)
+        for d, good in enumerate(ok[r]):
+            budget[0] -= 1
+            if budget[0] < 0:
+                return False
+            if good and remaining[d] >= requests[r].count:
+                remaining[d] -= requests[r].count
+                chosen.append(d)
+                if search(r + 1):
+                    return True
+                chosen.pop()
+                remaining[d] += requests[r].count
+        return False
+
+    return chosen if search(0) else None
+
+
+def match_role(role: RoleDef, shape: Shape, ev: Evaluator) -> RoleMatch:
+    """Match a role's requests against a shape's devices (cached on the shape)."""
+    hit = shape.matches.get(role.role)
+    if hit is not None:
+        return hit
+    ok: list[list[bool]] = []
+    verdicts: list[list[DeviceVerdict]] = []
+    for req in role.requests:
+        row: list[bool] = []
+        vrow: list[DeviceVerdict] = []
+        for d, device in enumerate(shape.devices):
+            sels: list[SelectorVerdict] = []
+            good = True
+            for expr in req.selectors:
+                value, error = ev.evaluate(expr, shape.keys[d], device)
+                sels.append(SelectorVerdict(expr, value, error))
+                if value is not True:
+                    good = False
+                    break
+            row.append(good)
+            vrow.append(DeviceVerdict(shape.names[d], good, tuple(sels)))
+        ok.append(row)
+        verdicts.append(vrow)
+    assignment = _assign(role.requests, ok, shape)
+    result = (
+        _matched(role, shape, assignment, verdicts)
+        if assignment is not None
+        else _unmatched(role, shape, ok, verdicts)
+    )
+    shape.matches[role.role] = result
+    return result
+
+
+def _matched(
+    role: RoleDef, shape: Shape, assignment: list[int], verdicts: list[list[DeviceVerdict]]
+) -> RoleMatch:
+    demand = [0] * len(shape.cap)
+    resolved = []
+    requests = []
+    for req, d, vrow in zip(role.requests, assignment, verdicts, strict=True):
+        requests.append(RequestVerdict(req.name, True, shape.names[d], tuple(vrow)))
+        if shape.dra[d]:
+            demand[shape.slot[d]] += req.count
+            resolved.append(
+                ResolvedDeviceRequest(
+                    name=req.name,
+                    device_class_name=shape.class_names[d],
+                    count=req.count,
+                    selectors=[DeviceSelector(cel=s) for s in req.selectors],
+                )
+            )
+    return RoleMatch(True, tuple(requests), tuple(demand), tuple(resolved), "")
+
+
+def _describe_device(v: DeviceVerdict) -> str:
+    for i, s in enumerate(v.selectors):
+        if s.error is not None:
+            return f"{v.device}: selectors[{i}] errored: {s.error}"
+        if s.value is not True:
+            return f"{v.device}: selectors[{i}] is false"
+    if v.insufficient_count is not None:
+        need, have = v.insufficient_count
+        return f"{v.device}: needs {need}, {have} unconsumed"
+    return f"{v.device}: matches"
+
+
+def _unmatched(
+    role: RoleDef, shape: Shape, ok: list[list[bool]], verdicts: list[list[DeviceVerdict]]
+) -> RoleMatch:
+    requests: list[RequestVerdict] = []
+    failed = ""
+    no_selector_match = [i for i, row in enumerate(ok) if not any(row)]
+    if no_selector_match:
+        for i, req in enumerate(role.requests):
+            if i in no_selector_match:
+                msg = (
+                    "no device satisfies every selector ("
+                    + "; ".join(_describe_device(v) for v in verdicts[i])
+                    + ")"
+                )
+                requests.append(RequestVerdict(req.name, False, None, tuple(verdicts[i]), msg))
+                failed = failed or f"request {req.name}: {msg}"
+            else:
+                requests.append(RequestVerdict(req.name, True, None, tuple(verdicts[i])))
+        return RoleMatch(False, tuple(requests), (), (), failed)
+    # Every request has candidate devices: explain where counting ran out, consuming
+    # greedily in request order (the search above already tried every alternative).
+    remaining = list(shape.counts)
+    synthetic_only = True
+    for i, req in enumerate(role.requests):
+        pick = next((d for d, good in enumerate(ok[i]) if good and remaining[d] >= req.count), None)
+        if pick is not None and not failed:
+            remaining[pick] -= req.count
+            synthetic_only = synthetic_only and not shape.dra[pick]
+            requests.append(RequestVerdict(req.name, True, shape.names[pick], tuple(verdicts[i])))
+            continue
+        if failed:
+            requests.append(RequestVerdict(req.name, False, None, tuple(verdicts[i])))
+            continue
+        devs = tuple(
+            DeviceVerdict(v.device, False, v.selectors, (req.count, remaining[d]))
+            if ok[i][d]
+            else v
+            for d, v in enumerate(verdicts[i])
+        )
+        msg = (
+            "not enough devices ("
+            + "; ".join(_describe_device(v) for v in devs if v.insufficient_count is not None)
+            + ")"
+        )
+        requests.append(RequestVerdict(req.name, False, None, devs, msg))
+        failed = f"request {req.name}: {msg}"
+    if not failed:
+        failed = (
+            "resolves to Synthetic devices only; a pool must provide at least one DRA device"
+            if synthetic_only
+            else "no assignment of devices satisfies every request"
+        )
+    return RoleMatch(False, tuple(requests), (), (), failed)
+
+
+def observed_demand(
+    shape: Shape,
+    requests: tuple[tuple[str, int, tuple[str, ...]], ...],
+    ev: Evaluator,
+) -> Vector:
+    """Per-node DRA demand of an observed replica's resolved requests on a shape.
+
+    Requests carry a deviceClassName, not a device name: a request charges the
+    first DRA device of that class (narrowed by its selectors when the class has
+    several devices) that still has room, else the first of the class.
+    """
+    hit = shape.observed.get(requests)
+    if hit is not None:
+        return hit
+    demand = [0] * len(shape.cap)
+    for class_name, count, selectors in requests:
+        candidates = [
+            d
+            for d in range(len(shape.devices))
+            if shape.dra[d] and shape.class_names[d] == class_name
+        ]
+        if len(candidates) > 1:
+            narrowed = [
+                d
+                for d in candidates
+                if all(
+                    ev.evaluate(s, shape.keys[d], shape.devices[d])[0] is True for s in selectors
+                )
+            ]
+            candidates = narrowed or candidates
+        if not candidates:
+            continue
+        pick = next(
+            (d for d in candidates if shape.cap[shape.slot[d]] - demand[shape.slot[d]] >= count),
+            candidates[0],
+        )
+        demand[shape.slot[pick]] += count
+    result = tuple(demand)
+    shape.observed[requests] = result
+    return result
