@@ -1,0 +1,781 @@
+"""The Kubernetes 1.34 DRA device-selector CEL environment, on cel-expr-python.
+
+Public surface:
+
+* `compile_selector(expression) -> Selector` — compiled once per expression text (cached);
+  raises `CompileError` with a message fit for a condition.
+* `Selector.matches(device) -> bool` — never raises; an evaluation error or a non-bool
+  result is a non-match. `Selector.evaluate(device) -> Outcome` gives the value or error.
+* `prepare_device(device) -> PreparedDevice` — converts a device dict to a CEL activation
+  once. `matches`/`evaluate` accept either a device mapping (prepared on every call) or a
+  `PreparedDevice`; a caller evaluating many selectors against one device should prepare
+  it once. There is no hidden cache keyed on device contents.
+* `evaluate(expression, device=None)` — compile and evaluate any expression of the
+  environment, returning Python values (`Quantity`, `Semver` for those types).
+
+A device is the InferenceClass device wire form: `{"driver": ..., "attributes": {name:
+{"string"|"int"|"bool"|"version": v}}, "capacity": {name: {"value": "<quantity>"}}}`;
+other keys are ignored. Bare names belong to the driver's domain.
+
+How the engine is used: expressions are type-checked in an environment where `device` is
+a message type whose fields mirror Kubernetes' `kubernetes.DRADevice` (so `device.foo` and
+`device.driver == 1` are compile errors, as upstream), then the checked expression is
+loaded into a runtime environment where `device` is a plain map (so attribute maps need
+no protobuf encoding). Quantity and Semver values are small protobuf messages whose
+single field keys an interned Python object; the library functions are Python callbacks,
+one implementation per name and arity that dispatches on the argument's Python type
+(cel-expr-python registers overloads by runtime kind, and every message has the same one).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cel_expr_python import cel
+from cel_expr_python.ext import (
+    ext_bindings,
+    ext_optional,
+    ext_strings,
+)
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import struct_pb2 as _struct_pb2  # registers google/protobuf/struct.proto
+
+from modelplane.dra.quantity import DECIMAL_EXPONENT, Quantity, QuantityError, parse_quantity
+from modelplane.dra.semver import Semver, SemverError, parse_semver
+
+__all__ = [
+    "MAX_EXPRESSION_LENGTH",
+    "CompileError",
+    "EvaluationError",
+    "Outcome",
+    "PreparedDevice",
+    "Selector",
+    "compile_selector",
+    "evaluate",
+    "prepare_device",
+]
+
+#: resource.k8s.io CELSelectorExpressionMaxLength.
+MAX_EXPRESSION_LENGTH = 10 * 1024
+
+_QUANTITY_TYPE = "kubernetes.Quantity"
+_SEMVER_TYPE = "kubernetes.Semver"
+_DEVICE_TYPE = "kubernetes.DRADevice"
+
+
+class CompileError(ValueError):
+    """The expression is not a valid selector; the message is fit for a condition."""
+
+
+class EvaluationError(RuntimeError):
+    """Evaluating the expression failed (error value, budget exceeded, bad device)."""
+
+
+# ---------------------------------------------------------------------------------------
+# Protobuf types backing the custom CEL types.
+
+
+def _build_pool() -> descriptor_pool.DescriptorPool:
+    f = descriptor_pb2.FieldDescriptorProto
+    fdp = descriptor_pb2.FileDescriptorProto(
+        name="modelplane/dra/kubernetes_cel.proto", package="kubernetes", syntax="proto3"
+    )
+    fdp.dependency.append("google/protobuf/struct.proto")
+    for name in ("Quantity", "Semver"):
+        m = fdp.message_type.add(name=name)
+        m.field.add(name="k", number=1, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL)
+    d = fdp.message_type.add(name="DRADevice")
+    d.field.add(name="driver", number=1, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL)
+    for number, field in ((2, "attributes"), (3, "capacity")):
+        entry = d.nested_type.add(name=field.capitalize() + "Entry")
+        entry.options.map_entry = True
+        entry.field.add(name="key", number=1, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL)
+        entry.field.add(
+            name="value",
+            number=2,
+            type=f.TYPE_MESSAGE,
+            label=f.LABEL_OPTIONAL,
+            type_name=".google.protobuf.Struct",
+        )
+        d.field.add(
+            name=field,
+            number=number,
+            type=f.TYPE_MESSAGE,
+            label=f.LABEL_REPEATED,
+            type_name=f".kubernetes.DRADevice.{entry.name}",
+        )
+    assert _struct_pb2.Struct  # imported for its registration in the default pool
+    pool = descriptor_pool.Default()
+    try:
+        pool.FindMessageTypeByName(_DEVICE_TYPE)
+    except KeyError:
+        pool.Add(fdp)
+    return pool
+
+
+_POOL = _build_pool()
+_QuantityMsg: Any = message_factory.GetMessageClass(_POOL.FindMessageTypeByName(_QUANTITY_TYPE))
+_SemverMsg: Any = message_factory.GetMessageClass(_POOL.FindMessageTypeByName(_SEMVER_TYPE))
+
+# Interned values: the message carries a key; the Python object lives here. Keys are
+# derived from the value itself, so the tables only grow with distinct values seen.
+_QUANTITIES: dict[str, Quantity] = {}
+_SEMVERS: dict[str, Semver] = {}
+_INTERN_LIMIT = 200_000
+
+
+def _qkey(q: Quantity) -> str:
+    return f"{q.unscaled}|{q.exponent}|{q.format}|{int(q.is_dec)}|{q.cached or ''}"
+
+
+def _qmsg(q: Quantity) -> Any:
+    key = _qkey(q)
+    if key not in _QUANTITIES:
+        if len(_QUANTITIES) > _INTERN_LIMIT:
+            _QUANTITIES.clear()
+        _QUANTITIES[key] = q
+    return _QuantityMsg(k=key)
+
+
+def _from_qkey(key: str) -> Quantity:
+    q = _QUANTITIES.get(key)
+    if q is not None:
+        return q
+    u, e, fmt, dec, cached = key.split("|", 4)
+    q = Quantity(int(u), int(e), fmt, bool(int(dec)), cached or None)  # type: ignore[arg-type]
+    _QUANTITIES[key] = q
+    return q
+
+
+def _smsg(v: Semver) -> Any:
+    key = str(v)
+    if key not in _SEMVERS:
+        if len(_SEMVERS) > _INTERN_LIMIT:
+            _SEMVERS.clear()
+        _SEMVERS[key] = v
+    return _SemverMsg(k=key)
+
+
+def _from_skey(key: str) -> Semver:
+    v = _SEMVERS.get(key)
+    if v is None:
+        v = parse_semver(key)
+        _SEMVERS[key] = v
+    return v
+
+
+# ---------------------------------------------------------------------------------------
+# Library functions. Each raises on a bad argument; the engine turns that into an error
+# value, which is what Kubernetes' MaybeNoSuchOverloadErr / WrapErr produce.
+
+
+def _unwrap(x: Any) -> Quantity | Semver | Any:
+    if isinstance(x, _QuantityMsg):
+        return _from_qkey(x.k)
+    if isinstance(x, _SemverMsg):
+        return _from_skey(x.k)
+    return x
+
+
+def _fn_quantity(s: str) -> Any:
+    try:
+        return _qmsg(parse_quantity(s))
+    except QuantityError as e:
+        raise ValueError(str(e)) from None
+
+
+def _fn_is_quantity(s: str) -> bool:
+    try:
+        parse_quantity(s)
+    except QuantityError:
+        return False
+    return True
+
+
+def _fn_semver(s: str, normalize: bool = False) -> Any:
+    try:
+        return _smsg(parse_semver(s, normalize))
+    except SemverError as e:
+        raise ValueError(str(e)) from None
+
+
+def _fn_is_semver(s: str, normalize: bool = False) -> bool:
+    try:
+        parse_semver(s, normalize)
+    except SemverError:
+        return False
+    return True
+
+
+def _both(a: Any, b: Any) -> tuple[Quantity, Quantity] | tuple[Semver, Semver]:
+    x, y = _unwrap(a), _unwrap(b)
+    if isinstance(x, Quantity) and isinstance(y, Quantity):
+        return x, y
+    if isinstance(x, Semver) and isinstance(y, Semver):
+        return x, y
+    raise ValueError("no such overload")
+
+
+def _fn_compare_to(a: Any, b: Any) -> int:
+    x, y = _both(a, b)
+    return x.cmp(y)  # type: ignore[arg-type]
+
+
+def _fn_is_greater_than(a: Any, b: Any) -> bool:
+    x, y = _both(a, b)
+    return x.cmp(y) == 1  # type: ignore[arg-type]
+
+
+def _fn_is_less_than(a: Any, b: Any) -> bool:
+    x, y = _both(a, b)
+    return x.cmp(y) == -1  # type: ignore[arg-type]
+
+
+def _quantity_arg(a: Any) -> Quantity:
+    x = _unwrap(a)
+    if not isinstance(x, Quantity):
+        raise ValueError("no such overload")
+    return x
+
+
+def _semver_arg(a: Any) -> Semver:
+    x = _unwrap(a)
+    if not isinstance(x, Semver):
+        raise ValueError("no such overload")
+    return x
+
+
+def _operand(b: Any) -> Quantity:
+    if isinstance(b, int) and not isinstance(b, bool):
+        return Quantity.from_int(b, DECIMAL_EXPONENT)
+    return _quantity_arg(b)
+
+
+def _fn_add(a: Any, b: Any) -> Any:
+    try:
+        return _qmsg(_quantity_arg(a).add(_operand(b)))
+    except QuantityError as e:
+        raise ValueError(str(e)) from None
+
+
+def _fn_sub(a: Any, b: Any) -> Any:
+    try:
+        return _qmsg(_quantity_arg(a).sub(_operand(b)))
+    except QuantityError as e:
+        raise ValueError(str(e)) from None
+
+
+def _fn_sign(a: Any) -> int:
+    return _quantity_arg(a).sign()
+
+
+def _fn_is_integer(a: Any) -> bool:
+    return _quantity_arg(a).is_integer()
+
+
+def _fn_as_integer(a: Any) -> int:
+    v = _quantity_arg(a).as_int64()
+    if v is None:
+        raise ValueError("cannot convert value to integer")
+    return v
+
+
+def _fn_as_approximate_float(a: Any) -> float:
+    return _quantity_arg(a).as_approximate_float()
+
+
+def _to_int64(v: int) -> int:
+    v &= (1 << 64) - 1
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def _fn_major(a: Any) -> int:
+    return _to_int64(_semver_arg(a).major)
+
+
+def _fn_minor(a: Any) -> int:
+    return _to_int64(_semver_arg(a).minor)
+
+
+def _fn_patch(a: Any) -> int:
+    return _to_int64(_semver_arg(a).patch)
+
+
+@functools.lru_cache(maxsize=1024)
+def _regex(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as e:
+        raise ValueError(f"error parsing regexp: {e}") from None
+
+
+def _fn_find(s: str, pattern: str) -> str:
+    m = _regex(pattern).search(s)
+    return m.group(0) if m else ""
+
+
+def _fn_find_all(s: str, pattern: str, limit: int = -1) -> list[str]:
+    if limit == 0:
+        return []
+    out: list[str] = []
+    for m in _regex(pattern).finditer(s):
+        out.append(m.group(0))
+        if 0 < limit <= len(out):
+            break
+    return out
+
+
+def _list_arg(xs: Any) -> list[Any]:
+    return [_unwrap(x) for x in xs]
+
+
+def _cmp_any(a: Any, b: Any) -> int:
+    if isinstance(a, Quantity | Semver) and type(a) is type(b):
+        return a.cmp(b)  # type: ignore[arg-type]
+    if isinstance(a, bool) != isinstance(b, bool):
+        raise ValueError("no such overload")
+    if a < b:
+        return -1
+    return 1 if a > b else 0
+
+
+def _fn_is_sorted(xs: Any) -> bool:
+    items = _list_arg(xs)
+    return all(_cmp_any(items[i], items[i + 1]) <= 0 for i in range(len(items) - 1))
+
+
+def _fn_sum(xs: Any) -> Any:
+    items = _list_arg(xs)
+    if not items:
+        return 0
+    total = items[0]
+    for x in items[1:]:
+        total = total + x
+    if isinstance(total, int) and not isinstance(total, bool) and total != _to_int64(total):
+        raise ValueError("integer overflow")
+    return total
+
+
+def _fn_min(xs: Any) -> Any:
+    items = _list_arg(xs)
+    if not items:
+        raise ValueError("min(list) called on an empty list")
+    best = items[0]
+    for x in items[1:]:
+        if _cmp_any(x, best) < 0:
+            best = x
+    return _rewrap(best)
+
+
+def _fn_max(xs: Any) -> Any:
+    items = _list_arg(xs)
+    if not items:
+        raise ValueError("max(list) called on an empty list")
+    best = items[0]
+    for x in items[1:]:
+        if _cmp_any(x, best) > 0:
+            best = x
+    return _rewrap(best)
+
+
+def _rewrap(x: Any) -> Any:
+    if isinstance(x, Quantity):
+        return _qmsg(x)
+    if isinstance(x, Semver):
+        return _smsg(x)
+    return x
+
+
+def _eq(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) != isinstance(b, bool):
+        return False
+    if isinstance(a, Quantity | Semver) or isinstance(b, Quantity | Semver):
+        return type(a) is type(b) and a == b
+    return bool(a == b)
+
+
+def _fn_index_of(xs: Any, v: Any) -> int:
+    items = _list_arg(xs)
+    x = _unwrap(v)
+    for i, item in enumerate(items):
+        if _eq(item, x):
+            return i
+    return -1
+
+
+def _fn_last_index_of(xs: Any, v: Any) -> int:
+    items = _list_arg(xs)
+    x = _unwrap(v)
+    for i in range(len(items) - 1, -1, -1):
+        if _eq(items[i], x):
+            return i
+    return -1
+
+
+# ---------------------------------------------------------------------------------------
+# Environments.
+
+_T = cel.Type
+_Q = _T(_QUANTITY_TYPE)
+_S = _T(_SEMVER_TYPE)
+_LIST_A = _T.List(_T.AbstractType("A")) if hasattr(_T, "AbstractType") else _T.LIST
+
+
+def _decls() -> list[Any]:
+    """Function declarations; one impl per (name, arity, receiver) as the runtime needs."""
+
+    def ov(
+        oid: str,
+        ret: Any,
+        params: list[Any],
+        impl: Callable[..., Any] | None,
+        member: bool = False,
+    ) -> Any:
+        if impl is None:
+            return cel.Overload(oid, ret, params, is_member=member)
+        return cel.Overload(oid, ret, params, is_member=member, impl=impl)
+
+    b, i, s, d = _T.BOOL, _T.INT, _T.STRING, _T.DOUBLE
+    lst = _LIST_A
+    elem = _T.AbstractType("A")
+    return [
+        cel.FunctionDecl("quantity", [ov("string_to_quantity", _Q, [s], _fn_quantity)]),
+        cel.FunctionDecl("isQuantity", [ov("is_quantity_string", b, [s], _fn_is_quantity)]),
+        cel.FunctionDecl(
+            "semver",
+            [
+                ov("string_to_semver", _S, [s], _fn_semver),
+                ov("string_bool_to_semver", _S, [s, b], _fn_semver),
+            ],
+        ),
+        cel.FunctionDecl(
+            "isSemver",
+            [
+                ov("is_semver_string", b, [s], _fn_is_semver),
+                ov("is_semver_string_bool", b, [s, b], _fn_is_semver),
+            ],
+        ),
+        cel.FunctionDecl(
+            "compareTo",
+            [
+                ov("quantity_compare_to", i, [_Q, _Q], _fn_compare_to, True),
+                ov("semver_compare_to", i, [_S, _S], None, True),
+            ],
+        ),
+        cel.FunctionDecl(
+            "isGreaterThan",
+            [
+                ov("quantity_is_greater_than", b, [_Q, _Q], _fn_is_greater_than, True),
+                ov("semver_is_greater_than", b, [_S, _S], None, True),
+            ],
+        ),
+        cel.FunctionDecl(
+            "isLessThan",
+            [
+                ov("quantity_is_less_than", b, [_Q, _Q], _fn_is_less_than, True),
+                ov("semver_is_less_than", b, [_S, _S], None, True),
+            ],
+        ),
+        cel.FunctionDecl("sign", [ov("quantity_sign", i, [_Q], _fn_sign, True)]),
+        cel.FunctionDecl("isInteger", [ov("quantity_is_integer", b, [_Q], _fn_is_integer, True)]),
+        cel.FunctionDecl("asInteger", [ov("quantity_get_int", i, [_Q], _fn_as_integer, True)]),
+        cel.FunctionDecl(
+            "asApproximateFloat",
+            [ov("quantity_get_float", d, [_Q], _fn_as_approximate_float, True)],
+        ),
+        cel.FunctionDecl(
+            "add",
+            [
+                ov("quantity_add", _Q, [_Q, _Q], _fn_add, True),
+                ov("quantity_add_int", _Q, [_Q, i], _fn_add, True),
+            ],
+        ),
+        cel.FunctionDecl(
+            "sub",
+            [
+                ov("quantity_sub", _Q, [_Q, _Q], _fn_sub, True),
+                ov("quantity_sub_int", _Q, [_Q, i], _fn_sub, True),
+            ],
+        ),
+        cel.FunctionDecl("major", [ov("semver_major", i, [_S], _fn_major, True)]),
+        cel.FunctionDecl("minor", [ov("semver_minor", i, [_S], _fn_minor, True)]),
+        cel.FunctionDecl("patch", [ov("semver_patch", i, [_S], _fn_patch, True)]),
+        # Kubernetes regex library (find/findAll); `matches` is CEL's own (RE2).
+        cel.FunctionDecl("find", [ov("string_find_string", s, [s, s], _fn_find, True)]),
+        cel.FunctionDecl(
+            "findAll",
+            [
+                ov("string_find_all_string", _T.List(s), [s, s], _fn_find_all, True),
+                ov("string_find_all_string_int", _T.List(s), [s, s, i], _fn_find_all, True),
+            ],
+        ),
+        # Kubernetes lists library.
+        cel.FunctionDecl("isSorted", [ov("list_is_sorted", b, [lst], _fn_is_sorted, True)]),
+        cel.FunctionDecl("sum", [ov("list_sum", elem, [lst], _fn_sum, True)]),
+        cel.FunctionDecl("min", [ov("list_min", elem, [lst], _fn_min, True)]),
+        cel.FunctionDecl("max", [ov("list_max", elem, [lst], _fn_max, True)]),
+    ]
+
+
+def _extensions() -> list[Any]:
+    return [ext_strings.ExtStrings(), ext_bindings.ExtBindings(), ext_optional.ExtOptional()]
+
+
+@functools.cache
+def _envs() -> tuple[Any, Any]:
+    """(checker env with typed `device`, runtime env with `device` as a map)."""
+    checker = cel.NewEnv(
+        _POOL,
+        variables={"device": _T(_DEVICE_TYPE)},
+        extensions=_extensions(),
+        functions=_decls(),
+    )
+    runtime = cel.NewEnv(
+        _POOL,
+        variables={"device": _T.DYN},
+        extensions=_extensions(),
+        functions=_decls(),
+    )
+    return checker, runtime
+
+
+# ---------------------------------------------------------------------------------------
+# Type names and values in Kubernetes' (cel-go's) spelling.
+
+_TYPE_WORDS = {
+    "BOOL": "bool",
+    "INT": "int",
+    "UINT": "uint",
+    "DOUBLE": "double",
+    "STRING": "string",
+    "BYTES": "bytes",
+    "DYN": "dyn",
+    "NULL": "null_type",
+    "NULL_TYPE": "null_type",
+    "DURATION": "google.protobuf.Duration",
+    "TIMESTAMP": "google.protobuf.Timestamp",
+    "TYPE": "type",
+    "LIST": "list",
+    "MAP": "map",
+    "ERROR": "*error*",
+    "OPTIONAL_TYPE": "optional_type",
+}
+
+
+def _type_name(t: Any) -> str:
+    raw = str(t.name())
+    out = re.sub(r"[A-Za-z_][A-Za-z0-9_.]*", lambda m: _TYPE_WORDS.get(m.group(0), m.group(0)), raw)
+    return out.replace("<", "(").replace(">", ")")
+
+
+def _clean_engine_message(msg: str) -> str:
+    msg = re.sub(r"^[A-Z_]+: ", "", msg.strip())
+    msg = re.sub(r"\s*\[[A-Z_]+\]$", "", msg)
+    return msg
+
+
+def _to_python(v: Any) -> Any:
+    if isinstance(v, _QuantityMsg):
+        return _from_qkey(v.k)
+    if isinstance(v, _SemverMsg):
+        return _from_skey(v.k)
+    if isinstance(v, list):
+        return [_to_python(x) for x in v]
+    if isinstance(v, dict):
+        return {_to_python(k): _to_python(x) for k, x in v.items()}
+    if isinstance(v, bytearray):
+        return bytes(v)
+    return v
+
+
+# ---------------------------------------------------------------------------------------
+# Devices.
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedDevice:
+    """A device converted once into a CEL activation; reuse it across selectors."""
+
+    activation: Any
+    error: str | None = None
+
+
+def _split_name(name: str, driver: str) -> tuple[str, str]:
+    domain, sep, ident = name.partition("/")
+    return (domain, ident) if sep else (driver, name)
+
+
+def _attribute_value(attr: Any) -> Any:
+    """The one value of a DeviceAttribute, in Kubernetes' precedence: int, bool, string, version."""
+    if not isinstance(attr, Mapping):
+        raise ValueError("unsupported attribute value")
+    if attr.get("int") is not None:
+        v = attr["int"]
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise ValueError("unsupported attribute value")
+        return v
+    if attr.get("bool") is not None:
+        if not isinstance(attr["bool"], bool):
+            raise ValueError("unsupported attribute value")
+        return attr["bool"]
+    if attr.get("string") is not None:
+        return str(attr["string"])
+    if attr.get("version") is not None:
+        try:
+            return _smsg(parse_semver(str(attr["version"])))
+        except SemverError as e:
+            raise ValueError(f"parse semantic version: {e}") from None
+    raise ValueError("unsupported attribute value")
+
+
+def _device_data(device: Mapping[str, Any]) -> dict[str, Any]:
+    driver = str(device.get("driver") or "")
+    attributes: dict[str, dict[str, Any]] = {}
+    for name, attr in (device.get("attributes") or {}).items():
+        try:
+            value = _attribute_value(attr)
+        except ValueError as e:
+            raise EvaluationError(f"attribute {name}: {e}") from None
+        domain, ident = _split_name(str(name), driver)
+        attributes.setdefault(domain, {})[ident] = value
+    capacity: dict[str, dict[str, Any]] = {}
+    for name, cap in (device.get("capacity") or {}).items():
+        raw = cap.get("value") if isinstance(cap, Mapping) else cap
+        try:
+            q = parse_quantity(str(raw))
+        except QuantityError as e:
+            raise EvaluationError(f"capacity {name}: {e}") from None
+        domain, ident = _split_name(str(name), driver)
+        capacity.setdefault(domain, {})[ident] = _qmsg(q)
+    return {"driver": driver, "attributes": attributes, "capacity": capacity}
+
+
+def prepare_device(device: Mapping[str, Any]) -> PreparedDevice:
+    """Convert a device (InferenceClass wire form) to a reusable CEL activation; never raises."""
+    _, runtime = _envs()
+    try:
+        data = _device_data(device)
+    except EvaluationError as e:
+        return PreparedDevice(activation=None, error=str(e))
+    return PreparedDevice(activation=runtime.Activation({"device": data}))
+
+
+def _as_prepared(device: Mapping[str, Any] | PreparedDevice | None) -> PreparedDevice:
+    if isinstance(device, PreparedDevice):
+        return device
+    if device is None:
+        _, runtime = _envs()
+        return PreparedDevice(activation=runtime.Activation({}))
+    return prepare_device(device)
+
+
+# ---------------------------------------------------------------------------------------
+# Compilation and evaluation.
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The result of evaluating a selector: a bool value, or an error message."""
+
+    value: bool | None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Program:
+    expression: str
+    program: Any
+    output_type: str
+
+
+@functools.lru_cache(maxsize=4096)
+def _compile(expression: str) -> _Program | str:
+    """Check and plan an expression; a string result is the compile error message."""
+    if len(expression.encode()) > MAX_EXPRESSION_LENGTH:
+        return (
+            f"expression is too long: {len(expression.encode())} bytes, "
+            f"the maximum is {MAX_EXPRESSION_LENGTH}"
+        )
+    checker, runtime = _envs()
+    try:
+        checked = checker.compile(expression)
+        output = _type_name(checked.return_type())
+        program = runtime.deserialize(checked.serialize())
+    except RuntimeError as e:
+        return "compilation failed: " + _clean_engine_message(str(e))
+    return _Program(expression, program, output)
+
+
+def _run(program: _Program, prepared: PreparedDevice) -> Any:
+    """Evaluate and return the raw engine value, or raise EvaluationError."""
+    if prepared.error is not None:
+        raise EvaluationError(prepared.error)
+    try:
+        result = program.program.eval(prepared.activation)
+    except RuntimeError as e:
+        raise EvaluationError(_clean_engine_message(str(e))) from None
+    if result.type() == _T.ERROR:
+        raise EvaluationError(_clean_engine_message(str(result.value())))
+    return result
+
+
+class Selector:
+    """A compiled device selector (an expression whose result type is bool)."""
+
+    __slots__ = ("_program", "expression")
+
+    def __init__(self, program: _Program) -> None:
+        self._program = program
+        self.expression = program.expression
+
+    def evaluate(self, device: Mapping[str, Any] | PreparedDevice) -> Outcome:
+        """Evaluate against a device; errors and non-bool results are reported, not raised."""
+        try:
+            result = _run(self._program, _as_prepared(device))
+        except EvaluationError as e:
+            return Outcome(None, str(e))
+        value = result.value()
+        if not isinstance(value, bool):
+            return Outcome(None, f"CEL result of type {_type_name(result.type())} is not bool")
+        return Outcome(value)
+
+    def matches(self, device: Mapping[str, Any] | PreparedDevice) -> bool:
+        """True only when the selector evaluates to true; never raises."""
+        try:
+            return self.evaluate(device).value is True
+        except Exception:
+            return False
+
+    def __repr__(self) -> str:
+        return f"Selector({self.expression!r})"
+
+
+@functools.lru_cache(maxsize=4096)
+def _selector(expression: str) -> Selector | str:
+    program = _compile(expression)
+    if isinstance(program, str):
+        return program
+    if program.output_type not in ("bool", "dyn"):
+        return f"must evaluate to bool or the unknown type, not {program.output_type}"
+    return Selector(program)
+
+
+def compile_selector(expression: str) -> Selector:
+    """Compile a device selector (cached by text); raise CompileError when invalid."""
+    result = _selector(expression)
+    if isinstance(result, str):
+        raise CompileError(result)
+    return result
+
+
+def evaluate(expression: str, device: Mapping[str, Any] | PreparedDevice | None = None) -> Any:
+    """Compile and evaluate any expression of the environment; return a Python value."""
+    program = _compile(expression)
+    if isinstance(program, str):
+        raise CompileError(program)
+    result = _run(program, _as_prepared(device))
+    return _to_python(result.plain_value())

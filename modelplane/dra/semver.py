@@ -1,0 +1,198 @@
+"""Semantic versions with the semantics of github.com/blang/semver/v4.
+
+`Semver.parse` is blang's strict `Parse`; `Semver.parse(s, normalize=True)` is the
+normalisation Kubernetes' CEL `semver(s, true)` applies first (drop a leading "v",
+strip leading zeros, fill a missing minor/patch with 0). Build metadata is kept for
+display but ignored by comparison, as in blang.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+__all__ = ["Semver", "SemverError", "parse_semver"]
+
+_NUMBERS = frozenset("0123456789")
+_ALPHANUM = frozenset("-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_UINT64_MAX = (1 << 64) - 1
+
+
+class SemverError(ValueError):
+    """A string that is not a semantic version; the message mirrors blang/semver."""
+
+
+def _only(s: str, allowed: frozenset[str]) -> bool:
+    return all(c in allowed for c in s)
+
+
+def _leading_zero(s: str) -> bool:
+    return len(s) > 1 and s[0] == "0"
+
+
+def _parse_uint(s: str) -> int:
+    """strconv.ParseUint(s, 10, 64), with Go's error text."""
+    if not s or not _only(s, _NUMBERS):
+        raise SemverError(f'strconv.ParseUint: parsing "{s}": invalid syntax')
+    v = int(s)
+    if v > _UINT64_MAX:
+        raise SemverError(f'strconv.ParseUint: parsing "{s}": value out of range')
+    return v
+
+
+def _number(part: str, what: str) -> int:
+    if not _only(part, _NUMBERS):
+        raise SemverError(f"Invalid character(s) found in {what} number {part!r}".replace("'", '"'))
+    if _leading_zero(part):
+        raise SemverError(
+            f"{what.capitalize()} number must not contain leading zeroes {part!r}".replace("'", '"')
+        )
+    return _parse_uint(part)
+
+
+@dataclass(frozen=True, slots=True)
+class PreRelease:
+    """One dot-separated prerelease identifier: numeric or alphanumeric."""
+
+    num: int | None
+    text: str
+
+    def cmp(self, other: PreRelease) -> int:
+        """PRVersion.Compare: numeric < alphanumeric; numbers numerically, text bytewise."""
+        if self.num is not None and other.num is not None:
+            return (self.num > other.num) - (self.num < other.num)
+        if self.num is not None:
+            return -1
+        if other.num is not None:
+            return 1
+        a, b = self.text.encode(), other.text.encode()
+        return (a > b) - (a < b)
+
+
+def _prerelease(s: str) -> PreRelease:
+    if not s:
+        raise SemverError("Prerelease is empty")
+    if _only(s, _NUMBERS):
+        if _leading_zero(s):
+            raise SemverError(f'Numeric PreRelease version must not contain leading zeroes "{s}"')
+        return PreRelease(_parse_uint(s), s)
+    if _only(s, _ALPHANUM):
+        return PreRelease(None, s)
+    raise SemverError(f'Invalid character(s) found in prerelease "{s}"')
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Semver:
+    """A semantic version (blang/semver v4 Version)."""
+
+    major: int
+    minor: int
+    patch: int
+    pre: tuple[PreRelease, ...] = ()
+    build: tuple[str, ...] = field(default=())
+
+    @staticmethod
+    def parse(s: str, normalize: bool = False) -> Semver:
+        """Parse strictly (blang `Parse`), or Kubernetes-normalised when `normalize`."""
+        return parse_semver(s, normalize)
+
+    def cmp(self, other: Semver) -> int:
+        """Version.Compare: precedence per semver 2.0; build metadata ignored."""
+        for a, b in (
+            (self.major, other.major),
+            (self.minor, other.minor),
+            (self.patch, other.patch),
+        ):
+            if a != b:
+                return 1 if a > b else -1
+        if not self.pre and not other.pre:
+            return 0
+        if not self.pre:
+            return 1
+        if not other.pre:
+            return -1
+        for x, y in zip(self.pre, other.pre, strict=False):
+            c = x.cmp(y)
+            if c:
+                return c
+        return (len(self.pre) > len(other.pre)) - (len(self.pre) < len(other.pre))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Semver):
+            return NotImplemented
+        return self.cmp(other) == 0
+
+    def __hash__(self) -> int:
+        return hash((self.major, self.minor, self.patch, self.pre))
+
+    def __lt__(self, other: Semver) -> bool:
+        return self.cmp(other) < 0
+
+    def __le__(self, other: Semver) -> bool:
+        return self.cmp(other) <= 0
+
+    def __gt__(self, other: Semver) -> bool:
+        return self.cmp(other) > 0
+
+    def __ge__(self, other: Semver) -> bool:
+        return self.cmp(other) >= 0
+
+    def __str__(self) -> str:
+        s = f"{self.major}.{self.minor}.{self.patch}"
+        if self.pre:
+            s += "-" + ".".join(p.text for p in self.pre)
+        if self.build:
+            s += "+" + ".".join(self.build)
+        return s
+
+    def __repr__(self) -> str:
+        return f"Semver({str(self)!r})"
+
+
+def _strict(s: str) -> Semver:
+    if not s:
+        raise SemverError("Version string empty")
+    parts = s.split(".", 2)
+    if len(parts) != 3:
+        raise SemverError("No Major.Minor.Patch elements found")
+    major = _number(parts[0], "major")
+    minor = _number(parts[1], "minor")
+    rest = parts[2]
+    build: list[str] = []
+    pre: list[str] = []
+    if "+" in rest:
+        rest, b = rest.split("+", 1)
+        build = b.split(".")
+    if "-" in rest:
+        rest, p = rest.split("-", 1)
+        pre = p.split(".")
+    patch = _number(rest, "patch")
+    pres = tuple(_prerelease(p) for p in pre)
+    for b in build:
+        if not b:
+            raise SemverError("Build meta data is empty")
+        if not _only(b, _ALPHANUM):
+            raise SemverError(f'Invalid character(s) found in build meta data "{b}"')
+    return Semver(major, minor, patch, pres, tuple(build))
+
+
+def _normalized(s: str) -> Semver:
+    s = s.removeprefix("v")
+    parts = s.split(".", 2)
+    for i, p in enumerate(parts):
+        if len(p) > 1:
+            p = p.lstrip("0")
+            if not p or p[0] not in _NUMBERS:
+                p = "0" + p
+            parts[i] = p
+    if len(parts) < 3:
+        if any(c in "+-" for c in parts[-1]):
+            raise SemverError("short version cannot contain PreRelease/Build meta data")
+        parts += ["0"] * (3 - len(parts))
+    return _strict(".".join(parts))
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_semver(s: str, normalize: bool = False) -> Semver:
+    """Parse a version string; raise SemverError with blang's message when invalid."""
+    return _normalized(s) if normalize else _strict(s)
