@@ -24,7 +24,7 @@ only that answer is acted on.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -46,6 +46,7 @@ from modelplane.compose.types import (
     Requirement,
     Resource,
 )
+from modelplane.scheduling import schedule
 from modelplane.scheduling.types import ClusterVerdict, PlannedReplica, ScheduleResult
 
 CLUSTERS_REQUIREMENT = "inference-clusters"
@@ -58,7 +59,9 @@ INFERENCE_CLUSTER_KIND = "InferenceCluster"
 # fleet of thousands of clusters cannot bloat the object.
 MAX_CONDITION_MESSAGE = 1024
 
-Scheduler = Callable[[Resource, Sequence[Resource], Sequence[Resource]], ScheduleResult]
+Scheduler = Callable[
+    [Mapping[str, Any], Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]], ScheduleResult
+]
 
 _LABEL_NAME = r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)"
 _LABEL_KEY = re.compile(
@@ -102,17 +105,9 @@ def requirements(namespace: str, spec: ModelDeploymentSpec | None) -> dict[str, 
     return reqs
 
 
-def _default_scheduler(
-    deployment: Resource, clusters: Sequence[Resource], replicas: Sequence[Resource]
-) -> ScheduleResult:
-    from modelplane.scheduling import schedule  # type: ignore[attr-defined]
-
-    return schedule(deployment, list(clusters), list(replicas))
-
-
 def compose(inp: ComposeInput) -> ComposeResult:
     """Schedule the deployment and compose one ModelReplica per placed replica."""
-    return compose_with(inp, _default_scheduler)
+    return compose_with(inp, schedule)
 
 
 def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:

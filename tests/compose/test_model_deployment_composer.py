@@ -10,7 +10,7 @@ test_model_deployment_e2e.py.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -39,7 +39,7 @@ from modelplane.scheduling.types import (
 
 API = "modelplane.ai/v1alpha1"
 CEL = 'device.attributes["gpu.nvidia.com"].productName == "NVIDIA L4"'
-TEMPLATE = {
+TEMPLATE: dict[str, Any] = {
     "metadata": {
         "labels": {
             "app": "chat",
@@ -173,13 +173,13 @@ class Scripted:
 
     def __init__(self, plan: ScheduleResult | Exception) -> None:
         self.plan = plan
-        self.calls: list[tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]] = []
+        self.calls: list[tuple[Any, list[Any], list[Any]]] = []
 
     def __call__(
         self,
-        dep: dict[str, Any],
-        clusters: Sequence[dict[str, Any]],
-        replicas: Sequence[dict[str, Any]],
+        dep: Mapping[str, Any],
+        clusters: Sequence[Mapping[str, Any]],
+        replicas: Sequence[Mapping[str, Any]],
     ) -> ScheduleResult:
         self.calls.append((dep, list(clusters), list(replicas)))
         if isinstance(self.plan, Exception):
