@@ -1,0 +1,84 @@
+"""The logical clock and condition bookkeeping shared by the engine and the simulator."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import Any
+
+EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+"""Where the logical clock starts, so that every render is reproducible."""
+
+_CONDITION_ORDER = (
+    "type",
+    "status",
+    "observedGeneration",
+    "lastTransitionTime",
+    "reason",
+    "message",
+)
+
+
+class Clock:
+    """A logical clock: starts at a fixed epoch and moves only when told to."""
+
+    def __init__(self, start: datetime.datetime = EPOCH) -> None:
+        """Start the clock."""
+        self.now = start
+
+    def tick(self) -> str:
+        """Advance one second and return the new time as an RFC 3339 string."""
+        self.now += datetime.timedelta(seconds=1)
+        return self.stamp()
+
+    def stamp(self) -> str:
+        """The current time as an RFC 3339 string."""
+        return self.now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def get_condition(obj: Mapping[str, Any], type_: str) -> dict[str, Any] | None:
+    """An object's condition of a type, or None."""
+    status = obj.get("status")
+    for cond in (status.get("conditions") if isinstance(status, dict) else None) or []:
+        if isinstance(cond, dict) and cond.get("type") == type_:
+            return cond
+    return None
+
+
+def is_ready(obj: Mapping[str, Any]) -> bool:
+    """Whether an object's Ready condition is True."""
+    cond = get_condition(obj, "Ready")
+    return bool(cond and cond.get("status") == "True")
+
+
+def set_condition(
+    obj: dict[str, Any],
+    type_: str,
+    status: str,
+    reason: str,
+    message: str,
+    clock: Clock,
+    *,
+    observed_generation: bool = True,
+) -> None:
+    """Set a condition in place; lastTransitionTime moves only when the status changes."""
+    conditions = obj.setdefault("status", {}).setdefault("conditions", [])
+    new: dict[str, Any] = {"type": type_, "status": status, "reason": reason}
+    if message:
+        new["message"] = message
+    generation = (obj.get("metadata") or {}).get("generation")
+    if observed_generation and generation is not None:
+        new["observedGeneration"] = generation
+    for i, old in enumerate(conditions):
+        if isinstance(old, dict) and old.get("type") == type_:
+            keep = old.get("status") == status and old.get("lastTransitionTime")
+            new["lastTransitionTime"] = old["lastTransitionTime"] if keep else clock.stamp()
+            conditions[i] = ordered(new)
+            return
+    new["lastTransitionTime"] = clock.stamp()
+    conditions.append(ordered(new))
+
+
+def ordered(cond: Mapping[str, Any]) -> dict[str, Any]:
+    """A condition with its keys in the conventional order."""
+    return {k: cond[k] for k in _CONDITION_ORDER if k in cond}

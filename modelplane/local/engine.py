@@ -1,0 +1,519 @@
+"""The embedded control plane: Crossplane's composite reconciler, in-process.
+
+Each round reconciles every composite resource (XR) in the store the way
+Crossplane v2 does: build a RunFunctionRequest (observed XR, its composed
+resources, required resources re-fetched until the requirements stop
+changing), call the function servicer `modelplane function serve` uses, apply
+the desired composed resources, garbage-collect the undesired ones, and write
+the XR's status and conditions. Then it simulates what providers and workload
+clusters would report. Rounds repeat until one changes nothing.
+
+Semantics mirrored from Crossplane v2 (documented where they are a choice):
+- A required resource's namespace is used literally: unset means cluster
+  scope for a name match and every namespace for a label match (Crossplane
+  does not default it to a namespaced XR's namespace).
+- A namespaced XR's composed resources always land in its namespace.
+- Ready: the function's desired composite readiness wins when set (True →
+  Available, False → Creating); otherwise Ready=True/Available when every
+  composed resource is ready, else Ready=False/Creating "Unready resources: a,
+  b, and c". A composed resource is ready when the function says so, else
+  when its own Ready condition is True.
+- A fatal result keeps every composed resource, sets Synced=False
+  (ReconcileError) and marks function conditions it did not report Unknown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import hashlib
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import crossplane.function.proto.v1.run_function_pb2 as fnv1
+
+from modelplane.api import constants as c
+from modelplane.crossplane import FunctionRunner
+from modelplane.crossplane.convert import dict_to_struct, struct_to_dict
+from modelplane.local.conditions import Clock, is_ready, set_condition
+from modelplane.local.loader import is_composite, scope_of
+from modelplane.local.simulate import simulate
+from modelplane.local.store import Key, Obj, ObjectStore, labels_of
+
+# Crossplane's own condition vocabulary (crossplane-runtime), not Modelplane's.
+REASON_AVAILABLE = "Available"
+REASON_CREATING = "Creating"
+REASON_RECONCILE_SUCCESS = "ReconcileSuccess"
+REASON_RECONCILE_ERROR = "ReconcileError"
+REASON_FATAL_ERROR = "FatalError"
+REASON_COMPOSE = "ComposeResources"
+PIPELINE_STEP = "compose"
+MAX_REQUIREMENTS_ITERATIONS = 5
+_UID_NAMESPACE = uuid.UUID("8a0e5d8c-4a7e-4bd6-9a3c-6d6f64656c70")
+_SYSTEM_CONDITIONS = frozenset({c.CONDITION_READY, c.CONDITION_SYNCED})
+_READY_FROM_PB = {fnv1.READY_TRUE: True, fnv1.READY_FALSE: False}
+_STATUS_FROM_PB = {
+    fnv1.STATUS_CONDITION_TRUE: "True",
+    fnv1.STATUS_CONDITION_FALSE: "False",
+    fnv1.STATUS_CONDITION_UNKNOWN: "Unknown",
+}
+
+
+@dataclass(frozen=True)
+class Event:
+    """An event recorded on an object (a function result, or the control plane's own)."""
+
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass
+class RenderResult:
+    """The state a render reached: the store, events per object, rounds taken."""
+
+    store: ObjectStore
+    events: dict[Key, list[Event]] = field(default_factory=dict)
+    rounds: int = 0
+    readiness: dict[Key, bool | None] = field(default_factory=dict)
+    converged: bool = True
+    changing: list[Key] = field(default_factory=list)
+
+    def composites(self) -> list[Obj]:
+        """Every composite resource (an object a composer serves), in key order."""
+        return [o for o in self.store.objects() if is_composite(o["apiVersion"], o["kind"])]
+
+    def composed_of(self, xr: Mapping[str, Any]) -> list[Obj]:
+        """The composed resources of an XR, in key order."""
+        return [o for o in self.store.objects() if owned_by(o, xr)]
+
+    def composed_ready(self, obj: Mapping[str, Any]) -> bool:
+        """Whether a composed resource counts as ready for its XR: the function's
+        readiness when it gave one, else the resource's own Ready condition."""
+        ready = self.readiness.get(Key.of(obj))
+        return ready if ready is not None else is_ready(obj)
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str = "") -> Obj | None:
+        """Look one object up."""
+        return self.store.get(Key(api_version, kind, namespace, name))
+
+
+class NotConvergedError(Exception):
+    """The store was still changing after the maximum number of rounds."""
+
+    def __init__(self, result: RenderResult) -> None:
+        """Wrap the last state reached and the keys still changing."""
+        self.result = result
+        names = ", ".join(str(k) for k in result.changing[:20])
+        more = len(result.changing) - 20
+        suffix = f", and {more} more" if more > 0 else ""
+        super().__init__(
+            f"no fixed point after {result.rounds} rounds; still changing: {names}{suffix}"
+        )
+
+
+def owned_by(obj: Mapping[str, Any], xr: Mapping[str, Any]) -> bool:
+    """Whether `obj` is a composed resource of `xr`.
+
+    Crossplane's composite label names the XR; a controller ownerReference, if
+    present, must point at it too (its uid may come from a live cluster, so
+    only apiVersion/kind/name are compared), and a namespaced XR's resources
+    live in its namespace.
+    """
+    xm, om = xr.get("metadata") or {}, obj.get("metadata") or {}
+    if labels_of(obj).get(c.XP_LABEL_COMPOSITE) != xm.get("name"):
+        return False
+    if xm.get("namespace") and om.get("namespace") != xm.get("namespace"):
+        return False
+    if Key.of(obj) == Key.of(xr):
+        return False
+    for ref in om.get("ownerReferences") or []:
+        if ref.get("controller"):
+            return (ref.get("apiVersion"), ref.get("kind"), ref.get("name")) == (
+                xr.get("apiVersion"),
+                xr.get("kind"),
+                xm.get("name"),
+            )
+    return True
+
+
+def resource_name(obj: Mapping[str, Any]) -> str | None:
+    """The composition resource name Crossplane annotates a composed resource with."""
+    return ((obj.get("metadata") or {}).get("annotations") or {}).get(c.XP_ANNOTATION_RESOURCE_NAME)
+
+
+def names_and_more(names: Iterable[str], first: int = 3) -> str:
+    """Sorted names, the first few spelled out, the way Crossplane lists them."""
+    ns = sorted(names)
+    if len(ns) > first:
+        return f"{', '.join(ns[:first])}, and {len(ns) - first} more"
+    if len(ns) == first and first > 1:
+        return f"{', '.join(ns[: first - 1])}, and {ns[-1]}"
+    return ", ".join(ns)
+
+
+def _spec_of(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata", "status")}
+
+
+class ControlPlane:
+    """An in-memory Crossplane: reconciles every XR through the function servicer."""
+
+    def __init__(
+        self,
+        objects: Iterable[Obj],
+        *,
+        simulate: bool = True,
+        runner: FunctionRunner | None = None,
+    ) -> None:
+        """Load objects (already validated) into a fresh store.
+
+        Input objects are stamped in key order with deterministic metadata
+        (uid, creationTimestamp, generation) unless they carry their own.
+        """
+        self.simulate = simulate
+        self.runner = runner or FunctionRunner()
+        self.clock = Clock()
+        self.store = ObjectStore()
+        self.events: dict[Key, list[Event]] = {}
+        self.readiness: dict[Key, bool | None] = {}
+        staged = {Key.of(o): copy.deepcopy(o) for o in objects}
+        for key in sorted(staged):
+            self._stamp(staged[key])
+            self.store.put(staged[key])
+
+    # -- metadata --------------------------------------------------------
+
+    def _stamp(self, obj: Obj) -> None:
+        m = obj.setdefault("metadata", {})
+        key = Key.of(obj)
+        m.setdefault("uid", str(uuid.uuid5(_UID_NAMESPACE, "/".join(key))))
+        if "creationTimestamp" not in m:
+            m["creationTimestamp"] = self.clock.tick()
+        m.setdefault("generation", 1)
+
+    # -- the loop --------------------------------------------------------
+
+    def run(self, max_rounds: int = 50) -> RenderResult:
+        """Reconcile to a fixed point; raise NotConvergedError after `max_rounds` rounds."""
+        loop = asyncio.new_event_loop()
+        try:
+            rounds = 0
+            while rounds < max_rounds:
+                rounds += 1
+                before = self.store.snapshot()
+                self.clock.tick()
+                for key in list(self.store):
+                    obj = self.store.get(key)
+                    if obj is not None and is_composite(key.api_version, key.kind):
+                        self._reconcile(loop, key)
+                if self.simulate:
+                    simulate(self.store, self.clock)
+                after = self.store.snapshot()
+                if after == before:
+                    return self._result(rounds, [])
+            changing = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+            raise NotConvergedError(self._result(rounds, changing))
+        finally:
+            loop.close()
+
+    def _result(self, rounds: int, changing: list[Key]) -> RenderResult:
+        return RenderResult(
+            store=self.store,
+            events={k: list(v) for k, v in sorted(self.events.items())},
+            rounds=rounds,
+            readiness={k: v for k, v in self.readiness.items() if k in self.store},
+            converged=not changing,
+            changing=changing,
+        )
+
+    # -- one XR ----------------------------------------------------------
+
+    def _observed(self, xr: Obj) -> dict[str, Obj]:
+        observed: dict[str, Obj] = {}
+        for obj in self.store.objects():
+            name = resource_name(obj)
+            # Crossplane cannot address a composed resource without the
+            # annotation, so such objects are left alone (not observed, not GC'd).
+            if name and owned_by(obj, xr) and name not in observed:
+                observed[name] = obj
+        return observed
+
+    def _request(self, xr: Obj, observed: Mapping[str, Obj]) -> fnv1.RunFunctionRequest:
+        req = fnv1.RunFunctionRequest(
+            meta=fnv1.RequestMeta(
+                tag=str(Key.of(xr)),
+                capabilities=[
+                    fnv1.CAPABILITY_CAPABILITIES,
+                    fnv1.CAPABILITY_REQUIRED_RESOURCES,
+                    fnv1.CAPABILITY_CONDITIONS,
+                ],
+            )
+        )
+        req.observed.composite.resource.CopyFrom(dict_to_struct(xr))
+        for name, obj in sorted(observed.items()):
+            req.observed.resources[name].resource.CopyFrom(dict_to_struct(obj))
+        return req
+
+    def _fetch(self, selector: fnv1.ResourceSelector) -> list[Obj]:
+        namespace = selector.namespace if selector.HasField("namespace") else ""
+        match = selector.WhichOneof("match")
+        if match == "match_name":
+            obj = self.store.get(
+                Key(selector.api_version, selector.kind, namespace, selector.match_name)
+            )
+            return [obj] if obj is not None else []
+        labels = dict(selector.match_labels.labels) if match == "match_labels" else {}
+        return self.store.list(
+            selector.api_version, selector.kind, namespace or None, labels or None
+        )
+
+    def _call(
+        self, loop: asyncio.AbstractEventLoop, xr: Obj, observed: Mapping[str, Obj]
+    ) -> tuple[fnv1.RunFunctionResponse | None, str]:
+        """Call the function until its requirements stabilize, like Crossplane."""
+        req = self._request(xr, observed)
+        previous: fnv1.Requirements | None = None
+        for _ in range(MAX_REQUIREMENTS_ITERATIONS):
+            rsp = loop.run_until_complete(self.runner.RunFunction(req, None))
+            if any(r.severity == fnv1.SEVERITY_FATAL for r in rsp.results):
+                return rsp, ""
+            if previous is not None and rsp.requirements == previous:
+                return rsp, ""
+            previous = fnv1.Requirements()
+            previous.CopyFrom(rsp.requirements)
+            if not rsp.requirements.resources and not rsp.requirements.extra_resources:
+                return rsp, ""
+            # Like Crossplane: drop what the last iteration fetched, fetch anew.
+            req.required_resources.clear()
+            req.extra_resources.clear()
+            for target, wanted in (
+                (req.required_resources, rsp.requirements.resources),
+                (req.extra_resources, rsp.requirements.extra_resources),
+            ):
+                for name, selector in sorted(wanted.items()):
+                    items = target[name].items
+                    for obj in self._fetch(selector):
+                        items.append(fnv1.Resource(resource=dict_to_struct(obj)))
+            req.context.CopyFrom(rsp.context)
+        return None, (
+            f"step {PIPELINE_STEP!r} requirements didn't stabilize after the maximum "
+            f"number of iterations ({MAX_REQUIREMENTS_ITERATIONS})"
+        )
+
+    def _reconcile(self, loop: asyncio.AbstractEventLoop, key: Key) -> None:
+        xr = self.store.get(key)
+        assert xr is not None
+        observed = self._observed(xr)
+        rsp, error = self._call(loop, xr, observed)
+        events: list[Event] = []
+        if rsp is None:
+            self._fail(xr, f"cannot compose resources: {error}", events, seen=set())
+            self.events[key] = events
+            return
+        fatal = [r for r in rsp.results if r.severity == fnv1.SEVERITY_FATAL]
+        for r in rsp.results:
+            if r.severity in (fnv1.SEVERITY_WARNING, fnv1.SEVERITY_NORMAL):
+                kind = "Warning" if r.severity == fnv1.SEVERITY_WARNING else "Normal"
+                events.append(Event(kind, r.reason or REASON_COMPOSE, r.message))
+        seen = self._function_conditions(xr, rsp)
+        if fatal:
+            message = (
+                f"cannot compose resources: pipeline step {PIPELINE_STEP!r} returned a "
+                f"fatal result: {fatal[0].message}"
+            )
+            self._fail(xr, message, events, seen)
+            self.events[key] = events
+            return
+
+        applied, errors = self._apply(xr, rsp, observed)
+        for name, obj in observed.items():
+            if name not in rsp.desired.resources:
+                self.store.delete(Key.of(obj))
+
+        desired_xr = struct_to_dict(rsp.desired.composite.resource)
+        status = dict(desired_xr.get("status") or {})
+        status.pop("conditions", None)
+        conditions = (xr.get("status") or {}).get("conditions") or []
+        xr["status"] = {**status, "conditions": conditions}
+        self._resource_refs(xr, applied)
+
+        unready = [
+            name
+            for name, (obj, ready) in sorted(applied.items())
+            if not (ready if ready is not None else is_ready(obj))
+        ]
+        if errors:
+            message = "cannot compose resources: " + "; ".join(errors)
+            self._set(xr, c.CONDITION_SYNCED, "False", REASON_RECONCILE_ERROR, message)
+            events.append(Event("Warning", REASON_COMPOSE, message))
+        else:
+            self._set(xr, c.CONDITION_SYNCED, "True", REASON_RECONCILE_SUCCESS)
+        composite_ready = _READY_FROM_PB.get(rsp.desired.composite.ready)
+        if composite_ready is True or (composite_ready is None and not unready):
+            self._set(xr, c.CONDITION_READY, "True", REASON_AVAILABLE)
+        elif composite_ready is False:
+            self._set(xr, c.CONDITION_READY, "False", REASON_CREATING)
+        else:
+            message = f"Unready resources: {names_and_more(unready)}"
+            self._set(xr, c.CONDITION_READY, "False", REASON_CREATING, message)
+        self.events[key] = events
+
+    # -- status helpers --------------------------------------------------
+
+    def _set(self, obj: Obj, type_: str, status: str, reason: str, message: str = "") -> None:
+        set_condition(obj, type_, status, reason, message, self.clock)
+
+    def _function_conditions(self, xr: Obj, rsp: fnv1.RunFunctionResponse) -> set[str]:
+        seen: set[str] = set()
+        for cond in rsp.conditions:
+            if cond.type in _SYSTEM_CONDITIONS:
+                continue
+            seen.add(cond.type)
+            self._set(
+                xr,
+                cond.type,
+                _STATUS_FROM_PB.get(cond.status, "Unknown"),
+                cond.reason,
+                cond.message if cond.HasField("message") else "",
+            )
+        return seen
+
+    def _fail(self, xr: Obj, message: str, events: list[Event], seen: set[str]) -> None:
+        self._set(xr, c.CONDITION_SYNCED, "False", REASON_RECONCILE_ERROR, message)
+        for cond in list((xr.get("status") or {}).get("conditions") or []):
+            t = cond.get("type")
+            if t not in _SYSTEM_CONDITIONS and t not in seen:
+                self._set(
+                    xr,
+                    t,
+                    "Unknown",
+                    REASON_FATAL_ERROR,
+                    "A fatal error occurred before the status of this condition could be "
+                    "determined.",
+                )
+        events.append(Event("Warning", REASON_COMPOSE, message))
+
+    def _resource_refs(self, xr: Obj, applied: Mapping[str, tuple[Obj, bool | None]]) -> None:
+        refs = []
+        for obj, _ in applied.values():
+            ref = {"apiVersion": obj["apiVersion"], "kind": obj["kind"]}
+            ref["name"] = obj["metadata"]["name"]
+            ns = obj["metadata"].get("namespace")
+            if ns and not (xr.get("metadata") or {}).get("namespace"):
+                ref["namespace"] = ns
+            refs.append(ref)
+        refs.sort(key=lambda r: (r["apiVersion"], r["kind"], r.get("namespace", ""), r["name"]))
+        spec = xr.setdefault("spec", {})
+        if refs:
+            spec.setdefault("crossplane", {})["resourceRefs"] = refs
+        elif isinstance(spec.get("crossplane"), dict):
+            spec["crossplane"].pop("resourceRefs", None)
+            if not spec["crossplane"]:
+                del spec["crossplane"]
+
+    # -- applying composed resources -------------------------------------
+
+    def _apply(
+        self, xr: Obj, rsp: fnv1.RunFunctionResponse, observed: Mapping[str, Obj]
+    ) -> tuple[dict[str, tuple[Obj, bool | None]], list[str]]:
+        """Apply desired composed resources; returns {name: (object, function readiness)}."""
+        applied: dict[str, tuple[Obj, bool | None]] = {}
+        errors: list[str] = []
+        xm = xr["metadata"]
+        for name, entry in sorted(rsp.desired.resources.items()):
+            desired = struct_to_dict(entry.resource)
+            desired.pop("status", None)
+            if not desired.get("apiVersion") or not desired.get("kind"):
+                errors.append(f"composed resource {name!r} has no apiVersion/kind")
+                continue
+            meta = dict(desired.get("metadata") or {})
+            current = observed.get(name)
+            if current is not None:
+                meta["name"] = current["metadata"]["name"]
+            elif not meta.get("name"):
+                digest = hashlib.sha256("/".join((*Key.of(xr), name)).encode()).hexdigest()[:5]
+                meta["name"] = f"{xm['name']}-{digest}"
+            if xm.get("namespace"):
+                meta["namespace"] = xm["namespace"]
+            elif current is not None and current["metadata"].get("namespace"):
+                meta["namespace"] = current["metadata"]["namespace"]
+            if scope_of(desired) == "Namespaced" and not meta.get("namespace"):
+                meta["namespace"] = "default"
+            meta["labels"] = {**(meta.get("labels") or {}), c.XP_LABEL_COMPOSITE: xm["name"]}
+            meta["annotations"] = {
+                **(meta.get("annotations") or {}),
+                c.XP_ANNOTATION_RESOURCE_NAME: name,
+            }
+            meta["ownerReferences"] = [
+                {
+                    "apiVersion": xr["apiVersion"],
+                    "kind": xr["kind"],
+                    "name": xm["name"],
+                    "uid": xm.get("uid", ""),
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ]
+            desired["metadata"] = meta
+            key = Key.of(desired)
+            existing = self.store.get(key)
+            owner = _controller(existing) if existing is not None else None
+            if owner is not None and existing is not current and not owned_by(existing or {}, xr):
+                errors.append(
+                    f"cannot apply composed resource {name!r}: {key} is controlled by {owner}"
+                )
+                continue
+            if current is not None and Key.of(current) != key:
+                self.store.delete(Key.of(current))
+            obj = self._merge(existing, desired)
+            self.store.put(obj)
+            applied[name] = (obj, _READY_FROM_PB.get(entry.ready))
+            self.readiness[Key.of(obj)] = applied[name][1]
+        return applied, errors
+
+    def _merge(self, existing: Obj | None, desired: Obj) -> Obj:
+        """Server-side-apply, simplified: desired fields win; status and identity stay."""
+        if existing is None:
+            created = _ordered_object(copy.deepcopy(desired))
+            self._stamp(created)
+            return created
+        em = existing.get("metadata") or {}
+        dm = desired["metadata"]
+        meta = {**em, **dm}
+        for f in ("labels", "annotations"):
+            merged = {**(em.get(f) or {}), **(dm.get(f) or {})}
+            if merged:
+                meta[f] = merged
+        for f in ("uid", "creationTimestamp", "generation"):
+            if f in em:
+                meta[f] = em[f]
+        obj: Obj = {**copy.deepcopy(desired), "metadata": meta}
+        # spec.crossplane belongs to the reconciler of a nested XR, not to the
+        # parent that applies it (server-side apply keeps the two apart).
+        machinery = (existing.get("spec") or {}).get("crossplane")
+        if isinstance(obj.get("spec"), dict) and machinery is not None:
+            obj["spec"] = {**obj["spec"], "crossplane": machinery}
+        if _spec_of(obj) != _spec_of(existing):
+            meta["generation"] = int(em.get("generation") or 1) + 1
+        if "status" in existing:
+            obj["status"] = existing["status"]
+        return _ordered_object(obj)
+
+
+def _controller(obj: Mapping[str, Any]) -> str | None:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return f"{ref.get('kind')} {ref.get('name')}"
+    return None
+
+
+def _ordered_object(obj: Obj) -> Obj:
+    head = ("apiVersion", "kind", "metadata")
+    out = {k: obj[k] for k in head if k in obj}
+    out.update({k: v for k, v in obj.items() if k not in head and k != "status"})
+    if "status" in obj:
+        out["status"] = obj["status"]
+    return out

@@ -1,0 +1,122 @@
+"""Writing a render: YAML/JSON streams and the per-cluster output directory."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from modelplane.local.engine import RenderResult
+from modelplane.local.simulate import OBJECT_GROUPS
+from modelplane.local.store import Obj
+
+CLUSTER_SCOPE_DIR = "_cluster"
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block-style YAML; multi-line strings as literal blocks."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def dump_yaml(objects: Iterable[Obj]) -> str:
+    """A multi-document YAML stream; keys sorted, the way kubectl prints objects."""
+    return yaml.dump_all(
+        list(objects),
+        Dumper=_Dumper,
+        sort_keys=True,
+        default_flow_style=False,
+        allow_unicode=True,
+        explicit_start=True,
+    )
+
+
+def dump_json(objects: Iterable[Obj]) -> str:
+    """A Kubernetes `v1 List` of the objects as JSON."""
+    doc = {"apiVersion": "v1", "kind": "List", "items": list(objects)}
+    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _kind_dirs(keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """Directory name per (apiVersion, kind): the lower-case kind, plus the group if
+    two API groups in the output share that kind."""
+    by_kind: dict[str, set[str]] = {}
+    for api_version, kind in keys:
+        by_kind.setdefault(kind, set()).add(api_version)
+    out = {}
+    for kind, versions in by_kind.items():
+        for av in versions:
+            group = av.rsplit("/", 1)[0] if "/" in av else "core"
+            out[(av, kind)] = kind.lower() if len(versions) == 1 else f"{kind.lower()}.{group}"
+    return out
+
+
+def _path(root: Path, kind_dir: str, obj: Obj) -> Path:
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace") or CLUSTER_SCOPE_DIR
+    return root / kind_dir / str(namespace) / f"{meta.get('name', '_unnamed')}.yaml"
+
+
+def cluster_name_for(result: RenderResult, obj: Obj) -> str | None:
+    """The workload cluster a provider-kubernetes Object targets.
+
+    The Object's provider config is mapped back to the InferenceCluster that
+    publishes it in `status.providerConfigName`; without one, the provider
+    config's own name stands for the cluster.
+    """
+    api_version = str(obj.get("apiVersion", ""))
+    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+    if group not in OBJECT_GROUPS or obj.get("kind") != "Object":
+        return None
+    ref = (obj.get("spec") or {}).get("providerConfigRef") or {}
+    pc_name = ref.get("name")
+    if not pc_name:
+        return None
+    for cluster in result.store.list("modelplane.ai/v1alpha1", "InferenceCluster"):
+        if (cluster.get("status") or {}).get("providerConfigName") == pc_name:
+            return str(cluster["metadata"]["name"])
+    return str(pc_name)
+
+
+def cluster_manifests(result: RenderResult) -> list[tuple[str, Obj]]:
+    """Every manifest bound for a workload cluster, as (cluster, manifest), in store order."""
+    out = []
+    for obj in result.store.objects():
+        cluster = cluster_name_for(result, obj)
+        manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
+        if cluster is not None and isinstance(manifest, dict):
+            out.append((cluster, manifest))
+    return out
+
+
+def write_output_dir(result: RenderResult, root: Path) -> list[Path]:
+    """Write `control-plane/<kind>/<ns|_cluster>/<name>.yaml` for every stored object and
+    `clusters/<cluster>/<kind>/<ns|_cluster>/<name>.yaml` for every wrapped manifest."""
+    written: list[Path] = []
+    objects = result.store.objects()
+    dirs = _kind_dirs((o["apiVersion"], o["kind"]) for o in objects)
+    for obj in objects:
+        written.append(
+            _write(_path(root / "control-plane", dirs[(obj["apiVersion"], obj["kind"])], obj), obj)
+        )
+    manifests = cluster_manifests(result)
+    mdirs = _kind_dirs((str(m.get("apiVersion", "")), str(m.get("kind", ""))) for _, m in manifests)
+    for cluster, manifest in manifests:
+        kind_dir = mdirs[(str(manifest.get("apiVersion", "")), str(manifest.get("kind", "")))]
+        written.append(_write(_path(root / "clusters" / cluster, kind_dir, manifest), manifest))
+    return written
+
+
+def _write(path: Path, obj: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dump_yaml([obj]), encoding="utf-8")
+    return path

@@ -1,0 +1,134 @@
+"""The `tree` view of a render: every XR with its conditions, resources and events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.markup import escape
+from rich.text import Text
+from rich.tree import Tree
+
+from modelplane.api import constants as c
+from modelplane.local.conditions import get_condition
+from modelplane.local.engine import RenderResult, owned_by
+from modelplane.local.loader import is_composite
+from modelplane.local.store import Key, Obj
+
+_KIND_ORDER = {"InferenceClass": 0, "InferenceCluster": 1, "ModelDeployment": 2, "ModelReplica": 3}
+
+
+def _status(cond: dict[str, Any] | None) -> str | None:
+    return str(cond.get("status")) if cond else None
+
+
+def _mark(status: str | None) -> str:
+    if status == "True":
+        return "[green]True[/]"
+    if status == "False":
+        return "[red]False[/]"
+    return "[yellow]Unknown[/]"
+
+
+def _title(obj: Obj) -> str:
+    key = Key.of(obj)
+    ready = get_condition(obj, c.CONDITION_READY)
+    synced = get_condition(obj, c.CONDITION_SYNCED)
+    return (
+        f"[bold]{escape(key.kind)}[/] [cyan]{escape(str(key).split(' ', 1)[1])}[/]  "
+        f"Ready={_mark(_status(ready))} "
+        f"Synced={_mark(_status(synced))}"
+    )
+
+
+def _condition_line(cond: dict[str, Any]) -> str:
+    message = cond.get("message") or ""
+    type_, reason = escape(str(cond.get("type"))), escape(str(cond.get("reason", "")))
+    text = f"{type_}={_mark(cond.get('status'))} {reason}"
+    return f"{text}: {escape(message)}" if message else text
+
+
+def _pools(node: Tree, obj: Obj) -> None:
+    pools = (obj.get("status") or {}).get("gpuPools") or []
+    if not pools:
+        return
+    branch = node.add("[bold]GPU pools[/]")
+    for pool in pools:
+        devices = ", ".join(
+            f"{d.get('count', 1)}× {d.get('name')} ({d.get('claim', 'DRA')}, {d.get('driver', '')})"
+            for d in pool.get("devices") or []
+        )
+        branch.add(
+            escape(
+                f"{pool.get('name')}: class {pool.get('className')}, "
+                f"{pool.get('nodes')} nodes, per node {devices}"
+            )
+        )
+
+
+def _placements(node: Tree, obj: Obj) -> None:
+    status = obj.get("status") or {}
+    placements = status.get("placements") or []
+    if placements:
+        branch = node.add("[bold]Placements[/]")
+        for p in placements:
+            pools = ", ".join(f"{r.get('role')}→{r.get('pool')}" for r in p.get("pools") or [])
+            ready = "[green]ready[/]" if p.get("ready") else "[yellow]not ready[/]"
+            branch.add(
+                f"{escape(str(p.get('cluster')))} #{p.get('index')} "
+                f"{escape(pools)} ({escape(str(p.get('replicaName')))}) {ready}"
+            )
+    rejected = status.get("unschedulable") or []
+    if rejected:
+        branch = node.add("[bold red]Unschedulable[/]")
+        for r in rejected:
+            branch.add(
+                f"{escape(str(r.get('cluster')))}: {escape(str(r.get('reason')))}: "
+                f"{escape(str(r.get('message', '')))}"
+            )
+        omitted = status.get("unschedulableOmitted")
+        if omitted:
+            branch.add(f"… and {omitted} more cluster(s)")
+
+
+def _xr_node(result: RenderResult, obj: Obj, node: Tree) -> None:
+    for type_ in (c.CONDITION_READY, c.CONDITION_SYNCED):
+        cond = get_condition(obj, type_)
+        if cond and cond.get("status") != "True":
+            node.add(_condition_line(cond))
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("type") not in (c.CONDITION_READY, c.CONDITION_SYNCED):
+            node.add(_condition_line(cond))
+    _pools(node, obj)
+    _placements(node, obj)
+    for child in result.composed_of(obj):
+        if is_composite(child["apiVersion"], child["kind"]):
+            _xr_node(result, child, node.add(_title(child)))
+            continue
+        key = Key.of(child)
+        ready = "[green]ready[/]" if result.composed_ready(child) else "[yellow]not ready[/]"
+        node.add(f"{escape(key.kind)} {escape(str(key).split(' ', 1)[1])} {ready}")
+    for ev in result.events.get(Key.of(obj), []):
+        if ev.type == "Warning":
+            node.add(f"[yellow]⚠ {escape(ev.reason)}[/]: {escape(ev.message)}")
+
+
+def render_tree(result: RenderResult) -> RenderableType:
+    """A rich renderable of every top-level XR with nested XRs under their parents."""
+    composites = result.composites()
+    nested = {Key.of(x) for x in composites for parent in composites if owned_by(x, parent)}
+    roots = sorted(
+        (x for x in composites if Key.of(x) not in nested),
+        key=lambda x: (_KIND_ORDER.get(x["kind"], 9), Key.of(x)),
+    )
+    trees: list[RenderableType] = []
+    for xr in roots:
+        tree = Tree(_title(xr))
+        _xr_node(result, xr, tree)
+        trees.append(tree)
+    summary = Text(
+        f"{len(result.store)} objects, {len(composites)} composite resources, "
+        f"fixed point after {result.rounds} round(s)",
+        style="dim",
+    )
+    return Group(*trees, summary)
