@@ -1,11 +1,169 @@
-"""`modelplane explain` (placeholder until implemented)."""
+"""`modelplane explain`: the full placement explanation of one ModelDeployment.
+
+The fleet is rendered with the embedded control plane first, so the clusters
+have published their pools and the replicas exist as they would on a live
+control plane; then the scheduler runs once more for the deployment against
+that state and every verdict it reached is printed.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from modelplane.api import constants as c
+from modelplane.api.model_deployment import ModelDeploymentSpec
+from modelplane.compose.common import parse_spec
+from modelplane.compose.deployment_explain import explanation_rows
+from modelplane.compose.model_deployment import (
+    INFERENCE_CLUSTER_KIND,
+    MODEL_REPLICA_KIND,
+    without_crossplane_spec,
+)
+from modelplane.local import ControlPlane, Key, LoadError, NotConvergedError, load_paths
+from modelplane.local.store import ObjectStore
+from modelplane.scheduling import ScheduleResult, schedule
+
+_STYLE = {
+    "Eligible": "green",
+    "matched": "green",
+    "no match": "red",
+    "errored": "yellow",
+    "not enough devices": "red",
+}
+
+
+def _parse_ref(ref: str) -> tuple[str, str]:
+    namespace, sep, name = ref.partition("/")
+    if not sep or not namespace or not name or "/" in name:
+        raise click.BadParameter(f"{ref!r} is not NAMESPACE/NAME", param_hint="--deployment")
+    return namespace, name
+
+
+def _deployments(store: ObjectStore) -> list[str]:
+    return sorted(
+        f"{k.namespace}/{k.name}"
+        for k in store
+        if (k.api_version, k.kind) == (c.API_VERSION, "ModelDeployment")
+    )
+
+
+def explain_deployment(store: ObjectStore, namespace: str, name: str) -> ScheduleResult | None:
+    """Schedule one deployment against the store's clusters and replicas (None if absent).
+
+    Raises click.ClickException when the deployment's spec is invalid.
+    """
+    deployment = store.get(Key(c.API_VERSION, "ModelDeployment", namespace, name))
+    if deployment is None:
+        return None
+    spec, error = parse_spec(ModelDeploymentSpec, deployment)
+    if spec is None:
+        raise click.ClickException(f"ModelDeployment {namespace}/{name} is invalid: {error}")
+    clusters = store.list(c.API_VERSION, INFERENCE_CLUSTER_KIND, None, None)
+    replicas = store.list(c.API_VERSION, MODEL_REPLICA_KIND, None, None)
+    return schedule(without_crossplane_spec(deployment), clusters, replicas)
+
+
+def _summary(ref: str, deployment: Mapping[str, Any], result: ScheduleResult) -> Text:
+    text = Text()
+    text.append(f"ModelDeployment {ref}: ", style="bold")
+    placed = len(result.replicas)
+    style = "green" if placed >= result.desired else "red"
+    text.append(f"{placed} of {result.desired} replicas placed", style=style)
+    for cond in (deployment.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == c.CONDITION_SCHEDULED:
+            text.append(f"  (Scheduled={cond.get('status')} {cond.get('reason', '')})")
+    return text
+
+
+def _placements(result: ScheduleResult) -> Table:
+    table = Table(title="Placements", title_justify="left", show_lines=False)
+    for col in ("Cluster", "Index", "Replica", "Pools", "Kept"):
+        table.add_column(col)
+    for r in result.replicas:
+        pools = ", ".join(f"{ra.role}={ra.pool}" for ra in r.roles)
+        table.add_row(r.cluster, str(r.index), r.name, pools, "yes" if r.retained else "new")
+    return table
+
+
+def _explanation(result: ScheduleResult) -> Table:
+    table = Table(
+        title="Every candidate cluster × pool × device request",
+        title_justify="left",
+        show_lines=True,
+    )
+    for col in ("Cluster", "Verdict", "Pool", "Request", "Outcome", "Why", "Capacity"):
+        table.add_column(col, overflow="fold")
+    for row in explanation_rows(result):
+        pool = row.pool if row.role in ("", c.ROLE_UNIFIED) else f"{row.pool} ({row.role})"
+        table.add_row(
+            row.cluster,
+            Text(row.verdict, style=_STYLE.get(row.verdict, "red")),
+            pool,
+            row.request,
+            Text(row.outcome, style=_STYLE.get(row.outcome, "")),
+            row.detail,
+            row.capacity,
+        )
+    return table
 
 
 @click.command("explain")
-def explain() -> None:
-    """Not implemented yet."""
-    raise click.ClickException("not implemented yet")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option(
+    "--deployment",
+    "ref",
+    required=True,
+    metavar="NS/NAME",
+    help="The ModelDeployment to explain, as NAMESPACE/NAME.",
+)
+@click.option(
+    "--max-rounds",
+    type=click.IntRange(min=1),
+    default=50,
+    show_default=True,
+    help="Fail when the objects still change after this many reconcile rounds.",
+)
+def explain(paths: tuple[str, ...], ref: str, max_rounds: int) -> None:
+    """Explain where one ModelDeployment's replicas go, and why not elsewhere.
+
+    Renders the manifests under PATH... with the embedded control plane, then
+    prints the deployment's placements and, for every candidate cluster, every
+    pool and device request: matched, which selector was false, which errored
+    and how, not enough devices, or nodes needed against nodes free.
+    """
+    namespace, name = _parse_ref(ref)
+    try:
+        objects = load_paths(paths)
+    except LoadError as err:
+        raise click.ClickException(str(err)) from None
+    try:
+        store = ControlPlane(objects).run(max_rounds).store
+    except NotConvergedError as err:
+        raise click.ClickException(str(err)) from None
+    result = explain_deployment(store, namespace, name)
+    if result is None:
+        known = ", ".join(_deployments(store)) or "none"
+        raise click.ClickException(
+            f"ModelDeployment {namespace}/{name} not found in {', '.join(paths)} "
+            f"(ModelDeployments there: {known})"
+        )
+    deployment = store.get(Key(c.API_VERSION, "ModelDeployment", namespace, name)) or {}
+    console = Console(soft_wrap=False)
+    console.print(_summary(ref, deployment, result))
+    for path, message in result.invalid_selectors:
+        console.print(Text(f"invalid selector {path}: {message}", style="red"))
+    if result.replicas:
+        console.print(_placements(result))
+    for what, why in result.replaced:
+        console.print(Text(f"replaced {what}: {why}", style="yellow"))
+    for w in result.withdrawn:
+        console.print(
+            Text(f"withdrawn {w.cluster}/{w.index} from pool {w.pool}: {w.message}", style="yellow")
+        )
+    console.print(_explanation(result))

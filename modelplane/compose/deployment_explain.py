@@ -82,25 +82,43 @@ def cluster_message(v: ClusterVerdict) -> str:
 
 @dataclass(frozen=True)
 class ExplanationRow:
-    """One line of the full explanation: a cluster, or a pool × request within it."""
+    """One line of the full explanation: a cluster, or one pool × request within it."""
 
     cluster: str
     verdict: str  # the cluster's reason, or "Eligible"
     pool: str = ""
     role: str = ""
     request: str = ""
-    outcome: str = ""  # matched / no match / errored / insufficient / capacity
-    detail: str = ""
+    outcome: str = ""  # matched / no match / errored / not enough devices
+    detail: str = ""  # per device: which selector was false or errored, or the count short
+    capacity: str = ""  # nodes needed against nodes free, for a pool whose devices match
+
+
+def _device_rank(d: DeviceVerdict) -> int:
+    # The closest miss first: a device short of count passed every selector;
+    # a false selector is a real mismatch; an error is usually a selector
+    # written for another driver's device.
+    if d.insufficient_count is not None:
+        return 0
+    if any(s.value is False for s in d.selectors):
+        return 1
+    return 2
 
 
 def _request_outcome(r: RequestVerdict) -> str:
     if r.matched:
         return "matched"
-    if any(s.error is not None for d in r.devices for s in d.selectors):
-        return "errored"
-    if any(d.insufficient_count is not None for d in r.devices):
-        return "not enough devices"
-    return "no match"
+    misses = [d for d in r.devices if not d.matched]
+    best = min((_device_rank(d) for d in misses), default=1)
+    return ("not enough devices", "no match", "errored")[best]
+
+
+def _request_detail(r: RequestVerdict) -> str:
+    if r.matched:
+        return f"device {r.device}" if r.device else ""
+    misses = sorted((d for d in r.devices if not d.matched), key=_device_rank)
+    lines = [device_message(d) for d in misses]
+    return "\n".join(lines) if lines else r.message
 
 
 def explanation_rows(result: ScheduleResult) -> list[ExplanationRow]:
@@ -112,25 +130,26 @@ def explanation_rows(result: ScheduleResult) -> list[ExplanationRow]:
             rows.append(ExplanationRow(v.cluster, verdict, detail=v.message))
             continue
         for p in v.pools:
-            capacity = f"needs {p.needed_nodes} nodes, {p.free_nodes} free"
+            capacity = p.message if p.matched else ""
             if not p.requests:
                 outcome = "matched" if p.matched else "no match"
                 rows.append(
                     ExplanationRow(
-                        v.cluster, verdict, p.pool, p.role, "", outcome, p.message or capacity
+                        v.cluster, verdict, p.pool, p.role, "", outcome, p.message, capacity
                     )
                 )
                 continue
             for r in p.requests:
-                if r.matched:
-                    detail = f"device {r.device}" if r.device else ""
-                    if p.matched:
-                        detail = f"{detail}; {capacity}" if detail else capacity
-                else:
-                    detail = request_message(r).split(": ", 1)[-1]
                 rows.append(
                     ExplanationRow(
-                        v.cluster, verdict, p.pool, p.role, r.request, _request_outcome(r), detail
+                        v.cluster,
+                        verdict,
+                        p.pool,
+                        p.role,
+                        r.request,
+                        _request_outcome(r),
+                        _request_detail(r),
+                        capacity,
                     )
                 )
     return rows

@@ -135,7 +135,7 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
     clusters = list(inp.required[CLUSTERS_REQUIREMENT])
     replicas = _fleet_replicas(inp, namespace)
     try:
-        plan = scheduler(_without_crossplane_spec(inp.composite), clusters, replicas)
+        plan = scheduler(without_crossplane_spec(inp.composite), clusters, replicas)
     except Exception as err:  # a scheduler bug must not tear down serving replicas
         result.fatal = f"{c.REASON_SCHEDULER_ERROR}: scheduling {namespace}/{name} failed: {err}"
         return result
@@ -196,7 +196,8 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
     return result
 
 
-def _without_crossplane_spec(composite: Resource) -> Resource:
+def without_crossplane_spec(composite: Resource) -> Resource:
+    """The composite with Crossplane's `spec.crossplane` bookkeeping removed (for the scheduler)."""
     spec = composite.get("spec")
     if not isinstance(spec, dict) or "crossplane" not in spec:
         return composite
