@@ -114,7 +114,29 @@ class Workers(KubeModel):
     count: int = Field(default=1, ge=1, le=1024)
     topology: Topology = Field(default_factory=Topology)
     template: PodTemplate = Field(
-        json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
+        json_schema_extra={
+            "x-kubernetes-preserve-unknown-fields": True,
+            # CEL cannot see fields kept only by preserve-unknown-fields, so the
+            # path the engine-container rule reads is declared (and bounded, to
+            # keep the rule inside the API server's cost budget).
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "x-kubernetes-preserve-unknown-fields": True,
+                    "properties": {
+                        "containers": {
+                            "type": "array",
+                            "maxItems": 64,
+                            "items": {
+                                "type": "object",
+                                "x-kubernetes-preserve-unknown-fields": True,
+                                "properties": {"name": {"type": "string"}},
+                            },
+                        }
+                    },
+                }
+            },
+        },
         description="A PodTemplateSpec; exactly one container must be named engine.",
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from typing import Any, Literal
@@ -80,6 +81,51 @@ def test_crossplane_owned_fields_are_left_to_crossplane(kind: Kind) -> None:
     # Status is written by the function after pydantic validation: no CEL there.
     for path, node in _walk(root["properties"]["status"]):
         assert "x-kubernetes-validations" not in node, path
+
+
+_SELF_PATH = re.compile(r"\bself((?:\.\w+)+)(\()?")
+
+
+def _undeclared_reads(node: dict[str, Any]) -> list[str]:
+    """Field paths a node's CEL rules read through `self.` that its schema does not declare.
+
+    The API server type-checks rules against declared properties only; data kept
+    by x-kubernetes-preserve-unknown-fields is invisible to CEL, so such a rule
+    makes the whole CRD invalid.
+    """
+    bad = []
+    for rule in node.get("x-kubernetes-validations", []):
+        for m in _SELF_PATH.finditer(rule["rule"]):
+            segments = m.group(1)[1:].split(".")
+            if m.group(2):  # the last segment is a method call: self.devices.all(...)
+                segments = segments[:-1]
+            cur = node
+            for seg in segments:
+                if seg not in cur.get("properties", {}):
+                    bad.append(f"self.{'.'.join(segments)} ({rule['rule']})")
+                    break
+                cur = cur["properties"][seg]
+    return bad
+
+
+def test_undeclared_reads_flags_fields_hidden_by_preserve_unknown_fields() -> None:
+    node = {
+        "type": "object",
+        "properties": {"t": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+        "x-kubernetes-validations": [{"rule": "has(self.t) && self.t.spec.size() == 1"}],
+    }
+    assert _undeclared_reads(node) == [
+        "self.t.spec (has(self.t) && self.t.spec.size() == 1)",
+    ]
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.kind)
+def test_cel_rules_read_only_declared_fields(kind: Kind) -> None:
+    rules = 0
+    for path, node in _walk(_root(kind)):
+        rules += len(node.get("x-kubernetes-validations", []))
+        assert _undeclared_reads(node) == [], path
+    assert rules > 0
 
 
 # (kind, wire path, required, default) — written from SPEC §2, not from the models.
