@@ -1,0 +1,491 @@
+"""ModelReplica composer: cluster resolution, safe holds, templates, readiness, argv safety."""
+
+from __future__ import annotations
+
+import copy
+import re
+import shlex
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from modelplane.compose import objects, workload
+from modelplane.compose.model_replica import compose
+from modelplane.compose.templates import TemplateVars, render, render_map
+from modelplane.compose.types import ComposeInput, ComposeResult
+
+NS = "team-a"
+NAME = "llama-5e1f0c2a"
+
+
+def replica(**spec: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "deploymentName": "llama",
+        "clusterName": "east",
+        "index": 0,
+        "nodePoolName": "l4",
+        "deviceRequests": [
+            {
+                "name": "gpu",
+                "deviceClassName": "gpu.nvidia.com",
+                "count": 1,
+                "selectors": [{"cel": "device.driver == 'gpu.nvidia.com'"}],
+            }
+        ],
+        "workers": {
+            "count": 1,
+            "template": {
+                "spec": {"containers": [{"name": "engine", "image": "vllm/vllm-openai:v0.9.0"}]}
+            },
+        },
+    }
+    base.update(spec)
+    return {
+        "apiVersion": "modelplane.ai/v1alpha1",
+        "kind": "ModelReplica",
+        "metadata": {"name": NAME, "namespace": NS},
+        "spec": base,
+    }
+
+
+def cluster(scheduling: dict[str, Any] | None = None, **status: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {"source": "Existing", "pools": [{"name": "l4", "className": "l4"}]}
+    if scheduling is not None:
+        spec["scheduling"] = scheduling
+    return {
+        "apiVersion": "modelplane.ai/v1alpha1",
+        "kind": "InferenceCluster",
+        "metadata": {"name": "east"},
+        "spec": spec,
+        "status": {"providerConfigName": "east", **status},
+    }
+
+
+def run(
+    xr: dict[str, Any],
+    cl: dict[str, Any] | None = None,
+    observed: dict[str, Any] | None = None,
+    fetched: bool = True,
+) -> ComposeResult:
+    required = {"cluster": [cl] if cl is not None else []} if fetched else {}
+    return compose(ComposeInput(composite=xr, observed=observed or {}, required=required))
+
+
+def cond(res: ComposeResult, type_: str) -> tuple[str, str, str]:
+    found = {c.type: c for c in res.conditions}[type_]
+    return found.status, found.reason, found.message
+
+
+def manifest(res: ComposeResult, key: str) -> dict[str, Any]:
+    m: dict[str, Any] = res.desired[key].resource["spec"]["forProvider"]["manifest"]
+    return m
+
+
+def observed_from(res: ComposeResult, available: bool | None) -> dict[str, Any]:
+    """What Crossplane would observe after applying `res`: each Object with status."""
+    out = {}
+    for key, d in res.desired.items():
+        obj = copy.deepcopy(d.resource)
+        obj["metadata"]["uid"] = "1234"
+        wrapped = copy.deepcopy(obj["spec"]["forProvider"]["manifest"])
+        if wrapped["kind"] in ("Deployment", "LeaderWorkerSet") and available is not None:
+            wrapped["status"] = {
+                "conditions": [{"type": "Available", "status": "True" if available else "False"}]
+            }
+        obj["status"] = {
+            "atProvider": {"manifest": wrapped},
+            "conditions": [{"type": "Synced", "status": "True"}],
+        }
+        out[key] = obj
+    return out
+
+
+# --- the InferenceCluster: not fetched, absent, unusable -------------------------------
+
+
+def test_requires_its_cluster_by_name() -> None:
+    res = run(replica(), fetched=False)
+    req = res.requirements["cluster"]
+    assert (req.api_version, req.kind, req.match_name) == (
+        "modelplane.ai/v1alpha1",
+        "InferenceCluster",
+        "east",
+    )
+    assert res.fatal is None
+    assert cond(res, "ClusterResolved")[:2] == ("Unknown", "WaitingForResources")
+    # Nothing observed yet: nothing to keep, nothing composed.
+    assert res.desired == {}
+    # Every answer, not only the first, repeats the requirement.
+    assert "cluster" in run(replica(), cluster()).requirements
+
+
+def test_unresolved_cluster_keeps_existing_resources_unchanged() -> None:
+    first = run(replica(), cluster())
+    observed = observed_from(first, available=True)
+    res = run(replica(), observed=observed, fetched=False)
+    assert res.fatal is None
+    assert sorted(res.desired) == sorted(first.desired)
+    for key, d in res.desired.items():
+        assert d.resource["spec"] == first.desired[key].resource["spec"]
+        assert "status" not in d.resource and "uid" not in d.resource["metadata"]
+    # Readiness still comes from what is observed: a serving replica stays ready
+    # while its cluster is being fetched.
+    assert res.ready == "True"
+
+
+@pytest.mark.parametrize(
+    ("cl", "reason", "needle"),
+    [
+        (None, "ClusterNotFound", "'east' not found"),
+        (cluster(providerConfigName=None), "ProviderConfigMissing", "'east'"),
+        (cluster(providerConfigName=""), "ProviderConfigMissing", "providerConfigName"),
+    ],
+)
+def test_unusable_cluster_is_a_condition_and_keeps_what_exists(
+    cl: dict[str, Any] | None, reason: str, needle: str
+) -> None:
+    first = run(replica(), cluster())
+    observed = observed_from(first, available=True)
+    for obs in ({}, observed):
+        res = run(replica(), cl, observed=obs)
+        assert res.fatal is None
+        status, got, message = cond(res, "ClusterResolved")
+        assert (status, got) == ("False", reason)
+        assert needle in message
+        assert [(e.severity, e.reason) for e in res.events] == [("Warning", reason)]
+        assert sorted(res.desired) == sorted(obs)
+        assert res.ready == "False"
+
+
+def test_invalid_spec_is_a_condition_not_an_exception() -> None:
+    xr = replica(workers={"count": 1, "template": {"spec": {"containers": [{"name": "x"}]}}})
+    res = run(xr, cluster())
+    status, reason, message = cond(res, "Valid")
+    assert (status, reason) == ("False", "InvalidSpec")
+    assert "engine" in message
+    assert res.desired == {} and res.fatal is None
+
+
+def test_crossplane_spec_fields_are_ignored() -> None:
+    xr = replica(crossplane={"compositionRef": {"name": "x"}, "resourceRefs": []})
+    assert cond(run(xr, cluster()), "Valid")[0] == "True"
+
+
+def test_quickstart_style_gateway_falls_back_to_defaults() -> None:
+    cl = cluster()
+    cl["spec"]["gateway"] = {"address": "east.example.com"}
+    ref = manifest(run(replica(), cl), "route")["spec"]["parentRefs"][0]
+    assert (ref["name"], ref["namespace"]) == ("modelplane-inference", "modelplane-system")
+
+
+# --- scheduling templates, priority, scheduler contracts -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("{{ .Namespace }}", "team-a"),
+        ("{{.Name}}-{{ .Cluster }}", "llama-east"),
+        ("q-{{ .Namespace }}-{{ .Namespace }}", "q-team-a-team-a"),
+        ("static", "static"),
+        ("", ""),
+    ],
+)
+def test_templates_render_by_substitution(value: str, expected: str) -> None:
+    assert render(value, TemplateVars("team-a", "llama", "east")) == expected
+
+
+@pytest.mark.parametrize(
+    ("labels", "needle"),
+    [
+        ({"q": "{{ .Labels }}"}, "defaultLabels[q]"),
+        ({"q": '{{ printf "%s" .Namespace }}'}, "printf"),
+        ({"q": "{{ .Namespace"}, "unbalanced"),
+        ({"q": "{{ index . 0 }}"}, "index"),
+        ({"q": "{{ .Name }}" * 13}, "not a valid label value"),
+    ],
+)
+def test_bad_templates_are_a_condition_naming_them(labels: dict[str, str], needle: str) -> None:
+    first = run(replica(), cluster())
+    observed = observed_from(first, available=True)
+    res = run(replica(), cluster({"defaultLabels": labels}), observed=observed)
+    status, reason, message = cond(res, "ClusterResolved")
+    assert (status, reason) == ("False", "InvalidSchedulingTemplate")
+    assert needle in message
+    assert res.events[0].reason == "InvalidSchedulingTemplate"
+    assert res.ready == "False"
+    # The old, correctly stamped workload stays; nothing is rewritten.
+    assert manifest(res, "unified-deployment") == manifest(first, "unified-deployment")
+
+
+def test_bad_annotation_template_is_named_too() -> None:
+    res = run(replica(), cluster({"defaultAnnotations": {"a": "{{ .Secret }}"}}))
+    assert "spec.scheduling.defaultAnnotations[a]" in cond(res, "ClusterResolved")[2]
+
+
+@pytest.mark.parametrize(
+    ("priority", "default", "expected"),
+    [
+        ("production-critical", "standard", "production-critical"),
+        (None, "standard", "standard"),
+        (None, None, None),
+    ],
+)
+def test_priority_falls_back_to_cluster_default(
+    priority: str | None, default: str | None, expected: str | None
+) -> None:
+    scheduling = {"defaultPriority": default} if default else {}
+    res = run(replica(priority=priority), cluster(scheduling))
+    pod = manifest(res, "unified-deployment")["spec"]["template"]["spec"]
+    assert pod.get("priorityClassName") == expected
+
+
+def test_reserved_label_prefix_cannot_be_stamped_by_the_platform() -> None:
+    res = run(replica(), cluster({"defaultLabels": {"modelplane.ai/pool": "{{ .Name }}"}}))
+    pod = manifest(res, "unified-deployment")["spec"]["template"]
+    assert "modelplane.ai/pool" not in pod["metadata"]["labels"]
+    assert pod["spec"]["nodeSelector"] == {"modelplane.ai/pool": "l4"}
+
+
+def test_kai_without_queue_label_composes_a_queueless_podgroup() -> None:
+    res = run(replica(), cluster({"schedulerName": "kai-scheduler"}))
+    assert manifest(res, "podgroup")["spec"] == {"minMember": 1}
+
+
+def test_plain_scheduler_name_has_no_podgroup_and_no_kueue_label() -> None:
+    res = run(replica(), cluster({"schedulerName": "my-scheduler"}))
+    assert "podgroup" not in res.desired
+    dep = manifest(res, "unified-deployment")
+    assert dep["spec"]["template"]["spec"]["schedulerName"] == "my-scheduler"
+    assert "kueue.x-k8s.io/queue-name" not in dep["metadata"]["labels"]
+
+
+def test_gang_counts_every_pod_of_the_replica() -> None:
+    xr = replica(
+        workers={
+            "count": 3,
+            "topology": {"tensor": 8, "pipeline": 2, "data": 2},
+            "template": {"spec": {"containers": [{"name": "engine", "image": "vllm"}]}},
+        }
+    )
+    res = run(xr, cluster({"schedulerName": "volcano"}))
+    lws = manifest(res, "unified-leaderworkerset")
+    assert (lws["spec"]["replicas"], lws["spec"]["leaderWorkerTemplate"]["size"]) == (3, 4)
+    assert manifest(res, "podgroup")["spec"]["minMember"] == 12
+
+
+# --- argv safety and the Ray bootstrap ---------------------------------------------------
+
+MALICIOUS = "--model=x; rm -rf /"
+
+
+def _multi_node(args: list[str], command: list[str] | None = None) -> dict[str, Any]:
+    engine: dict[str, Any] = {"name": "engine", "image": "vllm/vllm-openai:v0.9.0", "args": args}
+    if command is not None:
+        engine["command"] = command
+    return replica(
+        workers={
+            "count": 1,
+            "topology": {"tensor": 1, "pipeline": 2},
+            "template": {"spec": {"containers": [engine]}},
+        }
+    )
+
+
+def _engine(pod: dict[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = next(c for c in pod["spec"]["containers"] if c["name"] == "engine")
+    return found
+
+
+def test_malicious_argument_stays_one_argv_element() -> None:
+    res = run(_multi_node(["--tensor-parallel-size=1", MALICIOUS, "$(reboot)"]), cluster())
+    lwt = manifest(res, "unified-leaderworkerset")["spec"]["leaderWorkerTemplate"]
+    leader, worker = _engine(lwt["leaderTemplate"]), _engine(lwt["workerTemplate"])
+    # The scripts are the constants, byte for byte: no user text is spliced in.
+    assert leader["command"] == [
+        "/bin/sh",
+        "-c",
+        workload.RAY_LEADER_SCRIPT,
+        "modelplane-ray-leader",
+    ]
+    assert worker["command"] == ["/bin/sh", "-c", workload.RAY_WORKER_SCRIPT]
+    assert leader["args"] == [
+        "python3",
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--tensor-parallel-size=1",
+        MALICIOUS,
+        "$(reboot)",
+    ]
+    assert "args" not in worker
+    # The leader script hands its arguments to exec as "$@", one word each.
+    assert '"$@"' in workload.RAY_LEADER_SCRIPT and "rm" not in workload.RAY_LEADER_SCRIPT
+    assert shlex.split(workload.RAY_LEADER_SCRIPT)[-2:] == ["exec", "$@"]
+
+
+def test_single_node_args_pass_through_untouched() -> None:
+    xr = replica()
+    xr["spec"]["workers"]["template"]["spec"]["containers"][0]["args"] = [MALICIOUS]
+    xr["spec"]["workers"]["template"]["spec"]["containers"][0]["command"] = ["vllm", "serve"]
+    engine = _engine(manifest(run(xr, cluster()), "unified-deployment")["spec"]["template"])
+    assert (engine["command"], engine["args"]) == (["vllm", "serve"], [MALICIOUS])
+
+
+def test_engine_command_is_kept_behind_the_bootstrap() -> None:
+    res = run(_multi_node(["--pipeline-parallel-size=2"], ["vllm", "serve", "m"]), cluster())
+    leader = _engine(
+        manifest(res, "unified-leaderworkerset")["spec"]["leaderWorkerTemplate"]["leaderTemplate"]
+    )
+    assert leader["args"] == ["vllm", "serve", "m", "--pipeline-parallel-size=2"]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ([], ["--model=/mnt/models"]),
+        (["--model=org/m"], ["--model=org/m"]),
+        (["--model", "org/m"], ["--model", "org/m"]),
+    ],
+)
+def test_cache_points_vllm_at_the_mount_unless_it_names_a_model(
+    args: list[str], expected: list[str]
+) -> None:
+    xr = replica(caches=[{"name": "weights"}])
+    xr["spec"]["workers"]["template"]["spec"]["containers"][0]["args"] = args
+    tpl = manifest(run(xr, cluster()), "unified-deployment")["spec"]["template"]
+    assert _engine(tpl)["args"] == expected
+    assert {"name": "model-cache", "mountPath": "/mnt/models", "readOnly": True} in _engine(tpl)[
+        "volumeMounts"
+    ]
+    assert tpl["spec"]["volumes"] == [
+        {"name": "model-cache", "persistentVolumeClaim": {"claimName": "weights", "readOnly": True}}
+    ]
+
+
+def test_shm_only_when_sharded() -> None:
+    tpl = manifest(run(replica(), cluster()), "unified-deployment")["spec"]["template"]
+    assert "volumes" not in tpl["spec"]
+    assert "volumeMounts" not in _engine(tpl)
+
+
+# --- DRA and GPU resources ----------------------------------------------------------------
+
+
+def test_gpu_resources_are_stripped_everywhere_with_a_warning() -> None:
+    xr = replica()
+    pod = xr["spec"]["workers"]["template"]["spec"]
+    pod["initContainers"] = [
+        {"name": "fetch", "image": "busybox", "resources": {"requests": {"nvidia.com/gpu": 1}}}
+    ]
+    pod["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": 2, "cpu": "4"}}
+    res = run(xr, cluster())
+    spec = manifest(res, "unified-deployment")["spec"]["template"]["spec"]
+    assert spec["initContainers"][0]["resources"] == {}
+    assert _engine({"spec": spec})["resources"] == {
+        "limits": {"cpu": "4"},
+        "claims": [{"name": "devices"}],
+    }
+    assert [e.reason for e in res.events] == ["GPUResourceLimitIgnored"] * 2
+    assert "initContainers[fetch]" in res.events[0].message
+
+
+def test_no_device_requests_means_no_claim_and_no_gpu_toleration() -> None:
+    res = run(replica(deviceRequests=[]), cluster())
+    spec = manifest(res, "unified-deployment")["spec"]["template"]["spec"]
+    assert "resourceClaims" not in spec and "tolerations" not in spec
+    assert "unified-claims" not in res.desired
+
+
+def test_user_toleration_for_gpu_is_not_duplicated() -> None:
+    xr = replica()
+    gpu = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    xr["spec"]["workers"]["template"]["spec"]["tolerations"] = [gpu]
+    spec = manifest(run(xr, cluster()), "unified-deployment")["spec"]["template"]["spec"]
+    assert spec["tolerations"] == [gpu]
+
+
+# --- readiness from observed state ---------------------------------------------------------
+
+
+def test_ready_only_once_the_workload_is_observed_available() -> None:
+    first = run(replica(), cluster(gatewayAddress="east.example.com"))
+    assert first.ready == "False"
+    assert first.status == {"namespace": NS, "endpoint": "http://east.example.com/team-a/llama/0"}
+
+    pending = run(replica(), cluster(), observed=observed_from(first, available=False))
+    assert pending.ready == "False"
+    assert pending.desired["unified-deployment"].ready == "False"
+    assert pending.desired["unified-service"].ready == "True"
+    status, reason, message = cond(pending, "WorkloadReady")
+    assert (status, reason) == ("False", "WorkloadNotAvailable")
+    assert "not Available" in message
+
+    ready = run(replica(), cluster(), observed=observed_from(first, available=True))
+    assert ready.ready == "True"
+    assert {d.ready for d in ready.desired.values()} == {"True"}
+    assert cond(ready, "WorkloadReady")[:2] == ("True", "Available")
+    assert not any(c.type in ("Ready", "Synced") for c in ready.conditions)
+
+
+def test_object_ready_condition_is_the_fallback_signal() -> None:
+    first = run(replica(), cluster())
+    observed = observed_from(first, available=None)
+    dep = observed["unified-deployment"]
+    dep["status"]["conditions"].append({"type": "Ready", "status": "True"})
+    assert run(replica(), cluster(), observed=observed).ready == "True"
+    dep["status"]["conditions"][-1]["status"] = "False"
+    assert run(replica(), cluster(), observed=observed).ready == "False"
+
+
+def test_config_object_reported_unready_is_not_ready() -> None:
+    first = run(replica(), cluster())
+    observed = observed_from(first, available=True)
+    observed["route"]["status"]["conditions"].append({"type": "Ready", "status": "False"})
+    res = run(replica(), cluster(), observed=observed)
+    assert res.desired["route"].ready == "False"
+    assert res.ready == "False"
+    assert cond(res, "WorkloadReady")[0] == "True"
+
+
+def test_composition_is_deterministic() -> None:
+    a = run(replica(), cluster({"schedulerName": "kai-scheduler"}))
+    b = run(copy.deepcopy(replica()), copy.deepcopy(cluster({"schedulerName": "kai-scheduler"})))
+    assert {k: d.resource for k, d in a.desired.items()} == {
+        k: d.resource for k, d in b.desired.items()
+    }
+
+
+# --- names -------------------------------------------------------------------------------------
+
+_RFC1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_names = st.from_regex(_SUBDOMAIN, fullmatch=True).filter(lambda s: len(s) <= 253)
+
+
+@given(_names)
+def test_wrapped_names_are_rfc1035_labels(name: str) -> None:
+    out = objects.dns_label(name, 40)
+    assert _RFC1035.match(out) and len(out) <= 40
+    assert objects.dns_label(name, 40) == out
+
+
+@given(_names, _names)
+def test_shortened_names_stay_distinct(a: str, b: str) -> None:
+    if a != b:
+        assert objects.dns_label(a, 40) != objects.dns_label(b, 40)
+        assert objects.object_name(a, "deployment") != objects.object_name(b, "deployment")
+
+
+@given(_names, st.sampled_from(["deployment", "leaderworkerset", "claims", "namespace"]))
+def test_object_names_fit(name: str, kind: str) -> None:
+    out = objects.object_name(name, "prefill", kind)
+    assert len(out) <= 63 and _SUBDOMAIN.match(out)
+
+
+def test_render_map_keeps_order_independent_output() -> None:
+    vars_ = TemplateVars("ns", "dep", "c")
+    a, _ = render_map("f", {"b": "{{ .Name }}", "a": "x"}, vars_, labels=True)
+    b, _ = render_map("f", {"a": "x", "b": "{{ .Name }}"}, vars_, labels=True)
+    assert a == b == {"a": "x", "b": "dep"}
