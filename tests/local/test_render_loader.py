@@ -1,0 +1,95 @@
+"""`modelplane render` rejects invalid input with exit 1 and a message naming file and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from modelplane.cli.main import cli
+from modelplane.local import load_paths
+
+CLUSTER = """\
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceCluster
+metadata: {name: c1}
+spec:
+  source: Existing
+  existing: {kubeconfigSecretRef: {namespace: ns, name: s}}
+  pools:
+  - {name: p, className: l4, nodeCount: NODES}
+"""
+SECRET = "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("a: [1, 2\n", "bad.yaml: line 2 column 1: not valid YAML"),
+        (SECRET + "---\nmetadata: {name: x}\n", "bad.yaml: document 2: apiVersion: required"),
+        (SECRET + "---\napiVersion: v1\nmetadata: {name: x}\n", "document 2: kind: required"),
+        ("apiVersion: v1\nkind: Secret\nmetadata: {}\n", "document 1 (Secret): metadata.name"),
+        ("- just\n- a list\n", "bad.yaml: document 1: a manifest must be a mapping"),
+        (
+            CLUSTER.replace("NODES", "many"),
+            "bad.yaml: document 1 (InferenceCluster): spec.pools[0].nodeCount: "
+            "Input should be a valid integer",
+        ),
+        (
+            CLUSTER.replace("NODES", "2").replace("className: l4", "className: L4!"),
+            "spec.pools[0].className: 'L4!' is not a DNS",
+        ),
+        (
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n",
+            "bad.yaml: document 1 (Widget): apiVersion 'example.com/v1' kind 'Widget' is not "
+            "a Modelplane kind, a Kubernetes built-in, nor a kind Modelplane composes",
+        ),
+        (
+            "apiVersion: apps/v1\nkind: Deploymnet\nmetadata: {name: d}\n",
+            "kind 'Deploymnet' is not a Modelplane kind",
+        ),
+        (
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: n, namespace: x}\n",
+            "metadata.namespace: Namespace is cluster-scoped",
+        ),
+        (
+            "apiVersion: v1\nkind: Secret\nmetadata: {name: s, labels: {a: 1}}\n",
+            "metadata.labels: must map strings to strings",
+        ),
+        (SECRET + "---\n" + SECRET, "document 2: Secret ns/s is already declared in"),
+    ],
+)
+def test_invalid_input_exits_1_naming_file_and_field(
+    tmp_path: Path, content: str, expected: str
+) -> None:
+    (tmp_path / "bad.yaml").write_text(content)
+    result = CliRunner().invoke(cli, ["render", str(tmp_path)])
+    assert result.exit_code == 1, result.output
+    assert expected in result.output
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_loader_reads_directories_recursively_in_path_order(tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "z.yml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: z}\n")
+    (tmp_path / "a.yaml").write_text(
+        "---\n# only a comment\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: n}\n"
+        "---\napiVersion: v1\nkind: List\nitems:\n"
+        "- {apiVersion: v1, kind: ConfigMap, metadata: {name: l, namespace: n}}\n"
+    )
+    (tmp_path / "notes.txt").write_text("not a manifest")
+    objs = load_paths([tmp_path])
+    assert [(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objs] == [
+        ("Namespace", None, "n"),
+        ("ConfigMap", "n", "l"),
+        # A namespaced object without a namespace goes to "default", as with kubectl.
+        ("ConfigMap", "default", "z"),
+    ]
+
+
+def test_missing_path_is_a_usage_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["render", str(tmp_path / "nope")])
+    assert result.exit_code == 2
+    assert "does not exist" in result.output
