@@ -299,7 +299,7 @@ class ControlPlane:
                         items.append(fnv1.Resource(resource=dict_to_struct(obj)))
             req.context.CopyFrom(rsp.context)
         return None, (
-            f"step \"{PIPELINE_STEP}\" requirements didn't stabilize after the maximum "
+            f'step "{PIPELINE_STEP}" requirements didn\'t stabilize after the maximum '
             f"number of iterations ({MAX_REQUIREMENTS_ITERATIONS})"
         )
 
@@ -321,7 +321,7 @@ class ControlPlane:
         seen = self._function_conditions(xr, rsp)
         if fatal:
             message = (
-                f"cannot compose resources: pipeline step \"{PIPELINE_STEP}\" returned a "
+                f'cannot compose resources: pipeline step "{PIPELINE_STEP}" returned a '
                 f"fatal result: {fatal[0].message}"
             )
             self._fail(xr, message, events, seen)
