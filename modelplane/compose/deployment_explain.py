@@ -43,32 +43,64 @@ def device_message(d: DeviceVerdict) -> str:
     return f"device {d.device}: does not match"
 
 
+def _device_rank(d: DeviceVerdict) -> int:
+    # The closest miss first: a device short of count passed every selector;
+    # a false selector is a real mismatch; an error is usually a selector
+    # written for another driver's device.
+    if d.insufficient_count is not None:
+        return 0
+    if any(s.value is False for s in d.selectors):
+        return 1
+    return 2
+
+
+def _could_match(r: RequestVerdict) -> bool:
+    # A request can be reported unmatched only because the pool failed on
+    # another request; if one of its devices matched, it is not the cause.
+    return not r.message and any(d.matched for d in r.devices)
+
+
 def request_message(r: RequestVerdict) -> str:
-    """Why one device request did not resolve in a pool ("" when it did)."""
-    if r.matched:
+    """Why one device request did not resolve in a pool, by its closest miss ("" if it did)."""
+    if r.matched or _could_match(r):
         return ""
-    if r.message:
-        return f"request {r.request}: {r.message}"
-    reasons = [m for m in (device_message(d) for d in r.devices) if m]
-    if not reasons:
-        return f"request {r.request}: no device matches"
-    return f"request {r.request}: " + "; ".join(reasons)
+    misses = sorted((d for d in r.devices if not d.matched), key=_device_rank)
+    if misses:
+        return f"request {r.request}: {device_message(misses[0])}"
+    return f"request {r.request}: {r.message or 'no device matches'}"
 
 
 def pool_message(p: PoolVerdict) -> str:
     """Why one pool cannot take the role ("" when it can)."""
     if p.matched and p.free_nodes >= p.needed_nodes:
         return ""
-    if p.message:
-        return p.message
     if not p.matched:
         failing = [m for m in (request_message(r) for r in p.requests) if m]
-        return "; ".join(failing) if failing else "devices do not match"
-    return f"needs {p.needed_nodes} nodes, {p.free_nodes} free"
+        if failing:
+            return "; ".join(failing)
+    return p.message or (
+        "devices do not match"
+        if not p.matched
+        else f"needs {p.needed_nodes} nodes, {p.free_nodes} free"
+    )
 
 
 def cluster_message(v: ClusterVerdict) -> str:
-    """One line saying why a cluster could not take a replica."""
+    """One line saying why a cluster could not take a replica.
+
+    A device mismatch is spelled out from the verdicts (request, device and
+    the selector expression that was false or errored); otherwise the
+    scheduler's own message says it best.
+    """
+    if v.reason == "NoMatchingPool" and v.pools:
+        parts = []
+        for p in v.pools:
+            if p.matched:
+                continue
+            role = "" if p.role in ("", "unified") else f" ({p.role})"
+            parts.append(f"pool {p.pool}{role}: {pool_message(p)}")
+        if parts:
+            return "; ".join(parts)
     if v.message:
         return v.message
     parts = []
@@ -94,19 +126,8 @@ class ExplanationRow:
     capacity: str = ""  # nodes needed against nodes free, for a pool whose devices match
 
 
-def _device_rank(d: DeviceVerdict) -> int:
-    # The closest miss first: a device short of count passed every selector;
-    # a false selector is a real mismatch; an error is usually a selector
-    # written for another driver's device.
-    if d.insufficient_count is not None:
-        return 0
-    if any(s.value is False for s in d.selectors):
-        return 1
-    return 2
-
-
 def _request_outcome(r: RequestVerdict) -> str:
-    if r.matched:
+    if r.matched or _could_match(r):
         return "matched"
     misses = [d for d in r.devices if not d.matched]
     best = min((_device_rank(d) for d in misses), default=1)
@@ -114,8 +135,9 @@ def _request_outcome(r: RequestVerdict) -> str:
 
 
 def _request_detail(r: RequestVerdict) -> str:
-    if r.matched:
-        return f"device {r.device}" if r.device else ""
+    if r.matched or _could_match(r):
+        device = r.device or next((d.device for d in r.devices if d.matched), "")
+        return f"device {device}" if device else ""
     misses = sorted((d for d in r.devices if not d.matched), key=_device_rank)
     lines = [device_message(d) for d in misses]
     return "\n".join(lines) if lines else r.message
