@@ -139,6 +139,12 @@ def _structural(node: dict[str, Any], defs: dict[str, Any], path: str, *, cel: b
     for key in _PASSTHROUGH:
         if key in node:
             out[key] = node[key]
+    # JSON Schema 2020-12 states exclusive bounds as numbers; OpenAPI 3.0 (and
+    # Kubernetes) as a boolean beside minimum/maximum.
+    for bound, exclusive in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
+        if exclusive in node:
+            out[bound] = node[exclusive]
+            out[exclusive] = True
     preserve = bool(node.get("x-kubernetes-preserve-unknown-fields"))
     if "properties" in node:
         out["type"] = "object"
@@ -170,6 +176,7 @@ def _structural(node: dict[str, Any], defs: dict[str, Any], path: str, *, cel: b
             out[key] = value
     unknown = set(node) - set(_PASSTHROUGH) - _DROPPED
     unknown -= {"const", "properties", "required", "items", "patternProperties"}
+    unknown -= {"exclusiveMinimum", "exclusiveMaximum"}
     unknown = {k for k in unknown if not k.startswith("x-kubernetes-")}
     unknown -= {"$ref", "anyOf", "oneOf", "allOf"}
     if unknown:

@@ -342,6 +342,7 @@ class _Outer(KubeModel):
     """Outer docs."""
 
     maybe: int | None = None
+    ratio: float = Field(default=0.5, gt=0, lt=1)
     fixed: Literal["X"] = "X"
     labels: dict[str, str] | None = None
     inner: _Inner = Field(default_factory=_Inner, description="Field docs.")
@@ -361,6 +362,14 @@ def test_model_schema_rewrites_pydantic_into_structural_form() -> None:
         "type": "object",
         "properties": {
             "maybe": {"type": "integer"},
+            "ratio": {
+                "type": "number",
+                "default": 0.5,
+                "minimum": 0,
+                "exclusiveMinimum": True,
+                "maximum": 1,
+                "exclusiveMaximum": True,
+            },
             "fixed": {"enum": ["X"], "type": "string", "default": "X"},
             "labels": {"type": "object", "additionalProperties": {"type": "string"}},
             "inner": {**inner, "description": "Field docs.", "default": {"n": 2}},
