@@ -87,7 +87,8 @@ class RenderResult:
 
     def composed_of(self, xr: Mapping[str, Any]) -> list[Obj]:
         """The composed resources of an XR, in key order."""
-        return [o for o in self.store.objects() if owned_by(o, xr)]
+        name = str((xr.get("metadata") or {}).get("name", ""))
+        return [o for o in self.store.labelled_composite(name) if owned_by(o, xr)]
 
     def composed_ready(self, obj: Mapping[str, Any]) -> bool:
         """Whether a composed resource counts as ready for its XR: the function's
@@ -233,7 +234,7 @@ class ControlPlane:
 
     def _observed(self, xr: Obj) -> dict[str, Obj]:
         observed: dict[str, Obj] = {}
-        for obj in self.store.objects():
+        for obj in self.store.labelled_composite(str(xr["metadata"]["name"])):
             name = resource_name(obj)
             # Crossplane cannot address a composed resource without the
             # annotation, so such objects are left alone (not observed, not GC'd).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,10 @@ def write_output_dir(result: RenderResult, root: Path) -> list[Path]:
     """Write `control-plane/<kind>/<ns|_cluster>/<name>.yaml` for every stored object and
     `clusters/<cluster>/<kind>/<ns|_cluster>/<name>.yaml` for every wrapped manifest."""
     written: list[Path] = []
+    # Start from a clean slate: a file left from an earlier render would claim
+    # an object that no longer exists.
+    for sub in ("control-plane", "clusters"):
+        shutil.rmtree(root / sub, ignore_errors=True)
     objects = result.store.objects()
     dirs = _kind_dirs((o["apiVersion"], o["kind"]) for o in objects)
     for obj in objects:

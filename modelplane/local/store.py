@@ -38,12 +38,23 @@ def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
     return dict((obj.get("metadata") or {}).get("labels") or {})
 
 
+COMPOSITE_LABEL = "crossplane.io/composite"
+
+
 class ObjectStore:
-    """Objects by key; iteration is always in sorted key order, for determinism."""
+    """Objects by key; iteration is always in sorted key order, for determinism.
+
+    Objects are indexed by Crossplane's composite label so that finding an XR's
+    composed resources does not scan the store. Labels must only change
+    through `put` (replace the object), never by mutating a stored object.
+    """
 
     def __init__(self, objects: Mapping[Key, Obj] | None = None) -> None:
         """Create a store, optionally from a mapping of key to object."""
-        self._objects: dict[Key, Obj] = dict(objects or {})
+        self._objects: dict[Key, Obj] = {}
+        self._by_composite: dict[str, set[Key]] = {}
+        for obj in (objects or {}).values():
+            self.put(obj)
 
     def __len__(self) -> int:
         return len(self._objects)
@@ -61,12 +72,23 @@ class ObjectStore:
     def put(self, obj: Obj) -> Key:
         """Insert or replace an object; returns its key."""
         key = Key.of(obj)
+        self.delete(key)
         self._objects[key] = obj
+        owner = labels_of(obj).get(COMPOSITE_LABEL)
+        if owner is not None:
+            self._by_composite.setdefault(owner, set()).add(key)
         return key
 
     def delete(self, key: Key) -> None:
         """Remove an object if present."""
-        self._objects.pop(key, None)
+        old = self._objects.pop(key, None)
+        owner = labels_of(old).get(COMPOSITE_LABEL) if old is not None else None
+        if owner is not None:
+            self._by_composite.get(owner, set()).discard(key)
+
+    def labelled_composite(self, name: str) -> list[Obj]:
+        """Objects whose `crossplane.io/composite` label is `name`, in key order."""
+        return [self._objects[k] for k in sorted(self._by_composite.get(name, ()))]
 
     def items(self) -> list[tuple[Key, Obj]]:
         """Every (key, object) pair in key order."""
