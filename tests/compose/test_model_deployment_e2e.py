@@ -8,6 +8,7 @@ name, pool; or, for the unschedulable one, the reason per cluster).
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +113,12 @@ def test_example_places_replicas(
     dep = deployment(example, *ref)
     assert dep["status"]["replicas"] == len(expected)
     assert dep["status"]["readyReplicas"] == len(expected)
-    assert dep["status"]["unschedulable"] == []
+    # The CEL engine's error text is its own: only check that the selector errored.
+    entries = [
+        {**e, "message": re.sub(r"errored: .*", "errored", e["message"])}
+        for e in dep["status"]["unschedulable"]
+    ]
+    assert entries == []
     assert condition(dep, "Scheduled") == ("True", "AllReplicasScheduled")
     assert condition(dep, "ReplicasReady") == ("True", "AllReplicasReady")
     assert condition(dep, "Ready") == ("True", "Available")
@@ -137,7 +143,12 @@ def test_unschedulable_names_failing_request_and_selector_per_cluster() -> None:
     h100 = 'device.attributes["gpu.nvidia.com"].productName.startsWith("NVIDIA H100")'
     ib = 'device.attributes["fabric.modelplane.ai"].type == "InfiniBand"'
     assert dep["status"]["replicas"] == 0
-    assert dep["status"]["unschedulable"] == [
+    # The CEL engine's error text is its own: only check that the selector errored.
+    entries = [
+        {**e, "message": re.sub(r"errored: .*", "errored", e["message"])}
+        for e in dep["status"]["unschedulable"]
+    ]
+    assert entries == [
         {
             "cluster": "h100-4x",
             "reason": "NoMatchingPool",
@@ -157,8 +168,7 @@ def test_unschedulable_names_failing_request_and_selector_per_cluster() -> None:
             "cluster": "l4-only",
             "reason": "NoMatchingPool",
             "message": f"pool l4: request gpu: device gpu: selector {h100!r} is false; "
-            f"request fabric: device gpu: selector {ib!r} errored: "
-            'Key not found in map : "fabric.modelplane.ai"',
+            f"request fabric: device gpu: selector {ib!r} errored",
         },
         {
             "cluster": "h100-dev",

@@ -1,0 +1,110 @@
+"""`modelplane explain`: the full explanation table of one deployment, and its errors."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from modelplane.cli.main import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+UNSCHEDULABLE = str(ROOT / "examples" / "scheduling" / "unschedulable")
+PACK = str(ROOT / "examples" / "scheduling" / "pack")
+H100 = 'device.attributes["gpu.nvidia.com"].productName.startsWith("NVIDIA H100")'
+IB = 'device.attributes["fabric.modelplane.ai"].type == "InfiniBand"'
+
+
+def run(*args: str) -> tuple[int, str]:
+    # A wide terminal keeps every table cell on one line.
+    result = CliRunner(env={"COLUMNS": "500"}).invoke(cli, ["explain", *args])
+    return result.exit_code, result.output
+
+
+def table_rows(output: str) -> list[list[str]]:
+    """The body rows of rich tables in `output`, as lists of cells.
+
+    A cell of several lines continues on lines whose first cell is empty;
+    those are folded into the row they continue, one line per cell line.
+    """
+    rows: list[list[str]] = []
+    for line in output.splitlines():
+        if not line.startswith("│"):
+            continue
+        cells = [cell.strip() for cell in line.rstrip()[1:-1].split("│")]
+        if cells[0] or not rows:
+            rows.append(cells)
+        else:
+            rows[-1] = [f"{a}\n{b}" if b else a for a, b in zip(rows[-1], cells, strict=True)]
+    return rows
+
+
+def test_unschedulable_table_names_every_cluster_pool_and_request() -> None:
+    code, out = run(UNSCHEDULABLE, "--deployment", "ml-team/llama-405b")
+    assert code == 0, out
+    assert out.splitlines()[0] == (
+        "ModelDeployment ml-team/llama-405b: 0 of 1 replicas placed  "
+        "(Scheduled=False InsufficientCapacity)"
+    )
+    rows5 = table_rows(out)
+    assert [r[:5] for r in rows5] == [
+        ["h100-4x", "NoMatchingPool", "h100", "gpu", "not enough devices"],
+        ["h100-4x", "NoMatchingPool", "h100", "fabric", "matched"],
+        ["h100-dev", "NotSelected", "", "", ""],
+        ["h100-maintenance", "Tainted", "", "", ""],
+        ["h100-roce", "NoMatchingPool", "h100", "gpu", "matched"],
+        ["h100-roce", "NoMatchingPool", "h100", "fabric", "no match"],
+        ["l4-only", "NoMatchingPool", "l4", "gpu", "no match"],
+        ["l4-only", "NoMatchingPool", "l4", "fabric", "errored"],
+    ]
+    # The CEL engine's error text is its own: only say that the selector errored.
+    why = [[re.sub(r"errored: .*", "errored", x) for x in r[5].splitlines()] for r in rows5]
+    assert why == [
+        ["device gpu: needs 8, only 4 unconsumed", f"device fabric: selector '{H100}' errored"],
+        ["device fabric"],
+        ["labels do not match spec.clusterSelector"],
+        ["untolerated taint maintenance=true:NoSchedule"],
+        ["device gpu"],
+        [f"device fabric: selector '{IB}' is false", f"device gpu: selector '{IB}' errored"],
+        [f"device gpu: selector '{H100}' is false"],
+        [f"device gpu: selector '{IB}' errored"],
+    ]
+
+
+def test_placed_deployment_shows_placements_and_capacity() -> None:
+    code, out = run(PACK, "--deployment", "ml-team/chat")
+    assert code == 0, out
+    rows = table_rows(out)
+    assert rows[:5] == [
+        ["l4-dense", "0", "chat-1d09b11321", "unified=l4x4", "yes"],
+        ["l4-dense", "1", "chat-bd68776749", "unified=l4x4", "yes"],
+        ["l4-dense", "2", "chat-3eac4c7367", "unified=l4x4", "yes"],
+        ["l4-dense", "3", "chat-c8820f72ee", "unified=l4x4", "yes"],
+        ["l4-single", "0", "chat-6f38a7dad9", "unified=l4", "yes"],
+    ]
+    # Both clusters are full now: the capacity column says needed against free.
+    assert [r[:5] for r in rows[5:]] == [
+        ["l4-dense", "InsufficientCapacity", "l4x4", "gpu", "matched"],
+        ["l4-single", "InsufficientCapacity", "l4", "gpu", "matched"],
+    ]
+    assert all("0 such node(s) free" in r[6] for r in rows[5:])
+
+
+def test_unknown_deployment_exits_1_naming_the_known_ones() -> None:
+    code, out = run(UNSCHEDULABLE, "--deployment", "ml-team/nope")
+    assert code == 1
+    assert "ModelDeployment ml-team/nope not found" in out
+    assert "ModelDeployments there: ml-team/llama-405b" in out
+
+
+def test_malformed_reference_is_a_usage_error() -> None:
+    code, out = run(UNSCHEDULABLE, "--deployment", "llama-405b")
+    assert code == 2
+    assert "'llama-405b' is not NAMESPACE/NAME" in out
+
+
+def test_unreadable_manifest_exits_1(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text("kind: [unclosed\n")
+    code, _ = run(str(tmp_path), "--deployment", "a/b")
+    assert code == 1
