@@ -202,9 +202,10 @@ class ControlPlane:
         loop = asyncio.new_event_loop()
         try:
             rounds = 0
+            after = self.store.snapshot()
             while rounds < max_rounds:
                 rounds += 1
-                before = self.store.snapshot()
+                before = after
                 self.clock.tick()
                 for key in list(self.store):
                     obj = self.store.get(key)
@@ -223,7 +224,7 @@ class ControlPlane:
     def _result(self, rounds: int, changing: list[Key]) -> RenderResult:
         return RenderResult(
             store=self.store,
-            events={k: list(v) for k, v in sorted(self.events.items())},
+            events={k: list(v) for k, v in sorted(self.events.items()) if k in self.store},
             rounds=rounds,
             readiness={k: v for k, v in self.readiness.items() if k in self.store},
             converged=not changing,
@@ -332,7 +333,7 @@ class ControlPlane:
         applied, errors = self._apply(xr, rsp, observed)
         for name, obj in observed.items():
             if name not in rsp.desired.resources:
-                self.store.delete(Key.of(obj))
+                self._delete(obj)
 
         desired_xr = struct_to_dict(rsp.desired.composite.resource)
         status = dict(desired_xr.get("status") or {})
@@ -361,6 +362,14 @@ class ControlPlane:
             message = f"Unready resources: {names_and_more(unready)}"
             self._set(xr, c.CONDITION_READY, "False", REASON_CREATING, message)
         self.events[key] = events
+
+    def _delete(self, obj: Obj) -> None:
+        """Delete an object and, like Kubernetes' garbage collector, its dependents."""
+        self.store.delete(Key.of(obj))
+        name = str((obj.get("metadata") or {}).get("name", ""))
+        for dependent in self.store.labelled_composite(name):
+            if owned_by(dependent, obj):
+                self._delete(dependent)
 
     # -- status helpers --------------------------------------------------
 
@@ -468,7 +477,7 @@ class ControlPlane:
                 )
                 continue
             if current is not None and Key.of(current) != key:
-                self.store.delete(Key.of(current))
+                self._delete(current)
             obj = self._merge(existing, desired)
             self.store.put(obj)
             applied[name] = (obj, _READY_FROM_PB.get(entry.ready))

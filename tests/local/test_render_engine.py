@@ -377,3 +377,26 @@ def test_render_is_independent_of_input_order(install) -> None:
     random.Random(7).shuffle(shuffled)
     assert dump_yaml(ControlPlane(shuffled).run().store.objects()) == first
     assert dump_yaml(ControlPlane(list(reversed(objects))).run().store.objects()) == first
+
+
+def test_garbage_collection_cascades_to_nested_composed_resources(install) -> None:
+    install(
+        {
+            "Parent": lambda inp: ComposeResult(),
+            "Child": lambda inp: ComposeResult(
+                desired={"cm": DesiredResource(configmap("grandchild"), "True")}
+            ),
+        }
+    )
+    child = xr("Child", "kid")
+    child["metadata"].update(labels={COMPOSITE: "p"}, annotations={RESOURCE_NAME: "child"})
+    grandchild = configmap("grandchild")
+    grandchild["metadata"].update(labels={COMPOSITE: "kid"}, annotations={RESOURCE_NAME: "cm"})
+    unrelated = configmap("unrelated")
+    result = ControlPlane([xr("Parent", "p"), child, grandchild, unrelated]).run()
+    # The parent no longer desires its child: the child goes, and with it
+    # what the child composed (Kubernetes garbage collection via ownership).
+    assert sorted(str(k) for k in result.store) == [
+        "ConfigMap default/unrelated",
+        "Parent p",
+    ]
