@@ -380,10 +380,25 @@ def _scheduled_condition(
         reason, why = c.REASON_NO_CLUSTERS, "no InferenceCluster matches spec.clusterSelector"
     else:
         reason = c.REASON_PARTIAL if placed else c.REASON_INSUFFICIENT_CAPACITY
-        why = "; ".join(f"{v.cluster}: {cluster_message(v)}" for v in _rejections(candidates))
+        why = _rejection_summary(plan.clusters)
     msg = truncate(f"{summary}: {why}", MAX_CONDITION_MESSAGE)
     result.condition(c.CONDITION_SCHEDULED, False, reason, msg)
     result.warn(reason, msg)
+
+
+def _names(names: Sequence[str], first: int = 3) -> str:
+    if len(names) > first:
+        return f"{', '.join(names[:first])} and {len(names) - first} more"
+    return ", ".join(names)
+
+
+def _rejection_summary(verdicts: Iterable[ClusterVerdict]) -> str:
+    """Which clusters rejected the deployment, grouped by reason; details are in status."""
+    by_reason: dict[str, list[str]] = {}
+    for v in _rejections(verdicts):
+        by_reason.setdefault(v.reason or "Rejected", []).append(v.cluster)
+    groups = [f"{reason} on {_names(names)}" for reason, names in by_reason.items()]
+    return "; ".join(groups) + " (see status.unschedulable)"
 
 
 def _events(result: ComposeResult, plan: ScheduleResult) -> None:

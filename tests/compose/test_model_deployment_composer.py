@@ -432,9 +432,10 @@ def test_partial_placement_explains_every_rejecting_cluster() -> None:
         {"cluster": "d", "reason": "Tainted", "message": "untolerated taint drain=true:NoExecute"},
         {"cluster": "c", "reason": "NotSelected", "message": "labels do not match clusterSelector"},
     ]
+    # The condition and event summarise by reason; status carries the details.
     message = (
-        "placed 1 of 3 replicas: a: pool l4: needs 1 nodes, 0 free; "
-        f"b: {b_message}; d: untolerated taint drain=true:NoExecute"
+        "placed 1 of 3 replicas: InsufficientCapacity on a; NoMatchingPool on b; "
+        "Tainted on d; NotSelected on c (see status.unschedulable)"
     )
     assert got.conditions[0] == ConditionOut("Scheduled", "False", "Partial", message)
     assert got.events == [EventOut("Warning", "Partial", message)]
@@ -448,7 +449,7 @@ def test_nothing_placed_is_insufficient_capacity() -> None:
         clusters=(ClusterVerdict("a", False, "InsufficientCapacity", "needs 2 nodes, 1 free"),),
     )
     got = md.compose_with(ComposeInput(deployment(replicas=1), required=FETCHED), Scripted(plan))
-    message = "placed 0 of 1 replicas: a: needs 2 nodes, 1 free"
+    message = "placed 0 of 1 replicas: InsufficientCapacity on a (see status.unschedulable)"
     assert got.conditions[0] == ConditionOut("Scheduled", "False", "InsufficientCapacity", message)
     assert got.events == [EventOut("Warning", "InsufficientCapacity", message)]
 
@@ -465,7 +466,10 @@ def test_unschedulable_is_bounded_in_entries_and_length() -> None:
     assert {len(e["message"]) for e in entries} == {1024}
     assert entries[0]["message"].endswith("…")
     assert got.status["unschedulableOmitted"] == 8
-    assert len(got.conditions[0].message) == 1024
+    assert got.conditions[0].message == (
+        "placed 0 of 1 replicas: InsufficientCapacity on c00, c01, c02 and 37 more "
+        "(see status.unschedulable)"
+    )
     ModelDeploymentStatus.model_validate(got.status)
 
 
