@@ -110,10 +110,13 @@ def oracle() -> Any:
         pytest.skip("../shared/conformance not present")
     sys.path.insert(0, str(CONFORMANCE))
     try:
-        from oracle import Oracle  # type: ignore[import-not-found]
+        import oracle as module  # type: ignore[import-not-found]
     except ImportError as err:  # its requirements are not installed
         pytest.skip(f"conformance oracle unavailable: {err}")
-    return Oracle()
+    # Loading the CRDs takes seconds: one instance serves every test module.
+    if not hasattr(module, "shared_instance"):
+        module.shared_instance = module.Oracle()
+    return module.shared_instance
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
