@@ -17,6 +17,7 @@ from typing import Any
 from modelplane.api.model_deployment import DeviceSelector
 from modelplane.api.model_replica import ResolvedDeviceRequest
 from modelplane.scheduling.ledger import Vector
+from modelplane.scheduling.observed import as_int
 from modelplane.scheduling.types import DeviceVerdict, RequestVerdict, SelectorVerdict
 
 # Backtracking over requests × devices is tiny in practice (≤ 16 × 16); the cap
@@ -60,10 +61,6 @@ class RoleMatch:
     message: str
 
 
-def _int(value: Any, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
 @dataclass(eq=False)
 class Shape:
     """A published device list (one node of a pool), interned by value."""
@@ -92,7 +89,7 @@ class Shape:
         for i, d in enumerate(self.devices):
             d = d if isinstance(d, Mapping) else {}
             names.append(str(d.get("name", f"device-{i}")))
-            counts.append(max(0, _int(d.get("count"), 1)))
+            counts.append(max(0, as_int(d.get("count"), 1)))
             is_dra = d.get("claim", "DRA") == "DRA"
             dra.append(is_dra)
             classes.append(str(d.get("deviceClassName") or ""))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from modelplane.api import constants as c
 from modelplane.scheduling.filters import condition_true
@@ -25,7 +25,8 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _int(value: Any, default: int) -> int:
+def as_int(value: Any, default: int) -> int:
+    """An integer field of observed state (protobuf Structs carry numbers as floats)."""
     if isinstance(value, bool):
         return default
     if isinstance(value, int):
@@ -81,7 +82,7 @@ def _role(spec: Mapping[str, Any], pool_key: str) -> ObservedRole | None:
     reqs = tuple(
         (
             str(r.get("deviceClassName") or ""),
-            max(1, _int(r.get("count"), 1)),
+            max(1, as_int(r.get("count"), 1)),
             tuple(
                 str(s.get("cel"))
                 for s in _list(r.get("selectors"))
@@ -92,11 +93,11 @@ def _role(spec: Mapping[str, Any], pool_key: str) -> ObservedRole | None:
     )
     workers = _map(spec.get("workers"))
     topo = _map(workers.get("topology"))
-    local = max(1, _int(topo.get("dataLocal"), 1))
+    local = max(1, as_int(topo.get("dataLocal"), 1))
     npw = max(
-        1, (max(1, _int(topo.get("pipeline"), 1)) * max(1, _int(topo.get("data"), 1))) // local
+        1, (max(1, as_int(topo.get("pipeline"), 1)) * max(1, as_int(topo.get("data"), 1))) // local
     )
-    return ObservedRole(pool, reqs, raw, npw, max(1, _int(workers.get("count"), 1)))
+    return ObservedRole(pool, reqs, raw, npw, max(1, as_int(workers.get("count"), 1)))
 
 
 def read_replica(obj: Mapping[str, Any]) -> ObservedReplica | None:
@@ -108,7 +109,7 @@ def read_replica(obj: Mapping[str, Any]) -> ObservedReplica | None:
     deployment = spec.get("deploymentName") or labels.get(c.LABEL_DEPLOYMENT)
     if not isinstance(cluster, str) or not isinstance(deployment, str):
         return None
-    index = _int(spec.get("index"), _int(labels.get(c.LABEL_REPLICA_INDEX), -1))
+    index = as_int(spec.get("index"), as_int(labels.get(c.LABEL_REPLICA_INDEX), -1))
     roles: list[tuple[str, ObservedRole]] = []
     if "prefill" in spec or "decode" in spec:
         for name in (c.ROLE_PREFILL, c.ROLE_DECODE):
@@ -132,8 +133,7 @@ def read_replica(obj: Mapping[str, Any]) -> ObservedReplica | None:
     )
 
 
-@dataclass(frozen=True)
-class ObservedPool:
+class ObservedPool(NamedTuple):
     """A published pool: name, class, node capacity and devices (raw wire form)."""
 
     name: str
@@ -171,7 +171,7 @@ def read_cluster(obj: Mapping[str, Any]) -> ObservedCluster | None:
             pools[p["name"]] = ObservedPool(
                 p["name"],
                 str(p.get("className") or ""),
-                max(0, _int(p.get("nodes"), 0)),
+                max(0, as_int(p.get("nodes"), 0)),
                 p.get("devices"),
             )
     return ObservedCluster(

@@ -101,6 +101,7 @@ class CycleState:
     schedulable: list[str] = field(default_factory=list)  # may take new replicas
     invalid: list[tuple[str, str]] = field(default_factory=list)
     pool_shapes: dict[PoolKey, Shape] = field(default_factory=dict)
+    pool_nodes: dict[PoolKey, int] = field(default_factory=dict)
     matches: dict[tuple[str, str], list[tuple[str, RoleMatch]]] = field(default_factory=dict)
     losers: dict[tuple[str, str], str] = field(default_factory=dict)  # (ns, name) -> pool
     slots: list[Slot] = field(default_factory=list)
@@ -109,6 +110,10 @@ class CycleState:
     scaled_down: list[str] = field(default_factory=list)
     ledgers: dict[PoolKey, PoolLedger] = field(default_factory=dict)
     full: set[str] = field(default_factory=set)  # clusters that cannot take one more
+    # Matched pools per role of each schedulable cluster (None: some role has none).
+    options: dict[str, list[list[tuple[str, RoleMatch]]] | None] = field(default_factory=dict)
+    fresh_fits: dict[Any, bool] = field(default_factory=dict)
+    texts: dict[tuple[int, str], str] = field(default_factory=dict)
 
     def ledger(self, key: PoolKey) -> PoolLedger | None:
         """The pool's ledger, created on first use; None for an unpublished pool."""
@@ -117,8 +122,7 @@ class CycleState:
             shape = self.pool_shapes.get(key)
             if shape is None:
                 return None
-            pool = next(p for p in self.clusters[key[0]].pools if p.name == key[1])
-            led = self.ledgers[key] = PoolLedger(shape.cap, pool.nodes)
+            led = self.ledgers[key] = PoolLedger(shape.cap, self.pool_nodes[key])
         return led
 
 
@@ -227,16 +231,24 @@ def check_selectors(state: CycleState) -> None:
 
 
 def match_pools(state: CycleState) -> None:
-    """Match every role against every pool of every selected cluster, once per shape."""
-    for name in sorted(state.selected):
+    """Match every role against every pool of the clusters that matter, once per shape.
+
+    Those are the schedulable clusters and the selected ones holding replicas
+    (retention and the ledger need their pools); a tainted or not-Ready cluster
+    holding none is explained by its filter verdict alone.
+    """
+    held = {r.cluster for r in state.own} | {r.cluster for r in state.others}
+    wanted = sorted(set(state.schedulable) | (held & state.selected))
+    intern = state.shapes.intern
+    for name in wanted:
         for pool in state.clusters[name].pools:
-            state.pool_shapes[(name, pool.name)] = state.shapes.intern(
-                pool.class_name, pool.devices
-            )
+            key = (name, pool.name)
+            state.pool_shapes[key] = intern(pool.class_name, pool.devices)
+            state.pool_nodes[key] = pool.nodes
     if state.invalid:
         return
-    for name in sorted(state.selected):
-        for role in state.roles:
+    for role in state.roles:
+        for name in wanted:
             state.matches[(name, role.role)] = [
                 (pool.name, match_role(role, state.pool_shapes[(name, pool.name)], state.ev))
                 for pool in state.clusters[name].pools
@@ -273,8 +285,7 @@ def resolve_contention(state: CycleState) -> None:
     everyone = sorted([*state.own, *state.others], key=lambda r: r.order)
     for key, holders in sorted(_holders(state, everyone).items()):
         shape = state.pool_shapes[key]
-        nodes = next(p.nodes for p in state.clusters[key[0]].pools if p.name == key[1])
-        led = PoolLedger(shape.cap, nodes)
+        led = PoolLedger(shape.cap, state.pool_nodes[key])
         for r, roles in holders:
             saved = led.snapshot()
             fits = all(
@@ -512,17 +523,17 @@ def fill(state: CycleState) -> None:
     used: dict[str, set[int]] = defaultdict(set)
     for r in state.own:
         used[r.cluster].add(r.index)
-    options = {}
     heap = []
     for cluster in state.schedulable:
-        per_role = _candidates(state, cluster)
+        per_role = state.options[cluster] = _candidates(state, cluster)
         if per_role is not None:
-            options[cluster] = per_role
             heap.append((load[cluster], cluster))
     heapq.heapify(heap)
     while shortfall > 0 and heap:
         count, cluster = heapq.heappop(heap)
-        combo = try_place(state, cluster, options[cluster])
+        per_role = state.options[cluster]
+        assert per_role is not None
+        combo = try_place(state, cluster, per_role)
         if combo is None:
             state.full.add(cluster)
             continue
@@ -557,6 +568,54 @@ def _demand_text(shape: Shape, demand: Vector) -> str:
     return ", ".join(parts) or "no devices"
 
 
+def _fits_one_more(
+    state: CycleState, name: str, per_role: list[list[tuple[str, RoleMatch]]]
+) -> bool:
+    """Whether one more replica fits on a cluster, leaving the ledger untouched."""
+    keys = [(name, p.name) for p in state.clusters[name].pools]
+    touched = [k for k in keys if k in state.ledgers]
+    signature = None
+    if not touched:
+        # Untouched clusters with equal pools give equal answers: ask once.
+        signature = tuple(
+            tuple((pool, id(match), state.pool_nodes[(name, pool)]) for pool, match in pools)
+            for pools in per_role
+        )
+        hit = state.fresh_fits.get(signature)
+        if hit is not None:
+            return hit
+    saved = {k: state.ledgers[k].snapshot() for k in touched}
+    fits = try_place(state, name, per_role) is not None
+    for k in keys:
+        if k in saved:
+            state.ledgers[k].restore(saved[k])
+        else:
+            state.ledgers.pop(k, None)
+    if signature is not None:
+        state.fresh_fits[signature] = fits
+    return fits
+
+
+def _free_nodes(state: CycleState, key: PoolKey, match: RoleMatch, role: RoleDef) -> int:
+    """Nodes of a pool that could take one more worker of this role."""
+    led = state.ledgers.get(key)
+    if led is not None:
+        return led.free_for(match.demand, role.nodes_per_worker)
+    return state.pool_nodes[key]  # an untouched pool: every node is free
+
+
+def _needs_text(state: CycleState, key: PoolKey, match: RoleMatch, role: RoleDef) -> str:
+    shape = state.pool_shapes[key]
+    cache_key = (id(shape), role.role)
+    text = state.texts.get(cache_key)
+    if text is None:
+        text = state.texts[cache_key] = (
+            f"needs {role.nodes} node(s) with {_demand_text(shape, match.demand)} "
+            "free per worker node"
+        )
+    return text
+
+
 def explain(state: CycleState) -> None:
     """A verdict for every InferenceCluster: why it can (not) take another replica."""
     for name in state.clusters:
@@ -571,18 +630,10 @@ def explain(state: CycleState) -> None:
             )
             continue
         pools: list[PoolVerdict] = []
-        per_role = _candidates(state, name)
+        per_role = state.options[name] if name in state.options else _candidates(state, name)
         fits = False
         if per_role is not None and name not in state.full:
-            combo = None
-            saved = {k: led.snapshot() for k, led in state.ledgers.items() if k[0] == name}
-            combo = try_place(state, name, per_role)
-            for k in [k for k in state.ledgers if k[0] == name]:
-                if k in saved:
-                    state.ledgers[k].restore(saved[k])
-                else:
-                    del state.ledgers[k]
-            fits = combo is not None
+            fits = _fits_one_more(state, name, per_role)
         short: list[str] = []
         for role in state.roles:
             frees = []
@@ -590,12 +641,9 @@ def explain(state: CycleState) -> None:
                 free = 0
                 message = match.message
                 if match.matched:
-                    led = state.ledger((name, pool))
-                    free = led.free_for(match.demand, role.nodes_per_worker) if led else 0
-                    shape = state.pool_shapes[(name, pool)]
-                    message = (
-                        f"needs {role.nodes} node(s) with {_demand_text(shape, match.demand)} "
-                        f"free per worker node; {free} such node(s) free"
+                    free = _free_nodes(state, (name, pool), match, role)
+                    message = _needs_text(state, (name, pool), match, role) + (
+                        f"; {free} such node(s) free"
                     )
                     frees.append(f"{pool} {free}")
                 pools.append(
