@@ -49,7 +49,12 @@ VLLM_ENTRYPOINT = ("python3", "-m", "vllm.entrypoints.openai.api_server")
 # The Ray bootstrap for multi-node vLLM. The leader's engine argv follows the
 # script as "$@" ($0 is the name below), so no user text is ever part of it.
 RAY_LEADER_SCRIPT = f'ray start --head --port={c.RAY_PORT} && exec "$@"'
-RAY_WORKER_SCRIPT = f'exec ray start --address="${{LWS_LEADER_ADDRESS}}:{c.RAY_PORT}" --block'
+# A worker waits for the head first: LeaderWorkerSet starts leader and workers
+# together, and a worker that exits early would restart the whole group.
+RAY_WORKER_SCRIPT = (
+    f'until ray health-check --address="${{LWS_LEADER_ADDRESS}}:{c.RAY_PORT}" >/dev/null 2>&1;'
+    f' do sleep 5; done; exec ray start --address="${{LWS_LEADER_ADDRESS}}:{c.RAY_PORT}" --block'
+)
 RAY_SCRIPT_NAME = "modelplane-ray-leader"
 
 PodKind = Literal["single", "leader", "worker"]

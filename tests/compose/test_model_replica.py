@@ -489,3 +489,29 @@ def test_render_map_keeps_order_independent_output() -> None:
     a, _ = render_map("f", {"b": "{{ .Name }}", "a": "x"}, vars_, labels=True)
     b, _ = render_map("f", {"a": "x", "b": "{{ .Name }}"}, vars_, labels=True)
     assert a == b == {"a": "x", "b": "dep"}
+
+
+def test_leader_script_execs_each_argument_verbatim(tmp_path: Any) -> None:
+    # Run the real bootstrap under /bin/sh with a stub `ray` and an engine that
+    # prints its argv one element per line: the hostile argument arrives intact.
+    import os
+    import subprocess
+
+    stub = tmp_path / "ray"
+    stub.write_text("#!/bin/sh\nexit 0\n")
+    stub.chmod(0o755)
+    res = run(_multi_node([MALICIOUS, "$(touch pwned)", "a b"]), cluster())
+    leader = _engine(
+        manifest(res, "unified-leaderworkerset")["spec"]["leaderWorkerTemplate"]["leaderTemplate"]
+    )
+    argv = [*leader["command"], "printf", "%s\\n", *leader["args"][3:]]
+    out = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+        env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"},
+    )
+    assert out.stdout.splitlines() == [MALICIOUS, "$(touch pwned)", "a b"]
+    assert not (tmp_path / "pwned").exists()
