@@ -445,7 +445,9 @@ class ControlPlane:
                 meta["name"] = current["metadata"]["name"]
             elif not meta.get("name"):
                 digest = hashlib.sha256("/".join((*Key.of(xr), name)).encode()).hexdigest()[:5]
-                meta["name"] = f"{xm['name']}-{digest}"
+                # Like Crossplane's generateName: the XR's name plus a suffix,
+                # kept within a DNS label so any kind accepts it.
+                meta["name"] = f"{str(xm['name'])[:57].rstrip('-.')}-{digest}"
             if xm.get("namespace"):
                 meta["namespace"] = xm["namespace"]
             elif current is not None and current["metadata"].get("namespace"):

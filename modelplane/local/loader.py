@@ -10,6 +10,7 @@ with a message naming the file, the (1-based) document and the field.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from modelplane.api import constants as c
 from modelplane.api.common import format_validation_error
 from modelplane.api.kinds import kind_for
 from modelplane.compose import registry
@@ -70,6 +72,11 @@ def check_document(doc: Any, where: str) -> dict[str, Any]:
         raise LoadError(f"{what}: metadata: required (a mapping with a name)")
     if not isinstance(metadata.get("name"), str) or not metadata["name"]:
         raise LoadError(f"{what}: metadata.name: required (a non-empty string)")
+    if len(metadata["name"]) > 253 or not re.match(c.DNS_SUBDOMAIN_PATTERN, metadata["name"]):
+        raise LoadError(
+            f"{what}: metadata.name: {metadata['name']!r} is not a DNS subdomain "
+            "(lower-case alphanumerics, '-' and '.', at most 253 characters)"
+        )
     for field in ("labels", "annotations"):
         value = metadata.get(field)
         if value is not None and (
@@ -97,8 +104,12 @@ def check_document(doc: Any, where: str) -> dict[str, Any]:
 
     scope = scope_of(doc)
     namespace = metadata.get("namespace")
-    if namespace is not None and not isinstance(namespace, str):
-        raise LoadError(f"{what}: metadata.namespace: must be a string")
+    if namespace is not None and (
+        not isinstance(namespace, str)
+        or len(namespace) > 63
+        or not re.match(c.DNS_LABEL_PATTERN, namespace)
+    ):
+        raise LoadError(f"{what}: metadata.namespace: {namespace!r} is not a DNS label")
     out = copy.deepcopy(doc)
     if scope == "Cluster" and namespace:
         raise LoadError(f"{what}: metadata.namespace: {kind} is cluster-scoped; remove it")

@@ -259,3 +259,13 @@ def test_composite_readiness(inject, ready: str, expected: int) -> None:
     assert rsp.desired.composite.ready == expected
     # No status from the composer: the desired composite stays empty (never spec).
     assert struct_to_dict(rsp.desired.composite.resource) == {}
+
+
+def test_serve_requires_credentials_or_insecure() -> None:
+    from click.testing import CliRunner
+
+    from modelplane.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["function", "serve"], env={"TLS_SERVER_CERTS_DIR": ""})
+    assert result.exit_code == 2
+    assert "--tls-certs-dir" in result.output and "--insecure" in result.output

@@ -400,3 +400,16 @@ def test_garbage_collection_cascades_to_nested_composed_resources(install) -> No
         "ConfigMap default/unrelated",
         "Parent p",
     ]
+
+
+def test_generated_names_fit_a_dns_label(install) -> None:
+    install({"Widget": lambda inp: ComposeResult(desired={"cm": DesiredResource(configmap(""))})})
+    long_name = "a" * 56 + "-" + "b" * 13
+    result = ControlPlane([xr("Widget", long_name, "ns")]).run()
+    w = result.get(TEST_API, "Widget", long_name, "ns")
+    assert w is not None
+    (cm,) = result.composed_of(w)
+    name = cm["metadata"]["name"]
+    # 57 characters of the XR's name, minus a trailing '-', then '-' + 5 hex digits.
+    assert name[:57] == "a" * 56 + "-" and name[56] == "-" and len(name) == 62
+    assert all(ch in "0123456789abcdef" for ch in name[-5:])

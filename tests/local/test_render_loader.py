@@ -57,6 +57,14 @@ SECRET = "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\n"
             "apiVersion: v1\nkind: Secret\nmetadata: {name: s, labels: {a: 1}}\n",
             "metadata.labels: must map strings to strings",
         ),
+        (
+            "apiVersion: v1\nkind: Secret\nmetadata: {name: Bad_Name}\n",
+            "document 1 (Secret): metadata.name: 'Bad_Name' is not a DNS subdomain",
+        ),
+        (
+            "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: Team.A}\n",
+            "metadata.namespace: 'Team.A' is not a DNS label",
+        ),
         (SECRET + "---\n" + SECRET, "document 2: Secret ns/s is already declared in"),
     ],
 )
