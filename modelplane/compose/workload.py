@@ -91,6 +91,12 @@ def role_name(ctx: ReplicaContext, role: str) -> str:
     return ctx.base if role == c.ROLE_UNIFIED else f"{ctx.base}-{role}"
 
 
+def service_name(ctx: ReplicaContext, role: str) -> str:
+    """The role's Service name; a LeaderWorkerSet already owns a headless
+    Service named after itself, so this one carries a suffix."""
+    return f"{role_name(ctx, role)}-engine"
+
+
 def selector(ctx: ReplicaContext, role: str) -> dict[str, str]:
     """The labels that select one role's pods."""
     return {c.LABEL_REPLICA: ctx.base, c.LABEL_ROLE: role}
@@ -328,7 +334,7 @@ def build_role(ctx: ReplicaContext, role: str, spec: ReplicaRole) -> Built:
     service = {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _meta(name, ctx, {c.LABEL_ROLE: role}),
+        "metadata": _meta(service_name(ctx, role), ctx, {c.LABEL_ROLE: role}),
         "spec": {
             "selector": service_selector,
             "ports": [

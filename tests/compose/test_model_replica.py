@@ -515,3 +515,13 @@ def test_leader_script_execs_each_argument_verbatim(tmp_path: Any) -> None:
     )
     assert out.stdout.splitlines() == [MALICIOUS, "$(touch pwned)", "a b"]
     assert not (tmp_path / "pwned").exists()
+
+
+def test_service_does_not_collide_with_the_lws_headless_service() -> None:
+    # LeaderWorkerSet creates a headless Service named after itself.
+    res = run(_multi_node([]), cluster())
+    lws = manifest(res, "unified-leaderworkerset")["metadata"]["name"]
+    svc = manifest(res, "unified-service")["metadata"]["name"]
+    assert svc != lws
+    backend = manifest(res, "route")["spec"]["rules"][0]["backendRefs"][0]["name"]
+    assert backend == svc
