@@ -72,7 +72,12 @@ def check_document(doc: Any, where: str) -> dict[str, Any]:
         raise LoadError(f"{what}: metadata: required (a mapping with a name)")
     if not isinstance(metadata.get("name"), str) or not metadata["name"]:
         raise LoadError(f"{what}: metadata.name: required (a non-empty string)")
-    if len(metadata["name"]) > 253 or not re.match(c.DNS_SUBDOMAIN_PATTERN, metadata["name"]):
+    # RBAC objects are the one common exception: any path segment (e.g. "system:x").
+    rbac = group_of(api_version) == "rbac.authorization.k8s.io"
+    name_ok = re.match(c.DNS_SUBDOMAIN_PATTERN, metadata["name"]) or (
+        rbac and "/" not in metadata["name"] and metadata["name"] not in (".", "..")
+    )
+    if len(metadata["name"]) > 253 or not name_ok:
         raise LoadError(
             f"{what}: metadata.name: {metadata['name']!r} is not a DNS subdomain "
             "(lower-case alphanumerics, '-' and '.', at most 253 characters)"
