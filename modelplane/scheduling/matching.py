@@ -8,7 +8,6 @@ shape, not once per pool or per replica. Selector outcomes are cached per
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from typing import Any
 
 from modelplane.api.model_deployment import DeviceSelector
 from modelplane.api.model_replica import ResolvedDeviceRequest
+from modelplane.dra import cel
 from modelplane.scheduling.ledger import Vector
 from modelplane.scheduling.observed import as_int
 from modelplane.scheduling.types import DeviceVerdict, RequestVerdict, SelectorVerdict
@@ -120,12 +120,6 @@ class Shapes:
         return shape
 
 
-def _cel() -> Any:
-    # Imported on first use so that importing the scheduler's types never
-    # depends on the CEL engine being importable.
-    return importlib.import_module("modelplane.dra.cel")
-
-
 class Evaluator:
     """Compiles selectors and evaluates them against devices, each pair once."""
 
@@ -141,7 +135,6 @@ class Evaluator:
             return None
         if expr in self._errors:
             return self._errors[expr]
-        cel = _cel()
         try:
             self._selectors[expr] = cel.compile_selector(expr)
         except cel.CompileError as err:
@@ -176,11 +169,10 @@ class Evaluator:
         return result
 
     def _device(self, key: str, device: Mapping[str, Any]) -> Any:
+        # Converting a device to a CEL activation once serves every selector.
         prepared = self._prepared.get(key)
         if prepared is None:
-            prepare = getattr(_cel(), "prepare_device", None)
-            prepared = prepare(device) if prepare is not None else device
-            self._prepared[key] = prepared
+            prepared = self._prepared[key] = cel.prepare_device(device)
         return prepared
 
 
