@@ -525,3 +525,26 @@ def test_service_does_not_collide_with_the_lws_headless_service() -> None:
     assert svc != lws
     backend = manifest(res, "route")["spec"]["rules"][0]["backendRefs"][0]["name"]
     assert backend == svc
+
+
+@pytest.mark.parametrize(
+    ("wrapped", "expected"),
+    [
+        ({"status": {"conditions": [{"type": "Available", "status": "True"}]}}, True),
+        ({"status": {"conditions": [{"type": "Progressing", "status": "True"}]}}, False),
+        ({"status": {"conditions": [{"type": "Available", "status": "False"}]}}, False),
+        ({"status": {"replicas": 1}}, False),
+        ({"metadata": {"name": "x"}}, False),
+    ],
+)
+def test_workload_readiness_query_evaluates(wrapped: dict[str, Any], expected: bool) -> None:
+    # provider-kubernetes evaluates the query with the observed object bound
+    # to `object`; a missing status must read as not ready, not as an error.
+    from cel_expr_python import cel
+    from google.protobuf import descriptor_pool
+
+    env = cel.NewEnv(descriptor_pool.Default(), variables={"object": cel.Type.DYN})
+    workload_object = run(replica(), cluster()).desired["unified-deployment"].resource
+    query = workload_object["spec"]["readiness"]["celQuery"]
+    result = env.compile(query).eval(env.Activation({"object": wrapped}))
+    assert (result.type(), result.value()) == (cel.Type.BOOL, expected)
