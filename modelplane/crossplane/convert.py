@@ -13,7 +13,6 @@ from typing import Any
 
 import crossplane.function.proto.v1.run_function_pb2 as fnv1
 from crossplane.function import response
-from google.protobuf import json_format
 from google.protobuf import struct_pb2 as structpb
 
 from modelplane.api import constants as c
@@ -36,27 +35,35 @@ _SEVERITY_TO_PB = {"Warning": fnv1.SEVERITY_WARNING, "Normal": fnv1.SEVERITY_NOR
 _SYSTEM_CONDITIONS = frozenset({c.CONDITION_READY, c.CONDITION_SYNCED})
 
 
-def _plain(value: Any) -> Any:
-    # A protobuf Struct stores every number as a double; Kubernetes (and the
-    # JSON Crossplane decodes) keeps integral numbers as integers, so restore
-    # them or `replicas: 3` would reach composers and output as 3.0.
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
+def _value(v: structpb.Value) -> Any:
+    kind = v.WhichOneof("kind")
+    if kind == "struct_value":
+        return {k: _value(x) for k, x in v.struct_value.fields.items()}
+    if kind == "list_value":
+        return [_value(x) for x in v.list_value.values]
+    if kind == "number_value":
+        # A Struct stores every number as a double; Kubernetes (and the JSON
+        # Crossplane decodes) keeps integral numbers as integers, so restore
+        # them or `replicas: 3` would reach composers and output as 3.0.
+        n = v.number_value
+        return int(n) if n.is_integer() else n
+    if kind == "string_value":
+        return v.string_value
+    if kind == "bool_value":
+        return v.bool_value
+    return None
 
 
 def struct_to_dict(s: structpb.Struct) -> Resource:
     """Convert a protobuf Struct to a dict, keeping integral numbers as ints."""
-    return _plain(json_format.MessageToDict(s, preserving_proto_field_name=True))
+    return {k: _value(v) for k, v in s.fields.items()}
 
 
 def dict_to_struct(d: Mapping[str, Any]) -> structpb.Struct:
     """Convert a JSON-compatible mapping to a protobuf Struct."""
-    return json_format.ParseDict(dict(d), structpb.Struct())
+    s = structpb.Struct()
+    s.update(dict(d))
+    return s
 
 
 def observed_composite(req: fnv1.RunFunctionRequest) -> Resource:

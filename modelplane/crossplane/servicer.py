@@ -57,7 +57,15 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
                 f"composer for {kind} {name!r} failed: {type(exc).__name__}: {exc}",
                 self.ttl,
             )
-        return convert.to_response(req, result, self.ttl)
+        try:
+            return convert.to_response(req, result, self.ttl)
+        except (TypeError, ValueError) as exc:
+            log.exception("cannot encode composer result", kind=kind, name=name)
+            return convert.fatal_response(
+                req,
+                f"composer for {kind} {name!r} returned a value that is not JSON: {exc}",
+                self.ttl,
+            )
 
     async def RunFunction(  # noqa: N802  # the gRPC method name
         self, req: fnv1.RunFunctionRequest, context: Any

@@ -269,3 +269,18 @@ def test_serve_requires_credentials_or_insecure() -> None:
     result = CliRunner().invoke(cli, ["function", "serve"], env={"TLS_SERVER_CERTS_DIR": ""})
     assert result.exit_code == 2
     assert "--tls-certs-dir" in result.output and "--insecure" in result.output
+
+
+def test_unencodable_result_becomes_fatal(inject) -> None:
+    inject(ComposeResult(status={"when": object()}))
+    rsp = run(request(XR))
+    assert [r.severity for r in rsp.results] == [fnv1.SEVERITY_FATAL]
+    assert "not JSON" in rsp.results[0].message
+    assert not rsp.conditions
+
+
+def test_struct_round_trip_keeps_json_types() -> None:
+    value = {"i": 3, "f": 0.25, "b": True, "n": None, "s": "x", "l": [1, {"k": [False]}], "e": {}}
+    back = struct_to_dict(dict_to_struct(value))
+    assert back == value
+    assert type(back["i"]) is int and type(back["l"][0]) is int and type(back["b"]) is bool
