@@ -44,6 +44,7 @@ from cel_expr_python.ext import (
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf import struct_pb2 as _struct_pb2  # registers google/protobuf/struct.proto
 
+from modelplane.dra import _ast, _rewrite
 from modelplane.dra.quantity import DECIMAL_EXPONENT, Quantity, QuantityError, parse_quantity
 from modelplane.dra.semver import Semver, SemverError, parse_semver
 
@@ -88,6 +89,7 @@ def _build_pool() -> descriptor_pool.DescriptorPool:
     for name in ("Quantity", "Semver"):
         m = fdp.message_type.add(name=name)
         m.field.add(name="k", number=1, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL)
+        m.field.add(name="v", number=2, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL)
     d = fdp.message_type.add(name="DRADevice")
     d.field.add(name="driver", number=1, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL)
     for number, field in ((2, "attributes"), (3, "capacity")):
@@ -121,11 +123,15 @@ _POOL = _build_pool()
 _QuantityMsg: Any = message_factory.GetMessageClass(_POOL.FindMessageTypeByName(_QUANTITY_TYPE))
 _SemverMsg: Any = message_factory.GetMessageClass(_POOL.FindMessageTypeByName(_SEMVER_TYPE))
 
-# Interned values: the message carries a key; the Python object lives here. Keys are
-# derived from the value itself, so the tables only grow with distinct values seen.
+# Interned values: a message carries `k`, the key of the Python object in these tables,
+# and `v`, an order-preserving key (see Quantity.order_key) that rewritten comparisons
+# read natively. Keys are derived from the value itself, so an evicted entry is rebuilt
+# from its key.
 _QUANTITIES: dict[str, Quantity] = {}
 _SEMVERS: dict[str, Semver] = {}
-_INTERN_LIMIT = 200_000
+_QMSGS: dict[str, Any] = {}
+_SMSGS: dict[str, Any] = {}
+_INTERN_LIMIT = 100_000
 
 
 def _qkey(q: Quantity) -> str:
@@ -134,11 +140,24 @@ def _qkey(q: Quantity) -> str:
 
 def _qmsg(q: Quantity) -> Any:
     key = _qkey(q)
-    if key not in _QUANTITIES:
-        if len(_QUANTITIES) > _INTERN_LIMIT:
+    msg = _QMSGS.get(key)
+    if msg is None:
+        if len(_QMSGS) > _INTERN_LIMIT:
+            _QMSGS.clear()
             _QUANTITIES.clear()
         _QUANTITIES[key] = q
-    return _QuantityMsg(k=key)
+        msg = _QMSGS[key] = _QuantityMsg(k=key, v=q.order_key())
+    return msg
+
+
+@functools.lru_cache(maxsize=65536)
+def _version_msg(raw: str) -> Any:
+    return _smsg(parse_semver(raw))
+
+
+@functools.lru_cache(maxsize=65536)
+def _capacity_msg(raw: str) -> Any:
+    return _qmsg(parse_quantity(raw))
 
 
 def _from_qkey(key: str) -> Quantity:
@@ -153,11 +172,14 @@ def _from_qkey(key: str) -> Quantity:
 
 def _smsg(v: Semver) -> Any:
     key = str(v)
-    if key not in _SEMVERS:
-        if len(_SEMVERS) > _INTERN_LIMIT:
+    msg = _SMSGS.get(key)
+    if msg is None:
+        if len(_SMSGS) > _INTERN_LIMIT:
+            _SMSGS.clear()
             _SEMVERS.clear()
         _SEMVERS[key] = v
-    return _SemverMsg(k=key)
+        msg = _SMSGS[key] = _SemverMsg(k=key, v=v.order_key())
+    return msg
 
 
 def _from_skey(key: str) -> Semver:
@@ -604,29 +626,27 @@ class PreparedDevice:
     error: str | None = None
 
 
-def _split_name(name: str, driver: str) -> tuple[str, str]:
-    domain, sep, ident = name.partition("/")
-    return (domain, ident) if sep else (driver, name)
-
-
 def _attribute_value(attr: Any) -> Any:
     """The one value of a DeviceAttribute, in Kubernetes' precedence: int, bool, string, version."""
-    if not isinstance(attr, Mapping):
+    if type(attr) is not dict and not isinstance(attr, Mapping):
         raise ValueError("unsupported attribute value")
-    if attr.get("int") is not None:
-        v = attr["int"]
-        if not isinstance(v, int) or isinstance(v, bool):
+    v = attr.get("int")
+    if v is not None:
+        if type(v) is not int:
             raise ValueError("unsupported attribute value")
         return v
-    if attr.get("bool") is not None:
-        if not isinstance(attr["bool"], bool):
+    v = attr.get("bool")
+    if v is not None:
+        if type(v) is not bool:
             raise ValueError("unsupported attribute value")
-        return attr["bool"]
-    if attr.get("string") is not None:
-        return str(attr["string"])
-    if attr.get("version") is not None:
+        return v
+    v = attr.get("string")
+    if v is not None:
+        return v if type(v) is str else str(v)
+    v = attr.get("version")
+    if v is not None:
         try:
-            return _smsg(parse_semver(str(attr["version"])))
+            return _version_msg(str(v))
         except SemverError as e:
             raise ValueError(f"parse semantic version: {e}") from None
     raise ValueError("unsupported attribute value")
@@ -640,17 +660,27 @@ def _device_data(device: Mapping[str, Any]) -> dict[str, Any]:
             value = _attribute_value(attr)
         except ValueError as e:
             raise EvaluationError(f"attribute {name}: {e}") from None
-        domain, ident = _split_name(str(name), driver)
-        attributes.setdefault(domain, {})[ident] = value
+        domain, sep, ident = name.partition("/")
+        if not sep:
+            domain, ident = driver, name
+        inner = attributes.get(domain)
+        if inner is None:
+            inner = attributes[domain] = {}
+        inner[ident] = value
     capacity: dict[str, dict[str, Any]] = {}
     for name, cap in (device.get("capacity") or {}).items():
-        raw = cap.get("value") if isinstance(cap, Mapping) else cap
+        raw = cap.get("value") if type(cap) is dict or isinstance(cap, Mapping) else cap
         try:
-            q = parse_quantity(str(raw))
+            msg = _capacity_msg(raw if type(raw) is str else str(raw))
         except QuantityError as e:
             raise EvaluationError(f"capacity {name}: {e}") from None
-        domain, ident = _split_name(str(name), driver)
-        capacity.setdefault(domain, {})[ident] = _qmsg(q)
+        domain, sep, ident = name.partition("/")
+        if not sep:
+            domain, ident = driver, name
+        inner = capacity.get(domain)
+        if inner is None:
+            inner = capacity[domain] = {}
+        inner[ident] = msg
     return {"driver": driver, "attributes": attributes, "capacity": capacity}
 
 
@@ -692,6 +722,22 @@ class _Program:
     output_type: str
 
 
+def _fold_quantity(s: str) -> tuple[str, str] | None:
+    try:
+        msg = _qmsg(parse_quantity(s))
+    except QuantityError:
+        return None
+    return str(msg.k), str(msg.v)
+
+
+def _fold_semver(s: str, normalize: bool) -> tuple[str, str] | None:
+    try:
+        msg = _smsg(parse_semver(s, normalize))
+    except SemverError:
+        return None
+    return str(msg.k), str(msg.v)
+
+
 @functools.lru_cache(maxsize=4096)
 def _compile(expression: str) -> _Program | str:
     """Check and plan an expression; a string result is the compile error message."""
@@ -703,10 +749,22 @@ def _compile(expression: str) -> _Program | str:
     checker, runtime = _envs()
     try:
         checked = checker.compile(expression)
-        output = _type_name(checked.return_type())
-        program = runtime.deserialize(checked.serialize())
     except RuntimeError as e:
         return "compilation failed: " + _clean_engine_message(str(e))
+    output = _type_name(checked.return_type())
+    type_url, ast = _ast.decode(checked.serialize())
+    rewriter = _rewrite.Rewriter(ast, _fold_quantity, _fold_semver)
+    try:
+        _rewrite.estimate(ast)
+    except _rewrite.TooComplexError as e:
+        return f"expression too complex: {e}"
+    rewriter.run()
+    if rewriter.message_construction:
+        return "compilation failed: message construction is not supported in this environment"
+    try:
+        program = runtime.deserialize(_ast.encode(type_url, ast))
+    except RuntimeError as e:  # pragma: no cover - a rewrite the engine rejects is our bug
+        return "internal error planning the expression: " + _clean_engine_message(str(e))
     return _Program(expression, program, output)
 
 

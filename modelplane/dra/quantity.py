@@ -345,6 +345,22 @@ class Quantity:
 
     # -- formatting ------------------------------------------------------
 
+    def order_key(self) -> str:
+        """A string whose lexicographic order is the numeric order of quantities.
+
+        Equal values get equal keys whatever their format or stored form; the CEL
+        environment compares these natively instead of calling back into Python.
+        """
+        if self.unscaled == 0:
+            return "1"
+        text = str(abs(self.unscaled))
+        digits = text.rstrip("0")
+        magnitude = self.exponent + len(text)
+        mag = f"{magnitude + _KEY_OFFSET:012d}"
+        if self.unscaled > 0:
+            return "2" + mag + digits
+        return "0" + mag.translate(_INVERT) + digits.translate(_INVERT) + "~"
+
     def __str__(self) -> str:
         if self.cached is not None:
             return self.cached
@@ -352,6 +368,10 @@ class Quantity:
 
     def __repr__(self) -> str:
         return f"Quantity({str(self)!r})"
+
+
+_KEY_OFFSET = 5 * 10**10
+_INVERT = str.maketrans("0123456789", "9876543210")
 
 
 def _int64_add(a: int, ea: int, b: int, eb: int) -> tuple[int, int] | None:

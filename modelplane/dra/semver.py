@@ -9,6 +9,7 @@ display but ignored by comparison, as in blang.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 
 __all__ = ["Semver", "SemverError", "parse_semver"]
@@ -23,7 +24,7 @@ class SemverError(ValueError):
 
 
 def _only(s: str, allowed: frozenset[str]) -> bool:
-    return all(c in allowed for c in s)
+    return allowed.issuperset(s)
 
 
 def _leading_zero(s: str) -> bool:
@@ -137,6 +138,14 @@ class Semver:
     def __ge__(self, other: Semver) -> bool:
         return self.cmp(other) >= 0
 
+    def order_key(self) -> str:
+        """A string whose lexicographic order is semver precedence (build ignored)."""
+        key = f"{self.major:020d}.{self.minor:020d}.{self.patch:020d}"
+        if not self.pre:
+            return key + "\x02"
+        parts = [f"0{p.num:020d}" if p.num is not None else "1" + p.text for p in self.pre]
+        return key + "\x01" + "".join(part + "\x00" for part in parts)
+
     def __str__(self) -> str:
         s = f"{self.major}.{self.minor}.{self.patch}"
         if self.pre:
@@ -149,7 +158,15 @@ class Semver:
         return f"Semver({str(self)!r})"
 
 
+_PLAIN = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
+
+
 def _strict(s: str) -> Semver:
+    plain = _PLAIN.fullmatch(s)
+    if plain is not None:
+        major, minor, patch = (int(x) for x in plain.groups())
+        if max(major, minor, patch) <= _UINT64_MAX:
+            return Semver(major, minor, patch)
     if not s:
         raise SemverError("Version string empty")
     parts = s.split(".", 2)

@@ -1,0 +1,476 @@
+"""Kubernetes semantics that plain CEL lacks, applied to a checked expression tree.
+
+* Missing domains: Kubernetes looks up `device.attributes[d]` / `device.capacity[d]` in a
+  map that answers an empty map for a domain the device lacks (while `d in ...` stays
+  false). We rewrite such lookups to `device.attributes[?d].orValue({})`.
+* Equality: Kubernetes compares quantities and versions by value (`200M == 0.2G`, build
+  metadata ignored); our values are messages compared field by field, so `a == b` with a
+  Quantity or Semver operand becomes `a.compareTo(b) == 0` (and `!=` likewise).
+* Constant folding: `quantity("40Gi")`, `semver("1.2.3")` with literal arguments become
+  message literals, so a typical selector makes one Python callback instead of two.
+* A static bound on result sizes and work, so an expression that doubles a string
+  through nested `cel.bind` cannot exhaust memory (comprehensions are additionally
+  stopped at run time by the engine's iteration budget).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from modelplane.dra._ast import Expr
+
+__all__ = ["COST_LIMIT", "ITERATION_BUDGET", "SIZE_LIMIT", "Rewriter", "estimate"]
+
+QUANTITY = "kubernetes.Quantity"
+SEMVER = "kubernetes.Semver"
+#: The engine stops an evaluation after this many comprehension iterations in total.
+ITERATION_BUDGET = 10_000
+#: Upper bound (bytes/elements) on any intermediate value an expression may build.
+SIZE_LIMIT = 16 * 1024 * 1024
+#: Upper bound on estimated work (roughly: bytes touched plus calls made).
+COST_LIMIT = 1_000_000_000
+#: Upper bound on the size of anything reachable from `device` (32 attributes and 32
+#: capacities per device, names and values of bounded length).
+DEVICE_SIZE = 64 * 1024
+
+
+class TooComplexError(ValueError):
+    """The expression's estimated size or cost exceeds the limits."""
+
+
+def _kind(e: Any) -> str:
+    return str(e.WhichOneof("expr_kind") or "")
+
+
+class Rewriter:
+    """Rewrites one checked AST in place (see the module docstring)."""
+
+    def __init__(
+        self,
+        ast: Any,
+        fold_quantity: Callable[[str], tuple[str, str] | None],
+        fold_semver: Callable[[str, bool], tuple[str, str] | None],
+    ) -> None:
+        self.ast = ast
+        self._fold_quantity = fold_quantity
+        self._fold_semver = fold_semver
+        self._next_id = _max_id(ast.expr) + 1
+        self.message_construction = False
+        # Nodes that are `device.capacity[d][n]` (or `.n`): always a Quantity at run time,
+        # although the checker only knows them as dyn.
+        self._capacity_values: set[int] = set()
+        self._find_capacity_values(ast.expr)
+
+    def _id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def _type(self, e: Any) -> str:
+        t = self.ast.type_map.get(e.id)
+        if t is None:
+            return "dyn"
+        kind = t.WhichOneof("type_kind")
+        if kind == "message_type":
+            return str(t.message_type)
+        if kind == "dyn" or kind is None:
+            return "dyn"
+        return str(kind)
+
+    def _static(self, e: Any) -> str:
+        if e.id in self._capacity_values:
+            return QUANTITY
+        return self._type(e)
+
+    def _is_domain_lookup(self, e: Any, field: str) -> bool:
+        kind = _kind(e)
+        if kind == "select_expr":
+            op = e.select_expr.operand
+            return self._is_device_map(op) and op.select_expr.field == field
+        if kind == "call_expr" and e.call_expr.function == "_[_]" and len(e.call_expr.args) == 2:
+            op = e.call_expr.args[0]
+            return self._is_device_map(op) and op.select_expr.field == field
+        return False
+
+    def _find_capacity_values(self, e: Any) -> None:
+        kind = _kind(e)
+        if kind == "select_expr" and not e.select_expr.test_only:
+            target = e.select_expr.operand
+        elif kind == "call_expr" and e.call_expr.function == "_[_]" and len(e.call_expr.args) == 2:
+            target = e.call_expr.args[0]
+        else:
+            target = None
+        if target is not None and self._is_domain_lookup(target, "capacity"):
+            self._capacity_values.add(e.id)
+        for child in _children(e):
+            self._find_capacity_values(child)
+
+    def _order_key(self, e: Any) -> Any:
+        """`e.v`: the order-preserving key of a Quantity or Semver message."""
+        sel = Expr(id=self._id())
+        sel.select_expr.operand.CopyFrom(e)
+        sel.select_expr.field = "v"
+        return sel
+
+    def _same_kind(self, a: Any, b: Any) -> bool:
+        ta = self._static(a)
+        return ta in (QUANTITY, SEMVER) and ta == self._static(b)
+
+    def _native_compare(self, e: Any, op: str, a: Any, b: Any) -> None:
+        """Replace node e by `a.v <op> b.v` (op a CEL operator function name)."""
+        ka, kb = self._order_key(a), self._order_key(b)
+        eid = e.id
+        e.Clear()
+        e.id = eid
+        e.call_expr.function = op
+        e.call_expr.args.add().CopyFrom(ka)
+        e.call_expr.args.add().CopyFrom(kb)
+        self.ast.reference_map.pop(eid, None)
+
+    def _compare_to_operands(self, e: Any) -> tuple[Any, Any] | None:
+        if _kind(e) != "call_expr":
+            return None
+        c = e.call_expr
+        if c.function != "compareTo" or not c.HasField("target") or len(c.args) != 1:
+            return None
+        if not self._same_kind(c.target, c.args[0]):
+            return None
+        return c.target, c.args[0]
+
+    def _rewrite_comparison(self, e: Any) -> bool:
+        """Native rewrites of comparisons between two known Quantities or Semvers."""
+        c = e.call_expr
+        fn = c.function
+        if fn in ("isGreaterThan", "isLessThan") and c.HasField("target") and len(c.args) == 1:
+            if self._same_kind(c.target, c.args[0]):
+                a, b = Expr(), Expr()
+                a.CopyFrom(c.target)
+                b.CopyFrom(c.args[0])
+                self._native_compare(e, "_>_" if fn == "isGreaterThan" else "_<_", a, b)
+                return True
+            return False
+        if fn not in _OPS or len(c.args) != 2 or c.HasField("target"):
+            return False
+        x, y = c.args
+        if fn in ("_==_", "_!=_") and self._same_kind(x, y):
+            a, b = Expr(), Expr()
+            a.CopyFrom(x)
+            b.CopyFrom(y)
+            self._native_compare(e, fn, a, b)
+            return True
+        for cmp_side, const_side, flipped in ((x, y, False), (y, x, True)):
+            operands = self._compare_to_operands(cmp_side)
+            if operands is None or _kind(const_side) != "const_expr":
+                continue
+            if const_side.const_expr.WhichOneof("kind") != "int64_value":
+                continue
+            k = const_side.const_expr.int64_value
+            truth = frozenset(
+                r for r in (-1, 0, 1) if (_OPS[fn](k, r) if flipped else _OPS[fn](r, k))
+            )
+            a, b = Expr(), Expr()
+            a.CopyFrom(operands[0])
+            b.CopyFrom(operands[1])
+            native = _TRUTH_TO_OP.get(truth)
+            if native is not None:
+                self._native_compare(e, native, a, b)
+            else:
+                eid = e.id
+                e.Clear()
+                e.id = eid
+                e.const_expr.bool_value = truth == frozenset((-1, 0, 1))
+                self.ast.reference_map.pop(eid, None)
+            return True
+        return False
+
+    def _is_device_map(self, e: Any) -> bool:
+        if _kind(e) != "select_expr" or e.select_expr.test_only:
+            return False
+        if e.select_expr.field not in ("attributes", "capacity"):
+            return False
+        op = e.select_expr.operand
+        if _kind(op) != "ident_expr" or op.ident_expr.name != "device":
+            return False
+        ref = self.ast.reference_map.get(op.id)
+        return ref is not None and ref.name == "device"
+
+    def run(self) -> None:
+        """Apply every rewrite to the whole tree."""
+        self._visit(self.ast.expr)
+
+    def _visit(self, e: Any) -> None:
+        kind = _kind(e)
+        if kind == "select_expr":
+            self._visit(e.select_expr.operand)
+            if not e.select_expr.test_only and self._is_device_map(e.select_expr.operand):
+                key = Expr(id=self._id())
+                key.const_expr.string_value = e.select_expr.field
+                operand = Expr()
+                operand.CopyFrom(e.select_expr.operand)
+                self._default_empty(e, operand, key)
+        elif kind == "call_expr":
+            c = e.call_expr
+            if c.HasField("target"):
+                self._visit(c.target)
+            for a in c.args:
+                self._visit(a)
+            self._rewrite_call(e)
+        elif kind == "list_expr":
+            for x in e.list_expr.elements:
+                self._visit(x)
+        elif kind == "struct_expr":
+            if e.struct_expr.message_name:
+                self.message_construction = True
+            for entry in e.struct_expr.entries:
+                if entry.HasField("map_key"):
+                    self._visit(entry.map_key)
+                self._visit(entry.value)
+        elif kind == "comprehension_expr":
+            c = e.comprehension_expr
+            for part in (c.iter_range, c.accu_init, c.loop_condition, c.loop_step, c.result):
+                self._visit(part)
+
+    def _default_empty(self, e: Any, operand: Any, key: Any) -> None:
+        """Replace node e by `operand[?key].orValue({})`, keeping e's id."""
+        lookup = Expr(id=self._id())
+        lookup.call_expr.function = "_[?_]"
+        lookup.call_expr.args.add().CopyFrom(operand)
+        lookup.call_expr.args.add().CopyFrom(key)
+        empty = Expr(id=self._id())
+        empty.struct_expr.SetInParent()
+        eid = e.id
+        e.Clear()
+        e.id = eid
+        e.call_expr.function = "orValue"
+        e.call_expr.target.CopyFrom(lookup)
+        e.call_expr.args.add().CopyFrom(empty)
+        self.ast.reference_map.pop(eid, None)
+
+    def _rewrite_call(self, e: Any) -> None:
+        if self._rewrite_comparison(e):
+            return
+        c = e.call_expr
+        fn = c.function
+        if fn == "_[_]" and len(c.args) == 2 and self._is_device_map(c.args[0]):
+            operand, key = Expr(), Expr()
+            operand.CopyFrom(c.args[0])
+            key.CopyFrom(c.args[1])
+            self._default_empty(e, operand, key)
+            return
+        if fn in ("_==_", "_!=_") and len(c.args) == 2:
+            a, b = c.args
+            types = {self._type(a), self._type(b)}
+            if types & {QUANTITY, SEMVER} and types <= {QUANTITY, SEMVER, "dyn"}:
+                cmp = Expr(id=self._id())
+                cmp.call_expr.function = "compareTo"
+                cmp.call_expr.target.CopyFrom(a)
+                cmp.call_expr.args.add().CopyFrom(b)
+                zero = Expr(id=self._id())
+                zero.const_expr.int64_value = 0
+                del c.args[:]
+                c.args.add().CopyFrom(cmp)
+                c.args.add().CopyFrom(zero)
+            return
+        if c.HasField("target"):
+            return
+        consts = [a.const_expr for a in c.args if _kind(a) == "const_expr"]
+        if len(consts) != len(c.args) or not consts:
+            return
+        folded: tuple[str, str] | None = None
+        message = ""
+        if fn == "quantity" and len(consts) == 1 and consts[0].WhichOneof("kind") == "string_value":
+            folded, message = self._fold_quantity(consts[0].string_value), QUANTITY
+        elif fn == "semver" and consts[0].WhichOneof("kind") == "string_value":
+            normalize = False
+            if len(consts) == 2:
+                if consts[1].WhichOneof("kind") != "bool_value":
+                    return
+                normalize = consts[1].bool_value
+            folded, message = self._fold_semver(consts[0].string_value, normalize), SEMVER
+        if folded is None:
+            return
+        eid = e.id
+        e.Clear()
+        e.id = eid
+        e.struct_expr.message_name = message
+        for field, value in zip(("k", "v"), folded, strict=True):
+            entry = e.struct_expr.entries.add(id=self._id(), field_key=field)
+            entry.value.id = self._id()
+            entry.value.const_expr.string_value = value
+        self.ast.reference_map.pop(eid, None)
+
+
+_OPS: dict[str, Callable[[int, int], bool]] = {
+    "_<_": lambda a, b: a < b,
+    "_<=_": lambda a, b: a <= b,
+    "_>_": lambda a, b: a > b,
+    "_>=_": lambda a, b: a >= b,
+    "_==_": lambda a, b: a == b,
+    "_!=_": lambda a, b: a != b,
+}
+_TRUTH_TO_OP = {
+    frozenset({1}): "_>_",
+    frozenset({0}): "_==_",
+    frozenset({-1}): "_<_",
+    frozenset({0, 1}): "_>=_",
+    frozenset({-1, 0}): "_<=_",
+    frozenset({-1, 1}): "_!=_",
+}
+
+
+def _children(e: Any) -> list[Any]:
+    kind = _kind(e)
+    if kind == "select_expr":
+        return [e.select_expr.operand]
+    if kind == "call_expr":
+        out = [e.call_expr.target] if e.call_expr.HasField("target") else []
+        return out + list(e.call_expr.args)
+    if kind == "list_expr":
+        return list(e.list_expr.elements)
+    if kind == "struct_expr":
+        out = []
+        for entry in e.struct_expr.entries:
+            if entry.HasField("map_key"):
+                out.append(entry.map_key)
+            out.append(entry.value)
+        return out
+    if kind == "comprehension_expr":
+        c = e.comprehension_expr
+        return [c.iter_range, c.accu_init, c.loop_condition, c.loop_step, c.result]
+    return []
+
+
+def _max_id(e: Any) -> int:
+    best = int(e.id)
+    kind = _kind(e)
+    children: list[Any] = []
+    if kind == "select_expr":
+        children = [e.select_expr.operand]
+    elif kind == "call_expr":
+        if e.call_expr.HasField("target"):
+            children.append(e.call_expr.target)
+        children.extend(e.call_expr.args)
+    elif kind == "list_expr":
+        children = list(e.list_expr.elements)
+    elif kind == "struct_expr":
+        for entry in e.struct_expr.entries:
+            best = max(best, int(entry.id))
+            if entry.HasField("map_key"):
+                children.append(entry.map_key)
+            children.append(entry.value)
+    elif kind == "comprehension_expr":
+        c = e.comprehension_expr
+        children = [c.iter_range, c.accu_init, c.loop_condition, c.loop_step, c.result]
+    for child in children:
+        best = max(best, _max_id(child))
+    return best
+
+
+# ---------------------------------------------------------------------------------------
+# Static size and cost estimate.
+
+_GROWING = {
+    # function -> how the result size relates to argument sizes (target first).
+    "_+_": lambda s: sum(s),
+    "replace": lambda s: s[0] * (1 + (s[2] if len(s) > 2 else 1)) + 1,
+    "join": lambda s: s[0] * (1 + (s[1] if len(s) > 1 else 0)) + 1,
+    "split": lambda s: 2 * s[0] + 1,
+    "format": lambda s: s[0] * (1 + sum(s[1:])) + 1,
+    "quote": lambda s: 2 * sum(s) + 2,
+    "strings.quote": lambda s: 2 * sum(s) + 2,
+    "findAll": lambda s: 2 * s[0] + 1,
+}
+
+
+def estimate(ast: Any) -> tuple[int, int]:
+    """Return (max size, cost) of a checked expression; raise TooComplexError past limits."""
+    return _est(ast.expr, {}, ast.type_map)
+
+
+def _scalar(types: Any, e: Any) -> bool:
+    """True when the checker typed e as a fixed-size value (bool, number, message)."""
+    t = types.get(e.id)
+    if t is None:
+        return False
+    kind = t.WhichOneof("type_kind")
+    return kind == "message_type" or (kind == "primitive" and t.primitive in (1, 2, 3, 4))
+
+
+def _check(size: int, cost: int) -> tuple[int, int]:
+    if size > SIZE_LIMIT:
+        raise TooComplexError(
+            f"the estimated size of an intermediate value ({size}) exceeds the limit ({SIZE_LIMIT})"
+        )
+    if cost > COST_LIMIT:
+        raise TooComplexError(f"the estimated cost ({cost}) exceeds the limit ({COST_LIMIT})")
+    return size, cost
+
+
+def _est(e: Any, env: dict[str, int], types: Any) -> tuple[int, int]:
+    kind = _kind(e)
+    if kind == "const_expr":
+        k = e.const_expr.WhichOneof("kind")
+        if k == "string_value":
+            return len(e.const_expr.string_value.encode()), 1
+        if k == "bytes_value":
+            return len(e.const_expr.bytes_value), 1
+        return 1, 1
+    if kind == "ident_expr":
+        name = e.ident_expr.name
+        return env.get(name, DEVICE_SIZE if name == "device" else 1), 1
+    if kind == "select_expr":
+        size, cost = _est(e.select_expr.operand, env, types)
+        return (1 if e.select_expr.test_only else size), cost + 1
+    if kind == "list_expr":
+        total, cost = 0, 1
+        for x in e.list_expr.elements:
+            s, c = _est(x, env, types)
+            total, cost = total + s + 1, cost + c
+        return _check(total, cost)
+    if kind == "struct_expr":
+        total, cost = 0, 1
+        for entry in e.struct_expr.entries:
+            if entry.HasField("map_key"):
+                s, c = _est(entry.map_key, env, types)
+                total, cost = total + s, cost + c
+            s, c = _est(entry.value, env, types)
+            total, cost = total + s + 1, cost + c
+        return _check(total, cost)
+    if kind == "call_expr":
+        call = e.call_expr
+        parts = ([call.target] if call.HasField("target") else []) + list(call.args)
+        sizes: list[int] = []
+        cost = 1
+        for p in parts:
+            s, c = _est(p, env, types)
+            sizes.append(s)
+            cost += c
+        grow = _GROWING.get(call.function)
+        size = grow(sizes) if grow and sizes else max(sizes, default=1)
+        if _scalar(types, e):
+            size = 1
+        # Work proportional to what the call reads and produces.
+        return _check(size, cost + size + sum(sizes))
+    if kind == "comprehension_expr":
+        c = e.comprehension_expr
+        range_size, cost = _est(c.iter_range, env, types)
+        iterations = min(range_size, ITERATION_BUDGET)
+        if _kind(c.iter_range) == "list_expr" and not c.iter_range.list_expr.elements:
+            iterations = 0
+        inner = dict(env)
+        inner[c.iter_var] = range_size
+        if c.iter_var2:
+            inner[c.iter_var2] = range_size
+        accu0, init_cost = _est(c.accu_init, inner, types)
+        inner[c.accu_var] = accu0
+        step_size, step_cost = _est(c.loop_step, inner, types)
+        cond_size, cond_cost = _est(c.loop_condition, inner, types)
+        del cond_size
+        growth = max(0, step_size - accu0)
+        accu = accu0 + iterations * growth
+        _check(accu, 0)
+        inner[c.accu_var] = accu
+        result_size, result_cost = _est(c.result, inner, types)
+        total = cost + init_cost + iterations * (step_cost + cond_cost) + result_cost
+        return _check(result_size, total)
+    return 1, 1
