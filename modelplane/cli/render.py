@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import click
-from crossplane.function import logging as fnlogging
 from rich.console import Console
 
 from modelplane.local import ControlPlane, LoadError, NotConvergedError, RenderResult, load_paths
@@ -62,9 +61,6 @@ def render(
     Composite resources are reconciled through the same function `modelplane
     function serve` runs, until a round changes nothing.
     """
-    # A composer that raises is reported as a fatal result naming the
-    # exception; the function's structured logs would only corrupt stdout.
-    fnlogging.configure(fnlogging.Level.DISABLED)
     try:
         objects = load_paths(paths)
     except LoadError as err:

@@ -23,9 +23,16 @@ log = fnlogging.get_logger()
 class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
     """Serves RunFunction by translating to and from a pure composer."""
 
-    def __init__(self, ttl: datetime.timedelta = convert.DEFAULT_TTL) -> None:
-        """Create a runner whose responses may be cached for `ttl`."""
+    def __init__(
+        self, ttl: datetime.timedelta = convert.DEFAULT_TTL, *, log_errors: bool = True
+    ) -> None:
+        """Create a runner whose responses may be cached for `ttl`.
+
+        `log_errors=False` silences the error log for in-process callers
+        (the fatal result already names the exception).
+        """
         self.ttl = ttl
+        self.log_errors = log_errors
 
     def run(self, req: fnv1.RunFunctionRequest) -> fnv1.RunFunctionResponse:
         """Handle one request synchronously (the gRPC method wraps this)."""
@@ -51,7 +58,8 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         except Exception as exc:
             # Composers turn bad input into conditions; an exception here is a
             # bug. Fail safe: a fatal result keeps every composed resource.
-            log.exception("composer raised", apiVersion=api_version, kind=kind, name=name)
+            if self.log_errors:
+                log.exception("composer raised", apiVersion=api_version, kind=kind, name=name)
             return convert.fatal_response(
                 req,
                 f"composer for {kind} {name!r} failed: {type(exc).__name__}: {exc}",
@@ -60,7 +68,8 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         try:
             return convert.to_response(req, result, self.ttl)
         except (TypeError, ValueError) as exc:
-            log.exception("cannot encode composer result", kind=kind, name=name)
+            if self.log_errors:
+                log.exception("cannot encode composer result", kind=kind, name=name)
             return convert.fatal_response(
                 req,
                 f"composer for {kind} {name!r} returned a value that is not JSON: {exc}",

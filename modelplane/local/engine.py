@@ -175,7 +175,9 @@ class ControlPlane:
         (uid, creationTimestamp, generation) unless they carry their own.
         """
         self.simulate = simulate
-        self.runner = runner or FunctionRunner()
+        # The same servicer `function serve` runs; its error log would only
+        # land on stdout here, and the fatal result names the exception anyway.
+        self.runner = runner or FunctionRunner(log_errors=False)
         self.clock = Clock()
         self.store = ObjectStore()
         self.events: dict[Key, list[Event]] = {}

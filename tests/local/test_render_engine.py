@@ -413,3 +413,19 @@ def test_generated_names_fit_a_dns_label(install) -> None:
     # 57 characters of the XR's name, minus a trailing '-', then '-' + 5 hex digits.
     assert name[:57] == "a" * 56 + "-" and name[56] == "-" and len(name) == 62
     assert all(ch in "0123456789abcdef" for ch in name[-5:])
+
+
+def test_composer_exception_is_a_fatal_result_not_a_crash(install, tmp_path) -> None:
+    def broken(inp: ComposeInput) -> ComposeResult:
+        raise ZeroDivisionError("division by zero")
+
+    install({"Widget": broken})
+    (tmp_path / "w.yaml").write_text(
+        f"apiVersion: {TEST_API}\nkind: Widget\nmetadata: {{name: w}}\nspec: {{}}\n"
+    )
+    res = CliRunner().invoke(cli, ["render", str(tmp_path), "-o", "yaml"])
+    assert res.exit_code == 0
+    # stdout stays parseable YAML: the error is in the XR's Synced condition.
+    assert res.output.startswith("---\napiVersion: test.modelplane.ai/v1\n")
+    assert "Traceback" not in res.output
+    assert "ZeroDivisionError: division by zero" in res.output
