@@ -112,6 +112,19 @@ def compose(inp: ComposeInput) -> ComposeResult:
         res.condition(c.CONDITION_VALID, False, c.REASON_INVALID_SPEC, msg)
         res.warn(c.REASON_INVALID_SPEC, msg)
         return _hold(inp, res, ready=False)
+    shape_errors = [
+        err
+        for role, role_spec in spec.roles().items()
+        for err in workload.template_errors(
+            role_spec.workers.template,
+            "spec.workers.template" if role == c.ROLE_UNIFIED else f"spec.{role}.workers.template",
+        )
+    ]
+    if shape_errors:
+        msg = "; ".join(shape_errors)
+        res.condition(c.CONDITION_VALID, False, c.REASON_INVALID_SPEC, msg)
+        res.warn(c.REASON_INVALID_SPEC, msg)
+        return _hold(inp, res, ready=False)
     res.condition(c.CONDITION_VALID, True, c.REASON_VALID)
 
     res.requirements[CLUSTER_REQUIREMENT] = Requirement(

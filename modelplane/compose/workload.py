@@ -152,6 +152,59 @@ def _upsert(items: list[dict[str, Any]], item: dict[str, Any], key: str = "name"
     items.append(item)
 
 
+_TEMPLATE_SHAPE: dict[str, type] = {
+    "metadata": dict,
+    "metadata.labels": dict,
+    "metadata.annotations": dict,
+    "spec": dict,
+    "spec.containers": list,
+    "spec.initContainers": list,
+    "spec.volumes": list,
+    "spec.tolerations": list,
+    "spec.resourceClaims": list,
+    "spec.nodeSelector": dict,
+}
+_CONTAINER_SHAPE: dict[str, type] = {
+    "command": list,
+    "args": list,
+    "ports": list,
+    "volumeMounts": list,
+    "resources": dict,
+    "resources.limits": dict,
+    "resources.requests": dict,
+    "resources.claims": list,
+}
+
+
+def _shape_errors(obj: Any, shape: dict[str, type], where: str) -> list[str]:
+    errors = []
+    for path, kind in shape.items():
+        value: Any = obj
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if value is not None and not isinstance(value, kind):
+            what = "an object" if kind is dict else "a list"
+            errors.append(f"{where}.{path}: must be {what}")
+    return errors
+
+
+def template_errors(template: Any, where: str) -> list[str]:
+    """Why a pod template cannot be stamped (wrong types where Modelplane edits it)."""
+    if not isinstance(template, dict):
+        return [f"{where}: must be an object"]
+    errors = _shape_errors(template, _TEMPLATE_SHAPE, where)
+    raw_spec = template.get("spec")
+    spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}
+    for key in ("initContainers", "containers", "volumes", "tolerations", "resourceClaims"):
+        items = spec.get(key)
+        for i, item in enumerate(items if isinstance(items, list) else []):
+            if not isinstance(item, dict):
+                errors.append(f"{where}.spec.{key}[{i}]: must be an object")
+            elif key.endswith("ontainers"):
+                errors.extend(_shape_errors(item, _CONTAINER_SHAPE, f"{where}.spec.{key}[{i}]"))
+    return errors
+
+
 def pod_template(
     ctx: ReplicaContext,
     role: str,

@@ -548,3 +548,30 @@ def test_workload_readiness_query_evaluates(wrapped: dict[str, Any], expected: b
     query = workload_object["spec"]["readiness"]["celQuery"]
     result = env.compile(query).eval(env.Activation({"object": wrapped}))
     assert (result.type(), result.value()) == (cel.Type.BOOL, expected)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda t: t.update(metadata=["x"]), "spec.workers.template.metadata"),
+        (lambda t: t.setdefault("metadata", {}).update(labels="a=b"), "metadata.labels"),
+        (lambda t: t["spec"].update(tolerations={"key": "x"}), "spec.tolerations"),
+        (lambda t: t["spec"].update(volumes=["dshm"]), "spec.volumes[0]"),
+        (lambda t: t["spec"].update(nodeSelector=["pool"]), "spec.nodeSelector"),
+        (lambda t: t["spec"]["containers"].append("sidecar"), "spec.containers[1]"),
+        (lambda t: t["spec"]["containers"][0].update(args="--model=x"), "containers[0].args"),
+        (
+            lambda t: t["spec"]["containers"][0].update(resources={"limits": ["gpu"]}),
+            "containers[0].resources.limits",
+        ),
+        (lambda t: t["spec"].update(initContainers=[{"name": "i", "ports": {}}]), "ports"),
+    ],
+)
+def test_malformed_template_is_a_condition_not_an_exception(mutate: Any, field: str) -> None:
+    xr = replica()
+    mutate(xr["spec"]["workers"]["template"])
+    res = run(xr, cluster())
+    status, reason, message = cond(res, "Valid")
+    assert (status, reason) == ("False", "InvalidSpec")
+    assert field in message
+    assert res.desired == {} and res.fatal is None
