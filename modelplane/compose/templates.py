@@ -44,8 +44,11 @@ def render_map(
     """
     out: dict[str, str] = {}
     errors: list[str] = []
-    for key, raw in sorted((values or {}).items()):
+    for key, raw in sorted((values or {}).items(), key=lambda kv: str(kv[0])):
         where = f"{field}[{key}]"
+        if not isinstance(key, str):
+            errors.append(f"{where}: key must be a string")
+            continue
         if not isinstance(raw, str):
             errors.append(f"{where}: value must be a string")
             continue

@@ -575,3 +575,35 @@ def test_malformed_template_is_a_condition_not_an_exception(mutate: Any, field: 
     assert (status, reason) == ("False", "InvalidSpec")
     assert field in message
     assert res.desired == {} and res.fatal is None
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(max_size=6) | st.integers(), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@given(
+    scheduling=_json,
+    gateway=_json,
+    status=st.dictionaries(st.sampled_from(["providerConfigName", "gatewayAddress"]), _json),
+    labels=_json,
+    extra=_json,
+)
+def test_arbitrary_cluster_and_template_data_never_raise(
+    scheduling: Any, gateway: Any, status: dict[str, Any], labels: Any, extra: Any
+) -> None:
+    cl = cluster()
+    cl["spec"]["scheduling"] = scheduling
+    cl["spec"]["gateway"] = gateway
+    cl["status"] = status
+    xr = replica()
+    tpl = xr["spec"]["workers"]["template"]
+    tpl["metadata"] = {"labels": labels}
+    tpl["spec"]["volumes"] = extra
+    res = run(xr, cl)
+    assert res.fatal is None
