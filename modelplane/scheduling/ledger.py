@@ -58,37 +58,44 @@ class PoolLedger:
     def _put(self, v: Vector) -> None:
         self.free[v] = self.free.get(v, 0) + 1
 
-    def _best_fit(self, demand: Vector) -> Vector | None:
-        best: tuple[int, Vector] | None = None
+    def _best_fit(self, demands: tuple[Vector, ...]) -> tuple[Vector, Vector] | None:
+        best: tuple[int, Vector, Vector] | None = None
         for v in self.free:
-            if fits(v, demand):
-                key = (sum(v), v)
-                if best is None or key < best:
-                    best = key
-        return None if best is None else best[1]
+            for d in demands:
+                if fits(v, d):
+                    if best is None or (sum(v), v) < best[:2]:
+                        best = (sum(v), v, d)
+                    break
+        return None if best is None else (best[1], best[2])
 
     def _roomiest(self) -> Vector | None:
         return max(self.free, key=lambda v: (sum(v), v)) if self.free else None
 
-    def place(self, demand: Vector, nodes_per_worker: int, workers: int, force: bool) -> bool:
+    def place(
+        self, demands: tuple[Vector, ...], nodes_per_worker: int, workers: int, force: bool
+    ) -> bool:
         """Charge one role: `workers` workers of `nodes_per_worker` nodes each.
 
-        Returns False (leaving partial charges; callers snapshot/restore) when it
-        does not fit. With `force` it always charges, driving nodes negative and
-        marking the pool oversubscribed: observed replicas hold what they hold.
+        `demands` are the per-node device vectors a single-node worker may consume
+        (equivalent assignments of its requests; the first preferred). Returns
+        False (leaving partial charges; callers snapshot/restore) when it does not
+        fit. With `force` it always charges, driving nodes negative and marking
+        the pool oversubscribed: observed replicas hold what they hold.
         """
         if nodes_per_worker <= 1:
             for _ in range(workers):
-                v = self._best_fit(demand)
-                if v is None:
+                hit = self._best_fit(demands)
+                if hit is None:
                     if not force:
                         return False
                     self.oversubscribed = True
                     v = self._roomiest()
                     if v is None:
                         continue
+                    hit = (v, demands[0])
+                v, d = hit
                 self._take(v)
-                self._put(_minus(v, demand))
+                self._put(_minus(v, d))
             return True
         for _ in range(nodes_per_worker * workers):
             if self.free.get(self.cap, 0) > 0:
@@ -104,8 +111,8 @@ class PoolLedger:
                 self._put(_minus(v, self.cap))
         return True
 
-    def free_for(self, demand: Vector, nodes_per_worker: int) -> int:
+    def free_for(self, demands: tuple[Vector, ...], nodes_per_worker: int) -> int:
         """Nodes that could each take one more worker of this shape."""
         if nodes_per_worker > 1:
             return self.free.get(self.cap, 0)
-        return sum(n for v, n in self.free.items() if fits(v, demand))
+        return sum(n for v, n in self.free.items() if any(fits(v, d) for d in demands))

@@ -9,7 +9,7 @@ shape, not once per pool or per replica. Selector outcomes are cached per
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,7 @@ from modelplane.scheduling.types import DeviceVerdict, RequestVerdict, SelectorV
 # Backtracking over requests × devices is tiny in practice (≤ 16 × 16); the cap
 # only guards against adversarial inputs.
 _SEARCH_BUDGET = 20_000
+_MAX_ALTERNATIVES = 16
 
 
 @dataclass(frozen=True)
@@ -56,9 +57,11 @@ class RoleMatch:
 
     matched: bool
     requests: tuple[RequestVerdict, ...]
-    demand: Vector  # per node, per DRA device of the shape
+    demand: Vector  # per node, per DRA device of the shape (the first assignment)
     resolved: tuple[ResolvedDeviceRequest, ...]
     message: str
+    # Every demand vector an equivalent assignment makes (first: `demand`).
+    demands: tuple[Vector, ...] = ()
 
 
 @dataclass(eq=False)
@@ -74,7 +77,7 @@ class Shape:
     cap: Vector = ()
     keys: tuple[str, ...] = ()
     matches: dict[str, RoleMatch] = field(default_factory=dict)
-    observed: dict[tuple[tuple[str, int, tuple[str, ...]], ...], Vector] = field(
+    observed: dict[tuple[tuple[str, int, tuple[str, ...]], ...], tuple[Vector, ...]] = field(
         default_factory=dict
     )
 
@@ -176,30 +179,74 @@ class Evaluator:
         return prepared
 
 
-def _assign(requests: Sequence[Request], ok: list[list[bool]], shape: Shape) -> list[int] | None:
-    """First assignment (requests in order, devices in order) that consumes counts
-    without overdrawing any device and claims at least one DRA device."""
+def _assignments(
+    candidates: Sequence[Sequence[int]], counts: Sequence[int], shape: Shape
+) -> Iterator[tuple[int, ...]]:
+    """Assignments of requests to devices (requests in order, each over its candidate
+    devices in order) that never overdraw a device's count and claim at least one
+    DRA device; lazily, within a search budget."""
     remaining = list(shape.counts)
     chosen: list[int] = []
-    budget = [_SEARCH_BUDGET]
+    budget = _SEARCH_BUDGET
 
-    def search(r: int) -> bool:
-        if r == len(requests):
-            return any(shape.dra[d] for d in chosen)
-        for d, good in enumerate(ok[r]):
-            budget[0] -= 1
-            if budget[0] < 0:
-                return False
-            if good and remaining[d] >= requests[r].count:
-                remaining[d] -= requests[r].count
+    def search(r: int) -> Iterator[tuple[int, ...]]:
+        nonlocal budget
+        if r == len(candidates):
+            if any(shape.dra[d] for d in chosen):
+                yield tuple(chosen)
+            return
+        for d in candidates[r]:
+            budget -= 1
+            if budget < 0:
+                return
+            if remaining[d] >= counts[r]:
+                remaining[d] -= counts[r]
                 chosen.append(d)
-                if search(r + 1):
-                    return True
+                yield from search(r + 1)
                 chosen.pop()
-                remaining[d] += requests[r].count
-        return False
+                remaining[d] += counts[r]
 
-    return chosen if search(0) else None
+    return search(0) if candidates else iter(())
+
+
+def _demand(shape: Shape, assignment: Sequence[int], counts: Sequence[int]) -> Vector:
+    demand = [0] * len(shape.cap)
+    for d, n in zip(assignment, counts, strict=True):
+        if shape.dra[d]:
+            demand[shape.slot[d]] += n
+    return tuple(demand)
+
+
+def _alternatives(
+    shape: Shape,
+    candidates: Sequence[Sequence[int]],
+    counts: Sequence[int],
+    same_claim: bool,
+) -> tuple[tuple[int, ...], tuple[Vector, ...]] | None:
+    """The first assignment and every distinct demand vector an equivalent one makes.
+
+    A DRA claim names device classes, not devices, so the cluster's allocator may
+    serve it from any device the requests match: a partly used node can still
+    take a replica through another assignment. With `same_claim`, only
+    assignments resolving to the same device classes count as equivalent.
+    """
+    found = _assignments(candidates, counts, shape)
+    first = next(found, None)
+    if first is None:
+        return None
+    claim = tuple(shape.class_names[d] if shape.dra[d] else None for d in first)
+    demands = [_demand(shape, first, counts)]
+    for other in found:
+        if len(demands) >= _MAX_ALTERNATIVES:
+            break
+        if same_claim and claim != tuple(
+            shape.class_names[d] if shape.dra[d] else None for d in other
+        ):
+            continue
+        demand = _demand(shape, other, counts)
+        if demand not in demands:
+            demands.append(demand)
+    return first, tuple(demands)
 
 
 def match_role(role: RoleDef, shape: Shape, ev: Evaluator) -> RoleMatch:
@@ -225,10 +272,11 @@ def match_role(role: RoleDef, shape: Shape, ev: Evaluator) -> RoleMatch:
             vrow.append(DeviceVerdict(shape.names[d], good, tuple(sels)))
         ok.append(row)
         verdicts.append(vrow)
-    assignment = _assign(role.requests, ok, shape)
+    candidates = [[d for d, good in enumerate(row) if good] for row in ok]
+    found = _alternatives(shape, candidates, [r.count for r in role.requests], same_claim=True)
     result = (
-        _matched(role, shape, assignment, verdicts)
-        if assignment is not None
+        _matched(role, shape, found[0], verdicts, found[1])
+        if found is not None
         else _unmatched(role, shape, ok, verdicts)
     )
     shape.matches[role.role] = result
@@ -236,15 +284,17 @@ def match_role(role: RoleDef, shape: Shape, ev: Evaluator) -> RoleMatch:
 
 
 def _matched(
-    role: RoleDef, shape: Shape, assignment: list[int], verdicts: list[list[DeviceVerdict]]
+    role: RoleDef,
+    shape: Shape,
+    assignment: Sequence[int],
+    verdicts: list[list[DeviceVerdict]],
+    demands: tuple[Vector, ...],
 ) -> RoleMatch:
-    demand = [0] * len(shape.cap)
     resolved = []
     requests = []
     for req, d, vrow in zip(role.requests, assignment, verdicts, strict=True):
         requests.append(RequestVerdict(req.name, True, shape.names[d], tuple(vrow)))
         if shape.dra[d]:
-            demand[shape.slot[d]] += req.count
             resolved.append(
                 ResolvedDeviceRequest(
                     name=req.name,
@@ -253,7 +303,7 @@ def _matched(
                     selectors=[DeviceSelector(cel=s) for s in req.selectors],
                 )
             )
-    return RoleMatch(True, tuple(requests), tuple(demand), tuple(resolved), "")
+    return RoleMatch(True, tuple(requests), demands[0], tuple(resolved), "", demands)
 
 
 def _describe_device(v: DeviceVerdict) -> str:
@@ -327,39 +377,38 @@ def observed_demand(
     shape: Shape,
     requests: tuple[tuple[str, int, tuple[str, ...]], ...],
     ev: Evaluator,
-) -> Vector:
-    """Per-node DRA demand of an observed replica's resolved requests on a shape.
+) -> tuple[Vector, ...]:
+    """Per-node DRA demand alternatives of an observed replica's resolved requests.
 
-    Requests carry a deviceClassName, not a device name: a request charges the
-    first DRA device of that class (narrowed by its selectors when the class has
-    several devices) that still has room, else the first of the class.
+    Requests carry a deviceClassName, not a device name: a request may be served
+    by any DRA device of its class that its selectors accept (all of the class
+    when none does). When no assignment fits one node, each request charges the
+    first device of its class, so an impossible replica still shows as held.
     """
     hit = shape.observed.get(requests)
     if hit is not None:
         return hit
-    demand = [0] * len(shape.cap)
+    candidates: list[list[int]] = []
+    counts: list[int] = []
     for class_name, count, selectors in requests:
-        candidates = [
+        of_class = [
             d
             for d in range(len(shape.devices))
             if shape.dra[d] and shape.class_names[d] == class_name
         ]
-        if len(candidates) > 1:
-            narrowed = [
-                d
-                for d in candidates
-                if all(
-                    ev.evaluate(s, shape.keys[d], shape.devices[d])[0] is True for s in selectors
-                )
-            ]
-            candidates = narrowed or candidates
-        if not candidates:
-            continue
-        pick = next(
-            (d for d in candidates if shape.cap[shape.slot[d]] - demand[shape.slot[d]] >= count),
-            candidates[0],
-        )
-        demand[shape.slot[pick]] += count
-    result = tuple(demand)
+        if not of_class:
+            continue  # the pool no longer offers that class: nothing to charge
+        narrowed = [
+            d
+            for d in of_class
+            if all(ev.evaluate(s, shape.keys[d], shape.devices[d])[0] is True for s in selectors)
+        ]
+        candidates.append(narrowed or of_class)
+        counts.append(count)
+    found = _alternatives(shape, candidates, counts, same_claim=False)
+    if found is not None:
+        result = found[1]
+    else:
+        result = (_demand(shape, [c[0] for c in candidates], counts),)
     shape.observed[requests] = result
     return result

@@ -62,7 +62,7 @@ class Charge:
     """What one role of one replica holds in a pool."""
 
     pool: str
-    demand: Vector
+    demands: tuple[Vector, ...]
     nodes_per_worker: int
     workers: int
 
@@ -397,7 +397,7 @@ def retain(state: CycleState) -> None:
                 pool = observed[role.role].pool
                 match = match_role(role, state.pool_shapes[(r.cluster, pool)], state.ev)
                 assignments.append(RoleAssignment(role.role, pool, match.resolved, role.nodes))
-                charge_list.append(Charge(pool, match.demand, role.nodes_per_worker, role.workers))
+                charge_list.append(Charge(pool, match.demands, role.nodes_per_worker, role.workers))
             roles, charges = tuple(assignments), tuple(charge_list)
         state.slots.append(Slot(r.cluster, r.index, r.name, roles, charges, True, r.ready, r.order))
 
@@ -462,7 +462,7 @@ def build_ledger(state: CycleState) -> None:
     for _, cluster, ch in charges:
         led = state.ledger((cluster, ch.pool))
         if led is not None:
-            led.place(ch.demand, ch.nodes_per_worker, ch.workers, force=True)
+            led.place(ch.demands, ch.nodes_per_worker, ch.workers, force=True)
 
 
 # ── Fill ────────────────────────────────────────────────────────────────────
@@ -494,7 +494,7 @@ def try_place(
         for role, (pool, match) in zip(state.roles, combo, strict=True):
             led = ledgers[(cluster, pool)]
             if led is None or not led.place(
-                match.demand, role.nodes_per_worker, role.workers, force=False
+                match.demands, role.nodes_per_worker, role.workers, force=False
             ):
                 ok = False
                 break
@@ -600,7 +600,7 @@ def _free_nodes(state: CycleState, key: PoolKey, match: RoleMatch, role: RoleDef
     """Nodes of a pool that could take one more worker of this role."""
     led = state.ledgers.get(key)
     if led is not None:
-        return led.free_for(match.demand, role.nodes_per_worker)
+        return led.free_for(match.demands, role.nodes_per_worker)
     return state.pool_nodes[key]  # an untouched pool: every node is free
 
 

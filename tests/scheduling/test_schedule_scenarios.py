@@ -551,3 +551,14 @@ def test_input_order_does_not_matter():
         rng.shuffle(f2)
         rng.shuffle(o2)
         assert schedule(dep, f2, o2) == expected
+
+
+def test_interchangeable_devices_serve_replicas_through_any_matching_assignment():
+    # A dual node has two single-count L4s; a claim for one L4 can be served by
+    # either, so two 1-GPU replicas share the node and a third does not fit.
+    fleet = [cluster("a", {"dual": ("dual-1x", 1)})]
+    result = schedule(deployment(3, [request("gpu", L4)]), fleet, [])
+    assert placements(result) == [("a", 0, "dual"), ("a", 1, "dual")]
+    other = replica("chat", "a", 0, "dual", [resolved("gpu", cel=L4)], namespace="team-b")
+    result = schedule(deployment(3, [request("gpu", L4)]), fleet, [other])
+    assert placements(result) == [("a", 0, "dual")]
