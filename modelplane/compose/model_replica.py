@@ -12,6 +12,16 @@ The workload namespace on the cluster has the ModelReplica's namespace's name,
 so one team's namespace maps to one namespace on every cluster. Its Object
 never deletes it (replicas of several deployments share it).
 
+Names: control-plane Objects are `<replica>-[<role>-]<kind>` (e.g.
+`qwen-3f2a9c1b-deployment`, `...-prefill-claims`), cut to 63 characters with
+a hash of the replica name when longer. Wrapped objects are named
+`<base>[-<role>]` (the Service `...-engine`), where `base` is the replica name
+as an RFC 1035 label of at most 40 characters, so LeaderWorkerSet pod and
+StatefulSet names stay within Kubernetes' limits. The HTTPRoute matches the
+path prefix `/<namespace>/<deployment>/<index>` (unique per cluster, since a
+replica is (namespace, deployment, cluster, index)) and rewrites it to `/`;
+`status.endpoint` is that path under the cluster's `status.gatewayAddress`.
+
 Safety when the answer is incomplete (composed resources missing from desired
 state are deleted by Crossplane, so an incomplete answer would tear down a
 serving replica):
