@@ -89,6 +89,12 @@ def replica_names(example: str) -> set[str]:
             ],
         ),
         (
+            # Both roles on one cluster, each on the pool its devices match.
+            "scheduling/disaggregated",
+            ("ml-team", "pd"),
+            [("mixed", 0, "pd-c732b890e4", "l4,h100")],
+        ),
+        (
             # The replica on drained east is replaced on west.
             "scheduling/drained",
             ("ml-team", "chat"),
