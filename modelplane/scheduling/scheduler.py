@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from modelplane.api import constants as c
+from modelplane.api.common import Toleration
 from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.api.model_replica import ResolvedDeviceRequest
 from modelplane.scheduling.filters import describe_taint, selector_matches, untolerated
@@ -89,7 +90,7 @@ class CycleState:
     name: str
     desired: int
     roles: tuple[RoleDef, ...]
-    tolerations: Any
+    tolerations: list[Toleration]
     clusters: dict[str, ObservedCluster]  # by name, sorted
     own: list[ObservedReplica]
     others: list[ObservedReplica]
@@ -160,12 +161,18 @@ def read_state(
         # Names are unique in a real fleet; keep a deterministic one if not.
         if cl is not None and (cl.name not in parsed or repr(cl) < repr(parsed[cl.name])):
             parsed[cl.name] = cl
-    own: list[ObservedReplica] = []
-    others: list[ObservedReplica] = []
+    unique: dict[tuple[str, str], ObservedReplica] = {}
     for obj in replicas:
         r = read_replica(obj)
         if r is None:
             continue
+        key = (r.namespace, r.name)
+        # Object names are unique in a real fleet; keep a deterministic one if not.
+        if key not in unique or repr(r) < repr(unique[key]):
+            unique[key] = r
+    own: list[ObservedReplica] = []
+    others: list[ObservedReplica] = []
+    for r in unique.values():
         (own if (r.namespace, r.deployment) == (namespace, name) else others).append(r)
     own.sort(key=lambda r: (r.cluster, r.index, r.order))
     others.sort(key=lambda r: r.order)
@@ -347,6 +354,8 @@ def _replace_reason(state: CycleState, r: ObservedReplica) -> str | None:
         return f"cluster {r.cluster} has untolerated taint {state.evicting[r.cluster]}"
     if r.index < 0:
         return "replica has no index"
+    if not r.roles:
+        return "replica names no node pool"
     if state.invalid or not cl.published:
         # Nothing to judge the pinned pool by: keep it (never tear down on doubt).
         return None

@@ -562,3 +562,43 @@ def test_interchangeable_devices_serve_replicas_through_any_matching_assignment(
     other = replica("chat", "a", 0, "dual", [resolved("gpu", cel=L4)], namespace="team-b")
     result = schedule(deployment(3, [request("gpu", L4)]), fleet, [other])
     assert placements(result) == [("a", 0, "dual")]
+
+
+def test_dropped_replicas_are_not_charged():
+    # The old replica's prefill pool no longer matches, so it is replaced; its
+    # decode pool (one L4 node) is not charged, so the replacement can use it.
+    fleet = [cluster("a", {"h100": ("h100-8x", 1), "a100": ("a100-4x", 1), "l4": ("l4-1x", 1)})]
+    old = replica("pd", "a", 0, "h100", [])
+    spec = old["spec"]
+    for key in ("nodePoolName", "deviceRequests", "workers"):
+        del spec[key]
+    spec["prefill"] = {
+        "nodePoolName": "h100",
+        "deviceRequests": [resolved("gpu", 8)],
+        "workers": workers(),
+    }
+    spec["decode"] = {
+        "nodePoolName": "l4",
+        "deviceRequests": [resolved("gpu")],
+        "workers": workers(),
+    }
+    edited = deployment(
+        1,
+        name="pd",
+        prefill=([request("gpu", A100, count=4)], workers()),
+        decode=([request("gpu", L4)], workers()),
+    )
+    result = schedule(edited, fleet, [old])
+    assert placements(result) == [("a", 1, "a100", "l4")]
+    assert [n for n, _ in result.replaced] == [name("a", 0, "pd")]
+    assert "pool h100 no longer matches spec.prefill.nodeSelector" in result.replaced[0][1]
+    # Unedited, the old replica is kept and the decode pool counts as held.
+    same = deployment(
+        2,
+        name="pd",
+        prefill=([request("gpu", ANY_GPU, count=4)], workers()),
+        decode=([request("gpu", L4)], workers()),
+    )
+    result = schedule(same, fleet, [old])
+    assert placements(result) == [("a", 0, "h100", "l4")]
+    assert result.replicas[0].retained
