@@ -348,9 +348,10 @@ def build_role(ctx: ReplicaContext, role: str, spec: ReplicaRole) -> Built:
     workload_meta = _meta(name, ctx, {c.LABEL_ROLE: role, **ctx.plan.workload_labels})
     warnings: list[str] = []
     service_selector = selector(ctx, role)
+    where = "spec.workers.template" if role == c.ROLE_UNIFIED else f"spec.{role}.workers.template"
     workload: Resource
     if size == 1:
-        tpl, warnings = pod_template(ctx, role, spec, "single", f"{role}.template")
+        tpl, warnings = pod_template(ctx, role, spec, "single", where)
         workload = {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
@@ -362,8 +363,8 @@ def build_role(ctx: ReplicaContext, role: str, spec: ReplicaRole) -> Built:
             },
         }
     else:
-        leader, w1 = pod_template(ctx, role, spec, "leader", f"{role}.template")
-        worker, _ = pod_template(ctx, role, spec, "worker", f"{role}.template")
+        leader, w1 = pod_template(ctx, role, spec, "leader", where)
+        worker, _ = pod_template(ctx, role, spec, "worker", where)
         warnings = w1
         workload = {
             "apiVersion": "leaderworkerset.x-k8s.io/v1",

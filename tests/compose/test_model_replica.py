@@ -388,7 +388,7 @@ def test_gpu_resources_are_stripped_everywhere_with_a_warning() -> None:
         "claims": [{"name": "devices"}],
     }
     assert [e.reason for e in res.events] == ["GPUResourceLimitIgnored"] * 2
-    assert "initContainers[fetch]" in res.events[0].message
+    assert "spec.workers.template.spec.initContainers[fetch]" in res.events[0].message
 
 
 def test_no_device_requests_means_no_claim_and_no_gpu_toleration() -> None:
