@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
 from modelplane.api import constants as c
@@ -94,9 +94,34 @@ class LocalSecretKeyRef(KubeModel):
 class LabelSelectorRequirement(KubeModel):
     """One term of a label selector."""
 
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        validate_default=True,
+        json_schema_extra=cel_rules(
+            (
+                "self.operator in ['In', 'NotIn'] ? (has(self.values) && size(self.values) > 0)"
+                " : (!has(self.values) || size(self.values) == 0)",
+                "values must be non-empty for In and NotIn and empty for Exists and DoesNotExist",
+            )
+        ),
+    )
+
     key: str = Field(min_length=1, max_length=317)
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
-    values: list[str] | None = None
+    values: list[str] | None = Field(default=None, max_length=64)
+
+    @model_validator(mode="after")
+    def _values_match_operator(self) -> LabelSelectorRequirement:
+        # Kubernetes' own LabelSelector validation: set operators need values,
+        # existence operators must have none.
+        has_values = bool(self.values)
+        if self.operator in ("In", "NotIn") and not has_values:
+            raise ValueError(f"values must be non-empty when operator is {self.operator}")
+        if self.operator in ("Exists", "DoesNotExist") and has_values:
+            raise ValueError(f"values must be empty when operator is {self.operator}")
+        return self
 
 
 class LabelSelector(KubeModel):

@@ -60,6 +60,16 @@ REJECTED = {
         "spec.workers.topology",
         "pipeline × data must be a multiple of dataLocal",
     ),
+    "selector-in-values.yaml": (
+        "cel",
+        "spec.clusterSelector.matchExpressions.0",
+        "values must be non-empty for In and NotIn",
+    ),
+    "selector-exists-values.yaml": (
+        "cel",
+        "spec.clusterSelector.matchExpressions.0",
+        "values must be non-empty for In and NotIn and empty for Exists",
+    ),
     "replicas-wrong-type.yaml": ("schema", "spec.replicas", "'three' is not of type 'integer'"),
     "unknown-field.yaml": ("unknown-field", "spec.devices.0", "'cuont' was unexpected"),
 }
