@@ -327,7 +327,10 @@ def _observed_roles(
                 continue
         roles.append(
             RoleAssignment(
-                role_name, obs.pool, tuple(resolved), nodes.get(role_name, obs.nodes_per_worker)
+                role_name,
+                obs.pool,
+                tuple(resolved),
+                nodes.get(role_name, obs.nodes_per_worker * obs.workers),
             )
         )
         shape = state.pool_shapes.get((r.cluster, obs.pool))

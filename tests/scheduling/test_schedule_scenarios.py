@@ -602,3 +602,52 @@ def test_dropped_replicas_are_not_charged():
     result = schedule(same, fleet, [old])
     assert placements(result) == [("a", 0, "h100", "l4")]
     assert result.replicas[0].retained
+
+
+def test_malformed_observed_objects_never_crash_the_scheduler():
+    good = cluster("ok", {"l4": ("l4-1x", 2)})
+    junk_clusters = [
+        {"metadata": {"name": "no-status"}},
+        {"metadata": {"name": "bad-pools"}, "status": {"gpuPools": "nope"}},
+        {
+            "metadata": {"name": "bad-devices"},
+            "status": {
+                "conditions": [{"type": "Ready", "status": "True"}],
+                "gpuPools": [
+                    {"name": "p", "nodes": "x", "devices": [None, {"count": "many"}]},
+                    {"nodes": 1},
+                ],
+            },
+        },
+        {"metadata": {}},
+        good,
+    ]
+    junk_replicas = [
+        {},
+        {"metadata": {"name": "r1", "namespace": "team-a"}, "spec": {"clusterName": "ok"}},
+        {
+            "metadata": {"name": "r2", "namespace": "team-b"},
+            "spec": {
+                "deploymentName": "x",
+                "clusterName": "ok",
+                "nodePoolName": "l4",
+                "deviceRequests": [{"count": 1.0}, "junk"],
+                "workers": {"count": "two", "topology": {"dataLocal": 0}},
+            },
+        },
+        {
+            "metadata": {"name": "r3", "namespace": "team-a"},
+            "spec": {"deploymentName": "llm", "clusterName": "ok", "index": 0},
+        },
+    ]
+    result = schedule(deployment(2, NODE_1X), junk_clusters, junk_replicas)
+    assert verdicts(result) == {
+        "bad-devices": "NoMatchingPool",
+        "bad-pools": "NotReady",
+        "no-status": "NotReady",
+        "ok": "InsufficientCapacity",
+    }
+    # r2's request names no device class, so it holds nothing; r3 names no pool and
+    # is replaced, its index left alone.
+    assert placements(result) == [("ok", 1, "l4"), ("ok", 2, "l4")]
+    assert dict(result.replaced) == {"r3": "replica names no node pool"}
