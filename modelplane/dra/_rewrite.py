@@ -406,71 +406,77 @@ def _check(size: int, cost: int) -> tuple[int, int]:
     return size, cost
 
 
-def _est(e: Any, env: dict[str, int], types: Any) -> tuple[int, int]:
+def _est(e: Any, env: dict[str, int], types: Any, mult: int = 1) -> tuple[int, int]:
+    """(size, cost) of e; `mult` bounds how many times e runs (enclosing loops, capped
+    by the engine's global iteration budget), and the cost returned includes it."""
     kind = _kind(e)
     if kind == "const_expr":
         k = e.const_expr.WhichOneof("kind")
         if k == "string_value":
-            return len(e.const_expr.string_value.encode()), 1
+            return len(e.const_expr.string_value.encode()), mult
         if k == "bytes_value":
-            return len(e.const_expr.bytes_value), 1
-        return 1, 1
+            return len(e.const_expr.bytes_value), mult
+        return 1, mult
     if kind == "ident_expr":
         name = e.ident_expr.name
-        return env.get(name, DEVICE_SIZE if name == "device" else 1), 1
+        return env.get(name, DEVICE_SIZE if name == "device" else 1), mult
     if kind == "select_expr":
-        size, cost = _est(e.select_expr.operand, env, types)
-        return (1 if e.select_expr.test_only else size), cost + 1
+        size, cost = _est(e.select_expr.operand, env, types, mult)
+        return (1 if e.select_expr.test_only else size), cost + mult
     if kind == "list_expr":
-        total, cost = 0, 1
+        total, cost = 0, mult
         for x in e.list_expr.elements:
-            s, c = _est(x, env, types)
+            s, c = _est(x, env, types, mult)
             total, cost = total + s + 1, cost + c
         return _check(total, cost)
     if kind == "struct_expr":
-        total, cost = 0, 1
+        total, cost = 0, mult
         for entry in e.struct_expr.entries:
             if entry.HasField("map_key"):
-                s, c = _est(entry.map_key, env, types)
+                s, c = _est(entry.map_key, env, types, mult)
                 total, cost = total + s, cost + c
-            s, c = _est(entry.value, env, types)
+            s, c = _est(entry.value, env, types, mult)
             total, cost = total + s + 1, cost + c
         return _check(total, cost)
     if kind == "call_expr":
         call = e.call_expr
         parts = ([call.target] if call.HasField("target") else []) + list(call.args)
         sizes: list[int] = []
-        cost = 1
+        cost = mult
         for p in parts:
-            s, c = _est(p, env, types)
+            s, c = _est(p, env, types, mult)
             sizes.append(s)
             cost += c
         grow = _GROWING.get(call.function)
         size = grow(sizes) if grow and sizes else max(sizes, default=1)
         if _scalar(types, e):
             size = 1
-        # Work proportional to what the call reads and produces.
-        return _check(size, cost + size + sum(sizes))
+        # Work proportional to what the call reads and produces, each time it runs.
+        return _check(size, cost + mult * (size + sum(sizes)))
     if kind == "comprehension_expr":
         c = e.comprehension_expr
-        range_size, cost = _est(c.iter_range, env, types)
-        iterations = min(range_size, ITERATION_BUDGET)
-        if _kind(c.iter_range) == "list_expr" and not c.iter_range.list_expr.elements:
-            iterations = 0
+        range_size, cost = _est(c.iter_range, env, types, mult)
+        element = range_size
+        count = range_size
+        if _kind(c.iter_range) == "list_expr":
+            elements = c.iter_range.list_expr.elements
+            count = len(elements)
+            element = max((_est(x, env, types)[0] for x in elements), default=0)
+        iterations = min(count, ITERATION_BUDGET)
+        body_mult = min(ITERATION_BUDGET, mult * iterations)
         inner = dict(env)
-        inner[c.iter_var] = range_size
+        inner[c.iter_var] = element
         if c.iter_var2:
-            inner[c.iter_var2] = range_size
-        accu0, init_cost = _est(c.accu_init, inner, types)
+            inner[c.iter_var2] = element
+        accu0, init_cost = _est(c.accu_init, inner, types, mult)
         inner[c.accu_var] = accu0
-        step_size, step_cost = _est(c.loop_step, inner, types)
-        cond_size, cond_cost = _est(c.loop_condition, inner, types)
-        del cond_size
+        step_size, step_cost = _est(c.loop_step, inner, types, body_mult)
+        _, cond_cost = _est(c.loop_condition, inner, types, body_mult)
         growth = max(0, step_size - accu0)
         accu = accu0 + iterations * growth
         _check(accu, 0)
         inner[c.accu_var] = accu
-        result_size, result_cost = _est(c.result, inner, types)
-        total = cost + init_cost + iterations * (step_cost + cond_cost) + result_cost
+        result_size, result_cost = _est(c.result, inner, types, mult)
+        total = cost + init_cost + step_cost + cond_cost + result_cost
         return _check(result_size, total)
-    return 1, 1
+    return 1, mult

@@ -92,6 +92,7 @@ def _build_pool() -> descriptor_pool.DescriptorPool:
         m.field.add(name="v", number=2, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL)
     d = fdp.message_type.add(name="DRADevice")
     d.field.add(name="driver", number=1, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL)
+    d.field.add(name="allowMultipleAllocations", number=4, type=f.TYPE_BOOL, label=f.LABEL_OPTIONAL)
     for number, field in ((2, "attributes"), (3, "capacity")):
         entry = d.nested_type.add(name=field.capitalize() + "Entry")
         entry.options.map_entry = True
@@ -681,7 +682,12 @@ def _device_data(device: Mapping[str, Any]) -> dict[str, Any]:
         if inner is None:
             inner = capacity[domain] = {}
         inner[ident] = msg
-    return {"driver": driver, "attributes": attributes, "capacity": capacity}
+    return {
+        "driver": driver,
+        "allowMultipleAllocations": device.get("allowMultipleAllocations") is True,
+        "attributes": attributes,
+        "capacity": capacity,
+    }
 
 
 def prepare_device(device: Mapping[str, Any]) -> PreparedDevice:

@@ -9,6 +9,7 @@ display but ignored by comparison, as in blang.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -31,23 +32,26 @@ def _leading_zero(s: str) -> bool:
     return len(s) > 1 and s[0] == "0"
 
 
+def _q(s: str) -> str:
+    """Go's %q, close enough for the strings that reach error messages."""
+    return json.dumps(s)
+
+
 def _parse_uint(s: str) -> int:
     """strconv.ParseUint(s, 10, 64), with Go's error text."""
     if not s or not _only(s, _NUMBERS):
-        raise SemverError(f'strconv.ParseUint: parsing "{s}": invalid syntax')
+        raise SemverError(f"strconv.ParseUint: parsing {_q(s)}: invalid syntax")
     v = int(s)
     if v > _UINT64_MAX:
-        raise SemverError(f'strconv.ParseUint: parsing "{s}": value out of range')
+        raise SemverError(f"strconv.ParseUint: parsing {_q(s)}: value out of range")
     return v
 
 
 def _number(part: str, what: str) -> int:
     if not _only(part, _NUMBERS):
-        raise SemverError(f"Invalid character(s) found in {what} number {part!r}".replace("'", '"'))
+        raise SemverError(f"Invalid character(s) found in {what} number {_q(part)}")
     if _leading_zero(part):
-        raise SemverError(
-            f"{what.capitalize()} number must not contain leading zeroes {part!r}".replace("'", '"')
-        )
+        raise SemverError(f"{what.capitalize()} number must not contain leading zeroes {_q(part)}")
     return _parse_uint(part)
 
 
@@ -75,11 +79,11 @@ def _prerelease(s: str) -> PreRelease:
         raise SemverError("Prerelease is empty")
     if _only(s, _NUMBERS):
         if _leading_zero(s):
-            raise SemverError(f'Numeric PreRelease version must not contain leading zeroes "{s}"')
+            raise SemverError(f"Numeric PreRelease version must not contain leading zeroes {_q(s)}")
         return PreRelease(_parse_uint(s), s)
     if _only(s, _ALPHANUM):
         return PreRelease(None, s)
-    raise SemverError(f'Invalid character(s) found in prerelease "{s}"')
+    raise SemverError(f"Invalid character(s) found in prerelease {_q(s)}")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -189,7 +193,7 @@ def _strict(s: str) -> Semver:
         if not b:
             raise SemverError("Build meta data is empty")
         if not _only(b, _ALPHANUM):
-            raise SemverError(f'Invalid character(s) found in build meta data "{b}"')
+            raise SemverError(f"Invalid character(s) found in build meta data {_q(b)}")
     return Semver(major, minor, patch, pres, tuple(build))
 
 
