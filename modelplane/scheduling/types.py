@@ -40,6 +40,7 @@ class DeviceVerdict:
 
     device: str  # the InferenceClass device name
     matched: bool
+    # In order, up to and including the first that was not true (false or error).
     selectors: tuple[SelectorVerdict, ...] = ()
     # Set when selectors passed but the device had too little unconsumed count.
     insufficient_count: tuple[int, int] | None = None  # (needed, available)
