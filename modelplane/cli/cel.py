@@ -1,4 +1,4 @@
-"""`modelplane cel`: evaluate DRA device-selector CEL, e.g. "does my selector match this device?"."""
+"""`modelplane cel`: evaluate DRA device-selector CEL ("does my selector match this device?")."""
 
 from __future__ import annotations
 
