@@ -343,13 +343,10 @@ def _unmatched(
     synthetic_only = True
     for i, req in enumerate(role.requests):
         pick = next((d for d, good in enumerate(ok[i]) if good and remaining[d] >= req.count), None)
-        if pick is not None and not failed:
+        if pick is not None:
             remaining[pick] -= req.count
             synthetic_only = synthetic_only and not shape.dra[pick]
             requests.append(RequestVerdict(req.name, True, shape.names[pick], tuple(verdicts[i])))
-            continue
-        if failed:
-            requests.append(RequestVerdict(req.name, False, None, tuple(verdicts[i])))
             continue
         devs = tuple(
             DeviceVerdict(v.device, False, v.selectors, (req.count, remaining[d]))
@@ -363,7 +360,7 @@ def _unmatched(
             + ")"
         )
         requests.append(RequestVerdict(req.name, False, None, devs, msg))
-        failed = f"request {req.name}: {msg}"
+        failed = failed or f"request {req.name}: {msg}"
     if not failed:
         failed = (
             "resolves to Synthetic devices only; a pool must provide at least one DRA device"

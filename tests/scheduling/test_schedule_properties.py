@@ -275,7 +275,14 @@ def contenders(draw: st.DrawFn) -> Obj:
     """A deployment of a few replicas that any GPU pool could host."""
     n = draw(st.sampled_from([1, 2, 4, 8]))
     work = workers(count=draw(st.integers(1, 2)), pipeline=draw(st.sampled_from([1, 1, 2])))
-    return deployment(draw(st.integers(1, 3)), [request("gpu", ANY_GPU, count=n)], work=work)
+    replicas = draw(st.integers(1, 3))
+    if draw(st.integers(0, 3)) == 0:
+        return deployment(
+            replicas,
+            prefill=([request("gpu", ANY_GPU, count=n)], work),
+            decode=([request("gpu", ANY_GPU)], workers()),
+        )
+    return deployment(replicas, [request("gpu", ANY_GPU, count=n)], work=work)
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])

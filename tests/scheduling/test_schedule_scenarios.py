@@ -651,3 +651,25 @@ def test_malformed_observed_objects_never_crash_the_scheduler():
     # is replaced, its index left alone.
     assert placements(result) == [("ok", 1, "l4"), ("ok", 2, "l4")]
     assert dict(result.replaced) == {"r3": "replica names no node pool"}
+
+
+def test_every_request_is_explained_when_one_runs_out_of_devices():
+    fleet = [cluster("a", {"a100": ("a100-4x", 1)})]
+    reqs = [
+        request("all", A100, count=4),
+        request("one-more", A100),
+        request("nic", 'device.driver == "rdma.example.com"', count=2),
+    ]
+    (v,) = schedule(deployment(1, reqs), fleet, []).clusters
+    assert v.reason == "NoMatchingPool"
+    assert [(r.request, r.matched, r.device) for r in v.pools[0].requests] == [
+        ("all", True, "gpu"),
+        ("one-more", False, None),
+        ("nic", True, "nic"),
+    ]
+    gpu = v.pools[0].requests[1].devices[0]
+    assert (gpu.device, gpu.insufficient_count) == ("gpu", (1, 0))
+    assert v.message == (
+        "no pool matches spec.nodeSelector: pool a100: request one-more: "
+        "not enough devices (gpu: needs 1, 0 unconsumed)"
+    )
