@@ -621,10 +621,14 @@ def _needs_text(state: CycleState, key: PoolKey, match: RoleMatch, role: RoleDef
     cache_key = (id(shape), role.role)
     text = state.texts.get(cache_key)
     if text is None:
-        text = state.texts[cache_key] = (
-            f"needs {role.nodes} node(s) with {_demand_text(shape, match.demand)} "
-            "free per worker node"
-        )
+        if role.nodes_per_worker > 1:
+            # A multi-node worker takes whole nodes.
+            text = f"needs {role.nodes} whole node(s)"
+        else:
+            text = (
+                f"needs {role.nodes} node(s) with {_demand_text(shape, match.demand)} free on each"
+            )
+        state.texts[cache_key] = text
     return text
 
 
@@ -654,9 +658,7 @@ def explain(state: CycleState) -> None:
                 message = match.message
                 if match.matched:
                     free = _free_nodes(state, (name, pool), match, role)
-                    message = _needs_text(state, (name, pool), match, role) + (
-                        f"; {free} such node(s) free"
-                    )
+                    message = _needs_text(state, (name, pool), match, role) + f"; {free} free"
                     frees.append(f"{pool} {free}")
                 pools.append(
                     PoolVerdict(
