@@ -595,6 +595,24 @@ def _type_name(t: Any) -> str:
     return out.replace("<", "(").replace(">", ")")
 
 
+_PRIMITIVES = {1: "bool", 2: "int", 3: "uint", 4: "double", 5: "string", 6: "bytes"}
+
+
+def _ast_type_name(t: Any) -> str:
+    """cel-go spelling of a checked-AST type, for the types the wrapper cannot name."""
+    kind = t.WhichOneof("type_kind") if t is not None else None
+    if kind == "primitive":
+        return _PRIMITIVES.get(t.primitive, "unknown")
+    if kind == "message_type":
+        return str(t.message_type)
+    if kind == "list_type":
+        return f"list({_ast_type_name(t.list_type.elem_type)})"
+    if kind == "map_type":
+        key = _ast_type_name(t.map_type.key_type)
+        return f"map({key}, {_ast_type_name(t.map_type.value_type)})"
+    return "dyn" if kind == "dyn" else "unknown"
+
+
 def _clean_engine_message(msg: str) -> str:
     msg = re.sub(r"^[A-Z_]+: ", "", msg.strip())
     msg = re.sub(r"\s*\[[A-Z_]+\]$", "", msg)
@@ -757,8 +775,11 @@ def _compile(expression: str) -> _Program | str:
         checked = checker.compile(expression)
     except RuntimeError as e:
         return "compilation failed: " + _clean_engine_message(str(e))
-    output = _type_name(checked.return_type())
     type_url, ast = _ast.decode(checked.serialize())
+    try:
+        output = _type_name(checked.return_type())
+    except RuntimeError:  # the wrapper cannot express some types (e.g. bytes map keys)
+        output = _ast_type_name(ast.type_map.get(ast.expr.id))
     rewriter = _rewrite.Rewriter(ast, _fold_quantity, _fold_semver)
     try:
         _rewrite.estimate(ast)
@@ -842,4 +863,10 @@ def evaluate(expression: str, device: Mapping[str, Any] | PreparedDevice | None 
     if isinstance(program, str):
         raise CompileError(program)
     result = _run(program, _as_prepared(device))
-    return _to_python(result.plain_value())
+    try:
+        return _to_python(result.plain_value())
+    except RuntimeError as e:
+        raise EvaluationError(
+            f"cannot represent a result of type {_type_name(result.type())}: "
+            + _clean_engine_message(str(e))
+        ) from None
