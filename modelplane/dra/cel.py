@@ -413,39 +413,12 @@ def _rewrap(x: Any) -> Any:
     return x
 
 
-def _eq(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) != isinstance(b, bool):
-        return False
-    if isinstance(a, Quantity | Semver) or isinstance(b, Quantity | Semver):
-        return type(a) is type(b) and a == b
-    return bool(a == b)
-
-
-def _fn_index_of(xs: Any, v: Any) -> int:
-    items = _list_arg(xs)
-    x = _unwrap(v)
-    for i, item in enumerate(items):
-        if _eq(item, x):
-            return i
-    return -1
-
-
-def _fn_last_index_of(xs: Any, v: Any) -> int:
-    items = _list_arg(xs)
-    x = _unwrap(v)
-    for i in range(len(items) - 1, -1, -1):
-        if _eq(items[i], x):
-            return i
-    return -1
-
-
 # ---------------------------------------------------------------------------------------
 # Environments.
 
 _T = cel.Type
 _Q = _T(_QUANTITY_TYPE)
 _S = _T(_SEMVER_TYPE)
-_LIST_A = _T.List(_T.AbstractType("A")) if hasattr(_T, "AbstractType") else _T.LIST
 
 
 def _decls() -> list[Any]:
@@ -463,8 +436,11 @@ def _decls() -> list[Any]:
         return cel.Overload(oid, ret, params, is_member=member, impl=impl)
 
     b, i, s, d = _T.BOOL, _T.INT, _T.STRING, _T.DOUBLE
-    lst = _LIST_A
-    elem = _T.AbstractType("A")
+    # Type parameters are not expressible through cel-expr-python, and one Python
+    # implementation binds one return type; the lists library is therefore declared
+    # over list(dyn) -> dyn (Kubernetes types e.g. [1, 2].max() as int, we as dyn).
+    lst = _T.List(_T.DYN)
+    elem = _T.DYN
     return [
         cel.FunctionDecl("quantity", [ov("string_to_quantity", _Q, [s], _fn_quantity)]),
         cel.FunctionDecl("isQuantity", [ov("is_quantity_string", b, [s], _fn_is_quantity)]),
@@ -831,7 +807,11 @@ class Selector:
     def matches(self, device: Mapping[str, Any] | PreparedDevice) -> bool:
         """True only when the selector evaluates to true; never raises."""
         try:
-            return self.evaluate(device).value is True
+            prepared = device if type(device) is PreparedDevice else _as_prepared(device)
+            if prepared.error is not None:
+                return False
+            # An error value's .value() is its message, never True.
+            return self._program.program.eval(prepared.activation).value() is True
         except Exception:
             return False
 
