@@ -106,11 +106,13 @@ class Rewriter:
             self._find_capacity_values(child)
 
     def _order_key(self, e: Any) -> Any:
-        """`e.v`: the order-preserving key of a Quantity or Semver message."""
-        sel = Expr(id=self._id())
-        sel.select_expr.operand.CopyFrom(e)
-        sel.select_expr.field = "v"
-        return sel
+        """`e[0]`: the order-preserving key of a run-time Quantity or Semver value."""
+        index = Expr(id=self._id())
+        index.call_expr.function = "_[_]"
+        index.call_expr.args.add().CopyFrom(e)
+        zero = index.call_expr.args.add(id=self._id())
+        zero.const_expr.int64_value = 0
+        return index
 
     def _same_kind(self, a: Any, b: Any) -> bool:
         ta = self._static(a)
@@ -230,15 +232,53 @@ class Rewriter:
             for part in (c.iter_range, c.accu_init, c.loop_condition, c.loop_step, c.result):
                 self._visit(part)
 
+    def _clone(self, e: Any) -> Any:
+        """A deep copy of e with fresh ids (checker annotations copied along)."""
+        copy = Expr()
+        copy.CopyFrom(e)
+        self._renumber(copy)
+        return copy
+
+    def _renumber(self, e: Any) -> None:
+        old, new = e.id, self._id()
+        e.id = new
+        if old in self.ast.reference_map:
+            self.ast.reference_map[new].CopyFrom(self.ast.reference_map[old])
+        if old in self.ast.type_map:
+            self.ast.type_map[new].CopyFrom(self.ast.type_map[old])
+        for child in _children(e):
+            self._renumber(child)
+
     def _default_empty(self, e: Any, operand: Any, key: Any) -> None:
-        """Replace node e by `operand[?key].orValue({})`, keeping e's id."""
+        """Replace node e by a lookup of key in operand defaulting to `{}`, keeping e's id.
+
+        With a constant key: `key in operand ? operand[key] : {}` (cheapest to run);
+        otherwise `operand[?key].orValue({})`, which evaluates key once.
+        """
+        empty = Expr(id=self._id())
+        empty.struct_expr.SetInParent()
+        eid = e.id
+        if _kind(key) == "const_expr":
+            test = Expr(id=self._id())
+            test.call_expr.function = "@in"
+            test.call_expr.args.add().CopyFrom(key)
+            test.call_expr.args.add().CopyFrom(operand)
+            index = Expr(id=self._id())
+            index.call_expr.function = "_[_]"
+            index.call_expr.args.add().CopyFrom(self._clone(operand))
+            index.call_expr.args.add().CopyFrom(self._clone(key))
+            e.Clear()
+            e.id = eid
+            e.call_expr.function = "_?_:_"
+            e.call_expr.args.add().CopyFrom(test)
+            e.call_expr.args.add().CopyFrom(index)
+            e.call_expr.args.add().CopyFrom(empty)
+            self.ast.reference_map.pop(eid, None)
+            return
         lookup = Expr(id=self._id())
         lookup.call_expr.function = "_[?_]"
         lookup.call_expr.args.add().CopyFrom(operand)
         lookup.call_expr.args.add().CopyFrom(key)
-        empty = Expr(id=self._id())
-        empty.struct_expr.SetInParent()
-        eid = e.id
         e.Clear()
         e.id = eid
         e.call_expr.function = "orValue"
@@ -289,14 +329,14 @@ class Rewriter:
             folded, message = self._fold_semver(consts[0].string_value, normalize), SEMVER
         if folded is None:
             return
+        del message  # the run-time value is a list whatever the type
         eid = e.id
         e.Clear()
         e.id = eid
-        e.struct_expr.message_name = message
-        for field, value in zip(("k", "v"), folded, strict=True):
-            entry = e.struct_expr.entries.add(id=self._id(), field_key=field)
-            entry.value.id = self._id()
-            entry.value.const_expr.string_value = value
+        e.list_expr.SetInParent()
+        for value in folded:
+            element = e.list_expr.elements.add(id=self._id())
+            element.const_expr.string_value = value
         self.ast.reference_map.pop(eid, None)
 
 

@@ -41,7 +41,7 @@ from cel_expr_python.ext import (
     ext_optional,
     ext_strings,
 )
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf import struct_pb2 as _struct_pb2  # registers google/protobuf/struct.proto
 
 from modelplane.dra import _ast, _rewrite
@@ -121,17 +121,20 @@ def _build_pool() -> descriptor_pool.DescriptorPool:
 
 
 _POOL = _build_pool()
-_QuantityMsg: Any = message_factory.GetMessageClass(_POOL.FindMessageTypeByName(_QUANTITY_TYPE))
-_SemverMsg: Any = message_factory.GetMessageClass(_POOL.FindMessageTypeByName(_SEMVER_TYPE))
 
-# Interned values: a message carries `k`, the key of the Python object in these tables,
-# and `v`, an order-preserving key (see Quantity.order_key) that rewritten comparisons
-# read natively. Keys are derived from the value itself, so an evicted entry is rebuilt
-# from its key.
+# Run-time representation. The checker sees kubernetes.Quantity / kubernetes.Semver as
+# message types (so `quantity("1").size()` is a compile error, as upstream), but handing
+# the engine a protobuf message costs several microseconds per value, which dominates
+# preparing a device. At run time a value of either type is therefore a two-element
+# list [tag + order key, identity key]: the order key (Quantity.order_key /
+# Semver.order_key) is what rewritten comparisons read natively as `x[0]`, and the
+# identity key recovers the exact Python object (stored form included) in callbacks.
+_QTAG = "\x01Q"  # not NUL: the engine's string conversion stops at NUL
+_STAG = "\x01S"
 _QUANTITIES: dict[str, Quantity] = {}
 _SEMVERS: dict[str, Semver] = {}
-_QMSGS: dict[str, Any] = {}
-_SMSGS: dict[str, Any] = {}
+_QVALS: dict[str, list[str]] = {}
+_SVALS: dict[str, list[str]] = {}
 _INTERN_LIMIT = 100_000
 
 
@@ -139,25 +142,39 @@ def _qkey(q: Quantity) -> str:
     return f"{q.unscaled}|{q.exponent}|{q.format}|{int(q.is_dec)}|{q.cached or ''}"
 
 
-def _qmsg(q: Quantity) -> Any:
+def _qmsg(q: Quantity) -> list[str]:
+    """The run-time CEL value of a quantity (shared; never mutated)."""
     key = _qkey(q)
-    msg = _QMSGS.get(key)
-    if msg is None:
-        if len(_QMSGS) > _INTERN_LIMIT:
-            _QMSGS.clear()
+    val = _QVALS.get(key)
+    if val is None:
+        if len(_QVALS) > _INTERN_LIMIT:
+            _QVALS.clear()
             _QUANTITIES.clear()
         _QUANTITIES[key] = q
-        msg = _QMSGS[key] = _QuantityMsg(k=key, v=q.order_key())
-    return msg
+        val = _QVALS[key] = [_QTAG + q.order_key(), key]
+    return val
+
+
+def _smsg(v: Semver) -> list[str]:
+    """The run-time CEL value of a version (shared; never mutated)."""
+    key = str(v)
+    val = _SVALS.get(key)
+    if val is None:
+        if len(_SVALS) > _INTERN_LIMIT:
+            _SVALS.clear()
+            _SEMVERS.clear()
+        _SEMVERS[key] = v
+        val = _SVALS[key] = [_STAG + v.order_key(), key]
+    return val
 
 
 @functools.lru_cache(maxsize=65536)
-def _version_msg(raw: str) -> Any:
+def _version_msg(raw: str) -> list[str]:
     return _smsg(parse_semver(raw))
 
 
 @functools.lru_cache(maxsize=65536)
-def _capacity_msg(raw: str) -> Any:
+def _capacity_msg(raw: str) -> list[str]:
     return _qmsg(parse_quantity(raw))
 
 
@@ -166,21 +183,11 @@ def _from_qkey(key: str) -> Quantity:
     if q is not None:
         return q
     u, e, fmt, dec, cached = key.split("|", 4)
+    if fmt not in ("DecimalExponent", "BinarySI", "DecimalSI"):
+        raise ValueError("not a quantity")
     q = Quantity(int(u), int(e), fmt, bool(int(dec)), cached or None)  # type: ignore[arg-type]
     _QUANTITIES[key] = q
     return q
-
-
-def _smsg(v: Semver) -> Any:
-    key = str(v)
-    msg = _SMSGS.get(key)
-    if msg is None:
-        if len(_SMSGS) > _INTERN_LIMIT:
-            _SMSGS.clear()
-            _SEMVERS.clear()
-        _SEMVERS[key] = v
-        msg = _SMSGS[key] = _SemverMsg(k=key, v=v.order_key())
-    return msg
 
 
 def _from_skey(key: str) -> Semver:
@@ -191,17 +198,31 @@ def _from_skey(key: str) -> Semver:
     return v
 
 
+def _decode(x: Any) -> Quantity | Semver | None:
+    """The Quantity or Semver a run-time value stands for, or None for anything else."""
+    if type(x) is not list or len(x) != 2:
+        return None
+    tag, key = x
+    if type(tag) is not str or type(key) is not str:
+        return None
+    try:
+        if tag.startswith(_QTAG):
+            return _from_qkey(key)
+        if tag.startswith(_STAG):
+            return _from_skey(key)
+    except (ValueError, TypeError):
+        return None
+    return None
+
+
 # ---------------------------------------------------------------------------------------
 # Library functions. Each raises on a bad argument; the engine turns that into an error
 # value, which is what Kubernetes' MaybeNoSuchOverloadErr / WrapErr produce.
 
 
 def _unwrap(x: Any) -> Quantity | Semver | Any:
-    if isinstance(x, _QuantityMsg):
-        return _from_qkey(x.k)
-    if isinstance(x, _SemverMsg):
-        return _from_skey(x.k)
-    return x
+    decoded = _decode(x)
+    return x if decoded is None else decoded
 
 
 def _fn_quantity(s: str) -> Any:
@@ -419,10 +440,19 @@ def _rewrap(x: Any) -> Any:
 _T = cel.Type
 _Q = _T(_QUANTITY_TYPE)
 _S = _T(_SEMVER_TYPE)
+_RT_VALUE = _T.List(_T.DYN)
 
 
-def _decls() -> list[Any]:
-    """Function declarations; one impl per (name, arity, receiver) as the runtime needs."""
+def _decls(runtime: bool) -> list[Any]:
+    """Function declarations for the checker (message-typed Quantity/Semver) or the runtime.
+
+    The runtime registers one Python implementation per name and argument kinds, and
+    represents both custom types as lists, so it gets only the overloads carrying an
+    implementation, with the custom types replaced by list(dyn).
+    """
+
+    def rt(t: Any) -> Any:
+        return _RT_VALUE if runtime and t in (_Q, _S) else t
 
     def ov(
         oid: str,
@@ -432,8 +462,11 @@ def _decls() -> list[Any]:
         member: bool = False,
     ) -> Any:
         if impl is None:
-            return cel.Overload(oid, ret, params, is_member=member)
-        return cel.Overload(oid, ret, params, is_member=member, impl=impl)
+            return None if runtime else cel.Overload(oid, ret, params, is_member=member)
+        return cel.Overload(oid, rt(ret), [rt(p) for p in params], is_member=member, impl=impl)
+
+    def fd(name: str, overloads: list[Any]) -> Any:
+        return cel.FunctionDecl(name, [o for o in overloads if o is not None])
 
     b, i, s, d = _T.BOOL, _T.INT, _T.STRING, _T.DOUBLE
     # Type parameters are not expressible through cel-expr-python, and one Python
@@ -442,70 +475,70 @@ def _decls() -> list[Any]:
     lst = _T.List(_T.DYN)
     elem = _T.DYN
     return [
-        cel.FunctionDecl("quantity", [ov("string_to_quantity", _Q, [s], _fn_quantity)]),
-        cel.FunctionDecl("isQuantity", [ov("is_quantity_string", b, [s], _fn_is_quantity)]),
-        cel.FunctionDecl(
+        fd("quantity", [ov("string_to_quantity", _Q, [s], _fn_quantity)]),
+        fd("isQuantity", [ov("is_quantity_string", b, [s], _fn_is_quantity)]),
+        fd(
             "semver",
             [
                 ov("string_to_semver", _S, [s], _fn_semver),
                 ov("string_bool_to_semver", _S, [s, b], _fn_semver),
             ],
         ),
-        cel.FunctionDecl(
+        fd(
             "isSemver",
             [
                 ov("is_semver_string", b, [s], _fn_is_semver),
                 ov("is_semver_string_bool", b, [s, b], _fn_is_semver),
             ],
         ),
-        cel.FunctionDecl(
+        fd(
             "compareTo",
             [
                 ov("quantity_compare_to", i, [_Q, _Q], _fn_compare_to, True),
                 ov("semver_compare_to", i, [_S, _S], None, True),
             ],
         ),
-        cel.FunctionDecl(
+        fd(
             "isGreaterThan",
             [
                 ov("quantity_is_greater_than", b, [_Q, _Q], _fn_is_greater_than, True),
                 ov("semver_is_greater_than", b, [_S, _S], None, True),
             ],
         ),
-        cel.FunctionDecl(
+        fd(
             "isLessThan",
             [
                 ov("quantity_is_less_than", b, [_Q, _Q], _fn_is_less_than, True),
                 ov("semver_is_less_than", b, [_S, _S], None, True),
             ],
         ),
-        cel.FunctionDecl("sign", [ov("quantity_sign", i, [_Q], _fn_sign, True)]),
-        cel.FunctionDecl("isInteger", [ov("quantity_is_integer", b, [_Q], _fn_is_integer, True)]),
-        cel.FunctionDecl("asInteger", [ov("quantity_get_int", i, [_Q], _fn_as_integer, True)]),
-        cel.FunctionDecl(
+        fd("sign", [ov("quantity_sign", i, [_Q], _fn_sign, True)]),
+        fd("isInteger", [ov("quantity_is_integer", b, [_Q], _fn_is_integer, True)]),
+        fd("asInteger", [ov("quantity_get_int", i, [_Q], _fn_as_integer, True)]),
+        fd(
             "asApproximateFloat",
             [ov("quantity_get_float", d, [_Q], _fn_as_approximate_float, True)],
         ),
-        cel.FunctionDecl(
+        fd(
             "add",
             [
                 ov("quantity_add", _Q, [_Q, _Q], _fn_add, True),
                 ov("quantity_add_int", _Q, [_Q, i], _fn_add, True),
             ],
         ),
-        cel.FunctionDecl(
+        fd(
             "sub",
             [
                 ov("quantity_sub", _Q, [_Q, _Q], _fn_sub, True),
                 ov("quantity_sub_int", _Q, [_Q, i], _fn_sub, True),
             ],
         ),
-        cel.FunctionDecl("major", [ov("semver_major", i, [_S], _fn_major, True)]),
-        cel.FunctionDecl("minor", [ov("semver_minor", i, [_S], _fn_minor, True)]),
-        cel.FunctionDecl("patch", [ov("semver_patch", i, [_S], _fn_patch, True)]),
+        fd("major", [ov("semver_major", i, [_S], _fn_major, True)]),
+        fd("minor", [ov("semver_minor", i, [_S], _fn_minor, True)]),
+        fd("patch", [ov("semver_patch", i, [_S], _fn_patch, True)]),
         # Kubernetes regex library (find/findAll); `matches` is CEL's own (RE2).
-        cel.FunctionDecl("find", [ov("string_find_string", s, [s, s], _fn_find, True)]),
-        cel.FunctionDecl(
+        fd("find", [ov("string_find_string", s, [s, s], _fn_find, True)]),
+        fd(
             "findAll",
             [
                 ov("string_find_all_string", _T.List(s), [s, s], _fn_find_all, True),
@@ -513,10 +546,10 @@ def _decls() -> list[Any]:
             ],
         ),
         # Kubernetes lists library.
-        cel.FunctionDecl("isSorted", [ov("list_is_sorted", b, [lst], _fn_is_sorted, True)]),
-        cel.FunctionDecl("sum", [ov("list_sum", elem, [lst], _fn_sum, True)]),
-        cel.FunctionDecl("min", [ov("list_min", elem, [lst], _fn_min, True)]),
-        cel.FunctionDecl("max", [ov("list_max", elem, [lst], _fn_max, True)]),
+        fd("isSorted", [ov("list_is_sorted", b, [lst], _fn_is_sorted, True)]),
+        fd("sum", [ov("list_sum", elem, [lst], _fn_sum, True)]),
+        fd("min", [ov("list_min", elem, [lst], _fn_min, True)]),
+        fd("max", [ov("list_max", elem, [lst], _fn_max, True)]),
     ]
 
 
@@ -531,13 +564,13 @@ def _envs() -> tuple[Any, Any]:
         _POOL,
         variables={"device": _T(_DEVICE_TYPE)},
         extensions=_extensions(),
-        functions=_decls(),
+        functions=_decls(runtime=False),
     )
     runtime = cel.NewEnv(
         _POOL,
         variables={"device": _T.DYN},
         extensions=_extensions(),
-        functions=_decls(),
+        functions=_decls(runtime=True),
     )
     return checker, runtime
 
@@ -596,10 +629,9 @@ def _clean_engine_message(msg: str) -> str:
 
 
 def _to_python(v: Any) -> Any:
-    if isinstance(v, _QuantityMsg):
-        return _from_qkey(v.k)
-    if isinstance(v, _SemverMsg):
-        return _from_skey(v.k)
+    decoded = _decode(v)
+    if decoded is not None:
+        return decoded
     if isinstance(v, list):
         return [_to_python(x) for x in v]
     if isinstance(v, dict):
@@ -648,37 +680,55 @@ def _attribute_value(attr: Any) -> Any:
 
 
 def _device_data(device: Mapping[str, Any]) -> dict[str, Any]:
-    driver = str(device.get("driver") or "")
+    """The `device` variable: attributes and capacity grouped by domain."""
+    get = device.get
+    driver = get("driver") or ""
+    if type(driver) is not str:
+        raise EvaluationError(f"driver {driver!r} is not a string")
     attributes: dict[str, dict[str, Any]] = {}
-    for name, attr in (device.get("attributes") or {}).items():
-        try:
-            value = _attribute_value(attr)
-        except ValueError as e:
-            raise EvaluationError(f"attribute {name}: {e}") from None
-        domain, sep, ident = name.partition("/")
-        if not sep:
+    for name, attr in (get("attributes") or {}).items():
+        value: Any = None
+        # Fast path for the wire form's single-key mapping; anything else (and every
+        # error) goes through _attribute_value.
+        if type(attr) is dict and len(attr) == 1:
+            for kind, raw in attr.items():
+                if (
+                    (kind == "string" and type(raw) is str)
+                    or (kind == "int" and type(raw) is int)
+                    or (kind == "bool" and type(raw) is bool)
+                ):
+                    value = raw
+        if value is None:
+            try:
+                value = _attribute_value(attr)
+            except ValueError as e:
+                raise EvaluationError(f"attribute {name}: {e}") from None
+        if "/" in name:
+            domain, _, ident = name.partition("/")
+        else:
             domain, ident = driver, name
         inner = attributes.get(domain)
         if inner is None:
             inner = attributes[domain] = {}
         inner[ident] = value
     capacity: dict[str, dict[str, Any]] = {}
-    for name, cap in (device.get("capacity") or {}).items():
+    for name, cap in (get("capacity") or {}).items():
         raw = cap.get("value") if type(cap) is dict or isinstance(cap, Mapping) else cap
         try:
-            msg = _capacity_msg(raw if type(raw) is str else str(raw))
+            val = _capacity_msg(raw if type(raw) is str else str(raw))
         except QuantityError as e:
             raise EvaluationError(f"capacity {name}: {e}") from None
-        domain, sep, ident = name.partition("/")
-        if not sep:
+        if "/" in name:
+            domain, _, ident = name.partition("/")
+        else:
             domain, ident = driver, name
         inner = capacity.get(domain)
         if inner is None:
             inner = capacity[domain] = {}
-        inner[ident] = msg
+        inner[ident] = val
     return {
         "driver": driver,
-        "allowMultipleAllocations": device.get("allowMultipleAllocations") is True,
+        "allowMultipleAllocations": get("allowMultipleAllocations") is True,
         "attributes": attributes,
         "capacity": capacity,
     }
@@ -689,9 +739,11 @@ def prepare_device(device: Mapping[str, Any]) -> PreparedDevice:
     _, runtime = _envs()
     try:
         data = _device_data(device)
+        return PreparedDevice(activation=runtime.Activation({"device": data}))
     except EvaluationError as e:
         return PreparedDevice(activation=None, error=str(e))
-    return PreparedDevice(activation=runtime.Activation({"device": data}))
+    except Exception as e:  # a malformed device is every selector's non-match
+        return PreparedDevice(activation=None, error=f"malformed device: {e}")
 
 
 def _as_prepared(device: Mapping[str, Any] | PreparedDevice | None) -> PreparedDevice:
@@ -724,18 +776,18 @@ class _Program:
 
 def _fold_quantity(s: str) -> tuple[str, str] | None:
     try:
-        msg = _qmsg(parse_quantity(s))
+        tag, key = _qmsg(parse_quantity(s))
     except QuantityError:
         return None
-    return str(msg.k), str(msg.v)
+    return tag, key
 
 
 def _fold_semver(s: str, normalize: bool) -> tuple[str, str] | None:
     try:
-        msg = _smsg(parse_semver(s, normalize))
+        tag, key = _smsg(parse_semver(s, normalize))
     except SemverError:
         return None
-    return str(msg.k), str(msg.v)
+    return tag, key
 
 
 @functools.lru_cache(maxsize=4096)

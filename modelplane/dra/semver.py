@@ -144,11 +144,13 @@ class Semver:
 
     def order_key(self) -> str:
         """A string whose lexicographic order is semver precedence (build ignored)."""
+        # Control characters sort below every identifier character; NUL is avoided
+        # because the engine's string conversion stops at it.
         key = f"{self.major:020d}.{self.minor:020d}.{self.patch:020d}"
         if not self.pre:
-            return key + "\x02"
+            return key + "\x03"
         parts = [f"0{p.num:020d}" if p.num is not None else "1" + p.text for p in self.pre]
-        return key + "\x01" + "".join(part + "\x00" for part in parts)
+        return key + "\x02" + "".join(part + "\x01" for part in parts)
 
     def __str__(self) -> str:
         s = f"{self.major}.{self.minor}.{self.patch}"

@@ -126,3 +126,23 @@ def test_evaluate_returns_python_values() -> None:
         evaluate('quantity("x")')
     with pytest.raises(CompileError):
         evaluate("1 +")
+
+
+@pytest.mark.parametrize(
+    "device",
+    [
+        {"attributes": {1: {"string": "x"}}},
+        {"attributes": {"a": {"int": "3"}}},
+        {"attributes": {"a": {}}},
+        {"attributes": {"a": "x"}},
+        {"attributes": ["a"]},
+        {"capacity": {"m": {"value": "lots"}}},
+        {"capacity": {"m": None}},
+        {"driver": {"x": 1}},
+    ],
+)
+def test_malformed_devices_are_errors_never_exceptions(device: dict) -> None:  # type: ignore[type-arg]
+    outcome = compile_selector("true").evaluate(device)
+    assert outcome.value is None
+    assert outcome.error
+    assert compile_selector("true").matches(device) is False
