@@ -75,6 +75,8 @@ class Rewriter:
             return str(t.message_type)
         if kind == "dyn" or kind is None:
             return "dyn"
+        if kind == "primitive":
+            return _PRIMITIVE_NAMES.get(t.primitive, "unknown")
         return str(kind)
 
     def _static(self, e: Any) -> str:
@@ -199,6 +201,47 @@ class Rewriter:
     def run(self) -> None:
         """Apply every rewrite to the whole tree."""
         self._visit(self.ast.expr)
+
+    def capacity_misuse(self) -> str | None:
+        """Kubernetes types capacity values as Quantity; the checker here sees dyn.
+
+        Report, as the upstream checker would, a capacity value used where a Quantity
+        cannot be (a list/string operation, an ordering operator, the whole result).
+        """
+        if self.ast.expr.id in self._capacity_values:
+            return "must evaluate to bool or the unknown type, not kubernetes.Quantity"
+        return self._misuse(self.ast.expr)
+
+    def _misuse(self, e: Any) -> str | None:
+        kind = _kind(e)
+        if kind == "call_expr":
+            c = e.call_expr
+            operands = ([c.target] if c.HasField("target") else []) + list(c.args)
+            for position, operand in enumerate(operands):
+                if operand.id not in self._capacity_values:
+                    continue
+                if not _quantity_use_ok(c.function, c.HasField("target"), position):
+                    return (
+                        f"found no matching overload for '{c.function}' applied to a "
+                        "kubernetes.Quantity (a device capacity)"
+                    )
+                if c.function in ("_==_", "_!=_"):
+                    other = operands[1 - position]
+                    if self._static(other) not in (QUANTITY, "dyn"):
+                        return (
+                            f"found no matching overload for '{c.function}' applied to "
+                            f"'(kubernetes.Quantity, {self._static(other)})'"
+                        )
+        elif kind == "select_expr" and e.select_expr.operand.id in self._capacity_values:
+            return f"kubernetes.Quantity has no field '{e.select_expr.field}'"
+        elif kind == "comprehension_expr":
+            if e.comprehension_expr.iter_range.id in self._capacity_values:
+                return "a kubernetes.Quantity (a device capacity) is not iterable"
+        for child in _children(e):
+            found = self._misuse(child)
+            if found:
+                return found
+        return None
 
     def _visit(self, e: Any) -> None:
         kind = _kind(e)
@@ -338,6 +381,35 @@ class Rewriter:
             element = e.list_expr.elements.add(id=self._id())
             element.const_expr.string_value = value
         self.ast.reference_map.pop(eid, None)
+
+
+_PRIMITIVE_NAMES = {1: "bool", 2: "int", 3: "uint", 4: "double", 5: "string", 6: "bytes"}
+_QUANTITY_METHODS = frozenset(
+    {
+        "compareTo",
+        "isGreaterThan",
+        "isLessThan",
+        "sign",
+        "isInteger",
+        "asInteger",
+        "asApproximateFloat",
+        "add",
+        "sub",
+    }
+)
+# Functions taking a Quantity as a (non-receiver) argument, or any value at all.
+_QUANTITY_ARGUMENT = frozenset(
+    {"compareTo", "isGreaterThan", "isLessThan", "add", "sub", "sign", "_==_", "_!=_"}
+)
+_ANY_ARGUMENT = frozenset({"_?_:_", "dyn", "type", "@in", "optional.of", "optional.ofNonZeroValue"})
+
+
+def _quantity_use_ok(function: str, has_target: bool, position: int) -> bool:
+    if has_target and position == 0:
+        return function in _QUANTITY_METHODS or function == "orValue"
+    if function == "@in":
+        return position == 0
+    return function in _QUANTITY_ARGUMENT or function in _ANY_ARGUMENT
 
 
 _OPS: dict[str, Callable[[int, int], bool]] = {

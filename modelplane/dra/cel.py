@@ -168,8 +168,17 @@ def _smsg(v: Semver) -> list[str]:
     return val
 
 
+_PLAIN_VERSION = re.compile(r"(0|[1-9][0-9]{0,18})\.(0|[1-9][0-9]{0,18})\.(0|[1-9][0-9]{0,18})")
+
+
 @functools.lru_cache(maxsize=65536)
 def _version_msg(raw: str) -> list[str]:
+    # Most device versions are plain MAJOR.MINOR.PATCH: their order key is built
+    # directly (the Semver object is parsed only if a callback ever needs it).
+    plain = _PLAIN_VERSION.fullmatch(raw)
+    if plain is not None:
+        major, minor, patch = plain.groups()
+        return [f"{_STAG}{int(major):020d}.{int(minor):020d}.{int(patch):020d}\x03", raw]
     return _smsg(parse_semver(raw))
 
 
@@ -512,7 +521,15 @@ def _decls(runtime: bool) -> list[Any]:
                 ov("semver_is_less_than", b, [_S, _S], None, True),
             ],
         ),
-        fd("sign", [ov("quantity_sign", i, [_Q], _fn_sign, True)]),
+        # Upstream declares sign as a global overload (`sign(q)`) while documenting
+        # `q.sign()`; both spellings are accepted.
+        fd(
+            "sign",
+            [
+                ov("quantity_sign", i, [_Q], _fn_sign),
+                ov("quantity_sign_member", i, [_Q], _fn_sign, True),
+            ],
+        ),
         fd("isInteger", [ov("quantity_is_integer", b, [_Q], _fn_is_integer, True)]),
         fd("asInteger", [ov("quantity_get_int", i, [_Q], _fn_as_integer, True)]),
         fd(
@@ -813,6 +830,9 @@ def _compile(expression: str) -> _Program | str:
         _rewrite.estimate(ast)
     except _rewrite.TooComplexError as e:
         return f"expression too complex: {e}"
+    misuse = rewriter.capacity_misuse()
+    if misuse:
+        return "compilation failed: " + misuse
     rewriter.run()
     if rewriter.message_construction:
         return "compilation failed: message construction is not supported in this environment"

@@ -146,3 +146,53 @@ def test_malformed_devices_are_errors_never_exceptions(device: dict) -> None:  #
     assert outcome.value is None
     assert outcome.error
     assert compile_selector("true").matches(device) is False
+
+
+@pytest.mark.parametrize(
+    ("expression", "fragment"),
+    [
+        # Kubernetes types device.capacity values as Quantity, so these fail to compile.
+        ('device.capacity["gpu.nvidia.com"].memory.size() > 0', "'size'"),
+        ('device.capacity["gpu.nvidia.com"].memory', "not kubernetes.Quantity"),
+        ('device.capacity["gpu.nvidia.com"].memory == "80Gi"', "(kubernetes.Quantity, string)"),
+        ('device.capacity["gpu.nvidia.com"].memory.exists(x, true)', "not iterable"),
+    ],
+)
+def test_capacity_values_are_typed_as_quantities(expression: str, fragment: str) -> None:
+    with pytest.raises(CompileError) as info:
+        compile_selector(expression)
+    assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("expression", "h100"),
+    [
+        ('device.capacity["gpu.nvidia.com"].memory == quantity("81920Mi")', True),
+        ('device.capacity["gpu.nvidia.com"].memory != quantity("80G")', True),
+        ('quantity("40Gi").isLessThan(device.capacity["gpu.nvidia.com"].memory)', True),
+        ('sign(device.capacity["gpu.nvidia.com"].memory) == 1', True),
+        ('device.capacity["gpu.nvidia.com"].memory.sign() == 1', True),
+        ('device.capacity["gpu.nvidia.com"].memory.isInteger()', True),
+        ('device.capacity["gpu.nvidia.com"].memory.asInteger() == 85899345920', True),
+        ('device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) == 0', True),
+        ('device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) < 0', False),
+        (
+            'cel.bind(c, device.capacity["gpu.nvidia.com"], '
+            'c.memory.sub(quantity("1Gi")).isGreaterThan(quantity("78Gi")))',
+            True,
+        ),
+        ('device.attributes["gpu.nvidia.com"].driverVersion == semver("550.54.15+x")', True),
+        (
+            'device.attributes["gpu.nvidia.com"].driverVersion'
+            '.compareTo(semver("550.54.15-rc.1")) == 1',
+            True,
+        ),
+        ('device.attributes["gpu.nvidia.com"].driverVersion.major() == 550', True),
+        ('!has(device.attributes["mig.example.com"].profile)', True),
+        ('device.attributes["mig.example.com"].size() == 0', True),
+        ('"mig.example.com" in device.attributes', False),
+    ],
+)
+def test_quantity_and_version_semantics_on_devices(expression: str, h100: bool) -> None:
+    outcome = compile_selector(expression).evaluate(H100)
+    assert outcome == Outcome(h100)
