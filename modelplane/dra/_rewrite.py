@@ -234,9 +234,11 @@ class Rewriter:
                         )
         elif kind == "select_expr" and e.select_expr.operand.id in self._capacity_values:
             return f"kubernetes.Quantity has no field '{e.select_expr.field}'"
-        elif kind == "comprehension_expr":
-            if e.comprehension_expr.iter_range.id in self._capacity_values:
-                return "a kubernetes.Quantity (a device capacity) is not iterable"
+        elif (
+            kind == "comprehension_expr"
+            and e.comprehension_expr.iter_range.id in self._capacity_values
+        ):
+            return "a kubernetes.Quantity (a device capacity) is not iterable"
         for child in _children(e):
             found = self._misuse(child)
             if found:
