@@ -153,6 +153,17 @@ class Workers(KubeModel):
                 f"template must have exactly one container named {c.ENGINE_CONTAINER!r}, "
                 f"found {len(engines)}"
             )
+        metadata = v.get("metadata")
+        for field in ("labels", "annotations"):
+            values = metadata.get(field) if isinstance(metadata, dict) else None
+            if values is None:
+                continue
+            # Composers copy these onto pods: they must be string maps, as the
+            # API server would insist once they reach a workload cluster.
+            if not isinstance(values, dict) or not all(
+                isinstance(k, str) and isinstance(x, str) for k, x in values.items()
+            ):
+                raise ValueError(f"template.metadata.{field} must map strings to strings")
         return v
 
     @property

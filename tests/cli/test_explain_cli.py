@@ -88,7 +88,7 @@ def test_placed_deployment_shows_placements_and_capacity() -> None:
         ["l4-dense", "InsufficientCapacity", "l4x4", "gpu", "matched"],
         ["l4-single", "InsufficientCapacity", "l4", "gpu", "matched"],
     ]
-    assert all("0 such node(s) free" in r[6] for r in rows[5:])
+    assert [r[6] for r in rows[5:]] == ["needs 1 node(s) with gpu×1 free on each; 0 free"] * 2
 
 
 def test_unknown_deployment_exits_1_naming_the_known_ones() -> None:

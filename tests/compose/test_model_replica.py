@@ -555,6 +555,11 @@ def test_workload_readiness_query_evaluates(wrapped: dict[str, Any], expected: b
     [
         (lambda t: t.update(metadata=["x"]), "spec.workers.template.metadata"),
         (lambda t: t.setdefault("metadata", {}).update(labels="a=b"), "metadata.labels"),
+        (lambda t: t.setdefault("metadata", {}).update(labels={0: None}), "metadata.labels"),
+        (
+            lambda t: t.setdefault("metadata", {}).update(annotations={"a": 1}),
+            "metadata.annotations",
+        ),
         (lambda t: t["spec"].update(tolerations={"key": "x"}), "spec.tolerations"),
         (lambda t: t["spec"].update(volumes=["dshm"]), "spec.volumes[0]"),
         (lambda t: t["spec"].update(nodeSelector=["pool"]), "spec.nodeSelector"),
