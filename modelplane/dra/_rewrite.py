@@ -1,15 +1,22 @@
 """Kubernetes semantics that plain CEL lacks, applied to a checked expression tree.
 
+At run time a Quantity or Semver is a list [order key, identity key] (see `cel`).
+
 * Missing domains: Kubernetes looks up `device.attributes[d]` / `device.capacity[d]` in a
   map that answers an empty map for a domain the device lacks (while `d in ...` stays
-  false). We rewrite such lookups to `device.attributes[?d].orValue({})`.
-* Equality: Kubernetes compares quantities and versions by value (`200M == 0.2G`, build
-  metadata ignored); our values are messages compared field by field, so `a == b` with a
-  Quantity or Semver operand becomes `a.compareTo(b) == 0` (and `!=` likewise).
+  false). Such lookups become `d in M ? M[d] : {}` (constant d) or `M[?d].orValue({})`.
+* Comparisons between two values known to be Quantities (or two Semvers) — `==`, `!=`,
+  `isGreaterThan`, `isLessThan`, `compareTo(..) <op> k` — become native comparisons of
+  their order keys, so equal values compare equal whatever their spelling (`200M ==
+  0.2G`, build metadata ignored) and no Python callback runs. Capacity values count as
+  Quantities (Kubernetes types them so; our checker sees dyn). Equality with a dyn
+  operand becomes `a.compareTo(b) == 0`.
 * Constant folding: `quantity("40Gi")`, `semver("1.2.3")` with literal arguments become
-  message literals, so a typical selector makes one Python callback instead of two.
-* A static bound on result sizes and work, so an expression that doubles a string
-  through nested `cel.bind` cannot exhaust memory (comprehensions are additionally
+  literal run-time values.
+* Capacity values used where a Quantity cannot be are reported, as upstream's checker
+  would (`capacity_misuse`).
+* A static bound on result sizes and work (`estimate`), so an expression that doubles a
+  string through nested `cel.bind` cannot exhaust memory (comprehensions are also
   stopped at run time by the engine's iteration budget).
 """
 

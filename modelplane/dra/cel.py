@@ -2,29 +2,42 @@
 
 Public surface:
 
-* `compile_selector(expression) -> Selector` — compiled once per expression text (cached);
-  raises `CompileError` with a message fit for a condition.
+* `compile_selector(expression) -> Selector` — compiled once per expression text (an LRU
+  cache of 4096 entries); raises `CompileError` with a message fit for a condition
+  (syntax errors, unknown functions, result type not bool, over 10 KiB, too complex).
 * `Selector.matches(device) -> bool` — never raises; an evaluation error or a non-bool
-  result is a non-match. `Selector.evaluate(device) -> Outcome` gives the value or error.
-* `prepare_device(device) -> PreparedDevice` — converts a device dict to a CEL activation
-  once. `matches`/`evaluate` accept either a device mapping (prepared on every call) or a
-  `PreparedDevice`; a caller evaluating many selectors against one device should prepare
-  it once. There is no hidden cache keyed on device contents.
+  result is a non-match. `Selector.evaluate(device) -> Outcome(value, error)`.
+* `prepare_device(device) -> PreparedDevice` — converts a device dict into a CEL
+  activation once; `matches`/`evaluate` accept either a device mapping (converted on
+  every call) or a `PreparedDevice`. A caller evaluating many selectors against one
+  device prepares it once. There is no hidden cache keyed on device contents.
 * `evaluate(expression, device=None)` — compile and evaluate any expression of the
   environment, returning Python values (`Quantity`, `Semver` for those types).
 
 A device is the InferenceClass device wire form: `{"driver": ..., "attributes": {name:
-{"string"|"int"|"bool"|"version": v}}, "capacity": {name: {"value": "<quantity>"}}}`;
-other keys are ignored. Bare names belong to the driver's domain.
+{"string"|"int"|"bool"|"version": v}}, "capacity": {name: {"value": "<quantity>"}}}`
+(optionally `allowMultipleAllocations`); other keys are ignored. Bare names belong to the
+driver's domain; a domain the device lacks is an empty map.
 
-How the engine is used: expressions are type-checked in an environment where `device` is
-a message type whose fields mirror Kubernetes' `kubernetes.DRADevice` (so `device.foo` and
-`device.driver == 1` are compile errors, as upstream), then the checked expression is
-loaded into a runtime environment where `device` is a plain map (so attribute maps need
-no protobuf encoding). Quantity and Semver values are small protobuf messages whose
-single field keys an interned Python object; the library functions are Python callbacks,
-one implementation per name and arity that dispatches on the argument's Python type
-(cel-expr-python registers overloads by runtime kind, and every message has the same one).
+How the engine is used. Expressions are type-checked where `device` is a message type
+mirroring `kubernetes.DRADevice` (so `device.foo` and `device.driver == 1` are compile
+errors, as upstream) and Quantity/Semver are message types. The checked AST is then
+rewritten (see `_rewrite`: missing domains, value equality, constant folding, native
+comparisons, a static size/cost bound) and loaded into a runtime environment where
+`device` is a plain map and a Quantity or Semver is a two-element list [order key,
+identity key] (a protobuf message would cost microseconds per value to hand over). The
+library functions are Python callbacks, one per name and argument kinds, dispatching on
+the value they receive; comprehensions are stopped by the engine's iteration budget.
+
+Known differences from Kubernetes, all on expressions no selector needs: the lists
+library returns dyn (Kubernetes types e.g. `[1, 2].max()` as int) and has no list
+`indexOf`/`lastIndexOf` (the strings extension owns those names here); int/double/uint
+literals do not compare across types at compile time (dyn operands do at run time);
+`find`/`findAll` use Python's `re`, which rejects some RE2 syntax; `type()` of a
+Quantity/Semver and list operations on a version attribute see the run-time list;
+`q in [..]` and equality between two dyn values compare stored forms, not values;
+the iteration budget (10,000 iterations per evaluation) stands in for the runtime cost
+limit of 1,000,000.
 """
 
 from __future__ import annotations
