@@ -5,6 +5,12 @@ written in, and whether it is stored in the fast int64 form or the arbitrary-pre
 decimal form (observable through `is_integer`/`as_integer`, which only succeed for the
 int64 form). Values are exact integers scaled by powers of ten; no float is involved
 except in `as_approximate_float`.
+
+Quantities are immutable. Upstream's `Cmp` converts both operands to the decimal form as
+a side effect (so a quantity compared once reports `isInteger() == false` afterwards);
+ours does not. Arithmetic or parsing that would need to materialise a power of ten with
+more than 4096 digits (exponents near the int32 limits) is refused with QuantityError
+where upstream would spend unbounded time and memory.
 """
 
 from __future__ import annotations
