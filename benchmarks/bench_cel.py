@@ -153,10 +153,8 @@ CELPY_CHILD = textwrap.dedent(
 )
 
 
-def celpy_python(venv: Path | None) -> str:
-    """A Python with cel-python installed: the given venv, or a new throwaway one."""
-    if venv is None:
-        venv = Path(tempfile.mkdtemp(prefix="celpy-bench-"))
+def celpy_python(venv: Path) -> str:
+    """A Python with cel-python installed in `venv` (created when missing)."""
     python = venv / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -195,7 +193,13 @@ def main() -> None:
     args = parser.parse_args()
 
     devices = make_devices(args.devices)
-    python = celpy_python(args.celpy_venv)
+    with tempfile.TemporaryDirectory(prefix="celpy-bench-") as scratch:
+        python = celpy_python(args.celpy_venv or Path(scratch))
+        run(devices, python)
+
+
+def run(devices: list[dict[str, Any]], python: str) -> None:
+    """Benchmark both engines on the scenarios and print the table."""
     print(f"{len(devices)} distinct devices, end to end from the device dicts")
     for label, texts in (
         ("the typical selector, one evaluation per device", SELECTORS[:1]),
