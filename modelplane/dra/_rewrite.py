@@ -6,7 +6,8 @@ At run time a Quantity or Semver is a list [order key, identity key] (see `cel`)
   map that answers an empty map for a domain the device lacks (while `d in ...` stays
   false). Such lookups become `d in M ? M[d] : {}` (constant d) or `M[?d].orValue({})`.
 * Comparisons between two values known to be Quantities (or two Semvers) — `==`, `!=`,
-  `isGreaterThan`, `isLessThan`, `compareTo(..) <op> k` — become native comparisons of
+  `isGreaterThan`, `isLessThan`, `compareTo(..) <op> k`, `in` a list literal — become
+  native comparisons of
   their order keys, so equal values compare equal whatever their spelling (`200M ==
   0.2G`, build metadata ignored) and no Python callback runs. Capacity values count as
   Quantities (Kubernetes types them so; our checker sees dyn). Equality with a dyn
@@ -158,6 +159,28 @@ class Rewriter:
                 a.CopyFrom(c.target)
                 b.CopyFrom(c.args[0])
                 self._native_compare(e, "_>_" if fn == "isGreaterThan" else "_<_", a, b)
+                return True
+            return False
+        if fn == "@in" and len(c.args) == 2 and _kind(c.args[1]) == "list_expr":
+            x, items = c.args
+            elements = items.list_expr.elements
+            if (
+                elements
+                and not items.list_expr.optional_indices
+                and all(self._same_kind(x, el) for el in elements)
+            ):
+                keys = Expr(id=self._id())
+                keys.list_expr.SetInParent()
+                for el in elements:
+                    keys.list_expr.elements.add().CopyFrom(self._order_key(el))
+                needle = self._order_key(x)
+                eid = e.id
+                e.Clear()
+                e.id = eid
+                e.call_expr.function = "@in"
+                e.call_expr.args.add().CopyFrom(needle)
+                e.call_expr.args.add().CopyFrom(keys)
+                self.ast.reference_map.pop(eid, None)
                 return True
             return False
         if fn not in _OPS or len(c.args) != 2 or c.HasField("target"):

@@ -35,7 +35,8 @@ library returns dyn (Kubernetes types e.g. `[1, 2].max()` as int) and has no lis
 literals do not compare across types at compile time (dyn operands do at run time);
 `find`/`findAll` use Python's `re`, which rejects some RE2 syntax; `type()` of a
 Quantity/Semver and list operations on a version attribute see the run-time list;
-`q in [..]` and equality between two dyn values compare stored forms, not values;
+`in` over a list that is not a literal of Quantities/Semvers, and equality between two
+dyn values, compare stored forms (spelling, build metadata), not values;
 the iteration budget (10,000 iterations per evaluation) stands in for the runtime cost
 limit of 1,000,000.
 """

@@ -191,6 +191,9 @@ def test_capacity_values_are_typed_as_quantities(expression: str, fragment: str)
         ('!has(device.attributes["mig.example.com"].profile)', True),
         ('device.attributes["mig.example.com"].size() == 0', True),
         ('"mig.example.com" in device.attributes', False),
+        ('device.capacity["gpu.nvidia.com"].memory in [quantity("1Gi"), quantity("80Gi")]', True),
+        ('quantity("1") in [quantity("1.0"), quantity("1000m")]', True),
+        ('semver("1.0.0+build") in [semver("1.0.0")]', True),
     ],
 )
 def test_quantity_and_version_semantics_on_devices(expression: str, h100: bool) -> None:
