@@ -156,7 +156,7 @@ def _qkey(q: Quantity) -> str:
     return f"{q.unscaled}|{q.exponent}|{q.format}|{int(q.is_dec)}|{q.cached or ''}"
 
 
-def _qmsg(q: Quantity) -> list[str]:
+def _qvalue(q: Quantity) -> list[str]:
     """The run-time CEL value of a quantity (shared; never mutated)."""
     key = _qkey(q)
     val = _QVALS.get(key)
@@ -169,7 +169,7 @@ def _qmsg(q: Quantity) -> list[str]:
     return val
 
 
-def _smsg(v: Semver) -> list[str]:
+def _svalue(v: Semver) -> list[str]:
     """The run-time CEL value of a version (shared; never mutated)."""
     key = str(v)
     val = _SVALS.get(key)
@@ -186,19 +186,19 @@ _PLAIN_VERSION = re.compile(r"(0|[1-9][0-9]{0,18})\.(0|[1-9][0-9]{0,18})\.(0|[1-
 
 
 @functools.lru_cache(maxsize=65536)
-def _version_msg(raw: str) -> list[str]:
+def _version_value(raw: str) -> list[str]:
     # Most device versions are plain MAJOR.MINOR.PATCH: their order key is built
     # directly (the Semver object is parsed only if a callback ever needs it).
     plain = _PLAIN_VERSION.fullmatch(raw)
     if plain is not None:
         major, minor, patch = plain.groups()
         return [f"{_STAG}{int(major):020d}.{int(minor):020d}.{int(patch):020d}\x03", raw]
-    return _smsg(parse_semver(raw))
+    return _svalue(parse_semver(raw))
 
 
 @functools.lru_cache(maxsize=65536)
-def _capacity_msg(raw: str) -> list[str]:
-    return _qmsg(parse_quantity(raw))
+def _capacity_value(raw: str) -> list[str]:
+    return _qvalue(parse_quantity(raw))
 
 
 def _from_qkey(key: str) -> Quantity:
@@ -250,7 +250,7 @@ def _unwrap(x: Any) -> Quantity | Semver | Any:
 
 def _fn_quantity(s: str) -> Any:
     try:
-        return _qmsg(parse_quantity(s))
+        return _qvalue(parse_quantity(s))
     except QuantityError as e:
         raise ValueError(str(e)) from None
 
@@ -265,7 +265,7 @@ def _fn_is_quantity(s: str) -> bool:
 
 def _fn_semver(s: str, normalize: bool = False) -> Any:
     try:
-        return _smsg(parse_semver(s, normalize))
+        return _svalue(parse_semver(s, normalize))
     except SemverError as e:
         raise ValueError(str(e)) from None
 
@@ -324,14 +324,14 @@ def _operand(b: Any) -> Quantity:
 
 def _fn_add(a: Any, b: Any) -> Any:
     try:
-        return _qmsg(_quantity_arg(a).add(_operand(b)))
+        return _qvalue(_quantity_arg(a).add(_operand(b)))
     except QuantityError as e:
         raise ValueError(str(e)) from None
 
 
 def _fn_sub(a: Any, b: Any) -> Any:
     try:
-        return _qmsg(_quantity_arg(a).sub(_operand(b)))
+        return _qvalue(_quantity_arg(a).sub(_operand(b)))
     except QuantityError as e:
         raise ValueError(str(e)) from None
 
@@ -451,9 +451,9 @@ def _fn_max(xs: Any) -> Any:
 
 def _rewrap(x: Any) -> Any:
     if isinstance(x, Quantity):
-        return _qmsg(x)
+        return _qvalue(x)
     if isinstance(x, Semver):
-        return _smsg(x)
+        return _svalue(x)
     return x
 
 
@@ -704,7 +704,7 @@ def _attribute_value(attr: Any) -> Any:
     v = attr.get("version")
     if v is not None:
         try:
-            return _version_msg(str(v))
+            return _version_value(str(v))
         except SemverError as e:
             raise ValueError(f"parse semantic version: {e}") from None
     raise ValueError("unsupported attribute value")
@@ -746,7 +746,7 @@ def _device_data(device: Mapping[str, Any]) -> dict[str, Any]:
     for name, cap in (get("capacity") or {}).items():
         raw = cap.get("value") if type(cap) is dict or isinstance(cap, Mapping) else cap
         try:
-            val = _capacity_msg(raw if type(raw) is str else str(raw))
+            val = _capacity_value(raw if type(raw) is str else str(raw))
         except QuantityError as e:
             raise EvaluationError(f"capacity {name}: {e}") from None
         if "/" in name:
@@ -807,7 +807,7 @@ class _Program:
 
 def _fold_quantity(s: str) -> tuple[str, str] | None:
     try:
-        tag, key = _qmsg(parse_quantity(s))
+        tag, key = _qvalue(parse_quantity(s))
     except QuantityError:
         return None
     return tag, key
@@ -815,7 +815,7 @@ def _fold_quantity(s: str) -> tuple[str, str] | None:
 
 def _fold_semver(s: str, normalize: bool) -> tuple[str, str] | None:
     try:
-        tag, key = _smsg(parse_semver(s, normalize))
+        tag, key = _svalue(parse_semver(s, normalize))
     except SemverError:
         return None
     return tag, key
