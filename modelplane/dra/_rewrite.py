@@ -361,6 +361,40 @@ class Rewriter:
         e.call_expr.args.add().CopyFrom(empty)
         self.ast.reference_map.pop(eid, None)
 
+    def _call(self, function: str, *args: Any, target: Any = None) -> Any:
+        node = Expr(id=self._id())
+        node.call_expr.function = function
+        if target is not None:
+            node.call_expr.target.CopyFrom(target)
+        for arg in args:
+            node.call_expr.args.add().CopyFrom(arg)
+        return node
+
+    def _is_list(self, e: Any) -> Any:
+        """`type(e) == list`: true exactly for run-time Quantity/Semver values here."""
+        list_type = Expr(id=self._id())
+        list_type.ident_expr.name = "list"
+        return self._call("_==_", self._call("type", e), list_type)
+
+    def _dyn_equality(self, e: Any, fn: str, a: Any, b: Any) -> None:
+        """`a == b` with one dyn operand, as cel-go's Quantity/Semver Equal behaves.
+
+        Both Quantities/Semvers: compare values. Otherwise plain equality (false across
+        types), which is what a string or number on the left gives upstream.
+        """
+        zero = Expr(id=self._id())
+        zero.const_expr.int64_value = 0
+        both = self._call("_&&_", self._is_list(self._clone(a)), self._is_list(self._clone(b)))
+        by_value = self._call(
+            fn, self._call("compareTo", self._clone(b), target=self._clone(a)), zero
+        )
+        plain = self._call(fn, a, b)
+        eid = e.id
+        replacement = self._call("_?_:_", both, by_value, plain)
+        e.CopyFrom(replacement)
+        e.id = eid
+        self.ast.reference_map.pop(eid, None)
+
     def _rewrite_call(self, e: Any) -> None:
         if self._rewrite_comparison(e):
             return
@@ -374,17 +408,9 @@ class Rewriter:
             return
         if fn in ("_==_", "_!=_") and len(c.args) == 2:
             a, b = c.args
-            types = {self._type(a), self._type(b)}
+            types = {self._static(a), self._static(b)}
             if types & {QUANTITY, SEMVER} and types <= {QUANTITY, SEMVER, "dyn"}:
-                cmp = Expr(id=self._id())
-                cmp.call_expr.function = "compareTo"
-                cmp.call_expr.target.CopyFrom(a)
-                cmp.call_expr.args.add().CopyFrom(b)
-                zero = Expr(id=self._id())
-                zero.const_expr.int64_value = 0
-                del c.args[:]
-                c.args.add().CopyFrom(cmp)
-                c.args.add().CopyFrom(zero)
+                self._dyn_equality(e, fn, a, b)
             return
         if c.HasField("target"):
             return

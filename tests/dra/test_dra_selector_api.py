@@ -194,6 +194,10 @@ def test_capacity_values_are_typed_as_quantities(expression: str, fragment: str)
         ('device.capacity["gpu.nvidia.com"].memory in [quantity("1Gi"), quantity("80Gi")]', True),
         ('quantity("1") in [quantity("1.0"), quantity("1000m")]', True),
         ('semver("1.0.0+build") in [semver("1.0.0")]', True),
+        # A dyn operand: value equality between versions, plain (false) across types.
+        ('device.attributes["gpu.nvidia.com"].driverVersion != semver("550.54.15+b")', False),
+        ('device.attributes["gpu.nvidia.com"].architecture != quantity("1")', True),
+        ('device.attributes["gpu.nvidia.com"].cudaCores == quantity("16896")', False),
     ],
 )
 def test_quantity_and_version_semantics_on_devices(expression: str, h100: bool) -> None:
