@@ -1,0 +1,68 @@
+"""The layer rule of SPEC §1: each layer imports only from layers to its left."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "modelplane"
+
+# layer → the Modelplane layers it may import (besides itself).
+ALLOWED: dict[str, set[str]] = {
+    "api": set(),
+    "dra": {"api"},
+    "scheduling": {"api", "dra"},
+    "compose": {"api", "dra", "scheduling"},
+    "crossplane": {"api", "dra", "scheduling", "compose"},
+    "local": {"api", "dra", "scheduling", "compose", "crossplane"},
+    "cli": {"api", "dra", "scheduling", "compose", "crossplane", "local"},
+}
+# Only the composers and what they build on must stay free of I/O and clocks.
+PURE = ("api", "dra", "scheduling", "compose")
+IMPURE_MODULES = {"os", "time", "datetime", "random", "socket", "subprocess", "pathlib", "grpc"}
+
+
+def _imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+    return names
+
+
+def _modules(layer: str) -> list[Path]:
+    return sorted((PACKAGE / layer).rglob("*.py"))
+
+
+def test_every_layer_is_known() -> None:
+    layers = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert layers == set(ALLOWED)
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_layer_imports_only_from_its_left(layer: str) -> None:
+    violations = []
+    for path in _modules(layer):
+        for name in _imports(path):
+            parts = name.split(".")
+            if parts[0] != "modelplane" or len(parts) < 2 or parts[1] == layer:
+                continue
+            if parts[1] in ALLOWED and parts[1] not in ALLOWED[layer]:
+                violations.append(f"{path.relative_to(PACKAGE.parent)} imports {name}")
+    assert violations == []
+
+
+@pytest.mark.parametrize("layer", PURE)
+def test_pure_layers_do_no_io(layer: str) -> None:
+    violations = []
+    for path in _modules(layer):
+        # Package generation reads only types; writing files is the CLI's job.
+        for name in _imports(path):
+            if name.split(".")[0] in IMPURE_MODULES:
+                violations.append(f"{path.relative_to(PACKAGE.parent)} imports {name}")
+    assert violations == []
