@@ -61,7 +61,6 @@ def test_layer_imports_only_from_its_left(layer: str) -> None:
 def test_pure_layers_do_no_io(layer: str) -> None:
     violations = []
     for path in _modules(layer):
-        # Package generation reads only types; writing files is the CLI's job.
         for name in _imports(path):
             if name.split(".")[0] in IMPURE_MODULES:
                 violations.append(f"{path.relative_to(PACKAGE.parent)} imports {name}")
