@@ -34,17 +34,6 @@ def meta(obj: Resource) -> dict[str, Any]:
     return m if isinstance(m, dict) else {}
 
 
-def condition_status(obj: Resource, type_: str) -> str | None:
-    """The status ("True"/"False"/"Unknown") of a condition on an object, if present."""
-    status = obj.get("status")
-    conditions = status.get("conditions") if isinstance(status, dict) else None
-    for cond in conditions or []:
-        if isinstance(cond, dict) and cond.get("type") == type_:
-            value = cond.get("status")
-            return value if isinstance(value, str) else None
-    return None
-
-
 def keep_observed(inp: ComposeInput) -> dict[str, DesiredResource]:
     """Desired state that changes nothing: every observed composed resource as it is.
 

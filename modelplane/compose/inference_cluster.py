@@ -13,7 +13,8 @@ from __future__ import annotations
 from modelplane.api import constants as c
 from modelplane.api.inference_class import InferenceClassSpec
 from modelplane.api.inference_cluster import InferenceClusterSpec
-from modelplane.compose.common import condition_status, keep_observed, meta, parse_spec
+from modelplane.api.objects import condition_status
+from modelplane.compose.common import keep_observed, meta, parse_spec
 from modelplane.compose.types import ComposeInput, ComposeResult, DesiredResource, Requirement
 
 PROVIDER_CONFIG_KEY = "provider-config"

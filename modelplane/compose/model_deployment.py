@@ -37,7 +37,8 @@ from modelplane.api.model_deployment import (
     ModelDeploymentSpec,
 )
 from modelplane.api.model_replica import ModelReplicaSpec
-from modelplane.compose.common import condition_status, keep_observed, meta, parse_spec
+from modelplane.api.objects import condition_status
+from modelplane.compose.common import keep_observed, meta, parse_spec
 from modelplane.compose.deployment_explain import cluster_message, truncate
 from modelplane.compose.types import (
     ComposeInput,

@@ -1,0 +1,58 @@
+"""Small, pure helpers over raw Kubernetes objects that every layer shares.
+
+Reading a condition or shortening a name into a label value is the same fact
+wherever it happens; this module is its one home.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from typing import Any
+
+MAX_LABEL_VALUE = 63
+LABEL_VALUE_PATTERN = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def short_hash(*parts: str, length: int = 10) -> str:
+    """A stable hex digest of `parts`, for names that must be shortened."""
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:length]
+
+
+def label_value(value: str) -> str:
+    """`value` if it is a valid label value, else a stable shortened form that is.
+
+    Object names may be 253 characters but label values only 63, so a long
+    deployment or cluster name is cut and suffixed with a hash of the whole:
+    two different names never share a label value.
+    """
+    if len(value) <= MAX_LABEL_VALUE and LABEL_VALUE_PATTERN.match(value):
+        return value
+    clean = re.sub(r"[^A-Za-z0-9_.-]", "-", value)
+    digest = short_hash(value)
+    keep = MAX_LABEL_VALUE - len(digest) - 1
+    head = clean[:keep].strip("-_.")
+    return f"{head}-{digest}" if head else digest
+
+
+def condition(obj: Mapping[str, Any] | None, type_: str) -> Mapping[str, Any] | None:
+    """The condition of `type_` in an object's `status.conditions`, or None."""
+    status = (obj or {}).get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    for cond in conditions if isinstance(conditions, list) else ():
+        if isinstance(cond, Mapping) and cond.get("type") == type_:
+            return cond
+    return None
+
+
+def condition_status(obj: Mapping[str, Any] | None, type_: str) -> str | None:
+    """The status ("True", "False", "Unknown") of a condition, or None if absent."""
+    cond = condition(obj, type_)
+    value = cond.get("status") if cond is not None else None
+    return value if isinstance(value, str) else None
+
+
+def is_condition_true(obj: Mapping[str, Any] | None, type_: str) -> bool:
+    """Whether an object's condition of `type_` is True."""
+    return condition_status(obj, type_) == "True"
