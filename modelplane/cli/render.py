@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -12,10 +13,19 @@ from modelplane.local import ControlPlane, LoadError, NotConvergedError, RenderR
 from modelplane.local.output import dump_json, dump_yaml, write_output_dir
 from modelplane.local.tree import render_tree
 
+# Piped tree output (CI logs, `make demo | less`) gets a comfortable width
+# rather than rich's 80-column fallback; COLUMNS still wins when set.
+PIPED_WIDTH = 140
+
+
+def _console() -> Console:
+    piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
+    return Console(soft_wrap=False, width=PIPED_WIDTH if piped else None)
+
 
 def _emit(result: RenderResult, output: str) -> None:
     if output == "tree":
-        Console(soft_wrap=False).print(render_tree(result))
+        _console().print(render_tree(result))
     elif output == "json":
         click.echo(dump_json(result.store.objects()), nl=False)
     else:

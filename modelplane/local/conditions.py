@@ -36,21 +36,6 @@ class Clock:
         return self.now.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def get_condition(obj: Mapping[str, Any], type_: str) -> dict[str, Any] | None:
-    """An object's condition of a type, or None."""
-    status = obj.get("status")
-    for cond in (status.get("conditions") if isinstance(status, dict) else None) or []:
-        if isinstance(cond, dict) and cond.get("type") == type_:
-            return cond
-    return None
-
-
-def is_ready(obj: Mapping[str, Any]) -> bool:
-    """Whether an object's Ready condition is True."""
-    cond = get_condition(obj, "Ready")
-    return bool(cond and cond.get("status") == "True")
-
-
 def set_condition(
     obj: dict[str, Any],
     type_: str,

@@ -35,9 +35,10 @@ from typing import Any
 import crossplane.function.proto.v1.run_function_pb2 as fnv1
 
 from modelplane.api import constants as c
+from modelplane.api.objects import is_condition_true
 from modelplane.crossplane import FunctionRunner
 from modelplane.crossplane.convert import dict_to_struct, struct_to_dict
-from modelplane.local.conditions import Clock, is_ready, set_condition
+from modelplane.local.conditions import Clock, set_condition
 from modelplane.local.loader import is_composite, scope_of
 from modelplane.local.simulate import simulate
 from modelplane.local.store import Key, Obj, ObjectStore, labels_of
@@ -94,7 +95,7 @@ class RenderResult:
         """Whether a composed resource counts as ready for its XR: the function's
         readiness when it gave one, else the resource's own Ready condition."""
         ready = self.readiness.get(Key.of(obj))
-        return ready if ready is not None else is_ready(obj)
+        return ready if ready is not None else is_condition_true(obj, c.CONDITION_READY)
 
     def get(self, api_version: str, kind: str, name: str, namespace: str = "") -> Obj | None:
         """Look one object up."""
@@ -347,7 +348,7 @@ class ControlPlane:
         unready = [
             name
             for name, (obj, ready) in sorted(applied.items())
-            if not (ready if ready is not None else is_ready(obj))
+            if not (ready if ready is not None else is_condition_true(obj, c.CONDITION_READY))
         ]
         if errors:
             message = "cannot compose resources: " + "; ".join(errors)

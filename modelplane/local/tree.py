@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -10,7 +11,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from modelplane.api import constants as c
-from modelplane.local.conditions import get_condition
+from modelplane.api.objects import condition as get_condition
 from modelplane.local.engine import RenderResult, owned_by
 from modelplane.local.loader import is_composite
 from modelplane.local.store import Key, Obj
@@ -18,7 +19,7 @@ from modelplane.local.store import Key, Obj
 _KIND_ORDER = {"InferenceClass": 0, "InferenceCluster": 1, "ModelDeployment": 2, "ModelReplica": 3}
 
 
-def _status(cond: dict[str, Any] | None) -> str | None:
+def _status(cond: Mapping[str, Any] | None) -> str | None:
     return str(cond.get("status")) if cond else None
 
 
@@ -41,7 +42,7 @@ def _title(obj: Obj) -> str:
     )
 
 
-def _condition_line(cond: dict[str, Any]) -> str:
+def _condition_line(cond: Mapping[str, Any]) -> str:
     message = cond.get("message") or ""
     type_, reason = escape(str(cond.get("type"))), escape(str(cond.get("reason", "")))
     text = f"{type_}={_mark(cond.get('status'))} {reason}"
