@@ -36,6 +36,13 @@ XP_ANNOTATION_RESOURCE_NAME: Final = "crossplane.io/composition-resource-name"
 # Composed-resource API versions.
 PROVIDER_KUBERNETES_API_VERSION: Final = "kubernetes.m.crossplane.io/v1alpha1"
 PROVIDER_HELM_API_VERSION: Final = "helm.m.crossplane.io/v1beta1"
+# Workload-cluster API versions (what a replica's Objects wrap).
+CORE_API_VERSION: Final = "v1"
+APPS_API_VERSION: Final = "apps/v1"
+DRA_API_VERSION: Final = "resource.k8s.io/v1"
+LWS_API_VERSION: Final = "leaderworkerset.x-k8s.io/v1"
+GATEWAY_GROUP: Final = "gateway.networking.k8s.io"
+GATEWAY_API_VERSION: Final = f"{GATEWAY_GROUP}/v1"
 FUNCTION_NAME: Final = "function-modelplane"
 
 # Serving defaults.

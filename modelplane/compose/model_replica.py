@@ -46,6 +46,7 @@ from pydantic import ValidationError
 from modelplane.api import constants as c
 from modelplane.api.common import format_validation_error
 from modelplane.api.model_replica import ModelReplicaSpec
+from modelplane.api.objects import label_value
 from modelplane.compose import objects, schedulers, workload
 from modelplane.compose.templates import TemplateVars
 from modelplane.compose.types import (
@@ -193,8 +194,8 @@ def compose(inp: ComposeInput) -> ComposeResult:
 
     labels = {
         c.LABEL_MANAGED_BY: c.MANAGED_BY,
-        c.LABEL_DEPLOYMENT: objects.label_value(spec.deployment_name),
-        c.LABEL_CLUSTER: objects.label_value(spec.cluster_name),
+        c.LABEL_DEPLOYMENT: label_value(spec.deployment_name),
+        c.LABEL_CLUSTER: label_value(spec.cluster_name),
         c.LABEL_REPLICA_INDEX: str(spec.index),
         c.LABEL_REPLICA: base,
     }

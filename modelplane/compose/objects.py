@@ -10,11 +10,11 @@ config-only Object is ready once it is created (`SuccessfulCreate`).
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Any, Literal
 
 from modelplane.api import constants as c
+from modelplane.api.objects import condition_status, short_hash
 from modelplane.compose.types import Resource
 
 MAX_NAME = 63
@@ -26,9 +26,9 @@ AVAILABLE_CEL = (
 Readiness = Literal["Workload", "Config"]
 
 
-def short_hash(*parts: str, length: int = 8) -> str:
-    """A stable hex digest of `parts` (for names that must be shortened)."""
-    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:length]
+# Name hashes stay 8 characters: every composed name so far was built with
+# them, and a changed name would recreate the object on the cluster.
+NAME_HASH = 8
 
 
 def dns_label(name: str, max_len: int = MAX_NAME) -> str:
@@ -44,16 +44,9 @@ def dns_label(name: str, max_len: int = MAX_NAME) -> str:
         return clean
     if not clean[:1].isalpha():
         clean = f"m-{clean}"
-    digest = short_hash(name)
+    digest = short_hash(name, length=NAME_HASH)
     keep = max_len - len(digest) - 1
     return f"{clean[:keep].rstrip('-')}-{digest}"
-
-
-def label_value(value: str) -> str:
-    """`value` if it is a valid label value, else a shortened, hashed form that is."""
-    if len(value) <= MAX_NAME and re.fullmatch(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]", value):
-        return value
-    return dns_label(value)
 
 
 def object_name(replica: str, *suffix: str) -> str:
@@ -63,7 +56,7 @@ def object_name(replica: str, *suffix: str) -> str:
         return full
     tail = "-".join(suffix)
     keep = MAX_NAME - len(tail) - 10
-    return f"{replica[:keep].rstrip('-.')}-{short_hash(replica)}-{tail}"
+    return f"{replica[:keep].rstrip('-.')}-{short_hash(replica, length=NAME_HASH)}-{tail}"
 
 
 def wrap(
@@ -100,15 +93,6 @@ def wrap(
     }
 
 
-def _condition(obj: Resource | None, type_: str) -> str | None:
-    conds = ((obj or {}).get("status") or {}).get("conditions") or []
-    for cond in conds:
-        if isinstance(cond, dict) and cond.get("type") == type_:
-            status = cond.get("status")
-            return status if isinstance(status, str) else None
-    return None
-
-
 def _wrapped_status(observed: Resource | None) -> Resource | None:
     at = ((observed or {}).get("status") or {}).get("atProvider") or {}
     manifest = at.get("manifest") if isinstance(at, dict) else None
@@ -125,10 +109,10 @@ def workload_available(observed: Resource | None) -> bool:
     if observed is None:
         return False
     wrapped = _wrapped_status(observed)
-    available = _condition(wrapped, "Available")
+    available = condition_status(wrapped, "Available")
     if available is not None:
         return available == "True"
-    return _condition(observed, c.CONDITION_READY) == "True"
+    return condition_status(observed, c.CONDITION_READY) == "True"
 
 
 def config_ready(observed: Resource | None) -> bool:
@@ -139,7 +123,7 @@ def config_ready(observed: Resource | None) -> bool:
     """
     if observed is None:
         return False
-    ready = _condition(observed, c.CONDITION_READY)
+    ready = condition_status(observed, c.CONDITION_READY)
     if ready is not None:
         return ready == "True"
     return _wrapped_status(observed) is not None

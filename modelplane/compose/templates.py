@@ -13,10 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from modelplane.api.inference_cluster import template_errors
+from modelplane.api.objects import LABEL_VALUE_PATTERN, MAX_LABEL_VALUE
 
 _TOKEN = re.compile(r"\{\{\s*\.(Namespace|Name|Cluster)\s*\}\}")
-# A Kubernetes label value: at most 63 characters, alphanumerics at both ends.
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
 @dataclass(frozen=True)
@@ -57,7 +56,7 @@ def render_map(
             errors.extend(f"{where}: {e}" for e in errs)
             continue
         rendered = render(raw, variables)
-        if labels and (len(rendered) > 63 or not _LABEL_VALUE.match(rendered)):
+        if labels and (len(rendered) > MAX_LABEL_VALUE or not LABEL_VALUE_PATTERN.match(rendered)):
             errors.append(
                 f"{where}: {raw!r} renders to {rendered!r}, which is not a valid label value "
                 "(at most 63 alphanumerics, '-', '_' or '.', alphanumeric at both ends)"

@@ -316,7 +316,7 @@ def resource_claim_template(
 ) -> Resource:
     """The role's DRA ResourceClaimTemplate: one request per resolved device request."""
     return {
-        "apiVersion": "resource.k8s.io/v1",
+        "apiVersion": c.DRA_API_VERSION,
         "kind": "ResourceClaimTemplate",
         "metadata": _meta(role_name(ctx, role), ctx, {c.LABEL_ROLE: role}),
         "spec": {
@@ -353,7 +353,7 @@ def build_role(ctx: ReplicaContext, role: str, spec: ReplicaRole) -> Built:
     if size == 1:
         tpl, warnings = pod_template(ctx, role, spec, "single", where)
         workload = {
-            "apiVersion": "apps/v1",
+            "apiVersion": c.APPS_API_VERSION,
             "kind": "Deployment",
             "metadata": workload_meta,
             "spec": {
@@ -367,7 +367,7 @@ def build_role(ctx: ReplicaContext, role: str, spec: ReplicaRole) -> Built:
         worker, _ = pod_template(ctx, role, spec, "worker", where)
         warnings = w1
         workload = {
-            "apiVersion": "leaderworkerset.x-k8s.io/v1",
+            "apiVersion": c.LWS_API_VERSION,
             "kind": "LeaderWorkerSet",
             "metadata": workload_meta,
             "spec": {
@@ -386,7 +386,7 @@ def build_role(ctx: ReplicaContext, role: str, spec: ReplicaRole) -> Built:
         resource_claim_template(ctx, role, spec.device_requests) if spec.device_requests else None
     )
     service = {
-        "apiVersion": "v1",
+        "apiVersion": c.CORE_API_VERSION,
         "kind": "Service",
         "metadata": _meta(service_name(ctx, role), ctx, {c.LABEL_ROLE: role}),
         "spec": {
@@ -414,13 +414,13 @@ def http_route(
 ) -> Resource:
     """The replica's HTTPRoute: its path prefix, rewritten to `/`, to `service`."""
     return {
-        "apiVersion": "gateway.networking.k8s.io/v1",
+        "apiVersion": c.GATEWAY_API_VERSION,
         "kind": "HTTPRoute",
         "metadata": _meta(ctx.base, ctx),
         "spec": {
             "parentRefs": [
                 {
-                    "group": "gateway.networking.k8s.io",
+                    "group": c.GATEWAY_GROUP,
                     "kind": "Gateway",
                     "name": gateway_name,
                     "namespace": gateway_namespace,
@@ -447,7 +447,7 @@ def http_route(
 def namespace(ctx: ReplicaContext) -> Resource:
     """The workload namespace (shared by every replica from the same namespace)."""
     return {
-        "apiVersion": "v1",
+        "apiVersion": c.CORE_API_VERSION,
         "kind": "Namespace",
         "metadata": {"name": ctx.namespace, "labels": {c.LABEL_MANAGED_BY: c.MANAGED_BY}},
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import re
 import shlex
 from typing import Any
@@ -612,3 +613,17 @@ def test_arbitrary_cluster_and_template_data_never_raise(
     tpl["spec"]["volumes"] = extra
     res = run(xr, cl)
     assert res.fatal is None
+
+
+# --- shared helpers ------------------------------------------------------------------------
+
+
+def test_long_deployment_label_matches_the_shared_label_value() -> None:
+    # The ModelDeployment side labels its replicas with api.objects.label_value;
+    # the cluster side must agree, or selecting a deployment's pods misses some.
+    # An upper-case-free 80-character name: hand-computed expected label below.
+    long = "a" * 80
+    res = run(replica(deploymentName=long), cluster())
+    label = manifest(res, "unified-deployment")["metadata"]["labels"]["modelplane.ai/deployment"]
+    digest = hashlib.sha256(long.encode()).hexdigest()[:10]
+    assert label == "a" * 52 + "-" + digest
