@@ -359,6 +359,13 @@ def build_role(ctx: ReplicaContext, role: str, spec: ReplicaRole) -> Built:
             "spec": {
                 "replicas": workers.count,
                 "selector": {"matchLabels": selector(ctx, role)},
+                # Replace one worker at a time and never surge: the fleet
+                # ledger reserved exactly `count` workers' GPUs, so Kubernetes'
+                # default maxSurge of 25% would wait for GPUs nobody reserved.
+                "strategy": {
+                    "type": "RollingUpdate",
+                    "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1},
+                },
                 "template": tpl,
             },
         }
@@ -372,6 +379,14 @@ def build_role(ctx: ReplicaContext, role: str, spec: ReplicaRole) -> Built:
             "metadata": workload_meta,
             "spec": {
                 "replicas": workers.count,
+                # LeaderWorkerSet's CRD already defaults maxSurge to 0 (and
+                # maxUnavailable to 1); stated here because a surge group would
+                # need a whole extra set of GPU nodes the ledger never reserved,
+                # and a changed upstream default must not silently start one.
+                "rolloutStrategy": {
+                    "type": "RollingUpdate",
+                    "rollingUpdateConfiguration": {"maxSurge": 0, "maxUnavailable": 1},
+                },
                 "leaderWorkerTemplate": {
                     "size": size,
                     "restartPolicy": "RecreateGroupOnPodRestart",
