@@ -134,10 +134,37 @@ class LabelSelector(KubeModel):
 class Toleration(KubeModel):
     """Tolerates an InferenceCluster taint, like a Pod toleration."""
 
-    key: str | None = None
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        validate_default=True,
+        json_schema_extra=cel_rules(
+            (
+                "has(self.key) && size(self.key) > 0 || self.operator == 'Exists'",
+                "operator must be Exists when key is empty",
+            ),
+            (
+                "self.operator != 'Exists' || !has(self.value) || size(self.value) == 0",
+                "value must be empty when operator is Exists",
+            ),
+        ),
+    )
+
+    key: str | None = Field(default=None, max_length=317)
     operator: Literal["Equal", "Exists"] = "Equal"
-    value: str | None = None
+    value: str | None = Field(default=None, max_length=63)
     effect: Literal["NoSchedule", "NoExecute"] | None = None
+
+    @model_validator(mode="after")
+    def _operator_rules(self) -> Toleration:
+        # Pod toleration validation: an empty key tolerates every taint only
+        # with Exists, and Exists compares no value.
+        if not self.key and self.operator != "Exists":
+            raise ValueError("operator must be Exists when key is empty")
+        if self.operator == "Exists" and self.value:
+            raise ValueError("value must be empty when operator is Exists")
+        return self
 
 
 class LocalObjectReference(KubeModel):

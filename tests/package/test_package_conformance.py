@@ -70,6 +70,16 @@ REJECTED = {
         "spec.clusterSelector.matchExpressions.0",
         "values must be non-empty for In and NotIn and empty for Exists",
     ),
+    "toleration-noop-key.yaml": (
+        "cel",
+        "spec.tolerations.0",
+        "operator must be Exists when key is empty",
+    ),
+    "toleration-exists-value.yaml": (
+        "cel",
+        "spec.tolerations.0",
+        "value must be empty when operator is Exists",
+    ),
     "replicas-wrong-type.yaml": ("schema", "spec.replicas", "'three' is not of type 'integer'"),
     "unknown-field.yaml": ("unknown-field", "spec.devices.0", "'cuont' was unexpected"),
 }
