@@ -231,7 +231,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
     )
     wanted["namespace"] = (ns_obj, f"Namespace {ns}", False)
     pods = 0
-    services: dict[str, str] = {}
+    services: dict[str, tuple[str, int]] = {}
     for role, role_spec in roles.items():
         built = workload.build_role(ctx, role, role_spec)
         pods += built.pods
@@ -276,13 +276,13 @@ def compose(inp: ComposeInput) -> ComposeResult:
             f"Service ({role})",
             False,
         )
-        services[role] = str(built.service["metadata"]["name"])
+        services[role] = (str(built.service["metadata"]["name"]), built.port)
 
     # A disaggregated replica is entered through its decode role, which pulls
     # prefill results from the prefill role's Service.
     entry = services.get(c.ROLE_DECODE) or services[c.ROLE_UNIFIED]
     gw_name, gw_ns = _gateway(cluster)
-    route = workload.http_route(ctx, entry, gw_name, gw_ns)
+    route = workload.http_route(ctx, *entry, gw_name, gw_ns)
     wanted["route"] = (
         objects.wrap(obj("route"), ns, provider_config, route, "Config", labels),
         "HTTPRoute",

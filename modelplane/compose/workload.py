@@ -83,6 +83,7 @@ class Built:
     claims: Resource | None
     service: Resource
     pods: int
+    port: int  # the engine's serving port, behind the Service
     warnings: list[str] = field(default_factory=list)
 
 
@@ -113,6 +114,30 @@ def needs_ray(role: ReplicaRole, engine: dict[str, Any]) -> bool:
     """Multi-node vLLM: pipeline or data parallelism over several nodes runs on Ray."""
     topo = role.workers.topology
     return topo.nodes_per_worker > 1 and (topo.pipeline > 1 or topo.data > 1) and is_vllm(engine)
+
+
+def _declared_port(item: Any) -> int | None:
+    port = item.get("containerPort") if isinstance(item, dict) else None
+    if isinstance(port, int) and not isinstance(port, bool) and 0 < port < 65536:
+        return port
+    return None
+
+
+def engine_port(engine: dict[str, Any]) -> int:
+    """The port the engine serves on: its declared containerPort named
+    `http`, else its first declared containerPort, else the default 8000."""
+    declared = [p for p in engine.get("ports") or [] if _declared_port(p) is not None]
+    named = [p for p in declared if p.get("name") == c.ENGINE_PORT_NAME]
+    chosen = (named or declared or [None])[0]
+    port = _declared_port(chosen)
+    return port if port is not None else c.ENGINE_PORT
+
+
+def _engine(pod_spec: dict[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = next(
+        x for x in pod_spec["containers"] if x.get("name") == c.ENGINE_CONTAINER
+    )
+    return found
 
 
 def _names_model(argv: list[str]) -> bool:
@@ -236,7 +261,8 @@ def pod_template(
     if ctx.plan.priority_class:
         pod["priorityClassName"] = ctx.plan.priority_class
 
-    engine = next(x for x in pod["containers"] if x.get("name") == c.ENGINE_CONTAINER)
+    engine = _engine(pod)
+    port = engine_port(engine)
     ray = needs_ray(spec, engine)
     if spec.device_requests:
         claims = list(pod.get("resourceClaims") or [])
@@ -291,15 +317,13 @@ def pod_template(
 
     if kind != "worker":
         ports = list(engine.get("ports") or [])
-        if not any(p.get("containerPort") == c.ENGINE_PORT for p in ports if isinstance(p, dict)):
-            ports.append(
-                {"name": c.ENGINE_PORT_NAME, "containerPort": c.ENGINE_PORT, "protocol": "TCP"}
-            )
+        if not any(_declared_port(p) == port for p in ports):
+            ports.append({"name": c.ENGINE_PORT_NAME, "containerPort": port, "protocol": "TCP"})
         engine["ports"] = ports
         engine.setdefault(
             "readinessProbe",
             {
-                "httpGet": {"path": c.ENGINE_HEALTH_PATH, "port": c.ENGINE_PORT},
+                "httpGet": {"path": c.ENGINE_HEALTH_PATH, "port": port},
                 "periodSeconds": 10,
                 "failureThreshold": 3,
             },
@@ -348,6 +372,7 @@ def build_role(ctx: ReplicaContext, role: str, spec: ReplicaRole) -> Built:
     workload_meta = _meta(name, ctx, {c.LABEL_ROLE: role, **ctx.plan.workload_labels})
     warnings: list[str] = []
     service_selector = selector(ctx, role)
+    port = engine_port(_engine(workers.template["spec"]))
     where = "spec.workers.template" if role == c.ROLE_UNIFIED else f"spec.{role}.workers.template"
     workload: Resource
     if size == 1:
@@ -409,14 +434,14 @@ def build_role(ctx: ReplicaContext, role: str, spec: ReplicaRole) -> Built:
             "ports": [
                 {
                     "name": c.ENGINE_PORT_NAME,
-                    "port": c.ENGINE_PORT,
-                    "targetPort": c.ENGINE_PORT,
+                    "port": port,
+                    "targetPort": port,
                     "protocol": "TCP",
                 }
             ],
         },
     }
-    return Built(workload, claims, service, workers.count * size, warnings)
+    return Built(workload, claims, service, workers.count * size, port, warnings)
 
 
 def route_path(ctx: ReplicaContext) -> str:
@@ -425,9 +450,9 @@ def route_path(ctx: ReplicaContext) -> str:
 
 
 def http_route(
-    ctx: ReplicaContext, service: str, gateway_name: str, gateway_namespace: str
+    ctx: ReplicaContext, service: str, port: int, gateway_name: str, gateway_namespace: str
 ) -> Resource:
-    """The replica's HTTPRoute: its path prefix, rewritten to `/`, to `service`."""
+    """The replica's HTTPRoute: its path prefix, rewritten to `/`, to `service`'s `port`."""
     return {
         "apiVersion": c.GATEWAY_API_VERSION,
         "kind": "HTTPRoute",
@@ -452,7 +477,7 @@ def http_route(
                             },
                         }
                     ],
-                    "backendRefs": [{"name": service, "port": c.ENGINE_PORT}],
+                    "backendRefs": [{"name": service, "port": port}],
                 }
             ],
         },

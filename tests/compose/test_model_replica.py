@@ -627,3 +627,43 @@ def test_long_deployment_label_matches_the_shared_label_value() -> None:
     label = manifest(res, "unified-deployment")["metadata"]["labels"]["modelplane.ai/deployment"]
     digest = hashlib.sha256(long.encode()).hexdigest()[:10]
     assert label == "a" * 52 + "-" + digest
+
+
+# --- the engine's port ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ports", "expected_port", "expected_ports"),
+    [
+        # TGI serves on 80: the declared port, nothing added.
+        ([{"containerPort": 80}], 80, [{"containerPort": 80}]),
+        # The `http`-named port wins over an earlier metrics port.
+        (
+            [{"name": "metrics", "containerPort": 9090}, {"name": "http", "containerPort": 30000}],
+            30000,
+            [{"name": "metrics", "containerPort": 9090}, {"name": "http", "containerPort": 30000}],
+        ),
+        # Without a name match, the first declared port.
+        (
+            [{"name": "api", "containerPort": 8080}, {"name": "metrics", "containerPort": 9090}],
+            8080,
+            [{"name": "api", "containerPort": 8080}, {"name": "metrics", "containerPort": 9090}],
+        ),
+        # Nothing declared: the default, declared for the user.
+        (None, 8000, [{"name": "http", "containerPort": 8000, "protocol": "TCP"}]),
+    ],
+)
+def test_engine_port_is_the_one_the_container_declares(
+    ports: list[dict[str, Any]] | None, expected_port: int, expected_ports: list[dict[str, Any]]
+) -> None:
+    xr = replica()
+    if ports is not None:
+        xr["spec"]["workers"]["template"]["spec"]["containers"][0]["ports"] = ports
+    res = run(xr, cluster())
+    engine = _engine(manifest(res, "unified-deployment")["spec"]["template"])
+    assert engine["ports"] == expected_ports
+    assert engine["readinessProbe"]["httpGet"]["port"] == expected_port
+    svc = manifest(res, "unified-service")["spec"]["ports"]
+    assert [(p["port"], p["targetPort"]) for p in svc] == [(expected_port, expected_port)]
+    backend = manifest(res, "route")["spec"]["rules"][0]["backendRefs"]
+    assert [b["port"] for b in backend] == [expected_port]
