@@ -52,13 +52,3 @@ def describe_taint(taint: Mapping[str, Any]) -> str:
     value = taint.get("value")
     key = f"{taint.get('key')}={value}" if value else str(taint.get("key"))
     return f"{key}:{taint.get('effect')}"
-
-
-def condition_true(obj: Mapping[str, Any], type_: str) -> bool:
-    """Whether `status.conditions` of an object holds `type_` with status True."""
-    status = obj.get("status")
-    conditions = status.get("conditions") if isinstance(status, Mapping) else None
-    for cond in conditions if isinstance(conditions, list) else ():
-        if isinstance(cond, Mapping) and cond.get("type") == type_:
-            return cond.get("status") == "True"
-    return False

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from modelplane.api import constants as c
-from modelplane.scheduling.filters import condition_true
+from modelplane.api.objects import is_condition_true, label_value
 
 ObservedRequests = tuple[tuple[str, int, tuple[str, ...]], ...]
 
@@ -61,6 +61,15 @@ class ObservedReplica:
     ready: bool
     created: str
     roles: tuple[tuple[str, ObservedRole], ...]
+    deployment_is_label: bool = False  # `deployment` is a label value, not the name
+
+    def belongs_to(self, namespace: str, deployment: str) -> bool:
+        """Whether this replica is one of deployment `namespace/deployment`."""
+        if self.namespace != namespace:
+            return False
+        if self.deployment_is_label:
+            return self.deployment == label_value(deployment)
+        return self.deployment == deployment
 
     @property
     def order(self) -> tuple[int, int, str, str, str]:
@@ -100,13 +109,27 @@ def _role(spec: Mapping[str, Any], pool_key: str) -> ObservedRole | None:
     return ObservedRole(pool, reqs, raw, npw, max(1, as_int(workers.get("count"), 1)))
 
 
-def read_replica(obj: Mapping[str, Any]) -> ObservedReplica | None:
-    """Parse one ModelReplica object; None when it names no cluster or pool."""
+def read_replica(
+    obj: Mapping[str, Any], clusters_by_label: Mapping[str, str] | None = None
+) -> ObservedReplica | None:
+    """Parse one ModelReplica object; None when it names no cluster or deployment.
+
+    The spec names the deployment and cluster in full; the labels carry them
+    as label values (shortened when long), so a replica known only by its
+    labels keeps the deployment's label value (`deployment_is_label`) and has
+    its cluster looked up in `clusters_by_label` (label value → cluster name).
+    """
     meta = _map(obj.get("metadata"))
     labels = _map(meta.get("labels"))
     spec = _map(obj.get("spec"))
-    cluster = spec.get("clusterName") or labels.get(c.LABEL_CLUSTER)
-    deployment = spec.get("deploymentName") or labels.get(c.LABEL_DEPLOYMENT)
+    cluster = spec.get("clusterName")
+    if not isinstance(cluster, str) or not cluster:
+        label = labels.get(c.LABEL_CLUSTER)
+        cluster = (clusters_by_label or {}).get(label, label) if isinstance(label, str) else None
+    deployment = spec.get("deploymentName")
+    deployment_is_label = not isinstance(deployment, str) or not deployment
+    if deployment_is_label:
+        deployment = labels.get(c.LABEL_DEPLOYMENT)
     if not isinstance(cluster, str) or not isinstance(deployment, str):
         return None
     index = as_int(spec.get("index"), as_int(labels.get(c.LABEL_REPLICA_INDEX), -1))
@@ -127,7 +150,8 @@ def read_replica(obj: Mapping[str, Any]) -> ObservedReplica | None:
         deployment=deployment,
         cluster=cluster,
         index=index,
-        ready=condition_true(obj, c.CONDITION_READY),
+        deployment_is_label=deployment_is_label,
+        ready=is_condition_true(obj, c.CONDITION_READY),
         created=created if isinstance(created, str) else "",
         roles=tuple(roles),
     )
@@ -178,7 +202,7 @@ def read_cluster(obj: Mapping[str, Any]) -> ObservedCluster | None:
         name=name,
         labels=labels,
         taints=taints,
-        ready=condition_true(obj, c.CONDITION_READY),
+        ready=is_condition_true(obj, c.CONDITION_READY),
         pools=tuple(pools[k] for k in sorted(pools)),
         published=bool(pools),
     )

@@ -26,6 +26,7 @@ from modelplane.api import constants as c
 from modelplane.api.common import Toleration
 from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.api.model_replica import ResolvedDeviceRequest
+from modelplane.api.objects import label_value
 from modelplane.scheduling.filters import describe_taint, selector_matches, untolerated
 from modelplane.scheduling.ledger import PoolLedger, Vector
 from modelplane.scheduling.matching import (
@@ -161,9 +162,10 @@ def read_state(
         # Names are unique in a real fleet; keep a deterministic one if not.
         if cl is not None and (cl.name not in parsed or repr(cl) < repr(parsed[cl.name])):
             parsed[cl.name] = cl
+    by_label = {label_value(k): k for k in sorted(parsed, reverse=True)}
     unique: dict[tuple[str, str], ObservedReplica] = {}
     for obj in replicas:
-        r = read_replica(obj)
+        r = read_replica(obj, by_label)
         if r is None:
             continue
         key = (r.namespace, r.name)
@@ -173,7 +175,7 @@ def read_state(
     own: list[ObservedReplica] = []
     others: list[ObservedReplica] = []
     for r in unique.values():
-        (own if (r.namespace, r.deployment) == (namespace, name) else others).append(r)
+        (own if r.belongs_to(namespace, name) else others).append(r)
     own.sort(key=lambda r: (r.cluster, r.index, r.order))
     others.sort(key=lambda r: r.order)
     state = CycleState(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from modelplane.api import constants as c
+from modelplane.api.objects import label_value
 from modelplane.scheduling import ScheduleResult, replica_name
 
 Obj = dict[str, Any]
@@ -160,8 +161,8 @@ def replica(
             "namespace": namespace,
             "creationTimestamp": created,
             "labels": {
-                c.LABEL_DEPLOYMENT: dep,
-                c.LABEL_CLUSTER: cluster_name,
+                c.LABEL_DEPLOYMENT: label_value(dep),
+                c.LABEL_CLUSTER: label_value(cluster_name),
                 c.LABEL_REPLICA_INDEX: str(index),
             },
         },
@@ -232,8 +233,8 @@ def materialize(
                     "namespace": dep["metadata"]["namespace"],
                     "creationTimestamp": f"2026-01-01T00:00:00.{clock:06d}Z",
                     "labels": {
-                        c.LABEL_DEPLOYMENT: dep["metadata"]["name"],
-                        c.LABEL_CLUSTER: p.cluster,
+                        c.LABEL_DEPLOYMENT: label_value(dep["metadata"]["name"]),
+                        c.LABEL_CLUSTER: label_value(p.cluster),
                         c.LABEL_REPLICA_INDEX: str(p.index),
                     },
                 },
