@@ -37,7 +37,7 @@ from modelplane.api.model_deployment import (
     ModelDeploymentSpec,
 )
 from modelplane.api.model_replica import ModelReplicaSpec
-from modelplane.api.objects import condition_status
+from modelplane.api.objects import is_condition_true, label_value
 from modelplane.compose.common import keep_observed, meta, parse_spec
 from modelplane.compose.deployment_explain import cluster_message, truncate
 from modelplane.compose.types import (
@@ -47,6 +47,7 @@ from modelplane.compose.types import (
     Requirement,
     Resource,
 )
+from modelplane.compose.workload import template_errors
 from modelplane.scheduling import schedule
 from modelplane.scheduling.types import ClusterVerdict, PlannedReplica, ScheduleResult
 
@@ -68,7 +69,9 @@ _LABEL_NAME = r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)"
 _LABEL_KEY = re.compile(
     rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{_LABEL_NAME}$"
 )
-_LABEL_VALUE = re.compile(rf"^{_LABEL_NAME}?$")
+# Verdicts of clusters the scheduler tried to fit a replica on; any other
+# rejection (labels, taints, readiness) is decided before capacity matters.
+_CAPACITY_VERDICTS = frozenset({"NoMatchingPool", "InsufficientCapacity"})
 
 
 def cache_requirement(name: str) -> str:
@@ -83,7 +86,7 @@ def replica_key(cluster: str, index: int) -> str:
 
 def replica_selector(deployment: str) -> str:
     """The label selector of a deployment's replicas (its scale subresource's selector)."""
-    return f"{c.LABEL_DEPLOYMENT}={deployment}"
+    return f"{c.LABEL_DEPLOYMENT}={label_value(deployment)}"
 
 
 def requirements(namespace: str, spec: ModelDeploymentSpec | None) -> dict[str, Requirement]:
@@ -124,6 +127,26 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
         result.desired = keep_observed(inp)
         result.condition(c.CONDITION_SCHEDULED, False, c.REASON_INVALID_SPEC, error)
         result.warn(c.REASON_INVALID_SPEC, error)
+        result.ready = "False"
+        return result
+
+    shape_errors = [
+        err
+        for role, role_spec in spec.roles().items()
+        for err in template_errors(
+            role_spec.workers.template, f"spec.{_workers_path(role)}.template"
+        )
+    ]
+    if shape_errors:
+        # Checked here, not only by the ModelReplica composer, so a template it
+        # cannot stamp is never placed; serving replicas keep their old one.
+        msg = truncate(
+            "; ".join(shape_errors) + " (no new replicas are placed; existing ones are kept)",
+            MAX_CONDITION_MESSAGE,
+        )
+        result.desired = keep_observed(inp)
+        result.condition(c.CONDITION_SCHEDULED, False, c.REASON_INVALID_SPEC, msg)
+        result.warn(c.REASON_INVALID_SPEC, msg)
         result.ready = "False"
         return result
 
@@ -177,7 +200,7 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
             )
             return result
         observed = inp.observed.get(key)
-        ready = observed is not None and condition_status(observed, c.CONDITION_READY) == "True"
+        ready = is_condition_true(observed, c.CONDITION_READY)
         result.desired[key] = DesiredResource(manifest, "True" if ready else "False")
 
     ready_count = sum(1 for d in result.desired.values() if d.ready == "True")
@@ -225,6 +248,10 @@ def _fleet_replicas(inp: ComposeInput, namespace: str) -> list[Resource]:
     return [by_id[k] for k in sorted(by_id)]
 
 
+def _workers_path(role: str) -> str:
+    return "workers" if role == c.ROLE_UNIFIED else f"{role}.workers"
+
+
 def _user_labels(spec: ModelDeploymentSpec, result: ComposeResult) -> dict[str, str]:
     """The workers' template labels a replica inherits, minus reserved and invalid ones."""
     labels: dict[str, str] = {}
@@ -241,12 +268,11 @@ def _user_labels(spec: ModelDeploymentSpec, result: ComposeResult) -> dict[str, 
                 or not _LABEL_KEY.match(str(key))
                 or len(str(key).rsplit("/", 1)[-1]) > 63
                 or len(str(key)) > 316
-                or not _LABEL_VALUE.match(value)
+                or label_value(value) != value
             ):
-                field = "workers" if role == c.ROLE_UNIFIED else f"{role}.workers"
                 msg = (
-                    f"spec.{field}.template.metadata.labels: {key!r}={value!r} is not a valid "
-                    "Kubernetes label; it is not copied to the replicas"
+                    f"spec.{_workers_path(role)}.template.metadata.labels: {key!r}={value!r} "
+                    "is not a valid Kubernetes label; it is not copied to the replicas"
                 )
                 result.warn(c.REASON_INVALID_LABEL, msg)
                 continue
@@ -289,8 +315,8 @@ def _replica_manifest(
     labels = {
         **user_labels,
         c.LABEL_MANAGED_BY: c.MANAGED_BY,
-        c.LABEL_DEPLOYMENT: deployment,
-        c.LABEL_CLUSTER: planned.cluster,
+        c.LABEL_DEPLOYMENT: label_value(deployment),
+        c.LABEL_CLUSTER: label_value(planned.cluster),
         c.LABEL_REPLICA_INDEX: str(planned.index),
     }
     return {
@@ -379,6 +405,11 @@ def _scheduled_condition(
         reason, why = c.REASON_NO_CLUSTERS, "no InferenceCluster exists"
     elif not candidates:
         reason, why = c.REASON_NO_CLUSTERS, "no InferenceCluster matches spec.clusterSelector"
+    elif not placed and not any(v.reason in _CAPACITY_VERDICTS for v in plan.clusters):
+        reason = c.REASON_NO_CLUSTERS
+        why = "no Ready, selected cluster tolerates this deployment: " + _rejection_summary(
+            plan.clusters
+        )
     else:
         reason = c.REASON_PARTIAL if placed else c.REASON_INSUFFICIENT_CAPACITY
         why = _rejection_summary(plan.clusters)

@@ -664,3 +664,68 @@ def test_other_namespaces_replicas_reach_the_scheduler_once() -> None:
     )
     names = [(x["metadata"]["namespace"], x["metadata"]["name"]) for x in sched.calls[0][2]]
     assert names == [("team-a", "chat-a0"), ("team-b", "other-a0")]
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "reason", "why"),
+    [
+        # Nothing got as far as the pools: not a capacity problem.
+        (
+            (
+                ClusterVerdict("a", False, "NotReady", "cluster is not Ready"),
+                ClusterVerdict("b", False, "Tainted", "untolerated taint drain=true:NoExecute"),
+                ClusterVerdict("c", False, "NotSelected", "labels do not match clusterSelector"),
+            ),
+            "NoClusters",
+            "no Ready, selected cluster tolerates this deployment: NotReady on a; Tainted on b; "
+            "NotSelected on c (see status.unschedulable)",
+        ),
+        # One cluster was tried and its pools did not fit: capacity it is.
+        (
+            (
+                ClusterVerdict("a", False, "NotReady", "cluster is not Ready"),
+                ClusterVerdict("b", False, "NoMatchingPool", "no pool matches spec.nodeSelector"),
+            ),
+            "InsufficientCapacity",
+            "NotReady on a; NoMatchingPool on b (see status.unschedulable)",
+        ),
+    ],
+)
+def test_nothing_placed_without_a_usable_cluster_is_no_clusters(
+    verdicts: tuple[ClusterVerdict, ...], reason: str, why: str
+) -> None:
+    plan = ScheduleResult(replicas=(), desired=2, clusters=verdicts)
+    got = md.compose_with(ComposeInput(deployment(), required=FETCHED), Scripted(plan))
+    message = f"placed 0 of 2 replicas: {why}"
+    assert got.conditions[0] == ConditionOut("Scheduled", "False", reason, message)
+    assert got.events == [EventOut("Warning", reason, message)]
+
+
+def test_a_template_the_replica_composer_cannot_stamp_places_nothing_new() -> None:
+    decode_template = {
+        "spec": {"containers": [{"name": "engine", "image": "vllm"}], "volumes": {"a": 1}},
+    }
+    unified_template = copy.deepcopy(TEMPLATE)
+    unified_template["spec"]["containers"][0]["ports"] = "8000"
+    disaggregated = deployment(
+        prefill={"nodeSelector": NODE_SELECTOR, "workers": {"template": TEMPLATE}},
+        decode={"nodeSelector": NODE_SELECTOR, "workers": {"template": decode_template}},
+    )
+    del disaggregated["spec"]["nodeSelector"], disaggregated["spec"]["workers"]
+    cases = [
+        (
+            deployment(workers={"template": unified_template}),
+            "spec.workers.template.spec.containers[0].ports: must be a list",
+        ),
+        (disaggregated, "spec.decode.workers.template.spec.volumes: must be a list"),
+    ]
+    observed = {"replica-a-0": observed_replica("a", 0, ready=True)}
+    for dep, field_error in cases:
+        got = md.compose_with(ComposeInput(dep, observed=observed, required=FETCHED), NEVER)
+        message = f"{field_error} (no new replicas are placed; existing ones are kept)"
+        assert got == ComposeResult(
+            desired={"replica-a-0": DesiredResource(replica("a", 0))},
+            conditions=[ConditionOut("Scheduled", "False", "InvalidSpec", message)],
+            events=[EventOut("Warning", "InvalidSpec", message)],
+            ready="False",
+        )
