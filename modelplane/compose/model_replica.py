@@ -13,8 +13,11 @@ so one team's namespace maps to one namespace on every cluster. Its Object
 never deletes it (replicas of several deployments share it).
 
 Names: control-plane Objects are `<replica>-[<role>-]<kind>` (e.g.
-`qwen-3f2a9c1b-deployment`, `...-prefill-claims`), cut to 63 characters with
-a hash of the replica name when longer. Wrapped objects are named
+`qwen-3f2a9c1b-deployment`), cut to 63 characters with a hash of the replica
+name when longer; a claim template's Object, its wrapped template and its
+composed-resource key also carry the digest of the template's spec
+(`...-prefill-claims-<digest>`, key `prefill-claims-<digest>`; see
+`workload.py`). Wrapped objects are named
 `<base>[-<role>]` (the Service `...-engine`), where `base` is the replica name
 as an RFC 1035 label of at most 40 characters, so LeaderWorkerSet pod and
 StatefulSet names stay within Kubernetes' limits. The HTTPRoute matches the
@@ -251,10 +254,13 @@ def compose(inp: ComposeInput) -> ComposeResult:
             f"{kind} {built.workload['metadata']['name']} ({role})",
             True,
         )
-        if built.claims is not None:
-            wanted[f"{role}-claims"] = (
+        if built.claims is not None and built.claims_hash is not None:
+            # The digest is in the key and the Object's name too: a changed
+            # template is a new composed resource, so Crossplane deletes the
+            # old Object (and its template) instead of trying to rename it.
+            wanted[f"{role}-claims-{built.claims_hash}"] = (
                 objects.wrap(
-                    obj(*role_suffix(role, "claims")),
+                    obj(*role_suffix(role, "claims"), built.claims_hash),
                     ns,
                     provider_config,
                     built.claims,

@@ -9,6 +9,12 @@ Decisions worth knowing:
 - GPUs bind only through DRA. Any `nvidia.com/gpu` request or limit the user
   put in the pod template is removed (and reported), because it would ask the
   legacy device plugin for a second, unrelated set of GPUs.
+- A ResourceClaimTemplate's spec is immutable, yet a replica's resolved
+  device requests can change in place (an edited selector that still matches
+  the pinned pool). So the template's name carries a digest of its spec
+  (`<base>[-<role>]-<8 hex of sha256 over the spec as canonical JSON>`): a
+  changed spec is a new template, and the pods reference the new name, so the
+  Deployment or LeaderWorkerSet rolls onto it.
 - A pod claims a GPU when its role has at least one DRA device request: every
   resolved request is a `claim: DRA` device of a GPU pool, and the pool pin
   already keeps the pod on that pool, so tolerating `nvidia.com/gpu:NoSchedule`
@@ -30,15 +36,18 @@ Decisions worth knowing:
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from modelplane.api import constants as c
 from modelplane.api.model_replica import ReplicaRole, ResolvedDeviceRequest
+from modelplane.api.objects import short_hash
 from modelplane.compose.schedulers import SchedulingPlan
 from modelplane.compose.types import Resource
 
 CLAIM_NAME = "devices"
+CLAIM_HASH = 8
 SHM_VOLUME = "dshm"
 CACHE_VOLUME = "model-cache"
 LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
@@ -81,6 +90,7 @@ class Built:
 
     workload: Resource
     claims: Resource | None
+    claims_hash: str | None  # digest of the claim template's spec, in its names
     service: Resource
     pods: int
     port: int  # the engine's serving port, behind the Service
@@ -236,8 +246,12 @@ def pod_template(
     spec: ReplicaRole,
     kind: PodKind,
     where: str,
+    claim_template: str | None = None,
 ) -> tuple[Resource, list[str]]:
-    """One role's serving pod template, stamped for its pool, claims and scheduler."""
+    """One role's serving pod template, stamped for its pool, claims and scheduler.
+
+    `claim_template` names the role's ResourceClaimTemplate (None: no devices).
+    """
     tpl: dict[str, Any] = copy.deepcopy(spec.workers.template)
     meta = tpl.setdefault("metadata", {})
     pod = tpl.setdefault("spec", {})
@@ -264,9 +278,9 @@ def pod_template(
     engine = _engine(pod)
     port = engine_port(engine)
     ray = needs_ray(spec, engine)
-    if spec.device_requests:
+    if claim_template is not None:
         claims = list(pod.get("resourceClaims") or [])
-        _upsert(claims, {"name": CLAIM_NAME, "resourceClaimTemplateName": role_name(ctx, role)})
+        _upsert(claims, {"name": CLAIM_NAME, "resourceClaimTemplateName": claim_template})
         pod["resourceClaims"] = claims
         resources = engine.setdefault("resources", {})
         ctr_claims = list(resources.get("claims") or [])
@@ -335,33 +349,43 @@ def _meta(name: str, ctx: ReplicaContext, extra: dict[str, str] | None = None) -
     return {"name": name, "namespace": ctx.namespace, "labels": {**ctx.labels, **(extra or {})}}
 
 
+def spec_hash(spec: Any) -> str:
+    """A short digest of `spec` (canonical JSON: sorted keys, no spaces)."""
+    canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"))
+    return short_hash(canonical, length=CLAIM_HASH)
+
+
 def resource_claim_template(
     ctx: ReplicaContext, role: str, requests: list[ResolvedDeviceRequest]
-) -> Resource:
-    """The role's DRA ResourceClaimTemplate: one request per resolved device request."""
-    return {
+) -> tuple[Resource, str]:
+    """The role's DRA ResourceClaimTemplate (one request per resolved device
+    request) and the digest of its spec, which its name carries."""
+    spec = {
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": r.name,
+                        "exactly": {
+                            "deviceClassName": r.device_class_name,
+                            "allocationMode": "ExactCount",
+                            "count": r.count,
+                            "selectors": [{"cel": {"expression": s.cel}} for s in r.selectors],
+                        },
+                    }
+                    for r in requests
+                ]
+            }
+        }
+    }
+    digest = spec_hash(spec)
+    template = {
         "apiVersion": c.DRA_API_VERSION,
         "kind": "ResourceClaimTemplate",
-        "metadata": _meta(role_name(ctx, role), ctx, {c.LABEL_ROLE: role}),
-        "spec": {
-            "spec": {
-                "devices": {
-                    "requests": [
-                        {
-                            "name": r.name,
-                            "exactly": {
-                                "deviceClassName": r.device_class_name,
-                                "allocationMode": "ExactCount",
-                                "count": r.count,
-                                "selectors": [{"cel": {"expression": s.cel}} for s in r.selectors],
-                            },
-                        }
-                        for r in requests
-                    ]
-                }
-            }
-        },
+        "metadata": _meta(f"{role_name(ctx, role)}-{digest}", ctx, {c.LABEL_ROLE: role}),
+        "spec": spec,
     }
+    return template, digest
 
 
 def build_role(ctx: ReplicaContext, role: str, spec: ReplicaRole) -> Built:
@@ -373,10 +397,16 @@ def build_role(ctx: ReplicaContext, role: str, spec: ReplicaRole) -> Built:
     warnings: list[str] = []
     service_selector = selector(ctx, role)
     port = engine_port(_engine(workers.template["spec"]))
+    claims, digest = (
+        resource_claim_template(ctx, role, spec.device_requests)
+        if spec.device_requests
+        else (None, None)
+    )
+    claim_name = claims["metadata"]["name"] if claims is not None else None
     where = "spec.workers.template" if role == c.ROLE_UNIFIED else f"spec.{role}.workers.template"
     workload: Resource
     if size == 1:
-        tpl, warnings = pod_template(ctx, role, spec, "single", where)
+        tpl, warnings = pod_template(ctx, role, spec, "single", where, claim_name)
         workload = {
             "apiVersion": c.APPS_API_VERSION,
             "kind": "Deployment",
@@ -395,8 +425,8 @@ def build_role(ctx: ReplicaContext, role: str, spec: ReplicaRole) -> Built:
             },
         }
     else:
-        leader, w1 = pod_template(ctx, role, spec, "leader", where)
-        worker, _ = pod_template(ctx, role, spec, "worker", where)
+        leader, w1 = pod_template(ctx, role, spec, "leader", where, claim_name)
+        worker, _ = pod_template(ctx, role, spec, "worker", where, claim_name)
         warnings = w1
         workload = {
             "apiVersion": c.LWS_API_VERSION,
@@ -422,9 +452,6 @@ def build_role(ctx: ReplicaContext, role: str, spec: ReplicaRole) -> Built:
         }
         # Only the leader serves the OpenAI API.
         service_selector = {**service_selector, LWS_WORKER_INDEX_LABEL: "0"}
-    claims = (
-        resource_claim_template(ctx, role, spec.device_requests) if spec.device_requests else None
-    )
     service = {
         "apiVersion": c.CORE_API_VERSION,
         "kind": "Service",
@@ -441,7 +468,7 @@ def build_role(ctx: ReplicaContext, role: str, spec: ReplicaRole) -> Built:
             ],
         },
     }
-    return Built(workload, claims, service, workers.count * size, port, warnings)
+    return Built(workload, claims, digest, service, workers.count * size, port, warnings)
 
 
 def route_path(ctx: ReplicaContext) -> str:

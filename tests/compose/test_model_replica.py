@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 import re
 import shlex
 from typing import Any
@@ -396,7 +397,51 @@ def test_no_device_requests_means_no_claim_and_no_gpu_toleration() -> None:
     res = run(replica(deviceRequests=[]), cluster())
     spec = manifest(res, "unified-deployment")["spec"]["template"]["spec"]
     assert "resourceClaims" not in spec and "tolerations" not in spec
-    assert "unified-claims" not in res.desired
+    assert not [k for k in res.desired if "claims" in k]
+
+
+def _claims(res: ComposeResult) -> tuple[str, str, str, dict[str, Any]]:
+    """(key, Object name, template name, template) of the one claim template."""
+    [key] = [k for k in res.desired if k.startswith("unified-claims")]
+    obj = res.desired[key].resource
+    tpl = obj["spec"]["forProvider"]["manifest"]
+    return key, obj["metadata"]["name"], tpl["metadata"]["name"], tpl
+
+
+def test_changed_device_requests_are_a_new_claim_template_the_pods_roll_to() -> None:
+    # ResourceClaimTemplate.spec is immutable: an in-place change of the
+    # resolved requests (same pool, edited selector) must be a new template.
+    before = run(replica(), cluster())
+    edited = replica()
+    edited["spec"]["deviceRequests"][0]["selectors"] = [
+        {"cel": "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA L4'"}
+    ]
+    after = run(edited, cluster(), observed=observed_from(before, available=True))
+    (k0, o0, t0, tpl0), (k1, o1, t1, tpl1) = _claims(before), _claims(after)
+    assert tpl0["spec"] != tpl1["spec"]
+    # Template, Object and composed-resource key all change, so Crossplane
+    # deletes the old Object (never renames it) and creates the new one.
+    assert len({t0, t1}) == len({o0, o1}) == len({k0, k1}) == 2
+    assert k0 not in after.desired
+    for res, name in ((before, t0), (after, t1)):
+        pod = manifest(res, "unified-deployment")["spec"]["template"]["spec"]
+        assert pod["resourceClaims"] == [{"name": "devices", "resourceClaimTemplateName": name}]
+    # The digest is sha256 over the template spec as canonical JSON.
+    for key, obj_name, name, tpl in (_claims(before), _claims(after)):
+        canonical = json.dumps(tpl["spec"], sort_keys=True, separators=(",", ":"))
+        digest = hashlib.sha256(canonical.encode()).hexdigest()[:8]
+        assert (key, obj_name, name) == (
+            f"unified-claims-{digest}",
+            f"{NAME}-claims-{digest}",
+            f"{NAME}-{digest}",
+        )
+
+
+def test_unchanged_device_requests_keep_their_claim_template() -> None:
+    # Labels, scheduler and priority are not part of the template's spec.
+    a = run(replica(), cluster())
+    b = run(replica(priority="high"), cluster({"schedulerName": "kai-scheduler"}))
+    assert _claims(a)[:3] == _claims(b)[:3]
 
 
 def test_user_toleration_for_gpu_is_not_duplicated() -> None:

@@ -9,6 +9,8 @@ against the Kubernetes 1.34 and third-party schemas when it is available.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -62,6 +64,27 @@ def test_expected_manifests(path: Path) -> None:
         else:
             assert "managementPolicies" not in obj["spec"], key
         assert obj["spec"]["forProvider"]["manifest"] == want["manifest"], key
+    for key, want in case["objects"].items():
+        if want["manifest"]["kind"] != "ResourceClaimTemplate":
+            continue
+        # Its spec is immutable, so a digest of the spec names the template,
+        # its Object and its composed-resource key; the pods name the template.
+        canonical = json.dumps(want["manifest"]["spec"], sort_keys=True, separators=(",", ":"))
+        digest = hashlib.sha256(canonical.encode()).hexdigest()[:8]
+        template = want["manifest"]["metadata"]["name"]
+        assert key.endswith(f"-claims-{digest}"), key
+        assert want["name"].endswith(f"-claims-{digest}"), key
+        assert template.endswith(f"-{digest}"), key
+        role = key.removesuffix(f"-claims-{digest}")
+        [workload] = [
+            w
+            for k, w in case["objects"].items()
+            if k.startswith(f"{role}-")
+            and (w["manifest"]["kind"] in ("Deployment", "LeaderWorkerSet"))
+        ]
+        for pod in _pod_specs(workload["manifest"]):
+            claims = [x["resourceClaimTemplateName"] for x in pod["resourceClaims"]]
+            assert claims == [template], key
     assert res.status == case["status"]
     assert sorted({e.reason for e in res.events}) == sorted(case.get("warnings", []))
 
