@@ -8,11 +8,12 @@ that state and every verdict it reached is printed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import click
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -28,6 +29,11 @@ from modelplane.compose.model_deployment import (
 from modelplane.local import ControlPlane, Key, LoadError, NotConvergedError, load_paths
 from modelplane.local.store import ObjectStore
 from modelplane.scheduling import ScheduleResult, schedule
+
+# Piped output is sized to its content, within these bounds (a table cell
+# longer than the upper one still folds).
+PIPE_MIN_WIDTH = 160
+PIPE_MAX_WIDTH = 1000
 
 _STYLE = {
     "Eligible": "green",
@@ -154,16 +160,33 @@ def explain(paths: tuple[str, ...], ref: str, max_rounds: int) -> None:
             f"(ModelDeployments there: {known})"
         )
     deployment = store.get(Key(c.API_VERSION, "ModelDeployment", namespace, name)) or {}
-    console = Console(soft_wrap=False)
-    console.print(_summary(ref, deployment, result))
+    out: list[RenderableType] = [_summary(ref, deployment, result)]
     for path, message in result.invalid_selectors:
-        console.print(Text(f"invalid selector {path}: {message}", style="red"))
+        out.append(Text(f"invalid selector {path}: {message}", style="red"))
     if result.replicas:
-        console.print(_placements(result))
+        out.append(_placements(result))
     for what, why in result.replaced:
-        console.print(Text(f"replaced {what}: {why}", style="yellow"))
+        out.append(Text(f"replaced {what}: {why}", style="yellow"))
     for w in result.withdrawn:
-        console.print(
+        out.append(
             Text(f"withdrawn {w.cluster}/{w.index} from pool {w.pool}: {w.message}", style="yellow")
         )
-    console.print(_explanation(result))
+    out.append(_explanation(result))
+    console = _console(out)
+    for renderable in out:
+        console.print(renderable)
+
+
+def _console(renderables: Sequence[RenderableType]) -> Console:
+    """A console for the output; piped without COLUMNS, as wide as the tables need.
+
+    Rich assumes 80 columns when stdout is not a terminal, which folds the long
+    "Why" cells over several lines and breaks grep and less; a terminal, or an
+    explicit COLUMNS, keeps rich's own choice.
+    """
+    console = Console(soft_wrap=False)
+    if console.is_terminal or os.environ.get("COLUMNS"):
+        return console
+    probe = Console(width=PIPE_MAX_WIDTH)
+    natural = max(probe.measure(r).maximum for r in renderables)
+    return Console(soft_wrap=False, width=max(PIPE_MIN_WIDTH, natural))

@@ -108,3 +108,20 @@ def test_unreadable_manifest_exits_1(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text("kind: [unclosed\n")
     code, _ = run(str(tmp_path), "--deployment", "a/b")
     assert code == 1
+
+
+def test_piped_output_without_columns_keeps_each_why_on_one_line() -> None:
+    # CliRunner's stdout is not a terminal; COLUMNS=None removes the variable.
+    result = CliRunner(env={"COLUMNS": None}).invoke(
+        cli, ["explain", UNSCHEDULABLE, "--deployment", "ml-team/llama-405b"]
+    )
+    assert result.exit_code == 0, result.output
+    long_why = f"device fabric: selector '{H100}' errored"
+    lines = result.output.splitlines()
+    at = next(i for i, x in enumerate(lines) if long_why in x)
+    cells = [cell.strip() for cell in lines[at].rstrip()[1:-1].split("│")]
+    # The whole message is in this one cell (the error text is the CEL engine's
+    # own), and the row ends on the next line instead of folding onto it.
+    assert cells[0] == "" and cells[5].startswith(long_why) and len(cells[5]) > 100
+    assert lines[at - 1].startswith("│ h100-4x ")
+    assert lines[at + 1].startswith("├")
