@@ -65,6 +65,11 @@ def test_composed_labels_and_selector_use_the_short_form_and_survive_a_second_re
         assert obj["spec"]["deploymentName"] == DEP
         assert obj["spec"]["clusterName"] == CLUSTER
     assert first.status["selector"] == f"modelplane.ai/deployment={DEP_LABEL}"
+    # The requirement that lists the fleet's replicas still selects these.
+    fleet_req = first.requirements[md.REPLICAS_REQUIREMENT]
+    assert fleet_req.match_labels == {"app.kubernetes.io/managed-by": "modelplane"}
+    for obj in manifests.values():
+        assert obj["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "modelplane"
     names = sorted(o["metadata"]["name"] for o in manifests.values())
     assert names == sorted(replica_name("team-a", DEP, CLUSTER, i) for i in (0, 1))
 
