@@ -36,8 +36,10 @@ serving replica):
   cause, a warning event, and again every observed composed resource kept
   as it is (nothing new is composed). The replica is not ready.
 Readiness is only ever read from observed state: a composed resource is ready
-when its Object is observed ready (a workload: its `Available` condition), the
-replica when every composed resource is.
+when its Object is observed ready (a workload: its `Available` condition; the
+HTTPRoute: a parent Gateway's `Accepted` condition), the replica when every
+composed resource is. `WorkloadReady` reports the workloads, `RouteAccepted`
+the route; each says when it is the one the replica's readiness waits for.
 """
 
 from __future__ import annotations
@@ -68,14 +70,23 @@ WORKLOAD_KINDS = ("Deployment", "LeaderWorkerSet")
 BASE_NAME_MAX = 40
 
 
+def _readiness_of(obj: Resource) -> objects.Readiness:
+    kind = _wrapped_kind(obj)
+    if kind in WORKLOAD_KINDS:
+        return "Workload"
+    return "Route" if kind == "HTTPRoute" else "Config"
+
+
 def _wrapped_kind(obj: Resource) -> str:
     manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest") or {}
     return str(manifest.get("kind", "")) if isinstance(manifest, dict) else ""
 
 
-def _observed_ready(obj: Resource | None, workload_kind: bool) -> bool:
-    if workload_kind:
+def _observed_ready(obj: Resource | None, how: objects.Readiness) -> bool:
+    if how == "Workload":
         return objects.workload_available(obj)
+    if how == "Route":
+        return objects.route_accepted(obj)
     return objects.config_ready(obj)
 
 
@@ -86,7 +97,7 @@ def _hold(inp: ComposeInput, res: ComposeResult, *, ready: bool | None) -> Compo
     """
     all_ready = bool(inp.observed)
     for key, obs in sorted(inp.observed.items()):
-        ok = _observed_ready(obs, _wrapped_kind(obs) in WORKLOAD_KINDS)
+        ok = _observed_ready(obs, _readiness_of(obs))
         all_ready = all_ready and ok
         res.desired[key] = DesiredResource(objects.as_desired(obs), "True" if ok else "False")
     res.ready = "True" if (all_ready if ready is None else ready) else "False"
@@ -222,7 +233,8 @@ def compose(inp: ComposeInput) -> ComposeResult:
     def role_suffix(role: str, kind: str) -> tuple[str, ...]:
         return (kind,) if unified else (role, kind)
 
-    wanted: dict[str, tuple[Resource, str, bool]] = {}  # key -> (Object, description, workload?)
+    # key -> (Object, description, how its readiness is read)
+    wanted: dict[str, tuple[Resource, str, objects.Readiness]] = {}
     ns_obj = objects.wrap(
         obj("namespace"),
         ns,
@@ -232,7 +244,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
         labels,
         deletable=False,
     )
-    wanted["namespace"] = (ns_obj, f"Namespace {ns}", False)
+    wanted["namespace"] = (ns_obj, f"Namespace {ns}", "Config")
     pods = 0
     services: dict[str, tuple[str, int]] = {}
     for role, role_spec in roles.items():
@@ -252,7 +264,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
                 labels,
             ),
             f"{kind} {built.workload['metadata']['name']} ({role})",
-            True,
+            "Workload",
         )
         if built.claims is not None and built.claims_hash is not None:
             # The digest is in the key and the Object's name too: a changed
@@ -268,7 +280,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
                     labels,
                 ),
                 f"ResourceClaimTemplate ({role})",
-                False,
+                "Config",
             )
         wanted[f"{role}-service"] = (
             objects.wrap(
@@ -280,7 +292,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
                 labels,
             ),
             f"Service ({role})",
-            False,
+            "Config",
         )
         services[role] = (str(built.service["metadata"]["name"]), built.port)
 
@@ -289,38 +301,73 @@ def compose(inp: ComposeInput) -> ComposeResult:
     entry = services.get(c.ROLE_DECODE) or services[c.ROLE_UNIFIED]
     gw_name, gw_ns = _gateway(cluster)
     route = workload.http_route(ctx, *entry, gw_name, gw_ns)
+    route_what = f"HTTPRoute {route['metadata']['name']}"
     wanted["route"] = (
-        objects.wrap(obj("route"), ns, provider_config, route, "Config", labels),
-        "HTTPRoute",
-        False,
+        objects.wrap(obj("route"), ns, provider_config, route, "Route", labels),
+        route_what,
+        "Route",
     )
     group = schedulers.pod_group(plan, base, ns, pods, labels)
     if group is not None:
         wanted["podgroup"] = (
             objects.wrap(obj("podgroup"), ns, provider_config, group, "Config", labels),
             "PodGroup",
-            False,
+            "Config",
         )
 
     not_available: list[str] = []
+    available: list[str] = []
     all_ready = True
-    for key, (resource, what, is_workload) in wanted.items():
+    for key, (resource, what, how) in wanted.items():
         observed = inp.observed.get(key)
-        ok = _observed_ready(observed, is_workload)
+        ok = _observed_ready(observed, how)
         all_ready = all_ready and ok
         readiness: Readiness = "True" if ok else "False"
         res.desired[key] = DesiredResource(resource, readiness)
-        if is_workload and not ok:
-            not_available.append(f"{what} {'not Available' if observed else 'not created yet'}")
+        if how == "Workload":
+            if ok:
+                available.append(f"{what} Available")
+            else:
+                state = "not Available" if observed else "not created yet"
+                not_available.append(f"{what} {state}")
+    # Ready waits for both the workload and its route: a serving workload
+    # behind a rejected route is unreachable. Each condition says which waits.
+    route_observed = inp.observed.get("route")
+    route_ok = objects.route_accepted(route_observed)
+    gateway = f"Gateway {gw_ns}/{gw_name}"
     if not_available:
         res.condition(
             c.CONDITION_WORKLOAD_READY,
             False,
             c.REASON_WORKLOAD_NOT_AVAILABLE,
-            "; ".join(not_available),
+            "; ".join(not_available) + ": the replica is not Ready until it is Available",
         )
     else:
-        res.condition(c.CONDITION_WORKLOAD_READY, True, c.REASON_AVAILABLE)
+        waits = "" if route_ok else f"; the replica still waits for {route_what} (RouteAccepted)"
+        res.condition(
+            c.CONDITION_WORKLOAD_READY, True, c.REASON_AVAILABLE, "; ".join(available) + waits
+        )
+    if route_ok:
+        res.condition(
+            c.CONDITION_ROUTE_ACCEPTED,
+            True,
+            c.REASON_ACCEPTED,
+            f"{route_what} accepted by {gateway}",
+        )
+    else:
+        rejection = objects.route_rejection(route_observed)
+        if route_observed is None:
+            why = f"{route_what} not created yet"
+        elif rejection is not None:
+            why = f"{route_what} rejected by {gateway} ({rejection})"
+        else:
+            why = f"{route_what} not accepted by {gateway} yet"
+        res.condition(
+            c.CONDITION_ROUTE_ACCEPTED,
+            False,
+            c.REASON_ROUTE_NOT_ACCEPTED,
+            f"{why}: the replica is not Ready until it is accepted",
+        )
     res.ready = "True" if all_ready else "False"
 
     res.status = {"namespace": ns}

@@ -4,8 +4,10 @@ Every manifest a replica sends to its workload cluster is wrapped in a
 `kubernetes.m.crossplane.io/v1alpha1` Object in the replica's namespace on the
 control plane, pointed at the cluster's ClusterProviderConfig. A workload's
 Object derives readiness from a CEL query over the wrapped object's `Available`
-condition (a Deployment or LeaderWorkerSet publishes Available, not Ready); a
-config-only Object is ready once it is created (`SuccessfulCreate`).
+condition (a Deployment or LeaderWorkerSet publishes Available, not Ready); an
+HTTPRoute's from one over `status.parents` (ready once a Gateway it names has
+Accepted it: a created but rejected route serves nothing); a config-only
+Object is ready once it is created (`SuccessfulCreate`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import re
 from typing import Any, Literal
 
 from modelplane.api import constants as c
-from modelplane.api.objects import condition_status, short_hash
+from modelplane.api.objects import condition, condition_status, short_hash
 from modelplane.compose.types import Resource
 
 MAX_NAME = 63
@@ -23,7 +25,15 @@ AVAILABLE_CEL = (
     "object.status.conditions.exists(x, x.type == 'Available' && x.status == 'True')"
 )
 
-Readiness = Literal["Workload", "Config"]
+# The replica's HTTPRoute names exactly one parent Gateway, so "some parent
+# accepted it" is "its Gateway accepted it".
+ROUTE_ACCEPTED_CEL = (
+    "has(object.status) && has(object.status.parents) && "
+    "object.status.parents.exists(p, has(p.conditions) && "
+    "p.conditions.exists(x, x.type == 'Accepted' && x.status == 'True'))"
+)
+
+Readiness = Literal["Workload", "Route", "Config"]
 
 
 # Name hashes stay 8 characters: every composed name so far was built with
@@ -81,6 +91,8 @@ def wrap(
     }
     if readiness == "Workload":
         spec["readiness"] = {"policy": "DeriveFromCelQuery", "celQuery": AVAILABLE_CEL}
+    elif readiness == "Route":
+        spec["readiness"] = {"policy": "DeriveFromCelQuery", "celQuery": ROUTE_ACCEPTED_CEL}
     else:
         spec["readiness"] = {"policy": "SuccessfulCreate"}
     if not deletable:
@@ -113,6 +125,37 @@ def workload_available(observed: Resource | None) -> bool:
     if available is not None:
         return available == "True"
     return condition_status(observed, c.CONDITION_READY) == "True"
+
+
+def _route_parents(observed: Resource | None) -> list[dict[str, Any]]:
+    status = (_wrapped_status(observed) or {}).get("status")
+    parents = status.get("parents") if isinstance(status, dict) else None
+    return [p for p in parents if isinstance(p, dict)] if isinstance(parents, list) else []
+
+
+def route_accepted(observed: Resource | None) -> bool:
+    """Whether an observed HTTPRoute Object reports its route Accepted by a Gateway.
+
+    The wrapped route's `status.parents` decide when present; otherwise the
+    Object's `Ready` condition, which provider-kubernetes derives from the
+    same CEL query.
+    """
+    if observed is None:
+        return False
+    parents = _route_parents(observed)
+    if parents:
+        return any(condition_status({"status": p}, "Accepted") == "True" for p in parents)
+    return condition_status(observed, c.CONDITION_READY) == "True"
+
+
+def route_rejection(observed: Resource | None) -> str | None:
+    """Why a Gateway did not accept the route (`Reason: message`), if it said so."""
+    for parent in _route_parents(observed):
+        cond = condition({"status": parent}, "Accepted")
+        if cond is not None and cond.get("status") == "False":
+            reason, message = cond.get("reason"), cond.get("message")
+            return ": ".join(str(x) for x in (reason, message) if x) or "Accepted=False"
+    return None
 
 
 def config_ready(observed: Resource | None) -> bool:

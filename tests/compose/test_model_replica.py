@@ -85,8 +85,14 @@ def manifest(res: ComposeResult, key: str) -> dict[str, Any]:
     return m
 
 
-def observed_from(res: ComposeResult, available: bool | None) -> dict[str, Any]:
-    """What Crossplane would observe after applying `res`: each Object with status."""
+def observed_from(
+    res: ComposeResult, available: bool | None, accepted: bool | None = True
+) -> dict[str, Any]:
+    """What Crossplane would observe after applying `res`: each Object with status.
+
+    `available` is the workloads' Available condition, `accepted` the HTTPRoute
+    parent's Accepted condition (None: no such status reported).
+    """
     out = {}
     for key, d in res.desired.items():
         obj = copy.deepcopy(d.resource)
@@ -96,12 +102,29 @@ def observed_from(res: ComposeResult, available: bool | None) -> dict[str, Any]:
             wrapped["status"] = {
                 "conditions": [{"type": "Available", "status": "True" if available else "False"}]
             }
+        if wrapped["kind"] == "HTTPRoute" and accepted is not None:
+            wrapped["status"] = {"parents": [_parent(accepted)]}
         obj["status"] = {
             "atProvider": {"manifest": wrapped},
             "conditions": [{"type": "Synced", "status": "True"}],
         }
         out[key] = obj
     return out
+
+
+def _parent(accepted: bool, reason: str = "Accepted", message: str = "") -> dict[str, Any]:
+    return {
+        "parentRef": {"name": "modelplane-inference", "namespace": "modelplane-system"},
+        "controllerName": "example.com/gateway-controller",
+        "conditions": [
+            {
+                "type": "Accepted",
+                "status": "True" if accepted else "False",
+                "reason": reason,
+                "message": message,
+            }
+        ],
+    }
 
 
 # --- the InferenceCluster: not fetched, absent, unusable -------------------------------
@@ -488,11 +511,107 @@ def test_object_ready_condition_is_the_fallback_signal() -> None:
 def test_config_object_reported_unready_is_not_ready() -> None:
     first = run(replica(), cluster())
     observed = observed_from(first, available=True)
-    observed["route"]["status"]["conditions"].append({"type": "Ready", "status": "False"})
+    observed["unified-service"]["status"]["conditions"].append({"type": "Ready", "status": "False"})
     res = run(replica(), cluster(), observed=observed)
-    assert res.desired["route"].ready == "False"
+    assert res.desired["unified-service"].ready == "False"
     assert res.ready == "False"
     assert cond(res, "WorkloadReady")[0] == "True"
+
+
+# --- the HTTPRoute: accepted by its Gateway, or the replica is not serving ------------------
+
+GATEWAY = "Gateway modelplane-system/modelplane-inference"
+ROUTE = f"HTTPRoute {NAME}"
+
+
+def test_route_rejected_by_the_gateway_keeps_the_replica_unready() -> None:
+    first = run(replica(), cluster())
+    observed = observed_from(first, available=True)
+    observed["route"]["status"]["atProvider"]["manifest"]["status"] = {
+        "parents": [_parent(False, "NotAllowedByListeners", "namespace team-a not allowed")]
+    }
+    # Even a Ready Object does not override what the Gateway reported.
+    observed["route"]["status"]["conditions"].append({"type": "Ready", "status": "True"})
+    res = run(replica(), cluster(), observed=observed)
+    assert res.ready == "False"
+    assert res.desired["route"].ready == "False"
+    assert res.desired["unified-deployment"].ready == "True"
+    status, reason, message = cond(res, "WorkloadReady")
+    assert (status, reason) == ("True", "Available")
+    assert message == (
+        f"Deployment {NAME} (unified) Available; the replica still waits for {ROUTE} "
+        "(RouteAccepted)"
+    )
+    assert cond(res, "RouteAccepted") == (
+        "False",
+        "RouteNotAccepted",
+        f"{ROUTE} rejected by {GATEWAY} (NotAllowedByListeners: namespace team-a not "
+        "allowed): the replica is not Ready until it is accepted",
+    )
+
+
+def test_accepted_route_and_unavailable_workload_say_the_workload_waits() -> None:
+    first = run(replica(), cluster())
+    res = run(replica(), cluster(), observed=observed_from(first, available=False))
+    assert res.ready == "False"
+    assert res.desired["route"].ready == "True"
+    assert cond(res, "RouteAccepted") == ("True", "Accepted", f"{ROUTE} accepted by {GATEWAY}")
+    assert cond(res, "WorkloadReady") == (
+        "False",
+        "WorkloadNotAvailable",
+        f"Deployment {NAME} (unified) not Available: the replica is not Ready until it is "
+        "Available",
+    )
+
+
+def test_route_without_gateway_status_is_not_accepted_yet() -> None:
+    first = run(replica(), cluster())
+    res = run(replica(), cluster(), observed=observed_from(first, True, accepted=None))
+    assert res.ready == "False"
+    assert cond(res, "RouteAccepted")[2] == (
+        f"{ROUTE} not accepted by {GATEWAY} yet: the replica is not Ready until it is accepted"
+    )
+    # Nothing observed at all: nothing created yet.
+    assert cond(run(replica(), cluster()), "RouteAccepted")[2].startswith(
+        f"{ROUTE} not created yet:"
+    )
+
+
+def test_held_replica_reads_the_route_from_its_gateway_status() -> None:
+    first = run(replica(), cluster())
+    observed = observed_from(first, available=True, accepted=False)
+    observed["route"]["status"]["conditions"].append({"type": "Ready", "status": "True"})
+    held = run(replica(), observed=observed, fetched=False)
+    assert held.ready == "False" and held.desired["route"].ready == "False"
+    observed = observed_from(first, available=True, accepted=True)
+    assert run(replica(), observed=observed, fetched=False).ready == "True"
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        ({"parents": [_parent(True)]}, True),
+        ({"parents": [_parent(False, "NotAllowedByListeners")]}, False),
+        ({"parents": [_parent(False), _parent(True)]}, True),
+        ({"parents": [{"parentRef": {"name": "gw"}, "controllerName": "x"}]}, False),
+        ({"parents": []}, False),
+        ({}, False),
+        (None, False),
+    ],
+)
+def test_route_readiness_query_evaluates(status: dict[str, Any] | None, expected: bool) -> None:
+    from cel_expr_python import cel
+    from google.protobuf import descriptor_pool
+
+    env = cel.NewEnv(descriptor_pool.Default(), variables={"object": cel.Type.DYN})
+    route_object = run(replica(), cluster()).desired["route"].resource
+    assert route_object["spec"]["readiness"]["policy"] == "DeriveFromCelQuery"
+    query = route_object["spec"]["readiness"]["celQuery"]
+    wrapped: dict[str, Any] = {"metadata": {"name": "r"}}
+    if status is not None:
+        wrapped["status"] = status
+    result = env.compile(query).eval(env.Activation({"object": wrapped}))
+    assert (result.type(), result.value()) == (cel.Type.BOOL, expected)
 
 
 def test_composition_is_deterministic() -> None:

@@ -57,6 +57,10 @@ def test_expected_manifests(path: Path) -> None:
         if want["readiness"] == "Available":
             assert readiness["policy"] == "DeriveFromCelQuery", key
             assert "Available" in readiness["celQuery"], key
+        elif want["readiness"] == "Accepted":
+            assert readiness["policy"] == "DeriveFromCelQuery", key
+            assert "object.status.parents" in readiness["celQuery"], key
+            assert "'Accepted'" in readiness["celQuery"], key
         else:
             assert readiness == {"policy": want["readiness"]}, key
         if want.get("keepOnDelete"):
