@@ -44,6 +44,7 @@ the route; each says when it is the one the replica's readiness waits for.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import ValidationError
@@ -102,6 +103,26 @@ def _hold(inp: ComposeInput, res: ComposeResult, *, ready: bool | None) -> Compo
         res.desired[key] = DesiredResource(objects.as_desired(obs), "True" if ok else "False")
     res.ready = "True" if (all_ready if ready is None else ready) else "False"
     return res
+
+
+def _keep_retiring_claims(
+    inp: ComposeInput, res: ComposeResult, claim_keys: dict[str, tuple[str, str, str]]
+) -> None:
+    """Keep a role's previous claim templates until its workload has rolled off them.
+
+    A pod of the previous revision that is recreated mid-rollout (evicted,
+    crashed node) needs its ResourceClaimTemplate; deleting it early would
+    leave that pod pending. `<role>-claims` is the key before templates
+    carried a digest.
+    """
+    for role, (key, template, workload_key) in claim_keys.items():
+        if objects.rolled_onto(inp.observed.get(workload_key), template):
+            continue
+        previous = re.compile(rf"^{re.escape(role)}-claims(-[0-9a-f]{{8}})?$")
+        for okey, obs in sorted(inp.observed.items()):
+            if okey != key and previous.match(okey):
+                ready: Readiness = "True" if objects.config_ready(obs) else "False"
+                res.desired[okey] = DesiredResource(objects.as_desired(obs), ready)
 
 
 def _gateway(cluster: Resource) -> tuple[str, str]:
@@ -247,6 +268,8 @@ def compose(inp: ComposeInput) -> ComposeResult:
     wanted["namespace"] = (ns_obj, f"Namespace {ns}", "Config")
     pods = 0
     services: dict[str, tuple[str, int]] = {}
+    # role -> (claims key, claim template name, workload key)
+    claim_keys: dict[str, tuple[str, str, str]] = {}
     for role, role_spec in roles.items():
         built = workload.build_role(ctx, role, role_spec)
         pods += built.pods
@@ -270,7 +293,9 @@ def compose(inp: ComposeInput) -> ComposeResult:
             # The digest is in the key and the Object's name too: a changed
             # template is a new composed resource, so Crossplane deletes the
             # old Object (and its template) instead of trying to rename it.
-            wanted[f"{role}-claims-{built.claims_hash}"] = (
+            ckey = f"{role}-claims-{built.claims_hash}"
+            claim_keys[role] = (ckey, str(built.claims["metadata"]["name"]), wkey)
+            wanted[ckey] = (
                 objects.wrap(
                     obj(*role_suffix(role, "claims"), built.claims_hash),
                     ns,
@@ -330,6 +355,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
             else:
                 state = "not Available" if observed else "not created yet"
                 not_available.append(f"{what} {state}")
+    _keep_retiring_claims(inp, res, claim_keys)
     # Ready waits for both the workload and its route: a serving workload
     # behind a rejected route is unreachable. Each condition says which waits.
     route_observed = inp.observed.get("route")

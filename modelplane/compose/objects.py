@@ -127,6 +127,55 @@ def workload_available(observed: Resource | None) -> bool:
     return condition_status(observed, c.CONDITION_READY) == "True"
 
 
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _pod_specs(workload: Resource) -> list[Any]:
+    spec = workload.get("spec")
+    spec = spec if isinstance(spec, dict) else {}
+    if workload.get("kind") == "LeaderWorkerSet":
+        lwt = spec.get("leaderWorkerTemplate")
+        lwt = lwt if isinstance(lwt, dict) else {}
+        templates = [lwt.get("leaderTemplate"), lwt.get("workerTemplate")]
+    else:
+        templates = [spec.get("template")]
+    return [t.get("spec") for t in templates if isinstance(t, dict)]
+
+
+def rolled_onto(observed: Resource | None, claim_template: str) -> bool:
+    """Whether an observed Deployment/LeaderWorkerSet Object has finished
+    rolling every pod (group) onto pod templates that claim `claim_template`.
+
+    Until then, pods of the previous revision may still be (re)created and
+    need the previous ResourceClaimTemplate.
+    """
+    live = _wrapped_status(observed)
+    if live is None:
+        return False
+    pods = _pod_specs(live)
+    if not pods:
+        return False
+    for pod in pods:
+        claims = pod.get("resourceClaims") if isinstance(pod, dict) else None
+        names = [x.get("resourceClaimTemplateName") for x in claims or [] if isinstance(x, dict)]
+        if claim_template not in names:
+            return False
+    meta, spec, status = (live.get(k) for k in ("metadata", "spec", "status"))
+    if not isinstance(status, dict):
+        return False
+    generation = _int(meta.get("generation")) if isinstance(meta, dict) else None
+    seen = _int(status.get("observedGeneration"))
+    if generation is not None and (seen is None or seen < generation):
+        return False
+    wanted = _int(spec.get("replicas")) if isinstance(spec, dict) else None
+    wanted = 1 if wanted is None else wanted
+    # `replicas` counts old and new pods (groups) alike: equal to the updated
+    # count and the desired count, no old-revision pod is left.
+    updated, total = (_int(status.get(k)) or 0 for k in ("updatedReplicas", "replicas"))
+    return updated == wanted == total
+
+
 def _route_parents(observed: Resource | None) -> list[dict[str, Any]]:
     status = (_wrapped_status(observed) or {}).get("status")
     parents = status.get("parents") if isinstance(status, dict) else None

@@ -14,7 +14,10 @@ Decisions worth knowing:
   the pinned pool). So the template's name carries a digest of its spec
   (`<base>[-<role>]-<8 hex of sha256 over the spec as canonical JSON>`): a
   changed spec is a new template, and the pods reference the new name, so the
-  Deployment or LeaderWorkerSet rolls onto it.
+  Deployment or LeaderWorkerSet rolls onto it (the composer keeps the previous
+  template until the workload reports every pod on the new one).
+- Rollouts never surge (maxSurge 0, maxUnavailable 1): the fleet reserved
+  GPUs for exactly `workers.count` workers.
 - A pod claims a GPU when its role has at least one DRA device request: every
   resolved request is a `claim: DRA` device of a GPU pool, and the pool pin
   already keeps the pod on that pool, so tolerating `nvidia.com/gpu:NoSchedule`

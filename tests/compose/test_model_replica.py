@@ -424,28 +424,49 @@ def test_no_device_requests_means_no_claim_and_no_gpu_toleration() -> None:
 
 
 def _claims(res: ComposeResult) -> tuple[str, str, str, dict[str, Any]]:
-    """(key, Object name, template name, template) of the one claim template."""
-    [key] = [k for k in res.desired if k.startswith("unified-claims")]
+    """(key, Object name, template name, template) of the claim template the pods use."""
+    pod = manifest(res, "unified-deployment")["spec"]["template"]["spec"]
+    [claim] = pod["resourceClaims"]
+    [key] = [
+        k
+        for k, d in res.desired.items()
+        if d.resource["spec"]["forProvider"]["manifest"]["metadata"]["name"]
+        == claim["resourceClaimTemplateName"]
+        and d.resource["spec"]["forProvider"]["manifest"]["kind"] == "ResourceClaimTemplate"
+    ]
     obj = res.desired[key].resource
     tpl = obj["spec"]["forProvider"]["manifest"]
     return key, obj["metadata"]["name"], tpl["metadata"]["name"], tpl
+
+
+def _edited_selector() -> dict[str, Any]:
+    edited = replica()
+    edited["spec"]["deviceRequests"][0]["selectors"] = [
+        {"cel": "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA L4'"}
+    ]
+    return edited
+
+
+def _rolled(res: ComposeResult, updated: int, total: int, seen: int = 2) -> dict[str, Any]:
+    """Observed state once the cluster applied `res` at generation 2 and has
+    `updated` of `total` pods on the new revision (observed generation `seen`)."""
+    observed = observed_from(res, available=True)
+    live = observed["unified-deployment"]["status"]["atProvider"]["manifest"]
+    live["metadata"]["generation"] = 2
+    live["status"].update(observedGeneration=seen, updatedReplicas=updated, replicas=total)
+    return observed
 
 
 def test_changed_device_requests_are_a_new_claim_template_the_pods_roll_to() -> None:
     # ResourceClaimTemplate.spec is immutable: an in-place change of the
     # resolved requests (same pool, edited selector) must be a new template.
     before = run(replica(), cluster())
-    edited = replica()
-    edited["spec"]["deviceRequests"][0]["selectors"] = [
-        {"cel": "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA L4'"}
-    ]
-    after = run(edited, cluster(), observed=observed_from(before, available=True))
+    after = run(_edited_selector(), cluster(), observed=observed_from(before, available=True))
     (k0, o0, t0, tpl0), (k1, o1, t1, tpl1) = _claims(before), _claims(after)
     assert tpl0["spec"] != tpl1["spec"]
     # Template, Object and composed-resource key all change, so Crossplane
     # deletes the old Object (never renames it) and creates the new one.
     assert len({t0, t1}) == len({o0, o1}) == len({k0, k1}) == 2
-    assert k0 not in after.desired
     for res, name in ((before, t0), (after, t1)):
         pod = manifest(res, "unified-deployment")["spec"]["template"]["spec"]
         assert pod["resourceClaims"] == [{"name": "devices", "resourceClaimTemplateName": name}]
@@ -458,6 +479,54 @@ def test_changed_device_requests_are_a_new_claim_template_the_pods_roll_to() -> 
             f"{NAME}-claims-{digest}",
             f"{NAME}-{digest}",
         )
+
+
+@pytest.mark.parametrize(
+    ("updated", "total", "seen", "kept"),
+    [
+        (0, 2, 1, True),  # the cluster has not seen the new pod template yet
+        (1, 2, 2, True),  # one pod rolled, one old pod left
+        (2, 3, 2, True),  # all updated but an old pod still terminating
+        (2, 2, 1, True),  # counts from before the change
+        (2, 2, 2, False),  # every pod on the new template: the old one goes
+    ],
+)
+def test_previous_claim_template_stays_until_the_pods_moved(
+    updated: int, total: int, seen: int, kept: bool
+) -> None:
+    two = replica(workers={**replica()["spec"]["workers"], "count": 2})
+    edited = _edited_selector()
+    edited["spec"]["workers"]["count"] = 2
+    before = run(two, cluster())
+    old_key = _claims(before)[0]
+    after = run(edited, cluster(), observed=observed_from(before, available=True))
+    assert old_key in after.desired  # the live workload still names the old template
+    assert after.desired[old_key].resource["spec"] == before.desired[old_key].resource["spec"]
+    # The cluster applies `after`; the rollout progresses.
+    rolled = run(edited, cluster(), observed=_rolled(after, updated, total, seen))
+    assert (old_key in rolled.desired) is kept
+    assert _claims(rolled)[0] != old_key
+
+
+def test_claim_template_from_before_digests_is_kept_until_the_pods_moved() -> None:
+    # An upgrade from names without a digest: key `unified-claims`, template
+    # named after the replica, which the live pods still reference.
+    first = run(replica(), cluster())
+    observed = observed_from(first, available=True)
+    key = _claims(first)[0]
+    legacy = observed.pop(key)
+    legacy["metadata"]["name"] = f"{NAME}-claims"
+    legacy["status"]["atProvider"]["manifest"]["metadata"]["name"] = NAME
+    legacy["spec"]["forProvider"]["manifest"]["metadata"]["name"] = NAME
+    live = observed["unified-deployment"]["status"]["atProvider"]["manifest"]
+    live["spec"]["template"]["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] = NAME
+    observed["unified-claims"] = legacy
+    res = run(replica(), cluster(), observed=observed)
+    assert res.desired["unified-claims"].resource["metadata"]["name"] == f"{NAME}-claims"
+    assert key in res.desired
+    done = _rolled(res, 1, 1)
+    done["unified-claims"] = legacy
+    assert "unified-claims" not in run(replica(), cluster(), observed=done).desired
 
 
 def test_unchanged_device_requests_keep_their_claim_template() -> None:
