@@ -854,7 +854,7 @@ def test_arbitrary_cluster_and_template_data_never_raise(
 def test_long_deployment_label_matches_the_shared_label_value() -> None:
     # The ModelDeployment side labels its replicas with api.objects.label_value;
     # the cluster side must agree, or selecting a deployment's pods misses some.
-    # An upper-case-free 80-character name: hand-computed expected label below.
+    # Expected by hand: 52 characters of the name, "-", 10 hex of its sha256.
     long = "a" * 80
     res = run(replica(deploymentName=long), cluster())
     label = manifest(res, "unified-deployment")["metadata"]["labels"]["modelplane.ai/deployment"]
