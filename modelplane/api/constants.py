@@ -33,6 +33,13 @@ XP_LABEL_CLAIM_NAME: Final = "crossplane.io/claim-name"
 XP_LABEL_CLAIM_NAMESPACE: Final = "crossplane.io/claim-namespace"
 XP_ANNOTATION_RESOURCE_NAME: Final = "crossplane.io/composition-resource-name"
 
+# Crossplane stamps a composite's name into the `crossplane.io/composite` label
+# of everything it composes, so a composite's name must fit a label value.
+MAX_COMPOSITE_NAME: Final = 63
+COMPOSITE_NAME_MESSAGE: Final = (
+    "metadata.name must be at most 63 characters: Crossplane labels every composed resource with it"
+)
+
 # Composed-resource API versions.
 PROVIDER_KUBERNETES_API_VERSION: Final = "kubernetes.m.crossplane.io/v1alpha1"
 PROVIDER_HELM_API_VERSION: Final = "helm.m.crossplane.io/v1beta1"

@@ -258,6 +258,13 @@ def xrd(kind: Kind) -> dict[str, Any]:
             "description": kind.description,
             "properties": {"spec": spec, "status": status},
             "required": ["spec"],
+            # Root-level rules reach metadata.name (Crossplane >= v2.2).
+            "x-kubernetes-validations": [
+                {
+                    "rule": f"size(self.metadata.name) <= {c.MAX_COMPOSITE_NAME}",
+                    "message": c.COMPOSITE_NAME_MESSAGE,
+                }
+            ],
         }
     }
     return {

@@ -13,7 +13,7 @@ from __future__ import annotations
 from modelplane.api import constants as c
 from modelplane.api.inference_class import InferenceClassSpec
 from modelplane.api.inference_cluster import InferenceClusterSpec
-from modelplane.api.objects import condition_status
+from modelplane.api.objects import condition_status, label_value
 from modelplane.compose.common import keep_observed, meta, parse_spec
 from modelplane.compose.types import ComposeInput, ComposeResult, DesiredResource, Requirement
 
@@ -27,8 +27,12 @@ def class_requirement(class_name: str) -> str:
 
 
 def provider_config_name(cluster: str) -> str:
-    """The name of the ClusterProviderConfig that reaches a cluster."""
-    return f"modelplane-{cluster}"
+    """The name of the ClusterProviderConfig that reaches a cluster.
+
+    Providers track usage with the config's name in a label, so the name is
+    kept to a valid label value (hashed when the prefix pushes it past 63).
+    """
+    return label_value(f"modelplane-{cluster}")
 
 
 def compose(inp: ComposeInput) -> ComposeResult:

@@ -91,6 +91,8 @@ def check_document(doc: Any, where: str) -> dict[str, Any]:
             raise LoadError(f"{what}: metadata.{field}: must map strings to strings")
 
     mp_kind = kind_for(api_version, kind)
+    if mp_kind is not None and len(metadata["name"]) > c.MAX_COMPOSITE_NAME:
+        raise LoadError(f"{what}: {c.COMPOSITE_NAME_MESSAGE} ({len(metadata['name'])} given)")
     if mp_kind is not None:
         spec = doc.get("spec")
         if not isinstance(spec, dict):

@@ -300,3 +300,26 @@ class TestInferenceCluster:
         required = {"class-h100-8x": [klass("h100-8x", GPU)], "kubeconfig-secret": [SECRET]}
         r = inference_cluster.compose(ComposeInput(cluster(pools=pools), required=required))
         assert [(p["name"], p["nodes"]) for p in r.status["gpuPools"]] == [("a", 3), ("b", 7)]
+
+
+@pytest.mark.parametrize(
+    ("cluster_name", "expected"),
+    [
+        ("east", "modelplane-east"),
+        ("c" * 52, "modelplane-" + "c" * 52),
+    ],
+)
+def test_provider_config_name_keeps_short_names_readable(cluster_name: str, expected: str) -> None:
+    assert inference_cluster.provider_config_name(cluster_name) == expected
+
+
+def test_provider_config_name_of_a_long_cluster_fits_a_label_value() -> None:
+    # Providers label ProviderConfigUsages with the config's name.
+    long_a, long_b = "c" * 60 + "a", "c" * 60 + "b"
+    a, b = (
+        inference_cluster.provider_config_name(long_a),
+        inference_cluster.provider_config_name(long_b),
+    )
+    assert len(a) <= 63 and len(b) <= 63
+    assert a != b
+    assert a.startswith("modelplane-ccc")

@@ -99,6 +99,13 @@ def _undeclared_reads(node: dict[str, Any]) -> list[str]:
             segments = m.group(1)[1:].split(".")
             if m.group(2):  # the last segment is a method call: self.devices.all(...)
                 segments = segments[:-1]
+            # At the schema root the API server declares ObjectMeta's name and
+            # generateName itself; nothing else of metadata is visible.
+            if "spec" in node.get("properties", {}) and segments[:2] in (
+                ["metadata", "name"],
+                ["metadata", "generateName"],
+            ):
+                continue
             cur = node
             for seg in segments:
                 if seg not in cur.get("properties", {}):
