@@ -94,19 +94,15 @@ class LocalSecretKeyRef(KubeModel):
 class LabelSelectorRequirement(KubeModel):
     """One term of a label selector."""
 
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="forbid",
-        validate_default=True,
-        json_schema_extra=cel_rules(
+    model_config = KubeModel.model_config | {
+        "json_schema_extra": cel_rules(
             (
                 "self.operator in ['In', 'NotIn'] ? (has(self.values) && size(self.values) > 0)"
                 " : (!has(self.values) || size(self.values) == 0)",
                 "values must be non-empty for In and NotIn and empty for Exists and DoesNotExist",
             )
-        ),
-    )
+        )
+    }
 
     key: str = Field(min_length=1, max_length=317)
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
@@ -134,12 +130,8 @@ class LabelSelector(KubeModel):
 class Toleration(KubeModel):
     """Tolerates an InferenceCluster taint, like a Pod toleration."""
 
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="forbid",
-        validate_default=True,
-        json_schema_extra=cel_rules(
+    model_config = KubeModel.model_config | {
+        "json_schema_extra": cel_rules(
             (
                 "has(self.key) && size(self.key) > 0 || self.operator == 'Exists'",
                 "operator must be Exists when key is empty",
@@ -148,8 +140,8 @@ class Toleration(KubeModel):
                 "self.operator != 'Exists' || !has(self.value) || size(self.value) == 0",
                 "value must be empty when operator is Exists",
             ),
-        ),
-    )
+        )
+    }
 
     key: str | None = Field(default=None, max_length=317)
     operator: Literal["Equal", "Exists"] = "Equal"

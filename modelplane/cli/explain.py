@@ -19,6 +19,7 @@ from rich.text import Text
 
 from modelplane.api import constants as c
 from modelplane.api.model_deployment import ModelDeploymentSpec
+from modelplane.cli.options import max_rounds_option
 from modelplane.compose.common import parse_spec
 from modelplane.compose.deployment_explain import explanation_rows
 from modelplane.compose.model_deployment import (
@@ -128,13 +129,7 @@ def _explanation(result: ScheduleResult) -> Table:
     metavar="NS/NAME",
     help="The ModelDeployment to explain, as NAMESPACE/NAME.",
 )
-@click.option(
-    "--max-rounds",
-    type=click.IntRange(min=1),
-    default=50,
-    show_default=True,
-    help="Fail when the objects still change after this many reconcile rounds.",
-)
+@max_rounds_option
 def explain(paths: tuple[str, ...], ref: str, max_rounds: int) -> None:
     """Explain where one ModelDeployment's replicas go, and why not elsewhere.
 

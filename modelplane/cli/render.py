@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from modelplane.cli.options import max_rounds_option
 from modelplane.local import ControlPlane, LoadError, NotConvergedError, RenderResult, load_paths
 from modelplane.local.output import dump_json, dump_yaml, write_output_dir
 from modelplane.local.tree import render_tree
@@ -46,13 +47,7 @@ def _emit(result: RenderResult, output: str) -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Also write every object, and every manifest per workload cluster, under DIR.",
 )
-@click.option(
-    "--max-rounds",
-    type=click.IntRange(min=1),
-    default=50,
-    show_default=True,
-    help="Fail when the objects still change after this many reconcile rounds.",
-)
+@max_rounds_option
 @click.option(
     "--no-simulate",
     is_flag=True,
