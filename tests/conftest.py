@@ -2,12 +2,31 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+# Test modules import `oracles` (access to the schema oracles beside the project).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from oracles import conformance_module
+
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def oracle() -> Any:
+    """The conformance Oracle with Modelplane's generated XRDs registered (built once)."""
+    from modelplane.api.kinds import KINDS
+    from modelplane.api.xrd import xrd
+
+    crdcheck = conformance_module("crdcheck")
+    o = conformance_module("oracle").Oracle()
+    for kind in KINDS:
+        o.crds.add(crdcheck.xrd_to_crd(xrd(kind)))
+    return o
 
 
 @pytest.fixture

@@ -8,18 +8,15 @@ the conformance oracle's CEL and schema evaluation) must both reach it.
 from __future__ import annotations
 
 import copy
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
+from oracles import conformance_module
 from pydantic import ValidationError
 
 from modelplane.api.kinds import MODEL_DEPLOYMENT
 from modelplane.api.model_deployment import ModelDeploymentSpec, ModelDeploymentStatus
 from modelplane.api.xrd import xrd
-
-CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "conformance"
 
 ENGINE = {"spec": {"containers": [{"name": "engine", "image": "vllm/vllm-openai:v0.11.0"}]}}
 SELECTOR = {
@@ -138,13 +135,7 @@ CASES: list[tuple[str, dict[str, Any], bool]] = [
 
 @pytest.fixture(scope="module")
 def crd_schema() -> Any:
-    if not CONFORMANCE.is_dir():
-        pytest.skip("../shared/conformance not present")
-    sys.path.insert(0, str(CONFORMANCE))
-    try:
-        import crdcheck  # type: ignore[import-not-found]
-    except ImportError as err:  # its requirements are not installed
-        pytest.skip(f"conformance oracle unavailable: {err}")
+    crdcheck = conformance_module("crdcheck")
     registry = crdcheck.Registry()
     registry.add(crdcheck.xrd_to_crd(xrd(MODEL_DEPLOYMENT)))
     return registry

@@ -4,7 +4,6 @@ manifests SPEC §4–5 call for, valid against the schema oracles."""
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,6 @@ from modelplane.local.output import cluster_manifests
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 EXAMPLES = ROOT / "examples" / "workloads"
-CONFORMANCE = ROOT.parent / "shared" / "conformance"
 
 BASE = {"Namespace": 1, "ResourceClaimTemplate": 1, "Service": 1, "HTTPRoute": 1}
 EXPECTED: dict[str, tuple[str, dict[str, int]]] = {
@@ -103,21 +101,6 @@ def test_no_gpu_resource_anywhere(example: str) -> None:
             for ctr in pod["spec"]["containers"]:
                 res = ctr.get("resources") or {}
                 assert "nvidia.com/gpu" not in {**res.get("limits", {}), **res.get("requests", {})}
-
-
-@pytest.fixture(scope="module")
-def oracle() -> Any:
-    if not CONFORMANCE.is_dir():
-        pytest.skip("../shared/conformance not present")
-    sys.path.insert(0, str(CONFORMANCE))
-    try:
-        import oracle as module  # type: ignore[import-not-found]
-    except ImportError as err:  # its requirements are not installed
-        pytest.skip(f"conformance oracle unavailable: {err}")
-    # Loading the CRDs takes seconds: one instance serves every test module.
-    if not hasattr(module, "shared_instance"):
-        module.shared_instance = module.Oracle()
-    return module.shared_instance
 
 
 @pytest.mark.parametrize("example", sorted(EXPECTED))

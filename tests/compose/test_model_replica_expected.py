@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,6 @@ from modelplane.compose.types import ComposeInput, ComposeResult
 
 HERE = Path(__file__).resolve().parent
 CASES = sorted((HERE / "expected" / "model_replica").glob("*.yaml"))
-CONFORMANCE = HERE.parent.parent.parent / "shared" / "conformance"
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -129,21 +127,6 @@ def test_no_pod_template_carries_a_gpu_resource(path: Path) -> None:
         assert [x["name"] for x in pod["resourceClaims"]] == ["devices"]
         engine = next(x for x in pod["containers"] if x["name"] == "engine")
         assert engine["resources"]["claims"] == [{"name": "devices"}]
-
-
-@pytest.fixture(scope="module")
-def oracle() -> Any:
-    if not CONFORMANCE.is_dir():
-        pytest.skip("../shared/conformance not present")
-    sys.path.insert(0, str(CONFORMANCE))
-    try:
-        import oracle as module  # type: ignore[import-not-found]
-    except ImportError as err:  # its requirements are not installed
-        pytest.skip(f"conformance oracle unavailable: {err}")
-    # Loading the CRDs takes seconds: one instance serves every test module.
-    if not hasattr(module, "shared_instance"):
-        module.shared_instance = module.Oracle()
-    return module.shared_instance
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
