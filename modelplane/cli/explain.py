@@ -20,13 +20,9 @@ from rich.text import Text
 from modelplane.api import constants as c
 from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.cli.options import max_rounds_option
-from modelplane.compose.common import parse_spec
+from modelplane.compose.common import parse_spec, without_crossplane_spec
 from modelplane.compose.deployment_explain import explanation_rows
-from modelplane.compose.model_deployment import (
-    INFERENCE_CLUSTER_KIND,
-    MODEL_REPLICA_KIND,
-    without_crossplane_spec,
-)
+from modelplane.compose.model_deployment import INFERENCE_CLUSTER_KIND, MODEL_REPLICA_KIND
 from modelplane.local import ControlPlane, Key, LoadError, NotConvergedError, load_paths
 from modelplane.local.store import ObjectStore
 from modelplane.scheduling import ScheduleResult, schedule

@@ -16,12 +16,27 @@ M = TypeVar("M", bound=BaseModel)
 _CROSSPLANE_SPEC_KEY = "crossplane"
 
 
-def parse_spec(model: type[M], composite: Resource) -> tuple[M | None, str]:
-    """Validate the composite's spec; return `(spec, "")` or `(None, message naming the field)`."""
+def spec_body(composite: Resource) -> dict[str, Any] | None:
+    """The composite's spec without Crossplane's bookkeeping, or None if it is not a mapping."""
     raw = composite.get("spec")
     if not isinstance(raw, dict):
+        return None
+    return {k: v for k, v in raw.items() if k != _CROSSPLANE_SPEC_KEY}
+
+
+def without_crossplane_spec(composite: Resource) -> Resource:
+    """The composite with `spec.crossplane` removed (what the Modelplane types describe)."""
+    body = spec_body(composite)
+    if body is None or _CROSSPLANE_SPEC_KEY not in composite["spec"]:
+        return composite
+    return {**composite, "spec": body}
+
+
+def parse_spec(model: type[M], composite: Resource) -> tuple[M | None, str]:
+    """Validate the composite's spec; return `(spec, "")` or `(None, message naming the field)`."""
+    spec = spec_body(composite)
+    if spec is None:
         return None, "spec: must be an object"
-    spec = {k: v for k, v in raw.items() if k != _CROSSPLANE_SPEC_KEY}
     try:
         return model.model_validate(spec), ""
     except ValidationError as err:
@@ -34,18 +49,29 @@ def meta(obj: Resource) -> dict[str, Any]:
     return m if isinstance(m, dict) else {}
 
 
+def as_desired(observed: Resource) -> Resource:
+    """An observed composed resource reduced to what a desired copy may carry.
+
+    Desired state is server-side-apply intent: only identity, labels,
+    annotations and content. Echoing status or server-owned metadata
+    (finalizers, owner references, uid) would make the function co-own them.
+    """
+    m = meta(observed)
+    out: Resource = {
+        "apiVersion": observed.get("apiVersion"),
+        "kind": observed.get("kind"),
+        "metadata": {k: m[k] for k in ("name", "namespace", "labels", "annotations") if k in m},
+    }
+    for key, value in observed.items():
+        if key not in ("apiVersion", "kind", "metadata", "status"):
+            out[key] = value
+    return out
+
+
 def keep_observed(inp: ComposeInput) -> dict[str, DesiredResource]:
     """Desired state that changes nothing: every observed composed resource as it is.
 
     Used while required inputs are still being fetched, because a composed
     resource left out of desired state is deleted.
     """
-    desired: dict[str, DesiredResource] = {}
-    for name, obj in inp.observed.items():
-        kept = {k: v for k, v in obj.items() if k != "status"}
-        m = dict(meta(kept))
-        for noisy in ("resourceVersion", "uid", "generation", "managedFields", "creationTimestamp"):
-            m.pop(noisy, None)
-        kept["metadata"] = m
-        desired[name] = DesiredResource(kept)
-    return desired
+    return {name: DesiredResource(as_desired(obj)) for name, obj in inp.observed.items()}

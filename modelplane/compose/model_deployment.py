@@ -38,7 +38,7 @@ from modelplane.api.model_deployment import (
 )
 from modelplane.api.model_replica import ModelReplicaSpec
 from modelplane.api.objects import is_condition_true, label_value
-from modelplane.compose.common import keep_observed, meta, parse_spec
+from modelplane.compose.common import keep_observed, meta, parse_spec, without_crossplane_spec
 from modelplane.compose.deployment_explain import cluster_message, truncate
 from modelplane.compose.types import (
     ComposeInput,
@@ -218,14 +218,6 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
     )
     result.ready = "True" if all_ready else "False"
     return result
-
-
-def without_crossplane_spec(composite: Resource) -> Resource:
-    """The composite with Crossplane's `spec.crossplane` bookkeeping removed (for the scheduler)."""
-    spec = composite.get("spec")
-    if not isinstance(spec, dict) or "crossplane" not in spec:
-        return composite
-    return {**composite, "spec": {k: v for k, v in spec.items() if k != "crossplane"}}
 
 
 def _fleet_replicas(inp: ComposeInput, namespace: str) -> list[Resource]:

@@ -47,13 +47,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import ValidationError
-
 from modelplane.api import constants as c
-from modelplane.api.common import format_validation_error
 from modelplane.api.model_replica import ModelReplicaSpec
 from modelplane.api.objects import label_value
 from modelplane.compose import objects, schedulers, workload
+from modelplane.compose.common import as_desired, parse_spec
 from modelplane.compose.templates import TemplateVars
 from modelplane.compose.types import (
     ComposeInput,
@@ -100,7 +98,7 @@ def _hold(inp: ComposeInput, res: ComposeResult, *, ready: bool | None) -> Compo
     for key, obs in sorted(inp.observed.items()):
         ok = _observed_ready(obs, _readiness_of(obs))
         all_ready = all_ready and ok
-        res.desired[key] = DesiredResource(objects.as_desired(obs), "True" if ok else "False")
+        res.desired[key] = DesiredResource(as_desired(obs), "True" if ok else "False")
     res.ready = "True" if (all_ready if ready is None else ready) else "False"
     return res
 
@@ -122,7 +120,7 @@ def _keep_retiring_claims(
         for okey, obs in sorted(inp.observed.items()):
             if okey != key and previous.match(okey):
                 ready: Readiness = "True" if objects.config_ready(obs) else "False"
-                res.desired[okey] = DesiredResource(objects.as_desired(obs), ready)
+                res.desired[okey] = DesiredResource(as_desired(obs), ready)
 
 
 def _gateway(cluster: Resource) -> tuple[str, str]:
@@ -150,11 +148,8 @@ def compose(inp: ComposeInput) -> ComposeResult:
     name, ns = meta.get("name"), meta.get("namespace")
     if not isinstance(name, str) or not isinstance(ns, str) or not name or not ns:
         return ComposeResult(fatal="ModelReplica has no metadata.name or metadata.namespace")
-    raw = {k: v for k, v in (xr.get("spec") or {}).items() if k != "crossplane"}
-    try:
-        spec = ModelReplicaSpec.model_validate(raw)
-    except ValidationError as err:
-        msg = format_validation_error(err, "spec")
+    spec, msg = parse_spec(ModelReplicaSpec, xr)
+    if spec is None:
         res.condition(c.CONDITION_VALID, False, c.REASON_INVALID_SPEC, msg)
         res.warn(c.REASON_INVALID_SPEC, msg)
         return _hold(inp, res, ready=False)

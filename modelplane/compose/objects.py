@@ -219,17 +219,3 @@ def config_ready(observed: Resource | None) -> bool:
     if ready is not None:
         return ready == "True"
     return _wrapped_status(observed) is not None
-
-
-def as_desired(observed: Resource) -> Resource:
-    """An observed composed resource reduced to what a desired copy may carry."""
-    meta = observed.get("metadata") or {}
-    keep_meta = {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if k in meta}
-    out: Resource = {
-        "apiVersion": observed.get("apiVersion"),
-        "kind": observed.get("kind"),
-        "metadata": keep_meta,
-    }
-    if "spec" in observed:
-        out["spec"] = observed["spec"]
-    return out

@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
 
 from modelplane.api import constants as c
-from modelplane.api.common import format_validation_error
 from modelplane.api.kinds import kind_for
 from modelplane.compose import registry
+from modelplane.compose.common import parse_spec
 from modelplane.local.kinds import group_of, known_scope
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -94,14 +93,13 @@ def check_document(doc: Any, where: str) -> dict[str, Any]:
     if mp_kind is not None and len(metadata["name"]) > c.MAX_COMPOSITE_NAME:
         raise LoadError(f"{what}: {c.COMPOSITE_NAME_MESSAGE} ({len(metadata['name'])} given)")
     if mp_kind is not None:
-        spec = doc.get("spec")
-        if not isinstance(spec, dict):
+        if not isinstance(doc.get("spec"), dict):
             raise LoadError(f"{what}: spec: required (a mapping)")
-        body = {k: v for k, v in spec.items() if k != "crossplane"}
-        try:
-            mp_kind.spec.model_validate(body)
-        except ValidationError as err:
-            raise LoadError(f"{what}: {format_validation_error(err, 'spec')}") from None
+        # The same validation the composer applies, so render refuses up front
+        # what would otherwise only become a condition.
+        _, error = parse_spec(mp_kind.spec, doc)
+        if error:
+            raise LoadError(f"{what}: {error}")
     elif known_scope(api_version, kind) is None and not is_composite(api_version, kind):
         group = group_of(api_version) or "core"
         raise LoadError(

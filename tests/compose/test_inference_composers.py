@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from modelplane.compose import inference_class, inference_cluster
+from modelplane.compose.common import keep_observed
 from modelplane.compose.types import (
     ComposeInput,
     ConditionOut,
@@ -323,3 +324,34 @@ def test_provider_config_name_of_a_long_cluster_fits_a_label_value() -> None:
     assert len(a) <= 63 and len(b) <= 63
     assert a != b
     assert a.startswith("modelplane-ccc")
+
+
+def test_kept_resources_carry_intent_not_server_owned_fields() -> None:
+    # Desired state is server-side-apply intent: echoing finalizers or owner
+    # references would make the function co-own them.
+    observed = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "x",
+            "namespace": "ns",
+            "labels": {"a": "b"},
+            "uid": "u",
+            "finalizers": ["provider.example/finalizer"],
+            "ownerReferences": [{"kind": "X", "name": "owner"}],
+            "resourceVersion": "7",
+        },
+        "data": {"k": "v"},
+        "status": {"conditions": []},
+    }
+    kept = keep_observed(ComposeInput(cluster(), observed={"cm": observed}))
+    assert kept == {
+        "cm": DesiredResource(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "x", "namespace": "ns", "labels": {"a": "b"}},
+                "data": {"k": "v"},
+            }
+        )
+    }
