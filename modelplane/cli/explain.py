@@ -19,6 +19,7 @@ from rich.text import Text
 
 from modelplane.api import constants as c
 from modelplane.api.model_deployment import ModelDeploymentSpec
+from modelplane.api.objects import condition
 from modelplane.cli.options import max_rounds_option
 from modelplane.compose.common import parse_spec, without_crossplane_spec
 from modelplane.compose.deployment_explain import explanation_rows
@@ -78,9 +79,9 @@ def _summary(ref: str, deployment: Mapping[str, Any], result: ScheduleResult) ->
     placed = len(result.replicas)
     style = "green" if placed >= result.desired else "red"
     text.append(f"{placed} of {result.desired} replicas placed", style=style)
-    for cond in (deployment.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == c.CONDITION_SCHEDULED:
-            text.append(f"  (Scheduled={cond.get('status')} {cond.get('reason', '')})")
+    cond = condition(deployment, c.CONDITION_SCHEDULED)
+    if cond is not None:
+        text.append(f"  (Scheduled={cond.get('status')} {cond.get('reason', '')})")
     return text
 
 
