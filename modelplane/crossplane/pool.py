@@ -28,6 +28,8 @@ from typing import Any
 
 from crossplane.function import logging as fnlogging
 
+log = fnlogging.get_logger()
+
 Handler = Callable[[bytes], bytes]
 """What a worker runs per call; a module-level function, so it pickles by name."""
 
@@ -45,23 +47,24 @@ class WorkerLostError(PoolError):
 
 
 def _context() -> Any:
-    # Forking a process that already runs gRPC threads is unsafe, so workers
-    # come from a fork server (a clean process started once, with the
-    # composers preloaded, forking cheaply) or, where there is none, spawn.
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["modelplane.crossplane.servicer"])
-        return ctx
+    # Forking a process that already runs gRPC threads is unsafe, and the fork
+    # server needs a writable temporary directory (a function's pod may have a
+    # read-only root filesystem): spawn a fresh interpreter per worker. It pays
+    # the imports once per worker, at start and after a kill, never per call.
     return multiprocessing.get_context("spawn")
+
+
+_READY = b"ready"
 
 
 def _worker_main(
     conn: multiprocessing.connection.Connection, handler: Handler, debug: bool
 ) -> None:
-    """Serve calls from `conn` until the parent closes it."""
+    """Say ready once imported, then serve calls from `conn` until the parent closes it."""
     # Ctrl-C reaches the whole process group; the parent decides when we stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     fnlogging.configure(fnlogging.Level.DEBUG if debug else fnlogging.Level.INFO)
+    conn.send_bytes(_READY)
     while True:
         try:
             data = conn.recv_bytes()
@@ -74,6 +77,11 @@ def _worker_main(
 class _Worker:
     process: Any  # multiprocessing.Process of the pool's context
     conn: multiprocessing.connection.Connection
+
+    def wait_ready(self) -> None:
+        """Block until the process has imported everything and can take a call."""
+        if self.conn.recv_bytes() != _READY:
+            raise EOFError("the worker process did not start")
 
     def roundtrip(self, data: bytes) -> bytes:
         """Send one call and wait for its answer (runs in a thread)."""
@@ -101,7 +109,7 @@ class WorkerPool:
     def __init__(
         self, handler: Handler, *, workers: int = 2, deadline: float = 8.0, debug: bool = False
     ) -> None:
-        """Start the worker processes now, so the first call does not pay for it."""
+        """Start the worker processes and wait until each is ready to take calls."""
         if workers < 1:
             raise ValueError("a worker pool needs at least one worker")
         if deadline <= 0:
@@ -111,15 +119,17 @@ class WorkerPool:
         self.deadline = deadline
         self.debug = debug
         self._ctx = _context()
-        # Twice the workers: a killed worker's thread may still be unwinding
-        # while its replacement already serves the next call.
-        self._threads = ThreadPoolExecutor(max_workers=2 * workers, thread_name_prefix="mp-call")
+        # Threads wait on pipes: one per busy worker, one per starting worker,
+        # and briefly one per killed worker while it unwinds.
+        self._threads = ThreadPoolExecutor(max_workers=3 * workers, thread_name_prefix="mp-pool")
         self._idle: asyncio.Queue[_Worker] = asyncio.Queue()
         self._all: list[_Worker] = []
-        for _ in range(workers):
-            self._idle.put_nowait(self._spawn())
+        started = [self._start() for _ in range(workers)]
+        for worker in started:
+            worker.wait_ready()
+            self._idle.put_nowait(worker)
 
-    def _spawn(self) -> _Worker:
+    def _start(self) -> _Worker:
         parent, child = self._ctx.Pipe(duplex=True)
         process = self._ctx.Process(
             target=_worker_main,
@@ -133,33 +143,50 @@ class WorkerPool:
         self._all.append(worker)
         return worker
 
-    def _replace(self, worker: _Worker) -> _Worker:
+    def _replace(self, worker: _Worker) -> None:
+        """Kill `worker` and start another, idle once it is ready.
+
+        The deadline of a call never includes a worker's start-up: a new
+        worker takes calls only after it has said it is ready.
+        """
         self._all.remove(worker)
         # Killing is a signal; joining and closing wait, so they go to a thread.
         self._threads.submit(worker.kill)
-        return self._spawn()
+        loop = asyncio.get_running_loop()
+        new = self._start()
+        ready = loop.run_in_executor(self._threads, new.wait_ready)
+        ready.add_done_callback(lambda f: self._started(loop, new, f))
+
+    def _started(
+        self, loop: asyncio.AbstractEventLoop, worker: _Worker, ready: asyncio.Future[None]
+    ) -> None:
+        if not ready.cancelled() and ready.exception() is None:
+            self._idle.put_nowait(worker)
+            return
+        log.error("a replacement worker process did not start; trying again in 1s")
+        loop.call_later(1.0, self._replace, worker)
 
     async def call(self, data: bytes) -> bytes:
         """Run the handler on `data` in a free worker and return its answer.
 
-        Waits for a free worker first (at most one deadline, since a busy
-        worker is killed at its own). Raises `DeadlineExceededError` when the call
-        itself overruns and `WorkerLostError` when the worker dies.
+        Waits for a free worker first (at most about one deadline, since a
+        busy worker is killed at its own). Raises `DeadlineExceededError` when
+        the call itself overruns and `WorkerLostError` when the worker dies.
         """
         worker = await self._idle.get()
         loop = asyncio.get_running_loop()
+        started = time.monotonic()
         try:
-            started = time.monotonic()
             future = loop.run_in_executor(self._threads, worker.roundtrip, data)
-            return await asyncio.wait_for(future, self.deadline)
+            answer = await asyncio.wait_for(future, self.deadline)
         except TimeoutError:
-            worker = self._replace(worker)
+            self._replace(worker)
             raise DeadlineExceededError(
                 f"did not finish within {self.deadline:g}s (--deadline-seconds); "
                 "the call was stopped"
             ) from None
         except (EOFError, OSError) as exc:
-            worker = self._replace(worker)
+            self._replace(worker)
             elapsed = time.monotonic() - started
             raise WorkerLostError(
                 f"the worker process died after {elapsed:.1f}s ({type(exc).__name__})"
@@ -167,10 +194,10 @@ class WorkerPool:
         except asyncio.CancelledError:
             # The caller gave up (Crossplane's own timeout): the worker is
             # still busy with an answer nobody wants, so it cannot be reused.
-            worker = self._replace(worker)
+            self._replace(worker)
             raise
-        finally:
-            self._idle.put_nowait(worker)
+        self._idle.put_nowait(worker)
+        return answer
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop every worker and the pool's threads."""

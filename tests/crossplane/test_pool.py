@@ -75,7 +75,7 @@ def serve(pool: WorkerPool, scenario: Callable[[Stub], Awaitable[T]]) -> T:
     return asyncio.run(main())
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def pool() -> Iterator[WorkerPool]:
     p = WorkerPool(workloads.handle, workers=2, deadline=120)
     yield p
