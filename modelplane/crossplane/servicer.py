@@ -54,7 +54,7 @@ def describe(composite: dict[str, Any]) -> str:
         _, kind, namespace, name = _identity(composite)
     except BadRequestError:
         return "the composite"
-    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+    return " ".join(part for part in (kind, f"{namespace}/{name}" if namespace else name) if part)
 
 
 class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):

@@ -312,3 +312,14 @@ def test_a_composer_failure_names_the_composite(inject) -> None:
     inject(RuntimeError("boom"))
     [result] = run(request(XR)).results
     assert result.message == "composer for Widget team-a/w1 failed: RuntimeError: boom"
+
+
+def test_a_worker_answers_even_bytes_that_are_not_a_request() -> None:
+    from modelplane.crossplane.servicer import run_serialized
+
+    rsp = fnv1.RunFunctionResponse.FromString(run_serialized(b"\xff\xff\xff"))
+    [result] = rsp.results
+    assert result.severity == fnv1.SEVERITY_FATAL
+    assert result.message.startswith("cannot decode the RunFunctionRequest")
+    ok = fnv1.RunFunctionResponse.FromString(run_serialized(request(XR).SerializeToString()))
+    assert ok.meta.tag == "t-1" and "Widget" in ok.results[0].message
