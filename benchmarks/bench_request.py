@@ -7,10 +7,11 @@ RunFunctionRequest. Per fleet size it prints
 
 - the request's size in bytes (and per cluster), the gRPC receive limit in MiB
   that holds it, and the response's size;
-- `schedule()` alone on the decoded objects;
-- the whole function inline (`FunctionRunner.run`: decode, schedule, compose,
-  encode) and through the server's worker pool (serialize, pipe to a worker
-  process, answer back), each also per cluster.
+- `schedule()` alone on the decoded objects, and the whole function inline
+  (`FunctionRunner.run`: decode, schedule, compose, encode), each as CPU time
+  (what the call costs on a core of its own) and wall time, also per cluster;
+- the wall time of the function through the server's worker pool (serialize,
+  pipe to a worker process, answer back).
 
     .venv/bin/python benchmarks/bench_request.py [--clusters 1000 5000] [--repeat 3]
 
@@ -22,10 +23,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import math
+import time
+from collections.abc import Callable
+from typing import Any
 
 import crossplane.function.proto.v1.run_function_pb2 as fnv1
-from bench_scheduler import DEPLOYMENT, best, cluster, other_replica
+from bench_scheduler import DEPLOYMENT, cluster, other_replica
 
 from modelplane.compose.model_deployment import CLUSTERS_REQUIREMENT, REPLICAS_REQUIREMENT
 from modelplane.crossplane import FunctionRunner
@@ -51,15 +56,31 @@ def request(clusters: int) -> fnv1.RunFunctionRequest:
     return req
 
 
+def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, float, Any]:
+    """(min wall time, min CPU time of this process) of `fn` over `repeat` runs, and its result.
+
+    CPU time is what a call costs on a core of its own, whatever else the
+    machine runs; wall time is what a caller waits here and now.
+    """
+    wall, cpu, out = [], [], None
+    for _ in range(repeat):
+        gc.collect()
+        w0, c0 = time.perf_counter(), time.process_time()
+        out = fn()
+        wall.append(time.perf_counter() - w0)
+        cpu.append(time.process_time() - c0)
+    return min(wall), min(cpu), out
+
+
 def measure(n: int, repeat: int, pool: WorkerPool | None) -> None:
     """Print the figures for a fleet of `n` clusters."""
     req = request(n)
     size = req.ByteSize()
     inp = to_input(req)
     clusters, replicas = inp.required[CLUSTERS_REQUIREMENT], inp.required[REPLICAS_REQUIREMENT]
-    t_sched, m_sched, _ = best(lambda: schedule(inp.composite, clusters, replicas), repeat)
+    t_sched, c_sched, _ = timed(lambda: schedule(inp.composite, clusters, replicas), repeat)
     runner = FunctionRunner()
-    t_fn, m_fn, rsp = best(lambda: runner.run(req), repeat)
+    t_fn, c_fn, rsp = timed(lambda: runner.run(req), repeat)
     fatal = [r.message for r in rsp.results if r.severity == fnv1.SEVERITY_FATAL]
     print(
         f"{n:5d} clusters × 8 pools: request {size:,} bytes ({size / n:,.0f} per cluster, "
@@ -67,16 +88,16 @@ def measure(n: int, repeat: int, pool: WorkerPool | None) -> None:
         f"response {rsp.ByteSize():,} bytes{'; FATAL ' + fatal[0] if fatal else ''}"
     )
     print(
-        f"      schedule {t_sched:6.2f} s (median {m_sched:.2f}, "
-        f"{t_sched / n * 1e3:.2f} ms/cluster); "
-        f"function inline {t_fn:6.2f} s (median {m_fn:.2f}, {t_fn / n * 1e3:.2f} ms/cluster)"
+        f"      schedule CPU {c_sched:5.2f} s ({c_sched / n * 1e3:.2f} ms/cluster), "
+        f"wall {t_sched:5.2f} s; function inline CPU {c_fn:5.2f} s "
+        f"({c_fn / n * 1e3:.2f} ms/cluster), wall {t_fn:5.2f} s"
     )
     if pool is not None:
         data = req.SerializeToString()
-        t_pool, m_pool, _ = best(lambda: asyncio.run(pool.call(data)), repeat)
+        t_pool, _, _ = timed(lambda: asyncio.run(pool.call(data)), repeat)
         print(
-            f"      function through the worker pool {t_pool:6.2f} s (median {m_pool:.2f}, "
-            f"{t_pool / n * 1e3:.2f} ms/cluster; {t_pool - t_fn:+.2f} s over inline)"
+            f"      function through the worker pool: wall {t_pool:5.2f} s "
+            f"({t_pool / n * 1e3:.2f} ms/cluster; inline wall {t_fn:5.2f} s)"
         )
 
 
