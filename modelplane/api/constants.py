@@ -62,6 +62,23 @@ DEFAULT_GATEWAY_NAMESPACE: Final = "modelplane-system"
 DEFAULT_KUBECONFIG_KEY: Final = "kubeconfig"
 DEFAULT_EKS_KUBERNETES_VERSION: Final = "1.36"
 
+# Provisioned clusters and their serving stack (compose/eks_cluster.py,
+# gke_cluster.py, serving_stack.py). Internal composites live in the function's
+# system namespace; the managed resources they compose land there too.
+SYSTEM_NAMESPACE: Final = "modelplane-system"
+LABEL_COMPONENT: Final = "modelplane.ai/component"
+LABEL_OBSERVE: Final = "modelplane.ai/observe"
+LABEL_SUBNET_TIER: Final = "modelplane.ai/subnet-tier"
+LABEL_ZONE: Final = "modelplane.ai/zone"
+KUBECONFIG_CONNECTION_KEY: Final = "kubeconfig"
+GPU_TAINT_KEY: Final = "nvidia.com/gpu"
+GPU_TAINT_VALUE: Final = "present"
+GPU_PRESENT_LABEL: Final = "nvidia.com/gpu.present"
+DEFAULT_CLOUD_PROVIDER_CONFIG: Final = "default"
+CONDITION_CONTROL_PLANE_READY: Final = "ControlPlaneReady"
+CONDITION_NODE_POOLS_READY: Final = "NodePoolsReady"
+CONDITION_HARDWARE_DRIFT: Final = "HardwareDrift"
+
 # Replica roles. A unified replica has one role; a disaggregated one has two.
 ROLE_UNIFIED: Final = "unified"
 ROLE_PREFILL: Final = "prefill"

@@ -12,6 +12,8 @@ from modelplane.api.inference_class import InferenceClassSpec, InferenceClassSta
 from modelplane.api.inference_cluster import InferenceClusterSpec, InferenceClusterStatus
 from modelplane.api.model_deployment import ModelDeploymentSpec, ModelDeploymentStatus
 from modelplane.api.model_replica import ModelReplicaSpec, ModelReplicaStatus
+from modelplane.api.provisioning import EKSClusterSpec, GKEClusterSpec, ProvisionedClusterStatus
+from modelplane.api.serving_stack import ServingStackSpec, ServingStackStatus
 
 
 @dataclass(frozen=True)
@@ -150,7 +152,75 @@ MODEL_REPLICA = Kind(
     ),
 )
 
-KINDS: tuple[Kind, ...] = (INFERENCE_CLASS, INFERENCE_CLUSTER, MODEL_DEPLOYMENT, MODEL_REPLICA)
+_CLUSTER_COLUMN = PrinterColumn("Cluster", ".spec.clusterName")
+
+EKS_CLUSTER = Kind(
+    group=c.INFRA_GROUP,
+    kind="EKSCluster",
+    plural="eksclusters",
+    scope="Namespaced",
+    spec=EKSClusterSpec,
+    status=ProvisionedClusterStatus,
+    description="An EKS cluster an InferenceCluster provisions (internal).",
+    categories=("modelplane", "modelplane-infrastructure"),
+    printer_columns=(
+        _CLUSTER_COLUMN,
+        PrinterColumn("Region", ".spec.region"),
+        PrinterColumn("Version", ".spec.kubernetesVersion"),
+        PrinterColumn("Reachable", ".status.reachable", "boolean"),
+        _READY,
+        _AGE,
+    ),
+)
+
+GKE_CLUSTER = Kind(
+    group=c.INFRA_GROUP,
+    kind="GKECluster",
+    plural="gkeclusters",
+    scope="Namespaced",
+    spec=GKEClusterSpec,
+    status=ProvisionedClusterStatus,
+    description="A GKE cluster an InferenceCluster provisions (internal).",
+    categories=("modelplane", "modelplane-infrastructure"),
+    printer_columns=(
+        _CLUSTER_COLUMN,
+        PrinterColumn("Region", ".spec.region"),
+        PrinterColumn("Version", ".spec.kubernetesVersion"),
+        PrinterColumn("Reachable", ".status.reachable", "boolean"),
+        _READY,
+        _AGE,
+    ),
+)
+
+SERVING_STACK = Kind(
+    group=c.INFRA_GROUP,
+    kind="ServingStack",
+    plural="servingstacks",
+    scope="Namespaced",
+    spec=ServingStackSpec,
+    status=ServingStackStatus,
+    description="The in-cluster software Modelplane installs on one workload cluster (internal).",
+    categories=("modelplane", "modelplane-infrastructure"),
+    printer_columns=(
+        _CLUSTER_COLUMN,
+        PrinterColumn("Gateway", ".status.gatewayAddress"),
+        PrinterColumn(
+            "Stack", ".status.conditions[?(@.type=='ServingStackReady')].reason", priority=1
+        ),
+        _READY,
+        _AGE,
+    ),
+)
+
+KINDS: tuple[Kind, ...] = (
+    INFERENCE_CLASS,
+    INFERENCE_CLUSTER,
+    MODEL_DEPLOYMENT,
+    MODEL_REPLICA,
+    EKS_CLUSTER,
+    GKE_CLUSTER,
+    SERVING_STACK,
+)
 
 
 def kind_for(api_version: str, kind: str) -> Kind | None:

@@ -94,6 +94,48 @@ class RouteAcceptedReason(StrEnum):
     ROUTE_NOT_ACCEPTED = "RouteNotAccepted"
 
 
+class ControlPlaneReadyReason(StrEnum):
+    """`ControlPlaneReady`: is a provisioned cluster's control plane up and reachable?"""
+
+    READY = "Ready"
+    PROVISIONING = "Provisioning"
+    CONNECTION_SECRET_MISSING = "ConnectionSecretMissing"
+    CLOUD_ERROR = "CloudError"
+
+
+class NodePoolsReadyReason(StrEnum):
+    """`NodePoolsReady`: did every node group / node pool of a provisioned cluster come up?"""
+
+    READY = "Ready"
+    PROVISIONING = "Provisioning"
+    DEGRADED = "Degraded"
+
+
+class InsufficientGPUCapacityReason(StrEnum):
+    """`InsufficientGPUCapacity`: is a pool short of GPU nodes because the cloud has none?"""
+
+    CAPACITY_AVAILABLE = "CapacityAvailable"
+    STOCK_OUT = "StockOut"
+
+
+class ServingStackReadyReason(StrEnum):
+    """`ServingStackReady`: is the software replicas need installed and ready on the cluster?"""
+
+    READY = "Ready"
+    RELEASE_NOT_READY = "ReleaseNotReady"
+    GATEWAY_NOT_PROGRAMMED = "GatewayNotProgrammed"
+    DISABLED = "Disabled"
+    WAITING_FOR_CLUSTER = "WaitingForCluster"
+
+
+class HardwareDriftReason(StrEnum):
+    """`HardwareDrift`: do the ResourceSlices a cluster publishes differ from its pools' classes?"""
+
+    NO_DRIFT = "NoDrift"
+    DRIFTED = "Drifted"
+    NOT_OBSERVED = "NotObserved"
+
+
 REASONS: Final[dict[str, type[StrEnum]]] = {
     c.CONDITION_VALID: ValidReason,
     c.CONDITION_POOLS_RESOLVED: PoolsResolvedReason,
@@ -104,6 +146,11 @@ REASONS: Final[dict[str, type[StrEnum]]] = {
     c.CONDITION_CLUSTER_RESOLVED: ClusterResolvedReason,
     c.CONDITION_WORKLOAD_READY: WorkloadReadyReason,
     c.CONDITION_ROUTE_ACCEPTED: RouteAcceptedReason,
+    c.CONDITION_CONTROL_PLANE_READY: ControlPlaneReadyReason,
+    c.CONDITION_NODE_POOLS_READY: NodePoolsReadyReason,
+    c.CONDITION_INSUFFICIENT_GPU_CAPACITY: InsufficientGPUCapacityReason,
+    c.CONDITION_SERVING_STACK_READY: ServingStackReadyReason,
+    c.CONDITION_HARDWARE_DRIFT: HardwareDriftReason,
 }
 """Condition type → the enum of its reasons. A new condition type adds its enum here."""
 

@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 from modelplane.api.kinds import (
+    EKS_CLUSTER,
+    GKE_CLUSTER,
     INFERENCE_CLASS,
     INFERENCE_CLUSTER,
     MODEL_DEPLOYMENT,
     MODEL_REPLICA,
+    SERVING_STACK,
     Kind,
 )
-from modelplane.compose import inference_class, inference_cluster, model_deployment, model_replica
+from modelplane.compose import (
+    eks_cluster,
+    gke_cluster,
+    inference_class,
+    inference_cluster,
+    model_deployment,
+    model_replica,
+    serving_stack,
+)
 from modelplane.compose.types import Composer
 
 COMPOSERS: dict[tuple[str, str], tuple[Kind, Composer]] = {
@@ -19,6 +30,9 @@ COMPOSERS: dict[tuple[str, str], tuple[Kind, Composer]] = {
         (INFERENCE_CLUSTER, inference_cluster.compose),
         (MODEL_DEPLOYMENT, model_deployment.compose),
         (MODEL_REPLICA, model_replica.compose),
+        (EKS_CLUSTER, eks_cluster.compose),
+        (GKE_CLUSTER, gke_cluster.compose),
+        (SERVING_STACK, serving_stack.compose),
     )
 }
 

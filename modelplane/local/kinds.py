@@ -115,6 +115,40 @@ COMPOSED: dict[str, dict[str, Scope]] = {
         "DeploymentRuntimeConfig": _C,
         "ImageConfig": _C,
     },
+    # Cloud managed resources of provider-upjet-aws / provider-upjet-gcp (v2
+    # namespaced groups) that EKSCluster and GKECluster compose.
+    "aws.m.upbound.io": {"ProviderConfig": _N, "ClusterProviderConfig": _C},
+    "eks.aws.m.upbound.io": {
+        "Cluster": _N,
+        "NodeGroup": _N,
+        "Addon": _N,
+        "AccessEntry": _N,
+        "AccessPolicyAssociation": _N,
+        "PodIdentityAssociation": _N,
+    },
+    "ec2.aws.m.upbound.io": {
+        "VPC": _N,
+        "Subnet": _N,
+        "InternetGateway": _N,
+        "RouteTable": _N,
+        "Route": _N,
+        "RouteTableAssociation": _N,
+        "SecurityGroup": _N,
+        "NATGateway": _N,
+        "EIP": _N,
+    },
+    "iam.aws.m.upbound.io": {"Role": _N, "RolePolicyAttachment": _N},
+    "efs.aws.m.upbound.io": {"FileSystem": _N, "MountTarget": _N, "AccessPoint": _N},
+    "gcp.m.upbound.io": {"ProviderConfig": _N, "ClusterProviderConfig": _C},
+    "container.gcp.m.upbound.io": {"Cluster": _N, "NodePool": _N},
+    "compute.gcp.m.upbound.io": {
+        "Network": _N,
+        "Subnetwork": _N,
+        "Router": _N,
+        "RouterNAT": _N,
+    },
+    "cloudplatform.gcp.m.upbound.io": {"ServiceAccount": _N},
+    "filestore.gcp.m.upbound.io": {"Instance": _N},
     # The serving stack inside workload clusters (normally wrapped in Objects).
     "leaderworkerset.x-k8s.io": {"LeaderWorkerSet": _N},
     "gateway.networking.k8s.io": {

@@ -99,13 +99,41 @@ def cluster_manifests(result: RenderResult) -> list[tuple[str, Obj]]:
     return out
 
 
+PROVIDER_DIRS = {
+    ".aws.m.upbound.io": "provider-upjet-aws",
+    ".gcp.m.upbound.io": "provider-upjet-gcp",
+    "helm.m.crossplane.io": "provider-helm",
+}
+
+
+def provider_of(obj: Obj) -> str | None:
+    """The provider that reconciles a managed resource (cloud MRs and Releases), if any."""
+    api_version = str(obj.get("apiVersion", ""))
+    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+    for suffix, provider in PROVIDER_DIRS.items():
+        if group.endswith(suffix) and not obj.get("kind", "").endswith("ProviderConfig"):
+            return provider
+    return None
+
+
+def _write_providers(objects: list[Obj], root: Path) -> list[Path]:
+    """`providers/<provider>/<kind>/<ns>/<name>.yaml`: what each provider would reconcile."""
+    mine = [(p, o) for o in objects if (p := provider_of(o)) is not None]
+    dirs = _kind_dirs((o["apiVersion"], o["kind"]) for _, o in mine)
+    return [
+        _write(_path(root / "providers" / p, dirs[(o["apiVersion"], o["kind"])], o), o)
+        for p, o in mine
+    ]
+
+
 def write_output_dir(result: RenderResult, root: Path) -> list[Path]:
-    """Write `control-plane/<kind>/<ns|_cluster>/<name>.yaml` for every stored object and
-    `clusters/<cluster>/<kind>/<ns|_cluster>/<name>.yaml` for every wrapped manifest."""
+    """Write `control-plane/<kind>/<ns|_cluster>/<name>.yaml` for every stored object,
+    `clusters/<cluster>/<kind>/<ns|_cluster>/<name>.yaml` for every wrapped manifest and
+    `providers/<provider>/...` for every cloud managed resource and Release."""
     written: list[Path] = []
     # Start from a clean slate: a file left from an earlier render would claim
     # an object that no longer exists.
-    for sub in ("control-plane", "clusters"):
+    for sub in ("control-plane", "clusters", "providers"):
         shutil.rmtree(root / sub, ignore_errors=True)
     objects = result.store.objects()
     dirs = _kind_dirs((o["apiVersion"], o["kind"]) for o in objects)
@@ -118,6 +146,7 @@ def write_output_dir(result: RenderResult, root: Path) -> list[Path]:
     for cluster, manifest in manifests:
         kind_dir = mdirs[(str(manifest.get("apiVersion", "")), str(manifest.get("kind", "")))]
         written.append(_write(_path(root / "clusters" / cluster, kind_dir, manifest), manifest))
+    written += _write_providers(objects, root)
     return written
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from modelplane.local.conditions import Clock, set_condition
 from modelplane.local.loader import scope_of
+from modelplane.local.simulate_cloud import simulate_cloud
 from modelplane.local.store import Key, Obj, ObjectStore
 
 OBJECT_GROUPS = ("kubernetes.m.crossplane.io", "kubernetes.crossplane.io")
@@ -202,3 +203,4 @@ def simulate(store: ObjectStore, clock: Clock) -> None:
             _simulate_object(store, obj, clock)
         elif group in RELEASE_GROUPS and kind == "Release":
             _simulate_release(obj, clock)
+    simulate_cloud(store, clock)

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from modelplane.api.kinds import kind_for
+from modelplane.api.kinds import KINDS, kind_for
 from modelplane.local import LoadError, load_paths
 
 HERE = Path(__file__).resolve().parent
@@ -25,6 +25,11 @@ INVALID = HERE / "invalid"
 
 # file under invalid/ → (issue kind, path, message) the API server would answer with.
 REJECTED = {
+    "eks-one-zone.yaml": (
+        "cel",
+        "spec.network",
+        "zones needs at least two availability zones unless existing is set",
+    ),
     "both-serving-forms.yaml": (
         "cel",
         "spec",
@@ -115,7 +120,7 @@ def test_invalid_directory_holds_exactly_the_table() -> None:
 
 def test_fixtures_cover_every_kind() -> None:
     kinds = {d["kind"] for p in FIXTURES.glob("*.yaml") for d in load_documents(p)}
-    assert kinds == {"InferenceClass", "InferenceCluster", "ModelDeployment", "ModelReplica"}
+    assert kinds == {k.kind for k in KINDS}
 
 
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.yaml")), ids=lambda p: p.name)
@@ -158,6 +163,6 @@ def test_checker_cli_accepts_the_package_apis_and_fixtures() -> None:
     last = proc.stdout.strip().splitlines()[-1]
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert last.endswith(" documents, 0 invalid")
-    # 4 kinds × (XRD + Composition) + the hand-written instances.
+    # Every kind's XRD and Composition, plus the hand-written instances.
     fixtures = sum(len(load_documents(p)) for p in FIXTURES.glob("*.yaml"))
-    assert last == f"{8 + fixtures} documents, 0 invalid"
+    assert last == f"{2 * len(KINDS) + fixtures} documents, 0 invalid"

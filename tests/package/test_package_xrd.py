@@ -294,12 +294,23 @@ def test_scale_paths_point_at_integer_fields() -> None:
         assert root["properties"][top]["properties"][name]["type"] == "string"
 
 
+# SPEC §2: the provisioning and serving-stack kinds are internal, in their own group.
+INTERNAL_INFRA_KINDS = {"EKSCluster", "GKECluster", "ServingStack"}
+
+
+def test_internal_kinds_are_namespaced_in_the_infrastructure_group() -> None:
+    internal = {k.kind: k for k in KINDS if k.group == c.INFRA_GROUP}
+    assert set(internal) == INTERNAL_INFRA_KINDS
+    assert {k.scope for k in internal.values()} == {"Namespaced"}
+
+
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.kind)
 def test_composition_is_one_pipeline_step_calling_the_function(kind: Kind) -> None:
     doc = composition(kind)
     assert doc["apiVersion"] == "apiextensions.crossplane.io/v1"
+    group = c.INFRA_GROUP if kind.kind in INTERNAL_INFRA_KINDS else c.GROUP
     assert doc["spec"]["compositeTypeRef"] == {
-        "apiVersion": f"modelplane.ai/{c.VERSION}",
+        "apiVersion": f"{group}/{c.VERSION}",
         "kind": kind.kind,
     }
     assert doc["spec"]["mode"] == "Pipeline"
@@ -328,7 +339,15 @@ def test_package_files_layout_and_determinism() -> None:
     files = package_files()
     assert files == package_files()
     expected = {"crossplane.yaml", "function/crossplane.yaml"}
-    for plural in ("inferenceclasses", "inferenceclusters", "modeldeployments", "modelreplicas"):
+    for plural in (
+        "inferenceclasses",
+        "inferenceclusters",
+        "modeldeployments",
+        "modelreplicas",
+        "eksclusters",
+        "gkeclusters",
+        "servingstacks",
+    ):
         expected |= {f"apis/{plural}/definition.yaml", f"apis/{plural}/composition.yaml"}
     assert set(files) == expected
     for text in files.values():

@@ -1,0 +1,127 @@
+"""Building blocks for composing upjet managed resources and Crossplane Usages.
+
+Managed resources use the Crossplane v2 namespaced API groups (`*.m.upbound.io`):
+they live in the composite's namespace, name their provider config with a
+`kind`, and reference each other with selectors that match the composite's
+own resources (`matchControllerRef`) by Modelplane's labels. Every composed
+resource gets an explicit, stable name so Usages can name it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from modelplane.api import constants as c
+from modelplane.api.objects import condition_status
+from modelplane.api.provisioning import CloudProviderConfigRef
+from modelplane.compose.objects import dns_label
+from modelplane.compose.types import Resource
+
+USAGE_API_VERSION = "protection.crossplane.io/v1beta1"
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A composed resource by apiVersion, kind and name (in the composite's namespace)."""
+
+    api_version: str
+    kind: str
+    name: str
+
+
+def resource_name(cluster: str, *suffix: str) -> str:
+    """The stable name of a composed resource of `cluster` (a DNS label)."""
+    return dns_label("-".join((cluster, *suffix)))
+
+
+def labels(cluster: str, component: str, **extra: str) -> dict[str, str]:
+    """Modelplane's labels on a composed resource; selectors match on them."""
+    out = {c.LABEL_CLUSTER: cluster, c.LABEL_COMPONENT: component, c.LABEL_MANAGED_BY: c.MANAGED_BY}
+    out.update(extra)
+    return out
+
+
+def selector(cluster: str, component: str, **extra: str) -> dict[str, Any]:
+    """A reference selector matching this composite's resources of one component."""
+    match = {c.LABEL_CLUSTER: cluster, c.LABEL_COMPONENT: component}
+    match.update(extra)
+    return {"matchControllerRef": True, "matchLabels": match}
+
+
+def managed(
+    ref: Ref,
+    namespace: str,
+    resource_labels: Mapping[str, str],
+    for_provider: dict[str, Any],
+    provider_config: CloudProviderConfigRef,
+    *,
+    init_provider: dict[str, Any] | None = None,
+    connection_secret: str | None = None,
+) -> Resource:
+    """An upjet managed resource in the v2 namespaced shape."""
+    spec: dict[str, Any] = {
+        "forProvider": for_provider,
+        "providerConfigRef": {"kind": provider_config.kind, "name": provider_config.name},
+    }
+    if init_provider:
+        spec["initProvider"] = init_provider
+    if connection_secret:
+        spec["writeConnectionSecretToRef"] = {"name": connection_secret}
+    return {
+        "apiVersion": ref.api_version,
+        "kind": ref.kind,
+        "metadata": {"name": ref.name, "namespace": namespace, "labels": dict(resource_labels)},
+        "spec": spec,
+    }
+
+
+def usage(name: str, namespace: str, of: Ref, by: Ref, reason: str) -> Resource:
+    """A Crossplane Usage: `of` cannot be deleted while `by` exists.
+
+    `replayDeletion` re-issues the blocked deletion as soon as `by` is gone, so
+    tearing a cluster down proceeds in order instead of waiting for a resync.
+    """
+    return {
+        "apiVersion": USAGE_API_VERSION,
+        "kind": "Usage",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "of": {"apiVersion": of.api_version, "kind": of.kind, "resourceRef": {"name": of.name}},
+            "by": {"apiVersion": by.api_version, "kind": by.kind, "resourceRef": {"name": by.name}},
+            "reason": reason,
+            "replayDeletion": True,
+        },
+    }
+
+
+def ready(observed: Resource | None) -> bool:
+    """Whether an observed managed resource (or Release) reports Ready=True."""
+    return condition_status(observed, c.CONDITION_READY) == "True"
+
+
+def at_provider(observed: Resource | None) -> dict[str, Any]:
+    """The observed resource's `status.atProvider`, or an empty dict."""
+    status = (observed or {}).get("status")
+    at = status.get("atProvider") if isinstance(status, dict) else None
+    return at if isinstance(at, dict) else {}
+
+
+def split_cidr(cidr: str, new_prefix: int, count: int) -> list[str]:
+    """The first `count` subnets of prefix `new_prefix` inside `cidr`.
+
+    Raises ValueError when `cidr` is not a network or cannot hold them.
+    """
+    network = ipaddress.ip_network(cidr, strict=True)
+    if new_prefix < network.prefixlen:
+        raise ValueError(f"{cidr} is smaller than a /{new_prefix}")
+    subnets = []
+    for i, subnet in enumerate(network.subnets(new_prefix=new_prefix)):
+        if i >= count:
+            break
+        subnets.append(str(subnet))
+    if len(subnets) < count:
+        raise ValueError(f"{cidr} holds only {len(subnets)} /{new_prefix} subnets, {count} needed")
+    return subnets
