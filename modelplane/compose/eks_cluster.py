@@ -54,6 +54,8 @@ EC2 = "ec2.aws.m.upbound.io/v1beta1"
 IAM = "iam.aws.m.upbound.io/v1beta1"
 EFS = "efs.aws.m.upbound.io/v1beta1"
 
+# Each zone gets a public and a private subnet, one sixteenth of the VPC each.
+MAX_SUBNET_PREFIX = 28
 GPU_AMI = "AL2023_x86_64_NVIDIA"
 STANDARD_AMI = "AL2023_x86_64_STANDARD"
 _POLICY = "arn:aws:iam::aws:policy/"
@@ -226,6 +228,11 @@ def _network(b: _Build) -> list[Ref]:
     zones = list(net.zones or [])
     try:
         prefix = ipaddress.ip_network(net.vpc_cidr, strict=True).prefixlen + 4
+        if prefix > MAX_SUBNET_PREFIX:
+            raise ValueError(
+                f"{net.vpc_cidr} is too small: its subnets would be /{prefix}, AWS allows at "
+                f"most /{MAX_SUBNET_PREFIX}"
+            )
         cidrs = split_cidr(net.vpc_cidr, prefix, 2 * len(zones))
     except ValueError as err:
         raise ValueError(f"spec.network.vpcCidr: {err}") from err

@@ -1,0 +1,197 @@
+"""Stock-out detection and hardware drift: tables of provider reports → verdicts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from modelplane.api.inference_class import Device
+from modelplane.compose.capacity import nodes_up, pool_stockout, stockout_message, zone_in
+from modelplane.compose.drift import Drift, hardware_drift
+
+
+def _mr(*messages: str, at: dict[str, Any] | None = None) -> dict[str, Any]:
+    conditions = [{"type": "Synced", "status": "False", "message": m} for m in messages]
+    return {"status": {"conditions": conditions, "atProvider": at or {}}}
+
+
+# (cloud, managed resource, stocked out?, zone named by the message)
+STOCKOUTS = [
+    pytest.param(
+        "EKS",
+        _mr(
+            "AsgInstanceLaunchFailures: Could not launch On-Demand Instances. "
+            "InsufficientInstanceCapacity - We currently do not have sufficient p5.48xlarge "
+            "capacity in the Availability Zone you requested (us-east-1c)."
+        ),
+        True,
+        "us-east-1c",
+        id="aws-insufficient-capacity",
+    ),
+    pytest.param(
+        "EKS",
+        _mr("InsufficientInstanceCapacity in us-gov-west-1a"),
+        True,
+        "us-gov-west-1a",
+        id="aws-govcloud-zone",
+    ),
+    pytest.param(
+        "EKS",
+        _mr("AsgInstanceLaunchFailures: You are not authorized to use launch template"),
+        False,
+        None,
+        id="aws-other-launch-failure",
+    ),
+    pytest.param(
+        "GKE",
+        _mr(
+            "code=ZONE_RESOURCE_POOL_EXHAUSTED: The zone 'projects/p/zones/us-central1-a' does "
+            "not have enough resources available to fulfill the request."
+        ),
+        True,
+        "us-central1-a",
+        id="gcp-zone-exhausted",
+    ),
+    pytest.param(
+        "GKE",
+        _mr(at={"statusMessage": "GCE_STOCKOUT in europe-west4-b"}),
+        True,
+        "europe-west4-b",
+        id="gcp-stockout-in-status",
+    ),
+    pytest.param(
+        "GKE",
+        _mr("InsufficientInstanceCapacity"),
+        False,
+        None,
+        id="aws-code-on-gcp-is-not-a-stockout",
+    ),
+    pytest.param("GKE", {}, False, None, id="no-status"),
+]
+
+
+@pytest.mark.parametrize(("cloud", "managed", "stocked", "zone"), STOCKOUTS)
+def test_stockout_detection(cloud: Any, managed: dict[str, Any], stocked: bool, zone: Any) -> None:
+    message = stockout_message(cloud, managed)
+    assert (message is not None) == stocked
+    if message is not None:
+        assert zone_in(cloud, message) == zone
+
+
+def test_a_stockout_counts_only_ready_nodes_of_the_pool_and_never_more_than_requested() -> None:
+    managed = _mr("GCE_STOCKOUT")
+    found = pool_stockout("GKE", "a100", "nvidia-tesla-a100", 2, managed, declared_zone="z-1", up=5)
+    assert found is not None
+    assert (found.zone, found.accelerator, found.nodes_up, found.requested) == (
+        "z-1",
+        "nvidia-tesla-a100",
+        2,
+        2,
+    )
+    assert pool_stockout("GKE", "a100", None, 2, _mr("quota exceeded")) is None
+
+
+def _node(name: str, pool: str | None, ready: str = "True") -> dict[str, Any]:
+    labels = {"modelplane.ai/pool": pool} if pool else {}
+    return {
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "status": {"conditions": [{"type": "Ready", "status": ready}]},
+    }
+
+
+def test_nodes_up_counts_ready_nodes_with_the_pool_label() -> None:
+    nodes = [_node("a", "h100"), _node("b", "h100", "False"), _node("c", "l4"), _node("d", None)]
+    assert (nodes_up("h100", nodes), nodes_up("l4", nodes), nodes_up("x", nodes)) == (1, 1, 0)
+
+
+GPU = Device.model_validate(
+    {
+        "name": "gpu",
+        "driver": "gpu.nvidia.com",
+        "deviceClassName": "gpu.nvidia.com",
+        "count": 2,
+        "attributes": {"gpu.nvidia.com/productName": {"string": "NVIDIA H100 80GB HBM3"}},
+        "capacity": {"memory": {"value": "80Gi"}},
+    }
+)
+FABRIC = Device.model_validate({"name": "ib", "claim": "Synthetic", "driver": "ib.example.com"})
+
+
+def _slice(node: str, *devices: dict[str, Any], driver: str = "gpu.nvidia.com") -> dict[str, Any]:
+    return {
+        "kind": "ResourceSlice",
+        "spec": {"driver": driver, "nodeName": node, "devices": list(devices)},
+    }
+
+
+def _gpu(name: str, memory: str = "80Gi", product: str = "NVIDIA H100 80GB HBM3") -> dict:
+    return {
+        "name": name,
+        "attributes": {"productName": {"string": product}, "uuid": {"string": name}},
+        "capacity": {"memory": {"value": memory}},
+    }
+
+
+def _wrapped(obj: dict[str, Any]) -> dict[str, Any]:
+    return {"kind": "Object", "status": {"atProvider": {"manifest": obj}}}
+
+
+# (observed objects, expected drifts)
+DRIFTS = [
+    pytest.param(
+        [_node("n1", "h100"), _slice("n1", _gpu("g0"), _gpu("g1"))],
+        [],
+        id="matches",
+    ),
+    pytest.param(
+        # 80Gi declared, 81920Mi published: the same quantity.
+        [_node("n1", "h100"), _slice("n1", _gpu("g0", "81920Mi"), _gpu("g1"))],
+        [],
+        id="same-quantity-other-unit",
+    ),
+    pytest.param(
+        [
+            _wrapped(_node("n1", "h100")),
+            _wrapped(_node("n2", "h100")),
+            _wrapped(_slice("n1", _gpu("g0", "40Gi"), _gpu("g1", "40Gi"))),
+            _wrapped(_slice("n2", _gpu("g0", "40Gi"), _gpu("g1"))),
+        ],
+        [Drift("h100", "gpu", "capacity memory", "80Gi", "40Gi", nodes=2)],
+        id="capacity-40Gi-on-two-nodes",
+    ),
+    pytest.param(
+        [_node("n1", "h100"), _slice("n1", _gpu("g0", product="NVIDIA A100"), _gpu("g1"))],
+        [Drift("h100", "gpu", "attribute productName", "NVIDIA H100 80GB HBM3", "NVIDIA A100")],
+        id="attribute-differs",
+    ),
+    pytest.param(
+        [_node("n1", "h100"), _slice("n1", _gpu("g0"))],
+        [Drift("h100", "gpu", "count", "2", "1")],
+        id="fewer-devices",
+    ),
+    pytest.param(
+        [_node("n1", "h100"), _slice("n1", _gpu("g0"), _gpu("g1"), driver="other.example.com")],
+        [Drift("h100", "gpu", "count", "2", "0")],
+        id="other-driver-publishes-nothing-for-the-class",
+    ),
+    pytest.param(
+        [_node("n1", "l4"), _slice("n1", _gpu("g0", "24Gi"))],
+        [],
+        id="another-pools-node",
+    ),
+    pytest.param([], [], id="nothing-observed"),
+]
+
+
+@pytest.mark.parametrize(("observed", "want"), DRIFTS)
+def test_hardware_drift(observed: list[dict[str, Any]], want: list[Drift]) -> None:
+    assert hardware_drift("h100", [GPU, FABRIC], observed) == want
+
+
+def test_a_drift_names_pool_device_field_and_both_values() -> None:
+    text = Drift("h100", "gpu", "capacity memory", "80Gi", "40Gi", nodes=2).describe()
+    assert text == (
+        "pool 'h100' device 'gpu': capacity memory is 40Gi on 2 node(s), the class declares 80Gi"
+    )

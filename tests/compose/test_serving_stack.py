@@ -1,0 +1,222 @@
+"""ServingStack composer: pinned Releases the Helm values oracle accepts, Gateway, storage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from oracles import conformance_module
+
+from modelplane.api.serving_stack import read_serving_stack
+from modelplane.compose.serving_stack import compose
+from modelplane.compose.types import ComposeInput, ComposeResult
+
+TOLERATE_GPU = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def _stack(**spec: Any) -> dict[str, Any]:
+    body = {"clusterName": "us-east", "providerConfigName": "modelplane-us-east", **spec}
+    return {
+        "apiVersion": "infrastructure.modelplane.ai/v1alpha1",
+        "kind": "ServingStack",
+        "metadata": {"name": "us-east", "namespace": "modelplane-system"},
+        "spec": body,
+    }
+
+
+def _compose(composite: dict[str, Any], observed: dict[str, Any] | None = None) -> ComposeResult:
+    return compose(ComposeInput(composite, observed or {}))
+
+
+def _cond(res: ComposeResult, type_: str) -> tuple[str, str, str]:
+    (cond,) = [x for x in res.conditions if x.type == type_]
+    return cond.status, str(cond.reason), cond.message
+
+
+def test_the_dra_driver_release_written_by_hand() -> None:
+    res = _compose(_stack(cloud="GKE"))
+    assert res.desired["release-nvidia-dra-driver"].resource == {
+        "apiVersion": "helm.m.crossplane.io/v1beta1",
+        "kind": "Release",
+        "metadata": {
+            "name": "us-east-nvidia-dra-driver",
+            "namespace": "modelplane-system",
+            "labels": {
+                "modelplane.ai/cluster": "us-east",
+                "modelplane.ai/component": "nvidia-dra-driver",
+                "app.kubernetes.io/managed-by": "modelplane",
+            },
+        },
+        "spec": {
+            "forProvider": {
+                "chart": {
+                    "name": "nvidia-dra-driver-gpu",
+                    "repository": "https://helm.ngc.nvidia.com/nvidia",
+                    "version": "25.12.0",
+                },
+                "namespace": "nvidia-dra-driver-gpu",
+                "values": {
+                    "gpuResourcesEnabledOverride": True,
+                    "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
+                    "kubeletPlugin": {"tolerations": TOLERATE_GPU},
+                    "nvidiaDriverRoot": "/home/kubernetes/bin/nvidia",
+                },
+            },
+            "providerConfigRef": {"kind": "ClusterProviderConfig", "name": "modelplane-us-east"},
+        },
+    }
+
+
+def _releases(res: ComposeResult) -> dict[str, dict[str, Any]]:
+    return {k: d.resource for k, d in res.desired.items() if d.resource["kind"] == "Release"}
+
+
+def test_default_charts_and_versions() -> None:
+    charts = {
+        r["spec"]["forProvider"]["chart"]["name"]: r["spec"]["forProvider"]["chart"]["version"]
+        for r in _releases(_compose(_stack())).values()
+    }
+    assert charts == {
+        "node-feature-discovery": "0.19.0",
+        "nvidia-dra-driver-gpu": "25.12.0",
+        "lws": "0.10.0",
+        "gateway-helm": "v1.9.0",
+    }
+
+
+def test_kai_is_installed_only_when_asked_and_versions_are_overridable() -> None:
+    res = _compose(_stack(gpuScheduler="KAI", charts={"kaiScheduler": "v0.13.0"}))
+    kai = _releases(res)["release-kai-scheduler"]["spec"]["forProvider"]["chart"]
+    assert (kai["name"], kai["version"]) == ("kai-scheduler", "v0.13.0")
+    assert "release-kai-scheduler" not in _releases(_compose(_stack()))
+
+
+def test_volcano_is_reported_not_guessed() -> None:
+    res = _compose(_stack(gpuScheduler="Volcano"))
+    assert not [k for k in _releases(res) if "volcano" in k]
+    assert any(e.reason == "SchedulerNotInstalled" for e in res.events)
+
+
+STACKS = [
+    pytest.param(_stack(cloud="EKS", gpuScheduler="KAI"), id="eks-kai"),
+    pytest.param(_stack(cloud="GKE"), id="gke"),
+    pytest.param(_stack(cloud="Existing"), id="existing"),
+]
+
+
+@pytest.mark.parametrize("composite", STACKS)
+def test_every_release_passes_the_helm_values_oracle(composite: dict[str, Any]) -> None:
+    helmvalues = conformance_module("helmvalues")
+    for key, release in _releases(_compose(composite)).items():
+        assert [str(i) for i in helmvalues.check_release(release)] == [], key
+
+
+@pytest.mark.parametrize("composite", STACKS)
+def test_everything_composed_passes_the_oracles(composite: dict[str, Any], oracle: Any) -> None:
+    for key, desired in _compose(composite).desired.items():
+        assert [str(i) for i in oracle.validate(desired.resource)] == [], key
+
+
+def _storage_classes(res: ComposeResult) -> dict[str, dict[str, Any]]:
+    out = {}
+    for d in res.desired.values():
+        manifest = d.resource["spec"].get("forProvider", {}).get("manifest", {})
+        if manifest.get("kind") == "StorageClass":
+            out[manifest["metadata"]["name"]] = manifest
+    return out
+
+
+ALL_DRIVERS = ["SharedFilesystem", "ObjectStorageMount", "BlockDevice"]
+
+
+def test_storage_classes_map_to_each_clouds_drivers() -> None:
+    eks = _storage_classes(
+        _compose(
+            _stack(cloud="EKS", storage={"csiDrivers": ALL_DRIVERS, "sharedFilesystemId": "fs-1"})
+        )
+    )
+    assert {n: s["provisioner"] for n, s in eks.items()} == {
+        "modelplane-shared": "efs.csi.aws.com",
+        "modelplane-object": "s3.csi.aws.com",
+        "modelplane-block": "ebs.csi.aws.com",
+    }
+    assert eks["modelplane-shared"]["parameters"]["fileSystemId"] == "fs-1"
+    gke = _storage_classes(
+        _compose(_stack(cloud="GKE", storage={"csiDrivers": ALL_DRIVERS, "network": "net-1"}))
+    )
+    assert {n: s["provisioner"] for n, s in gke.items()} == {
+        "modelplane-shared": "filestore.csi.storage.gke.io",
+        "modelplane-object": "gcsfuse.csi.storage.gke.io",
+        "modelplane-block": "pd.csi.storage.gke.io",
+    }
+    assert gke["modelplane-shared"]["parameters"]["network"] == "net-1"
+
+
+def test_a_shared_filesystem_waits_for_its_file_system_id() -> None:
+    res = _compose(_stack(cloud="EKS", storage={"csiDrivers": ["SharedFilesystem"]}))
+    assert _storage_classes(res) == {}
+    assert any(e.reason == "StorageClassPending" and "EFS" in e.message for e in res.events)
+
+
+def test_releases_go_before_the_node_pools_they_run_on() -> None:
+    pools = [
+        {
+            "apiVersion": "eks.aws.m.upbound.io/v1beta1",
+            "kind": "NodeGroup",
+            "name": "gpu",
+            "gpu": True,
+        },
+        {"apiVersion": "eks.aws.m.upbound.io/v1beta1", "kind": "NodeGroup", "name": "sys"},
+    ]
+    res = _compose(_stack(cloud="EKS", nodePools=pools))
+    pairs = {
+        (u["spec"]["by"]["resourceRef"]["name"], u["spec"]["of"]["resourceRef"]["name"])
+        for u in (d.resource for d in res.desired.values())
+        if u["kind"] == "Usage"
+    }
+    assert ("us-east-nvidia-dra-driver", "gpu") in pairs
+    assert ("us-east-node-feature-discovery", "gpu") in pairs
+    assert ("us-east-leaderworkerset", "gpu") not in pairs
+    for release in ("leaderworkerset", "envoy-gateway", "nvidia-dra-driver"):
+        assert (f"us-east-{release}", "sys") in pairs
+    assert ("us-east-gateway", "us-east-envoy-gateway") in pairs
+
+
+def _ready() -> dict[str, Any]:
+    return {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def test_stack_ready_names_the_release_not_ready_then_the_gateway_address() -> None:
+    composite = _stack()
+    first = _compose(composite)
+    observed = {k: {**d.resource, **_ready()} for k, d in first.desired.items()}
+    observed["release-leaderworkerset"] = first.desired["release-leaderworkerset"].resource
+    res = _compose(composite, observed)
+    status, reason, message = _cond(res, "ServingStackReady")
+    assert (status, reason) == ("False", "ReleaseNotReady")
+    assert "leaderworkerset (lws 0.10.0)" in message and "envoy" not in message
+    assert read_serving_stack({"status": res.status}).not_ready == ["leaderworkerset"]
+    assert res.ready == "False"
+
+    observed["release-leaderworkerset"] = {**observed["release-leaderworkerset"], **_ready()}
+    gateway = {
+        "status": {
+            "addresses": [{"type": "IPAddress", "value": "203.0.113.7"}],
+            "conditions": [{"type": "Programmed", "status": "True"}],
+        }
+    }
+    observed["gateway"] = {
+        **observed["gateway"],
+        "status": {"atProvider": {"manifest": gateway}, **_ready()["status"]},
+    }
+    res = _compose(composite, observed)
+    assert _cond(res, "ServingStackReady")[:2] == ("True", "Ready")
+    assert res.status["gatewayAddress"] == "203.0.113.7"
+    assert res.ready == "True"
+
+
+def test_an_invalid_spec_holds() -> None:
+    res = _compose(_stack(cloud="Azure"))
+    status, reason, message = _cond(res, "Valid")
+    assert (status, reason) == ("False", "InvalidSpec")
+    assert "spec.cloud" in message
