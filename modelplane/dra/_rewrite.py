@@ -28,7 +28,14 @@ from typing import Any
 
 from modelplane.dra._ast import Expr
 
-__all__ = ["COST_LIMIT", "ITERATION_BUDGET", "SIZE_LIMIT", "Rewriter", "estimate"]
+__all__ = [
+    "COST_LIMIT",
+    "ITERATION_BUDGET",
+    "SIZE_LIMIT",
+    "LiteralError",
+    "Rewriter",
+    "estimate",
+]
 
 QUANTITY = "kubernetes.Quantity"
 SEMVER = "kubernetes.Semver"
@@ -45,6 +52,10 @@ DEVICE_SIZE = 64 * 1024
 
 class TooComplexError(ValueError):
     """The expression's estimated size or cost exceeds the limits."""
+
+
+class LiteralError(ValueError):
+    """A fold callback refused a literal outright: the expression does not compile."""
 
 
 def _kind(e: Any) -> str:
