@@ -193,6 +193,8 @@ def load_paths(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
             raise LoadError(f"{f}:{at}: not valid YAML: {problem}") from None
         except UnicodeDecodeError as err:
             raise LoadError(f"{f}: not a UTF-8 text file: {err.reason}") from None
+        except ValueError as err:  # e.g. an integer past Python's 4,300-digit limit
+            raise LoadError(f"{f}: not valid YAML: {str(err).split(';')[0]}") from None
         for i, doc in enumerate(docs, start=1):
             if doc is None:
                 continue

@@ -214,3 +214,14 @@ def test_cli_gives_a_clear_error_for_a_5000_digit_device_value(tmp_path: Path) -
         f"error: capacity memory: quantity has too many digits (at most {MAX_DIGITS} are "
         "accepted)\n"
     )
+
+
+def test_cli_refuses_a_device_file_with_a_5000_digit_yaml_integer(tmp_path: Path) -> None:
+    device = tmp_path / "device.yaml"
+    device.write_text(f"driver: d.example.com\nattributes: {{i: {{int: {LONG}}}}}\n")
+    code, output = _cel_eval("true", "--device", str(device))
+    assert code == 1
+    assert output == (
+        f"Error: cannot read {device}: Exceeds the limit (4300 digits) for integer string "
+        "conversion: value has 5000 digits\n"
+    )

@@ -66,6 +66,11 @@ SECRET = "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\n"
             "metadata.namespace: 'Team.A' is not a DNS label",
         ),
         (SECRET + "---\n" + SECRET, "document 2: Secret ns/s is already declared in"),
+        (
+            CLUSTER.replace("NODES", "9" * 5000),
+            "bad.yaml: not valid YAML: Exceeds the limit (4300 digits) for integer string "
+            "conversion: value has 5000 digits",
+        ),
     ],
 )
 def test_invalid_input_exits_1_naming_file_and_field(
