@@ -167,6 +167,7 @@ class LocalObjectReference(KubeModel):
 
 _PATTERN_NAMES = {
     c.QUANTITY_PATTERN: "a Kubernetes quantity (e.g. 80Gi, 500m, 1e3)",
+    c.SEMVER_PATTERN: "a semantic version (e.g. 570.124.6; numbers without leading zeros)",
     c.DNS_LABEL_PATTERN: "a DNS label (lower-case alphanumerics and '-')",
     c.DNS_SUBDOMAIN_PATTERN: "a DNS subdomain (lower-case alphanumerics, '-' and '.')",
     c.QUALIFIED_NAME_PATTERN: "a qualified name ([domain/]identifier of at most 32 characters)",

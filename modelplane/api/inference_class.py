@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from modelplane.api import constants as c
 from modelplane.api.common import (
     ConditionedStatus,
     DNSLabel,
@@ -31,9 +32,11 @@ class DeviceAttribute(KubeModel):
     }
 
     string: str | None = Field(default=None, max_length=64)
-    int_: int | None = Field(default=None, alias="int")
+    # DRA attribute values as a ResourceSlice holds them: int64, and a version the DRA
+    # CEL layer can read (the pattern; uint64 range is checked by the class composer).
+    int_: int | None = Field(default=None, alias="int", ge=-(2**63), le=2**63 - 1)
     bool_: bool | None = Field(default=None, alias="bool")
-    version: str | None = Field(default=None, max_length=64)
+    version: str | None = Field(default=None, max_length=64, pattern=c.SEMVER_PATTERN)
 
     @model_validator(mode="after")
     def _exactly_one(self) -> DeviceAttribute:
