@@ -13,6 +13,7 @@ becomes `X` (simply not required), maps become `additionalProperties`, and
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -25,18 +26,28 @@ from modelplane.api import constants as c
 from modelplane.api.kinds import KINDS, Kind
 
 # Crossplane v2.3 is the first release whose XRDs can declare the scale
-# subresource (crossplane/crossplane#7004), which ModelDeployment needs.
-CROSSPLANE_VERSION = ">=v2.3.0"
-FUNCTION_PACKAGE = "xpkg.crossplane.io/modelplane/function-modelplane"
-FUNCTION_VERSION = f">=v{__version__}"
-# v1.2.1 and v1.4.0 are the first releases serving the namespaced
-# `kubernetes.m.crossplane.io` and `helm.m.crossplane.io` APIs composers emit.
+# subresource (crossplane/crossplane#7004), which ModelDeployment needs; the
+# next major may drop the v2 XRD and the v1alpha1 MRAP the package ships.
+CROSSPLANE_VERSION = ">=v2.3.0, <v3.0.0"
+# Where the Function package is published unless `--function-package` says otherwise.
+DEFAULT_FUNCTION_PACKAGE = "xpkg.crossplane.io/modelplane/function-modelplane"
+# Semantic versioning: before 1.0 a minor release may break the function's
+# contract with the XRDs, after it a major release.
+_MAJOR, _MINOR = (int(x) for x in __version__.split(".")[:2])
+_NEXT_BREAKING = f"v0.{_MINOR + 1}.0" if _MAJOR == 0 else f"v{_MAJOR + 1}.0.0"
+FUNCTION_VERSION = f">=v{__version__}, <{_NEXT_BREAKING}"
+# v1.2.1 is the first release serving the namespaced `kubernetes.m.crossplane.io`
+# Object composers emit; v2 may change that API.
 PROVIDER_KUBERNETES_PACKAGE = "xpkg.crossplane.io/crossplane-contrib/provider-kubernetes"
-PROVIDER_KUBERNETES_VERSION = ">=v1.2.1"
-PROVIDER_HELM_PACKAGE = "xpkg.crossplane.io/crossplane-contrib/provider-helm"
-PROVIDER_HELM_VERSION = ">=v1.4.0"
+PROVIDER_KUBERNETES_VERSION = ">=v1.2.1, <v2.0.0"
+# Managed resource kinds the package composes, by ManagedResourceDefinition name
+# (`<plural>.<group>`): what the package's activation policy turns on.
+MANAGED_RESOURCES = ("objects.kubernetes.m.crossplane.io",)
+ACTIVATION_POLICY_NAME = "modelplane"
 
 PACKAGE_NAME = "modelplane"
+CONFIGURATION_ROOT = "configuration"
+FUNCTION_ROOT = "function"
 COMPOSE_STEP = "compose"
 XRD_API_VERSION = "apiextensions.crossplane.io/v2"
 COMPOSITION_API_VERSION = "apiextensions.crossplane.io/v1"
@@ -82,6 +93,71 @@ _PASSTHROUGH = (
 # Keywords dropped on purpose: `title` is noise; `propertyNames` has no
 # structural-schema equivalent (pydantic still checks map keys).
 _DROPPED = frozenset({"title", "propertyNames", "additionalProperties", "$defs"})
+
+
+class PackageRefError(ValueError):
+    """A `--function-package` value that is not an OCI repository without tag or digest."""
+
+
+# go-containerregistry (pkg/name, v0.21.6, which Crossplane v2.3.4 uses) defaults
+# a registry-less reference to Docker Hub and gives its one-segment repositories
+# the `library/` namespace.
+_DOCKER_HUB = ("index.docker.io", "docker.io")
+_REPOSITORY = re.compile(r"^[a-z0-9_./-]{2,255}$")
+
+
+def repository_path(ref: str) -> str:
+    """The repository part of an OCI package reference, as go-containerregistry reads it.
+
+    `xpkg.crossplane.io/modelplane/function-modelplane` → `modelplane/function-modelplane`.
+    The first segment is a registry only when it holds a '.' or ':'. A tag or a
+    digest is refused: a dependency names a repository and constrains the version apart.
+    """
+    if "@" in ref or ":" in ref.rsplit("/", 1)[-1]:
+        raise PackageRefError(
+            f"{ref!r}: give the package repository without a tag or digest "
+            "(the version constraint is written separately)"
+        )
+    first, _, rest = ref.partition("/")
+    registry, repo = (first, rest) if rest and ("." in first or ":" in first) else ("", ref)
+    if not _REPOSITORY.match(repo):
+        raise PackageRefError(
+            f"{ref!r}: a repository is 2-255 lower-case letters, digits and '_./-'"
+        )
+    if registry in ("", *_DOCKER_HUB) and "/" not in repo:
+        repo = f"library/{repo}"
+    return repo
+
+
+def to_dns_label(value: str) -> str:
+    """Crossplane's `xpkg.ToDNSLabel` (crossplane-runtime v2.3.3, pkg/xpkg/name.go).
+
+    Keeps `a-z0-9`, turns `. / : -` into '-' except at the first, the 63rd and the
+    last byte, stops after the 63rd byte and trims dashes. Upper-case and other
+    bytes are dropped, not lowered.
+    """
+    out = []
+    last = len(value.encode()) - 1
+    i = 0  # byte offset of the character, as Go's `for i := range s` yields
+    for ch in value:
+        if "a" <= ch <= "z" or "0" <= ch <= "9":
+            out.append(ch)
+        if ch in "./:-" and i not in (0, 62, last):
+            out.append("-")
+        if i == 62:
+            break
+        i += len(ch.encode())
+    return "".join(out).strip("-")
+
+
+def installed_name(ref: str) -> str:
+    """The name Crossplane gives a package it installs as a dependency of the Configuration.
+
+    Crossplane's dependency resolver (v2.3.4, internal/controller/pkg/resolver) names
+    the Function `ToDNSLabel(RepositoryStr(ref))`; every Composition's functionRef
+    must use that name or nothing composes.
+    """
+    return to_dns_label(repository_path(ref))
 
 
 class _KubeSchemaGenerator(GenerateJsonSchema):
@@ -281,8 +357,12 @@ def xrd(kind: Kind) -> dict[str, Any]:
     }
 
 
-def composition(kind: Kind) -> dict[str, Any]:
-    """Return the kind's pipeline Composition: one step calling Modelplane's function."""
+def composition(kind: Kind, function_package: str = DEFAULT_FUNCTION_PACKAGE) -> dict[str, Any]:
+    """Return the kind's pipeline Composition: one step calling Modelplane's function.
+
+    The step names the Function as Crossplane installs it from `function_package`.
+    """
+    step = {"step": COMPOSE_STEP, "functionRef": {"name": installed_name(function_package)}}
     return {
         "apiVersion": COMPOSITION_API_VERSION,
         "kind": "Composition",
@@ -290,7 +370,7 @@ def composition(kind: Kind) -> dict[str, Any]:
         "spec": {
             "compositeTypeRef": {"apiVersion": kind.api_version, "kind": kind.kind},
             "mode": "Pipeline",
-            "pipeline": [{"step": COMPOSE_STEP, "functionRef": {"name": c.FUNCTION_NAME}}],
+            "pipeline": [step],
         },
     }
 
@@ -303,8 +383,12 @@ def _annotations(description: str) -> dict[str, str]:
     }
 
 
-def configuration() -> dict[str, Any]:
-    """Return the Configuration package metadata (`package/crossplane.yaml`)."""
+def configuration(function_package: str = DEFAULT_FUNCTION_PACKAGE) -> dict[str, Any]:
+    """Return the Configuration package metadata (`package/configuration/crossplane.yaml`).
+
+    It depends only on what the Compositions call or compose: the function and
+    provider-kubernetes (add provider-helm back with the kind that composes a Release).
+    """
     return {
         "apiVersion": "meta.pkg.crossplane.io/v1",
         "kind": "Configuration",
@@ -318,18 +402,21 @@ def configuration() -> dict[str, Any]:
         "spec": {
             "crossplane": {"version": CROSSPLANE_VERSION},
             "dependsOn": [
-                {"function": FUNCTION_PACKAGE, "version": FUNCTION_VERSION},
+                {"function": function_package, "version": FUNCTION_VERSION},
                 {"provider": PROVIDER_KUBERNETES_PACKAGE, "version": PROVIDER_KUBERNETES_VERSION},
-                {"provider": PROVIDER_HELM_PACKAGE, "version": PROVIDER_HELM_VERSION},
             ],
         },
     }
 
 
-def function_package() -> dict[str, Any]:
-    """Return the Function package metadata (`package/function/crossplane.yaml`)."""
+def function_package_meta() -> dict[str, Any]:
+    """Return the Function package metadata (`package/function/crossplane.yaml`).
+
+    Its metadata.name is the package's own name; the Function object installed
+    in a cluster is named after the repository it is pulled from (`installed_name`).
+    """
     return {
-        "apiVersion": "meta.pkg.crossplane.io/v1beta1",
+        "apiVersion": "meta.pkg.crossplane.io/v1",
         "kind": "Function",
         "metadata": {
             "name": c.FUNCTION_NAME,
@@ -338,6 +425,20 @@ def function_package() -> dict[str, Any]:
             ),
         },
         "spec": {"crossplane": {"version": CROSSPLANE_VERSION}},
+    }
+
+
+def activation_policy() -> dict[str, Any]:
+    """Return the ManagedResourceActivationPolicy for the managed resources the package composes.
+
+    Crossplane v2 providers with safe-start install their ManagedResourceDefinitions
+    inactive; without this policy their controllers would never start.
+    """
+    return {
+        "apiVersion": "apiextensions.crossplane.io/v1alpha1",
+        "kind": "ManagedResourceActivationPolicy",
+        "metadata": {"name": ACTIVATION_POLICY_NAME},
+        "spec": {"activate": list(MANAGED_RESOURCES)},
     }
 
 
@@ -373,18 +474,25 @@ def to_yaml(doc: dict[str, Any]) -> str:
     )
 
 
-def package_files() -> dict[str, str]:
-    """Return every generated package file: relative path → YAML text."""
+def package_files(function_package: str = DEFAULT_FUNCTION_PACKAGE) -> dict[str, str]:
+    """Return every generated package file: path relative to `package/` → YAML text.
+
+    Two package roots: `configuration/` (XRDs, Compositions, activation policy)
+    and `function/` (the Function's metadata; the runtime image is embedded at build).
+    """
+    conf, fn = CONFIGURATION_ROOT, FUNCTION_ROOT
     files = {
-        "crossplane.yaml": HEADER
-        + "# Build: crossplane xpkg build --package-root=package --ignore='function/*'\n"
-        + to_yaml(configuration()),
-        "function/crossplane.yaml": HEADER
-        + "# Build: crossplane xpkg build --package-root=package/function "
+        f"{conf}/crossplane.yaml": HEADER
+        + f"# Build: crossplane xpkg build --package-root=package/{conf}\n"
+        + to_yaml(configuration(function_package)),
+        f"{conf}/activation-policy.yaml": HEADER + to_yaml(activation_policy()),
+        f"{fn}/crossplane.yaml": HEADER
+        + f"# Build: crossplane xpkg build --package-root=package/{fn} "
         + "--embed-runtime-image=<image built from the Dockerfile>\n"
-        + to_yaml(function_package()),
+        + to_yaml(function_package_meta()),
     }
     for kind in KINDS:
-        files[f"apis/{kind.plural}/definition.yaml"] = HEADER + to_yaml(xrd(kind))
-        files[f"apis/{kind.plural}/composition.yaml"] = HEADER + to_yaml(composition(kind))
+        base = f"{conf}/apis/{kind.plural}"
+        files[f"{base}/definition.yaml"] = HEADER + to_yaml(xrd(kind))
+        files[f"{base}/composition.yaml"] = HEADER + to_yaml(composition(kind, function_package))
     return dict(sorted(files.items()))

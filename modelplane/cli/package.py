@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from modelplane.api.xrd import package_files
+from modelplane.api.xrd import DEFAULT_FUNCTION_PACKAGE, PackageRefError, package_files
 
 
 @dataclass
@@ -84,9 +84,25 @@ def package() -> None:
     show_default=True,
     help="The package directory.",
 )
-def build(check: bool, directory: Path) -> None:
-    """Write the package under DIR, or verify it with --check."""
-    expected = package_files()
+@click.option(
+    "--function-package",
+    "function_ref",
+    default=DEFAULT_FUNCTION_PACKAGE,
+    show_default=True,
+    metavar="REF",
+    help="Repository the Function package is published to (no tag). The Configuration "
+    "depends on it and every Composition calls the Function by the name Crossplane "
+    "installs it under.",
+)
+def build(check: bool, directory: Path, function_ref: str) -> None:
+    """Write the package under DIR, or verify it with --check.
+
+    DIR holds two package roots: configuration/ and function/.
+    """
+    try:
+        expected = package_files(function_ref)
+    except PackageRefError as err:
+        raise click.BadParameter(str(err), param_hint="--function-package") from err
     if check:
         result = diff_package(directory, expected)
         if result.clean:
