@@ -124,7 +124,8 @@ class LabelSelector(KubeModel):
     """A Kubernetes LabelSelector: every term must match; empty matches all."""
 
     match_labels: dict[str, str] | None = None
-    match_expressions: list[LabelSelectorRequirement] | None = None
+    # Bounded: the API server costs each term's CEL rule by the list's size.
+    match_expressions: list[LabelSelectorRequirement] | None = Field(default=None, max_length=32)
 
 
 class Toleration(KubeModel):

@@ -130,7 +130,7 @@ class Workers(KubeModel):
                             "items": {
                                 "type": "object",
                                 "x-kubernetes-preserve-unknown-fields": True,
-                                "properties": {"name": {"type": "string"}},
+                                "properties": {"name": {"type": "string", "maxLength": 63}},
                             },
                         }
                     },

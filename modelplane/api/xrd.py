@@ -62,6 +62,9 @@ CROSSPLANE_COLUMN_PATHS = frozenset(
         ".metadata.creationTimestamp",
     }
 )
+CROSSPLANE_COLUMN_NAMES = frozenset(
+    {"SYNCED", "READY", "COMPOSITION", "COMPOSITIONREVISION", "AGE"}
+)
 # Fields Crossplane injects into every XR schema itself; it overrides ours.
 CROSSPLANE_SPEC_FIELDS = frozenset({"crossplane"})
 CROSSPLANE_STATUS_FIELDS = frozenset({"conditions", "crossplane"})
@@ -206,22 +209,50 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _structural(node: dict[str, Any], defs: dict[str, Any], path: str, *, cel: bool) -> dict:
-    """Rewrite one pydantic JSON-schema node as a Kubernetes structural schema node."""
-    node = _resolve(node, defs, path)
-    out: dict[str, Any] = {}
+# Keywords `_structural` understands besides the pass-through ones and extensions.
+_HANDLED = frozenset(
+    {"const", "properties", "required", "items", "patternProperties"}
+    | {"exclusiveMinimum", "exclusiveMaximum", "$ref", "anyOf", "oneOf", "allOf"}
+)
+
+
+def _scalar_keywords(node: dict[str, Any]) -> dict[str, Any]:
+    """The node's own validation keywords in OpenAPI 3.0 form."""
+    out: dict[str, Any] = {key: node[key] for key in _PASSTHROUGH if key in node}
     if "const" in node:
         out["enum"] = [node["const"]]
-    for key in _PASSTHROUGH:
-        if key in node:
-            out[key] = node[key]
     # JSON Schema 2020-12 states exclusive bounds as numbers; OpenAPI 3.0 (and
     # Kubernetes) as a boolean beside minimum/maximum.
     for bound, exclusive in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
         if exclusive in node:
             out[bound] = node[exclusive]
             out[exclusive] = True
-    preserve = bool(node.get("x-kubernetes-preserve-unknown-fields"))
+    return out
+
+
+def _map_values(
+    node: dict[str, Any], defs: dict[str, Any], path: str, *, cel: bool
+) -> dict[str, Any] | bool | None:
+    """A map's value schema; True for `dict[str, Any]` (preserve), None when not a map."""
+    pattern_props = node.get("patternProperties")
+    extra = node.get("additionalProperties")
+    if pattern_props:
+        if len(pattern_props) != 1:
+            raise SchemaError(f"{path}: maps need a single value type")
+        (value,) = pattern_props.values()
+        return _structural(value, defs, f"{path}{{}}", cel=cel)
+    if isinstance(extra, dict) and extra:
+        return _structural(extra, defs, f"{path}{{}}", cel=cel)
+    if (extra is True or extra == {}) and not node.get("properties"):
+        return True  # dict[str, Any]: keep whatever the user wrote
+    return None
+
+
+def _children(
+    node: dict[str, Any], defs: dict[str, Any], path: str, *, cel: bool
+) -> dict[str, Any]:
+    """Properties, list items and map values, each rewritten recursively."""
+    out: dict[str, Any] = {}
     if "properties" in node:
         out["type"] = "object"
         out["properties"] = {
@@ -232,32 +263,39 @@ def _structural(node: dict[str, Any], defs: dict[str, Any], path: str, *, cel: b
             out["required"] = list(node["required"])
     if "items" in node:
         out["items"] = _structural(node["items"], defs, f"{path}[]", cel=cel)
-    pattern_props = node.get("patternProperties")
-    extra = node.get("additionalProperties")
-    if pattern_props:
-        if len(pattern_props) != 1:
-            raise SchemaError(f"{path}: maps need a single value type")
-        (value,) = pattern_props.values()
-        out["additionalProperties"] = _structural(value, defs, f"{path}{{}}", cel=cel)
-    elif isinstance(extra, dict) and extra:
-        out["additionalProperties"] = _structural(extra, defs, f"{path}{{}}", cel=cel)
-    elif (extra is True or extra == {}) and not out.get("properties"):
-        preserve = True  # dict[str, Any]: keep whatever the user wrote
-    if preserve:
+    values = _map_values(node, defs, path, cel=cel)
+    if isinstance(values, dict):
+        out["additionalProperties"] = values
+    if values is True or node.get("x-kubernetes-preserve-unknown-fields"):
         out["x-kubernetes-preserve-unknown-fields"] = True
-    for key, value in node.items():
-        if key.startswith("x-kubernetes-") and key != "x-kubernetes-preserve-unknown-fields":
-            if key == "x-kubernetes-validations" and not cel:
-                continue
-            out[key] = value
-    unknown = set(node) - set(_PASSTHROUGH) - _DROPPED
-    unknown -= {"const", "properties", "required", "items", "patternProperties"}
-    unknown -= {"exclusiveMinimum", "exclusiveMaximum"}
-    unknown = {k for k in unknown if not k.startswith("x-kubernetes-")}
-    unknown -= {"$ref", "anyOf", "oneOf", "allOf"}
+    return out
+
+
+def _extensions(node: dict[str, Any], *, cel: bool) -> dict[str, Any]:
+    """`x-kubernetes-*` extensions other than preserve-unknown-fields (CEL rules if `cel`)."""
+    return {
+        key: value
+        for key, value in node.items()
+        if key.startswith("x-kubernetes-")
+        and key != "x-kubernetes-preserve-unknown-fields"
+        and (cel or key != "x-kubernetes-validations")
+    }
+
+
+def _structural(node: dict[str, Any], defs: dict[str, Any], path: str, *, cel: bool) -> dict:
+    """Rewrite one pydantic JSON-schema node as a Kubernetes structural schema node."""
+    node = _resolve(node, defs, path)
+    unknown = {
+        k
+        for k in set(node) - set(_PASSTHROUGH) - _DROPPED - _HANDLED
+        if not k.startswith("x-kubernetes-")
+    }
     if unknown:
         raise SchemaError(f"{path}: unsupported JSON-schema keywords {sorted(unknown)}")
-    if "type" not in out and not preserve:
+    out = _scalar_keywords(node)
+    out.update(_children(node, defs, path, cel=cel))
+    out.update(_extensions(node, cel=cel))
+    if "type" not in out and not out.get("x-kubernetes-preserve-unknown-fields"):
         raise SchemaError(f"{path}: every schema node needs a type")
     return out
 
@@ -288,11 +326,17 @@ def model_schema(
 
 
 def _printer_columns(kind: Kind) -> list[dict[str, Any]]:
-    """The kind's printer columns, minus those Crossplane adds to every XR."""
+    """The kind's printer columns, minus those Crossplane adds to every XR.
+
+    A column Crossplane already prints is dropped; any other column named like
+    one of Crossplane's is refused, since `kubectl get` would show two of a name.
+    """
     cols = []
     for col in kind.printer_columns:
         if col.json_path in CROSSPLANE_COLUMN_PATHS:
             continue
+        if col.name.upper() in CROSSPLANE_COLUMN_NAMES:
+            raise SchemaError(f"{kind.kind}: printer column {col.name!r} is Crossplane's")
         entry: dict[str, Any] = {"name": col.name, "type": col.type, "jsonPath": col.json_path}
         if col.priority:
             entry["priority"] = col.priority

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import types
 import typing
@@ -13,7 +14,7 @@ from pydantic.fields import FieldInfo
 
 from modelplane.api import constants as c
 from modelplane.api.common import KubeModel, cel_rules
-from modelplane.api.kinds import KINDS, MODEL_DEPLOYMENT, Kind
+from modelplane.api.kinds import KINDS, MODEL_DEPLOYMENT, Kind, PrinterColumn
 from modelplane.api.xrd import (
     DEFAULT_FUNCTION_PACKAGE,
     SchemaError,
@@ -118,6 +119,92 @@ def _undeclared_reads(node: dict[str, Any]) -> list[str]:
                     break
                 cur = cur["properties"][seg]
     return bad
+
+
+def _walk_with_ancestors(
+    node: dict[str, Any], path: str = "", ancestors: tuple[tuple[str, dict[str, Any]], ...] = ()
+) -> typing.Iterator[tuple[str, dict[str, Any], tuple[tuple[str, dict[str, Any]], ...]]]:
+    yield path, node, ancestors
+    here = (*ancestors, (path, node))
+    for name, sub in node.get("properties", {}).items():
+        yield from _walk_with_ancestors(sub, f"{path}.{name}", here)
+    if isinstance(node.get("items"), dict):
+        yield from _walk_with_ancestors(node["items"], f"{path}[]", here)
+    if isinstance(node.get("additionalProperties"), dict):
+        yield from _walk_with_ancestors(node["additionalProperties"], f"{path}{{}}", here)
+
+
+def _unbounded(node: dict[str, Any]) -> str | None:
+    """The bound a list, map or string node lacks (the API server's CEL cost estimate
+    multiplies by it), or None."""
+    if node.get("type") == "array" and "maxItems" not in node:
+        return "maxItems"
+    if isinstance(node.get("additionalProperties"), dict) and "maxProperties" not in node:
+        return "maxProperties"
+    if node.get("type") == "string" and "maxLength" not in node and "enum" not in node:
+        return "maxLength"
+    return None
+
+
+def _rule_reads(node: dict[str, Any]) -> typing.Iterator[tuple[str, dict[str, Any]]]:
+    """Every declared node a node's CEL rules read through `self.`, with the fields of
+    the items of a list they read (a macro such as `all` visits each item)."""
+    for rule in node.get("x-kubernetes-validations", []):
+        for m in _SELF_PATH.finditer(rule["rule"]):
+            cur, trail = node, ""
+            for seg in m.group(1)[1:].split("."):
+                if seg not in cur.get("properties", {}):
+                    break
+                cur, trail = cur["properties"][seg], f"{trail}.{seg}"
+                yield trail, cur
+                items = cur.get("items") if cur.get("type") == "array" else None
+                for name, sub in (items or {}).get("properties", {}).items():
+                    yield f"{trail}[].{name}", sub
+
+
+def _cel_bound_violations(root: dict[str, Any]) -> list[str]:
+    bad = []
+    for path, node, ancestors in _walk_with_ancestors(root):
+        if not node.get("x-kubernetes-validations"):
+            continue
+        for where, ancestor in ancestors:
+            missing = _unbounded(ancestor) if ancestor.get("type") != "string" else None
+            if missing:
+                bad.append(f"{where or '<root>'}: {missing} (holds rules at {path})")
+        for read, sub in _rule_reads(node):
+            missing = _unbounded(sub)
+            if missing:
+                bad.append(f"{path}{read}: {missing} (read by a rule)")
+    return sorted(set(bad))
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.kind)
+def test_everything_a_cel_rule_iterates_is_bounded(kind: Kind) -> None:
+    # Without maxItems / maxProperties / maxLength the API server's cost estimate
+    # for a rule is unbounded and it refuses the CRD (or the rule) outright.
+    assert _cel_bound_violations(_root(kind)) == []
+
+
+def test_cel_bound_walk_flags_an_unbounded_list_holding_rules() -> None:
+    rule = {"rule": "self.k.size() > 0"}
+    bounded = {"type": "string", "maxLength": 8}
+    root = {
+        "type": "object",
+        "properties": {
+            "terms": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"k": {"type": "string"}, "b": bounded},
+                    "x-kubernetes-validations": [rule],
+                },
+            }
+        },
+    }
+    assert _cel_bound_violations(root) == [
+        ".terms: maxItems (holds rules at .terms[])",
+        ".terms[].k: maxLength (read by a rule)",
+    ]
 
 
 def test_undeclared_reads_flags_fields_hidden_by_preserve_unknown_fields() -> None:
@@ -242,6 +329,23 @@ def test_required_and_defaults_match_pydantic(
         if isinstance(value, BaseModel):
             value = value.model_dump(by_alias=True, mode="json")
         assert value == default
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.kind)
+def test_no_printer_column_is_named_like_crossplanes(kind: Kind) -> None:
+    # Crossplane appends SYNCED, READY, COMPOSITION, COMPOSITIONREVISION and AGE
+    # to every XR's CRD (crossplane-runtime v2.3.3 pkg/xcrd, CompositeResourcePrinterColumns).
+    (version,) = xrd(kind)["spec"]["versions"]
+    names = {col["name"].upper() for col in version.get("additionalPrinterColumns", [])}
+    assert names.isdisjoint({"SYNCED", "READY", "COMPOSITION", "COMPOSITIONREVISION", "AGE"})
+
+
+def test_a_column_named_like_crossplanes_is_refused() -> None:
+    kind = dataclasses.replace(
+        MODEL_DEPLOYMENT, printer_columns=(PrinterColumn("Ready", ".status.readyReplicas"),)
+    )
+    with pytest.raises(SchemaError, match="'Ready' is Crossplane's"):
+        xrd(kind)
 
 
 # (kind, scope, short name, printer column names, scale)
