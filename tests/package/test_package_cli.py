@@ -9,7 +9,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from modelplane.api.xrd import package_files
+from modelplane.api.xrd import api_reference, package_files
 from modelplane.cli.main import cli
 from modelplane.cli.package import diff_package
 
@@ -36,7 +36,9 @@ def test_build_then_check_passes(tmp_path: Path) -> None:
 def test_check_on_a_missing_directory_lists_every_file_missing(tmp_path: Path) -> None:
     code, out = _run("--check", "--dir", str(tmp_path / "nowhere"))
     assert code == 1
-    assert out.count("missing: ") == len(package_files())
+    # Every package file, and the API reference beside it.
+    assert out.count("missing: ") == len(package_files()) + 1
+    assert f"missing: {tmp_path / 'docs' / 'api-reference.md'}" in out
     assert not (tmp_path / "nowhere").exists()  # --check never writes
 
 
@@ -64,6 +66,27 @@ def test_check_reports_stale_missing_and_extra_then_build_repairs(tmp_path: Path
     assert not gone_kind.exists()  # the emptied directory goes too
     assert diff_package(pkg, package_files()).clean
     assert _run("--check", "--dir", str(pkg))[0] == 0
+
+
+def test_a_stale_api_reference_fails_the_check_and_build_repairs_it(tmp_path: Path) -> None:
+    pkg = tmp_path / "package"
+    assert _run("--dir", str(pkg))[0] == 0
+    reference = tmp_path / "docs" / "api-reference.md"
+    assert reference.read_text() == api_reference()
+    reference.write_text(reference.read_text().replace("Nodes in the pool.", "Nodes."))
+    code, out = _run("--check", "--dir", str(pkg))
+    assert code == 1
+    assert f"stale:   {reference}" in out
+    code, out = _run("--dir", str(pkg))
+    assert f"updated: {reference}" in out
+    assert _run("--check", "--dir", str(pkg))[0] == 0
+
+
+def test_checked_in_api_reference_is_up_to_date() -> None:
+    reference = ROOT / "docs" / "api-reference.md"
+    assert reference.read_text(encoding="utf-8") == api_reference(), (
+        "run `modelplane package build`"
+    )
 
 
 def test_checked_in_package_is_up_to_date() -> None:

@@ -19,6 +19,7 @@ from modelplane.api.xrd import (
     DEFAULT_FUNCTION_PACKAGE,
     SchemaError,
     activation_policy,
+    api_reference,
     composition,
     configuration,
     function_package_meta,
@@ -119,6 +120,31 @@ def _undeclared_reads(node: dict[str, Any]) -> list[str]:
                     break
                 cur = cur["properties"][seg]
     return bad
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.kind)
+def test_every_field_has_a_description_for_kubectl_explain(kind: Kind) -> None:
+    root = _root(kind)
+    missing = [
+        path
+        for top in ("spec", "status")
+        for path, node in _walk(root["properties"][top], top)
+        if path != top and not path.endswith(("[]", "{}")) and not node.get("description")
+    ]
+    assert missing == []
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.kind)
+def test_api_reference_lists_every_field_with_its_xrd_description(kind: Kind) -> None:
+    text = api_reference()
+    section = text.split(f"\n## {kind.kind}\n", 1)[1].split("\n## ", 1)[0]
+    for top in ("spec", "status"):
+        for path, node in _walk(_root(kind)["properties"][top], top):
+            if path == top or path.endswith(("[]", "{}")):
+                continue  # list items and map values are described by their field
+            (row,) = [line for line in section.splitlines() if line.startswith(f"| `{path}` |")]
+            description = node["description"].replace("<", "&lt;").replace(">", "&gt;")
+            assert row.endswith(f" | {description} |"), row
 
 
 def _walk_with_ancestors(
