@@ -9,8 +9,9 @@ references between documents are resolved (an InferenceCluster pool's class must
 be among the documents). Documents of other kinds (Secrets, Namespaces) are
 counted and left alone.
 
-Each problem is one line naming the file, the document (1-based), the object,
-the field and, where one is close, a fix ("did you mean ..."). Exit status 1
+Each problem names the file, the document (1-based), the object, the field and,
+where one is close, a fix ("did you mean ..."); a selector's compiler message may
+add a line pointing at the column. Exit status 1
 when there is any problem, else 0 with a one-line summary.
 """
 
