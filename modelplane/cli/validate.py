@@ -416,30 +416,62 @@ def check_document(doc: Document, kind: Kind) -> list[Problem]:
 # References between documents.
 
 
-def _names(docs: Iterable[Document], kind: str) -> set[str]:
-    return {
-        str(d.body["metadata"].get("name"))
-        for d in docs
-        if d.body.get("kind") == kind and isinstance(d.body.get("metadata"), dict)
-    }
+@dataclass(frozen=True)
+class Reference:
+    """A field of one kind naming an object of another: `<list>[].<key>` under spec."""
+
+    source: str
+    list_field: str
+    key: str
+    target: str
+    same_namespace: bool
 
 
-def reference_problems(docs: list[Document]) -> list[Problem]:
-    """Each InferenceCluster pool's className must name an InferenceClass among the docs.
+# Checked only while the target kind is served: ModelDeployment.spec.caches
+# names ModelCaches, which are checked once Modelplane serves that kind.
+REFERENCES = (
+    Reference("InferenceCluster", "pools", "className", "InferenceClass", same_namespace=False),
+    Reference("ModelDeployment", "caches", "name", "ModelCache", same_namespace=True),
+)
 
-    ModelDeployment.spec.caches names ModelCaches, a kind Modelplane does not
-    serve yet: those references are not checked until it exists.
-    """
-    classes = _names(docs, "InferenceClass")
-    out = []
-    for doc in (d for d in docs if d.body.get("kind") == "InferenceCluster"):
-        pools = doc.body.get("spec", {}).get("pools", [])
-        for i, pool in enumerate(pools if isinstance(pools, list) else []):
-            name = pool.get("className") if isinstance(pool, dict) else None
-            if isinstance(name, str) and name not in classes:
-                fix = did_you_mean(name, classes) or "add it, or validate the file that defines it"
-                field_path = f"spec.pools[{i}].className"
-                out.append(_problem(doc, field_path, f"InferenceClass {name!r} not found", fix))
+
+def _key(doc: Document, namespaced: bool) -> tuple[str, str]:
+    meta = doc.body.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "default") if namespaced else ""
+    return namespace, str(meta.get("name"))
+
+
+def _targets(docs: Iterable[Document], ref: Reference) -> dict[str, set[str]]:
+    """Names of the target kind by namespace ("" for cluster-scoped lookups)."""
+    out: dict[str, set[str]] = {}
+    for d in docs:
+        if d.body.get("kind") == ref.target:
+            namespace, name = _key(d, ref.same_namespace)
+            out.setdefault(namespace, set()).add(name)
+    return out
+
+
+def _dangling(doc: Document, ref: Reference, targets: dict[str, set[str]]) -> Iterator[Problem]:
+    namespace, _ = _key(doc, ref.same_namespace)
+    known = targets.get(namespace, set())
+    entries = doc.body.get("spec", {}).get(ref.list_field) or []
+    for i, entry in enumerate(entries):
+        name = entry.get(ref.key) if isinstance(entry, dict) else None
+        if isinstance(name, str) and name not in known:
+            where = f" in namespace {namespace!r}" if ref.same_namespace else ""
+            fix = did_you_mean(name, known) or "add it, or validate the file that defines it"
+            path = f"spec.{ref.list_field}[{i}].{ref.key}"
+            yield _problem(doc, path, f"{ref.target} {name!r} not found{where}", fix)
+
+
+def reference_problems(valid: list[Document], every: list[Document]) -> list[Problem]:
+    """References from valid documents that name no document of `every` (REFERENCES)."""
+    served = {k.kind for k in KINDS}
+    out: list[Problem] = []
+    for ref in (r for r in REFERENCES if r.target in served):
+        targets = _targets(every, ref)
+        for doc in (d for d in valid if d.body.get("kind") == ref.source):
+            out += _dangling(doc, ref, targets)
     return out
 
 
@@ -447,6 +479,7 @@ def validate_paths(paths: Iterable[str | Path], *, references: bool = True) -> R
     """Validate every document under `paths`; the report lists each problem found."""
     report = Report()
     valid: list[Document] = []
+    ours: list[Document] = []
     for doc in read_documents(paths, report):
         kind, problem = classify(doc)
         if problem is not None:
@@ -454,13 +487,14 @@ def validate_paths(paths: Iterable[str | Path], *, references: bool = True) -> R
         elif kind is None:
             report.other += 1
         else:
+            ours.append(doc)
             found = check_document(doc, kind)
             report.problems += found
             report.checked[kind.kind] += 1
             if not found:
                 valid.append(doc)
     if references:
-        report.problems += reference_problems(valid)
+        report.problems += reference_problems(valid, ours)
     return report
 
 

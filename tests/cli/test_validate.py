@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 import yaml
 from click.testing import CliRunner
 
+from modelplane.api.kinds import KINDS
+from modelplane.cli import validate as validate_module
 from modelplane.cli.main import cli
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -224,3 +227,24 @@ def test_unreadable_yaml_and_missing_paths(tmp_path: Path) -> None:
     code, out = _validate(str(tmp_path / "nowhere"))
     assert code == 2
     assert "no such file or directory" in out
+
+
+def test_cache_references_wait_for_the_modelcache_kind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with_cache = DEPLOYMENT.replace(
+        "  replicas: 2\n", "  replicas: 2\n  caches:\n  - name: llama\n"
+    )
+    path = _write(tmp_path, SECRET, CLASS, CLUSTER, with_cache)
+    if all(k.kind != "ModelCache" for k in KINDS):
+        # Not served yet: the reference cannot be resolved, so it is not checked.
+        assert _validate(str(path))[0] == 0
+        cache_kind = dataclasses.replace(KINDS[0], kind="ModelCache")
+        monkeypatch.setattr(validate_module, "KINDS", (*KINDS, cache_kind))
+    # Once the kind is served, a deployment's cache must exist in its namespace.
+    code, out = _validate(str(path))
+    assert code == 1
+    assert (
+        "document 4 (ModelDeployment/team-a/chat): spec.caches[0].name: "
+        "ModelCache 'llama' not found in namespace 'team-a'"
+    ) in out
