@@ -296,7 +296,11 @@ def _cel_program(rule: str) -> Any:
 def _cel_issues(value: Any, schema: dict[str, Any], path: str) -> list[Issue]:
     out = []
     for rule in schema.get("x-kubernetes-validations", []):
-        result = _cel_program(rule["rule"]).eval(_cel_env().Activation({"self": value}))
+        try:
+            result = _cel_program(rule["rule"]).eval(_cel_env().Activation({"self": value}))
+        except RuntimeError as err:  # a rule this engine cannot run is reported, not raised
+            out.append((path or "<root>", f"rule {rule['rule']!r} cannot be checked: {err}", ""))
+            continue
         if result.type() == cel.Type.BOOL and result.value() is True:
             continue
         message = rule.get("message") or f"failed rule: {rule['rule']}"

@@ -127,3 +127,21 @@ def test_lock_problems_name_each_disagreement() -> None:
         "b has no hashes",
     ]
     assert lock_problems(lock, {}, RUNTIME_VIA)[0] == "a-pkg is locked but no longer required"
+
+
+def test_dockerfile_installs_the_locks_on_pinned_bases_as_non_root() -> None:
+    text = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    bases = re.findall(r"^FROM\s+(\S+)", text, flags=re.M)
+    assert len(bases) == 2
+    for base in bases:
+        assert re.search(r"@sha256:[0-9a-f]{64}$", base), f"{base}: pin it by digest"
+    assert bases[-1].startswith("gcr.io/distroless/python3-debian12:nonroot@")
+    assert "--require-hashes --no-deps -r requirements.lock" in text
+    assert "--require-hashes --no-deps -r requirements-build.lock" in text
+    users = re.findall(r"^USER\s+(\S+)", text, flags=re.M)
+    assert users and users[-1] == "65532:65532"
+    # Everything the build copies in must get past .dockerignore.
+    ignore = (ROOT / ".dockerignore").read_text(encoding="utf-8")
+    for copied in re.findall(r"^COPY (?!--from)(.+) \S+$", text, flags=re.M):
+        for name in copied.split():
+            assert f"!{name.rstrip('/')}" in ignore.replace("/\n", "\n"), name
