@@ -99,11 +99,15 @@ class Report:
         """The one-line summary printed when there is no problem."""
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(self.checked.items()))
         total = sum(self.checked.values())
-        line = f"{total} Modelplane documents valid in {self.files} files"
+        line = f"{_count(total, 'Modelplane document')} valid in {_count(self.files, 'file')}"
         line += f" ({kinds})" if kinds else ""
         if self.other:
-            line += f"; {self.other} documents of other kinds not checked"
+            line += f"; {_count(self.other, 'document')} of other kinds not checked"
         return line
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -519,7 +523,6 @@ def validate(paths: tuple[Path, ...], skip_references: bool) -> None:
     if report.problems:
         for problem in report.problems:
             click.echo(str(problem))
-        n = len(report.problems)
-        click.echo(f"{n} problem{'s' if n != 1 else ''} found", err=True)
+        click.echo(f"{_count(len(report.problems), 'problem')} found", err=True)
         raise SystemExit(1)
     click.echo(report.summary())

@@ -106,8 +106,8 @@ def test_a_valid_fleet_passes(tmp_path: Path) -> None:
     code, out = _validate(str(path))
     assert code == 0, out
     assert out == (
-        "3 Modelplane documents valid in 1 files (1 InferenceClass, 1 InferenceCluster, "
-        "1 ModelDeployment); 1 documents of other kinds not checked\n"
+        "3 Modelplane documents valid in 1 file (1 InferenceClass, 1 InferenceCluster, "
+        "1 ModelDeployment); 1 document of other kinds not checked\n"
     )
 
 
