@@ -44,7 +44,7 @@ PROVIDER_KUBERNETES_PACKAGE = "xpkg.crossplane.io/crossplane-contrib/provider-ku
 PROVIDER_KUBERNETES_VERSION = ">=v1.2.1, <v2.0.0"
 # Managed resource kinds the package composes, by ManagedResourceDefinition name
 # (`<plural>.<group>`): what the package's activation policy turns on.
-MANAGED_RESOURCES = ("objects.kubernetes.m.crossplane.io",)
+MANAGED_RESOURCES = (f"objects.{c.PROVIDER_KUBERNETES_API_VERSION.split('/')[0]}",)
 ACTIVATION_POLICY_NAME = "modelplane"
 
 PACKAGE_NAME = "modelplane"

@@ -6,6 +6,7 @@ import dataclasses
 import re
 import types
 import typing
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -30,6 +31,7 @@ from modelplane.api.xrd import (
     to_dns_label,
     xrd,
 )
+from modelplane.local import ControlPlane, load_paths
 
 BY_KIND = {k.kind: k for k in KINDS}
 FORBIDDEN_KEYWORDS = {
@@ -578,3 +580,17 @@ class _Union(KubeModel):
 def test_model_schema_rejects_real_unions() -> None:
     with pytest.raises(SchemaError, match="value"):
         model_schema(_Union)
+
+
+def test_activation_policy_covers_every_managed_resource_a_render_composes() -> None:
+    # Independent of the policy's source: what the composers emit for the quickstart
+    # fleet. Provider configs are not managed resources (no ManagedResourceDefinition).
+    root = Path(__file__).resolve().parent.parent.parent
+    result = ControlPlane(load_paths([root / "examples" / "quickstart"]), simulate=True).run(50)
+    emitted = set()
+    for xr in result.composites():
+        for obj in result.composed_of(xr):
+            group = obj["apiVersion"].split("/")[0]
+            if group.endswith(".crossplane.io") and not obj["kind"].endswith("ProviderConfig"):
+                emitted.add(f"{obj['kind'].lower()}s.{group}")
+    assert emitted == set(activation_policy()["spec"]["activate"])
