@@ -39,8 +39,13 @@ _MAX_AT_LEAST_COUNT = (
 class CloudProviderConfigRef(KubeModel):
     """The upjet provider config the managed resources use (Crossplane v2 style)."""
 
-    kind: Literal["ProviderConfig", "ClusterProviderConfig"] = "ClusterProviderConfig"
-    name: DNSSubdomain = c.DEFAULT_CLOUD_PROVIDER_CONFIG
+    kind: Literal["ProviderConfig", "ClusterProviderConfig"] = Field(
+        default="ClusterProviderConfig",
+        description="ProviderConfig (in the composite's namespace) or ClusterProviderConfig.",
+    )
+    name: DNSSubdomain = Field(
+        default=c.DEFAULT_CLOUD_PROVIDER_CONFIG, description="Name of the provider config."
+    )
 
 
 class _SizedPool(KubeModel):
@@ -48,10 +53,16 @@ class _SizedPool(KubeModel):
 
     model_config = KubeModel.model_config | {"json_schema_extra": cel_rules(_MAX_AT_LEAST_COUNT)}
 
-    name: DNSLabel
-    accelerator: Accelerator | None = None
-    node_count: int = Field(default=1, ge=0, le=1000)
-    max_node_count: int | None = Field(default=None, ge=0, le=1000)
+    name: DNSLabel = Field(description="The InferenceCluster pool this node pool serves.")
+    accelerator: Accelerator | None = Field(
+        default=None, description="GPUs each node carries; absent for a CPU-only pool."
+    )
+    node_count: int = Field(
+        default=1, ge=0, le=1000, description="Nodes to start with (the autoscaling floor)."
+    )
+    max_node_count: int | None = Field(
+        default=None, ge=0, le=1000, description="Autoscaling ceiling; absent means fixed size."
+    )
 
     @model_validator(mode="after")
     def _max_at_least_count(self) -> _SizedPool:
@@ -68,22 +79,28 @@ class _SizedPool(KubeModel):
 class EKSNodePool(_SizedPool):
     """One managed node group for one InferenceCluster pool."""
 
-    instance_type: str = Field(min_length=1, max_length=128)
-    disk_size_gb: int | None = Field(default=None, ge=20, le=16384)
+    instance_type: str = Field(min_length=1, max_length=128, description="EC2 instance type.")
+    disk_size_gb: int | None = Field(
+        default=None, ge=20, le=16384, description="Root volume size in GiB; the AMI's if absent."
+    )
 
 
 class EKSSystemPool(KubeModel):
     """The small untainted node group for system components (gateway, controllers)."""
 
-    instance_type: str = Field(default="m7i.xlarge", min_length=1, max_length=128)
-    node_count: int = Field(default=2, ge=1, le=100)
+    instance_type: str = Field(
+        default="m7i.xlarge", min_length=1, max_length=128, description="EC2 instance type."
+    )
+    node_count: int = Field(default=2, ge=1, le=100, description="Nodes of the system group.")
 
 
 class ExistingAWSNetwork(KubeModel):
     """A VPC the cluster joins instead of creating one."""
 
-    vpc_id: str = Field(min_length=1, max_length=64)
-    subnet_ids: list[str] = Field(min_length=2, max_length=16)
+    vpc_id: str = Field(min_length=1, max_length=64, description="Id of the VPC.")
+    subnet_ids: list[str] = Field(
+        min_length=2, max_length=16, description="Subnets (in two zones or more) nodes run in."
+    )
 
 
 class EKSNetwork(KubeModel):
@@ -98,9 +115,17 @@ class EKSNetwork(KubeModel):
         )
     }
 
-    vpc_cidr: str = Field(default="10.0.0.0/16", max_length=32)
-    zones: list[str] | None = Field(default=None, max_length=6)
-    existing: ExistingAWSNetwork | None = None
+    vpc_cidr: str = Field(
+        default="10.0.0.0/16",
+        max_length=32,
+        description="CIDR of a new VPC; each zone gets a public and a private sixteenth.",
+    )
+    zones: list[str] | None = Field(
+        default=None, max_length=6, description="Availability zones of a new VPC (two or more)."
+    )
+    existing: ExistingAWSNetwork | None = Field(
+        default=None, description="Join this VPC instead of creating one."
+    )
 
     @model_validator(mode="after")
     def _zones(self) -> EKSNetwork:
@@ -113,108 +138,168 @@ class EKSClusterSpec(KubeModel):
     """An EKS cluster: network, control plane, one node group per pool, a system group."""
 
     cluster_name: DNSLabel = Field(description="The InferenceCluster this cluster serves.")
-    region: str = Field(min_length=1, max_length=64)
-    kubernetes_version: str = Field(default=c.DEFAULT_EKS_KUBERNETES_VERSION, max_length=16)
-    network: EKSNetwork
-    pools: list[EKSNodePool] = Field(min_length=1, max_length=16)
-    system_pool: EKSSystemPool = Field(default_factory=EKSSystemPool)
+    region: str = Field(min_length=1, max_length=64, description="AWS region.")
+    kubernetes_version: str = Field(
+        default=c.DEFAULT_EKS_KUBERNETES_VERSION,
+        max_length=16,
+        description="Kubernetes version of the control plane.",
+    )
+    network: EKSNetwork = Field(description="The cluster's network.")
+    pools: list[EKSNodePool] = Field(
+        min_length=1, max_length=16, description="One managed node group per pool."
+    )
+    system_pool: EKSSystemPool = Field(
+        default_factory=EKSSystemPool, description="The untainted node group for system pods."
+    )
     access_principal_arns: list[str] | None = Field(
         default=None,
         max_length=8,
         description="IAM principals granted cluster admin through access entries "
         "(the role Crossplane's providers run as).",
     )
-    csi_drivers: list[CSIDriver] | None = Field(default=None, max_length=3)
-    provider_config_ref: CloudProviderConfigRef = Field(default_factory=CloudProviderConfigRef)
+    csi_drivers: list[CSIDriver] | None = Field(
+        default=None, max_length=3, description="CSI drivers to install as EKS add-ons."
+    )
+    provider_config_ref: CloudProviderConfigRef = Field(
+        default_factory=CloudProviderConfigRef,
+        description="The provider-upjet-aws config the managed resources use.",
+    )
 
 
 class GKENodePool(_SizedPool):
     """One GKE node pool for one InferenceCluster pool, in one zone."""
 
-    machine_type: str = Field(min_length=1, max_length=128)
+    machine_type: str = Field(min_length=1, max_length=128, description="GCE machine type.")
     zone: str | None = Field(
-        default=None, max_length=64, description="Defaults to the cluster's first zone."
+        default=None,
+        max_length=64,
+        description="Zone of the pool's nodes; defaults to the cluster's first zone.",
     )
-    disk_size_gb: int | None = Field(default=None, ge=10, le=65536)
-    spot: bool | None = None
+    disk_size_gb: int | None = Field(
+        default=None, ge=10, le=65536, description="Boot disk size in GB; GKE's if absent."
+    )
+    spot: bool | None = Field(default=None, description="Run the pool on Spot VMs.")
 
 
 class GKESystemPool(KubeModel):
     """The small untainted node pool for system components."""
 
-    machine_type: str = Field(default="e2-standard-4", min_length=1, max_length=128)
+    machine_type: str = Field(
+        default="e2-standard-4", min_length=1, max_length=128, description="GCE machine type."
+    )
     node_count: int = Field(default=1, ge=1, le=100, description="Nodes per zone.")
 
 
 class ExistingGCPNetwork(KubeModel):
     """A VPC network and subnetwork the cluster joins instead of creating them."""
 
-    network: str = Field(min_length=1, max_length=253)
-    subnetwork: str = Field(min_length=1, max_length=253)
-    pods_range_name: str = Field(default="pods", max_length=63)
-    services_range_name: str = Field(default="services", max_length=63)
+    network: str = Field(min_length=1, max_length=253, description="Name of the VPC network.")
+    subnetwork: str = Field(
+        min_length=1, max_length=253, description="Name of the subnetwork nodes use."
+    )
+    pods_range_name: str = Field(
+        default="pods", max_length=63, description="Secondary range for pods."
+    )
+    services_range_name: str = Field(
+        default="services", max_length=63, description="Secondary range for services."
+    )
 
 
 class GKENetwork(KubeModel):
     """A new network with a subnetwork and Cloud NAT, or an existing one."""
 
-    nodes_cidr: str = Field(default="10.0.0.0/20", max_length=32)
-    pods_cidr: str = Field(default="10.16.0.0/14", max_length=32)
-    services_cidr: str = Field(default="10.20.0.0/20", max_length=32)
-    existing: ExistingGCPNetwork | None = None
+    nodes_cidr: str = Field(
+        default="10.0.0.0/20", max_length=32, description="Primary range of the subnetwork."
+    )
+    pods_cidr: str = Field(
+        default="10.16.0.0/14", max_length=32, description="Secondary range for pods."
+    )
+    services_cidr: str = Field(
+        default="10.20.0.0/20", max_length=32, description="Secondary range for services."
+    )
+    existing: ExistingGCPNetwork | None = Field(
+        default=None, description="Join this network instead of creating one."
+    )
 
 
 class GKEClusterSpec(KubeModel):
     """A GKE cluster: network, control plane, one node pool per pool, a system pool."""
 
     cluster_name: DNSLabel = Field(description="The InferenceCluster this cluster serves.")
-    project: str = Field(min_length=1, max_length=64)
-    region: str = Field(min_length=1, max_length=64)
-    zones: list[str] = Field(min_length=1, max_length=8)
-    kubernetes_version: str = Field(default=c.DEFAULT_EKS_KUBERNETES_VERSION, max_length=16)
+    project: str = Field(min_length=1, max_length=64, description="GCP project.")
+    region: str = Field(min_length=1, max_length=64, description="GCP region (regional cluster).")
+    zones: list[str] = Field(
+        min_length=1, max_length=8, description="Zones of the control plane and system pool."
+    )
+    kubernetes_version: str = Field(
+        default=c.DEFAULT_EKS_KUBERNETES_VERSION,
+        max_length=16,
+        description="Minimum Kubernetes version of the control plane.",
+    )
     network: GKENetwork | None = Field(
         default=None, description="Defaults to a new network with the default ranges."
     )
-    pools: list[GKENodePool] = Field(min_length=1, max_length=16)
-    system_pool: GKESystemPool = Field(default_factory=GKESystemPool)
-    csi_drivers: list[CSIDriver] | None = Field(default=None, max_length=3)
-    provider_config_ref: CloudProviderConfigRef = Field(default_factory=CloudProviderConfigRef)
+    pools: list[GKENodePool] = Field(
+        min_length=1, max_length=16, description="One node pool per pool."
+    )
+    system_pool: GKESystemPool = Field(
+        default_factory=GKESystemPool, description="The untainted node pool for system pods."
+    )
+    csi_drivers: list[CSIDriver] | None = Field(
+        default=None, max_length=3, description="CSI drivers to enable as GKE add-ons."
+    )
+    provider_config_ref: CloudProviderConfigRef = Field(
+        default_factory=CloudProviderConfigRef,
+        description="The provider-upjet-gcp config the managed resources use.",
+    )
 
 
 class StockOut(StatusModel):
     """The cloud could not find capacity for a pool."""
 
-    zone: str | None = None
-    accelerator: str | None = None
-    message: str = ""
+    zone: str | None = Field(default=None, description="The zone without capacity.")
+    accelerator: str | None = Field(default=None, description="The accelerator type asked for.")
+    message: str = Field(default="", description="The cloud's own error message.")
 
 
 class ProvisionedPoolStatus(StatusModel):
     """One pool as the cloud reports it."""
 
-    name: str
-    desired_nodes: int
-    nodes_up: int | None = None
-    ready: bool = False
-    stock_out: StockOut | None = None
+    name: str = Field(description="The pool.")
+    desired_nodes: int = Field(description="Nodes the pool asked for.")
+    nodes_up: int | None = Field(
+        default=None, description="Ready nodes observed on the cluster; absent if not observed."
+    )
+    ready: bool = Field(default=False, description="Whether the cloud reports the pool Ready.")
+    stock_out: StockOut | None = Field(
+        default=None, description="Set while the cloud has no capacity for the pool."
+    )
 
 
 class KubeconfigSecret(StatusModel):
     """Where the reachable cluster's kubeconfig is (never the credential itself)."""
 
-    namespace: str
-    name: str
-    key: str = c.KUBECONFIG_CONNECTION_KEY
+    namespace: str = Field(description="Namespace of the Secret.")
+    name: str = Field(description="Name of the Secret.")
+    key: str = Field(default=c.KUBECONFIG_CONNECTION_KEY, description="Key holding the kubeconfig.")
 
 
 class ProvisionedClusterStatus(ConditionedStatus):
     """What an EKSCluster or GKECluster tells its InferenceCluster."""
 
-    kubeconfig_secret: KubeconfigSecret | None = None
-    reachable: bool | None = None
-    pools: list[ProvisionedPoolStatus] | None = None
-    network: str | None = None
-    shared_filesystem_id: str | None = None
+    kubeconfig_secret: KubeconfigSecret | None = Field(
+        default=None, description="The kubeconfig Secret, once the cluster is reachable."
+    )
+    reachable: bool | None = Field(
+        default=None, description="Whether the control plane is Ready and its kubeconfig exists."
+    )
+    pools: list[ProvisionedPoolStatus] | None = Field(
+        default=None, description="Each pool as the cloud reports it."
+    )
+    network: str | None = Field(default=None, description="The VPC id or network name.")
+    shared_filesystem_id: str | None = Field(
+        default=None, description="The shared file system (EFS) id, when one was created."
+    )
 
 
 @dataclass(frozen=True)

@@ -40,24 +40,42 @@ DEFAULT_KAI_VERSION = "v0.13.0"
 class ChartVersions(KubeModel):
     """Pinned chart versions; the defaults are the versions this release was checked with."""
 
-    node_feature_discovery: str = Field(default=DEFAULT_NFD_VERSION, max_length=32)
-    nvidia_dra_driver: str = Field(default=DEFAULT_DRA_DRIVER_VERSION, max_length=32)
-    leader_worker_set: str = Field(default=DEFAULT_LWS_VERSION, max_length=32)
-    envoy_gateway: str = Field(default=DEFAULT_ENVOY_GATEWAY_VERSION, max_length=32)
-    kai_scheduler: str = Field(default=DEFAULT_KAI_VERSION, max_length=32)
+    node_feature_discovery: str = Field(
+        default=DEFAULT_NFD_VERSION, max_length=32, description="node-feature-discovery chart."
+    )
+    nvidia_dra_driver: str = Field(
+        default=DEFAULT_DRA_DRIVER_VERSION,
+        max_length=32,
+        description="nvidia-dra-driver-gpu chart.",
+    )
+    leader_worker_set: str = Field(
+        default=DEFAULT_LWS_VERSION, max_length=32, description="lws (LeaderWorkerSet) chart."
+    )
+    envoy_gateway: str = Field(
+        default=DEFAULT_ENVOY_GATEWAY_VERSION,
+        max_length=32,
+        description="gateway-helm (Envoy Gateway) chart.",
+    )
+    kai_scheduler: str = Field(
+        default=DEFAULT_KAI_VERSION, max_length=32, description="kai-scheduler chart."
+    )
 
 
 class StackGateway(KubeModel):
     """The Gateway replicas' HTTPRoutes attach to."""
 
-    name: DNSSubdomain = c.DEFAULT_GATEWAY_NAME
-    namespace: DNSLabel = c.DEFAULT_GATEWAY_NAMESPACE
+    name: DNSSubdomain = Field(default=c.DEFAULT_GATEWAY_NAME, description="Gateway name.")
+    namespace: DNSLabel = Field(
+        default=c.DEFAULT_GATEWAY_NAMESPACE, description="Gateway namespace."
+    )
 
 
 class StackStorage(KubeModel):
     """StorageClasses to create and the cloud facts they need."""
 
-    csi_drivers: list[CSIDriver] | None = Field(default=None, max_length=3)
+    csi_drivers: list[CSIDriver] | None = Field(
+        default=None, max_length=3, description="One StorageClass per entry."
+    )
     shared_filesystem_id: str | None = Field(
         default=None, max_length=64, description="The EFS file system (EKS)."
     )
@@ -69,10 +87,10 @@ class StackStorage(KubeModel):
 class NodePoolRef(KubeModel):
     """A node group / node pool the stack's releases run on (for deletion order)."""
 
-    api_version: str = Field(min_length=1, max_length=253)
-    kind: str = Field(min_length=1, max_length=63)
-    name: DNSSubdomain
-    gpu: bool = False
+    api_version: str = Field(min_length=1, max_length=253, description="Its apiVersion.")
+    kind: str = Field(min_length=1, max_length=63, description="Its kind.")
+    name: DNSSubdomain = Field(description="Its name, in the stack's namespace.")
+    gpu: bool = Field(default=False, description="Whether GPU pods run there (tainted).")
 
 
 class ServingStackSpec(KubeModel):
@@ -82,30 +100,42 @@ class ServingStackSpec(KubeModel):
     provider_config_name: DNSSubdomain = Field(
         description="The provider-helm and provider-kubernetes ClusterProviderConfig name."
     )
-    cloud: Literal["EKS", "GKE", "Existing"] = "Existing"
-    charts: ChartVersions = Field(default_factory=ChartVersions)
-    gateway: StackGateway = Field(default_factory=StackGateway)
+    cloud: Literal["EKS", "GKE", "Existing"] = Field(
+        default="Existing", description="Where the cluster runs: maps CSI drivers and drivers."
+    )
+    charts: ChartVersions = Field(
+        default_factory=ChartVersions, description="Pinned chart versions."
+    )
+    gateway: StackGateway = Field(
+        default_factory=StackGateway, description="The inference Gateway to create."
+    )
     gpu_scheduler: Literal["KAI", "Volcano"] | None = Field(
         default=None, description="The in-cluster GPU scheduler to install, if any."
     )
-    storage: StackStorage | None = None
-    node_pools: list[NodePoolRef] | None = Field(default=None, max_length=17)
+    storage: StackStorage | None = Field(default=None, description="StorageClasses to create.")
+    node_pools: list[NodePoolRef] | None = Field(
+        default=None,
+        max_length=17,
+        description="Node pools the releases run on: deleted only after the releases.",
+    )
 
 
 class ReleaseStatus(StatusModel):
     """One Release of the stack."""
 
-    name: str
-    chart: str
-    version: str
-    ready: bool = False
+    name: str = Field(description="The release's component name.")
+    chart: str = Field(description="Chart name.")
+    version: str = Field(description="Chart version.")
+    ready: bool = Field(default=False, description="Whether provider-helm reports it Ready.")
 
 
 class ServingStackStatus(ConditionedStatus):
     """Releases and the inference Gateway's address."""
 
-    releases: list[ReleaseStatus] | None = None
-    gateway_address: str | None = None
+    releases: list[ReleaseStatus] | None = Field(default=None, description="Each Release.")
+    gateway_address: str | None = Field(
+        default=None, description="The address the inference Gateway reports."
+    )
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,7 @@ def test_output_dir_writes_managed_resources_per_provider(
             str(CONFORMANCE / "check.py"),
             "--quiet",
             "--xrd",
-            "package/apis",
+            "package/configuration/apis",
             str(tmp_path),
         ],
         cwd=root,
