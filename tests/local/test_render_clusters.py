@@ -131,3 +131,76 @@ def test_a_node_group_a_live_stack_still_uses_is_not_deleted(rendered: RenderRes
     plan = deletion_waves(rendered.store, Key(INFRA, "EKSCluster", NS, "us-east"))
     blocked = {k.name for k in plan.blocked}
     assert {"us-east-pool-h100", "us-east-system", "us-east-eks", "us-east-vpc"} <= blocked
+
+
+def test_a_drift_fixture_changes_what_the_simulated_slices_publish() -> None:
+    from modelplane.api.inference_class import Device
+    from modelplane.compose.drift import Drift, hardware_drift
+    from modelplane.local.conditions import Clock
+    from modelplane.local.simulate_cloud import simulate_cloud
+    from modelplane.local.store import ObjectStore
+
+    gpu = {
+        "name": "gpu",
+        "driver": "gpu.nvidia.com",
+        "deviceClassName": "gpu.nvidia.com",
+        "count": 2,
+        "capacity": {"memory": {"value": "80Gi"}},
+    }
+    store = ObjectStore()
+    store.put(
+        {
+            "apiVersion": "modelplane.ai/v1alpha1",
+            "kind": "InferenceCluster",
+            "metadata": {"name": "us-east"},
+            "status": {
+                "gpuPools": [{"name": "h100", "className": "h", "nodes": 1, "devices": [gpu]}]
+            },
+        }
+    )
+    store.put(
+        {
+            "apiVersion": "eks.aws.m.upbound.io/v1beta1",
+            "kind": "NodeGroup",
+            "metadata": {
+                "name": "us-east-pool-h100",
+                "namespace": NS,
+                "labels": {
+                    "modelplane.ai/cluster": "us-east",
+                    "modelplane.ai/component": "node-pool",
+                    "modelplane.ai/pool": "h100",
+                },
+            },
+            "spec": {"forProvider": {"scalingConfig": {"desiredSize": 1}}},
+        }
+    )
+    store.put(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": "drift",
+                "namespace": NS,
+                "labels": {"modelplane.ai/render-fixture": "drift"},
+            },
+            "data": {
+                "cluster": "us-east",
+                "pool": "h100",
+                "device": "gpu",
+                "capacity": "memory",
+                "value": "40Gi",
+            },
+        }
+    )
+    clock = Clock()
+    simulate_cloud(store, clock)
+    before = store.snapshot()
+    simulate_cloud(store, clock)
+    assert store.snapshot() == before  # a second pass changes nothing
+    observed = [o for o in store.objects() if o["kind"] == "Object"]
+    assert sorted(o["metadata"]["labels"]["modelplane.ai/observe"] for o in observed) == [
+        "Node",
+        "ResourceSlice",
+    ]
+    drifts = hardware_drift("h100", [Device.model_validate(gpu)], observed)
+    assert drifts == [Drift("h100", "gpu", "capacity memory", "80Gi", "40Gi")]

@@ -1,0 +1,137 @@
+"""Builders an InferenceCluster uses for its infrastructure: pools from classes, configs, Usages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from modelplane.api.inference_class import InferenceClassSpec
+from modelplane.api.inference_cluster import Pool
+from modelplane.api.provisioning import read_provisioned_cluster
+from modelplane.compose.cluster_infra import (
+    node_pool_refs,
+    node_pools,
+    provider_configs,
+    published_nodes,
+    stockout_messages,
+    workload_usage,
+)
+
+GPU = {"name": "gpu", "driver": "gpu.nvidia.com", "deviceClassName": "gpu.nvidia.com", "count": 8}
+
+
+def _class(provisioning: dict[str, Any] | None) -> InferenceClassSpec:
+    body: dict[str, Any] = {"devices": [GPU]}
+    if provisioning:
+        body["provisioning"] = provisioning
+    return InferenceClassSpec.model_validate(body)
+
+
+CLASSES = {
+    "h100-eks": _class(
+        {
+            "provider": "EKS",
+            "eks": {"instanceType": "p5.48xlarge", "accelerator": {"type": "h100", "count": 8}},
+        }
+    ),
+    "a100-gke": _class(
+        {
+            "provider": "GKE",
+            "gke": {
+                "machineType": "a2-highgpu-8g",
+                "accelerator": {"type": "nvidia-tesla-a100", "count": 8},
+                "spot": True,
+            },
+        }
+    ),
+    "byo": _class(None),
+}
+
+
+def test_eks_pools_come_from_the_classes_provisioning_blocks() -> None:
+    pools = [
+        Pool(name="h100", class_name="h100-eks", node_count=2, max_node_count=4),
+        Pool(name="byo", class_name="byo", node_count=1),
+        Pool(name="gke", class_name="a100-gke", node_count=1),
+    ]
+    out, problems = node_pools("EKS", pools, CLASSES)
+    assert out == [
+        {
+            "name": "h100",
+            "instanceType": "p5.48xlarge",
+            "accelerator": {"type": "h100", "count": 8},
+            "nodeCount": 2,
+            "maxNodeCount": 4,
+        }
+    ]
+    assert [p.field for p in problems] == ["spec.pools[1].className", "spec.pools[2].className"]
+    assert "'byo'" in problems[0].message and "for EKS" in problems[0].message
+
+
+def test_gke_pools_carry_the_gke_block() -> None:
+    out, problems = node_pools("GKE", [Pool(name="a", class_name="a100-gke")], CLASSES)
+    assert problems == []
+    assert out == [
+        {
+            "name": "a",
+            "machineType": "a2-highgpu-8g",
+            "accelerator": {"type": "nvidia-tesla-a100", "count": 8},
+            "spot": True,
+            "nodeCount": 1,
+        }
+    ]
+
+
+def test_node_pool_refs_name_what_the_provisioning_composers_name() -> None:
+    refs = node_pool_refs("GKE", "eu-west", [Pool(name="a100", class_name="x")])
+    assert [(r.kind, r.name, r.gpu) for r in refs] == [
+        ("NodePool", "eu-west-pool-a100", True),
+        ("NodePool", "eu-west-system", False),
+    ]
+
+
+def test_provider_configs_for_both_providers_reference_the_secret_only() -> None:
+    secret = {"namespace": "modelplane-system", "name": "us-east-kubeconfig", "key": "kubeconfig"}
+    out = provider_configs("us-east", "modelplane-us-east", secret)
+    assert {o["apiVersion"] for o in out.values()} == {
+        "kubernetes.m.crossplane.io/v1alpha1",
+        "helm.m.crossplane.io/v1beta1",
+    }
+    for obj in out.values():
+        assert obj["kind"] == "ClusterProviderConfig"
+        assert obj["metadata"]["name"] == "modelplane-us-east"
+        assert obj["spec"] == {"credentials": {"source": "Secret", "secretRef": secret}}
+
+
+def test_a_stocked_out_pool_publishes_only_the_nodes_up() -> None:
+    view = read_provisioned_cluster(
+        {
+            "status": {
+                "pools": [
+                    {
+                        "name": "h100",
+                        "desiredNodes": 2,
+                        "nodesUp": 1,
+                        "stockOut": {"zone": "us-east-1a", "accelerator": "h100"},
+                    },
+                    {"name": "l4", "desiredNodes": 3, "nodesUp": 3, "ready": True},
+                ]
+            }
+        }
+    )
+    h100 = Pool(name="h100", class_name="x", node_count=2, max_node_count=4)
+    l4 = Pool(name="l4", class_name="y", node_count=3)
+    assert (published_nodes(view, h100), published_nodes(view, l4)) == (1, 3)
+    assert stockout_messages(view) == [
+        "pool 'h100': the cloud has no h100 capacity in zone us-east-1a; 1 of 2 node(s) up"
+    ]
+
+
+def test_a_workload_usage_points_across_namespaces_at_the_release(oracle: Any) -> None:
+    usage = workload_usage("team-a", "chat-abc123-lws", "us-east", "leaderworkerset")
+    assert usage["metadata"]["namespace"] == "team-a"
+    assert usage["spec"]["of"]["resourceRef"] == {
+        "name": "us-east-leaderworkerset",
+        "namespace": "modelplane-system",
+    }
+    assert usage["spec"]["by"]["resourceRef"] == {"name": "chat-abc123-lws"}
+    assert [str(i) for i in oracle.validate(usage)] == []
