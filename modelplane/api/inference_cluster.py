@@ -18,6 +18,14 @@ from modelplane.api.common import (
     cel_rules,
 )
 from modelplane.api.inference_class import Device
+from modelplane.api.provisioning import (
+    CloudProviderConfigRef,
+    EKSSystemPool,
+    ExistingAWSNetwork,
+    GKENetwork,
+    GKESystemPool,
+)
+from modelplane.api.serving_stack import ChartVersions
 
 # The only template variables a label or annotation value may use (SPEC §5).
 TEMPLATE_VARIABLES = ("Namespace", "Name", "Cluster")
@@ -58,6 +66,25 @@ class EKSSource(KubeModel):
     vpc_cidr: str | None = Field(
         default=None, max_length=32, description="CIDR block of the cluster's VPC."
     )
+    zones: list[str] | None = Field(
+        default=None,
+        max_length=6,
+        description="Availability zones of a new VPC (two or more; required without existingVpc).",
+    )
+    existing_vpc: ExistingAWSNetwork | None = Field(
+        default=None, description="Join this VPC and its subnets instead of creating one."
+    )
+    access_principal_arns: list[str] | None = Field(
+        default=None,
+        max_length=8,
+        description="IAM principals given cluster admin through access entries.",
+    )
+    system_pool: EKSSystemPool | None = Field(
+        default=None, description="The untainted node group for system pods."
+    )
+    provider_config_ref: CloudProviderConfigRef | None = Field(
+        default=None, description="The provider-upjet-aws config; `default` if absent."
+    )
 
 
 class GKESource(KubeModel):
@@ -72,6 +99,15 @@ class GKESource(KubeModel):
         default=None,
         max_length=16,
         description="Kubernetes version; the release channel's default if absent.",
+    )
+    network: GKENetwork | None = Field(
+        default=None, description="The network to create, or an existing one to join."
+    )
+    system_pool: GKESystemPool | None = Field(
+        default=None, description="The untainted node pool for system pods."
+    )
+    provider_config_ref: CloudProviderConfigRef | None = Field(
+        default=None, description="The provider-upjet-gcp config; `default` if absent."
     )
 
 
@@ -139,6 +175,11 @@ class SchedulingConfig(KubeModel):
     default_annotations: dict[str, str] | None = Field(
         default=None, description="Pod annotations, templated like defaultLabels."
     )
+    install: bool | None = Field(
+        default=None,
+        description="Install the scheduler schedulerName names (kai-scheduler) with the "
+        "serving stack.",
+    )
 
     @field_validator("default_labels", "default_annotations")
     @classmethod
@@ -158,6 +199,17 @@ class StorageConfig(KubeModel):
     )
     csi_drivers: list[Literal["SharedFilesystem", "ObjectStorageMount", "BlockDevice"]] | None = (
         Field(default=None, description="Kinds of storage the cluster offers to model caches.")
+    )
+
+
+class ServingStackConfig(KubeModel):
+    """The in-cluster software Modelplane installs (SPEC §7)."""
+
+    enabled: bool = Field(
+        default=True, description="Install the serving stack; false when the platform team does."
+    )
+    charts: ChartVersions | None = Field(
+        default=None, description="Chart versions; the versions this release was checked with."
     )
 
 
@@ -211,6 +263,9 @@ class InferenceClusterSpec(KubeModel):
     scheduling: SchedulingConfig | None = None
     storage: StorageConfig | None = None
     gateway: GatewayRef | None = None
+    serving_stack: ServingStackConfig | None = Field(
+        default=None, description="The serving stack; installed unless enabled is false."
+    )
 
     @model_validator(mode="after")
     def _source_block(self) -> InferenceClusterSpec:

@@ -29,6 +29,7 @@ class PoolsResolvedReason(StrEnum):
     CLASS_NOT_FOUND = "ClassNotFound"
     INVALID_CLASS = "InvalidClass"
     WAITING_FOR_RESOURCES = "WaitingForResources"
+    NOT_PROVISIONABLE = "NotProvisionable"
 
 
 class CredentialsResolvedReason(StrEnum):
@@ -39,6 +40,7 @@ class CredentialsResolvedReason(StrEnum):
     SECRET_KEY_MISSING = "SecretKeyMissing"
     UNSUPPORTED_SOURCE = "UnsupportedSource"
     WAITING_FOR_RESOURCES = "WaitingForResources"
+    WAITING_FOR_CLUSTER = "WaitingForCluster"
 
 
 class ScheduledReason(StrEnum):

@@ -1,0 +1,373 @@
+"""An InferenceCluster's infrastructure: provisioning, serving stack, capacity and drift.
+
+The InferenceCluster composer calls these steps after it has resolved its
+pools' classes:
+- `provision` (source EKS/GKE): composes the EKSCluster/GKECluster composite in
+  the function's system namespace and, once that cluster is reachable, the
+  provider-kubernetes and provider-helm ClusterProviderConfigs that read its
+  kubeconfig Secret; only then is a provider config name returned to publish;
+- `serving_stack`: composes the ServingStack (unless `spec.servingStack.enabled`
+  is false) and mirrors its ServingStackReady onto the cluster;
+- `capacity`: a stocked-out pool publishes the nodes actually up, and
+  InsufficientGPUCapacity names pool, zone and accelerator;
+- `drift`: HardwareDrift compares the ResourceSlices observed on the cluster
+  with the devices each pool's class declares (placement keeps the class).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from modelplane.api import constants as c
+from modelplane.api.common import format_validation_error
+from modelplane.api.inference_class import InferenceClassSpec
+from modelplane.api.inference_cluster import GPUPool, InferenceClusterSpec
+from modelplane.api.objects import condition, condition_status
+from modelplane.api.provisioning import (
+    EKSClusterSpec,
+    GKEClusterSpec,
+    ProvisionedClusterView,
+    read_provisioned_cluster,
+)
+from modelplane.api.reasons import (
+    CredentialsResolvedReason,
+    HardwareDriftReason,
+    InsufficientGPUCapacityReason,
+    ServingStackReadyReason,
+)
+from modelplane.api.serving_stack import ServingStackSpec, read_serving_stack
+from modelplane.compose.cluster_infra import (
+    node_pool_refs,
+    node_pools,
+    provider_configs,
+    published_nodes,
+    stockout_messages,
+)
+from modelplane.compose.common import as_desired, meta, parse_spec
+from modelplane.compose.drift import hardware_drift
+from modelplane.compose.types import (
+    ComposeInput,
+    ComposeResult,
+    DesiredResource,
+    Requirement,
+    Resource,
+)
+
+INFRA_KEY = "infrastructure"
+STACK_KEY = "serving-stack"
+PROVIDER_CONFIG_KEYS = ("provider-config", "provider-config-helm")
+NODES_REQUIREMENT = "observed-nodes"
+SLICES_REQUIREMENT = "observed-resourceslices"
+GPU_SCHEDULERS = {c.KAI_SCHEDULER_NAME: "KAI", c.VOLCANO_SCHEDULER_NAME: "Volcano"}
+
+
+def requirements(cluster: str) -> dict[str, Requirement]:
+    """The cluster's observed Nodes and ResourceSlices (read-only observations)."""
+    return {
+        req: Requirement(
+            c.PROVIDER_KUBERNETES_API_VERSION,
+            "Object",
+            match_labels={c.LABEL_CLUSTER: cluster, c.LABEL_OBSERVE: kind},
+            namespace=c.SYSTEM_NAMESPACE,
+        )
+        for req, kind in ((NODES_REQUIREMENT, "Node"), (SLICES_REQUIREMENT, "ResourceSlice"))
+    }
+
+
+def parse_classes(objects: Iterable[Resource]) -> dict[str, InferenceClassSpec]:
+    """The fetched InferenceClasses that parse, by name (the others are reported elsewhere)."""
+    out = {}
+    for obj in objects:
+        spec, _ = parse_spec(InferenceClassSpec, obj)
+        if spec is not None:
+            out[str(meta(obj).get("name", ""))] = spec
+    return out
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How far provisioning got: the provider config to publish (when reachable)."""
+
+    provider_config: str | None
+    view: ProvisionedClusterView | None
+    problem: tuple[str, str] | None = None  # (field, message) when it cannot be composed
+
+
+def _eks_spec(name: str, spec: InferenceClusterSpec, pools: list[dict[str, Any]]) -> dict:
+    eks = spec.eks
+    assert eks is not None
+    network: dict[str, Any] = {}
+    if eks.vpc_cidr:
+        network["vpcCidr"] = eks.vpc_cidr
+    if eks.zones:
+        network["zones"] = list(eks.zones)
+    if eks.existing_vpc is not None:
+        network["existing"] = eks.existing_vpc.to_dict()
+    body: dict[str, Any] = {
+        "clusterName": name,
+        "region": eks.region,
+        "kubernetesVersion": eks.kubernetes_version,
+        "network": network,
+        "pools": pools,
+    }
+    for key, value in (
+        ("systemPool", eks.system_pool),
+        ("providerConfigRef", eks.provider_config_ref),
+    ):
+        if value is not None:
+            body[key] = value.to_dict()
+    if eks.access_principal_arns:
+        body["accessPrincipalArns"] = list(eks.access_principal_arns)
+    return body
+
+
+def _gke_spec(name: str, spec: InferenceClusterSpec, pools: list[dict[str, Any]]) -> dict:
+    gke = spec.gke
+    assert gke is not None
+    body: dict[str, Any] = {
+        "clusterName": name,
+        "project": gke.project,
+        "region": gke.region,
+        "zones": list(gke.zones or []),
+        "kubernetesVersion": gke.kubernetes_version or c.DEFAULT_EKS_KUBERNETES_VERSION,
+        "pools": pools,
+    }
+    for key, value in (
+        ("network", gke.network),
+        ("systemPool", gke.system_pool),
+        ("providerConfigRef", gke.provider_config_ref),
+    ):
+        if value is not None:
+            body[key] = value.to_dict()
+    return body
+
+
+def provisioning_composite(
+    name: str, spec: InferenceClusterSpec, pools: list[dict[str, Any]]
+) -> tuple[Resource | None, str]:
+    """The EKSCluster/GKECluster to compose, or None and why (naming the InferenceCluster field)."""
+    cloud = spec.source
+    builder, model, block = (
+        (_eks_spec, EKSClusterSpec, "spec.eks")
+        if cloud == "EKS"
+        else (_gke_spec, GKEClusterSpec, "spec.gke")
+    )
+    body = builder(name, spec, pools)
+    if spec.storage and spec.storage.csi_drivers:
+        body["csiDrivers"] = list(spec.storage.csi_drivers)
+    try:
+        model.model_validate(body)
+    except ValidationError as err:
+        text = format_validation_error(err, block).replace(f"{block}.network.", f"{block}.")
+        return None, text
+    kind = "EKSCluster" if cloud == "EKS" else "GKECluster"
+    return {
+        "apiVersion": c.INFRA_API_VERSION,
+        "kind": kind,
+        "metadata": {
+            "name": name,
+            "namespace": c.SYSTEM_NAMESPACE,
+            "labels": {c.LABEL_CLUSTER: name, c.LABEL_MANAGED_BY: c.MANAGED_BY},
+        },
+        "spec": body,
+    }, ""
+
+
+def provision(
+    inp: ComposeInput,
+    result: ComposeResult,
+    name: str,
+    spec: InferenceClusterSpec,
+    classes: Mapping[str, InferenceClassSpec],
+    pc_name: str,
+) -> Reach:
+    """Compose the provisioning composite and, once reachable, the provider configs."""
+    cloud: Literal["EKS", "GKE"] = "EKS" if spec.source == "EKS" else "GKE"
+    pools, problems = node_pools(cloud, spec.pools, classes)
+    if problems:
+        return Reach(None, None, (problems[0].field, "; ".join(p.message for p in problems)))
+    xr, why = provisioning_composite(name, spec, pools)
+    if xr is None:
+        return Reach(None, None, (f"spec.{cloud.lower()}", why))
+    observed = inp.observed.get(INFRA_KEY)
+    ready = condition_status(observed, c.CONDITION_READY) == "True"
+    result.desired[INFRA_KEY] = DesiredResource(xr, "True" if ready else "False")
+    view = read_provisioned_cluster(observed)
+    status = view.status
+    secret = status.kubeconfig_secret if status is not None else None
+    if view.reachable and secret is not None:
+        configs = provider_configs(name, pc_name, secret.to_dict())
+        for key, obj in configs.items():
+            result.desired[key] = DesiredResource(obj, "True" if key in inp.observed else "False")
+        result.condition(
+            c.CONDITION_CREDENTIALS_RESOLVED,
+            True,
+            CredentialsResolvedReason.RESOLVED,
+            f"kubeconfig of the provisioned {cloud} cluster from Secret "
+            f"{secret.namespace}/{secret.name} key {secret.key!r}",
+        )
+        return Reach(pc_name, view)
+    # Not (or no longer) reachable: provider configs already composed stay,
+    # because replicas' Objects use them; nothing new is published.
+    for key in PROVIDER_CONFIG_KEYS:
+        if key in inp.observed:
+            result.desired[key] = DesiredResource(as_desired(inp.observed[key]), "False")
+    waiting = _message(observed, c.CONDITION_CONTROL_PLANE_READY) or view.problem
+    result.condition(
+        c.CONDITION_CREDENTIALS_RESOLVED,
+        False,
+        CredentialsResolvedReason.WAITING_FOR_CLUSTER,
+        f"waiting for the {cloud} cluster to be reachable" + (f": {waiting}" if waiting else ""),
+    )
+    return Reach(None, view)
+
+
+def _message(obj: Resource | None, type_: str) -> str | None:
+    cond = condition(obj, type_)
+    message = cond.get("message") if cond is not None else None
+    return str(message) if message else None
+
+
+def _stack_spec(
+    name: str, spec: InferenceClusterSpec, pc_name: str, view: ProvisionedClusterView | None
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "clusterName": name,
+        "providerConfigName": pc_name,
+        "cloud": spec.source,
+    }
+    if spec.serving_stack and spec.serving_stack.charts:
+        body["charts"] = spec.serving_stack.charts.to_dict()
+    if spec.gateway is not None:
+        body["gateway"] = {"name": spec.gateway.name, "namespace": spec.gateway.namespace}
+    sched = spec.scheduling
+    if sched and sched.install and sched.scheduler_name in GPU_SCHEDULERS:
+        body["gpuScheduler"] = GPU_SCHEDULERS[sched.scheduler_name]
+    status = view.status if view is not None else None
+    storage: dict[str, Any] = {}
+    if spec.storage and spec.storage.csi_drivers:
+        storage["csiDrivers"] = list(spec.storage.csi_drivers)
+    if status is not None and status.shared_filesystem_id:
+        storage["sharedFilesystemId"] = status.shared_filesystem_id
+    if status is not None and status.network and spec.source == "GKE":
+        storage["network"] = status.network
+    if storage:
+        body["storage"] = storage
+    if spec.source in ("EKS", "GKE"):
+        cloud: Literal["EKS", "GKE"] = "EKS" if spec.source == "EKS" else "GKE"
+        body["nodePools"] = [r.to_dict() for r in node_pool_refs(cloud, name, spec.pools)]
+    ServingStackSpec.model_validate(body)
+    return body
+
+
+def serving_stack(
+    inp: ComposeInput,
+    result: ComposeResult,
+    name: str,
+    spec: InferenceClusterSpec,
+    pc_name: str,
+    view: ProvisionedClusterView | None,
+) -> tuple[bool, str | None]:
+    """Compose the ServingStack; return (ready, the gateway address it reports)."""
+    if spec.serving_stack is not None and not spec.serving_stack.enabled:
+        result.condition(
+            c.CONDITION_SERVING_STACK_READY,
+            True,
+            ServingStackReadyReason.DISABLED,
+            "spec.servingStack.enabled is false: the platform team installs the serving stack",
+        )
+        return True, None
+    stack = {
+        "apiVersion": c.INFRA_API_VERSION,
+        "kind": "ServingStack",
+        "metadata": {
+            "name": name,
+            "namespace": c.SYSTEM_NAMESPACE,
+            "labels": {c.LABEL_CLUSTER: name, c.LABEL_MANAGED_BY: c.MANAGED_BY},
+        },
+        "spec": _stack_spec(name, spec, pc_name, view),
+    }
+    observed = inp.observed.get(STACK_KEY)
+    cond = condition(observed, c.CONDITION_SERVING_STACK_READY)
+    ready = cond is not None and cond.get("status") == "True"
+    result.desired[STACK_KEY] = DesiredResource(stack, "True" if ready else "False")
+    if cond is None:
+        result.condition(
+            c.CONDITION_SERVING_STACK_READY,
+            False,
+            ServingStackReadyReason.WAITING_FOR_CLUSTER,
+            f"waiting for ServingStack {c.SYSTEM_NAMESPACE}/{name}",
+        )
+    else:
+        result.condition(
+            c.CONDITION_SERVING_STACK_READY,
+            ready,
+            str(cond.get("reason") or ServingStackReadyReason.RELEASE_NOT_READY),
+            str(cond.get("message") or ""),
+        )
+    stack_view = read_serving_stack(observed)
+    address = stack_view.status.gateway_address if stack_view.status else None
+    return ready, address
+
+
+def capacity(
+    result: ComposeResult,
+    spec: InferenceClusterSpec,
+    pools: list[GPUPool],
+    view: ProvisionedClusterView | None,
+) -> None:
+    """Publish only the nodes up of a stocked-out pool; set InsufficientGPUCapacity."""
+    messages = stockout_messages(view) if view is not None else []
+    if view is not None:
+        by_name = {p.name: p for p in spec.pools}
+        for published in pools:
+            pool = by_name.get(published.name)
+            if pool is not None:
+                published.nodes = min(published.nodes, published_nodes(view, pool))
+    if messages:
+        message = "; ".join(messages)
+        result.condition(
+            c.CONDITION_INSUFFICIENT_GPU_CAPACITY,
+            True,
+            InsufficientGPUCapacityReason.STOCK_OUT,
+            message,
+        )
+        result.warn(str(InsufficientGPUCapacityReason.STOCK_OUT), message)
+        return
+    result.condition(
+        c.CONDITION_INSUFFICIENT_GPU_CAPACITY,
+        False,
+        InsufficientGPUCapacityReason.CAPACITY_AVAILABLE,
+        "no pool reports a cloud stock-out",
+    )
+
+
+def drift(inp: ComposeInput, result: ComposeResult, pools: list[GPUPool]) -> None:
+    """HardwareDrift: observed ResourceSlices against each pool's declared devices."""
+    observed = list(inp.required.get(NODES_REQUIREMENT) or []) + list(
+        inp.required.get(SLICES_REQUIREMENT) or []
+    )
+    if not inp.required.get(SLICES_REQUIREMENT):
+        result.condition(
+            c.CONDITION_HARDWARE_DRIFT,
+            None,
+            HardwareDriftReason.NOT_OBSERVED,
+            "no ResourceSlices of this cluster are observed yet",
+        )
+        return
+    found = [d for p in pools if p.devices for d in hardware_drift(p.name, p.devices, observed)]
+    if not found:
+        result.condition(
+            c.CONDITION_HARDWARE_DRIFT,
+            False,
+            HardwareDriftReason.NO_DRIFT,
+            "the published ResourceSlices match every pool's class",
+        )
+        return
+    message = "; ".join(d.describe() for d in found)
+    result.condition(c.CONDITION_HARDWARE_DRIFT, True, HardwareDriftReason.DRIFTED, message)
+    result.warn(str(HardwareDriftReason.DRIFTED), message)
