@@ -13,6 +13,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
+from modelplane.api.common import format_validation_error
+from modelplane.api.inference_class import Device
 from modelplane.api.model_deployment import DeviceSelector
 from modelplane.api.model_replica import ResolvedDeviceRequest
 from modelplane.api.readers import read_devices
@@ -81,6 +85,7 @@ class Shape:
     observed: dict[tuple[tuple[str, int, tuple[str, ...]], ...], tuple[Vector, ...]] = field(
         default_factory=dict
     )
+    problem: str | None = None  # set by `unparsable`: "" when every device parses
 
     def __post_init__(self) -> None:
         read = read_devices(self.devices)
@@ -101,12 +106,32 @@ class Shape:
 
 
 def unparsable(shape: Shape, ev: Evaluator) -> str | None:
-    """The first device of a shape that does not parse, as "device: why" (None if all do)."""
+    """The first device of a shape that does not parse, as "device: why" (None if all do).
+
+    A device must both satisfy the InferenceClass device schema (what the API
+    server would admit) and convert into the DRA CEL environment. Checked once
+    per shape.
+    """
+    if shape.problem is None:
+        shape.problem = next(
+            (
+                f"{shape.names[d]}: {why}"
+                for d, why in enumerate(_device_problems(shape, ev))
+                if why
+            ),
+            "",
+        )
+    return shape.problem or None
+
+
+def _device_problems(shape: Shape, ev: Evaluator) -> Iterator[str | None]:
     for d, device in enumerate(shape.devices):
-        error = ev.device_error(shape.keys[d], device)
-        if error is not None:
-            return f"{shape.names[d]}: {error}"
-    return None
+        try:
+            Device.model_validate(device)
+        except ValidationError as err:
+            yield format_validation_error(err)
+            continue
+        yield ev.device_error(shape.keys[d], device)
 
 
 class Shapes:

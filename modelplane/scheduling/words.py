@@ -97,8 +97,8 @@ def unverifiable_text(u: Unverifiable) -> str:
     why = _CAUSES[u.cause].format(cluster=u.cluster, pool=u.pool)
     detail = f": {u.detail}" if u.detail else ""
     return (
-        f"replica {u.cluster}/{u.index} on pool {u.pool}{klass} of cluster {u.cluster} "
-        f"cannot be verified and is kept; no new replica goes there ({why}{detail})"
+        f"replica {u.name} on cluster {u.cluster}, pool {u.pool}{klass}: kept, its placement "
+        f"cannot be verified ({why}{detail}); no new replica goes there"
     )
 
 
