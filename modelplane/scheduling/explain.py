@@ -89,11 +89,24 @@ def _role_pools(state: CycleState, name: str, role: RoleDef) -> tuple[list[PoolV
         pools.append(
             PoolVerdict(pool, role.role, match.matched, match.requests, role.nodes, free, message)
         )
-    for published in state.inp.clusters[name].pools:
-        if published.unknown is not None:
-            why = words.unknown_pool(published.unknown.reason, published.unknown.message)
-            pools.append(PoolVerdict(published.name, role.role, False, (), role.nodes, 0, why))
     return pools, frees
+
+
+def _unknown_pools(state: CycleState, name: str, role: RoleDef) -> list[PoolVerdict]:
+    """Verdicts of a cluster's unknown pools: nothing new is matched against them."""
+    return [
+        PoolVerdict(
+            p.name,
+            role.role,
+            False,
+            (),
+            role.nodes,
+            0,
+            words.unknown_pool(p.unknown.reason, p.unknown.message),
+        )
+        for p in state.inp.clusters[name].pools
+        if p.unknown is not None
+    ]
 
 
 def _no_match_text(state: CycleState, name: str) -> str:
@@ -115,9 +128,12 @@ def _verdict(state: CycleState, name: str) -> ClusterVerdict:
     fits = per_role is not None and name not in state.full and _fits_one_more(state, name, per_role)
     pools: list[PoolVerdict] = []
     short: list[str] = []
+    unknown = state.inp.clusters[name].has_unknown_pools
     for role in state.roles:
         role_pools, frees = _role_pools(state, name, role)
         pools.extend(role_pools)
+        if unknown:
+            pools.extend(_unknown_pools(state, name, role))
         if frees:
             short.append(words.role_short(role.role, role.nodes, frees))
     if per_role is None:

@@ -87,7 +87,7 @@ def try_place(
 
 
 def _key(state: CycleState, cluster: str) -> tuple[tuple[int, ...], str]:
-    return tuple(rule.score(state.rules, cluster) for rule in SCORES), cluster
+    return tuple([rule.score(state.rules, cluster) for rule in SCORES]), cluster
 
 
 def _place(state: CycleState, cluster: str, combo: list[tuple[str, RoleMatch]], index: int) -> None:

@@ -54,18 +54,8 @@ class ScheduleInput:
     candidates: frozenset[str]
     replicas: tuple[ObservedModelReplica, ...]
     caches: frozenset[str] | None = None
-
-    @property
-    def tolerations(self) -> list[Toleration]:
-        """The deployment's tolerations (empty when none)."""
-        return self.spec.tolerations or []
-
-    @property
-    def missing_caches(self) -> tuple[str, ...]:
-        """Names in `spec.caches` that were looked up and not found."""
-        if self.caches is None:
-            return ()
-        return tuple(x.name for x in self.spec.caches or () if x.name not in self.caches)
+    tolerations: tuple[Toleration, ...] = ()  # the deployment's (spec.tolerations)
+    missing_caches: tuple[str, ...] = ()  # names in spec.caches looked up and not found
 
 
 def _unique_clusters(objects: Sequence[Mapping[str, Any]]) -> dict[str, ObservedInferenceCluster]:
@@ -105,6 +95,10 @@ def read_input(
     spec = ModelDeploymentSpec.model_validate(dict(deployment.get("spec") or {}))
     parsed = _unique_clusters(clusters)
     by_label = {label_value(k): k for k in sorted(parsed, reverse=True)}
+    found = None if caches is None else frozenset(caches)
+    missing = (
+        () if found is None else tuple(x.name for x in spec.caches or () if x.name not in found)
+    )
     return ScheduleInput(
         namespace=str(meta.get("namespace") or ""),
         name=str(meta.get("name") or ""),
@@ -114,7 +108,9 @@ def read_input(
             k for k, cl in parsed.items() if selector_matches(spec.cluster_selector, cl.labels)
         ),
         replicas=_unique_replicas(replicas, by_label),
-        caches=None if caches is None else frozenset(caches),
+        caches=found,
+        tolerations=tuple(spec.tolerations or ()),
+        missing_caches=missing,
     )
 
 
@@ -142,9 +138,9 @@ class RuleStates:
 
     def get(self, rule: str, factory: Callable[[], T]) -> T:
         """The state of `rule`, created by `factory` on first use."""
-        if rule not in self._by_rule:
-            self._by_rule[rule] = factory()
-        state: T = self._by_rule[rule]
+        state: T | None = self._by_rule.get(rule)
+        if state is None:
+            state = self._by_rule[rule] = factory()
         return state
 
 

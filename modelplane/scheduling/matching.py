@@ -73,7 +73,7 @@ class RoleMatch:
 class Shape:
     """A published device list (one node of a pool), interned by value."""
 
-    devices: tuple[Mapping[str, Any], ...]
+    devices: Sequence[Mapping[str, Any]]
     names: tuple[str, ...] = ()
     counts: tuple[int, ...] = ()
     dra: tuple[bool, ...] = ()
@@ -140,7 +140,7 @@ class Shapes:
     def __init__(self) -> None:
         self._by_class: dict[str, list[Shape]] = {}
 
-    def intern(self, class_name: str, devices: tuple[Mapping[str, Any], ...]) -> Shape:
+    def intern(self, class_name: str, devices: Sequence[Mapping[str, Any]]) -> Shape:
         """The Shape equal to `devices` (created on first sight)."""
         bucket = self._by_class.setdefault(class_name, [])
         for shape in bucket:

@@ -16,7 +16,12 @@ from modelplane.scheduling.framework import Eviction
 from modelplane.scheduling.ledger import PoolLedger
 from modelplane.scheduling.matching import RoleDef, match_role, observed_demand, unparsable
 from modelplane.scheduling.state import Charge, CycleState, PoolKey, Slot
-from modelplane.scheduling.types import RoleAssignment, Unverifiable, Withdrawal
+from modelplane.scheduling.types import (
+    RoleAssignment,
+    Unverifiable,
+    UnverifiableCause,
+    Withdrawal,
+)
 
 # ── Contention ──────────────────────────────────────────────────────────────
 
@@ -78,9 +83,9 @@ class Judgement:
 
 
 def _unverifiable(
-    r: ObservedModelReplica, pool: str, class_name: str, cause: str, detail: str = ""
+    r: ObservedModelReplica, pool: str, class_name: str, cause: UnverifiableCause, detail: str = ""
 ) -> Unverifiable:
-    return Unverifiable(r.name, r.cluster, r.index, pool, class_name, cause, detail)  # type: ignore[arg-type]
+    return Unverifiable(r.name, r.cluster, r.index, pool, class_name, cause, detail)
 
 
 def _check_role(

@@ -32,15 +32,14 @@ from modelplane.scheduling.types import ClusterVerdict, PlannedReplica, Schedule
 def filter_clusters(state: CycleState) -> None:
     """Run every filter on every cluster; the first refusal is the cluster's verdict."""
     for name, cl in state.inp.clusters.items():
-        rejection = next(
-            (r for r in (rule.admit(state.inp, cl) for rule in FILTERS) if r is not None), None
-        )
-        if rejection is None:
+        for rule in FILTERS:
+            rejection = rule.admit(state.inp, cl)
+            if rejection is not None:
+                why = words.rejection_text(rejection)
+                state.verdicts[name] = ClusterVerdict(name, False, rejection.reason, why)
+                break
+        else:
             state.schedulable.append(name)
-            continue
-        state.verdicts[name] = ClusterVerdict(
-            name, False, rejection.reason, words.rejection_text(rejection)
-        )
 
 
 def check_selectors(state: CycleState) -> None:

@@ -13,6 +13,10 @@ from collections import Counter
 from modelplane.scheduling.framework import ClusterScore, RuleStates
 
 
+def _counter() -> Counter[str]:
+    return Counter()
+
+
 class SpreadByLoad:
     """Spread first: fewer replicas of this deployment on a cluster score lower."""
 
@@ -20,11 +24,11 @@ class SpreadByLoad:
 
     def score(self, states: RuleStates, cluster: str) -> int:
         """Replicas of the deployment the cluster holds now."""
-        return states.get(self.name, Counter[str])[cluster]
+        return states.get(self.name, _counter)[cluster]
 
     def placed(self, states: RuleStates, cluster: str) -> None:
         """One more replica counts on `cluster`."""
-        states.get(self.name, Counter[str])[cluster] += 1
+        states.get(self.name, _counter)[cluster] += 1
 
 
 SCORES: tuple[ClusterScore, ...] = (SpreadByLoad(),)
