@@ -24,7 +24,7 @@ only that answer is acted on.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -55,9 +55,8 @@ from modelplane.compose.types import (
     Resource,
 )
 from modelplane.compose.workload import template_errors
-from modelplane.scheduling import schedule
-from modelplane.scheduling.types import ClusterVerdict, PlannedReplica, ScheduleResult
-from modelplane.scheduling.words import unverifiable_text
+from modelplane.scheduling import schedule, words
+from modelplane.scheduling.types import PlannedReplica, ScheduleResult
 
 CLUSTERS_REQUIREMENT = "inference-clusters"
 REPLICAS_REQUIREMENT = "model-replicas"
@@ -196,19 +195,12 @@ def _cache_condition(
         return
     missing = [x.name for x in spec.caches if x.name not in found]
     if missing:
-        msg = (
-            f"spec.caches: ModelCache {', '.join(missing)} not found in namespace "
-            f"{namespace}; new replicas are held until it exists, existing ones are kept"
-        )
+        msg = words.cache_not_found(missing, namespace)
         result.condition(c.CONDITION_CACHE_RESOLVED, False, c.REASON_CACHE_NOT_FOUND, msg)
         result.warn(c.REASON_CACHE_NOT_FOUND, msg)
         return
-    result.condition(
-        c.CONDITION_CACHE_RESOLVED,
-        True,
-        c.REASON_RESOLVED,
-        f"ModelCache {', '.join(x.name for x in spec.caches)} found",
-    )
+    found_msg = words.caches_found([x.name for x in spec.caches])
+    result.condition(c.CONDITION_CACHE_RESOLVED, True, c.REASON_RESOLVED, found_msg)
 
 
 def _compose_replicas(
@@ -359,7 +351,7 @@ def _status(
         unschedulable_omitted=0,
     )
     if len(placements) < spec.replicas and not plan.invalid_selectors:
-        rejections = _rejections(plan.clusters)
+        rejections = words.rejections(plan.clusters)
         status.unschedulable = [
             ClusterRejection(
                 cluster=v.cluster,
@@ -372,17 +364,11 @@ def _status(
     result.status = status.to_dict()
 
 
-def _rejections(verdicts: Iterable[ClusterVerdict]) -> list[ClusterVerdict]:
-    """Rejecting clusters, the informative ones first: label mismatches say least."""
-    rejected = [v for v in verdicts if not v.eligible]
-    return sorted(rejected, key=lambda v: (v.reason == "NotSelected", v.cluster))
-
-
 def _scheduled_condition(
     result: ComposeResult, spec: ModelDeploymentSpec, plan: ScheduleResult, placed: int
 ) -> None:
     """The `Scheduled` condition: the first answer that applies, most actionable first."""
-    summary = f"placed {placed} of {spec.replicas} replicas"
+    summary = words.placed_summary(placed, spec.replicas)
     for answer in (_invalid_selectors, _waiting_for_cache, _unverifiable, _all_scheduled):
         out = answer(plan, summary, spec.replicas - placed)
         if out is not None:
@@ -407,16 +393,14 @@ def _set_scheduled(
 def _invalid_selectors(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
     if not plan.invalid_selectors:
         return None
-    msg = "; ".join(f"{path}: {err}" for path, err in plan.invalid_selectors)
-    msg = f"{msg} (existing replicas are kept; {summary})"
+    msg = words.invalid_selectors(plan.invalid_selectors, summary)
     return False, ScheduledReason.INVALID_NODE_SELECTOR, msg, True
 
 
 def _waiting_for_cache(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
     if not plan.missing_caches or missing <= 0:
         return None
-    caches = ", ".join(plan.missing_caches)
-    msg = f"{summary}: {missing} new replica(s) held until ModelCache {caches} exists"
+    msg = words.cache_hold(summary, missing, plan.missing_caches)
     return False, ScheduledReason.WAITING_FOR_CACHE, msg, False
 
 
@@ -424,11 +408,7 @@ def _unverifiable(plan: ScheduleResult, summary: str, missing: int) -> Scheduled
     # Each kept replica has its own warning event (`_events`); the condition sums up.
     if not plan.unverifiable or missing > 0:
         return None
-    where = _names([f"{u.cluster}/{u.pool}" for u in plan.unverifiable])
-    msg = (
-        f"{summary}; {len(plan.unverifiable)} kept where placement cannot be verified "
-        f"({where}): no new replica goes there until it can be"
-    )
+    msg = words.unverifiable_summary(summary, plan.unverifiable)
     return None, ScheduledReason.PLACEMENT_UNVERIFIABLE, msg, False
 
 
@@ -441,47 +421,22 @@ def _all_scheduled(plan: ScheduleResult, summary: str, missing: int) -> Schedule
 def _shortfall(plan: ScheduleResult, summary: str, placed: int) -> Scheduled:
     candidates = [v for v in plan.clusters if v.reason != "NotSelected"]
     if not plan.clusters:
-        reason, why = ScheduledReason.NO_CLUSTERS, "no InferenceCluster exists"
+        reason, why = ScheduledReason.NO_CLUSTERS, words.NO_CLUSTER_EXISTS
     elif not candidates:
-        reason = ScheduledReason.NO_CLUSTERS
-        why = "no InferenceCluster matches spec.clusterSelector"
+        reason, why = ScheduledReason.NO_CLUSTERS, words.NO_CLUSTER_SELECTED
     elif not placed and not any(v.reason in _CAPACITY_VERDICTS for v in plan.clusters):
-        reason = ScheduledReason.NO_CLUSTERS
-        why = "no Ready, selected cluster tolerates this deployment: " + _rejection_summary(
-            plan.clusters
-        )
+        reason, why = ScheduledReason.NO_CLUSTERS, words.no_usable_cluster(plan.clusters)
     else:
         reason = ScheduledReason.PARTIAL if placed else ScheduledReason.INSUFFICIENT_CAPACITY
-        why = _rejection_summary(plan.clusters)
-    return False, reason, f"{summary}: {why}", True
-
-
-def _names(names: Sequence[str], first: int = 3) -> str:
-    if len(names) > first:
-        return f"{', '.join(names[:first])} and {len(names) - first} more"
-    return ", ".join(names)
-
-
-def _rejection_summary(verdicts: Iterable[ClusterVerdict]) -> str:
-    """Which clusters rejected the deployment, grouped by reason; details are in status."""
-    by_reason: dict[str, list[str]] = {}
-    for v in _rejections(verdicts):
-        by_reason.setdefault(v.reason or "Rejected", []).append(v.cluster)
-    groups = [f"{reason} on {_names(names)}" for reason, names in by_reason.items()]
-    return "; ".join(groups) + " (see status.unschedulable)"
+        why = words.rejection_summary(plan.clusters)
+    return False, reason, words.shortfall(summary, why), True
 
 
 def _events(result: ComposeResult, plan: ScheduleResult) -> None:
     for u in plan.unverifiable[:MAX_UNSCHEDULABLE_ENTRIES]:
-        result.warn(
-            str(ScheduledReason.PLACEMENT_UNVERIFIABLE), truncate(unverifiable_text(u), 512)
-        )
+        reason = str(ScheduledReason.PLACEMENT_UNVERIFIABLE)
+        result.warn(reason, truncate(words.unverifiable_text(u), 512))
     for what, why in plan.replaced[:MAX_UNSCHEDULABLE_ENTRIES]:
-        result.normal(c.REASON_REPLICA_REPLACED, truncate(f"{what}: {why}", 512))
+        result.normal(c.REASON_REPLICA_REPLACED, truncate(words.replaced_event(what, why), 512))
     for w in plan.withdrawn[:MAX_UNSCHEDULABLE_ENTRIES]:
-        result.normal(
-            c.REASON_REPLICA_WITHDRAWN,
-            truncate(
-                f"replica {w.cluster}/{w.index} withdrawn from pool {w.pool}: {w.message}", 512
-            ),
-        )
+        result.normal(c.REASON_REPLICA_WITHDRAWN, truncate(words.withdrawn_event(w), 512))

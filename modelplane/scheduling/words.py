@@ -11,7 +11,7 @@ full one for explanations (`device_message`: the selector's expression).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from modelplane.api.readers import GPU_POOLS_PATH
 from modelplane.api.roles import role_label
@@ -22,6 +22,7 @@ from modelplane.scheduling.types import (
     PoolVerdict,
     RequestVerdict,
     Unverifiable,
+    Withdrawal,
 )
 
 ELLIPSIS = "…"
@@ -246,3 +247,90 @@ def cluster_message(v: ClusterVerdict) -> str:
     if v.message:
         return v.message
     return "; ".join(_pool_parts(v, unmatched_only=False)) or (v.reason or "rejected")
+
+
+# ── The deployment's condition and events ───────────────────────────────────
+
+
+def names(items: Sequence[str], first: int = 3) -> str:
+    """A short list: the first few names, then how many more."""
+    if len(items) > first:
+        return f"{', '.join(items[:first])} and {len(items) - first} more"
+    return ", ".join(items)
+
+
+def rejections(verdicts: Iterable[ClusterVerdict]) -> list[ClusterVerdict]:
+    """Rejecting clusters, the informative ones first: label mismatches say least."""
+    rejected = [v for v in verdicts if not v.eligible]
+    return sorted(rejected, key=lambda v: (v.reason == "NotSelected", v.cluster))
+
+
+def rejection_summary(verdicts: Iterable[ClusterVerdict]) -> str:
+    """Which clusters rejected the deployment, grouped by reason; details are in status."""
+    by_reason: dict[str, list[str]] = {}
+    for v in rejections(verdicts):
+        by_reason.setdefault(v.reason or "Rejected", []).append(v.cluster)
+    groups = [f"{reason} on {names(found)}" for reason, found in by_reason.items()]
+    return "; ".join(groups) + " (see status.unschedulable)"
+
+
+def cache_not_found(missing: Sequence[str], namespace: str) -> str:
+    """`CacheResolved=False`: the ModelCaches of spec.caches that do not exist."""
+    return (
+        f"spec.caches: ModelCache {', '.join(missing)} not found in namespace "
+        f"{namespace}; new replicas are held until it exists, existing ones are kept"
+    )
+
+
+def caches_found(found: Sequence[str]) -> str:
+    """`CacheResolved=True`."""
+    return f"ModelCache {', '.join(found)} found"
+
+
+def placed_summary(placed: int, desired: int) -> str:
+    """How many of the desired replicas have a place."""
+    return f"placed {placed} of {desired} replicas"
+
+
+def invalid_selectors(invalid: Sequence[tuple[str, str]], summary: str) -> str:
+    """Selectors that do not compile, by field path, and what is kept."""
+    listed = "; ".join(f"{path}: {err}" for path, err in invalid)
+    return f"{listed} (existing replicas are kept; {summary})"
+
+
+def cache_hold(summary: str, held: int, caches: Sequence[str]) -> str:
+    """New replicas held until the named ModelCaches exist."""
+    return f"{summary}: {held} new replica(s) held until ModelCache {', '.join(caches)} exists"
+
+
+def unverifiable_summary(summary: str, kept: Sequence[Unverifiable]) -> str:
+    """Replicas kept where their placement cannot be verified (each has its own event)."""
+    where = names([f"{u.cluster}/{u.pool}" for u in kept])
+    return (
+        f"{summary}; {len(kept)} kept where placement cannot be verified "
+        f"({where}): no new replica goes there until it can be"
+    )
+
+
+NO_CLUSTER_EXISTS = "no InferenceCluster exists"
+NO_CLUSTER_SELECTED = "no InferenceCluster matches spec.clusterSelector"
+
+
+def no_usable_cluster(verdicts: Iterable[ClusterVerdict]) -> str:
+    """Every candidate was refused before its pools were looked at."""
+    return "no Ready, selected cluster tolerates this deployment: " + rejection_summary(verdicts)
+
+
+def shortfall(summary: str, why: str) -> str:
+    """Replicas are missing, and why."""
+    return f"{summary}: {why}"
+
+
+def replaced_event(name: str, why: str) -> str:
+    """An existing replica is replaced."""
+    return f"{name}: {why}"
+
+
+def withdrawn_event(w: Withdrawal) -> str:
+    """A not-yet-Ready replica is withdrawn from an oversubscribed pool."""
+    return f"replica {w.cluster}/{w.index} withdrawn from pool {w.pool}: {w.message}"
