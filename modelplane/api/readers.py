@@ -194,10 +194,6 @@ def _unknown_pool(name: str, class_name: str, nodes: int, message: str) -> Obser
     return ObservedPool(name, class_name, nodes, (), Unknown(UnknownReason.UNREADABLE, message))
 
 
-def _all_maps(values: list[Any]) -> bool:
-    return all(type(v) is dict or isinstance(v, Mapping) for v in values)
-
-
 def _read_unknown(raw: Mapping[str, Any], name: str, class_name: str, nodes: int) -> ObservedPool:
     """A pool the cluster composer published as unknown, with its reason."""
     reason = raw.get(_POOL_REASON)
@@ -210,27 +206,31 @@ def _read_unknown(raw: Mapping[str, Any], name: str, class_name: str, nodes: int
     return ObservedPool(name, class_name, max(0, nodes), (), Unknown(why, text))
 
 
-def _read_pool(raw: Mapping[str, Any], path: str) -> ObservedPool:
+def _read_pool(raw: Mapping[str, Any], name: str, i: int) -> ObservedPool:
     """One named `status.gpuPools` entry; anything malformed makes it unknown.
 
     Fleets publish thousands of pools and every reconcile reads them all, so
-    the common case (plain dicts and numbers) is checked first.
+    the common case (plain dicts, protobuf's float numbers) is checked inline.
     """
-    name = str(raw[_POOL_NAME])
     class_name = raw.get(_POOL_CLASS)
     if type(class_name) is not str:
         class_name = ""
     nodes = raw.get(_POOL_NODES)
-    if type(nodes) is not int:
-        nodes = as_int(nodes, -1)
+    nodes = int(nodes) if type(nodes) is float and nodes.is_integer() else as_int(nodes, -1)
     if raw.get(_POOL_REASON) is not None:
         return _read_unknown(raw, name, class_name, nodes)
     if nodes < 0:
-        return _unknown_pool(name, class_name, 0, f"{path}.{_POOL_NODES}: not a count of nodes")
+        why = f"status.{_GPU_POOLS}[{i}].{_POOL_NODES}: not a count of nodes"
+        return _unknown_pool(name, class_name, 0, why)
     devices = raw.get(_POOL_DEVICES)
-    if type(devices) is not list or not _all_maps(devices):
-        return _unknown_pool(name, class_name, nodes, f"{path}.{_POOL_DEVICES}: not a device list")
-    return ObservedPool(name, class_name, nodes, devices)
+    if type(devices) is list:
+        for d in devices:
+            if type(d) is not dict and not isinstance(d, Mapping):
+                break
+        else:
+            return ObservedPool(name, class_name, nodes, devices)
+    why = f"status.{_GPU_POOLS}[{i}].{_POOL_DEVICES}: not a device list"
+    return _unknown_pool(name, class_name, nodes, why)
 
 
 def _read_pools(status: Mapping[str, Any]) -> tuple[tuple[ObservedPool, ...], list[str]]:
@@ -240,11 +240,12 @@ def _read_pools(status: Mapping[str, Any]) -> tuple[tuple[ObservedPool, ...], li
     if raw is not None and not isinstance(raw, list):
         unreadable.append(f"status.{_GPU_POOLS}: not a list")
     for i, entry in enumerate(_list(raw)):
-        name = entry.get(_POOL_NAME) if _is_map(entry) else None
+        is_map = type(entry) is dict or isinstance(entry, Mapping)
+        name = entry.get(_POOL_NAME) if is_map else None
         if type(name) is not str or not name:
             unreadable.append(f"status.{_GPU_POOLS}[{i}]: no pool name")
         elif name not in pools:  # names are unique; keep the first
-            pools[name] = _read_pool(entry, f"status.{_GPU_POOLS}[{i}]")
+            pools[name] = _read_pool(entry, name, i)
     return tuple(pools[k] for k in sorted(pools)), unreadable
 
 

@@ -62,20 +62,21 @@ def match_pools(state: CycleState) -> None:
     """
     held = {r.cluster for r in state.inp.replicas}
     wanted = sorted(set(state.schedulable) | (held & state.inp.candidates))
-    for name in wanted:
-        for pool in state.inp.clusters[name].pools:
-            if pool.known:
-                key = (name, pool.name)
-                state.pool_shapes[key] = state.shapes.intern(pool.class_name, pool.devices)
-                state.pool_nodes[key] = pool.nodes
+    known = {
+        name: [p for p in state.inp.clusters[name].pools if p.unknown is None] for name in wanted
+    }
+    for name, pools in known.items():
+        for pool in pools:
+            key = (name, pool.name)
+            state.pool_shapes[key] = state.shapes.intern(pool.class_name, pool.devices)
+            state.pool_nodes[key] = pool.nodes
     if state.invalid:
         return
     for role in state.roles:
-        for name in wanted:
+        for name, pools in known.items():
             state.matches[(name, role.role)] = [
                 (pool.name, match_role(role, state.pool_shapes[(name, pool.name)], state.ev))
-                for pool in state.inp.clusters[name].pools
-                if pool.known
+                for pool in pools
             ]
 
 
