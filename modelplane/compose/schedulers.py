@@ -115,6 +115,18 @@ def plan(
     return result, errors
 
 
+def stamp_pod(meta: dict[str, Any], pod: dict[str, Any], p: SchedulingPlan) -> None:
+    """Stamp the plan on one pod template: labels, annotations, scheduler and priority."""
+    meta["labels"] = {**(meta.get("labels") or {}), **p.pod_labels}
+    annotations = {**(meta.get("annotations") or {}), **p.pod_annotations}
+    if annotations:
+        meta["annotations"] = annotations
+    if p.scheduler_name:
+        pod["schedulerName"] = p.scheduler_name
+    if p.priority_class:
+        pod["priorityClassName"] = p.priority_class
+
+
 def pod_group(
     p: SchedulingPlan, name: str, namespace: str, min_member: int, labels: dict[str, str]
 ) -> Resource | None:

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from modelplane.compose import objects, workload
+from modelplane.compose import objects
+from modelplane.compose.engines import ray
 from modelplane.compose.model_replica import compose
 from modelplane.compose.templates import TemplateVars, render, render_map
 from modelplane.compose.types import ComposeInput, ComposeResult
@@ -332,10 +333,10 @@ def test_malicious_argument_stays_one_argv_element() -> None:
     assert leader["command"] == [
         "/bin/sh",
         "-c",
-        workload.RAY_LEADER_SCRIPT,
+        ray.RAY_LEADER_SCRIPT,
         "modelplane-ray-leader",
     ]
-    assert worker["command"] == ["/bin/sh", "-c", workload.RAY_WORKER_SCRIPT]
+    assert worker["command"] == ["/bin/sh", "-c", ray.RAY_WORKER_SCRIPT]
     assert leader["args"] == [
         "python3",
         "-m",
@@ -346,8 +347,8 @@ def test_malicious_argument_stays_one_argv_element() -> None:
     ]
     assert "args" not in worker
     # The leader script hands its arguments to exec as "$@", one word each.
-    assert '"$@"' in workload.RAY_LEADER_SCRIPT and "rm" not in workload.RAY_LEADER_SCRIPT
-    assert shlex.split(workload.RAY_LEADER_SCRIPT)[-2:] == ["exec", "$@"]
+    assert '"$@"' in ray.RAY_LEADER_SCRIPT and "rm" not in ray.RAY_LEADER_SCRIPT
+    assert shlex.split(ray.RAY_LEADER_SCRIPT)[-2:] == ["exec", "$@"]
 
 
 def test_single_node_args_pass_through_untouched() -> None:
