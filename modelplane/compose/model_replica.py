@@ -49,8 +49,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from modelplane.api import constants as c
+from modelplane.api.inference_cluster import GatewayRef
 from modelplane.api.model_replica import ModelReplicaSpec
 from modelplane.api.objects import label_value
+from modelplane.api.readers import ObservedInferenceCluster, read_inference_cluster
 from modelplane.api.reasons import (
     ClusterResolvedReason,
     RouteAcceptedReason,
@@ -80,48 +82,17 @@ BASE_NAME_MAX = 40
 # --- reading the InferenceCluster --------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ClusterView:
-    """What a replica reads of its InferenceCluster."""
+def read_cluster(fetched: list[Resource], name: str) -> ObservedInferenceCluster | None:
+    """The InferenceCluster called `name` among the fetched objects, read by its typed reader."""
+    clusters = (read_inference_cluster(x) for x in fetched)
+    return next((x for x in clusters if x is not None and x.name == name), None)
 
-    name: str
-    provider_config: str | None
-    gateway_name: str
-    gateway_namespace: str
-    gateway_address: str | None
-    scheduling: Any  # the raw `spec.scheduling`; `schedulers.plan` validates it
+
+# --- phase 1: validate -------------------------------------------------------------------
 
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _section(obj: Any, key: str) -> dict[str, Any]:
-    value = obj.get(key) if isinstance(obj, dict) else None
-    return value if isinstance(value, dict) else {}
-
-
-def read_cluster(fetched: list[Resource], name: str) -> ClusterView | None:
-    """The InferenceCluster called `name` among the fetched objects, or None.
-
-    The one place this composer reads another kind's object.
-    """
-    found = next((x for x in fetched if meta(x).get("name") == name), None)
-    if found is None:
-        return None
-    spec, status = _section(found, "spec"), _section(found, "status")
-    gateway = _section(spec, "gateway")
-    return ClusterView(
-        name=name,
-        provider_config=_text(status.get("providerConfigName")),
-        gateway_name=_text(gateway.get("name")) or c.DEFAULT_GATEWAY_NAME,
-        gateway_namespace=_text(gateway.get("namespace")) or c.DEFAULT_GATEWAY_NAMESPACE,
-        gateway_address=_text(status.get("gatewayAddress")),
-        scheduling=spec.get("scheduling"),
-    )
-
-
-# --- phase 1: validate -------------------------------------------------------------------
 
 
 def _identity(xr: Resource) -> tuple[str, str] | None:
@@ -134,10 +105,8 @@ def _validate(inp: ComposeInput, res: ComposeResult) -> ModelReplicaSpec | Compo
     if spec is not None:
         msg = "; ".join(
             err
-            for role, role_spec in spec.roles().items()
-            for err in workload.template_errors(
-                role_spec.workers.template, workload.template_path(role)
-            )
+            for role in spec.roles().values()
+            for err in workload.template_errors(role.workers.template, workload.template_path(role))
         )
     if spec is None or msg:
         return outcome.hold(
@@ -159,8 +128,9 @@ def _validate(inp: ComposeInput, res: ComposeResult) -> ModelReplicaSpec | Compo
 class Target:
     """A resolved cluster: how composed resources reach it and how its pods are stamped."""
 
-    cluster: ClusterView
+    cluster: ObservedInferenceCluster
     provider_config: str
+    gateway: GatewayRef
     plan: SchedulingPlan
 
 
@@ -201,7 +171,7 @@ def _resolve_cluster(
             ClusterResolvedReason.CLUSTER_NOT_FOUND,
             f"spec.clusterName: InferenceCluster {name!r} not found",
         )
-    if cluster.provider_config is None:
+    if cluster.provider_config_name is None:
         return _hold_cluster(
             inp,
             res,
@@ -211,6 +181,8 @@ def _resolve_cluster(
         )
     variables = TemplateVars(namespace=ns, name=spec.deployment_name, cluster=name)
     plan, errors = schedulers.plan(cluster.scheduling, spec.priority, variables, base)
+    if cluster.scheduling_error is not None:
+        errors = [cluster.scheduling_error, *errors]
     if errors:
         return _hold_cluster(
             inp,
@@ -222,9 +194,10 @@ def _resolve_cluster(
         c.CONDITION_CLUSTER_RESOLVED,
         True,
         ClusterResolvedReason.RESOLVED,
-        f"InferenceCluster {name!r} through ClusterProviderConfig {cluster.provider_config!r}",
+        f"InferenceCluster {name!r} through ClusterProviderConfig {cluster.provider_config_name!r}",
     )
-    return Target(cluster, cluster.provider_config, plan)
+    gateway = cluster.gateway or GatewayRef()
+    return Target(cluster, cluster.provider_config_name, gateway, plan)
 
 
 # --- phase 3: build ----------------------------------------------------------------------
@@ -254,10 +227,8 @@ def _context(
 
 
 def _route(ctx: ReplicaContext, target: Target, entry: backends.Entry) -> Item:
-    cl = target.cluster
-    route = workload.http_route(
-        ctx, entry.service, entry.port, cl.gateway_name, cl.gateway_namespace
-    )
+    gw = target.gateway
+    route = workload.http_route(ctx, entry.service, entry.port, gw.name, gw.namespace)
     return Item(
         "route",
         workload.object_name(ctx, None, "route"),
@@ -331,12 +302,10 @@ def _workload_condition(
     )
 
 
-def _route_condition(
-    inp: ComposeInput, res: ComposeResult, route: Item, cluster: ClusterView
-) -> None:
+def _route_condition(inp: ComposeInput, res: ComposeResult, route: Item, gw: GatewayRef) -> None:
     # Ready waits for both the workload and its route: a serving workload
     # behind a rejected route is unreachable.
-    gateway = f"Gateway {cluster.gateway_namespace}/{cluster.gateway_name}"
+    gateway = f"Gateway {gw.namespace}/{gw.name}"
     observed = inp.observed.get(route.key)
     if res.desired[route.key].ready == "True":
         res.condition(
@@ -361,7 +330,7 @@ def _route_condition(
     )
 
 
-def _status(ctx: ReplicaContext, cluster: ClusterView) -> Resource:
+def _status(ctx: ReplicaContext, cluster: ObservedInferenceCluster) -> Resource:
     status: Resource = {"namespace": ctx.namespace}
     address = cluster.gateway_address
     if address:
@@ -391,13 +360,13 @@ def compose(inp: ComposeInput) -> ComposeResult:
     if backend is None:
         return outcome.fatal("no serving backend registered")
     ctx = _context(name, ns, base, spec, target.plan)
-    build = backend.build(ctx, spec.roles(), inp.observed)
+    build = backend.build(ctx, list(spec.roles().values()), inp.observed)
     for warning in build.warnings:
         res.warn(c.REASON_GPU_LIMIT_IGNORED, warning)
     items = _items(ctx, target, build)
     route = next(i for i in items if i.key == "route")
     _desire(inp, res, ctx, target, items, build.retained)
     _workload_condition(inp, res, items, route)
-    _route_condition(inp, res, route, target.cluster)
+    _route_condition(inp, res, route, target.gateway)
     res.status = _status(ctx, target.cluster)
     return res

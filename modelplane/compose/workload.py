@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from modelplane.api import constants as c
-from modelplane.api.model_replica import ReplicaRole
+from modelplane.api.model_replica import PlacedRole
 from modelplane.compose import objects, schedulers
 from modelplane.compose.engines import ray, vllm
 from modelplane.compose.schedulers import SchedulingPlan
@@ -47,35 +47,36 @@ class ReplicaContext:
     labels: dict[str, str] = field(default_factory=dict)  # common labels on every object
 
 
-def _role_suffix(role: str) -> tuple[str, ...]:
-    # A unified replica's names carry no role: they predate disaggregation.
-    return () if role == c.ROLE_UNIFIED else (role,)
+def _role_suffix(role: PlacedRole) -> tuple[str, ...]:
+    # A role's names carry its wire path below `spec`: nothing for a unified
+    # replica (its names predate disaggregation), `prefill`/`decode` otherwise.
+    return tuple(role.path.split(".")[1:])
 
 
-def template_path(role: str) -> str:
+def template_path(role: PlacedRole) -> str:
     """The wire path of a role's pod template, for messages."""
-    return ".".join(("spec", *_role_suffix(role), "workers", "template"))
+    return f"{role.workers_path}.template"
 
 
-def object_name(ctx: ReplicaContext, role: str | None, *suffix: str) -> str:
+def object_name(ctx: ReplicaContext, role: PlacedRole | None, *suffix: str) -> str:
     """The control-plane Object name of one of the replica's items (`role=None`: replica-wide)."""
     return objects.object_name(ctx.replica, *(_role_suffix(role) if role else ()), *suffix)
 
 
-def role_name(ctx: ReplicaContext, role: str) -> str:
+def role_name(ctx: ReplicaContext, role: PlacedRole) -> str:
     """The wrapped objects' name for one role."""
     return "-".join((ctx.base, *_role_suffix(role)))
 
 
-def service_name(ctx: ReplicaContext, role: str) -> str:
+def service_name(ctx: ReplicaContext, role: PlacedRole) -> str:
     """The role's Service name; a LeaderWorkerSet already owns a headless
     Service named after itself, so this one carries a suffix."""
     return f"{role_name(ctx, role)}-engine"
 
 
-def selector(ctx: ReplicaContext, role: str) -> dict[str, str]:
+def selector(ctx: ReplicaContext, role: PlacedRole) -> dict[str, str]:
     """The labels that select one role's pods."""
-    return {c.LABEL_REPLICA: ctx.base, c.LABEL_ROLE: role}
+    return {c.LABEL_REPLICA: ctx.base, c.LABEL_ROLE: role.name}
 
 
 def metadata(name: str, ctx: ReplicaContext, extra: dict[str, str] | None = None) -> Resource:
@@ -182,9 +183,9 @@ def _serve(engine_ctr: dict[str, Any], port: int) -> None:
 
 
 def _stamp_engine(
-    ctx: ReplicaContext, spec: ReplicaRole, kind: PodKind, engine_ctr: dict[str, Any], port: int
+    ctx: ReplicaContext, role: PlacedRole, kind: PodKind, engine_ctr: dict[str, Any], port: int
 ) -> None:
-    on_ray = ray.needs_ray(spec, engine_ctr)
+    on_ray = ray.needs_ray(role, engine_ctr)
     if kind == "worker" and on_ray:
         ray.stamp_worker(engine_ctr)
         return
@@ -195,7 +196,7 @@ def _stamp_engine(
         _serve(engine_ctr, port)
 
 
-def _stamp_metadata(ctx: ReplicaContext, role: str, meta: dict[str, Any], pod: Any) -> None:
+def _stamp_metadata(ctx: ReplicaContext, role: PlacedRole, meta: dict[str, Any], pod: Any) -> None:
     # Modelplane's own label prefix is reserved for what it stamps itself;
     # the scheduler's labels come next and the replica's own win.
     user = meta.get("labels") or {}
@@ -206,8 +207,7 @@ def _stamp_metadata(ctx: ReplicaContext, role: str, meta: dict[str, Any], pod: A
 
 def pod_template(
     ctx: ReplicaContext,
-    role: str,
-    spec: ReplicaRole,
+    role: PlacedRole,
     kind: PodKind,
     claim_template: str | None = None,
 ) -> tuple[Resource, list[str]]:
@@ -216,18 +216,18 @@ def pod_template(
     `claim_template` names the role's ResourceClaimTemplate (None: no devices).
     Returns the template and a warning per device-plugin GPU resource removed.
     """
-    tpl: dict[str, Any] = copy.deepcopy(spec.workers.template)
+    tpl: dict[str, Any] = copy.deepcopy(role.workers.template)
     meta = tpl.setdefault("metadata", {})
     pod = tpl.setdefault("spec", {})
     warnings = dra.strip_gpu_resources(pod, template_path(role))
     _stamp_metadata(ctx, role, meta, pod)
-    pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), c.LABEL_POOL: spec.node_pool_name}
+    pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), c.LABEL_POOL: role.node_pool_name}
     engine_ctr = engine(pod)
     port = engine_port(engine_ctr)
     if claim_template is not None:
         dra.stamp_claims(pod, engine_ctr, claim_template)
-    volumes.stamp(pod, engine_ctr, spec.workers.topology, ctx.cache)
-    _stamp_engine(ctx, spec, kind, engine_ctr, port)
+    volumes.stamp(pod, engine_ctr, role.workers.topology, ctx.cache)
+    _stamp_engine(ctx, role, kind, engine_ctr, port)
     return tpl, warnings
 
 

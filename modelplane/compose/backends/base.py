@@ -12,11 +12,11 @@ shared modules (`workload.pod_template`, `stamping/`, `engines/`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from modelplane.api.model_replica import ReplicaRole
+from modelplane.api.model_replica import PlacedRole
 from modelplane.compose.objects import Item
 from modelplane.compose.types import Resource
 from modelplane.compose.workload import ReplicaContext
@@ -51,7 +51,7 @@ class ServingBackend(Protocol):
     def build(
         self,
         ctx: ReplicaContext,
-        roles: Mapping[str, ReplicaRole],
+        roles: Sequence[PlacedRole],
         observed: Mapping[str, Resource],
     ) -> BackendBuild:
         """Compose the replica's serving items; `observed` are its observed composed resources."""

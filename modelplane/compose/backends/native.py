@@ -20,11 +20,11 @@ Composed-resource keys: `<role>-deployment` / `<role>-leaderworkerset`,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from modelplane.api import constants as c
-from modelplane.api.model_replica import ReplicaRole
+from modelplane.api.model_replica import PlacedRole
 from modelplane.compose import readiness, workload
 from modelplane.compose.backends.base import BackendBuild, Entry
 from modelplane.compose.objects import Item
@@ -43,34 +43,34 @@ class _Claims:
     item: Item
 
 
-def _claims(ctx: ReplicaContext, role: str, spec: ReplicaRole) -> _Claims | None:
-    if not spec.device_requests:
+def _claims(ctx: ReplicaContext, role: PlacedRole) -> _Claims | None:
+    if not role.device_requests:
         return None
     template, digest = dra.claim_template(
         workload.role_name(ctx, role),
-        {"namespace": ctx.namespace, "labels": {**ctx.labels, c.LABEL_ROLE: role}},
-        spec.device_requests,
+        {"namespace": ctx.namespace, "labels": {**ctx.labels, c.LABEL_ROLE: role.name}},
+        role.device_requests,
     )
     # The digest is in the key and the Object's name too: a changed template
     # is a new composed resource, so Crossplane deletes the old Object (and
     # its template) instead of trying to rename it.
-    key = f"{role}-claims-{digest}"
+    key = f"{role.name}-claims-{digest}"
     item = Item(
         key,
         workload.object_name(ctx, role, "claims", digest),
         template,
         readiness.EXISTS,
-        f"ResourceClaimTemplate ({role})",
+        f"ResourceClaimTemplate ({role.name})",
     )
     return _Claims(key, template, item)
 
 
 def _deployment(
-    ctx: ReplicaContext, role: str, spec: ReplicaRole, claim: str | None
+    ctx: ReplicaContext, role: PlacedRole, claim: str | None
 ) -> tuple[Resource, list[str]]:
-    tpl, warnings = workload.pod_template(ctx, role, spec, "single", claim)
+    tpl, warnings = workload.pod_template(ctx, role, "single", claim)
     return {
-        "replicas": spec.workers.count,
+        "replicas": role.workers.count,
         "selector": {"matchLabels": workload.selector(ctx, role)},
         # Replace one worker at a time and never surge: the fleet ledger
         # reserved exactly `count` workers' GPUs, so Kubernetes' default
@@ -84,12 +84,12 @@ def _deployment(
 
 
 def _leader_worker_set(
-    ctx: ReplicaContext, role: str, spec: ReplicaRole, claim: str | None
+    ctx: ReplicaContext, role: PlacedRole, claim: str | None
 ) -> tuple[Resource, list[str]]:
-    leader, warnings = workload.pod_template(ctx, role, spec, "leader", claim)
-    worker, _ = workload.pod_template(ctx, role, spec, "worker", claim)
+    leader, warnings = workload.pod_template(ctx, role, "leader", claim)
+    worker, _ = workload.pod_template(ctx, role, "worker", claim)
     return {
-        "replicas": spec.workers.count,
+        "replicas": role.workers.count,
         # LeaderWorkerSet's CRD already defaults maxSurge to 0 (and
         # maxUnavailable to 1); stated here because a surge group would need a
         # whole extra set of GPU nodes the ledger never reserved, and a changed
@@ -99,7 +99,7 @@ def _leader_worker_set(
             "rollingUpdateConfiguration": {"maxSurge": 0, "maxUnavailable": 1},
         },
         "leaderWorkerTemplate": {
-            "size": spec.workers.topology.nodes_per_worker,
+            "size": role.workers.topology.nodes_per_worker,
             "restartPolicy": "RecreateGroupOnPodRestart",
             "leaderTemplate": leader,
             "workerTemplate": worker,
@@ -107,42 +107,44 @@ def _leader_worker_set(
     }, warnings
 
 
-def _workload(
-    ctx: ReplicaContext, role: str, spec: ReplicaRole, claim: str | None
-) -> tuple[Item, list[str]]:
-    multi_node = spec.workers.topology.nodes_per_worker > 1
+def _workload(ctx: ReplicaContext, role: PlacedRole, claim: str | None) -> tuple[Item, list[str]]:
+    multi_node = role.workers.topology.nodes_per_worker > 1
     kind, api_version = (
         ("LeaderWorkerSet", c.LWS_API_VERSION) if multi_node else ("Deployment", c.APPS_API_VERSION)
     )
     build = _leader_worker_set if multi_node else _deployment
-    body, warnings = build(ctx, role, spec, claim)
+    body, warnings = build(ctx, role, claim)
     name = workload.role_name(ctx, role)
     manifest = {
         "apiVersion": api_version,
         "kind": kind,
-        "metadata": workload.metadata(name, ctx, {c.LABEL_ROLE: role, **ctx.plan.workload_labels}),
+        "metadata": workload.metadata(
+            name, ctx, {c.LABEL_ROLE: role.name, **ctx.plan.workload_labels}
+        ),
         "spec": body,
     }
     item = Item(
-        f"{role}-{kind.lower()}",
+        f"{role.name}-{kind.lower()}",
         workload.object_name(ctx, role, kind.lower()),
         manifest,
         readiness.WORKLOAD_AVAILABLE,
-        f"{kind} {name} ({role})",
+        f"{kind} {name} ({role.name})",
         serves=True,
     )
     return item, warnings
 
 
-def _service(ctx: ReplicaContext, role: str, spec: ReplicaRole, port: int) -> Item:
+def _service(ctx: ReplicaContext, role: PlacedRole, port: int) -> Item:
     pods = workload.selector(ctx, role)
-    if spec.workers.topology.nodes_per_worker > 1:
+    if role.workers.topology.nodes_per_worker > 1:
         # Only the leader serves the OpenAI API.
         pods = {**pods, LWS_WORKER_INDEX_LABEL: "0"}
     manifest = {
         "apiVersion": c.CORE_API_VERSION,
         "kind": "Service",
-        "metadata": workload.metadata(workload.service_name(ctx, role), ctx, {c.LABEL_ROLE: role}),
+        "metadata": workload.metadata(
+            workload.service_name(ctx, role), ctx, {c.LABEL_ROLE: role.name}
+        ),
         "spec": {
             "selector": pods,
             "ports": [
@@ -151,31 +153,29 @@ def _service(ctx: ReplicaContext, role: str, spec: ReplicaRole, port: int) -> It
         },
     }
     return Item(
-        f"{role}-service",
+        f"{role.name}-service",
         workload.object_name(ctx, role, "service"),
         manifest,
         readiness.EXISTS,
-        f"Service ({role})",
+        f"Service ({role.name})",
     )
 
 
-def _role(
-    ctx: ReplicaContext, role: str, spec: ReplicaRole, observed: Mapping[str, Resource]
-) -> BackendBuild:
-    claims = _claims(ctx, role, spec)
+def _role(ctx: ReplicaContext, role: PlacedRole, observed: Mapping[str, Resource]) -> BackendBuild:
+    claims = _claims(ctx, role)
     claim_name = str(claims.template["metadata"]["name"]) if claims else None
-    serving, warnings = _workload(ctx, role, spec, claim_name)
-    port = workload.engine_port(workload.engine(spec.workers.template["spec"]))
-    service = _service(ctx, role, spec, port)
+    serving, warnings = _workload(ctx, role, claim_name)
+    port = workload.engine_port(workload.engine(role.workers.template["spec"]))
+    service = _service(ctx, role, port)
     retained = (
-        dra.retiring_claims(observed, role, claims.key, claim_name, serving.key)
+        dra.retiring_claims(observed, role.name, claims.key, claim_name, serving.key)
         if claims and claim_name
         else []
     )
     return BackendBuild(
         items=[serving, *([claims.item] if claims else []), service],
         entry=Entry(str(service.manifest["metadata"]["name"]), port),
-        pods=spec.workers.count * spec.workers.topology.nodes_per_worker,
+        pods=role.workers.count * role.workers.topology.nodes_per_worker,
         warnings=warnings,
         retained=retained,
     )
@@ -189,12 +189,12 @@ class NativeBackend:
     def build(
         self,
         ctx: ReplicaContext,
-        roles: Mapping[str, ReplicaRole],
+        roles: Sequence[PlacedRole],
         observed: Mapping[str, Resource],
     ) -> BackendBuild:
         """Compose every role; the replica is entered through decode, else its only role."""
-        built = {role: _role(ctx, role, spec, observed) for role, spec in roles.items()}
-        entry = built.get(c.ROLE_DECODE) or built[c.ROLE_UNIFIED]
+        built = {role.name: _role(ctx, role, observed) for role in roles}
+        entry = built.get(c.ROLE_DECODE) or next(iter(built.values()))
         return BackendBuild(
             items=[item for b in built.values() for item in b.items],
             entry=entry.entry,
