@@ -21,7 +21,7 @@ writers (which construct those models) and the readers cannot drift apart.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,7 @@ from pydantic import BaseModel, ValidationError
 
 from modelplane.api import constants as c
 from modelplane.api.common import Condition, format_validation_error
+from modelplane.api.inference_class import Device
 from modelplane.api.inference_cluster import (
     GatewayRef,
     GPUPool,
@@ -278,6 +279,46 @@ def read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster |
         unreadable=tuple(unreadable),
         scheduling_error=scheduling_error,
     )
+
+
+@dataclass(frozen=True)
+class ObservedDevice:
+    """One device of a published pool, as the scheduler counts it."""
+
+    name: str
+    dra: bool  # claimed through DRA (False: Synthetic, matched but never claimed)
+    driver: str
+    device_class_name: str
+    count: int
+    wire: Mapping[str, Any]  # the device as published, for the DRA CEL layer
+
+
+_DEVICE_NAME = _wire(Device, "name")
+_DEVICE_CLAIM = _wire(Device, "claim")
+_DEVICE_CLASS = _wire(Device, "device_class_name")
+_DEVICE_COUNT = _wire(Device, "count")
+
+
+def read_devices(devices: Sequence[Any]) -> tuple[ObservedDevice, ...]:
+    """Read a pool's published devices (`ObservedPool.devices`); never raises.
+
+    A device without a name is called `device-<i>`; a malformed count counts 1
+    (a negative one 0); a device that is not a mapping has no attributes.
+    """
+    out = []
+    for i, raw in enumerate(devices):
+        d = raw if isinstance(raw, Mapping) else {}
+        out.append(
+            ObservedDevice(
+                name=str(d.get(_DEVICE_NAME, f"device-{i}")),
+                dra=d.get(_DEVICE_CLAIM, "DRA") == "DRA",
+                driver=str(d.get(_wire(Device, "driver")) or ""),
+                device_class_name=str(d.get(_DEVICE_CLASS) or ""),
+                count=max(0, as_int(d.get(_DEVICE_COUNT), 1)),
+                wire=d,
+            )
+        )
+    return tuple(out)
 
 
 # ── ModelReplica ────────────────────────────────────────────────────────────
