@@ -50,7 +50,7 @@ from typing import Any
 
 from modelplane.api import constants as c
 from modelplane.api.inference_cluster import GatewayRef
-from modelplane.api.model_replica import ModelReplicaSpec
+from modelplane.api.model_replica import ModelReplicaSpec, ModelReplicaStatus
 from modelplane.api.objects import label_value
 from modelplane.api.readers import ObservedInferenceCluster, read_inference_cluster
 from modelplane.api.reasons import (
@@ -331,12 +331,12 @@ def _route_condition(inp: ComposeInput, res: ComposeResult, route: Item, gw: Gat
 
 
 def _status(ctx: ReplicaContext, cluster: ObservedInferenceCluster) -> Resource:
-    status: Resource = {"namespace": ctx.namespace}
     address = cluster.gateway_address
+    endpoint = None
     if address:
         base = address if "://" in address else f"http://{address}"
-        status["endpoint"] = base.rstrip("/") + workload.route_path(ctx)
-    return status
+        endpoint = base.rstrip("/") + workload.route_path(ctx)
+    return ModelReplicaStatus(namespace=ctx.namespace, endpoint=endpoint).to_dict()
 
 
 # --- the composer ------------------------------------------------------------------------
