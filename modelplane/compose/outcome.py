@@ -99,8 +99,8 @@ def wait(
         _check(condition, reason)
         result.condition(condition, None, str(reason), message)
     result.desired = {}
-    all_ready = _keep(inp, result, readiness)
-    result.ready = "True" if readiness is not None and all_ready else "False"
+    # Without a rule `_keep` reports nothing ready, so the composite is not ready.
+    result.ready = "True" if _keep(inp, result, readiness) else "False"
     return result
 
 

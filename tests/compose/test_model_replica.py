@@ -167,6 +167,18 @@ def test_reserved_label_prefix_cannot_be_stamped_by_the_platform() -> None:
     assert pod["spec"]["nodeSelector"] == {"modelplane.ai/pool": "l4"}
 
 
+def test_reserved_label_prefix_cannot_be_stamped_by_the_user() -> None:
+    xr = replica()
+    xr["spec"]["workers"]["template"]["metadata"] = {
+        "labels": {"modelplane.ai/pool": "h100", "modelplane.ai/anything": "x", "team": "a"}
+    }
+    labels = manifest(run(xr, cluster()), "unified-deployment")["spec"]["template"]["metadata"][
+        "labels"
+    ]
+    assert labels["team"] == "a"
+    assert "modelplane.ai/pool" not in labels and "modelplane.ai/anything" not in labels
+
+
 def test_kai_without_queue_label_composes_a_queueless_podgroup() -> None:
     res = run(replica(), cluster({"schedulerName": "kai-scheduler"}))
     assert manifest(res, "podgroup")["spec"] == {"minMember": 1}
@@ -265,6 +277,9 @@ def test_engine_command_is_kept_behind_the_bootstrap() -> None:
         ([], ["--model=/mnt/models"]),
         (["--model=org/m"], ["--model=org/m"]),
         (["--model", "org/m"], ["--model", "org/m"]),
+        # `vllm serve <model>` names it positionally; a flag after serve does not.
+        (["serve", "org/m"], ["serve", "org/m"]),
+        (["serve", "--port=8000"], ["serve", "--port=8000", "--model=/mnt/models"]),
     ],
 )
 def test_cache_points_vllm_at_the_mount_unless_it_names_a_model(

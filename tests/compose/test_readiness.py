@@ -131,3 +131,49 @@ def test_a_held_replica_reads_each_kept_object_by_its_declared_rule() -> None:
     res = run(broken, cluster(), observed=observed)
     assert res.desired["unified-deployment"].ready == "False"
     assert res.ready == "False"
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        ({"conditions": [{"type": "Ready", "status": "True"}]}, True),
+        # The Object's verdict wins over a reported manifest.
+        (
+            {"conditions": [{"type": "Ready", "status": "False"}], "atProvider": {"manifest": {}}},
+            False,
+        ),
+        ({"atProvider": {"manifest": {"kind": "Service"}}}, True),  # applied, no verdict yet
+        ({"conditions": [{"type": "Synced", "status": "True"}]}, False),  # nothing applied yet
+        ({}, False),
+    ],
+)
+def test_exists_reads_the_verdict_else_the_applied_manifest(
+    status: dict[str, Any], expected: bool
+) -> None:
+    assert readiness.EXISTS.reads(_object(DEPLOYMENT, readiness.EXISTS, **status)) is expected
+
+
+def _parent(accepted: str) -> dict[str, Any]:
+    return {"parentRef": {"name": "gw"}, "conditions": [{"type": "Accepted", "status": accepted}]}
+
+
+@pytest.mark.parametrize(
+    ("parents", "object_ready", "expected"),
+    [
+        ([_parent("True")], None, True),
+        ([_parent("False"), _parent("True")], None, True),  # some parent (its Gateway) accepted it
+        ([_parent("False")], "True", False),  # the route's own status wins
+        ([_parent("Unknown")], None, False),
+        ([], "True", True),  # not reported yet: the Object's Ready
+        ([], None, False),
+    ],
+)
+def test_route_accepted_reads_the_parents_first(
+    parents: list[dict[str, Any]], object_ready: str | None, expected: bool
+) -> None:
+    route = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute"}
+    status: dict[str, Any] = {"atProvider": {"manifest": {**route, "status": {"parents": parents}}}}
+    if object_ready is not None:
+        status["conditions"] = [{"type": "Ready", "status": object_ready}]
+    obj = _object(route, readiness.ROUTE_ACCEPTED, **status)
+    assert readiness.ROUTE_ACCEPTED.reads(obj) is expected
