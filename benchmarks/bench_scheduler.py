@@ -96,7 +96,7 @@ def cluster(i: int) -> dict[str, Any]:
         },
         "spec": {
             "source": "Existing",
-            "pools": [{"name": p["name"], "className": p["className"]} for p in pools],
+            "pools": [{"name": p.name, "className": p.class_name} for p in pools],
             "taints": [{"key": "maintenance", "effect": "NoSchedule"}] if i % 50 == 7 else [],
         },
         "status": {

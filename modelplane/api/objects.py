@@ -45,7 +45,12 @@ def conditions(obj: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
 
 def condition(obj: Mapping[str, Any] | None, type_: str) -> Mapping[str, Any] | None:
     """The condition of `type_` in an object's `status.conditions`, or None."""
-    return next((x for x in conditions(obj) if x.get("type") == type_), None)
+    status = (obj or {}).get("status")
+    found = status.get("conditions") if isinstance(status, Mapping) else None
+    for cond in found if isinstance(found, list) else ():
+        if isinstance(cond, Mapping) and cond.get("type") == type_:
+            return cond
+    return None
 
 
 def condition_status(obj: Mapping[str, Any] | None, type_: str) -> str | None:

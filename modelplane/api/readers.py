@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
@@ -72,6 +73,8 @@ def _wire(model: type[BaseModel], name: str) -> str:
 
 
 _GPU_POOLS = _wire(InferenceClusterStatus, "gpu_pools")
+GPU_POOLS_PATH = f"status.{_GPU_POOLS}"
+"""Where an InferenceCluster publishes its pools (for messages that name the field)."""
 _PROVIDER_CONFIG = _wire(InferenceClusterStatus, "provider_config_name")
 _GATEWAY_ADDRESS = _wire(InferenceClusterStatus, "gateway_address")
 _POOL_NAME = _wire(GPUPool, "name")
@@ -82,8 +85,13 @@ _POOL_REASON = _wire(GPUPool, "reason")
 _POOL_MESSAGE = _wire(GPUPool, "message")
 
 
+def _is_map(value: Any) -> bool:
+    # Observed objects are plain dicts; the ABC check is the slow fallback.
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return value if _is_map(value) else {}
 
 
 def _list(value: Any) -> list[Any]:
@@ -122,19 +130,19 @@ class Unknown:
     message: str
 
 
-@dataclass(frozen=True)
-class ObservedPool:
+class ObservedPool(NamedTuple):
     """A pool an InferenceCluster publishes in `status.gpuPools`.
 
     `devices` are the class's devices in wire form (what the DRA CEL layer
     evaluates). When `unknown` is set the pool is published but cannot be
-    verified: its devices are not to be matched against.
+    verified: its devices are not to be matched against. (A NamedTuple: fleets
+    publish thousands of pools and this is read on every reconcile.)
     """
 
     name: str
     class_name: str
     nodes: int
-    devices: tuple[Mapping[str, Any], ...] = ()
+    devices: Sequence[Mapping[str, Any]] = ()
     unknown: Unknown | None = None
 
     @property
@@ -167,6 +175,11 @@ class ObservedInferenceCluster:
         """Whether `status.gpuPools` lists any pool (known or unknown)."""
         return bool(self.pools)
 
+    @cached_property
+    def has_unknown_pools(self) -> bool:
+        """Whether some published pool is unknown."""
+        return any(p.unknown is not None for p in self.pools)
+
     @property
     def pools_unreadable(self) -> bool:
         """Whether some `status.gpuPools` entry could not even be named."""
@@ -181,27 +194,43 @@ def _unknown_pool(name: str, class_name: str, nodes: int, message: str) -> Obser
     return ObservedPool(name, class_name, nodes, (), Unknown(UnknownReason.UNREADABLE, message))
 
 
+def _all_maps(values: list[Any]) -> bool:
+    return all(type(v) is dict or isinstance(v, Mapping) for v in values)
+
+
+def _read_unknown(raw: Mapping[str, Any], name: str, class_name: str, nodes: int) -> ObservedPool:
+    """A pool the cluster composer published as unknown, with its reason."""
+    reason = raw.get(_POOL_REASON)
+    try:
+        why = UnknownReason(str(reason))
+    except ValueError:
+        why = UnknownReason.UNREADABLE
+    message = raw.get(_POOL_MESSAGE)
+    text = message if isinstance(message, str) else f"pool {name} is unknown ({reason})"
+    return ObservedPool(name, class_name, max(0, nodes), (), Unknown(why, text))
+
+
 def _read_pool(raw: Mapping[str, Any], path: str) -> ObservedPool:
-    """One named `status.gpuPools` entry; anything malformed makes it unknown."""
+    """One named `status.gpuPools` entry; anything malformed makes it unknown.
+
+    Fleets publish thousands of pools and every reconcile reads them all, so
+    the common case (plain dicts and numbers) is checked first.
+    """
     name = str(raw[_POOL_NAME])
     class_name = raw.get(_POOL_CLASS)
-    class_name = class_name if isinstance(class_name, str) else ""
-    nodes = as_int(raw.get(_POOL_NODES), -1)
-    reason = raw.get(_POOL_REASON)
-    if reason is not None:
-        try:
-            why = UnknownReason(reason)
-        except ValueError:
-            why = UnknownReason.UNREADABLE
-        message = raw.get(_POOL_MESSAGE)
-        text = message if isinstance(message, str) else f"pool {name} is unknown ({reason})"
-        return ObservedPool(name, class_name, max(0, nodes), (), Unknown(why, text))
+    if type(class_name) is not str:
+        class_name = ""
+    nodes = raw.get(_POOL_NODES)
+    if type(nodes) is not int:
+        nodes = as_int(nodes, -1)
+    if raw.get(_POOL_REASON) is not None:
+        return _read_unknown(raw, name, class_name, nodes)
     if nodes < 0:
         return _unknown_pool(name, class_name, 0, f"{path}.{_POOL_NODES}: not a count of nodes")
     devices = raw.get(_POOL_DEVICES)
-    if not isinstance(devices, list) or not all(isinstance(d, Mapping) for d in devices):
+    if type(devices) is not list or not _all_maps(devices):
         return _unknown_pool(name, class_name, nodes, f"{path}.{_POOL_DEVICES}: not a device list")
-    return ObservedPool(name, class_name, nodes, tuple(devices))
+    return ObservedPool(name, class_name, nodes, devices)
 
 
 def _read_pools(status: Mapping[str, Any]) -> tuple[tuple[ObservedPool, ...], list[str]]:
@@ -211,12 +240,11 @@ def _read_pools(status: Mapping[str, Any]) -> tuple[tuple[ObservedPool, ...], li
     if raw is not None and not isinstance(raw, list):
         unreadable.append(f"status.{_GPU_POOLS}: not a list")
     for i, entry in enumerate(_list(raw)):
-        path = f"status.{_GPU_POOLS}[{i}]"
-        if not isinstance(entry, Mapping) or not _str(entry.get(_POOL_NAME)):
-            unreadable.append(f"{path}: no pool name")
-            continue
-        pool = _read_pool(entry, path)
-        pools.setdefault(pool.name, pool)  # names are unique; keep the first
+        name = entry.get(_POOL_NAME) if _is_map(entry) else None
+        if type(name) is not str or not name:
+            unreadable.append(f"status.{_GPU_POOLS}[{i}]: no pool name")
+        elif name not in pools:  # names are unique; keep the first
+            pools[name] = _read_pool(entry, f"status.{_GPU_POOLS}[{i}]")
     return tuple(pools[k] for k in sorted(pools)), unreadable
 
 

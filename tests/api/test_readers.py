@@ -67,7 +67,7 @@ def test_a_written_status_reads_back_as_written() -> None:
         Unknown(UnknownReason.CLASS_NOT_FOUND, "InferenceClass 'h100-8x' not found"),
     )
     assert l4.known and l4.nodes == 3
-    assert l4.devices == ({**GPU, "claim": "DRA", "count": 1},)
+    assert l4.devices == [{**GPU, "claim": "DRA", "count": 1}]
 
 
 def test_the_wire_names_are_the_contract() -> None:
