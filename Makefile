@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit package-check install clean
+.PHONY: demo test lint typecheck unit package-check install clean mutation
 
 # The schema oracles beside the project (../shared/conformance) are optional:
 # tests that use them skip when they are absent.
@@ -38,5 +38,15 @@ package-check: $(STAMP)
 
 test: lint typecheck unit package-check
 
+# Mutation testing (tests/README.md): MUTANTS narrows the run to mutant-name
+# globs, e.g. make mutation MUTANTS='modelplane.scheduling.ledger.*'.
+MUTANTS ?=
+MUTATION_JOBS ?= 1
+
+mutation: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[test,mutation]'
+	nice -n 19 $(BIN)/mutmut run --max-children $(MUTATION_JOBS) $(foreach m,$(MUTANTS),'$(m)')
+	$(BIN)/mutmut results | grep -v ': not checked$$' || true
+
 clean:
-	rm -rf $(VENV) out build *.egg-info
+	rm -rf $(VENV) out build *.egg-info mutants

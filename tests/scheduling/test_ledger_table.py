@@ -34,6 +34,15 @@ def test_fits(remaining, demand, expected):
     assert fits(remaining, demand) is expected
 
 
+def test_fits_refuses_vectors_of_different_lengths():
+    # Vectors of one pool always have one entry per DRA device; a mismatch is a bug
+    # that must not pass as a fit by ignoring the devices it leaves out.
+    with pytest.raises(ValueError):
+        fits((8, 1), (1,))
+    with pytest.raises(ValueError):
+        fits((8,), (1, 1))
+
+
 # ── construction and clamping ───────────────────────────────────────────────
 
 
@@ -148,6 +157,17 @@ def test_forced_single_node_charge_overdraws_the_roomiest_node():
     assert led.free == {(0,): 1, (-1,): 1}
 
 
+def test_forced_charge_overdraws_the_node_with_most_devices_left_in_total():
+    # (3, 0) is first in tuple order but (2, 2) has more devices left: it is the
+    # roomiest.
+    led = PoolLedger((3, 3), 2)
+    assert led.place(((0, 3),), 1, 1, force=False)
+    assert led.place(((1, 1),), 1, 1, force=False)  # does not fit (3, 0)
+    assert led.free == {(3, 0): 1, (2, 2): 1}
+    assert led.place(((4, 4),), 1, 1, force=True)
+    assert led.free == {(3, 0): 1, (-2, -2): 1}
+
+
 def test_forced_multi_node_charge_overdraws_the_roomiest_nodes():
     led = PoolLedger((8,), 2)
     assert led.place(ONE, 1, 1, force=False)
@@ -184,7 +204,9 @@ def test_unforced_charge_that_fits_never_marks_oversubscribed():
         (THREE, 1, 1),
         (((5,),), 1, 0),
         (((3,), (1,)), 1, 3),  # any of the alternatives counts
-        (FOUR, 2, 1),  # multi-node: only untouched nodes count
+        (FOUR, 2, 1),  # multi-node: only untouched nodes count...
+        (ONE, 2, 1),  # ...however little of a node each of its nodes needs
+        (ONE, 3, 1),
     ],
 )
 def test_free_for_counts_nodes_that_take_one_more_worker(demands, nodes_per_worker, expected):
