@@ -116,3 +116,27 @@ def test_replay_order_does_not_depend_on_input_order():
     dep = deployment(2, [request("gpu", FAST)])
     assert schedule(dep, fleet, observed) == schedule(dep, fleet, observed[::-1])
     assert placements(schedule(dep, fleet, observed[::-1])) == [("a", 0, "dual"), ("a", 1, "dual")]
+
+
+def test_a_request_for_a_class_the_pool_no_longer_offers_charges_only_the_others():
+    # The other replica asked for a NIC class this pool does not offer (any more)
+    # and for a GPU: the GPU request is still charged, so no L4 is left.
+    fleet = [cluster("a", {"l4": ("l4-1x", 1)})]
+    held = [resolved("nic", klass="rdma.example.com", cel=ANY_GPU), resolved("gpu", cel=ANY_GPU)]
+    other = replica("other", "a", 0, "l4", held, ready=True)
+    result = schedule(deployment(1, [request("gpu", ANY_GPU)]), fleet, [other])
+    assert placements(result) == []
+    assert _verdict(result, "a").reason == "InsufficientCapacity"
+
+
+@pytest.mark.parametrize("wanted", [FAST, SLOW, ANY_GPU])
+def test_a_replica_no_node_can_hold_still_holds_its_node(wanted):
+    # The other replica asks for two GPUs of the class on one node, which no single
+    # device can serve. It still holds what it holds: charged to the first device
+    # of its class, overdrawing it, and an overdrawn node takes nothing more.
+    fleet = [cluster("a", {"dual": ("dual-1x", 1)})]
+    other = replica("other", "a", 0, "dual", [resolved("gpu", count=2)], ready=True)
+    result = schedule(deployment(1, [request("gpu", wanted)]), fleet, [other])
+    assert placements(result) == []
+    [pool] = _verdict(result, "a").pools
+    assert (pool.matched, pool.free_nodes) == (True, 0)
