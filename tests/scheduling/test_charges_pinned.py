@@ -140,3 +140,19 @@ def test_a_replica_no_node_can_hold_still_holds_its_node(wanted):
     assert placements(result) == []
     [pool] = _verdict(result, "a").pools
     assert (pool.matched, pool.free_nodes) == (True, 0)
+
+
+def test_contention_charges_by_selector_even_when_the_deployment_selector_does_not_compile():
+    # Our node selector no longer compiles, so nothing new is placed and nothing is
+    # re-matched; contention still charges each held replica against the devices its
+    # own resolved selectors match. The older Ready replica holds the only fast GPU,
+    # so our not-yet-Ready one, which holds a fast GPU too, is withdrawn.
+    fleet = [cluster("a", {"dual": ("dual-1x", 1)})]
+    observed = [
+        replica("other", "a", 0, "dual", [resolved("gpu", cel=FAST)], ready=True, created=T0),
+        replica("llm", "a", 0, "dual", [resolved("gpu", cel=FAST)], created=T1),
+    ]
+    result = schedule(deployment(1, [request("gpu", "device.attributes[")]), fleet, observed)
+    assert result.invalid_selectors
+    assert [(w.cluster, w.index, w.pool) for w in result.withdrawn] == [("a", 0, "dual")]
+    assert placements(result) == []
