@@ -29,23 +29,22 @@ def _minus(a: Vector, b: Vector) -> Vector:
 class PoolLedger:
     """Free capacity of one (cluster, pool)."""
 
-    __slots__ = ("cap", "free", "nodes", "oversubscribed", "whole")
+    __slots__ = ("cap", "free", "nodes", "oversubscribed")
 
     def __init__(self, cap: Vector, nodes: int) -> None:
         self.cap = cap
         self.nodes = max(0, nodes)
         # remaining vector -> number of nodes in that state
         self.free: dict[Vector, int] = {cap: self.nodes} if self.nodes else {}
-        self.whole = 0  # nodes taken whole by multi-node workers
         self.oversubscribed = False
 
-    def snapshot(self) -> tuple[dict[Vector, int], int, bool]:
+    def snapshot(self) -> tuple[dict[Vector, int], bool]:
         """State to hand back to `restore` when a tentative placement fails."""
-        return dict(self.free), self.whole, self.oversubscribed
+        return dict(self.free), self.oversubscribed
 
-    def restore(self, state: tuple[dict[Vector, int], int, bool]) -> None:
+    def restore(self, state: tuple[dict[Vector, int], bool]) -> None:
         """Undo everything since `snapshot`."""
-        free, self.whole, self.oversubscribed = state
+        free, self.oversubscribed = state
         self.free = dict(free)
 
     def _take(self, v: Vector) -> None:
@@ -111,7 +110,6 @@ class PoolLedger:
             self.free[self.cap] -= whole
             if not self.free[self.cap]:
                 del self.free[self.cap]
-            self.whole += whole
         if whole == need:
             return True
         self.oversubscribed = True
