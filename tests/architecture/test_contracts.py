@@ -46,17 +46,13 @@ def test_the_contract_keys_are_the_ones_other_kinds_read() -> None:
 
 
 # compose/model_replica.py moves onto the readers on the i9-compose branch.
-PENDING = {"compose/model_replica.py"}
-
-
 def _params() -> list[object]:
     out: list[object] = []
     for p in sorted(PACKAGE.rglob("*.py")):
         rel = str(p.relative_to(PACKAGE))
         if rel.startswith("api/"):
             continue
-        marks = [pytest.mark.xfail(reason="being migrated")] if rel in PENDING else []
-        out.append(pytest.param(p, id=rel, marks=marks))
+        out.append(pytest.param(p, id=rel))
     return out
 
 

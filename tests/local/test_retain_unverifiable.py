@@ -19,6 +19,7 @@ from modelplane.api import constants as c
 from modelplane.api.readers import read_inference_cluster, read_model_deployment
 from modelplane.local import ControlPlane, Key, load_paths
 from modelplane.local.engine import RenderResult
+from modelplane.local.loader import LoadError
 from modelplane.local.output import write_output_dir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,11 +51,34 @@ def _typo_class(root: Path) -> None:
     path.write_text(path.read_text().replace("className: l4-1x", "className: l4-2x", 1))
 
 
-def _unparsable_version(root: Path) -> None:
+# The XRD's semver pattern refuses `570.124.06` (leading zero), so the API server,
+# and render's loader, refuse that edit outright (test below). A version the pattern
+# accepts but the DRA CEL layer cannot read (past uint64) reaches the class composer,
+# which refuses the class: its pools become unknown, not its replicas.
+UNREADABLE_VERSION = "18446744073709551616.0.0"
+
+
+def _set_version(root: Path, version: str) -> None:
     path = root / CP / "inferenceclass" / "_cluster" / "l4-1x.yaml"
     text = path.read_text()
     assert "version: 570.124.6" in text
-    path.write_text(text.replace("version: 570.124.6", "version: 570.124.06"))
+    path.write_text(text.replace("version: 570.124.6", f"version: {version}"))
+
+
+def _unparsable_version(root: Path) -> None:
+    _set_version(root, UNREADABLE_VERSION)
+
+
+def test_a_leading_zero_version_edit_is_refused_like_the_api_server_would(
+    steady: tuple[Path, dict[str, bool]], tmp_path: Path
+) -> None:
+    root, _ = steady
+    snapshot = tmp_path / "snapshot"
+    shutil.copytree(root / CP, snapshot / CP)
+    _set_version(snapshot, "570.124.06")
+    refused = r"driverVersion\.version: '570\.124\.06' is not a semantic"
+    with pytest.raises(LoadError, match=refused):
+        load_paths([snapshot / CP])
 
 
 @pytest.fixture(scope="module")

@@ -69,14 +69,17 @@ def test_negative_nodes_take_nothing_and_report_nothing_free():
     assert led.free == {}
 
 
-def test_negative_published_nodes_are_read_as_no_capacity():
+def test_negative_published_nodes_make_the_pool_unknown():
+    # A negative node count cannot be a capacity: the reader publishes the pool as
+    # unknown (issue 10), so nothing new goes there and what is there stays.
     fleet = [cluster("a", {"l4": ("l4-1x", -2)})]
     gpu = 'device.attributes["gpu.nvidia.com"].productName == "NVIDIA L4"'
     result = schedule(deployment(1, [request("gpu", gpu)]), fleet, [])
     assert placements(result) == []
     [verdict] = result.clusters
-    assert verdict.reason == "InsufficientCapacity"
-    assert [(p.pool, p.matched, p.free_nodes) for p in verdict.pools] == [("l4", True, 0)]
+    assert verdict.reason == "NoMatchingPool"
+    assert [(p.pool, p.matched, p.free_nodes) for p in verdict.pools] == [("l4", False, 0)]
+    assert "pool is unknown (Unreadable)" in verdict.pools[0].message
     # An existing replica there is kept: observed replicas hold what they hold.
     held = replica("llm", "a", 0, "l4", [resolved("gpu")], ready=True)
     kept = schedule(deployment(1, [request("gpu", gpu)]), fleet, [held])
