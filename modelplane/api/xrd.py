@@ -44,7 +44,37 @@ PROVIDER_KUBERNETES_PACKAGE = "xpkg.crossplane.io/crossplane-contrib/provider-ku
 PROVIDER_KUBERNETES_VERSION = ">=v1.2.1, <v2.0.0"
 # Managed resource kinds the package composes, by ManagedResourceDefinition name
 # (`<plural>.<group>`): what the package's activation policy turns on.
-MANAGED_RESOURCES = (f"objects.{c.PROVIDER_KUBERNETES_API_VERSION.split('/')[0]}",)
+MANAGED_RESOURCES = (
+    f"objects.{c.PROVIDER_KUBERNETES_API_VERSION.split('/')[0]}",
+    # ServingStack: provider-helm Releases.
+    f"releases.{c.PROVIDER_HELM_API_VERSION.split('/')[0]}",
+    # EKSCluster: provider-upjet-aws (v2 namespaced groups).
+    "clusters.eks.aws.m.upbound.io",
+    "nodegroups.eks.aws.m.upbound.io",
+    "addons.eks.aws.m.upbound.io",
+    "accessentries.eks.aws.m.upbound.io",
+    "accesspolicyassociations.eks.aws.m.upbound.io",
+    "vpcs.ec2.aws.m.upbound.io",
+    "subnets.ec2.aws.m.upbound.io",
+    "internetgateways.ec2.aws.m.upbound.io",
+    "eips.ec2.aws.m.upbound.io",
+    "natgateways.ec2.aws.m.upbound.io",
+    "routetables.ec2.aws.m.upbound.io",
+    "routes.ec2.aws.m.upbound.io",
+    "routetableassociations.ec2.aws.m.upbound.io",
+    "roles.iam.aws.m.upbound.io",
+    "rolepolicyattachments.iam.aws.m.upbound.io",
+    "filesystems.efs.aws.m.upbound.io",
+    "mounttargets.efs.aws.m.upbound.io",
+    # GKECluster: provider-upjet-gcp (v2 namespaced groups).
+    "clusters.container.gcp.m.upbound.io",
+    "nodepools.container.gcp.m.upbound.io",
+    "networks.compute.gcp.m.upbound.io",
+    "subnetworks.compute.gcp.m.upbound.io",
+    "routers.compute.gcp.m.upbound.io",
+    "routernats.compute.gcp.m.upbound.io",
+    "serviceaccounts.cloudplatform.gcp.m.upbound.io",
+)
 ACTIVATION_POLICY_NAME = "modelplane"
 
 PACKAGE_NAME = "modelplane"

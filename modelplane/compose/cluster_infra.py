@@ -17,6 +17,7 @@ from typing import Any, Literal
 from modelplane.api import constants as c
 from modelplane.api.inference_class import InferenceClassSpec
 from modelplane.api.inference_cluster import Pool
+from modelplane.api.objects import condition
 from modelplane.api.provisioning import ProvisionedClusterView
 from modelplane.api.serving_stack import NodePoolRef
 from modelplane.compose.cloud import USAGE_API_VERSION, resource_name
@@ -133,6 +134,26 @@ def stockout_messages(view: ProvisionedClusterView) -> list[str]:
             f"{p.nodes_up or 0} of {p.desired_nodes} node(s) up"
         )
     return out
+
+
+def has_serving_stack(cluster: Resource | None) -> bool:
+    """Whether an InferenceCluster runs Modelplane's ServingStack (its Releases exist to use).
+
+    Read from its `ServingStackReady` condition: present and not `Disabled`.
+    """
+    cond = condition(cluster, c.CONDITION_SERVING_STACK_READY)
+    return cond is not None and cond.get("reason") != "Disabled"
+
+
+def workload_usages(
+    namespace: str, cluster: str, workload_objects: list[str]
+) -> dict[str, Resource]:
+    """Every Usage keeping the replica's workload Objects from outliving the stack's releases."""
+    return {
+        f"usage-{obj}-{release}": workload_usage(namespace, obj, cluster, release)
+        for obj in workload_objects
+        for release in WORKLOAD_RELEASES
+    }
 
 
 def workload_usage(namespace: str, workload_object: str, cluster: str, release: str) -> Resource:

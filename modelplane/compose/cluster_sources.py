@@ -39,7 +39,13 @@ from modelplane.api.reasons import (
     InsufficientGPUCapacityReason,
     ServingStackReadyReason,
 )
-from modelplane.api.serving_stack import ServingStackSpec, read_serving_stack
+from modelplane.api.serving_stack import (
+    ChartVersions,
+    ServingStackSpec,
+    StackGateway,
+    StackStorage,
+    read_serving_stack,
+)
 from modelplane.compose.cluster_infra import (
     node_pool_refs,
     node_pools,
@@ -59,10 +65,14 @@ from modelplane.compose.types import (
 
 INFRA_KEY = "infrastructure"
 STACK_KEY = "serving-stack"
-PROVIDER_CONFIG_KEYS = ("provider-config", "provider-config-helm")
+HELM_PROVIDER_CONFIG_KEY = "provider-config-helm"
+PROVIDER_CONFIG_KEYS = ("provider-config", HELM_PROVIDER_CONFIG_KEY)
 NODES_REQUIREMENT = "observed-nodes"
 SLICES_REQUIREMENT = "observed-resourceslices"
-GPU_SCHEDULERS = {c.KAI_SCHEDULER_NAME: "KAI", c.VOLCANO_SCHEDULER_NAME: "Volcano"}
+GPU_SCHEDULERS: dict[str, Literal["KAI", "Volcano"]] = {
+    c.KAI_SCHEDULER_NAME: "KAI",
+    c.VOLCANO_SCHEDULER_NAME: "Volcano",
+}
 
 
 def requirements(cluster: str) -> dict[str, Requirement]:
@@ -94,7 +104,7 @@ class Reach:
 
     provider_config: str | None
     view: ProvisionedClusterView | None
-    problem: tuple[str, str] | None = None  # (field, message) when it cannot be composed
+    problem: str | None = None  # why it cannot be composed, naming the field
 
 
 def _eks_spec(name: str, spec: InferenceClusterSpec, pools: list[dict[str, Any]]) -> dict:
@@ -189,10 +199,10 @@ def provision(
     cloud: Literal["EKS", "GKE"] = "EKS" if spec.source == "EKS" else "GKE"
     pools, problems = node_pools(cloud, spec.pools, classes)
     if problems:
-        return Reach(None, None, (problems[0].field, "; ".join(p.message for p in problems)))
+        return Reach(None, None, "; ".join(p.message for p in problems))
     xr, why = provisioning_composite(name, spec, pools)
     if xr is None:
-        return Reach(None, None, (f"spec.{cloud.lower()}", why))
+        return Reach(None, None, why)
     observed = inp.observed.get(INFRA_KEY)
     ready = condition_status(observed, c.CONDITION_READY) == "True"
     result.desired[INFRA_KEY] = DesiredResource(xr, "True" if ready else "False")
@@ -232,36 +242,43 @@ def _message(obj: Resource | None, type_: str) -> str | None:
     return str(message) if message else None
 
 
+def _stack_storage(
+    spec: InferenceClusterSpec, view: ProvisionedClusterView | None
+) -> StackStorage | None:
+    status = view.status if view is not None else None
+    drivers = list(spec.storage.csi_drivers or []) if spec.storage else []
+    storage = StackStorage(
+        csi_drivers=drivers or None,
+        shared_filesystem_id=status.shared_filesystem_id if status else None,
+        network=status.network if status is not None and spec.source == "GKE" else None,
+    )
+    return storage if storage.to_dict() else None
+
+
 def _stack_spec(
     name: str, spec: InferenceClusterSpec, pc_name: str, view: ProvisionedClusterView | None
-) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "clusterName": name,
-        "providerConfigName": pc_name,
-        "cloud": spec.source,
-    }
-    if spec.serving_stack and spec.serving_stack.charts:
-        body["charts"] = spec.serving_stack.charts.to_dict()
-    if spec.gateway is not None:
-        body["gateway"] = {"name": spec.gateway.name, "namespace": spec.gateway.namespace}
+) -> ServingStackSpec:
     sched = spec.scheduling
-    if sched and sched.install and sched.scheduler_name in GPU_SCHEDULERS:
-        body["gpuScheduler"] = GPU_SCHEDULERS[sched.scheduler_name]
-    status = view.status if view is not None else None
-    storage: dict[str, Any] = {}
-    if spec.storage and spec.storage.csi_drivers:
-        storage["csiDrivers"] = list(spec.storage.csi_drivers)
-    if status is not None and status.shared_filesystem_id:
-        storage["sharedFilesystemId"] = status.shared_filesystem_id
-    if status is not None and status.network and spec.source == "GKE":
-        storage["network"] = status.network
-    if storage:
-        body["storage"] = storage
+    scheduler = GPU_SCHEDULERS.get(sched.scheduler_name or "") if sched and sched.install else None
+    gateway = (
+        StackGateway(name=spec.gateway.name, namespace=spec.gateway.namespace)
+        if spec.gateway is not None
+        else StackGateway()
+    )
+    refs = None
     if spec.source in ("EKS", "GKE"):
         cloud: Literal["EKS", "GKE"] = "EKS" if spec.source == "EKS" else "GKE"
-        body["nodePools"] = [r.to_dict() for r in node_pool_refs(cloud, name, spec.pools)]
-    ServingStackSpec.model_validate(body)
-    return body
+        refs = node_pool_refs(cloud, name, spec.pools)
+    return ServingStackSpec(
+        cluster_name=name,
+        provider_config_name=pc_name,
+        cloud=spec.source,
+        charts=(spec.serving_stack.charts if spec.serving_stack else None) or ChartVersions(),
+        gateway=gateway,
+        gpu_scheduler=scheduler,
+        storage=_stack_storage(spec, view),
+        node_pools=refs,
+    )
 
 
 def serving_stack(
@@ -289,7 +306,7 @@ def serving_stack(
             "namespace": c.SYSTEM_NAMESPACE,
             "labels": {c.LABEL_CLUSTER: name, c.LABEL_MANAGED_BY: c.MANAGED_BY},
         },
-        "spec": _stack_spec(name, spec, pc_name, view),
+        "spec": _stack_spec(name, spec, pc_name, view).to_dict(),
     }
     observed = inp.observed.get(STACK_KEY)
     cond = condition(observed, c.CONDITION_SERVING_STACK_READY)
@@ -318,16 +335,15 @@ def capacity(
     result: ComposeResult,
     spec: InferenceClusterSpec,
     pools: list[GPUPool],
-    view: ProvisionedClusterView | None,
+    view: ProvisionedClusterView,
 ) -> None:
     """Publish only the nodes up of a stocked-out pool; set InsufficientGPUCapacity."""
-    messages = stockout_messages(view) if view is not None else []
-    if view is not None:
-        by_name = {p.name: p for p in spec.pools}
-        for published in pools:
-            pool = by_name.get(published.name)
-            if pool is not None:
-                published.nodes = min(published.nodes, published_nodes(view, pool))
+    messages = stockout_messages(view)
+    by_name = {p.name: p for p in spec.pools}
+    for published in pools:
+        pool = by_name.get(published.name)
+        if pool is not None:
+            published.nodes = min(published.nodes, published_nodes(view, pool))
     if messages:
         message = "; ".join(messages)
         result.condition(

@@ -29,16 +29,15 @@ from modelplane.api.serving_stack import ServingStackStatus as StackStatus
 from modelplane.compose import outcome
 from modelplane.compose.cloud import Ref, labels, ready, resource_name, usage
 from modelplane.compose.common import meta, parse_spec
-from modelplane.compose.objects import config_ready, wrap
+from modelplane.compose.objects import Item, wrap
+from modelplane.compose.readiness import EXISTS, condition_rule, register
 from modelplane.compose.types import ComposeInput, ComposeResult, DesiredResource, Resource
 
 GPU_TOLERATION = {"key": c.GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
 ENVOY_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
 GATEWAY_CLASS = "modelplane-envoy"
-GATEWAY_PROGRAMMED_CEL = (
-    "has(object.status) && has(object.status.conditions) && "
-    "object.status.conditions.exists(x, x.type == 'Programmed' && x.status == 'True')"
-)
+# A Gateway is ready to route once its implementation reports it Programmed.
+GATEWAY_PROGRAMMED = register(condition_rule("GatewayProgrammed", "Programmed"))
 # Where each cloud's node image puts the NVIDIA driver (the DRA driver's
 # `nvidiaDriverRoot`): GKE installs it under /home/kubernetes/bin/nvidia.
 DRIVER_ROOT = {"GKE": "/home/kubernetes/bin/nvidia"}
@@ -186,32 +185,25 @@ def _gateway_objects(spec: ServingStackSpec, namespace: str) -> dict[str, Resour
             ],
         },
     }
-    out = {
-        "gateway-class": wrap(
+    items = (
+        Item(
+            "gateway-class",
             resource_name(cluster, "gateway-class"),
-            namespace,
-            pc,
             gateway_class,
-            "Config",
-            obj_labels,
+            EXISTS,
+            "GatewayClass",
         ),
-        "gateway-namespace": wrap(
+        Item(
+            "gateway-namespace",
             resource_name(cluster, "gateway-namespace"),
-            namespace,
-            pc,
             gw_namespace,
-            "Config",
-            obj_labels,
+            EXISTS,
+            "Namespace",
             deletable=False,
         ),
-        "gateway": wrap(
-            resource_name(cluster, "gateway"), namespace, pc, gateway, "Config", obj_labels
-        ),
-    }
-    out["gateway"]["spec"]["readiness"] = {
-        "policy": "DeriveFromCelQuery",
-        "celQuery": GATEWAY_PROGRAMMED_CEL,
-    }
+        Item("gateway", resource_name(cluster, "gateway"), gateway, GATEWAY_PROGRAMMED, "Gateway"),
+    )
+    out = {item.key: wrap(item, namespace, pc, obj_labels) for item in items}
     return out
 
 
@@ -252,13 +244,15 @@ def _storage(spec: ServingStackSpec, namespace: str, result: ComposeResult) -> d
             result.normal("StorageClassPending", str(why))
             continue
         key = f"storage-class-{STORAGE_CLASS_NAMES[driver]}"
-        out[key] = wrap(
+        item = Item(
+            key,
             resource_name(spec.cluster_name, STORAGE_CLASS_NAMES[driver]),
-            namespace,
-            spec.provider_config_name,
             sc,
-            "Config",
-            labels(spec.cluster_name, "storage-class"),
+            EXISTS,
+            "StorageClass",
+        )
+        out[key] = wrap(
+            item, namespace, spec.provider_config_name, labels(spec.cluster_name, "storage-class")
         )
     return out
 
@@ -303,11 +297,7 @@ def _gateway_address(observed: Resource | None) -> str | None:
 
 
 def _gateway_programmed(observed: Resource | None) -> bool:
-    wrapped = ((observed or {}).get("status") or {}).get("atProvider", {}).get("manifest") or {}
-    for cond in (wrapped.get("status") or {}).get("conditions") or []:
-        if isinstance(cond, dict) and cond.get("type") == "Programmed":
-            return cond.get("status") == "True"
-    return ready(observed)
+    return observed is not None and GATEWAY_PROGRAMMED.reads(observed)
 
 
 def _readiness(inp: ComposeInput, key: str, resource: Resource) -> bool:
@@ -318,7 +308,7 @@ def _readiness(inp: ComposeInput, key: str, resource: Resource) -> bool:
         return ready(obs)
     if key == "gateway":
         return _gateway_programmed(obs)
-    return config_ready(obs)
+    return obs is not None and EXISTS.reads(obs)
 
 
 def compose(inp: ComposeInput) -> ComposeResult:

@@ -28,6 +28,7 @@ from typing import Any
 
 from modelplane.api import constants as c
 from modelplane.api.objects import short_hash
+from modelplane.api.readers import read_inference_cluster
 from modelplane.compose.inference_cluster import provider_config_name
 from modelplane.compose.objects import dns_label
 from modelplane.local.conditions import Clock, set_condition
@@ -239,13 +240,13 @@ def _requested(obj: Obj) -> int:
 
 
 def _pool_devices(store: ObjectStore, cluster: str, pool: str) -> list[dict[str, Any]]:
-    """The class devices the InferenceCluster publishes for `pool` (raw, as published)."""
+    """The class devices the InferenceCluster publishes for `pool` (wire form)."""
     ic = store.get(Key(c.API_VERSION, "InferenceCluster", "", cluster))
-    for entry in ((ic or {}).get("status") or {}).get("gpuPools") or []:
-        if isinstance(entry, dict) and entry.get("name") == pool:
-            devices = entry.get("devices") or []
-            return [d for d in devices if isinstance(d, dict) and d.get("claim", "DRA") == "DRA"]
-    return []
+    observed = read_inference_cluster(ic) if ic is not None else None
+    published = observed.pool(pool) if observed is not None else None
+    if published is None or not published.known:
+        return []
+    return [dict(d) for d in published.devices if d.get("claim", "DRA") == "DRA"]
 
 
 def _observation(namespace: str, cluster: str, manifest: Obj) -> Obj:

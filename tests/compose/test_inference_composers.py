@@ -53,6 +53,8 @@ def cluster(**spec: Any) -> dict[str, Any]:
         "source": "Existing",
         "existing": {"kubeconfigSecretRef": {"namespace": "fleet", "name": "kc", "key": "config"}},
         "pools": [{"name": "h100", "className": "h100-8x", "nodeCount": 2, "maxNodeCount": 5}],
+        # The serving stack has its own tests (test_cluster_sources.py).
+        "servingStack": {"enabled": False},
         # Crossplane v2 bookkeeping: composers must ignore it.
         "crossplane": {"compositionRef": {"name": "x"}},
     }
@@ -88,6 +90,20 @@ PROVIDER_CONFIG = {
 REQUIREMENTS = {
     "class-h100-8x": Requirement("modelplane.ai/v1alpha1", "InferenceClass", match_name="h100-8x"),
     "kubeconfig-secret": Requirement("v1", "Secret", match_name="kc", namespace="fleet"),
+    # Read-only observations of the cluster, for HardwareDrift.
+    **{
+        req: Requirement(
+            "kubernetes.m.crossplane.io/v1alpha1",
+            "Object",
+            match_labels={"modelplane.ai/cluster": "east", "modelplane.ai/observe": kind},
+            namespace="modelplane-system",
+        )
+        for req, kind in (("observed-nodes", "Node"), ("observed-resourceslices", "ResourceSlice"))
+    },
+}
+OBSERVATIONS: dict[str, list[dict[str, Any]]] = {
+    "observed-nodes": [],
+    "observed-resourceslices": [],
 }
 POOL_H100 = {
     "name": "h100",
@@ -163,7 +179,8 @@ class TestInferenceCluster:
         assert r.requirements == REQUIREMENTS
         assert r.desired == {}
         assert r.status == {}
-        assert r.ready == "Unspecified"
+        # outcome.wait: not ready until the inputs are fetched.
+        assert r.ready == "False"
 
     def test_unfetched_inputs_keep_observed_resources(self) -> None:
         observed = {
@@ -176,7 +193,11 @@ class TestInferenceCluster:
         assert r.desired == {"provider-config": DesiredResource(PROVIDER_CONFIG)}
 
     def test_resolved_cluster_publishes_pools_and_provider_config(self) -> None:
-        required = {"class-h100-8x": [klass("h100-8x", GPU, FABRIC)], "kubeconfig-secret": [SECRET]}
+        required = {
+            **OBSERVATIONS,
+            "class-h100-8x": [klass("h100-8x", GPU, FABRIC)],
+            "kubeconfig-secret": [SECRET],
+        }
         r = inference_cluster.compose(ComposeInput(cluster(), required=required))
         assert r.fatal is None
         assert r.status == {"gpuPools": [POOL_H100], "providerConfigName": "modelplane-east"}
@@ -186,11 +207,17 @@ class TestInferenceCluster:
         assert [(x.type, x.status, x.reason) for x in r.conditions] == [
             ("PoolsResolved", "True", "Resolved"),
             ("CredentialsResolved", "True", "Resolved"),
+            ("ServingStackReady", "True", "Disabled"),
+            ("HardwareDrift", "Unknown", "NotObserved"),
         ]
         assert r.events == []
 
     def test_ready_once_provider_config_observed(self) -> None:
-        required = {"class-h100-8x": [klass("h100-8x", GPU, FABRIC)], "kubeconfig-secret": [SECRET]}
+        required = {
+            **OBSERVATIONS,
+            "class-h100-8x": [klass("h100-8x", GPU, FABRIC)],
+            "kubeconfig-secret": [SECRET],
+        }
         spec_gw = {"gateway": {"address": "east.example.com"}}
         inp = ComposeInput(
             cluster(**spec_gw), observed={"provider-config": PROVIDER_CONFIG}, required=required
@@ -202,6 +229,7 @@ class TestInferenceCluster:
 
     def test_missing_class_is_a_condition_naming_the_field(self) -> None:
         required: dict[str, list[dict[str, Any]]] = {
+            **OBSERVATIONS,
             "class-h100-8x": [],
             "kubeconfig-secret": [SECRET],
         }
@@ -215,23 +243,51 @@ class TestInferenceCluster:
         assert r.ready == "False"
         assert ConditionOut("PoolsResolved", "False", "ClassNotFound", message) in r.conditions
         assert EventOut("Warning", "ClassNotFound", message) in r.events
-        assert r.status["gpuPools"] == []
+        # The pool is published as unknown, never left out: leaving it out would
+        # read as "the pool is gone" and replace the replicas on it (issue 10).
+        assert r.status["gpuPools"] == [
+            {
+                "name": "h100",
+                "className": "h100-8x",
+                "nodes": 5,
+                "devices": [],
+                "reason": "ClassNotFound",
+                "message": message,
+            }
+        ]
         # The provider config is still composed: the cluster stays reachable.
         assert "provider-config" in r.desired
 
     def test_invalid_class_is_a_condition(self) -> None:
         bad = klass("h100-8x", {**GPU, "deviceClassName": None})
         bad["spec"]["devices"][0].pop("deviceClassName")
-        required = {"class-h100-8x": [bad], "kubeconfig-secret": [SECRET]}
+        required = {**OBSERVATIONS, "class-h100-8x": [bad], "kubeconfig-secret": [SECRET]}
         r = inference_cluster.compose(ComposeInput(cluster(), required=required))
         cond = next(x for x in r.conditions if x.type == "PoolsResolved")
         assert cond.reason == "InvalidClass"
         assert cond.message.startswith(
             "spec.pools[0].className: InferenceClass 'h100-8x' is invalid: spec.devices[0]"
         )
+        (pool,) = r.status["gpuPools"]
+        assert (pool["name"], pool["reason"], pool["devices"]) == ("h100", "InvalidClass", [])
+
+    def test_class_refused_by_its_composer_publishes_the_pool_as_unknown(self) -> None:
+        refused = klass("h100-8x", GPU, ready="False")
+        refused["status"]["conditions"].append(
+            {"type": "Valid", "status": "False", "message": "spec.devices[0]: bad version"}
+        )
+        required = {**OBSERVATIONS, "class-h100-8x": [refused], "kubeconfig-secret": [SECRET]}
+        r = inference_cluster.compose(ComposeInput(cluster(), required=required))
+        (pool,) = r.status["gpuPools"]
+        assert pool["reason"] == "InvalidClass"
+        assert pool["message"] == (
+            "spec.pools[0].className: InferenceClass 'h100-8x' is invalid: "
+            "spec.devices[0]: bad version"
+        )
 
     def test_unready_class_blocks_readiness(self) -> None:
         required = {
+            **OBSERVATIONS,
             "class-h100-8x": [klass("h100-8x", GPU, ready="False")],
             "kubeconfig-secret": [SECRET],
         }
@@ -259,7 +315,11 @@ class TestInferenceCluster:
     def test_secret_problems_are_conditions(
         self, secrets: list[dict[str, Any]], reason: str, message: str
     ) -> None:
-        required = {"class-h100-8x": [klass("h100-8x", GPU)], "kubeconfig-secret": secrets}
+        required = {
+            **OBSERVATIONS,
+            "class-h100-8x": [klass("h100-8x", GPU)],
+            "kubeconfig-secret": secrets,
+        }
         r = inference_cluster.compose(
             ComposeInput(
                 cluster(), observed={"provider-config": PROVIDER_CONFIG}, required=required
@@ -270,7 +330,11 @@ class TestInferenceCluster:
         assert EventOut("Warning", reason, message) in r.events
 
     def test_secret_data_never_leaves_the_composer(self) -> None:
-        required = {"class-h100-8x": [klass("h100-8x", GPU)], "kubeconfig-secret": [SECRET]}
+        required = {
+            **OBSERVATIONS,
+            "class-h100-8x": [klass("h100-8x", GPU)],
+            "kubeconfig-secret": [SECRET],
+        }
         r = inference_cluster.compose(ComposeInput(cluster(), required=required))
         assert "ZmFrZQ==" not in repr(r)
 
@@ -281,16 +345,18 @@ class TestInferenceCluster:
         assert r.fatal is not None
         assert "spec.pools[0].name" in r.fatal
 
-    def test_unsupported_source(self) -> None:
-        obj = cluster(source="GKE", gke={"project": "p", "region": "r"})
+    def test_a_provisioned_pool_whose_class_says_not_how_holds(self) -> None:
+        obj = cluster(source="GKE", gke={"project": "p", "region": "r", "zones": ["r-a"]})
         del obj["spec"]["existing"]
-        required = {"class-h100-8x": [klass("h100-8x", GPU)]}
+        required = {**OBSERVATIONS, "class-h100-8x": [klass("h100-8x", GPU)]}
         r = inference_cluster.compose(ComposeInput(obj, required=required))
         assert r.ready == "False"
         assert r.desired == {}
-        assert (
-            next(x for x in r.conditions if x.type == "CredentialsResolved").reason
-            == "UnsupportedSource"
+        cond = next(x for x in r.conditions if x.type == "PoolsResolved")
+        assert (cond.status, cond.reason) == ("False", "NotProvisionable")
+        assert cond.message.startswith(
+            "spec.pools[0].className: InferenceClass 'h100-8x' of pool 'h100' has no "
+            "spec.provisioning for GKE"
         )
 
     def test_pool_nodes_use_max_node_count_else_node_count(self) -> None:
@@ -298,7 +364,11 @@ class TestInferenceCluster:
             {"name": "a", "className": "h100-8x", "nodeCount": 3},
             {"name": "b", "className": "h100-8x", "nodeCount": 1, "maxNodeCount": 7},
         ]
-        required = {"class-h100-8x": [klass("h100-8x", GPU)], "kubeconfig-secret": [SECRET]}
+        required = {
+            **OBSERVATIONS,
+            "class-h100-8x": [klass("h100-8x", GPU)],
+            "kubeconfig-secret": [SECRET],
+        }
         r = inference_cluster.compose(ComposeInput(cluster(pools=pools), required=required))
         assert [(p["name"], p["nodes"]) for p in r.status["gpuPools"]] == [("a", 3), ("b", 7)]
 

@@ -29,6 +29,8 @@ EXPECTED: dict[str, tuple[str, dict[str, int]]] = {
     "kueue": ("kueue-east", {**BASE, "LeaderWorkerSet": 1}),
 }
 
+STACK = {"Namespace": 1, "GatewayClass": 1, "Gateway": 1}
+
 _RENDERED: dict[str, list[tuple[str, dict[str, Any]]]] = {}
 
 
@@ -48,7 +50,9 @@ def test_cluster_receives_the_serving_manifests(example: str) -> None:
     cluster, kinds = EXPECTED[example]
     manifests = rendered(example)
     assert {c for c, _ in manifests} == {cluster}
-    assert Counter(str(m["kind"]) for _, m in manifests) == Counter(kinds)
+    # Beside the replica's manifests, the cluster's ServingStack sends its
+    # inference Gateway (with its GatewayClass and namespace).
+    assert Counter(str(m["kind"]) for _, m in manifests) == Counter(kinds) + Counter(STACK)
 
 
 def _pods(manifest: dict[str, Any]) -> list[dict[str, Any]]:

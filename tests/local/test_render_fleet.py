@@ -46,6 +46,7 @@ spec:
     kubeconfigSecretRef: {namespace: infra, name: east-kubeconfig}
   pools:
   - {name: l4, className: l4, nodeCount: 3}
+  servingStack: {enabled: false}  # engine tests: the stack renders in test_render_clusters
 ---
 apiVersion: modelplane.ai/v1alpha1
 kind: InferenceCluster
@@ -56,6 +57,7 @@ spec:
     kubeconfigSecretRef: {namespace: infra, name: east-kubeconfig}
   pools:
   - {name: p, className: nope, nodeCount: 1}
+  servingStack: {enabled: false}
 """
 
 
@@ -117,6 +119,8 @@ def test_fleet_renders_to_the_expected_fixed_point(fleet: Path) -> None:
     assert conditions(east) == [
         ("PoolsResolved", "True", "Resolved"),
         ("CredentialsResolved", "True", "Resolved"),
+        ("ServingStackReady", "True", "Disabled"),
+        ("HardwareDrift", "Unknown", "NotObserved"),
         ("Synced", "True", "ReconcileSuccess"),
         ("Ready", "True", "Available"),
     ]
@@ -141,10 +145,15 @@ def test_fleet_renders_to_the_expected_fixed_point(fleet: Path) -> None:
 
     broken = result.get(API, "InferenceCluster", "broken")
     assert broken is not None
-    assert broken["status"]["gpuPools"] == []
+    # Published as unknown, not left out (issue 10): its replicas would be kept.
+    assert [(p["name"], p["reason"], p["devices"]) for p in broken["status"]["gpuPools"]] == [
+        ("p", "ClassNotFound", [])
+    ]
     assert conditions(broken) == [
         ("PoolsResolved", "False", "ClassNotFound"),
         ("CredentialsResolved", "True", "Resolved"),
+        ("ServingStackReady", "True", "Disabled"),
+        ("HardwareDrift", "Unknown", "NotObserved"),
         ("Synced", "True", "ReconcileSuccess"),
         ("Ready", "False", "Creating"),
     ]

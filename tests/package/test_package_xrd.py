@@ -474,8 +474,12 @@ def test_configuration_declares_crossplane_and_its_dependencies() -> None:
 def test_activation_policy_activates_what_the_composers_emit() -> None:
     policy = activation_policy()
     assert policy["kind"] == "ManagedResourceActivationPolicy"
-    # provider-kubernetes' namespaced Object: every composed workload object.
-    assert policy["spec"]["activate"] == ["objects.kubernetes.m.crossplane.io"]
+    activate = policy["spec"]["activate"]
+    # provider-kubernetes' namespaced Object: every composed workload object;
+    # provider-helm's Release: the serving stack.
+    assert activate[:2] == ["objects.kubernetes.m.crossplane.io", "releases.helm.m.crossplane.io"]
+    # Provisioning: only the v2 namespaced upjet groups.
+    assert all(a.endswith((".aws.m.upbound.io", ".gcp.m.upbound.io")) for a in activate[2:])
 
 
 # xpkg.ToDNSLabel's own test table (crossplane-runtime v2.3.3 pkg/xpkg/name_test.go)
@@ -603,13 +607,20 @@ def test_model_schema_rejects_real_unions() -> None:
 
 def test_activation_policy_covers_every_managed_resource_a_render_composes() -> None:
     # Independent of the policy's source: what the composers emit for the quickstart
-    # fleet. Provider configs are not managed resources (no ManagedResourceDefinition).
+    # fleet and the provisioned clusters. Provider configs are not managed resources
+    # (no ManagedResourceDefinition), nor are Crossplane's own Usages.
     root = Path(__file__).resolve().parent.parent.parent
-    result = ControlPlane(load_paths([root / "examples" / "quickstart"]), simulate=True).run(50)
     emitted = set()
-    for xr in result.composites():
-        for obj in result.composed_of(xr):
-            group = obj["apiVersion"].split("/")[0]
-            if group.endswith(".crossplane.io") and not obj["kind"].endswith("ProviderConfig"):
-                emitted.add(f"{obj['kind'].lower()}s.{group}")
+    for example in ("quickstart", "clusters"):
+        result = ControlPlane(load_paths([root / "examples" / example]), simulate=True).run(50)
+        for xr in result.composites():
+            for obj in result.composed_of(xr):
+                group = obj["apiVersion"].split("/")[0]
+                managed = group.endswith((".m.crossplane.io", ".m.upbound.io"))
+                if managed and not obj["kind"].endswith("ProviderConfig"):
+                    kind = obj["kind"].lower()
+                    # English plurals as the CRDs spell them: accessentries, natgateways.
+                    consonant_y = kind.endswith("y") and kind[-2] not in "aeiou"
+                    plural = f"{kind[:-1]}ies" if consonant_y else f"{kind}s"
+                    emitted.add(f"{plural}.{group}")
     assert emitted == set(activation_policy()["spec"]["activate"])

@@ -1,0 +1,149 @@
+"""examples/clusters: provisioned clusters end to end (issue 13's acceptance).
+
+An EKS and a GKE cluster, each with two GPU pools, their ServingStacks, a
+simulated stock-out (us-east's h100 pool) and a drifted pool (eu-west's l4),
+and a deployment that would spread over both clusters.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from modelplane.api import constants as c
+from modelplane.api.readers import read_inference_cluster
+from modelplane.local import ControlPlane, Key, RenderResult, load_paths
+from modelplane.local.deletion import deletion_waves
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "clusters"
+NS = c.SYSTEM_NAMESPACE
+
+
+@pytest.fixture(scope="module")
+def rendered() -> RenderResult:
+    return ControlPlane(load_paths([EXAMPLE])).run(50)
+
+
+def _cond(obj: dict[str, Any] | None, type_: str) -> tuple[str, str, str]:
+    assert obj is not None
+    for cond in obj["status"]["conditions"]:
+        if cond["type"] == type_:
+            return cond["status"], cond["reason"], cond.get("message", "")
+    raise AssertionError(type_)
+
+
+def _cluster(rendered: RenderResult, name: str) -> dict[str, Any]:
+    obj = rendered.get(c.API_VERSION, "InferenceCluster", name)
+    assert obj is not None
+    return obj
+
+
+def test_both_clusters_are_provisioned_reachable_and_serve_a_stack(rendered: RenderResult) -> None:
+    for name, kind in (("us-east", "EKSCluster"), ("eu-west", "GKECluster")):
+        cluster = _cluster(rendered, name)
+        assert rendered.get(c.INFRA_API_VERSION, kind, name, NS) is not None
+        assert rendered.get(c.INFRA_API_VERSION, "ServingStack", name, NS) is not None
+        observed = read_inference_cluster(cluster)
+        assert observed is not None and observed.provider_config_name == f"modelplane-{name}"
+        assert _cond(cluster, "ServingStackReady")[:2] == ("True", "Ready")
+        for api_version in (c.PROVIDER_KUBERNETES_API_VERSION, c.PROVIDER_HELM_API_VERSION):
+            pc = rendered.get(api_version, "ClusterProviderConfig", f"modelplane-{name}")
+            assert pc is not None
+            assert pc["spec"]["credentials"]["secretRef"] == {
+                "namespace": NS,
+                "name": f"{name}-kubeconfig",
+                "key": "kubeconfig",
+            }
+    kai = rendered.get(c.PROVIDER_HELM_API_VERSION, "Release", "us-east-kai-scheduler", NS)
+    assert kai is not None  # spec.scheduling names KAI with install: true
+
+
+def test_a_stocked_out_pool_names_zone_and_accelerator_and_publishes_the_nodes_up(
+    rendered: RenderResult,
+) -> None:
+    us_east = _cluster(rendered, "us-east")
+    assert _cond(us_east, "InsufficientGPUCapacity") == (
+        "True",
+        "StockOut",
+        "pool 'h100': the cloud has no nvidia-h100-80gb capacity in zone us-east-1a; "
+        "0 of 2 node(s) up",
+    )
+    observed = read_inference_cluster(us_east)
+    assert observed is not None
+    nodes = {p.name: p.nodes for p in observed.pools}
+    assert nodes == {"h100": 0, "l40s": 2}
+    eu_west = _cluster(rendered, "eu-west")
+    assert _cond(eu_west, "InsufficientGPUCapacity")[:2] == ("False", "CapacityAvailable")
+
+
+def test_new_replicas_go_to_the_other_cluster_and_the_explanation_says_why(
+    rendered: RenderResult,
+) -> None:
+    replicas = rendered.store.list(c.API_VERSION, "ModelReplica", "ml-team", None)
+    assert sorted(r["spec"]["clusterName"] for r in replicas) == ["eu-west", "eu-west"]
+    from click.testing import CliRunner
+
+    from modelplane.cli.main import cli
+
+    out = (
+        CliRunner()
+        .invoke(
+            cli,
+            ["explain", str(EXAMPLE), "--deployment", "ml-team/llama-70b"],
+            env={"COLUMNS": "250"},
+        )
+        .output
+    )
+    line = next(x for x in out.splitlines() if "us-east" in x and "h100" in x)
+    assert "InsufficientCapacity" in line and "0 free" in line
+
+
+def test_the_drifted_pool_names_device_capacity_and_both_values(rendered: RenderResult) -> None:
+    assert _cond(_cluster(rendered, "eu-west"), "HardwareDrift") == (
+        "True",
+        "Drifted",
+        "pool 'l4' device 'gpu': capacity memory is 23034Mi on 2 node(s), the class declares 24Gi",
+    )
+    assert _cond(_cluster(rendered, "us-east"), "HardwareDrift")[:2] == ("False", "NoDrift")
+
+
+def test_deleting_a_cluster_removes_workloads_releases_node_pools_cluster_network_in_order(
+    rendered: RenderResult,
+) -> None:
+    # Deleting eu-west: its ModelReplicas go too (the scheduler replaces a
+    # replica whose cluster is gone); Usages order everything else.
+    replicas = [
+        Key.of(r)
+        for r in rendered.store.list(c.API_VERSION, "ModelReplica", "ml-team", None)
+        if r["spec"]["clusterName"] == "eu-west"
+    ]
+    plan = deletion_waves(
+        rendered.store, Key(c.API_VERSION, "InferenceCluster", "", "eu-west"), *replicas
+    )
+    assert plan.blocked == []
+
+    def wave(api_version: str, kind: str, name: str, namespace: str = NS) -> int:
+        found = plan.wave_of(Key(api_version, kind, namespace, name))
+        assert found is not None, name
+        return found
+
+    pkube, helm = c.PROVIDER_KUBERNETES_API_VERSION, c.PROVIDER_HELM_API_VERSION
+    workload = max(
+        wave(pkube, "Object", f"{Key.of(r).name}-deployment", "ml-team")
+        for r in rendered.store.list(c.API_VERSION, "ModelReplica", "ml-team", None)
+        if r["spec"]["clusterName"] == "eu-west"
+    )
+    releases = [
+        wave(helm, "Release", f"eu-west-{r}")
+        for r in ("nvidia-dra-driver", "leaderworkerset", "envoy-gateway")
+    ]
+    container = "container.gcp.m.upbound.io/v1beta1"
+    pools = [wave(container, "NodePool", n) for n in ("eu-west-pool-a100", "eu-west-system")]
+    control_plane = wave(container, "Cluster", "eu-west-gke")
+    network = wave("compute.gcp.m.upbound.io/v1beta1", "Network", "eu-west-network")
+    assert workload < min(releases)
+    assert max(releases) < min(pools)
+    assert max(pools) < control_plane < network
