@@ -302,6 +302,11 @@ class GPUPool(StatusModel):
     message: str | None = Field(
         default=None, max_length=1024, description="What to fix when the pool is unknown."
     )
+    capacity_note: str | None = Field(
+        default=None,
+        max_length=1024,
+        description="Why the pool offers fewer nodes than it asked for (a cloud stock-out).",
+    )
 
 
 class InferenceClusterStatus(ConditionedStatus):

@@ -83,6 +83,7 @@ _POOL_NODES = _wire(GPUPool, "nodes")
 _POOL_DEVICES = _wire(GPUPool, "devices")
 _POOL_REASON = _wire(GPUPool, "reason")
 _POOL_MESSAGE = _wire(GPUPool, "message")
+_POOL_NOTE = _wire(GPUPool, "capacity_note")
 
 
 def _is_map(value: Any) -> bool:
@@ -144,6 +145,7 @@ class ObservedPool(NamedTuple):
     nodes: int
     devices: Sequence[Mapping[str, Any]] = ()
     unknown: Unknown | None = None
+    note: str | None = None  # why it offers fewer nodes than asked (a stock-out)
 
     @property
     def known(self) -> bool:
@@ -228,7 +230,10 @@ def _read_pool(raw: Mapping[str, Any], name: str, i: int) -> ObservedPool:
             if type(d) is not dict and not isinstance(d, Mapping):
                 break
         else:
-            return ObservedPool(name, class_name, nodes, devices)
+            note = raw.get(_POOL_NOTE)
+            return ObservedPool(
+                name, class_name, nodes, devices, None, note if type(note) is str else None
+            )
     why = f"status.{_GPU_POOLS}[{i}].{_POOL_DEVICES}: not a device list"
     return _unknown_pool(name, class_name, nodes, why)
 

@@ -121,19 +121,23 @@ def published_nodes(view: ProvisionedClusterView, pool: Pool) -> int:
     return pool.capacity_nodes
 
 
+def stockout_message(view: ProvisionedClusterView, pool: str) -> str | None:
+    """One sentence naming the stocked-out pool, zone, accelerator and nodes up (else None)."""
+    p = view.pool(pool)
+    if p is None or p.stock_out is None:
+        return None
+    zone = f" in zone {p.stock_out.zone}" if p.stock_out.zone else ""
+    what = f" {p.stock_out.accelerator}" if p.stock_out.accelerator else ""
+    return (
+        f"pool {p.name!r}: the cloud has no{what} capacity{zone}; "
+        f"{p.nodes_up or 0} of {p.desired_nodes} node(s) up"
+    )
+
+
 def stockout_messages(view: ProvisionedClusterView) -> list[str]:
     """One sentence per stocked-out pool: pool, zone, accelerator, nodes up."""
-    out = []
-    for p in (view.status.pools or []) if view.status else []:
-        if p.stock_out is None:
-            continue
-        zone = f" in zone {p.stock_out.zone}" if p.stock_out.zone else ""
-        what = f" {p.stock_out.accelerator}" if p.stock_out.accelerator else ""
-        out.append(
-            f"pool {p.name!r}: the cloud has no{what} capacity{zone}; "
-            f"{p.nodes_up or 0} of {p.desired_nodes} node(s) up"
-        )
-    return out
+    pools = view.status.pools or [] if view.status else []
+    return [m for p in pools if (m := stockout_message(view, p.name)) is not None]
 
 
 def has_serving_stack(cluster: Resource | None) -> bool:

@@ -51,6 +51,7 @@ from modelplane.compose.cluster_infra import (
     node_pools,
     provider_configs,
     published_nodes,
+    stockout_message,
     stockout_messages,
 )
 from modelplane.compose.common import as_desired, meta, parse_spec
@@ -344,6 +345,9 @@ def capacity(
         pool = by_name.get(published.name)
         if pool is not None:
             published.nodes = min(published.nodes, published_nodes(view, pool))
+            note = stockout_message(view, pool.name)
+            # The scheduler's explanation says why this pool is short.
+            published.capacity_note = f"cloud stock-out: {note}" if note else None
     if messages:
         message = "; ".join(messages)
         result.condition(

@@ -85,11 +85,19 @@ def _role_pools(state: CycleState, name: str, role: RoleDef) -> tuple[list[PoolV
         if match.matched:
             free = _free_nodes(state, (name, pool), match, role)
             message = _needs_text(state, (name, pool), match, role) + f"; {free} free"
+            if free < role.nodes:
+                message += _capacity_note(state, name, pool)
             frees.append(f"{pool} {free}")
         pools.append(
             PoolVerdict(pool, role.role, match.matched, match.requests, role.nodes, free, message)
         )
     return pools, frees
+
+
+def _capacity_note(state: CycleState, cluster: str, pool: str) -> str:
+    """Why a short pool is short, when its cluster says (a cloud stock-out)."""
+    observed = state.inp.clusters[cluster].pool(pool)
+    return f" ({observed.note})" if observed is not None and observed.note else ""
 
 
 def _unknown_pools(state: CycleState, name: str, role: RoleDef) -> list[PoolVerdict]:

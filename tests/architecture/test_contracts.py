@@ -37,6 +37,7 @@ def _string_constants(path: Path) -> set[str]:
 
 def test_the_contract_keys_are_the_ones_other_kinds_read() -> None:
     assert CONTRACT_KEYS == [
+        "capacityNote",
         "className",
         "devices",
         "gatewayAddress",

@@ -93,12 +93,13 @@ def test_new_replicas_go_to_the_other_cluster_and_the_explanation_says_why(
         .invoke(
             cli,
             ["explain", str(EXAMPLE), "--deployment", "ml-team/llama-70b"],
-            env={"COLUMNS": "250"},
+            env={"COLUMNS": "400"},
         )
         .output
     )
     line = next(x for x in out.splitlines() if "us-east" in x and "h100" in x)
     assert "InsufficientCapacity" in line and "0 free" in line
+    assert "cloud stock-out: pool 'h100'" in line and "us-east-1a" in line
 
 
 def test_the_drifted_pool_names_device_capacity_and_both_values(rendered: RenderResult) -> None:
