@@ -108,16 +108,17 @@ def _legend(view: FleetView) -> str:
     return f'<div class="legend">{items}</div>'
 
 
-def _unplaced(d: DeploymentView) -> str:
+def _unplaced(d: DeploymentView, expanded: bool) -> str:
     rows = "".join(
         f"<tr><td>{escape(r.cluster)}</td><td>{escape(r.reason)}</td>"
         f"<td>{escape(r.message)}</td><td>{escape(r.what_if or '')}</td></tr>"
         for r in d.rejections
     )
     hints = "".join(f'<div class="whatif">what if: {escape(t)}</div>' for t in d.what_if)
+    opened = " open" if expanded else ""
     return (
-        f'<details class="unplaced"><summary>{escape(d.name)}: {d.missing} of {d.desired} '
-        f"replica(s) unplaced</summary>{hints}<table><tr><th>cluster</th><th>reason</th>"
+        f'<details class="unplaced"{opened}><summary>{escape(d.name)}: '
+        f"{d.missing} of {d.desired} replica(s) unplaced</summary>{hints}<table><tr><th>cluster</th><th>reason</th>"
         f"<th>why</th><th>what if</th></tr>{rows}</table></details>"
     )
 
@@ -157,7 +158,7 @@ def render_html(view: FleetView, title: str = "Modelplane fleet") -> str:
     if unplaced:
         parts += [
             '<h2>Unplaced replicas <button id="toggle" type="button">expand all</button></h2>',
-            *(_unplaced(d) for d in unplaced),
+            *(_unplaced(d, i == 0) for i, d in enumerate(unplaced)),
         ]
     else:
         parts.append('<button id="toggle" type="button" hidden>expand all</button>')
