@@ -118,8 +118,9 @@ def _unplaced(d: DeploymentView, expanded: bool) -> str:
     opened = " open" if expanded else ""
     return (
         f'<details class="unplaced"{opened}><summary>{escape(d.name)}: '
-        f"{d.missing} of {d.desired} replica(s) unplaced</summary>{hints}<table><tr><th>cluster</th><th>reason</th>"
-        f"<th>why</th><th>what if</th></tr>{rows}</table></details>"
+        f"{d.missing} of {d.desired} replica(s) unplaced</summary>{hints}"
+        "<table><tr><th>cluster</th><th>reason</th><th>why</th><th>what if</th></tr>"
+        f"{rows}</table></details>"
     )
 
 
