@@ -352,7 +352,10 @@ def _status(
     )
     if len(placements) < spec.replicas and not plan.invalid_selectors:
         rejections = words.rejections(plan.clusters)
-        changes = {w.cluster: words.what_if_change(w) for w in plan.what_if}
+        changes = {
+            w.cluster: truncate(words.what_if_change(w), MAX_UNSCHEDULABLE_MESSAGE)
+            for w in plan.what_if
+        }
         status.unschedulable = [
             ClusterRejection(
                 cluster=v.cluster,

@@ -6,10 +6,12 @@ matching each role, every combination of matched pools (one per role) is
 tried: the roles that land on one pool are replayed, replica by replica, on a
 copy of that pool's ledger grown by `k` fresh nodes, and `k` is the smallest
 number that takes every missing replica (a binary search between 0 and the
-nodes the replicas would need on empty nodes). The replay uses the ledger's
-own placement, so the answer is exact with respect to device-granular
-accounting: small replicas share a fresh node, a node partly used by others
-counts only for what still fits on it. The combination adding the fewest
+nodes the replicas would need on empty nodes). Where one role of one demand
+vector lands on a pool the same answer is counted instead (each node takes
+as many workers as fit on it, in any order), so the cost does not grow with
+the number of missing replicas. Either way the answer is exact with respect to
+the device-granular ledger: small replicas share a fresh node, a node partly
+used by others counts only for what still fits on it. The combination adding the fewest
 nodes wins (ties: pool-name order). Codes and numbers only; `words` writes
 the text.
 """
@@ -22,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from modelplane.scheduling.fill import candidates
-from modelplane.scheduling.ledger import PoolLedger
+from modelplane.scheduling.ledger import PoolLedger, Vector
 from modelplane.scheduling.matching import RoleDef, RoleMatch
 from modelplane.scheduling.state import CycleState, PoolKey, PoolOptions
 from modelplane.scheduling.types import PoolAddition, WhatIf
@@ -57,12 +59,39 @@ def _takes(state: CycleState, key: PoolKey, load: PoolLoad, replicas: int, extra
     )
 
 
-def pool_growth(state: CycleState, key: PoolKey, load: PoolLoad, replicas: int) -> int | None:
-    """The fewest nodes to add to a pool so it takes `replicas` more of `load`.
+def _fits_count(v: Vector, d: Vector) -> int:
+    """How many workers of demand `d` one node with `v` remaining takes."""
+    return max(0, min(r // x for r, x in zip(v, d, strict=True) if x > 0))
 
-    None when even that many empty nodes would not do (a demand larger than a
-    node, which matching already rules out).
+
+def counted_growth(state: CycleState, key: PoolKey, load: PoolLoad, replicas: int) -> int | None:
+    """`pool_growth` by counting, for one role of one demand; None when counting cannot tell.
+
+    Workers of one demand vector do not compete for a node's devices with
+    anything but each other, so a node takes as many as fit on it whatever the
+    order the ledger places them in: the pool takes `Σ fits(node)` more, each
+    fresh node `fits(cap)`. A multi-node worker takes whole untouched nodes.
     """
+    if len(load) != 1:
+        return None
+    role, match = load[0]
+    led = _grown(state, key, 0)
+    cap = state.pool_shapes[key].cap
+    if role.nodes_per_worker > 1:
+        return max(0, replicas * role.nodes - led.free.get(cap, 0))
+    if len(match.demands) != 1 or not any(match.demands[0]):
+        return None
+    demand = match.demands[0]
+    per_node = _fits_count(cap, demand)
+    if per_node <= 0:
+        return None
+    have = sum(n * _fits_count(v, demand) for v, n in led.free.items())
+    short = replicas * role.workers - have
+    return max(0, -(-short // per_node))
+
+
+def searched_growth(state: CycleState, key: PoolKey, load: PoolLoad, replicas: int) -> int | None:
+    """`pool_growth` by replaying the ledger: a binary search over the nodes added."""
     high = replicas * sum(role.nodes for role, _ in load)
     if not _takes(state, key, load, replicas, high):
         return None
@@ -74,6 +103,17 @@ def pool_growth(state: CycleState, key: PoolKey, load: PoolLoad, replicas: int) 
         else:
             low = mid + 1
     return low
+
+
+def pool_growth(state: CycleState, key: PoolKey, load: PoolLoad, replicas: int) -> int | None:
+    """The fewest nodes to add to a pool so it takes `replicas` more of `load`.
+
+    Counted where one role of one demand lands on the pool (the common case,
+    cheap for any number of replicas), else searched by replaying the ledger.
+    None when even empty nodes would not do (matching already rules that out).
+    """
+    counted = counted_growth(state, key, load, replicas)
+    return counted if counted is not None else searched_growth(state, key, load, replicas)
 
 
 def _by_pool(

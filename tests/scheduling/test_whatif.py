@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import random
+from types import SimpleNamespace
+from typing import Any
+
 import pytest
 from schedfleet import ANY_GPU, cluster, deployment, replica, request, resolved, workers
 
 from modelplane.scheduling import schedule
+from modelplane.scheduling.ledger import PoolLedger
+from modelplane.scheduling.matching import RoleDef, RoleMatch
 from modelplane.scheduling.types import PoolAddition, WhatIf
+from modelplane.scheduling.whatif import counted_growth, searched_growth
 from modelplane.scheduling.words import what_if_summary, what_if_text
 
 NOEXEC = [{"key": "maint", "value": "x", "effect": "NoExecute"}]
@@ -151,3 +158,40 @@ def test_summary_names_the_others() -> None:
         "add 1 node to pool h100 on cluster a to place 1 more replica "
         "(1 other cluster(s) could be grown instead)"
     )
+
+
+def _state(cap: tuple[int, ...], nodes: int, used: list[tuple[int, ...]]) -> Any:
+    """A cycle state with one pool ("c", "p") whose ledger holds `used` (one per node)."""
+    led = PoolLedger(cap, nodes)
+    for d in used:
+        led.place((d,), 1, 1, force=True)
+    return SimpleNamespace(
+        pool_shapes={("c", "p"): SimpleNamespace(cap=cap)},
+        pool_nodes={("c", "p"): nodes},
+        ledgers={("c", "p"): led},
+    )
+
+
+def test_counting_agrees_with_replaying_the_ledger() -> None:
+    """Over random pools, the counted growth equals the searched one (one role, one demand)."""
+    rng = random.Random(17)
+    for _ in range(300):
+        dims = rng.randint(1, 2)
+        cap = tuple(rng.choice([1, 2, 4, 8]) for _ in range(dims))
+        demand = tuple(rng.randint(0, c) for c in cap)
+        if not any(demand):
+            continue
+        used = [tuple(rng.randint(0, c) for c in cap) for _ in range(rng.randint(0, 4))]
+        state = _state(cap, rng.randint(0, 4), used)
+        role = RoleDef("unified", "spec.nodeSelector", (), rng.choice([1, 1, 2]), rng.randint(1, 3))
+        match = RoleMatch(True, (), demand, (), "", (demand,))
+        load = ((role, match),)
+        replicas = rng.randint(1, 6)
+        counted = counted_growth(state, ("c", "p"), load, replicas)
+        assert counted == searched_growth(state, ("c", "p"), load, replicas), (
+            cap,
+            demand,
+            used,
+            role,
+            replicas,
+        )
