@@ -27,6 +27,7 @@ from modelplane.api.readers import (
     draining_replicas,
     read_devices,
     read_inference_cluster,
+    read_model_deployment,
     read_model_replica,
 )
 from modelplane.cli.explain import explain_deployment
@@ -199,9 +200,10 @@ def _suggest(clusters: Mapping[str, ClusterView], deployment: str, result: Sched
     for w in result.what_if:
         cl = clusters[w.cluster]
         for a in w.additions:
-            pool = next(p for p in cl.pools if p.name == a.pool)
-            text = words.what_if_change(w)
-            pool.suggestions.append(Suggestion(deployment, a.nodes, w.replicas, text))
+            pool = next((p for p in cl.pools if p.name == a.pool), None)
+            if pool is not None:
+                text = words.what_if_change(w)
+                pool.suggestions.append(Suggestion(deployment, a.nodes, w.replicas, text))
 
 
 def _deployment_view(
@@ -210,7 +212,7 @@ def _deployment_view(
     meta = obj.get("metadata") or {}
     ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
     ref = f"{ns}/{name}"
-    status = obj.get("status") or {}
+    status = read_model_deployment(obj).status
     draining = draining_replicas(obj)
     view = DeploymentView(ref, 0, 0, 0, len(draining))
     try:
@@ -221,9 +223,7 @@ def _deployment_view(
     if result is None:
         return view
     view.desired, view.placed = result.desired, len(result.replicas)
-    view.ready = sum(
-        1 for p in status.get("placements") or () if isinstance(p, dict) and p.get("ready")
-    )
+    view.ready = sum(1 for p in status.placements or () if p.ready)
     if result.missing:
         view.rejections = _rejections(result)
         view.what_if = [words.what_if_text(w) for w in result.what_if]
