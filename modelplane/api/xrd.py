@@ -226,6 +226,17 @@ def _printer_columns(kind: Kind) -> list[dict[str, Any]]:
     return cols
 
 
+def _singleton_rule(kind: Kind) -> list[dict[str, str]]:
+    if kind.singleton_name is None:
+        return []
+    return [
+        {
+            "rule": f"self.metadata.name == '{kind.singleton_name}'",
+            "message": kind.singleton_message,
+        }
+    ]
+
+
 def xrd(kind: Kind) -> dict[str, Any]:
     """Return the apiextensions.crossplane.io/v2 CompositeResourceDefinition of a kind."""
     # Status is written only by Modelplane's function after pydantic validation;
@@ -263,7 +274,8 @@ def xrd(kind: Kind) -> dict[str, Any]:
                 {
                     "rule": f"size(self.metadata.name) <= {c.MAX_COMPOSITE_NAME}",
                     "message": c.COMPOSITE_NAME_MESSAGE,
-                }
+                },
+                *_singleton_rule(kind),
             ],
         }
     }

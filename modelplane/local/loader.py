@@ -92,6 +92,8 @@ def check_document(doc: Any, where: str) -> dict[str, Any]:
     mp_kind = kind_for(api_version, kind)
     if mp_kind is not None and len(metadata["name"]) > c.MAX_COMPOSITE_NAME:
         raise LoadError(f"{what}: {c.COMPOSITE_NAME_MESSAGE} ({len(metadata['name'])} given)")
+    if mp_kind is not None and mp_kind.singleton_name not in (None, metadata["name"]):
+        raise LoadError(f"{what}: {mp_kind.singleton_message}")
     if mp_kind is not None:
         if not isinstance(doc.get("spec"), dict):
             raise LoadError(f"{what}: spec: required (a mapping)")

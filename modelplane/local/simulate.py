@@ -3,7 +3,8 @@
 provider-kubernetes Objects become Synced and Ready, their
 `status.atProvider.manifest` the wrapped manifest with a plausible status for
 its kind (a Deployment or LeaderWorkerSet Available with every replica ready,
-a PersistentVolumeClaim Bound, a Job Complete); an Object whose provider
+a PersistentVolumeClaim Bound, a Job Complete; Envoy Gateway resources on the
+control plane as `gateway_sim.py` describes); an Object whose provider
 config does not exist fails to sync, as the real provider would. provider-helm
 Releases become deployed and Ready. Everything simulated is derived from the
 object itself (timestamps from its creationTimestamp), so a second pass over
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from modelplane.local.conditions import Clock, set_condition
+from modelplane.local.gateway_sim import GATEWAY_STATUS
 from modelplane.local.loader import scope_of
 from modelplane.local.store import Key, Obj, ObjectStore
 
@@ -128,6 +130,7 @@ WORKLOAD_STATUS: dict[tuple[str, str], Callable[[Obj, str], dict[str, Any]]] = {
     ("", "PersistentVolumeClaim"): _pvc,
     ("batch", "Job"): _job,
     ("", "Namespace"): _namespace,
+    **GATEWAY_STATUS,
 }
 """Plausible observed status per wrapped kind; kinds not listed just exist."""
 

@@ -1,0 +1,455 @@
+"""ModelService composer: one weighted OpenAI-compatible route over ModelEndpoints.
+
+Inputs (required): the InferenceGateway `default` (its Gateway, address and the
+control plane's provider config) and every ModelEndpoint **in the service's own
+namespace** (a fetched endpoint of another namespace is ignored, whatever the
+control plane returns).
+
+Output, as provider-kubernetes Objects in the service's namespace on the
+control plane's provider config:
+- per selected Ready endpoint, an Envoy Gateway `Backend` (FQDN or IP, TLS with
+  the system CA bundle and SNI for https upstreams);
+- per endpoint with a credential, an Envoy Gateway `HTTPRouteFilter` with
+  `credentialInjection` (Envoy Gateway v1.9: the filter names a Secret whose key
+  `credential` holds the header value; used as a backendRef filter so each
+  backend gets its own credential). When the endpoint's key is not `credential`,
+  a Secret copy is composed whose `data.credential` provider-kubernetes patches
+  from the endpoint's Secret (`references[].patchesFrom`). Neither the function
+  nor any composed manifest ever holds the value;
+- one `HTTPRoute` on the InferenceGateway's Gateway: one rule per OpenAI path
+  under the service's prefix (or host), rewritten to the endpoints' upstream
+  path prefix, with one weighted backendRef per Ready endpoint (weights:
+  `weights.py`).
+
+Envoy Gateway v1.9 rejects path rewrites on individual backendRefs
+(envoyproxy/gateway#9095, #9131): the path rewrite is per rule, so every Ready
+endpoint of a service must share one upstream path prefix. When they do not,
+the service holds (`EndpointsReady=False ConflictingUpstreamPaths`) and keeps
+what it composed before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from modelplane.api import constants as c
+from modelplane.api.inference_gateway import ObservedGateway, read_gateway
+from modelplane.api.model_endpoint import ObservedEndpoint, read_endpoint
+from modelplane.api.model_service import WEIGHT_TOTAL, ModelServiceSpec
+from modelplane.api.objects import label_value
+from modelplane.api.reasons import EndpointsReadyReason, GatewayReadyReason, ValidReason
+from modelplane.compose import gateway_objects as gwo
+from modelplane.compose import objects, outcome, weights
+from modelplane.compose.common import meta, parse_spec
+from modelplane.compose.types import (
+    ComposeInput,
+    ComposeResult,
+    DesiredResource,
+    Requirement,
+    Resource,
+)
+from modelplane.scheduling.filters import selector_matches
+
+GATEWAY_REQUIREMENT = "gateway"
+ENDPOINTS_REQUIREMENT = "endpoints"
+ROUTE_KEY = "route"
+
+
+@dataclass(frozen=True)
+class Selected:
+    """An endpoint some group selects, with the weight it receives (0 when not Ready)."""
+
+    endpoint: ObservedEndpoint
+    weight: int
+
+    @property
+    def ready(self) -> bool:
+        """Whether it is routed to (Ready with a valid spec)."""
+        return self.endpoint.ready and self.endpoint.spec is not None
+
+
+def plan(
+    spec: ModelServiceSpec, endpoints: Sequence[ObservedEndpoint], namespace: str
+) -> list[Selected]:
+    """Every endpoint of `namespace` some group selects, in name order, with its weight."""
+    own = sorted((e for e in endpoints if e.namespace == namespace), key=lambda e: e.name)
+    groups: list[tuple[int, list[str]]] = []
+    selected: dict[str, ObservedEndpoint] = {}
+    for group in spec.endpoints:
+        members = [e for e in own if selector_matches(group.selector, e.labels)]
+        selected.update((e.name, e) for e in members)
+        groups.append((group.weight, [e.name for e in members if e.ready and e.spec]))
+    split = weights.split(groups, WEIGHT_TOTAL)
+    return [Selected(e, split.get(name, 0)) for name, e in sorted(selected.items())]
+
+
+def _status_endpoints(selected: Sequence[Selected]) -> list[dict[str, Any]]:
+    return [{"name": s.endpoint.name, "weight": s.weight, "ready": s.ready} for s in selected]
+
+
+def compose(inp: ComposeInput) -> ComposeResult:
+    """Compose the service's route and backends, or say why it cannot route."""
+    name = str(meta(inp.composite).get("name") or "")
+    namespace = str(meta(inp.composite).get("namespace") or "")
+    if not name or not namespace:
+        return outcome.fatal("ModelService has no metadata.name or metadata.namespace")
+    result = ComposeResult()
+    spec, error = parse_spec(ModelServiceSpec, inp.composite)
+    if spec is None:
+        return outcome.hold(
+            inp, result, c.CONDITION_VALID, ValidReason.INVALID_SPEC, error, readiness=_ready
+        )
+    result.condition(c.CONDITION_VALID, True, ValidReason.VALID)
+    result.requirements[GATEWAY_REQUIREMENT] = Requirement(
+        api_version=c.API_VERSION, kind="InferenceGateway", match_name=c.INFERENCE_GATEWAY_NAME
+    )
+    result.requirements[ENDPOINTS_REQUIREMENT] = Requirement(
+        api_version=c.API_VERSION, kind="ModelEndpoint", namespace=namespace
+    )
+    if not all(inp.fetched(r) for r in result.requirements):
+        result.condition(
+            c.CONDITION_GATEWAY_READY,
+            None,
+            GatewayReadyReason.WAITING_FOR_RESOURCES,
+            "waiting for the InferenceGateway and ModelEndpoints",
+        )
+        return outcome.wait(inp, result, readiness=_ready)
+    gateway = _gateway(inp, result)
+    if gateway is None:
+        return outcome.hold(inp, result, *_gateway_problem(inp), readiness=_ready)
+    endpoints = [read_endpoint(o) for o in inp.required.get(ENDPOINTS_REQUIREMENT) or []]
+    selected = plan(spec, endpoints, namespace)
+    result.status = {
+        "endpoints": _status_endpoints(selected),
+        "endpointsReady": f"{sum(s.ready for s in selected)}/{len(selected)}",
+    }
+    return _route(inp, result, spec, name, namespace, gateway, selected)
+
+
+def _gateway(inp: ComposeInput, result: ComposeResult) -> ObservedGateway | None:
+    found = inp.required.get(GATEWAY_REQUIREMENT) or []
+    gateway = read_gateway(found[0]) if found else None
+    if gateway is None or not gateway.usable:
+        return None
+    result.condition(
+        c.CONDITION_GATEWAY_READY,
+        True,
+        GatewayReadyReason.ADDRESSED,
+        f"Gateway {gateway.gateway_namespace}/{gateway.gateway_name} at {gateway.address}",
+    )
+    return gateway
+
+
+def _gateway_problem(inp: ComposeInput) -> tuple[str, GatewayReadyReason, str]:
+    found = inp.required.get(GATEWAY_REQUIREMENT) or []
+    if not found:
+        return (
+            c.CONDITION_GATEWAY_READY,
+            GatewayReadyReason.GATEWAY_NOT_FOUND,
+            f"InferenceGateway {c.INFERENCE_GATEWAY_NAME!r} not found: create it to serve "
+            "ModelServices",
+        )
+    problem = read_gateway(found[0]).problem
+    detail = f" ({problem})" if problem else ""
+    return (
+        c.CONDITION_GATEWAY_READY,
+        GatewayReadyReason.NO_ADDRESS,
+        f"InferenceGateway {c.INFERENCE_GATEWAY_NAME!r} publishes no address yet{detail}: "
+        "the service waits for it",
+    )
+
+
+def _route(
+    inp: ComposeInput,
+    result: ComposeResult,
+    spec: ModelServiceSpec,
+    name: str,
+    namespace: str,
+    gateway: ObservedGateway,
+    selected: Sequence[Selected],
+) -> ComposeResult:
+    routed = [s for s in selected if s.ready and s.weight > 0]
+    if not routed:
+        return outcome.hold(inp, result, *_no_ready(selected), readiness=_ready)
+    paths = sorted({_upstream_path(s) for s in routed})
+    if len(paths) > 1:
+        message = (
+            "Ready endpoints disagree on their upstream path prefix ("
+            + ", ".join(f"{s.endpoint.name}: {_upstream_path(s) or '/'}" for s in routed)
+            + "); Envoy Gateway rewrites paths per route rule, not per backend: give them one "
+            "spec.rewritePath"
+        )
+        return outcome.hold(
+            inp,
+            result,
+            c.CONDITION_ENDPOINTS_READY,
+            EndpointsReadyReason.CONFLICTING_UPSTREAM_PATHS,
+            message,
+            readiness=_ready,
+        )
+    builder = _Builder(spec, name, namespace, gateway)
+    wanted = builder.backends(routed)
+    wanted[ROUTE_KEY] = (builder.route(routed, paths[0]), gwo.ROUTE)
+    _emit(inp, result, wanted)
+    _endpoints_condition(result, selected, routed)
+    result.status["address"] = builder.address()
+    return result
+
+
+def _no_ready(selected: Sequence[Selected]) -> tuple[str, EndpointsReadyReason, str]:
+    if not selected:
+        why = "no ModelEndpoint in the service's namespace matches spec.endpoints[].selector"
+    else:
+        why = "none of the selected endpoints is Ready: " + ", ".join(
+            f"{s.endpoint.name}" + (f" ({s.endpoint.problem})" if s.endpoint.problem else "")
+            for s in selected
+        )
+    return (
+        c.CONDITION_ENDPOINTS_READY,
+        EndpointsReadyReason.NO_READY_ENDPOINTS,
+        f"{why}; the service does not route until one is",
+    )
+
+
+def _endpoints_condition(
+    result: ComposeResult, selected: Sequence[Selected], routed: Sequence[Selected]
+) -> None:
+    table = ", ".join(f"{s.endpoint.name}={s.weight}" for s in routed)
+    waiting = [s.endpoint.name for s in selected if not s.ready]
+    if waiting:
+        result.condition(
+            c.CONDITION_ENDPOINTS_READY,
+            True,
+            EndpointsReadyReason.SOME_ENDPOINTS_NOT_READY,
+            f"routing to {table}; not Ready (no traffic): {', '.join(waiting)}",
+        )
+    else:
+        result.condition(
+            c.CONDITION_ENDPOINTS_READY,
+            True,
+            EndpointsReadyReason.ALL_ENDPOINTS_READY,
+            f"routing to {table}",
+        )
+
+
+def _emit(
+    inp: ComposeInput, result: ComposeResult, wanted: Mapping[str, tuple[Resource, gwo.ReadyWhen]]
+) -> None:
+    all_ready = True
+    for key, (resource, rule) in wanted.items():
+        ok = rule.observed(inp.observed.get(key))
+        all_ready = all_ready and ok
+        result.desired[key] = DesiredResource(resource, "True" if ok else "False")
+    result.ready = "True" if all_ready else "False"
+
+
+def _ready(obj: Resource) -> bool:
+    """Readiness of a kept Object: its wrapped kind's rule."""
+    kind = str(((obj.get("spec") or {}).get("forProvider") or {}).get("manifest", {}).get("kind"))
+    rule = {"HTTPRoute": gwo.ROUTE, "Backend": gwo.ACCEPTED}.get(kind, gwo.EXISTS)
+    return rule.observed(obj)
+
+
+def _upstream_path(s: Selected) -> str:
+    assert s.endpoint.spec is not None
+    return s.endpoint.spec.upstream_path()
+
+
+class _Builder:
+    """Names and manifests of one service's composed resources."""
+
+    def __init__(
+        self, spec: ModelServiceSpec, name: str, namespace: str, gateway: ObservedGateway
+    ) -> None:
+        self.spec, self.name, self.namespace, self.gateway = spec, name, namespace, gateway
+        assert gateway.provider_config_name is not None
+        self.provider_config = gateway.provider_config_name
+        self.labels = {c.LABEL_MANAGED_BY: c.MANAGED_BY, c.LABEL_SERVICE: label_value(name)}
+
+    def _meta(self, name: str, endpoint: str | None = None) -> dict[str, Any]:
+        labels = dict(self.labels)
+        if endpoint is not None:
+            labels[c.LABEL_ENDPOINT] = label_value(endpoint)
+        return {"name": name, "namespace": self.namespace, "labels": labels}
+
+    def _wrap(
+        self, suffix: tuple[str, ...], manifest: Resource, rule: gwo.ReadyWhen, **kw: Any
+    ) -> Resource:
+        name = objects.object_name(self.name, *suffix)
+        return gwo.wrap(
+            name, self.namespace, self.provider_config, manifest, rule, self.labels, **kw
+        )
+
+    def backend_name(self, endpoint: str) -> str:
+        """The Backend's name: service and endpoint, as a DNS label."""
+        return objects.dns_label(f"{self.name}-{endpoint}")
+
+    def backends(self, routed: Sequence[Selected]) -> dict[str, tuple[Resource, gwo.ReadyWhen]]:
+        """Per routed endpoint: its Backend and, with a credential, filter and Secret copy."""
+        out: dict[str, tuple[Resource, gwo.ReadyWhen]] = {}
+        for s in routed:
+            e = s.endpoint
+            out[f"backend-{e.name}"] = (
+                self._wrap(("backend", e.name), self.backend(e), gwo.ACCEPTED),
+                gwo.ACCEPTED,
+            )
+            out.update(self.credential(e))
+        return out
+
+    def backend(self, e: ObservedEndpoint) -> Resource:
+        """The Envoy Gateway Backend of one endpoint."""
+        assert e.spec is not None
+        up = e.spec.upstream()
+        address = (
+            {"ip": {"address": up.host, "port": up.port}}
+            if up.is_ip
+            else {"fqdn": {"hostname": up.host, "port": up.port}}
+        )
+        body: dict[str, Any] = {"endpoints": [address]}
+        if up.scheme == "https":
+            tls: dict[str, Any] = {"wellKnownCACertificates": "System"}
+            if not up.is_ip:
+                tls["sni"] = up.host
+            body["tls"] = tls
+        return {
+            "apiVersion": c.ENVOY_GATEWAY_API_VERSION,
+            "kind": "Backend",
+            "metadata": self._meta(self.backend_name(e.name), e.name),
+            "spec": body,
+        }
+
+    def credential(self, e: ObservedEndpoint) -> dict[str, tuple[Resource, gwo.ReadyWhen]]:
+        """The credential filter (and Secret copy when the key is not `credential`)."""
+        assert e.spec is not None
+        ref = e.spec.auth_secret_ref
+        if ref is None:
+            return {}
+        out: dict[str, tuple[Resource, gwo.ReadyWhen]] = {}
+        secret = ref.name
+        if ref.key != c.ENVOY_CREDENTIAL_KEY:
+            secret = objects.dns_label(f"{self.name}-{e.name}-credential")
+            copy = {
+                "apiVersion": c.CORE_API_VERSION,
+                "kind": "Secret",
+                "metadata": self._meta(secret, e.name),
+                "type": "Opaque",
+            }
+            patch = {
+                "patchesFrom": {
+                    "apiVersion": c.CORE_API_VERSION,
+                    "kind": "Secret",
+                    "name": ref.name,
+                    "namespace": self.namespace,
+                    "fieldPath": _data_path(ref.key),
+                },
+                "toFieldPath": _data_path(c.ENVOY_CREDENTIAL_KEY),
+            }
+            wrapped = self._wrap(("credential", e.name), copy, gwo.EXISTS, references=[patch])
+            out[f"credential-{e.name}"] = (wrapped, gwo.EXISTS)
+        filt = {
+            "apiVersion": c.ENVOY_GATEWAY_API_VERSION,
+            "kind": "HTTPRouteFilter",
+            "metadata": self._meta(self.filter_name(e.name), e.name),
+            "spec": {
+                "credentialInjection": {
+                    "header": e.spec.header_name,
+                    "overwrite": True,
+                    "credential": {"valueRef": {"name": secret}},
+                }
+            },
+        }
+        out[f"filter-{e.name}"] = (self._wrap(("filter", e.name), filt, gwo.EXISTS), gwo.EXISTS)
+        return out
+
+    def filter_name(self, endpoint: str) -> str:
+        """The credential filter's name."""
+        return objects.dns_label(f"{self.name}-{endpoint}-auth")
+
+    def backend_ref(self, s: Selected) -> dict[str, Any]:
+        """One weighted backendRef with its per-backend filters."""
+        assert s.endpoint.spec is not None
+        up = s.endpoint.spec.upstream()
+        filters: list[dict[str, Any]] = []
+        if not up.is_ip:
+            # The upstream sees its own Host, not the gateway's.
+            filters.append({"type": "URLRewrite", "urlRewrite": {"hostname": up.host}})
+        if s.endpoint.spec.auth_secret_ref is not None:
+            filters.append(
+                {
+                    "type": "ExtensionRef",
+                    "extensionRef": {
+                        "group": c.ENVOY_GATEWAY_GROUP,
+                        "kind": "HTTPRouteFilter",
+                        "name": self.filter_name(s.endpoint.name),
+                    },
+                }
+            )
+        ref: dict[str, Any] = {
+            "group": c.ENVOY_GATEWAY_GROUP,
+            "kind": "Backend",
+            "name": self.backend_name(s.endpoint.name),
+            "weight": s.weight,
+        }
+        if filters:
+            ref["filters"] = filters
+        return ref
+
+    def route(self, routed: Sequence[Selected], upstream: str) -> Resource:
+        """The service's HTTPRoute: one rule per OpenAI path, weighted backends."""
+        prefix = self.spec.path_prefix(self.namespace, self.name)
+        refs = [self.backend_ref(s) for s in routed]
+        rules = []
+        for path in c.OPENAI_PATHS:
+            rule: dict[str, Any] = {
+                "matches": [{"path": {"type": "PathPrefix", "value": prefix + path}}]
+            }
+            if prefix != upstream:
+                rule["filters"] = [
+                    {
+                        "type": "URLRewrite",
+                        "urlRewrite": {
+                            "path": {
+                                "type": "ReplacePrefixMatch",
+                                "replacePrefixMatch": upstream + path,
+                            }
+                        },
+                    }
+                ]
+            rule["backendRefs"] = refs
+            rules.append(rule)
+        spec: dict[str, Any] = {
+            "parentRefs": [
+                {
+                    "group": c.GATEWAY_GROUP,
+                    "kind": "Gateway",
+                    "name": self.gateway.gateway_name,
+                    "namespace": self.gateway.gateway_namespace,
+                }
+            ],
+            "rules": rules,
+        }
+        if self.spec.host:
+            spec["hostnames"] = [self.spec.host]
+        manifest = {
+            "apiVersion": c.GATEWAY_API_VERSION,
+            "kind": "HTTPRoute",
+            "metadata": self._meta(objects.dns_label(self.name)),
+            "spec": spec,
+        }
+        return self._wrap(("route",), manifest, gwo.ROUTE)
+
+    def address(self) -> str:
+        """Where clients call the service: the gateway's base URL (or host) and prefix."""
+        base = str(self.gateway.address or "").rstrip("/")
+        if self.spec.host:
+            scheme, _, rest = base.partition("://")
+            port = rest.partition(":")[2]
+            base = f"{scheme}://{self.spec.host}" + (f":{port}" if port else "")
+        return base + self.spec.path_prefix(self.namespace, self.name)
+
+
+def _data_path(key: str) -> str:
+    """A field path to `data.<key>`; bracketed when the key holds a dot."""
+    return f"data.{key}" if "." not in key else f"data[{key}]"
