@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from modelplane.api import constants as c
-from modelplane.api.kinds import kind_for
+from modelplane.api.kinds import Kind, kind_for
 from modelplane.compose import registry
 from modelplane.compose.common import parse_spec
 from modelplane.local.kinds import group_of, known_scope
@@ -57,18 +57,8 @@ def scope_of(obj: dict[str, Any]) -> str | None:
     return known_scope(api_version, kind)
 
 
-def check_document(doc: Any, where: str) -> dict[str, Any]:
-    """Validate one document; return it with defaults (namespace) applied."""
-    if not isinstance(doc, dict):
-        raise LoadError(f"{where}: a manifest must be a mapping, got {type(doc).__name__}")
-    for field in ("apiVersion", "kind"):
-        if not isinstance(doc.get(field), str) or not doc[field]:
-            raise LoadError(f"{where}: {field}: required (a non-empty string)")
-    api_version, kind = doc["apiVersion"], doc["kind"]
-    what = f"{where} ({kind})"
-    metadata = doc.get("metadata")
-    if not isinstance(metadata, dict):
-        raise LoadError(f"{what}: metadata: required (a mapping with a name)")
+def _check_metadata(metadata: dict[str, Any], api_version: str, what: str) -> None:
+    """A manifest's name, labels and annotations, as the API server checks them."""
     if not isinstance(metadata.get("name"), str) or not metadata["name"]:
         raise LoadError(f"{what}: metadata.name: required (a non-empty string)")
     # RBAC objects are the one common exception: any path segment (e.g. "system:x").
@@ -89,19 +79,40 @@ def check_document(doc: Any, where: str) -> dict[str, Any]:
         ):
             raise LoadError(f"{what}: metadata.{field}: must map strings to strings")
 
-    mp_kind = kind_for(api_version, kind)
-    if mp_kind is not None and len(metadata["name"]) > c.MAX_COMPOSITE_NAME:
-        raise LoadError(f"{what}: {c.COMPOSITE_NAME_MESSAGE} ({len(metadata['name'])} given)")
-    if mp_kind is not None and mp_kind.singleton_name not in (None, metadata["name"]):
+
+def _check_composite(mp_kind: Kind, doc: dict[str, Any], what: str) -> None:
+    """What the XRD enforces on a Modelplane kind: its name rules and its spec."""
+    name = doc["metadata"]["name"]
+    if len(name) > c.MAX_COMPOSITE_NAME:
+        raise LoadError(f"{what}: {c.COMPOSITE_NAME_MESSAGE} ({len(name)} given)")
+    if mp_kind.singleton_name not in (None, name):
         raise LoadError(f"{what}: {mp_kind.singleton_message}")
+    if not isinstance(doc.get("spec"), dict):
+        raise LoadError(f"{what}: spec: required (a mapping)")
+    # The same validation the composer applies, so render refuses up front
+    # what would otherwise only become a condition.
+    _, error = parse_spec(mp_kind.spec, doc)
+    if error:
+        raise LoadError(f"{what}: {error}")
+
+
+def check_document(doc: Any, where: str) -> dict[str, Any]:
+    """Validate one document; return it with defaults (namespace) applied."""
+    if not isinstance(doc, dict):
+        raise LoadError(f"{where}: a manifest must be a mapping, got {type(doc).__name__}")
+    for field in ("apiVersion", "kind"):
+        if not isinstance(doc.get(field), str) or not doc[field]:
+            raise LoadError(f"{where}: {field}: required (a non-empty string)")
+    api_version, kind = doc["apiVersion"], doc["kind"]
+    what = f"{where} ({kind})"
+    metadata = doc.get("metadata")
+    if not isinstance(metadata, dict):
+        raise LoadError(f"{what}: metadata: required (a mapping with a name)")
+    _check_metadata(metadata, api_version, what)
+
+    mp_kind = kind_for(api_version, kind)
     if mp_kind is not None:
-        if not isinstance(doc.get("spec"), dict):
-            raise LoadError(f"{what}: spec: required (a mapping)")
-        # The same validation the composer applies, so render refuses up front
-        # what would otherwise only become a condition.
-        _, error = parse_spec(mp_kind.spec, doc)
-        if error:
-            raise LoadError(f"{what}: {error}")
+        _check_composite(mp_kind, doc, what)
     elif known_scope(api_version, kind) is None and not is_composite(api_version, kind):
         group = group_of(api_version) or "core"
         raise LoadError(

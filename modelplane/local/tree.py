@@ -17,6 +17,8 @@ from modelplane.local.loader import is_composite
 from modelplane.local.store import Key, Obj
 
 _KIND_ORDER = {"InferenceClass": 0, "InferenceCluster": 1, "ModelDeployment": 2, "ModelReplica": 3}
+# Routing kinds: the gateway with the fleet, then endpoints and the services over them.
+_KIND_ORDER.update({"InferenceGateway": 1, "ModelEndpoint": 4, "ModelService": 5})
 
 
 def _status(cond: Mapping[str, Any] | None) -> str | None:
@@ -92,6 +94,23 @@ def _placements(node: Tree, obj: Obj) -> None:
             branch.add(f"… and {omitted} more cluster(s)")
 
 
+def _service_routes(node: Tree, obj: Obj) -> None:
+    """A ModelService's address and its weighted endpoint table."""
+    if obj.get("kind") != "ModelService":
+        return
+    status = obj.get("status") or {}
+    address = status.get("address")
+    branch = node.add(f"[bold]Address[/] {escape(str(address)) if address else '(none yet)'}")
+    endpoints = status.get("endpoints") or []
+    total = sum(int(e.get("weight") or 0) for e in endpoints) or 1
+    for e in endpoints:
+        weight = int(e.get("weight") or 0)
+        ready = "[green]ready[/]" if e.get("ready") else "[yellow]not ready[/]"
+        branch.add(
+            f"{escape(str(e.get('name')))}  weight {weight} ({100 * weight / total:.1f}%) {ready}"
+        )
+
+
 def _xr_node(result: RenderResult, obj: Obj, node: Tree) -> None:
     for type_ in (c.CONDITION_READY, c.CONDITION_SYNCED):
         cond = get_condition(obj, type_)
@@ -102,6 +121,7 @@ def _xr_node(result: RenderResult, obj: Obj, node: Tree) -> None:
             node.add(_condition_line(cond))
     _pools(node, obj)
     _placements(node, obj)
+    _service_routes(node, obj)
     for child in result.composed_of(obj):
         if is_composite(child["apiVersion"], child["kind"]):
             _xr_node(result, child, node.add(_title(child)))
