@@ -181,3 +181,7 @@ CONDITION_GATEWAY_READY: Final = "GatewayReady"
 CONDITION_ENDPOINTS_READY: Final = "EndpointsReady"
 LABEL_SERVICE: Final = "modelplane.ai/service"
 LABEL_ENDPOINT: Final = "modelplane.ai/endpoint"
+# The Envoy data plane's Service (fixed through the EnvoyProxy) and the internal
+# hostnames of a ModelService's second hop (see compose/model_service.py).
+ENVOY_SERVICE_NAME: Final = "modelplane-gateway"
+HOP_DOMAIN: Final = "hop.modelplane.internal"

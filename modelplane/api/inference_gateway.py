@@ -122,6 +122,10 @@ class InferenceGatewayStatus(ConditionedStatus):
     address: str | None = Field(
         default=None, description="Base URL of the Gateway, e.g. `http://203.0.113.10`."
     )
+    internal_address: str | None = Field(
+        default=None,
+        description="host:port of the Envoy Service inside the control plane (plain HTTP).",
+    )
     gateway_name: str | None = None
     gateway_namespace: str | None = None
     provider_config_name: str | None = None
@@ -136,6 +140,7 @@ class ObservedGateway:
     gateway_namespace: str | None
     provider_config_name: str | None
     problem: str | None = None
+    internal_address: str | None = None
 
     @property
     def usable(self) -> bool:
@@ -162,4 +167,5 @@ def read_gateway(obj: Mapping[str, Any]) -> ObservedGateway:
         parsed.gateway_name,
         parsed.gateway_namespace,
         parsed.provider_config_name,
+        internal_address=parsed.internal_address,
     )

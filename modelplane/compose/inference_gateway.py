@@ -7,13 +7,16 @@ Composes, on the control plane itself:
 - a provider-helm `Release` of Envoy Gateway (chart `gateway-helm` at the pinned
   `spec.chart.version`), with the Backend API enabled (external FQDN/IP
   backends are off by default in Envoy Gateway);
-- as provider-kubernetes Objects: the `GatewayClass` (parameterised by an
-  `EnvoyProxy` when `spec.envoyProxy` is set), that `EnvoyProxy`, and the
-  `Gateway` with the listeners of `spec.listeners` (routes from every
-  namespace may attach: each ModelService's route lives in its own namespace).
+- as provider-kubernetes Objects: the `GatewayClass`, parameterised by an
+  `EnvoyProxy` that fixes the data plane's Service name (and applies
+  `spec.envoyProxy`: replicas, Service type), and the `Gateway` with the
+  listeners of `spec.listeners` (routes from every namespace may attach: each
+  ModelService's route lives in its own namespace).
 
 `status.address` is read from the observed Gateway's `status.addresses`; until
 it has one, `GatewayReady=False NoAddress` and ModelServices wait.
+`status.internalAddress` is the Envoy Service's in-cluster host:port of the
+first plain-HTTP listener: the target of a ModelService's second hop.
 """
 
 from __future__ import annotations
@@ -65,6 +68,9 @@ def compose(inp: ComposeInput) -> ComposeResult:
         "gatewayNamespace": spec.namespace,
         "providerConfigName": c.CONTROL_PLANE_PROVIDER_CONFIG,
     }
+    internal = internal_address(spec)
+    if internal is not None:
+        result.status["internalAddress"] = internal
     host = observed_address(inp.observed.get(KEY_GATEWAY))
     if host is None:
         message = (
@@ -101,8 +107,7 @@ def desired(spec: InferenceGatewaySpec) -> dict[str, tuple[Resource, gwo.ReadyWh
         out[key] = (wrapped, rule)
 
     obj(KEY_GATEWAY_CLASS, gateway_class(spec), gwo.ACCEPTED)
-    if spec.envoy_proxy is not None:
-        obj(KEY_ENVOY_PROXY, envoy_proxy(spec), gwo.EXISTS)
+    obj(KEY_ENVOY_PROXY, envoy_proxy(spec), gwo.EXISTS)
     obj(KEY_GATEWAY, gateway(spec), gwo.PROGRAMMED)
     return out
 
@@ -182,14 +187,15 @@ def release(spec: InferenceGatewaySpec) -> Resource:
 
 def gateway_class(spec: InferenceGatewaySpec) -> Resource:
     """The GatewayClass served by Envoy Gateway's controller."""
-    body: dict[str, Any] = {"controllerName": c.ENVOY_GATEWAY_CONTROLLER}
-    if spec.envoy_proxy is not None:
-        body["parametersRef"] = {
+    body: dict[str, Any] = {
+        "controllerName": c.ENVOY_GATEWAY_CONTROLLER,
+        "parametersRef": {
             "group": c.ENVOY_GATEWAY_GROUP,
             "kind": "EnvoyProxy",
             "name": ENVOY_PROXY_NAME,
             "namespace": spec.namespace,
-        }
+        },
+    }
     return {
         "apiVersion": c.GATEWAY_API_VERSION,
         "kind": "GatewayClass",
@@ -199,16 +205,19 @@ def gateway_class(spec: InferenceGatewaySpec) -> Resource:
 
 
 def envoy_proxy(spec: InferenceGatewaySpec) -> Resource:
-    """The EnvoyProxy carrying data-plane replicas and Service type."""
+    """The EnvoyProxy: a fixed Service name (the second hop's target), replicas, type.
+
+    The data plane's Service is otherwise named by a hash; a fixed name lets a
+    ModelService address the gateway from inside the control plane.
+    """
     settings = spec.envoy_proxy
-    kubernetes: dict[str, Any] = {}
+    service: dict[str, Any] = {"name": c.ENVOY_SERVICE_NAME}
+    kubernetes: dict[str, Any] = {"envoyService": service}
     if settings is not None and settings.replicas is not None:
         kubernetes["envoyDeployment"] = {"replicas": settings.replicas}
     if settings is not None and settings.service_type is not None:
-        kubernetes["envoyService"] = {"type": settings.service_type}
-    provider: dict[str, Any] = {"type": "Kubernetes"}
-    if kubernetes:
-        provider["kubernetes"] = kubernetes
+        service["type"] = settings.service_type
+    provider: dict[str, Any] = {"type": "Kubernetes", "kubernetes": kubernetes}
     return {
         "apiVersion": c.ENVOY_GATEWAY_API_VERSION,
         "kind": "EnvoyProxy",
@@ -273,3 +282,12 @@ def base_url(host: str, listeners: list[Listener]) -> str:
     shown = f"[{host}]" if ":" in host else host
     port = "" if listener.port == default else f":{listener.port}"
     return f"{scheme}://{shown}{port}"
+
+
+def internal_address(spec: InferenceGatewaySpec) -> str | None:
+    """host:port of the first plain-HTTP listener on the Envoy Service, in-cluster."""
+    listener = next((x for x in spec.listeners if x.protocol == "HTTP"), None)
+    if listener is None:
+        return None
+    host = f"{c.ENVOY_SERVICE_NAME}.{spec.namespace}.svc.cluster.local"
+    return f"{host}:{listener.port}"

@@ -22,10 +22,19 @@ control plane's provider config:
   `weights.py`).
 
 Envoy Gateway v1.9 rejects path rewrites on individual backendRefs
-(envoyproxy/gateway#9095, #9131): the path rewrite is per rule, so every Ready
-endpoint of a service must share one upstream path prefix. When they do not,
-the service holds (`EndpointsReady=False ConflictingUpstreamPaths`) and keeps
-what it composed before.
+(envoyproxy/gateway#9095, #9131) but rewrites the Host per backendRef
+(#7826). When every Ready endpoint shares one upstream path prefix (SaaS
+endpoints, replicas of one deployment behind one rewritePath), the route above
+is all there is. When they differ (a canary between two deployments: each
+replica is reached under its own path on its cluster's gateway), the service
+routes in two hops through the same gateway: its route weighs the endpoints
+and sends each request, Host rewritten to the chosen endpoint's internal
+hostname (`<service>-<endpoint>.<namespace>.hop.modelplane.internal`), to a
+Backend on the Envoy Service itself (the InferenceGateway's
+`status.internalAddress`, plain HTTP inside the control plane); one route per
+endpoint matches that hostname and rewrites path and Host for its upstream.
+Without an internal address the service holds
+(`EndpointsReady=False ConflictingUpstreamPaths`) and keeps what it composed.
 """
 
 from __future__ import annotations
@@ -174,12 +183,19 @@ def _route(
     if not routed:
         return outcome.hold(inp, result, *_no_ready(selected), readiness=_ready)
     paths = sorted({_upstream_path(s) for s in routed})
-    if len(paths) > 1:
+    builder = _Builder(spec, name, namespace, gateway)
+    if len(paths) == 1:
+        wanted = builder.backends(routed)
+        wanted[ROUTE_KEY] = (builder.route(routed, paths[0]), gwo.ROUTE)
+    elif gateway.internal_address:
+        wanted = builder.two_hop(routed, gateway.internal_address)
+    else:
         message = (
             "Ready endpoints disagree on their upstream path prefix ("
             + ", ".join(f"{s.endpoint.name}: {_upstream_path(s) or '/'}" for s in routed)
-            + "); Envoy Gateway rewrites paths per route rule, not per backend: give them one "
-            "spec.rewritePath"
+            + "); that needs the two-hop route through the gateway's plain-HTTP listener, "
+            "and the InferenceGateway publishes no status.internalAddress: add an HTTP "
+            "listener, or give the endpoints one spec.rewritePath"
         )
         return outcome.hold(
             inp,
@@ -189,9 +205,6 @@ def _route(
             message,
             readiness=_ready,
         )
-    builder = _Builder(spec, name, namespace, gateway)
-    wanted = builder.backends(routed)
-    wanted[ROUTE_KEY] = (builder.route(routed, paths[0]), gwo.ROUTE)
     _emit(inp, result, wanted)
     _endpoints_condition(result, selected, routed)
     result.status["address"] = builder.address()
@@ -367,58 +380,50 @@ class _Builder:
         """The credential filter's name."""
         return objects.dns_label(f"{self.name}-{endpoint}-auth")
 
+    def credential_filters(self, e: ObservedEndpoint) -> list[dict[str, Any]]:
+        """The endpoint's credential filter as a backendRef filter (none without one)."""
+        assert e.spec is not None
+        if e.spec.auth_secret_ref is None:
+            return []
+        return [
+            {
+                "type": "ExtensionRef",
+                "extensionRef": {
+                    "group": c.ENVOY_GATEWAY_GROUP,
+                    "kind": "HTTPRouteFilter",
+                    "name": self.filter_name(e.name),
+                },
+            }
+        ]
+
     def backend_ref(self, s: Selected) -> dict[str, Any]:
-        """One weighted backendRef with its per-backend filters."""
+        """One weighted backendRef to the endpoint's Backend with its own filters."""
         assert s.endpoint.spec is not None
         up = s.endpoint.spec.upstream()
         filters: list[dict[str, Any]] = []
         if not up.is_ip:
             # The upstream sees its own Host, not the gateway's.
             filters.append({"type": "URLRewrite", "urlRewrite": {"hostname": up.host}})
-        if s.endpoint.spec.auth_secret_ref is not None:
-            filters.append(
-                {
-                    "type": "ExtensionRef",
-                    "extensionRef": {
-                        "group": c.ENVOY_GATEWAY_GROUP,
-                        "kind": "HTTPRouteFilter",
-                        "name": self.filter_name(s.endpoint.name),
-                    },
-                }
-            )
-        ref: dict[str, Any] = {
-            "group": c.ENVOY_GATEWAY_GROUP,
-            "kind": "Backend",
-            "name": self.backend_name(s.endpoint.name),
-            "weight": s.weight,
-        }
-        if filters:
-            ref["filters"] = filters
-        return ref
+        filters += self.credential_filters(s.endpoint)
+        return _backend_ref(self.backend_name(s.endpoint.name), s.weight, filters)
 
     def route(self, routed: Sequence[Selected], upstream: str) -> Resource:
         """The service's HTTPRoute: one rule per OpenAI path, weighted backends."""
         prefix = self.spec.path_prefix(self.namespace, self.name)
         refs = [self.backend_ref(s) for s in routed]
-        rules = []
-        for path in c.OPENAI_PATHS:
-            rule: dict[str, Any] = {
-                "matches": [{"path": {"type": "PathPrefix", "value": prefix + path}}]
-            }
-            if prefix != upstream:
-                rule["filters"] = [
-                    {
-                        "type": "URLRewrite",
-                        "urlRewrite": {
-                            "path": {
-                                "type": "ReplacePrefixMatch",
-                                "replacePrefixMatch": upstream + path,
-                            }
-                        },
-                    }
-                ]
-            rule["backendRefs"] = refs
-            rules.append(rule)
+        hostnames = [self.spec.host] if self.spec.host else []
+        manifest = self._route_manifest(
+            objects.dns_label(self.name), hostnames, _rules(prefix, upstream, None, refs)
+        )
+        return self._wrap(("route",), manifest, gwo.ROUTE)
+
+    def _route_manifest(
+        self,
+        name: str,
+        hostnames: list[str],
+        rules: list[dict[str, Any]],
+        endpoint: str | None = None,
+    ) -> Resource:
         spec: dict[str, Any] = {
             "parentRefs": [
                 {
@@ -430,15 +435,74 @@ class _Builder:
             ],
             "rules": rules,
         }
-        if self.spec.host:
-            spec["hostnames"] = [self.spec.host]
-        manifest = {
+        if hostnames:
+            spec["hostnames"] = hostnames
+        return {
             "apiVersion": c.GATEWAY_API_VERSION,
             "kind": "HTTPRoute",
-            "metadata": self._meta(objects.dns_label(self.name)),
+            "metadata": self._meta(name, endpoint),
             "spec": spec,
         }
-        return self._wrap(("route",), manifest, gwo.ROUTE)
+
+    def hop_host(self, endpoint: str) -> str:
+        """The internal hostname that selects one endpoint's second-hop route."""
+        return f"{objects.dns_label(f'{self.name}-{endpoint}')}.{self.namespace}.{c.HOP_DOMAIN}"
+
+    def two_hop(
+        self, routed: Sequence[Selected], internal: str
+    ) -> dict[str, tuple[Resource, gwo.ReadyWhen]]:
+        """Endpoints with different upstream paths: weigh first, rewrite the path second.
+
+        Envoy Gateway rewrites paths per rule, not per backendRef, but does
+        rewrite the Host per backendRef. So the service's route picks an
+        endpoint by weight and sends the request, Host set to that endpoint's
+        internal hostname, back into the gateway (a Backend on the Envoy
+        Service, plain HTTP inside the control plane); the endpoint's own route
+        matches that hostname and rewrites path and Host for its upstream.
+        """
+        host, _, port = internal.rpartition(":")
+        hop = objects.dns_label(f"{self.name}-hop")
+        loopback = {
+            "apiVersion": c.ENVOY_GATEWAY_API_VERSION,
+            "kind": "Backend",
+            "metadata": self._meta(hop),
+            "spec": {"endpoints": [{"fqdn": {"hostname": host, "port": int(port)}}]},
+        }
+        out = self.backends(routed)
+        out["backend-hop"] = (self._wrap(("hop",), loopback, gwo.ACCEPTED), gwo.ACCEPTED)
+        refs = [
+            _backend_ref(
+                hop,
+                s.weight,
+                [
+                    {
+                        "type": "URLRewrite",
+                        "urlRewrite": {"hostname": self.hop_host(s.endpoint.name)},
+                    }
+                ],
+            )
+            for s in routed
+        ]
+        prefix = self.spec.path_prefix(self.namespace, self.name)
+        hostnames = [self.spec.host] if self.spec.host else []
+        first = self._route_manifest(
+            objects.dns_label(self.name), hostnames, _rules(prefix, "", None, refs)
+        )
+        out[ROUTE_KEY] = (self._wrap(("route",), first, gwo.ROUTE), gwo.ROUTE)
+        for s in routed:
+            out[f"route-{s.endpoint.name}"] = (self.second_hop(s), gwo.ROUTE)
+        return out
+
+    def second_hop(self, s: Selected) -> Resource:
+        """One endpoint's route behind its internal hostname: path and Host for its upstream."""
+        e = s.endpoint
+        assert e.spec is not None
+        up = e.spec.upstream()
+        ref = _backend_ref(self.backend_name(e.name), None, self.credential_filters(e))
+        rules = _rules("", e.spec.upstream_path(), None if up.is_ip else up.host, [ref])
+        name = objects.dns_label(f"{self.name}-{e.name}")
+        manifest = self._route_manifest(name, [self.hop_host(e.name)], rules, e.name)
+        return self._wrap(("route", e.name), manifest, gwo.ROUTE)
 
     def address(self) -> str:
         """Where clients call the service: the gateway's base URL (or host) and prefix."""
@@ -453,3 +517,33 @@ class _Builder:
 def _data_path(key: str) -> str:
     """A field path to `data.<key>`; bracketed when the key holds a dot."""
     return f"data.{key}" if "." not in key else f"data[{key}]"
+
+
+def _backend_ref(name: str, weight: int | None, filters: list[dict[str, Any]]) -> dict[str, Any]:
+    ref: dict[str, Any] = {"group": c.ENVOY_GATEWAY_GROUP, "kind": "Backend", "name": name}
+    if weight is not None:
+        ref["weight"] = weight
+    if filters:
+        ref["filters"] = filters
+    return ref
+
+
+def _rules(
+    prefix: str, upstream: str, host: str | None, refs: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """One rule per OpenAI path: `prefix + path` rewritten to `upstream + path` (and Host)."""
+    rules = []
+    for path in c.OPENAI_PATHS:
+        rule: dict[str, Any] = {
+            "matches": [{"path": {"type": "PathPrefix", "value": prefix + path}}]
+        }
+        rewrite: dict[str, Any] = {}
+        if host is not None:
+            rewrite["hostname"] = host
+        if prefix != upstream:
+            rewrite["path"] = {"type": "ReplacePrefixMatch", "replacePrefixMatch": upstream + path}
+        if rewrite:
+            rule["filters"] = [{"type": "URLRewrite", "urlRewrite": rewrite}]
+        rule["backendRefs"] = refs
+        rules.append(rule)
+    return rules

@@ -326,7 +326,132 @@ class TestModelService:
         assert conditions(res)["GatewayReady"] == ("False", reason)
         assert res.desired == {} and res.ready == "False"
 
-    def test_endpoints_with_different_upstream_paths_hold(self) -> None:
+    def test_different_upstream_paths_route_in_two_hops(self) -> None:
+        gateway = {
+            **GATEWAY,
+            "status": {**GATEWAY["status"], "internalAddress": "envoy.gw.svc.cluster.local:80"},
+        }
+        res = run_service(
+            CANARY,
+            [
+                endpoint("stable-0", "http://203.0.113.10/team-a/a/0", {"track": "stable"}),
+                endpoint(
+                    "canary-0",
+                    "https://canary.example.com/team-a/b/0",
+                    {"track": "canary"},
+                    authSecretRef={"name": "k", "key": "credential"},
+                ),
+            ],
+            gateway,
+        )
+        assert sorted(res.desired) == [
+            "backend-canary-0",
+            "backend-hop",
+            "backend-stable-0",
+            "filter-canary-0",
+            "route",
+            "route-canary-0",
+            "route-stable-0",
+        ]
+        assert manifest(res, "backend-hop")["spec"] == {
+            "endpoints": [{"fqdn": {"hostname": "envoy.gw.svc.cluster.local", "port": 80}}]
+        }
+        first = manifest(res, "route")["spec"]["rules"][1]
+        assert first == {
+            "matches": [{"path": {"type": "PathPrefix", "value": "/team-a/qwen/v1/completions"}}],
+            "filters": [
+                {
+                    "type": "URLRewrite",
+                    "urlRewrite": {
+                        "path": {
+                            "type": "ReplacePrefixMatch",
+                            "replacePrefixMatch": "/v1/completions",
+                        }
+                    },
+                }
+            ],
+            "backendRefs": [
+                {
+                    "group": "gateway.envoyproxy.io",
+                    "kind": "Backend",
+                    "name": "qwen-hop",
+                    "weight": 100,
+                    "filters": [
+                        {
+                            "type": "URLRewrite",
+                            "urlRewrite": {
+                                "hostname": "qwen-canary-0.team-a.hop.modelplane.internal"
+                            },
+                        }
+                    ],
+                },
+                {
+                    "group": "gateway.envoyproxy.io",
+                    "kind": "Backend",
+                    "name": "qwen-hop",
+                    "weight": 900,
+                    "filters": [
+                        {
+                            "type": "URLRewrite",
+                            "urlRewrite": {
+                                "hostname": "qwen-stable-0.team-a.hop.modelplane.internal"
+                            },
+                        }
+                    ],
+                },
+            ],
+        }
+        canary = manifest(res, "route-canary-0")
+        assert canary["metadata"]["name"] == "qwen-canary-0"
+        assert canary["spec"]["hostnames"] == ["qwen-canary-0.team-a.hop.modelplane.internal"]
+        assert canary["spec"]["rules"][1] == {
+            "matches": [{"path": {"type": "PathPrefix", "value": "/v1/completions"}}],
+            "filters": [
+                {
+                    "type": "URLRewrite",
+                    "urlRewrite": {
+                        "hostname": "canary.example.com",
+                        "path": {
+                            "type": "ReplacePrefixMatch",
+                            "replacePrefixMatch": "/team-a/b/0/v1/completions",
+                        },
+                    },
+                }
+            ],
+            "backendRefs": [
+                {
+                    "group": "gateway.envoyproxy.io",
+                    "kind": "Backend",
+                    "name": "qwen-canary-0",
+                    "filters": [
+                        {
+                            "type": "ExtensionRef",
+                            "extensionRef": {
+                                "group": "gateway.envoyproxy.io",
+                                "kind": "HTTPRouteFilter",
+                                "name": "qwen-canary-0-auth",
+                            },
+                        }
+                    ],
+                }
+            ],
+        }
+        stable = manifest(res, "route-stable-0")["spec"]["rules"][0]
+        assert stable["filters"] == [
+            {
+                "type": "URLRewrite",
+                "urlRewrite": {
+                    "path": {
+                        "type": "ReplacePrefixMatch",
+                        "replacePrefixMatch": "/team-a/a/0/v1/chat/completions",
+                    }
+                },
+            }
+        ]
+        assert res.status["address"] == "http://198.51.100.7/team-a/qwen"
+        assert conditions(res)["EndpointsReady"] == ("True", "AllEndpointsReady")
+
+    def test_different_upstream_paths_without_an_internal_listener_hold(self) -> None:
         res = run_service(
             CANARY,
             [
@@ -449,6 +574,7 @@ class TestInferenceGateway:
     def test_defaults_compose_release_class_gateway_and_provider_configs(self) -> None:
         res = inference_gateway.compose(ComposeInput(composite=gateway_xr()))
         assert sorted(res.desired) == [
+            "envoyproxy",
             "gateway",
             "gatewayclass",
             "provider-config-helm",
@@ -475,6 +601,9 @@ class TestInferenceGateway:
         }
         assert conditions(res)["GatewayReady"] == ("False", "NoAddress")
         assert "address" not in res.status and res.ready == "False"
+        assert res.status["internalAddress"] == (
+            "modelplane-gateway.envoy-gateway-system.svc.cluster.local:80"
+        )
 
     def test_https_listener_and_envoy_proxy(self) -> None:
         xr = gateway_xr(
@@ -499,7 +628,8 @@ class TestInferenceGateway:
                 "type": "Kubernetes",
                 "kubernetes": {
                     "envoyDeployment": {"replicas": 3},
-                    "envoyService": {"type": "NodePort"},
+                    # A fixed name: the in-cluster target of a service's second hop.
+                    "envoyService": {"name": "modelplane-gateway", "type": "NodePort"},
                 },
             }
         }
@@ -527,6 +657,8 @@ class TestInferenceGateway:
         }
         res = inference_gateway.compose(ComposeInput(composite=xr, observed=observed))
         assert res.status["address"] == "https://203.0.113.5:8443"
+        # No plain-HTTP listener: no in-cluster address for a second hop.
+        assert "internalAddress" not in res.status
         assert conditions(res)["GatewayReady"] == ("True", "Addressed")
         assert res.desired["gateway"].ready == "True"
         # The Release and provider configs are not observed yet.
@@ -579,7 +711,26 @@ def test_everything_composed_passes_the_schema_oracles(oracle: Any) -> None:
             ],
         ),
     ]
+    two_hop = {
+        **GATEWAY,
+        "status": {**GATEWAY["status"], "internalAddress": "envoy.gw.svc.cluster.local:80"},
+    }
+    results.append(
+        run_service(
+            CANARY,
+            [
+                endpoint(
+                    "a",
+                    "https://api.example.com/openai",
+                    {"track": "stable"},
+                    authSecretRef={"name": "k", "key": "api-key"},
+                ),
+                endpoint("b", "http://203.0.113.4/team-a/b/0", {"track": "canary"}),
+            ],
+            two_hop,
+        )
+    )
     docs = [d.resource for r in results for d in r.desired.values()]
-    assert len(docs) == 12
+    assert len(docs) == 20
     for doc in docs:
         assert [str(i) for i in oracle.validate(doc)] == [], doc["metadata"]["name"]
