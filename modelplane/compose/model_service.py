@@ -104,6 +104,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
     namespace = str(meta(inp.composite).get("namespace") or "")
     if not name or not namespace:
         return outcome.fatal("ModelService has no metadata.name or metadata.namespace")
+    inp = without_secret_data(inp)
     result = ComposeResult()
     spec, error = parse_spec(ModelServiceSpec, inp.composite)
     if spec is None:
@@ -135,6 +136,24 @@ def compose(inp: ComposeInput) -> ComposeResult:
         "endpointsReady": f"{sum(s.ready for s in selected)}/{len(selected)}",
     }
     return _route(inp, result, spec, name, namespace, gateway, selected)
+
+
+def without_secret_data(inp: ComposeInput) -> ComposeInput:
+    """`inp` with the data of every observed wrapped Secret dropped.
+
+    provider-kubernetes writes the value it patched into a Secret copy back into
+    the Object (crossplane-contrib/provider-kubernetes#223); a hold or wait
+    keeps observed Objects as desired, and must not echo that value.
+    """
+    observed = {}
+    for key, obj in inp.observed.items():
+        manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
+        if isinstance(manifest, dict) and manifest.get("kind") == "Secret":
+            clean = {k: v for k, v in manifest.items() if k not in ("data", "stringData")}
+            spec = {**obj["spec"], "forProvider": {**obj["spec"]["forProvider"], "manifest": clean}}
+            obj = {k: v for k, v in obj.items() if k != "status"} | {"spec": spec}
+        observed[key] = obj
+    return ComposeInput(composite=inp.composite, observed=observed, required=inp.required)
 
 
 def _gateway(inp: ComposeInput, result: ComposeResult) -> ObservedGateway | None:

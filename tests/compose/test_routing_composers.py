@@ -271,6 +271,44 @@ class TestModelService:
         ref = manifest(res, "filter-saas")["spec"]["credentialInjection"]["credential"]
         assert ref == {"valueRef": {"name": "qwen-saas-credential"}}
 
+    def test_a_hold_never_echoes_a_value_the_provider_patched_into_the_copy(self) -> None:
+        xr = service(endpoints=[{"selector": {"matchLabels": {"model": "qwen"}}}])
+        saas = endpoint(
+            "saas",
+            "https://api.provider.example.com",
+            {"model": "qwen"},
+            authSecretRef={"name": "provider-key", "key": "api-key"},
+        )
+        copy = run_service(xr, [saas]).desired["credential-saas"].resource
+        leaked = {
+            **copy,
+            "spec": {
+                **copy["spec"],
+                "forProvider": {
+                    "manifest": {
+                        **copy["spec"]["forProvider"]["manifest"],
+                        "data": {"credential": "QmVhcmVyIHNrLXNlY3JldA=="},
+                    }
+                },
+            },
+            "status": {
+                "atProvider": {"manifest": {"data": {"credential": "QmVhcmVyIHNrLXNlY3JldA=="}}}
+            },
+        }
+        # The endpoint stops being Ready: the service holds and keeps the copy.
+        inp = ComposeInput(
+            composite=xr,
+            observed={"credential-saas": leaked},
+            required={"gateway": [GATEWAY], "endpoints": [{**saas, "status": {"ready": False}}]},
+        )
+        res = model_service.compose(inp)
+        assert sorted(res.desired) == ["credential-saas"]
+        assert "QmVhcmVyIHNrLXNlY3JldA==" not in json.dumps(res.desired["credential-saas"].resource)
+        assert (
+            res.desired["credential-saas"].resource["spec"]["forProvider"]["manifest"]
+            == (copy["spec"]["forProvider"]["manifest"])
+        )
+
     def test_endpoints_of_another_namespace_are_never_selected(self) -> None:
         xr = service(endpoints=[{"selector": {"matchLabels": {"model": "qwen"}}}])
         res = run_service(
