@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import Field, ValidationError, model_validator
 
 from modelplane.api.common import (
     ConditionedStatus,
@@ -89,3 +92,12 @@ class ModelServiceStatus(ConditionedStatus):
     endpoints_ready: str | None = Field(
         default=None, description="Ready endpoints out of selected ones, `k/n`."
     )
+
+
+def read_service_status(obj: Mapping[str, Any]) -> ModelServiceStatus | None:
+    """The one tolerant reader of a ModelService's status (None when it does not parse)."""
+    status = obj.get("status")
+    try:
+        return ModelServiceStatus.model_validate(status if isinstance(status, Mapping) else {})
+    except ValidationError:
+        return None

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from modelplane.api import constants as c
-from modelplane.api.inference_gateway import InferenceGatewaySpec, Listener
+from modelplane.api.inference_gateway import InferenceGatewaySpec, InferenceGatewayStatus, Listener
 from modelplane.api.kinds import INFERENCE_GATEWAY
 from modelplane.api.reasons import GatewayReadyReason, ValidReason
 from modelplane.compose import gateway_objects as gwo
@@ -63,16 +63,17 @@ def compose(inp: ComposeInput) -> ComposeResult:
         ok = rule.observed(inp.observed.get(key))
         all_ready = all_ready and ok
         result.desired[key] = DesiredResource(resource, "True" if ok else "False")
-    result.status = {
-        "gatewayName": c.CONTROL_PLANE_GATEWAY_NAME,
-        "gatewayNamespace": spec.namespace,
-        "providerConfigName": c.CONTROL_PLANE_PROVIDER_CONFIG,
-    }
-    internal = internal_address(spec)
-    if internal is not None:
-        result.status["internalAddress"] = internal
+    status = InferenceGatewayStatus(
+        gateway_name=c.CONTROL_PLANE_GATEWAY_NAME,
+        gateway_namespace=spec.namespace,
+        provider_config_name=c.CONTROL_PLANE_PROVIDER_CONFIG,
+        internal_address=internal_address(spec),
+    )
     host = observed_address(inp.observed.get(KEY_GATEWAY))
-    if host is None:
+    if host is not None:
+        status.address = base_url(host, spec.listeners)
+    result.status = status.to_dict()
+    if status.address is None:
         message = (
             f"Gateway {spec.namespace}/{c.CONTROL_PLANE_GATEWAY_NAME} has no address yet: "
             "ModelServices wait for it"
@@ -80,13 +81,11 @@ def compose(inp: ComposeInput) -> ComposeResult:
         result.condition(c.CONDITION_GATEWAY_READY, False, GatewayReadyReason.NO_ADDRESS, message)
         result.ready = "False"
         return result
-    address = base_url(host, spec.listeners)
-    result.status["address"] = address
     result.condition(
         c.CONDITION_GATEWAY_READY,
         True,
         GatewayReadyReason.ADDRESSED,
-        f"Gateway {spec.namespace}/{c.CONTROL_PLANE_GATEWAY_NAME} at {address}",
+        f"Gateway {spec.namespace}/{c.CONTROL_PLANE_GATEWAY_NAME} at {status.address}",
     )
     result.ready = "True" if all_ready else "False"
     return result

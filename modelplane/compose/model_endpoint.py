@@ -11,7 +11,7 @@ itself (see `model_service.py`).
 from __future__ import annotations
 
 from modelplane.api import constants as c
-from modelplane.api.model_endpoint import ModelEndpointSpec
+from modelplane.api.model_endpoint import ModelEndpointSpec, ModelEndpointStatus
 from modelplane.api.reasons import CredentialsResolvedReason, ValidReason
 from modelplane.compose import outcome
 from modelplane.compose.common import meta, parse_spec
@@ -22,7 +22,7 @@ SECRET_REQUIREMENT = "auth-secret"
 
 def compose(inp: ComposeInput) -> ComposeResult:
     """Validate the endpoint and its credential reference; publish `status.ready`."""
-    result = ComposeResult(status={"ready": False})
+    result = ComposeResult(status=ModelEndpointStatus(ready=False).to_dict())
     spec, error = parse_spec(ModelEndpointSpec, inp.composite)
     if spec is None:
         return outcome.hold(inp, result, c.CONDITION_VALID, ValidReason.INVALID_SPEC, error)
@@ -83,6 +83,6 @@ def compose(inp: ComposeInput) -> ComposeResult:
 
 
 def _ready(result: ComposeResult) -> ComposeResult:
-    result.status["ready"] = True
+    result.status = ModelEndpointStatus(ready=True).to_dict()
     result.ready = "True"
     return result

@@ -46,7 +46,12 @@ from typing import Any
 from modelplane.api import constants as c
 from modelplane.api.inference_gateway import ObservedGateway, read_gateway
 from modelplane.api.model_endpoint import ObservedEndpoint, read_endpoint
-from modelplane.api.model_service import WEIGHT_TOTAL, ModelServiceSpec
+from modelplane.api.model_service import (
+    WEIGHT_TOTAL,
+    ModelServiceSpec,
+    ModelServiceStatus,
+    ServiceEndpointStatus,
+)
 from modelplane.api.objects import label_value
 from modelplane.api.reasons import EndpointsReadyReason, GatewayReadyReason, ValidReason
 from modelplane.compose import gateway_objects as gwo
@@ -94,10 +99,6 @@ def plan(
     return [Selected(e, split.get(name, 0)) for name, e in sorted(selected.items())]
 
 
-def _status_endpoints(selected: Sequence[Selected]) -> list[dict[str, Any]]:
-    return [{"name": s.endpoint.name, "weight": s.weight, "ready": s.ready} for s in selected]
-
-
 def compose(inp: ComposeInput) -> ComposeResult:
     """Compose the service's route and backends, or say why it cannot route."""
     name = str(meta(inp.composite).get("name") or "")
@@ -131,11 +132,14 @@ def compose(inp: ComposeInput) -> ComposeResult:
         return outcome.hold(inp, result, *_gateway_problem(inp), readiness=_ready)
     endpoints = [read_endpoint(o) for o in inp.required.get(ENDPOINTS_REQUIREMENT) or []]
     selected = plan(spec, endpoints, namespace)
-    result.status = {
-        "endpoints": _status_endpoints(selected),
-        "endpointsReady": f"{sum(s.ready for s in selected)}/{len(selected)}",
-    }
-    return _route(inp, result, spec, name, namespace, gateway, selected)
+    status = ModelServiceStatus(
+        endpoints=[
+            ServiceEndpointStatus(name=s.endpoint.name, weight=s.weight, ready=s.ready)
+            for s in selected
+        ],
+        endpoints_ready=f"{sum(s.ready for s in selected)}/{len(selected)}",
+    )
+    return _route(inp, result, spec, name, namespace, gateway, selected, status)
 
 
 def without_secret_data(inp: ComposeInput) -> ComposeInput:
@@ -197,7 +201,9 @@ def _route(
     namespace: str,
     gateway: ObservedGateway,
     selected: Sequence[Selected],
+    status: ModelServiceStatus,
 ) -> ComposeResult:
+    result.status = status.to_dict()
     routed = [s for s in selected if s.ready and s.weight > 0]
     if not routed:
         return outcome.hold(inp, result, *_no_ready(selected), readiness=_ready)
@@ -226,7 +232,8 @@ def _route(
         )
     _emit(inp, result, wanted)
     _endpoints_condition(result, selected, routed)
-    result.status["address"] = builder.address()
+    status.address = builder.address()
+    result.status = status.to_dict()
     return result
 
 

@@ -11,6 +11,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from modelplane.api import constants as c
+from modelplane.api.model_service import read_service_status
 from modelplane.api.objects import condition as get_condition
 from modelplane.local.engine import RenderResult, owned_by
 from modelplane.local.loader import is_composite
@@ -98,17 +99,18 @@ def _service_routes(node: Tree, obj: Obj) -> None:
     """A ModelService's address and its weighted endpoint table."""
     if obj.get("kind") != "ModelService":
         return
-    status = obj.get("status") or {}
-    address = status.get("address")
-    branch = node.add(f"[bold]Address[/] {escape(str(address)) if address else '(none yet)'}")
-    endpoints = status.get("endpoints") or []
-    total = sum(int(e.get("weight") or 0) for e in endpoints) or 1
+    status = read_service_status(obj)
+    if status is None:
+        node.add("[red]status unreadable[/]")
+        return
+    address = escape(status.address) if status.address else "(none yet)"
+    branch = node.add(f"[bold]Address[/] {address}")
+    endpoints = status.endpoints or []
+    total = sum(e.weight for e in endpoints) or 1
     for e in endpoints:
-        weight = int(e.get("weight") or 0)
-        ready = "[green]ready[/]" if e.get("ready") else "[yellow]not ready[/]"
-        branch.add(
-            f"{escape(str(e.get('name')))}  weight {weight} ({100 * weight / total:.1f}%) {ready}"
-        )
+        ready = "[green]ready[/]" if e.ready else "[yellow]not ready[/]"
+        share = f"{100 * e.weight / total:.1f}%"
+        branch.add(f"{escape(e.name)}  weight {e.weight} ({share}) {ready}")
 
 
 def _xr_node(result: RenderResult, obj: Obj, node: Tree) -> None:
