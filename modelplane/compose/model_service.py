@@ -146,18 +146,27 @@ def without_secret_data(inp: ComposeInput) -> ComposeInput:
     """`inp` with the data of every observed wrapped Secret dropped.
 
     provider-kubernetes writes the value it patched into a Secret copy back into
-    the Object (crossplane-contrib/provider-kubernetes#223); a hold or wait
-    keeps observed Objects as desired, and must not echo that value.
+    the Object (crossplane-contrib/provider-kubernetes#223) and, without
+    `--sanitize-secrets`, into its status; a hold or wait keeps observed Objects
+    as desired, and must never echo that value. Conditions stay: they say
+    whether the copy exists.
     """
     observed = {}
     for key, obj in inp.observed.items():
         manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
         if isinstance(manifest, dict) and manifest.get("kind") == "Secret":
-            clean = {k: v for k, v in manifest.items() if k not in ("data", "stringData")}
-            spec = {**obj["spec"], "forProvider": {**obj["spec"]["forProvider"], "manifest": clean}}
-            obj = {k: v for k, v in obj.items() if k != "status"} | {"spec": spec}
+            spec = {**obj["spec"], "forProvider": {**obj["spec"]["forProvider"]}}
+            spec["forProvider"]["manifest"] = _no_data(manifest)
+            obj = {**obj, "spec": spec}
+            status = obj.get("status")
+            if isinstance(status, dict):
+                obj["status"] = {k: v for k, v in status.items() if k != "atProvider"}
         observed[key] = obj
     return ComposeInput(composite=inp.composite, observed=observed, required=inp.required)
+
+
+def _no_data(manifest: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in manifest.items() if k not in ("data", "stringData")}
 
 
 def _gateway(inp: ComposeInput, result: ComposeResult) -> ObservedGateway | None:

@@ -292,7 +292,8 @@ class TestModelService:
                 },
             },
             "status": {
-                "atProvider": {"manifest": {"data": {"credential": "QmVhcmVyIHNrLXNlY3JldA=="}}}
+                "atProvider": {"manifest": {"data": {"credential": "QmVhcmVyIHNrLXNlY3JldA=="}}},
+                "conditions": [{"type": "Ready", "status": "True"}],
             },
         }
         # The endpoint stops being Ready: the service holds and keeps the copy.
@@ -308,6 +309,8 @@ class TestModelService:
             res.desired["credential-saas"].resource["spec"]["forProvider"]["manifest"]
             == (copy["spec"]["forProvider"]["manifest"])
         )
+        # Still judged by its conditions: the copy exists.
+        assert res.desired["credential-saas"].ready == "True"
 
     def test_endpoints_of_another_namespace_are_never_selected(self) -> None:
         xr = service(endpoints=[{"selector": {"matchLabels": {"model": "qwen"}}}])

@@ -29,9 +29,10 @@ def test_gateway_publishes_the_simulated_address_and_services_use_it() -> None:
     assert gw is not None
     address = f"https://{gateway_address('envoy-gateway-system', 'modelplane')}"
     assert gw["status"]["address"] == address
-    svc = result.get(API, "ModelService", "llama", "ml-team")
+    svc = result.get(API, "ModelService", "llama-spillover", "ml-team")
     assert svc is not None
-    assert svc["status"]["address"] == f"{address}/ml-team/llama"
+    # Served under its own host on the gateway.
+    assert svc["status"]["address"] == "https://llama.inference.example.com"
 
 
 def test_example_endpoint_without_its_secret_is_listed_but_gets_no_traffic() -> None:
@@ -41,7 +42,7 @@ def test_example_endpoint_without_its_secret_is_listed_but_gets_no_traffic() -> 
     cond = next(x for x in eu["status"]["conditions"] if x["type"] == "CredentialsResolved")
     assert (cond["status"], cond["reason"]) == ("False", "SecretNotFound")
     assert "ml-team/saas-eu-api-key" in cond["message"]
-    svc = result.get(API, "ModelService", "llama", "ml-team")
+    svc = result.get(API, "ModelService", "llama-spillover", "ml-team")
     assert svc is not None
     table = {e["name"]: (e["weight"], e["ready"]) for e in svc["status"]["endpoints"]}
     assert table["llama-saas-eu"] == (0, False)
@@ -77,6 +78,24 @@ def test_no_rendered_object_but_the_input_secret_holds_its_value() -> None:
 def test_tree_shows_each_service_with_its_address_and_weighted_endpoints() -> None:
     out = CliRunner().invoke(cli, ["render", str(EXAMPLE), "-o", "tree"], env={"COLUMNS": "200"})
     assert out.exit_code == 0, out.output
-    assert "Address https://198.51.100." in out.output
+    assert "Address https://llama.inference.example.com" in out.output
     assert "llama-saas  weight 1000 (100.0%) ready" in out.output
     assert "llama-saas-eu  weight 0 (0.0%) not ready" in out.output
+
+
+def test_warming_up_replica_gets_no_endpoint_and_its_service_waits() -> None:
+    _, result = _render()
+    replicas = [
+        r
+        for r in result.store.list(API, "ModelReplica", "ml-team")
+        if r["spec"]["deploymentName"] == "qwen-warming"
+    ]
+    assert len(replicas) == 1
+    ready = next(x for x in replicas[0]["status"]["conditions"] if x["type"] == "Ready")
+    assert ready["status"] == "False"
+    assert result.get(API, "ModelEndpoint", replicas[0]["metadata"]["name"], "ml-team") is None
+    svc = result.get(API, "ModelService", "qwen", "ml-team")
+    assert svc is not None
+    cond = next(x for x in svc["status"]["conditions"] if x["type"] == "EndpointsReady")
+    assert (cond["status"], cond["reason"]) == ("False", "NoReadyEndpoints")
+    assert "address" not in svc["status"]
