@@ -111,6 +111,7 @@ class EndpointsReadyReason(StrEnum):
     SOME_ENDPOINTS_NOT_READY = "SomeEndpointsNotReady"
     NO_READY_ENDPOINTS = "NoReadyEndpoints"
     CONFLICTING_UPSTREAM_PATHS = "ConflictingUpstreamPaths"
+    TOO_MANY_ENDPOINTS = "TooManyEndpoints"
     WAITING_FOR_RESOURCES = "WaitingForResources"
 
 

@@ -69,6 +69,8 @@ from modelplane.scheduling.filters import selector_matches
 GATEWAY_REQUIREMENT = "gateway"
 ENDPOINTS_REQUIREMENT = "endpoints"
 ROUTE_KEY = "route"
+# Gateway API: an HTTPRoute rule has at most 16 backendRefs.
+MAX_BACKENDS = 16
 
 
 @dataclass(frozen=True)
@@ -216,6 +218,19 @@ def _route(
     routed = [s for s in selected if s.ready and s.weight > 0]
     if not routed:
         return outcome.hold(inp, result, *_no_ready(selected), readiness=_ready)
+    if len(routed) > MAX_BACKENDS:
+        message = (
+            f"{len(routed)} endpoints would receive traffic; a Gateway API route rule takes at "
+            f"most {MAX_BACKENDS} backends: narrow spec.endpoints[].selector"
+        )
+        return outcome.hold(
+            inp,
+            result,
+            c.CONDITION_ENDPOINTS_READY,
+            EndpointsReadyReason.TOO_MANY_ENDPOINTS,
+            message,
+            readiness=_ready,
+        )
     paths = sorted({_upstream_path(s) for s in routed})
     builder = _Builder(spec, name, namespace, gateway)
     if len(paths) == 1:

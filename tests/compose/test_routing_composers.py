@@ -503,6 +503,13 @@ class TestModelService:
         assert conditions(res)["EndpointsReady"] == ("False", "ConflictingUpstreamPaths")
         assert res.desired == {}
 
+    def test_more_ready_endpoints_than_a_rule_takes_hold(self) -> None:
+        eps = [endpoint(f"e{i:02d}", "http://203.0.113.1", {"track": "stable"}) for i in range(17)]
+        res = run_service(CANARY, eps)
+        assert conditions(res)["EndpointsReady"] == ("False", "TooManyEndpoints")
+        assert res.desired == {}
+        assert len(run_service(CANARY, eps[:16]).desired) == 17  # 16 Backends and the route
+
     def test_invalid_endpoint_is_listed_but_never_routed(self) -> None:
         bad = endpoint("bad", "ftp://x", {"track": "stable"})
         good = endpoint("good", "http://203.0.113.1", {"track": "stable"})
