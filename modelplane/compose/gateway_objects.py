@@ -72,6 +72,14 @@ def wrapped_status(obj: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return manifest if isinstance(manifest, Mapping) else None
 
 
+def wrapped_manifest(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The manifest an Object wraps (`spec.forProvider.manifest`), if it is an object."""
+    spec = obj.get("spec")
+    provider = spec.get("forProvider") if isinstance(spec, Mapping) else None
+    manifest = provider.get("manifest") if isinstance(provider, Mapping) else None
+    return manifest if isinstance(manifest, Mapping) else None
+
+
 def wrap(
     name: str,
     namespace: str,

@@ -139,9 +139,8 @@ def _ready(obj: Resource) -> bool:
         return _EXISTS_PC.observed(obj)
     if kind == "Release":
         return _RELEASE.observed(obj)
-    wrapped = str(
-        ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest", {}).get("kind")
-    )
+    manifest = gwo.wrapped_manifest(obj)
+    wrapped = str(manifest.get("kind")) if manifest is not None else ""
     rule = {"GatewayClass": gwo.ACCEPTED, "Gateway": gwo.PROGRAMMED}.get(wrapped, gwo.EXISTS)
     return rule.observed(obj)
 

@@ -155,10 +155,10 @@ def without_secret_data(inp: ComposeInput) -> ComposeInput:
     """
     observed = {}
     for key, obj in inp.observed.items():
-        manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
-        if isinstance(manifest, dict) and manifest.get("kind") == "Secret":
+        manifest = gwo.wrapped_manifest(obj)
+        if manifest is not None and manifest.get("kind") == "Secret":
             spec = {**obj["spec"], "forProvider": {**obj["spec"]["forProvider"]}}
-            spec["forProvider"]["manifest"] = _no_data(manifest)
+            spec["forProvider"]["manifest"] = _no_data(dict(manifest))
             obj = {**obj, "spec": spec}
             status = obj.get("status")
             if isinstance(status, dict):
@@ -310,7 +310,8 @@ def _emit(
 
 def _ready(obj: Resource) -> bool:
     """Readiness of a kept Object: its wrapped kind's rule."""
-    kind = str(((obj.get("spec") or {}).get("forProvider") or {}).get("manifest", {}).get("kind"))
+    manifest = gwo.wrapped_manifest(obj)
+    kind = str(manifest.get("kind")) if manifest is not None else ""
     rule = {"HTTPRoute": gwo.ROUTE, "Backend": gwo.ACCEPTED}.get(kind, gwo.EXISTS)
     return rule.observed(obj)
 

@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from oracles import conformance_module
 
 from modelplane.compose import inference_gateway, model_endpoint, model_service
@@ -782,3 +784,88 @@ def test_everything_composed_passes_the_schema_oracles(oracle: Any) -> None:
     assert len(docs) == 20
     for doc in docs:
         assert [str(i) for i in oracle.validate(doc)] == [], doc["metadata"]["name"]
+
+
+_JUNK = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200)
+@given(
+    spec=_JUNK,
+    endpoint_specs=st.lists(_JUNK, max_size=3),
+    endpoint_status=_JUNK,
+    gateway_status=_JUNK,
+    # Observed composed resources are API objects whose CRDs fix the outer
+    # shape (spec.forProvider.manifest, status.atProvider.manifest,
+    # status.conditions[] are objects); anything may be inside.
+    observed=st.dictionaries(
+        st.sampled_from(["route", "backend-e0", "credential-e0", "gateway"]),
+        st.fixed_dictionaries(
+            {
+                "spec": st.fixed_dictionaries(
+                    {
+                        "forProvider": st.fixed_dictionaries(
+                            {
+                                "manifest": st.dictionaries(
+                                    st.sampled_from(["kind", "data", "status"]), _JUNK
+                                )
+                            }
+                        )
+                    }
+                )
+            },
+            optional={
+                "status": st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "atProvider": st.fixed_dictionaries(
+                            {
+                                "manifest": st.dictionaries(
+                                    st.sampled_from(["status", "data"]), _JUNK
+                                )
+                            }
+                        ),
+                        "conditions": st.lists(
+                            st.dictionaries(st.sampled_from(["type", "status"]), _JUNK), max_size=2
+                        ),
+                    },
+                )
+            },
+        ),
+    ),
+)
+def test_junk_input_never_raises(
+    spec, endpoint_specs, endpoint_status, gateway_status, observed
+) -> None:
+    eps = [
+        {"metadata": {"name": f"e{i}", "namespace": NS}, "spec": s, "status": endpoint_status}
+        for i, s in enumerate(endpoint_specs)
+    ]
+    for composite in (
+        service(endpoints=spec),
+        {"metadata": {"name": "q", "namespace": NS}, "spec": spec},
+    ):
+        model_service.compose(
+            ComposeInput(
+                composite=composite,
+                observed=observed,
+                required={"gateway": [{**GATEWAY, "status": gateway_status}], "endpoints": eps},
+            )
+        )
+    model_endpoint.compose(
+        ComposeInput(
+            composite={"metadata": {"name": "e", "namespace": NS}, "spec": spec},
+            required={"auth-secret": [{"data": spec}]},
+        )
+    )
+    inference_gateway.compose(
+        ComposeInput(
+            composite=gateway_xr(**({"listeners": spec} if spec else {})), observed=observed
+        )
+    )
