@@ -35,13 +35,18 @@ class GatewayChart(KubeModel):
         pattern=r"^v?[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.-]+)?$",
         description="The gateway-helm chart version (an exact release, never a range).",
     )
-    repository: str = Field(default=c.ENVOY_GATEWAY_CHART_REPOSITORY, min_length=1, max_length=512)
+    repository: str = Field(
+        default=c.ENVOY_GATEWAY_CHART_REPOSITORY,
+        min_length=1,
+        max_length=512,
+        description="The chart repository (an OCI registry or an HTTP Helm repository).",
+    )
 
 
 class CertificateRef(KubeModel):
     """A TLS Secret (`kubernetes.io/tls`) in the gateway's namespace."""
 
-    name: ObjectName
+    name: ObjectName = Field(description="Name of the TLS Secret.")
 
 
 class Listener(KubeModel):
@@ -60,11 +65,20 @@ class Listener(KubeModel):
         )
     }
 
-    name: DNSLabel
-    protocol: Literal["HTTP", "HTTPS"] = "HTTP"
-    port: int = Field(default=80, ge=1, le=65535)
-    hostname: str | None = Field(default=None, max_length=253, pattern=HOST_PATTERN)
-    certificate_secret_ref: CertificateRef | None = None
+    name: DNSLabel = Field(description="The listener's name, unique in the Gateway.")
+    protocol: Literal["HTTP", "HTTPS"] = Field(
+        default="HTTP", description="HTTP, or HTTPS terminating TLS at the gateway."
+    )
+    port: int = Field(default=80, ge=1, le=65535, description="The port the gateway listens on.")
+    hostname: str | None = Field(
+        default=None,
+        max_length=253,
+        pattern=HOST_PATTERN,
+        description="Only requests for this host (a `*.` wildcard allowed); unset: any host.",
+    )
+    certificate_secret_ref: CertificateRef | None = Field(
+        default=None, description="The certificate of an HTTPS listener (required there only)."
+    )
 
     @model_validator(mode="after")
     def _tls(self) -> Listener:
@@ -76,8 +90,13 @@ class Listener(KubeModel):
 class EnvoyProxySettings(KubeModel):
     """Data-plane settings applied through an EnvoyProxy resource."""
 
-    replicas: int | None = Field(default=None, ge=1, le=100)
-    service_type: Literal["LoadBalancer", "ClusterIP", "NodePort"] | None = None
+    replicas: int | None = Field(
+        default=None, ge=1, le=100, description="Envoy proxy replicas (Envoy Gateway's default: 1)."
+    )
+    service_type: Literal["LoadBalancer", "ClusterIP", "NodePort"] | None = Field(
+        default=None,
+        description="Type of the proxy's Service (Envoy Gateway's default: LoadBalancer).",
+    )
 
 
 def _default_listeners() -> list[Any]:
@@ -104,7 +123,10 @@ class InferenceGatewaySpec(KubeModel):
         description="Namespace of Envoy Gateway, its Gateway and the listeners' certificates.",
     )
     listeners: list[Listener] = Field(
-        default_factory=_default_listeners, min_length=1, max_length=8
+        default_factory=_default_listeners,
+        min_length=1,
+        max_length=8,
+        description="The Gateway's listeners; default one HTTP listener on port 80.",
     )
     envoy_proxy: EnvoyProxySettings | None = None
 
@@ -126,9 +148,14 @@ class InferenceGatewayStatus(ConditionedStatus):
         default=None,
         description="host:port of the Envoy Service inside the control plane (plain HTTP).",
     )
-    gateway_name: str | None = None
-    gateway_namespace: str | None = None
-    provider_config_name: str | None = None
+    gateway_name: str | None = Field(
+        default=None, description="The Gateway ModelServices' routes attach to."
+    )
+    gateway_namespace: str | None = Field(default=None, description="The Gateway's namespace.")
+    provider_config_name: str | None = Field(
+        default=None,
+        description="The control plane's own provider config (for composed Objects).",
+    )
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,11 @@ class ModelServiceSpec(KubeModel):
         )
     }
 
-    endpoints: list[EndpointGroup] = Field(min_length=1, max_length=16)
+    endpoints: list[EndpointGroup] = Field(
+        min_length=1,
+        max_length=16,
+        description="Selector groups and their weights; an endpoint may be in several groups.",
+    )
     prefix: str | None = Field(
         default=None,
         max_length=256,
@@ -79,16 +83,22 @@ class ModelServiceSpec(KubeModel):
 class ServiceEndpointStatus(StatusModel):
     """One selected endpoint and the weight it receives."""
 
-    name: str
-    weight: int
-    ready: bool
+    name: str = Field(description="The ModelEndpoint's name.")
+    weight: int = Field(description="Its integer weight; all weights sum to 1000 (0: no traffic).")
+    ready: bool = Field(
+        description="Whether the endpoint is Ready (only Ready ones are routed to)."
+    )
 
 
 class ModelServiceStatus(ConditionedStatus):
     """Where clients call the model and how traffic is split."""
 
-    address: str | None = None
-    endpoints: list[ServiceEndpointStatus] | None = None
+    address: str | None = Field(
+        default=None, description="The URL clients call; the OpenAI paths are under it."
+    )
+    endpoints: list[ServiceEndpointStatus] | None = Field(
+        default=None, description="Every selected endpoint with its weight and readiness."
+    )
     endpoints_ready: str | None = Field(
         default=None, description="Ready endpoints out of selected ones, `k/n`."
     )
