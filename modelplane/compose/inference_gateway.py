@@ -30,6 +30,7 @@ from modelplane.api.kinds import INFERENCE_GATEWAY
 from modelplane.api.reasons import GatewayReadyReason, ValidReason
 from modelplane.compose import gateway_objects as gwo
 from modelplane.compose import outcome
+from modelplane.compose import readiness as rd
 from modelplane.compose.common import meta, parse_spec
 from modelplane.compose.types import ComposeInput, ComposeResult, DesiredResource, Resource
 
@@ -60,7 +61,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
     wanted = desired(spec)
     all_ready = True
     for key, (resource, rule) in wanted.items():
-        ok = rule.observed(inp.observed.get(key))
+        ok = gwo.observed(rule, inp.observed.get(key))
         all_ready = all_ready and ok
         result.desired[key] = DesiredResource(resource, "True" if ok else "False")
     status = InferenceGatewayStatus(
@@ -111,38 +112,19 @@ def desired(spec: InferenceGatewaySpec) -> dict[str, tuple[Resource, gwo.ReadyWh
     return out
 
 
-# Provider configs have no status and a Release reports Ready itself: both are
-# read from the observed object's own Ready condition (or existence).
-class _Exists(gwo.ReadyWhen):
-    def observed(self, obj: Mapping[str, Any] | None) -> bool:
-        return obj is not None
-
-
-class _ReleaseReady(gwo.ReadyWhen):
-    def observed(self, obj: Mapping[str, Any] | None) -> bool:
-        conditions = ((obj or {}).get("status") or {}).get("conditions") or []
-        return any(
-            isinstance(x, Mapping)
-            and x.get("type") == c.CONDITION_READY
-            and x.get("status") == "True"
-            for x in conditions
-        )
-
-
-_EXISTS_PC = _Exists()
-_RELEASE = _ReleaseReady()
+# Provider configs have no status and a Release reports Ready itself; neither
+# is an Object, so their rules are not registered.
+_EXISTS_PC = gwo.ReadyWhen("ProviderConfigExists", {}, lambda obj: obj is not None)
+_RELEASE = gwo.ReadyWhen("ReleaseReady", {}, rd.object_ready)
 
 
 def _ready(obj: Resource) -> bool:
     kind = str(obj.get("kind"))
     if kind == "ClusterProviderConfig":
-        return _EXISTS_PC.observed(obj)
+        return gwo.observed(_EXISTS_PC, obj)
     if kind == "Release":
-        return _RELEASE.observed(obj)
-    manifest = gwo.wrapped_manifest(obj)
-    wrapped = str(manifest.get("kind")) if manifest is not None else ""
-    rule = {"GatewayClass": gwo.ACCEPTED, "Gateway": gwo.PROGRAMMED}.get(wrapped, gwo.EXISTS)
-    return rule.observed(obj)
+        return gwo.observed(_RELEASE, obj)
+    return rd.observed_ready(obj)
 
 
 def _provider_config(api_version: str) -> Resource:

@@ -56,6 +56,7 @@ from modelplane.api.objects import label_value
 from modelplane.api.reasons import EndpointsReadyReason, GatewayReadyReason, ValidReason
 from modelplane.compose import gateway_objects as gwo
 from modelplane.compose import objects, outcome, weights
+from modelplane.compose import readiness as rd
 from modelplane.compose.common import meta, parse_spec
 from modelplane.compose.types import (
     ComposeInput,
@@ -64,7 +65,7 @@ from modelplane.compose.types import (
     Requirement,
     Resource,
 )
-from modelplane.scheduling.filters import selector_matches
+from modelplane.scheduling.labels import selector_matches
 
 GATEWAY_REQUIREMENT = "gateway"
 ENDPOINTS_REQUIREMENT = "endpoints"
@@ -302,18 +303,15 @@ def _emit(
 ) -> None:
     all_ready = True
     for key, (resource, rule) in wanted.items():
-        ok = rule.observed(inp.observed.get(key))
+        ok = gwo.observed(rule, inp.observed.get(key))
         all_ready = all_ready and ok
         result.desired[key] = DesiredResource(resource, "True" if ok else "False")
     result.ready = "True" if all_ready else "False"
 
 
 def _ready(obj: Resource) -> bool:
-    """Readiness of a kept Object: its wrapped kind's rule."""
-    manifest = gwo.wrapped_manifest(obj)
-    kind = str(manifest.get("kind")) if manifest is not None else ""
-    rule = {"HTTPRoute": gwo.ROUTE, "Backend": gwo.ACCEPTED}.get(kind, gwo.EXISTS)
-    return rule.observed(obj)
+    """Readiness of a kept Object: the rule it declared."""
+    return rd.observed_ready(obj)
 
 
 def _upstream_path(s: Selected) -> str:
