@@ -79,8 +79,27 @@ def test_tree_shows_each_service_with_its_address_and_weighted_endpoints() -> No
     out = CliRunner().invoke(cli, ["render", str(EXAMPLE), "-o", "tree"], env={"COLUMNS": "200"})
     assert out.exit_code == 0, out.output
     assert "Address https://llama.inference.example.com" in out.output
-    assert "llama-saas  weight 1000 (100.0%) ready" in out.output
+    assert "llama-saas  weight 50 (5.0%) ready" in out.output
     assert "llama-saas-eu  weight 0 (0.0%) not ready" in out.output
+    assert "weight 100 (10.0%) ready" in out.output  # the canary replica
+
+
+def test_canary_splits_90_10_between_the_two_deployments_replicas() -> None:
+    _, result = _render()
+    svc = result.get(API, "ModelService", "llama", "ml-team")
+    assert svc is not None
+    by_deployment: dict[str, list[int]] = {}
+    for entry in svc["status"]["endpoints"]:
+        endpoint = result.get(API, "ModelEndpoint", entry["name"], "ml-team")
+        assert endpoint is not None and entry["ready"] is True
+        labels = endpoint["metadata"]["labels"]
+        assert labels["model"] == "llama-3-8b"
+        by_deployment.setdefault(labels["modelplane.ai/deployment"], []).append(entry["weight"])
+    assert by_deployment == {"llama-stable": [450, 450], "llama-canary": [100]}
+    # Replicas of two deployments sit under different paths: two hops.
+    assert "/ml-team/llama-" in endpoint["spec"]["url"]
+    hop = result.get("kubernetes.m.crossplane.io/v1alpha1", "Object", "llama-hop", "ml-team")
+    assert hop is not None
 
 
 def test_warming_up_replica_gets_no_endpoint_and_its_service_waits() -> None:
