@@ -5,11 +5,22 @@ from __future__ import annotations
 from modelplane.api.kinds import (
     INFERENCE_CLASS,
     INFERENCE_CLUSTER,
+    INFERENCE_GATEWAY,
     MODEL_DEPLOYMENT,
+    MODEL_ENDPOINT,
     MODEL_REPLICA,
+    MODEL_SERVICE,
     Kind,
 )
-from modelplane.compose import inference_class, inference_cluster, model_deployment, model_replica
+from modelplane.compose import (
+    inference_class,
+    inference_cluster,
+    inference_gateway,
+    model_deployment,
+    model_endpoint,
+    model_replica,
+    model_service,
+)
 from modelplane.compose.types import Composer
 
 COMPOSERS: dict[tuple[str, str], tuple[Kind, Composer]] = {
@@ -19,6 +30,9 @@ COMPOSERS: dict[tuple[str, str], tuple[Kind, Composer]] = {
         (INFERENCE_CLUSTER, inference_cluster.compose),
         (MODEL_DEPLOYMENT, model_deployment.compose),
         (MODEL_REPLICA, model_replica.compose),
+        (MODEL_ENDPOINT, model_endpoint.compose),
+        (MODEL_SERVICE, model_service.compose),
+        (INFERENCE_GATEWAY, inference_gateway.compose),
     )
 }
 
