@@ -166,3 +166,9 @@ VOLCANO_GROUP_ANNOTATION: Final = "scheduling.k8s.io/group-name"
 VOLCANO_QUEUE_KEY: Final = "scheduling.volcano.sh/queue-name"
 VOLCANO_PODGROUP_API_VERSION: Final = "scheduling.volcano.sh/v1beta1"
 KUEUE_QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+
+# Serving backends (ModelDeployment.spec.backend): Native composes a Deployment or
+# LeaderWorkerSet, KServe an LLMInferenceService.
+BACKEND_NATIVE: Final = "Native"
+BACKEND_KSERVE: Final = "KServe"
+BACKENDS: Final = (BACKEND_NATIVE, BACKEND_KSERVE)
