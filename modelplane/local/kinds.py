@@ -124,6 +124,7 @@ COMPOSED: dict[str, dict[str, Scope]] = {
         "ReferenceGrant": _N,
     },
     "inference.networking.k8s.io": {"InferencePool": _N},
+    "serving.kserve.io": {"LLMInferenceService": _N},
     "scheduling.run.ai": {"PodGroup": _N, "Queue": _C},
     "scheduling.volcano.sh": {"PodGroup": _N, "Queue": _C},
 }

@@ -99,6 +99,14 @@ def _placements(node: Tree, obj: Obj) -> None:
             branch.add(f"… and {status.unschedulable_omitted} more cluster(s)")
 
 
+def _backend(node: Tree, obj: Obj) -> None:
+    if obj.get("kind") != "ModelReplica":
+        return
+    spec = obj.get("spec")
+    backend = spec.get("backend") if isinstance(spec, dict) else None
+    node.add(f"[bold]Backend[/] {escape(str(backend or c.BACKEND_NATIVE))}")
+
+
 def _xr_node(result: RenderResult, obj: Obj, node: Tree) -> None:
     for type_ in (c.CONDITION_READY, c.CONDITION_SYNCED):
         cond = get_condition(obj, type_)
@@ -109,6 +117,7 @@ def _xr_node(result: RenderResult, obj: Obj, node: Tree) -> None:
             node.add(_condition_line(cond))
     _pools(node, obj)
     _placements(node, obj)
+    _backend(node, obj)
     for child in result.composed_of(obj):
         if is_composite(child["apiVersion"], child["kind"]):
             _xr_node(result, child, node.add(_title(child)))
