@@ -202,6 +202,10 @@ class KServeBackend:
 
     name = NAME
 
+    def spec_errors(self, spec: ModelReplicaSpec) -> list[str]:
+        """Why the replica cannot run on KServe (see the module function)."""
+        return spec_errors(spec)
+
     def build(
         self,
         ctx: ReplicaContext,
