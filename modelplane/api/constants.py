@@ -195,3 +195,14 @@ LABEL_ENDPOINT: Final = "modelplane.ai/endpoint"
 # hostnames of a ModelService's second hop (see compose/model_service.py).
 ENVOY_SERVICE_NAME: Final = "modelplane-gateway"
 HOP_DOMAIN: Final = "hop.modelplane.internal"
+# Serving backends (ModelDeployment.spec.backend): Native composes a Deployment or
+# LeaderWorkerSet, KServe an LLMInferenceService.
+BACKEND_NATIVE: Final = "Native"
+BACKEND_KSERVE: Final = "KServe"
+BACKENDS: Final = (BACKEND_NATIVE, BACKEND_KSERVE)
+# KServe's LLMInferenceService: v1alpha2 is the served storage version of the
+# KServe v0.20 CRD (v1alpha1 is still served, not stored).
+KSERVE_LLMISVC_API_VERSION: Final = "serving.kserve.io/v1alpha2"
+# Gateway API inference extension (InferencePool v1).
+INFERENCE_GROUP: Final = "inference.networking.k8s.io"
+INFERENCE_POOL_API_VERSION: Final = f"{INFERENCE_GROUP}/v1"

@@ -37,6 +37,7 @@ from modelplane.api.inference_cluster import (
     InferenceClusterSpec,
     InferenceClusterStatus,
     SchedulingConfig,
+    ServingStackConfig,
     Taint,
 )
 from modelplane.api.model_deployment import (
@@ -174,6 +175,9 @@ class ObservedInferenceCluster:
     # found on a cluster with unreadable pool entries cannot be judged either.
     unreadable: tuple[str, ...] = ()
     scheduling_error: str | None = None  # spec.scheduling present but invalid
+    # Serving backends the cluster runs (`read_backends`); None when
+    # spec.servingStack cannot be read, so support cannot be verified.
+    backends: frozenset[str] | None = frozenset({c.BACKEND_NATIVE})
 
     @property
     def published(self) -> bool:
@@ -277,6 +281,26 @@ def _read_block(
 
 _SCHEDULING = _wire(InferenceClusterSpec, "scheduling")
 _GATEWAY = _wire(InferenceClusterSpec, "gateway")
+_SERVING_STACK = _wire(InferenceClusterSpec, "serving_stack")
+
+
+def read_backends(spec: Mapping[str, Any]) -> tuple[frozenset[str] | None, str | None]:
+    """The serving backends a cluster runs, from its `spec.servingStack`.
+
+    Native always; KServe when `servingStack.kserve.enabled` is true (the
+    serving stack installs KServe's LLMInferenceService controller, or the
+    platform team did when the stack is disabled). An unreadable block gives
+    None (unknown) and the error naming the field.
+    """
+    raw = spec.get(_SERVING_STACK)
+    if raw is None:
+        return frozenset({c.BACKEND_NATIVE}), None
+    try:
+        stack = ServingStackConfig.model_validate(raw)
+    except ValidationError as err:
+        return None, format_validation_error(err, f"spec.{_SERVING_STACK}")
+    kserve = stack.kserve is not None and stack.kserve.enabled
+    return frozenset({c.BACKEND_NATIVE, *([c.BACKEND_KSERVE] if kserve else [])}), None
 
 
 def read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster | None:
@@ -300,6 +324,9 @@ def read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster |
     scheduling, scheduling_error = _read_block(
         SchedulingConfig, spec.get(_SCHEDULING), f"spec.{_SCHEDULING}"
     )
+    backends, backends_error = read_backends(spec)
+    if backends_error is not None:
+        unreadable.append(backends_error)
     return ObservedInferenceCluster(
         name=name,
         labels={str(k): str(v) for k, v in _map(meta.get("labels")).items()},
@@ -312,6 +339,7 @@ def read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster |
         scheduling=scheduling,
         unreadable=tuple(unreadable),
         scheduling_error=scheduling_error,
+        backends=backends,
     )
 
 

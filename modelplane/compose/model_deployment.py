@@ -346,6 +346,8 @@ def _replica_manifest(
         body["priority"] = spec.priority
     if spec.caches:
         body["caches"] = [x.to_dict() for x in spec.caches]
+    if spec.backend != c.BACKEND_NATIVE:
+        body["backend"] = spec.backend
     assigned = {ra.role for ra in planned.roles}
     if assigned != set(roles):
         raise KeyError(f"planned roles {sorted(assigned)} != spec roles {sorted(roles)}")

@@ -133,6 +133,7 @@ COMPOSED: dict[str, dict[str, Scope]] = {
         "BackendTrafficPolicy": _N,
         "ClientTrafficPolicy": _N,
     },
+    "serving.kserve.io": {"LLMInferenceService": _N},
     "scheduling.run.ai": {"PodGroup": _N, "Queue": _C},
     "scheduling.volcano.sh": {"PodGroup": _N, "Queue": _C},
 }

@@ -124,6 +124,19 @@ def _namespace(manifest: Obj, at: str) -> dict[str, Any]:
     return {"phase": "Active"}
 
 
+def _llm_inference_service(manifest: Obj, at: str) -> dict[str, Any]:
+    meta = manifest.get("metadata") or {}
+    host = f"{meta.get('name')}-kserve-workload-svc.{meta.get('namespace')}.svc.cluster.local"
+    ready = {"status": "True", "lastTransitionTime": at}
+    return {
+        "url": f"http://{host}",
+        "address": {"url": f"http://{host}"},
+        "conditions": [
+            {"type": t, **ready} for t in ("MainWorkloadReady", "WorkloadsReady", "Ready")
+        ],
+    }
+
+
 WORKLOAD_STATUS: dict[tuple[str, str], Callable[[Obj, str], dict[str, Any]]] = {
     ("apps", "Deployment"): _deployment,
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): _leader_worker_set,
@@ -131,6 +144,7 @@ WORKLOAD_STATUS: dict[tuple[str, str], Callable[[Obj, str], dict[str, Any]]] = {
     ("batch", "Job"): _job,
     ("", "Namespace"): _namespace,
     **GATEWAY_STATUS,
+    ("serving.kserve.io", "LLMInferenceService"): _llm_inference_service,
 }
 """Plausible observed status per wrapped kind; kinds not listed just exist."""
 

@@ -120,6 +120,14 @@ def _service_routes(node: Tree, obj: Obj) -> None:
         branch.add(f"{escape(e.name)}  weight {e.weight} ({share}) {ready}")
 
 
+def _backend(node: Tree, obj: Obj) -> None:
+    if obj.get("kind") != "ModelReplica":
+        return
+    spec = obj.get("spec")
+    backend = spec.get("backend") if isinstance(spec, dict) else None
+    node.add(f"[bold]Backend[/] {escape(str(backend or c.BACKEND_NATIVE))}")
+
+
 def _xr_node(result: RenderResult, obj: Obj, node: Tree) -> None:
     for type_ in (c.CONDITION_READY, c.CONDITION_SYNCED):
         cond = get_condition(obj, type_)
@@ -131,6 +139,7 @@ def _xr_node(result: RenderResult, obj: Obj, node: Tree) -> None:
     _pools(node, obj)
     _placements(node, obj)
     _service_routes(node, obj)
+    _backend(node, obj)
     for child in result.composed_of(obj):
         if is_composite(child["apiVersion"], child["kind"]):
             _xr_node(result, child, node.add(_title(child)))
