@@ -203,6 +203,17 @@ class StorageConfig(KubeModel):
     )
 
 
+class KServeConfig(KubeModel):
+    """KServe's LLMInferenceService controller on the cluster (the KServe serving backend)."""
+
+    enabled: bool = Field(
+        default=False,
+        description="KServe's LLMInferenceService controller runs on the cluster (installed "
+        "by the serving stack, or by the platform team when servingStack.enabled is false); "
+        "only then may KServe deployments place replicas here.",
+    )
+
+
 class ServingStackConfig(KubeModel):
     """The in-cluster software Modelplane installs (SPEC §7)."""
 
@@ -211,6 +222,9 @@ class ServingStackConfig(KubeModel):
     )
     charts: ChartVersions | None = Field(
         default=None, description="Chart versions; the versions this release was checked with."
+    )
+    kserve: KServeConfig | None = Field(
+        default=None, description="KServe's LLMInferenceService controller; absent means off."
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -106,6 +106,8 @@ class Topology(KubeModel):
 
 
 PodTemplate = dict[str, Any]
+# The serving backends (c.BACKENDS); a Literal so the XRD validates it as an enum.
+Backend = Literal["Native", "KServe"]
 
 
 class Workers(KubeModel):
@@ -255,6 +257,11 @@ class ModelDeploymentSpec(KubeModel):
         max_length=1,
         description="ModelCaches (same namespace) whose weights the engine reads.",
     )
+    backend: Backend = Field(
+        default="Native",
+        description="What runs each replica: Native (a Deployment or LeaderWorkerSet) "
+        "or KServe (an LLMInferenceService; only on clusters whose servingStack enables KServe).",
+    )
     node_selector: NodeSelector | None = None
     workers: Workers | None = None
     prefill: RoleSpec | None = None
@@ -318,6 +325,14 @@ class ClusterRejection(StatusModel):
     cluster: str = Field(description="The candidate cluster.")
     reason: str = Field(description="Why not, as a CamelCase reason.")
     message: str = Field(max_length=MAX_UNSCHEDULABLE_MESSAGE, description="Why not, in words.")
+    what_if: str | None = Field(
+        default=None,
+        max_length=MAX_UNSCHEDULABLE_MESSAGE,
+        description=(
+            "The smallest growth of this cluster's pools that would place the missing "
+            "replicas here (which pool, how many nodes), when adding nodes can help."
+        ),
+    )
 
 
 class ModelDeploymentStatus(ConditionedStatus):

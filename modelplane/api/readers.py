@@ -37,9 +37,15 @@ from modelplane.api.inference_cluster import (
     InferenceClusterSpec,
     InferenceClusterStatus,
     SchedulingConfig,
+    ServingStackConfig,
     Taint,
 )
-from modelplane.api.model_deployment import ModelDeploymentStatus, Topology, Workers
+from modelplane.api.model_deployment import (
+    ModelDeploymentStatus,
+    Placement,
+    Topology,
+    Workers,
+)
 from modelplane.api.model_replica import (
     ModelReplicaSpec,
     ModelReplicaStatus,
@@ -171,6 +177,9 @@ class ObservedInferenceCluster:
     # found on a cluster with unreadable pool entries cannot be judged either.
     unreadable: tuple[str, ...] = ()
     scheduling_error: str | None = None  # spec.scheduling present but invalid
+    # Serving backends the cluster runs (`read_backends`); None when
+    # spec.servingStack cannot be read, so support cannot be verified.
+    backends: frozenset[str] | None = frozenset({c.BACKEND_NATIVE})
 
     @property
     def published(self) -> bool:
@@ -277,6 +286,26 @@ def _read_block(
 
 _SCHEDULING = _wire(InferenceClusterSpec, "scheduling")
 _GATEWAY = _wire(InferenceClusterSpec, "gateway")
+_SERVING_STACK = _wire(InferenceClusterSpec, "serving_stack")
+
+
+def read_backends(spec: Mapping[str, Any]) -> tuple[frozenset[str] | None, str | None]:
+    """The serving backends a cluster runs, from its `spec.servingStack`.
+
+    Native always; KServe when `servingStack.kserve.enabled` is true (the
+    serving stack installs KServe's LLMInferenceService controller, or the
+    platform team did when the stack is disabled). An unreadable block gives
+    None (unknown) and the error naming the field.
+    """
+    raw = spec.get(_SERVING_STACK)
+    if raw is None:
+        return frozenset({c.BACKEND_NATIVE}), None
+    try:
+        stack = ServingStackConfig.model_validate(raw)
+    except ValidationError as err:
+        return None, format_validation_error(err, f"spec.{_SERVING_STACK}")
+    kserve = stack.kserve is not None and stack.kserve.enabled
+    return frozenset({c.BACKEND_NATIVE, *([c.BACKEND_KSERVE] if kserve else [])}), None
 
 
 def read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster | None:
@@ -300,6 +329,9 @@ def read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster |
     scheduling, scheduling_error = _read_block(
         SchedulingConfig, spec.get(_SCHEDULING), f"spec.{_SCHEDULING}"
     )
+    backends, backends_error = read_backends(spec)
+    if backends_error is not None:
+        unreadable.append(backends_error)
     return ObservedInferenceCluster(
         name=name,
         labels={str(k): str(v) for k, v in _map(meta.get("labels")).items()},
@@ -312,6 +344,7 @@ def read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster |
         scheduling=scheduling,
         unreadable=tuple(unreadable),
         scheduling_error=scheduling_error,
+        backends=backends,
     )
 
 
@@ -582,3 +615,31 @@ def read_model_deployment(obj: Mapping[str, Any]) -> ObservedModelDeployment:
         status=status,
         unreadable=tuple(problems),
     )
+
+
+_PLACEMENTS = _wire(ModelDeploymentStatus, "placements")
+_REPLICA_NAME = _wire(Placement, "replica_name")
+DRAINING = "Draining"
+
+
+def _is_draining(entry: Mapping[str, Any]) -> bool:
+    if entry.get("draining") is True:
+        return True
+    return any(entry.get(key) == DRAINING for key in ("phase", "state", "status"))
+
+
+def draining_replicas(obj: Mapping[str, Any]) -> frozenset[str]:
+    """Names of the replicas a ModelDeployment's `status.placements` marks as draining.
+
+    Tolerant of how the mark is written (`draining: true`, or `Draining` as the
+    entry's phase or state) and of its absence: a deployment whose status says
+    nothing about draining has none.
+    """
+    status = _map(obj.get("status"))
+    names = set()
+    for entry in _list(status.get(_PLACEMENTS)):
+        if _is_draining(_map(entry)):
+            name = _str(_map(entry).get(_REPLICA_NAME))
+            if name:
+                names.add(name)
+    return frozenset(names)

@@ -7,8 +7,11 @@ from modelplane.api.kinds import (
     GKE_CLUSTER,
     INFERENCE_CLASS,
     INFERENCE_CLUSTER,
+    INFERENCE_GATEWAY,
     MODEL_DEPLOYMENT,
+    MODEL_ENDPOINT,
     MODEL_REPLICA,
+    MODEL_SERVICE,
     SERVING_STACK,
     Kind,
 )
@@ -17,8 +20,11 @@ from modelplane.compose import (
     gke_cluster,
     inference_class,
     inference_cluster,
+    inference_gateway,
     model_deployment,
+    model_endpoint,
     model_replica,
+    model_service,
     serving_stack,
 )
 from modelplane.compose.types import Composer
@@ -33,6 +39,9 @@ COMPOSERS: dict[tuple[str, str], tuple[Kind, Composer]] = {
         (EKS_CLUSTER, eks_cluster.compose),
         (GKE_CLUSTER, gke_cluster.compose),
         (SERVING_STACK, serving_stack.compose),
+        (MODEL_ENDPOINT, model_endpoint.compose),
+        (MODEL_SERVICE, model_service.compose),
+        (INFERENCE_GATEWAY, inference_gateway.compose),
     )
 }
 

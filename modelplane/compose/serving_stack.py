@@ -29,15 +29,17 @@ from modelplane.api.serving_stack import ServingStackStatus as StackStatus
 from modelplane.compose import outcome
 from modelplane.compose.cloud import Ref, labels, ready, resource_name, usage
 from modelplane.compose.common import meta, parse_spec
+from modelplane.compose.gateway_objects import PROGRAMMED
 from modelplane.compose.objects import Item, wrap
-from modelplane.compose.readiness import EXISTS, condition_rule, register
+from modelplane.compose.readiness import EXISTS
 from modelplane.compose.types import ComposeInput, ComposeResult, DesiredResource, Resource
 
 GPU_TOLERATION = {"key": c.GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
 ENVOY_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
 GATEWAY_CLASS = "modelplane-envoy"
-# A Gateway is ready to route once its implementation reports it Programmed.
-GATEWAY_PROGRAMMED = register(condition_rule("GatewayProgrammed", "Programmed"))
+# A Gateway is ready to route once its implementation reports it Programmed
+# (the same readiness rule as the InferenceGateway's Gateway).
+GATEWAY_PROGRAMMED = PROGRAMMED
 # Where each cloud's node image puts the NVIDIA driver (the DRA driver's
 # `nvidiaDriverRoot`): GKE installs it under /home/kubernetes/bin/nvidia.
 DRIVER_ROOT = {"GKE": "/home/kubernetes/bin/nvidia"}

@@ -23,6 +23,7 @@ ClusterReason = Literal[
     "InsufficientCapacity",  # pools match but not enough free nodes/devices
     "InvalidNodeSelector",  # a selector does not compile: nothing new is placed
     "WaitingForCache",  # a ModelCache in spec.caches does not exist: nothing new is placed
+    "BackendUnsupported",  # the cluster does not run the deployment's spec.backend
 ]
 
 # Why an existing replica must leave its place (and be replaced elsewhere).
@@ -36,6 +37,7 @@ EvictReason = Literal[
     "PoolGone",  # its pool is no longer published by a cluster whose pools all read
     "PoolMismatch",  # its pool verifiably no longer matches the (edited) node selector
     "Duplicate",  # another replica holds the same (cluster, index)
+    "BackendUnsupported",  # its cluster verifiably no longer runs the deployment's backend
 ]
 
 # Why an existing replica's place cannot be verified (it is kept; nothing new goes there).
@@ -150,6 +152,30 @@ class Unverifiable:
 
 
 @dataclass(frozen=True)
+class PoolAddition:
+    """Nodes to add to one pool (of its class) in a what-if answer."""
+
+    pool: str
+    class_name: str  # the pool's InferenceClass
+    roles: tuple[str, ...]  # the roles of the replica this pool would take
+    nodes: int
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """The smallest change to one eligible cluster's pools that places the missing replicas."""
+
+    cluster: str
+    replicas: int  # how many more replicas the change places
+    additions: tuple[PoolAddition, ...]
+
+    @property
+    def nodes(self) -> int:
+        """Nodes added in all."""
+        return sum(a.nodes for a in self.additions)
+
+
+@dataclass(frozen=True)
 class ScheduleResult:
     """The desired replicas of one deployment and why any are missing."""
 
@@ -169,6 +195,9 @@ class ScheduleResult:
     unverifiable: tuple[Unverifiable, ...] = ()
     # spec.caches entries not found: no new replica is placed until they exist.
     missing_caches: tuple[str, ...] = ()
+    # When replicas are missing: per eligible cluster whose pools match, the
+    # smallest pool growth that places them all there (fewest nodes first).
+    what_if: tuple[WhatIf, ...] = ()
 
     @property
     def missing(self) -> int:

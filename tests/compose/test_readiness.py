@@ -177,3 +177,42 @@ def test_route_accepted_reads_the_parents_first(
         status["conditions"] = [{"type": "Ready", "status": object_ready}]
     obj = _object(route, readiness.ROUTE_ACCEPTED, **status)
     assert readiness.ROUTE_ACCEPTED.reads(obj) is expected
+
+
+def _route(*parents: dict[str, Any]) -> dict[str, Any]:
+    manifest = {"kind": "HTTPRoute", "status": {"parents": list(parents)}}
+    return {"status": {"atProvider": {"manifest": manifest}}}
+
+
+def _parent(*conditions: dict[str, Any]) -> dict[str, Any]:
+    return {"parentRef": {"name": "gw"}, "conditions": list(conditions)}
+
+
+@pytest.mark.parametrize(
+    ("observed", "expected"),
+    [
+        (None, None),
+        (_route(), None),  # no Gateway answered yet
+        (_route(_parent()), None),  # a parent without an Accepted condition
+        (_route(_parent({"type": "Accepted", "status": "True"})), None),
+        (
+            _route(
+                _parent({"type": "ResolvedRefs", "status": "False", "reason": "X"}),
+                _parent(
+                    {
+                        "type": "Accepted",
+                        "status": "False",
+                        "reason": "NotAllowedByListeners",
+                        "message": "no listener allows namespace ml-team",
+                    }
+                ),
+            ),
+            "NotAllowedByListeners: no listener allows namespace ml-team",
+        ),
+        (_route(_parent({"type": "Accepted", "status": "False"})), "Accepted=False"),
+    ],
+)
+def test_route_rejection_says_why_a_gateway_refused_the_route(
+    observed: dict[str, Any] | None, expected: str | None
+) -> None:
+    assert readiness.route_rejection(observed) == expected

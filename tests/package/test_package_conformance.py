@@ -91,6 +91,22 @@ REJECTED = {
         "",
         "metadata.name must be at most 63 characters",
     ),
+    "gateway-not-default.yaml": (
+        "cel",
+        "",
+        "metadata.name must be 'default': there is one InferenceGateway per control plane",
+    ),
+    "https-without-certificate.yaml": (
+        "cel",
+        "spec.listeners.0",
+        "certificateSecretRef is required when protocol is HTTPS",
+    ),
+    "endpoint-ftp-url.yaml": ("cel", "spec", "url must start with http:// or https://"),
+    "service-all-weights-zero.yaml": (
+        "cel",
+        "spec",
+        "endpoints: at least one group needs a weight above 0",
+    ),
     "replicas-wrong-type.yaml": ("schema", "spec.replicas", "'three' is not of type 'integer'"),
     "unknown-field.yaml": ("unknown-field", "spec.devices.0", "'cuont' was unexpected"),
 }
