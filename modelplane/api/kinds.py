@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from modelplane.api import constants as c
 from modelplane.api.inference_class import InferenceClassSpec, InferenceClassStatus
 from modelplane.api.inference_cluster import InferenceClusterSpec, InferenceClusterStatus
+from modelplane.api.model_cache import ModelCacheSpec, ModelCacheStatus
 from modelplane.api.model_deployment import ModelDeploymentSpec, ModelDeploymentStatus
 from modelplane.api.model_replica import ModelReplicaSpec, ModelReplicaStatus
 
@@ -150,7 +151,31 @@ MODEL_REPLICA = Kind(
     ),
 )
 
-KINDS: tuple[Kind, ...] = (INFERENCE_CLASS, INFERENCE_CLUSTER, MODEL_DEPLOYMENT, MODEL_REPLICA)
+MODEL_CACHE = Kind(
+    group=c.GROUP,
+    kind="ModelCache",
+    plural="modelcaches",
+    scope="Namespaced",
+    spec=ModelCacheSpec,
+    status=ModelCacheStatus,
+    description="An artifact (weights, tokenizer, bytes) staged once per matching cluster.",
+    short_names=("mcache",),
+    printer_columns=(
+        PrinterColumn("Source", ".status.source"),
+        PrinterColumn("Ready-Clusters", ".status.ready"),
+        PrinterColumn("Artifact", ".status.conditions[?(@.type=='ArtifactReady')].reason"),
+        _READY,
+        _AGE,
+    ),
+)
+
+KINDS: tuple[Kind, ...] = (
+    INFERENCE_CLASS,
+    INFERENCE_CLUSTER,
+    MODEL_DEPLOYMENT,
+    MODEL_REPLICA,
+    MODEL_CACHE,
+)
 
 
 def kind_for(api_version: str, kind: str) -> Kind | None:

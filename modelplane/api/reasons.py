@@ -62,6 +62,21 @@ class CacheResolvedReason(StrEnum):
     CACHE_NOT_FOUND = "CacheNotFound"
 
 
+class ArtifactReadyReason(StrEnum):
+    """`ArtifactReady`: is a ModelCache's artifact staged on every cluster it covers?"""
+
+    READY = "Ready"
+    HYDRATING = "Hydrating"
+    HYDRATION_FAILED = "HydrationFailed"
+    SOURCE_NOT_IMPLEMENTED = "SourceNotImplemented"
+    INVALID_SOURCE = "InvalidSource"
+    SECRET_NOT_FOUND = "SecretNotFound"
+    CLAIM_NOT_BOUND = "ClaimNotBound"
+    NO_CLUSTERS = "NoClusters"
+    WAITING_FOR_RESOURCES = "WaitingForResources"
+    INVALID_SPEC = "InvalidSpec"
+
+
 class ReplicasReadyReason(StrEnum):
     """`ReplicasReady`: do the placed replicas serve?"""
 
@@ -104,6 +119,7 @@ REASONS: Final[dict[str, type[StrEnum]]] = {
     c.CONDITION_CLUSTER_RESOLVED: ClusterResolvedReason,
     c.CONDITION_WORKLOAD_READY: WorkloadReadyReason,
     c.CONDITION_ROUTE_ACCEPTED: RouteAcceptedReason,
+    c.CONDITION_ARTIFACT_READY: ArtifactReadyReason,
 }
 """Condition type → the enum of its reasons. A new condition type adds its enum here."""
 

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from modelplane.api.kinds import kind_for
+from modelplane.api.kinds import KINDS, kind_for
 from modelplane.local import LoadError, load_paths
 
 HERE = Path(__file__).resolve().parent
@@ -88,6 +88,21 @@ REJECTED = {
     ),
     "replicas-wrong-type.yaml": ("schema", "spec.replicas", "'three' is not of type 'integer'"),
     "unknown-field.yaml": ("unknown-field", "spec.devices.0", "'cuont' was unexpected"),
+    "cache-two-sources.yaml": (
+        "cel",
+        "spec.artifact.source",
+        "exactly one of huggingFace, s3, http, inline, oci or configMap must be set",
+    ),
+    "cache-existing-without-claim.yaml": (
+        "cel",
+        "spec.storage",
+        "claimName is required when backend is ExistingPVC",
+    ),
+    "cache-shell-repo.yaml": (
+        "schema",
+        "spec.artifact.source.huggingFace.repo",
+        "does not match",
+    ),
 }
 
 
@@ -115,7 +130,7 @@ def test_invalid_directory_holds_exactly_the_table() -> None:
 
 def test_fixtures_cover_every_kind() -> None:
     kinds = {d["kind"] for p in FIXTURES.glob("*.yaml") for d in load_documents(p)}
-    assert kinds == {"InferenceClass", "InferenceCluster", "ModelDeployment", "ModelReplica"}
+    assert kinds == {k.kind for k in KINDS}
 
 
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.yaml")), ids=lambda p: p.name)
@@ -158,6 +173,6 @@ def test_checker_cli_accepts_the_package_apis_and_fixtures() -> None:
     last = proc.stdout.strip().splitlines()[-1]
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert last.endswith(" documents, 0 invalid")
-    # 4 kinds × (XRD + Composition) + the hand-written instances.
+    # 5 kinds × (XRD + Composition) + the hand-written instances.
     fixtures = sum(len(load_documents(p)) for p in FIXTURES.glob("*.yaml"))
-    assert last == f"{8 + fixtures} documents, 0 invalid"
+    assert last == f"{10 + fixtures} documents, 0 invalid"

@@ -328,7 +328,13 @@ def test_package_files_layout_and_determinism() -> None:
     files = package_files()
     assert files == package_files()
     expected = {"crossplane.yaml", "function/crossplane.yaml"}
-    for plural in ("inferenceclasses", "inferenceclusters", "modeldeployments", "modelreplicas"):
+    for plural in (
+        "inferenceclasses",
+        "inferenceclusters",
+        "modeldeployments",
+        "modelreplicas",
+        "modelcaches",
+    ):
         expected |= {f"apis/{plural}/definition.yaml", f"apis/{plural}/composition.yaml"}
     assert set(files) == expected
     for text in files.values():
