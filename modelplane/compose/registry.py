@@ -5,11 +5,18 @@ from __future__ import annotations
 from modelplane.api.kinds import (
     INFERENCE_CLASS,
     INFERENCE_CLUSTER,
+    MODEL_CACHE,
     MODEL_DEPLOYMENT,
     MODEL_REPLICA,
     Kind,
 )
-from modelplane.compose import inference_class, inference_cluster, model_deployment, model_replica
+from modelplane.compose import (
+    inference_class,
+    inference_cluster,
+    model_cache,
+    model_deployment,
+    model_replica,
+)
 from modelplane.compose.types import Composer
 
 COMPOSERS: dict[tuple[str, str], tuple[Kind, Composer]] = {
@@ -19,6 +26,7 @@ COMPOSERS: dict[tuple[str, str], tuple[Kind, Composer]] = {
         (INFERENCE_CLUSTER, inference_cluster.compose),
         (MODEL_DEPLOYMENT, model_deployment.compose),
         (MODEL_REPLICA, model_replica.compose),
+        (MODEL_CACHE, model_cache.compose),
     )
 }
 
