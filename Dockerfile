@@ -16,7 +16,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY modelplane ./modelplane
 RUN python -m venv /opt/modelplane \
-    && /opt/modelplane/bin/pip install . \
+    && /opt/modelplane/bin/pip install '.[hydrate]' \
     && /opt/modelplane/bin/modelplane --version
 
 FROM python:3.11-slim
@@ -30,4 +30,6 @@ ENV PATH=/opt/modelplane/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1
 USER 65532:65532
 EXPOSE 9443
+# ModelCache hydration Jobs run this image too, as `modelplane hydrate <source>`
+# (the [hydrate] extra; the function itself never imports it).
 ENTRYPOINT ["modelplane", "function", "serve"]

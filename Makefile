@@ -13,7 +13,7 @@ CONFORMANCE := ../shared/conformance
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,hydrate]'
 	if [ -f $(CONFORMANCE)/requirements.txt ]; then \
 	  $(BIN)/pip install --quiet -r $(CONFORMANCE)/requirements.txt; fi
 	touch $(STAMP)
