@@ -265,6 +265,9 @@ class CacheCopy:
     phase: str
     claim_name: str | None = None
     resolved_digest: str | None = None
+    bytes_staged: int | None = None
+    last_hydrated_at: str | None = None
+    message: str | None = None
     problem: str | None = None
 
     @property
@@ -309,7 +312,15 @@ def _read_copy(raw: Any, path: str) -> CacheCopy | str:
         entry = ClusterCacheStatus.model_validate(raw)
     except ValidationError as err:
         return CacheCopy(cluster, "Unknown", problem=format_validation_error(err, path))
-    return CacheCopy(cluster, entry.phase, entry.claim_name, entry.resolved_digest)
+    return CacheCopy(
+        cluster,
+        entry.phase,
+        entry.claim_name,
+        entry.resolved_digest,
+        entry.bytes_staged,
+        entry.last_hydrated_at,
+        entry.message,
+    )
 
 
 def read_model_cache(obj: Mapping[str, Any]) -> ObservedModelCache:

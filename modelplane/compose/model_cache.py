@@ -174,6 +174,16 @@ def _object_name(cache: str, cluster: str, what: str) -> str:
     return m.bounded(f"{cache}-{cluster}", what)
 
 
+def _running(job_obs: Resource | None, names: m.CacheNames, result: Any) -> str:
+    """What a Hydrating copy waits for: the Job, or the result of a completed Job."""
+    if condition_status(_wrapped(job_obs), "Complete") == "True":
+        # The provider observes the Job and the ConfigMap separately; the
+        # result may simply not have been observed yet.
+        return f"Job {names.job} completed; waiting for its result in ConfigMap {names.result}"
+    retry = f"; last attempt: {result.message}" if result is not None and result.message else ""
+    return f"Job {names.job} running{retry}"
+
+
 def _hydrated_copy(
     inp: ComposeInput, spec: ModelCacheSpec, names: m.CacheNames, cluster: str
 ) -> Copy:
@@ -208,10 +218,9 @@ def _hydrated_copy(
         copy.status = base.model_copy(
             update={"message": f"credentials Secret {secret!r}: {copy.secret_missing}"}
         )
-    elif job_obs is not None:
-        retry = f"; last attempt: {result.message}" if result and result.message else ""
+    elif _wrapped(job_obs):
         copy.status = base.model_copy(
-            update={"phase": "Hydrating", "message": f"Job {names.job} running{retry}"}
+            update={"phase": "Hydrating", "message": _running(job_obs, names, result)}
         )
     else:
         copy.status = base.model_copy(update={"message": f"Job {names.job} not created yet"})

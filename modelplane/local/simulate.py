@@ -227,6 +227,35 @@ def _hydration_env(job: Obj) -> dict[str, str]:
     return {str(e.get("name")): str(e["value"]) for e in env if "value" in e}
 
 
+def _job_secrets(job: Obj) -> set[str]:
+    """The Secrets a Job's pod cannot start without (required env keys, volumes)."""
+    pod = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+    names = {str(v["secret"].get("secretName")) for v in pod.get("volumes") or [] if "secret" in v}
+    for ctr in pod.get("containers") or []:
+        for e in ctr.get("env") or []:
+            ref = (e.get("valueFrom") or {}).get("secretKeyRef")
+            if ref and not ref.get("optional"):
+                names.add(str(ref.get("name")))
+    return names
+
+
+def _secret_unsynced(objects: list[Obj], pc: Any, names: set[str]) -> bool:
+    """Whether a Secret the Job needs is an Object on its cluster that failed to sync."""
+    for other in objects:
+        wrapped = ((other.get("spec") or {}).get("forProvider") or {}).get("manifest") or {}
+        if (
+            wrapped.get("kind") == "Secret"
+            and (other.get("spec") or {}).get("providerConfigRef") == pc
+            and (wrapped.get("metadata") or {}).get("name") in names
+            and not any(
+                x.get("type") == "Synced" and x.get("status") == "True"
+                for x in (other.get("status") or {}).get("conditions") or []
+            )
+        ):
+            return True
+    return False
+
+
 def simulate_hydration(store: ObjectStore) -> None:
     """Report what each completed ModelCache hydration Job would have measured.
 
@@ -257,6 +286,8 @@ def simulate_hydration(store: ObjectStore) -> None:
             message="simulated by modelplane render",
         )
         pc = (obj.get("spec") or {}).get("providerConfigRef")
+        if _secret_unsynced(objects, pc, _job_secrets(job)):
+            continue  # the pod cannot start: nothing is staged
         for other in objects:
             cm = _wrapped(other)
             if (

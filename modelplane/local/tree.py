@@ -11,6 +11,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from modelplane.api import constants as c
+from modelplane.api.model_cache import read_model_cache
 from modelplane.api.objects import condition as get_condition
 from modelplane.local.engine import RenderResult, owned_by
 from modelplane.local.loader import is_composite
@@ -92,6 +93,28 @@ def _placements(node: Tree, obj: Obj) -> None:
             branch.add(f"… and {omitted} more cluster(s)")
 
 
+def _cache_copies(node: Tree, obj: Obj) -> None:
+    """A ModelCache's copy on each cluster: phase, digest, bytes, claim."""
+    if obj.get("kind") != "ModelCache":
+        return
+    seen = read_model_cache(obj)
+    if not seen.copies and not seen.unreadable:
+        return
+    branch = node.add("[bold]Copies[/]")
+    for copy in seen.copies:
+        mark = "[green]Ready[/]" if copy.ready else f"[yellow]{escape(copy.phase)}[/]"
+        facts = [f"claim {copy.claim_name}"] if copy.claim_name else []
+        if copy.resolved_digest:
+            facts.append(f"digest {copy.resolved_digest}")
+        if copy.bytes_staged is not None:
+            facts.append(f"{copy.bytes_staged} bytes")
+        detail = copy.problem or copy.message
+        tail = f" — {escape(detail)}" if detail else ""
+        branch.add(f"{escape(copy.cluster)}: {mark} ({escape(', '.join(facts))}){tail}")
+    for problem in seen.unreadable:
+        branch.add(f"[red]unreadable[/] {escape(problem)}")
+
+
 def _xr_node(result: RenderResult, obj: Obj, node: Tree) -> None:
     for type_ in (c.CONDITION_READY, c.CONDITION_SYNCED):
         cond = get_condition(obj, type_)
@@ -102,6 +125,7 @@ def _xr_node(result: RenderResult, obj: Obj, node: Tree) -> None:
             node.add(_condition_line(cond))
     _pools(node, obj)
     _placements(node, obj)
+    _cache_copies(node, obj)
     for child in result.composed_of(obj):
         if is_composite(child["apiVersion"], child["kind"]):
             _xr_node(result, child, node.add(_title(child)))

@@ -741,3 +741,22 @@ def test_status_written_by_the_composer_round_trips_through_the_reader() -> None
     seen = read_model_cache({**xr, "status": res.status})
     assert [(x.cluster, x.phase, x.claim_name) for x in seen.copies] == [("a", "Ready", "w")]
     assert not seen.unreadable and re.fullmatch(r"\d+/\d+", res.status["ready"])
+
+
+def test_a_completed_job_whose_result_is_not_observed_yet_is_still_hydrating() -> None:
+    xr = cache()
+    complete = {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}
+    res = compose(xr, [cluster("a")], _observed_pvc_copy(xr, None, complete))
+    assert res.status["clusters"][0]["phase"] == "Hydrating"
+    assert res.status["clusters"][0]["message"] == (
+        f"Job qwen-hydrate-{digest(xr)} completed; waiting for its result in ConfigMap "
+        "qwen-hydration"
+    )
+
+
+def test_a_job_object_not_yet_applied_on_the_cluster_is_pending() -> None:
+    xr = cache()
+    first = compose(xr, [cluster("a")])
+    unapplied = copy.deepcopy(first.desired[f"a/job-{digest(xr)}"].resource)
+    res = compose(xr, [cluster("a")], {f"a/job-{digest(xr)}": unapplied})
+    assert res.status["clusters"][0]["phase"] == "Pending"
