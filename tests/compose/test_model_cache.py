@@ -270,7 +270,7 @@ def test_the_hydration_job_hand_written() -> None:
             "apiGroups": [""],
             "resources": ["configmaps"],
             "resourceNames": ["qwen-hydration"],
-            "verbs": ["get", "update", "patch"],
+            "verbs": ["get", "patch"],
         }
     ]
     assert res.desired["a/result"].resource["spec"]["managementPolicies"] == [
