@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit package-check install clean lock image
+.PHONY: demo test lint typecheck unit package-check install clean lock image mutation
 
 # The schema oracles beside the project (../shared/conformance) are optional:
 # tests that use them skip when they are absent.
@@ -65,5 +65,15 @@ image:
 	@command -v docker >/dev/null 2>&1 || { echo "make image: docker not found"; exit 1; }
 	docker build -t $(IMAGE) .
 
+# Mutation testing (tests/README.md): MUTANTS narrows the run to mutant-name
+# globs, e.g. make mutation MUTANTS='modelplane.scheduling.ledger.*'.
+MUTANTS ?=
+MUTATION_JOBS ?= 1
+
+mutation: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[test,mutation]'
+	nice -n 19 $(BIN)/mutmut run --max-children $(MUTATION_JOBS) $(foreach m,$(MUTANTS),'$(m)')
+	$(BIN)/mutmut results | grep -v ': not checked$$' || true
+
 clean:
-	rm -rf $(VENV) $(TOOLS) out build *.egg-info
+	rm -rf $(VENV) $(TOOLS) out build *.egg-info mutants
