@@ -18,6 +18,7 @@ from modelplane.api.common import (
     cel_rules,
 )
 from modelplane.api.inference_class import Device
+from modelplane.api.reasons import UnknownReason
 
 # The only template variables a label or annotation value may use (SPEC §5).
 TEMPLATE_VARIABLES = ("Namespace", "Name", "Cluster")
@@ -181,12 +182,23 @@ class InferenceClusterSpec(KubeModel):
 
 
 class GPUPool(StatusModel):
-    """A pool as the scheduler sees it: its class's devices and node capacity."""
+    """A pool as the scheduler sees it: its class's devices and node capacity.
+
+    A pool whose class is missing or invalid is still published, as *unknown*:
+    `reason` and `message` say why and `devices` is empty. Replicas already on
+    it are kept; no new replica is placed there (SPEC §3.3).
+    """
 
     name: str
     class_name: str
     nodes: int
-    devices: list[Device]
+    devices: list[Device] = Field(default_factory=list)
+    reason: UnknownReason | None = Field(
+        default=None, description="Set when the pool is unknown: why its devices are not known."
+    )
+    message: str | None = Field(
+        default=None, max_length=1024, description="What to fix when the pool is unknown."
+    )
 
 
 class InferenceClusterStatus(ConditionedStatus):

@@ -19,6 +19,7 @@ from modelplane.api.common import (
     Toleration,
     cel_rules,
 )
+from modelplane.api.roles import role_path
 
 MAX_REPLICAS = 10000
 # Bounds on the placement explanation written to status, so a fleet of
@@ -179,6 +180,27 @@ class RoleSpec(KubeModel):
     workers: Workers
 
 
+class DeploymentRole(RoleSpec):
+    """One role of a deployment as callers use it: its spec plus its name and wire path.
+
+    Returned by `ModelDeploymentSpec.roles()`; never part of the schema (`name`
+    and `path` are not serialized).
+    """
+
+    name: str = Field(exclude=True)
+    path: str = Field(exclude=True, description="`spec` (unified) or `spec.<role>`.")
+
+    @property
+    def node_selector_path(self) -> str:
+        """Wire path of the role's node selector, e.g. `spec.prefill.nodeSelector`."""
+        return f"{self.path}.nodeSelector"
+
+    @property
+    def workers_path(self) -> str:
+        """Wire path of the role's workers, e.g. `spec.workers`."""
+        return f"{self.path}.workers"
+
+
 class ModelDeploymentSpec(KubeModel):
     """What to serve and where it may run."""
 
@@ -230,12 +252,24 @@ class ModelDeploymentSpec(KubeModel):
             raise ValueError("unified serving needs both nodeSelector and workers")
         return self
 
-    def roles(self) -> dict[str, RoleSpec]:
-        """The deployment's roles by name, in a fixed order."""
+    def roles(self) -> dict[str, DeploymentRole]:
+        """The deployment's roles by name, in a fixed order, each carrying its wire path."""
         if self.prefill is not None and self.decode is not None:
-            return {c.ROLE_PREFILL: self.prefill, c.ROLE_DECODE: self.decode}
-        assert self.node_selector is not None and self.workers is not None
-        return {c.ROLE_UNIFIED: RoleSpec(node_selector=self.node_selector, workers=self.workers)}
+            specs = {c.ROLE_PREFILL: self.prefill, c.ROLE_DECODE: self.decode}
+        else:
+            assert self.node_selector is not None and self.workers is not None
+            specs = {
+                c.ROLE_UNIFIED: RoleSpec(node_selector=self.node_selector, workers=self.workers)
+            }
+        return {
+            name: DeploymentRole(
+                node_selector=rs.node_selector,
+                workers=rs.workers,
+                name=name,
+                path=role_path(name),
+            )
+            for name, rs in specs.items()
+        }
 
 
 class RolePlacement(StatusModel):

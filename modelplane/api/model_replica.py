@@ -14,6 +14,7 @@ from modelplane.api.common import (
     cel_rules,
 )
 from modelplane.api.model_deployment import DeviceSelector, Workers
+from modelplane.api.roles import role_path
 
 
 class ResolvedDeviceRequest(KubeModel):
@@ -31,6 +32,21 @@ class ReplicaRole(KubeModel):
     node_pool_name: DNSLabel
     device_requests: list[ResolvedDeviceRequest] = Field(default_factory=list, max_length=16)
     workers: Workers
+
+
+class PlacedRole(ReplicaRole):
+    """One role of a replica as callers use it: its fields plus its name and wire path.
+
+    Returned by `ModelReplicaSpec.roles()`; never part of the schema.
+    """
+
+    name: str = Field(exclude=True)
+    path: str = Field(exclude=True, description="`spec` (unified) or `spec.<role>`.")
+
+    @property
+    def workers_path(self) -> str:
+        """Wire path of the role's workers, e.g. `spec.decode.workers`."""
+        return f"{self.path}.workers"
 
 
 class ModelReplicaSpec(KubeModel):
@@ -68,17 +84,28 @@ class ModelReplicaSpec(KubeModel):
             raise ValueError("unified replicas need both nodePoolName and workers")
         return self
 
-    def roles(self) -> dict[str, ReplicaRole]:
-        """The replica's roles by name, in a fixed order."""
+    def roles(self) -> dict[str, PlacedRole]:
+        """The replica's roles by name, in a fixed order, each carrying its wire path."""
         if self.prefill is not None and self.decode is not None:
-            return {c.ROLE_PREFILL: self.prefill, c.ROLE_DECODE: self.decode}
-        assert self.node_pool_name is not None and self.workers is not None
+            specs = {c.ROLE_PREFILL: self.prefill, c.ROLE_DECODE: self.decode}
+        else:
+            assert self.node_pool_name is not None and self.workers is not None
+            specs = {
+                c.ROLE_UNIFIED: ReplicaRole(
+                    node_pool_name=self.node_pool_name,
+                    device_requests=self.device_requests or [],
+                    workers=self.workers,
+                )
+            }
         return {
-            c.ROLE_UNIFIED: ReplicaRole(
-                node_pool_name=self.node_pool_name,
-                device_requests=self.device_requests or [],
-                workers=self.workers,
+            name: PlacedRole(
+                node_pool_name=r.node_pool_name,
+                device_requests=r.device_requests,
+                workers=r.workers,
+                name=name,
+                path=role_path(name),
             )
+            for name, r in specs.items()
         }
 
 

@@ -19,7 +19,8 @@ from rich.text import Text
 
 from modelplane.api import constants as c
 from modelplane.api.model_deployment import ModelDeploymentSpec
-from modelplane.api.objects import condition
+from modelplane.api.readers import read_model_deployment
+from modelplane.api.roles import role_label
 from modelplane.cli.options import max_rounds_option
 from modelplane.compose.common import parse_spec, without_crossplane_spec
 from modelplane.compose.deployment_explain import explanation_rows
@@ -79,9 +80,9 @@ def _summary(ref: str, deployment: Mapping[str, Any], result: ScheduleResult) ->
     placed = len(result.replicas)
     style = "green" if placed >= result.desired else "red"
     text.append(f"{placed} of {result.desired} replicas placed", style=style)
-    cond = condition(deployment, c.CONDITION_SCHEDULED)
+    cond = read_model_deployment(deployment).condition(c.CONDITION_SCHEDULED)
     if cond is not None:
-        text.append(f"  (Scheduled={cond.get('status')} {cond.get('reason', '')})")
+        text.append(f"  (Scheduled={cond.status} {cond.reason or ''})")
     return text
 
 
@@ -104,7 +105,7 @@ def _explanation(result: ScheduleResult) -> Table:
     for col in ("Cluster", "Verdict", "Pool", "Request", "Outcome", "Why", "Capacity"):
         table.add_column(col, overflow="fold")
     for row in explanation_rows(result):
-        pool = row.pool if row.role in ("", c.ROLE_UNIFIED) else f"{row.pool} ({row.role})"
+        pool = f"{row.pool}{role_label(row.role)}"
         table.add_row(
             row.cluster,
             Text(row.verdict, style=_STYLE.get(row.verdict, "red")),

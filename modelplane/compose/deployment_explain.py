@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from modelplane.api.roles import role_label
 from modelplane.scheduling.types import (
     ClusterVerdict,
     DeviceVerdict,
@@ -97,8 +98,7 @@ def cluster_message(v: ClusterVerdict) -> str:
         for p in v.pools:
             if p.matched:
                 continue
-            role = "" if p.role in ("", "unified") else f" ({p.role})"
-            parts.append(f"pool {p.pool}{role}: {pool_message(p)}")
+            parts.append(f"pool {p.pool}{role_label(p.role)}: {pool_message(p)}")
         if parts:
             return "; ".join(parts)
     if v.message:
@@ -107,8 +107,7 @@ def cluster_message(v: ClusterVerdict) -> str:
     for p in v.pools:
         m = pool_message(p)
         if m:
-            role = "" if p.role in ("", "unified") else f" ({p.role})"
-            parts.append(f"pool {p.pool}{role}: {m}")
+            parts.append(f"pool {p.pool}{role_label(p.role)}: {m}")
     return "; ".join(parts) if parts else (v.reason or "rejected")
 
 

@@ -34,11 +34,18 @@ from modelplane.api.common import format_validation_error
 from modelplane.api.model_deployment import (
     MAX_UNSCHEDULABLE_ENTRIES,
     MAX_UNSCHEDULABLE_MESSAGE,
+    ClusterRejection,
     ModelDeploymentSpec,
+    ModelDeploymentStatus,
+    Placement,
+    RolePlacement,
 )
 from modelplane.api.model_replica import ModelReplicaSpec
 from modelplane.api.objects import is_condition_true, label_value
-from modelplane.compose.common import keep_observed, meta, parse_spec, without_crossplane_spec
+from modelplane.api.reasons import ScheduledReason
+from modelplane.api.roles import put_role_fields
+from modelplane.compose import outcome
+from modelplane.compose.common import meta, parse_spec, without_crossplane_spec
 from modelplane.compose.deployment_explain import cluster_message, truncate
 from modelplane.compose.types import (
     ComposeInput,
@@ -124,18 +131,12 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
     spec, error = parse_spec(ModelDeploymentSpec, inp.composite)
     if spec is None:
         # Keep every replica that serves today; the user fixes the spec.
-        result.desired = keep_observed(inp)
-        result.condition(c.CONDITION_SCHEDULED, False, c.REASON_INVALID_SPEC, error)
-        result.warn(c.REASON_INVALID_SPEC, error)
-        result.ready = "False"
-        return result
+        return outcome.hold(inp, result, c.CONDITION_SCHEDULED, ScheduledReason.INVALID_SPEC, error)
 
     shape_errors = [
         err
-        for role, role_spec in spec.roles().items()
-        for err in template_errors(
-            role_spec.workers.template, f"spec.{_workers_path(role)}.template"
-        )
+        for role in spec.roles().values()
+        for err in template_errors(role.workers.template, f"{role.workers_path}.template")
     ]
     if shape_errors:
         # Checked here, not only by the ModelReplica composer, so a template it
@@ -144,25 +145,20 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
             "; ".join(shape_errors) + " (no new replicas are placed; existing ones are kept)",
             MAX_CONDITION_MESSAGE,
         )
-        result.desired = keep_observed(inp)
-        result.condition(c.CONDITION_SCHEDULED, False, c.REASON_INVALID_SPEC, msg)
-        result.warn(c.REASON_INVALID_SPEC, msg)
-        result.ready = "False"
-        return result
+        return outcome.hold(inp, result, c.CONDITION_SCHEDULED, ScheduledReason.INVALID_SPEC, msg)
 
     result.requirements = requirements(namespace, spec)
     if not all(inp.fetched(r) for r in result.requirements):
-        result.desired = keep_observed(inp)
-        result.ready = "False"
-        return result
+        return outcome.wait(inp, result)
 
     clusters = list(inp.required[CLUSTERS_REQUIREMENT])
     replicas = _fleet_replicas(inp, namespace)
     try:
         plan = scheduler(without_crossplane_spec(inp.composite), clusters, replicas)
     except Exception as err:  # a scheduler bug must not tear down serving replicas
-        result.fatal = f"{c.REASON_SCHEDULER_ERROR}: scheduling {namespace}/{name} failed: {err}"
-        return result
+        return outcome.fatal(
+            f"{ScheduledReason.SCHEDULER_ERROR}: scheduling {namespace}/{name} failed: {err}"
+        )
 
     missing_caches = [
         cache.name for cache in spec.caches or [] if not inp.required[cache_requirement(cache.name)]
@@ -194,11 +190,10 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
             detail = (
                 format_validation_error(err, "spec") if isinstance(err, ValidationError) else err
             )
-            result.fatal = (
-                f"{c.REASON_SCHEDULER_ERROR}: replica {planned.cluster}/{planned.index} of "
-                f"{namespace}/{name} is inconsistent with the spec: {detail}"
+            return outcome.fatal(
+                f"{ScheduledReason.SCHEDULER_ERROR}: replica {planned.cluster}/{planned.index} "
+                f"of {namespace}/{name} is inconsistent with the spec: {detail}"
             )
-            return result
         observed = inp.observed.get(key)
         ready = is_condition_true(observed, c.CONDITION_READY)
         result.desired[key] = DesiredResource(manifest, "True" if ready else "False")
@@ -240,15 +235,11 @@ def _fleet_replicas(inp: ComposeInput, namespace: str) -> list[Resource]:
     return [by_id[k] for k in sorted(by_id)]
 
 
-def _workers_path(role: str) -> str:
-    return "workers" if role == c.ROLE_UNIFIED else f"{role}.workers"
-
-
 def _user_labels(spec: ModelDeploymentSpec, result: ComposeResult) -> dict[str, str]:
     """The workers' template labels a replica inherits, minus reserved and invalid ones."""
     labels: dict[str, str] = {}
-    for role, role_spec in spec.roles().items():
-        tmeta = role_spec.workers.template.get("metadata")
+    for role in spec.roles().values():
+        tmeta = role.workers.template.get("metadata")
         raw = tmeta.get("labels") if isinstance(tmeta, dict) else None
         if not isinstance(raw, dict):
             continue
@@ -263,7 +254,7 @@ def _user_labels(spec: ModelDeploymentSpec, result: ComposeResult) -> dict[str, 
                 or label_value(value) != value
             ):
                 msg = (
-                    f"spec.{_workers_path(role)}.template.metadata.labels: {key!r}={value!r} "
+                    f"{role.workers_path}.template.metadata.labels: {key!r}={value!r} "
                     "is not a valid Kubernetes label; it is not copied to the replicas"
                 )
                 result.warn(c.REASON_INVALID_LABEL, msg)
@@ -299,10 +290,7 @@ def _replica_manifest(
             "deviceRequests": [d.to_dict() for d in ra.device_requests],
             "workers": roles[ra.role].workers.to_dict(),
         }
-        if ra.role == c.ROLE_UNIFIED:
-            body.update(role_body)
-        else:
-            body[ra.role] = role_body
+        put_role_fields(body, ra.role, role_body)
     ModelReplicaSpec.model_validate(body)
     labels = {
         **user_labels,
@@ -326,38 +314,36 @@ def _status(
     plan: ScheduleResult,
     placed: Sequence[PlannedReplica],
 ) -> None:
-    placements = []
-    for planned in sorted(placed, key=lambda r: (r.cluster, r.index)):
-        desired = result.desired[replica_key(planned.cluster, planned.index)]
-        placements.append(
-            {
-                "cluster": planned.cluster,
-                "index": planned.index,
-                "replicaName": planned.name,
-                "pools": [{"role": ra.role, "pool": ra.pool} for ra in planned.roles],
-                "ready": desired.ready == "True",
-            }
+    placements = [
+        Placement(
+            cluster=planned.cluster,
+            index=planned.index,
+            replica_name=planned.name,
+            pools=[RolePlacement(role=ra.role, pool=ra.pool) for ra in planned.roles],
+            ready=result.desired[replica_key(planned.cluster, planned.index)].ready == "True",
         )
-    status: dict[str, Any] = {
-        "replicas": len(placed),
-        "readyReplicas": sum(1 for p in placements if p["ready"]),
-        "selector": replica_selector(name),
-        "placements": placements,
-        "unschedulable": [],
-        "unschedulableOmitted": 0,
-    }
+        for planned in sorted(placed, key=lambda r: (r.cluster, r.index))
+    ]
+    status = ModelDeploymentStatus(
+        replicas=len(placed),
+        ready_replicas=sum(1 for p in placements if p.ready),
+        selector=replica_selector(name),
+        placements=placements,
+        unschedulable=[],
+        unschedulable_omitted=0,
+    )
     if len(placed) < spec.replicas and not plan.invalid_selectors:
         rejections = _rejections(plan.clusters)
-        status["unschedulable"] = [
-            {
-                "cluster": v.cluster,
-                "reason": v.reason or "Rejected",
-                "message": truncate(cluster_message(v), MAX_UNSCHEDULABLE_MESSAGE),
-            }
+        status.unschedulable = [
+            ClusterRejection(
+                cluster=v.cluster,
+                reason=v.reason or "Rejected",
+                message=truncate(cluster_message(v), MAX_UNSCHEDULABLE_MESSAGE),
+            )
             for v in rejections[:MAX_UNSCHEDULABLE_ENTRIES]
         ]
-        status["unschedulableOmitted"] = max(0, len(rejections) - MAX_UNSCHEDULABLE_ENTRIES)
-    result.status = status
+        status.unschedulable_omitted = max(0, len(rejections) - MAX_UNSCHEDULABLE_ENTRIES)
+    result.status = status.to_dict()
 
 
 def _rejections(verdicts: Iterable[ClusterVerdict]) -> list[ClusterVerdict]:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from modelplane.api.common import LabelSelector, Toleration
+from modelplane.api.inference_cluster import Taint
 
 
 def selector_matches(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
@@ -29,26 +29,23 @@ def selector_matches(selector: LabelSelector | None, labels: Mapping[str, str]) 
     return True
 
 
-def tolerates(toleration: Toleration, taint: Mapping[str, Any]) -> bool:
+def tolerates(toleration: Toleration, taint: Taint) -> bool:
     """Whether one toleration tolerates one taint, with Pod toleration semantics."""
-    if toleration.effect is not None and toleration.effect != taint.get("effect"):
+    if toleration.effect is not None and toleration.effect != taint.effect:
         return False
-    if toleration.key and toleration.key != taint.get("key"):
+    if toleration.key and toleration.key != taint.key:
         return False
     if toleration.operator == "Exists":
         return True
-    return (toleration.value or "") == (taint.get("value") or "")
+    return (toleration.value or "") == (taint.value or "")
 
 
-def untolerated(
-    taints: Sequence[Mapping[str, Any]], tolerations: Sequence[Toleration]
-) -> list[Mapping[str, Any]]:
+def untolerated(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> list[Taint]:
     """The taints no toleration tolerates, in their published order."""
     return [t for t in taints if not any(tolerates(tol, t) for tol in tolerations)]
 
 
-def describe_taint(taint: Mapping[str, Any]) -> str:
+def describe_taint(taint: Taint) -> str:
     """Render a taint the way kubectl does: key=value:Effect."""
-    value = taint.get("value")
-    key = f"{taint.get('key')}={value}" if value else str(taint.get("key"))
-    return f"{key}:{taint.get('effect')}"
+    key = f"{taint.key}={taint.value}" if taint.value else taint.key
+    return f"{key}:{taint.effect}"

@@ -15,9 +15,9 @@ from typing import Any
 
 from modelplane.api.model_deployment import DeviceSelector
 from modelplane.api.model_replica import ResolvedDeviceRequest
+from modelplane.api.readers import read_devices
 from modelplane.dra import cel
 from modelplane.scheduling.ledger import Vector
-from modelplane.scheduling.observed import as_int
 from modelplane.scheduling.types import DeviceVerdict, RequestVerdict, SelectorVerdict
 
 # Backtracking over requests × devices is tiny in practice (≤ 16 × 16); the cap
@@ -68,7 +68,7 @@ class RoleMatch:
 class Shape:
     """A published device list (one node of a pool), interned by value."""
 
-    devices: list[Mapping[str, Any]]
+    devices: tuple[Mapping[str, Any], ...]
     names: tuple[str, ...] = ()
     counts: tuple[int, ...] = ()
     dra: tuple[bool, ...] = ()
@@ -82,27 +82,21 @@ class Shape:
     )
 
     def __post_init__(self) -> None:
-        names: list[str] = []
-        counts: list[int] = []
-        dra: list[bool] = []
-        classes: list[str] = []
+        read = read_devices(self.devices)
+        self.names = tuple(d.name for d in read)
+        self.counts = tuple(d.count for d in read)
+        self.dra = tuple(d.dra for d in read)
+        self.class_names = tuple(d.device_class_name for d in read)
         slot: list[int] = []
         cap: list[int] = []
-        keys: list[str] = []
-        for i, d in enumerate(self.devices):
-            d = d if isinstance(d, Mapping) else {}
-            names.append(str(d.get("name", f"device-{i}")))
-            counts.append(max(0, as_int(d.get("count"), 1)))
-            is_dra = d.get("claim", "DRA") == "DRA"
-            dra.append(is_dra)
-            classes.append(str(d.get("deviceClassName") or ""))
-            slot.append(len(cap) if is_dra else -1)
-            if is_dra:
-                cap.append(counts[-1])
-            keys.append(json.dumps(d, sort_keys=True, separators=(",", ":"), default=str))
-        self.names, self.counts, self.dra = tuple(names), tuple(counts), tuple(dra)
-        self.class_names, self.slot, self.cap = tuple(classes), tuple(slot), tuple(cap)
-        self.keys = tuple(keys)
+        for d in read:
+            slot.append(len(cap) if d.dra else -1)
+            if d.dra:
+                cap.append(d.count)
+        self.slot, self.cap = tuple(slot), tuple(cap)
+        self.keys = tuple(
+            json.dumps(d.wire, sort_keys=True, separators=(",", ":"), default=str) for d in read
+        )
 
 
 class Shapes:
@@ -111,14 +105,13 @@ class Shapes:
     def __init__(self) -> None:
         self._by_class: dict[str, list[Shape]] = {}
 
-    def intern(self, class_name: str, devices: Any) -> Shape:
+    def intern(self, class_name: str, devices: tuple[Mapping[str, Any], ...]) -> Shape:
         """The Shape equal to `devices` (created on first sight)."""
-        devs = devices if isinstance(devices, list) else []
         bucket = self._by_class.setdefault(class_name, [])
         for shape in bucket:
-            if shape.devices == devs:
+            if shape.devices == devices:
                 return shape
-        shape = Shape(devs)
+        shape = Shape(devices)
         bucket.append(shape)
         return shape
 

@@ -22,11 +22,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from modelplane.api import constants as c
 from modelplane.api.common import Toleration
 from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.api.model_replica import ResolvedDeviceRequest
 from modelplane.api.objects import label_value
+from modelplane.api.readers import ObservedInferenceCluster as ObservedCluster
+from modelplane.api.readers import ObservedModelReplica as ObservedReplica
+from modelplane.api.readers import (
+    ObservedRole,
+    read_inference_cluster,
+    read_model_replica,
+)
 from modelplane.scheduling.filters import describe_taint, selector_matches, untolerated
 from modelplane.scheduling.ledger import PoolLedger, Vector
 from modelplane.scheduling.matching import (
@@ -40,13 +46,6 @@ from modelplane.scheduling.matching import (
     observed_demand,
 )
 from modelplane.scheduling.names import replica_name
-from modelplane.scheduling.observed import (
-    ObservedCluster,
-    ObservedReplica,
-    ObservedRole,
-    read_cluster,
-    read_replica,
-)
 from modelplane.scheduling.types import (
     ClusterVerdict,
     PlannedReplica,
@@ -131,11 +130,10 @@ class CycleState:
 def _role_defs(spec: ModelDeploymentSpec) -> tuple[RoleDef, ...]:
     roles = []
     for role, rs in spec.roles().items():
-        path = "spec.nodeSelector" if role == c.ROLE_UNIFIED else f"spec.{role}.nodeSelector"
         roles.append(
             RoleDef(
                 role=role,
-                path=path,
+                path=rs.node_selector_path,
                 requests=tuple(
                     Request(d.name, d.count, tuple(s.cel for s in d.selectors))
                     for d in rs.node_selector.devices
@@ -158,14 +156,14 @@ def read_state(
     spec = ModelDeploymentSpec.model_validate(dict(deployment.get("spec") or {}))
     parsed: dict[str, ObservedCluster] = {}
     for obj in clusters:
-        cl = read_cluster(obj)
+        cl = read_inference_cluster(obj)
         # Names are unique in a real fleet; keep a deterministic one if not.
         if cl is not None and (cl.name not in parsed or repr(cl) < repr(parsed[cl.name])):
             parsed[cl.name] = cl
     by_label = {label_value(k): k for k in sorted(parsed, reverse=True)}
     unique: dict[tuple[str, str], ObservedReplica] = {}
     for obj in replicas:
-        r = read_replica(obj, by_label)
+        r = read_model_replica(obj, by_label)
         if r is None:
             continue
         key = (r.namespace, r.name)
@@ -206,7 +204,7 @@ def filter_clusters(state: CycleState) -> None:
             )
             continue
         taints = untolerated(cl.taints, state.tolerations)
-        drain = next((t for t in taints if t.get("effect") == "NoExecute"), None)
+        drain = next((t for t in taints if t.effect == "NoExecute"), None)
         if drain is not None:
             state.evicting[name] = describe_taint(drain)
         if taints:
@@ -251,6 +249,8 @@ def match_pools(state: CycleState) -> None:
     intern = state.shapes.intern
     for name in wanted:
         for pool in state.clusters[name].pools:
+            if not pool.known:
+                continue
             key = (name, pool.name)
             state.pool_shapes[key] = intern(pool.class_name, pool.devices)
             state.pool_nodes[key] = pool.nodes
@@ -261,6 +261,7 @@ def match_pools(state: CycleState) -> None:
             state.matches[(name, role.role)] = [
                 (pool.name, match_role(role, state.pool_shapes[(name, pool.name)], state.ev))
                 for pool in state.clusters[name].pools
+                if pool.known
             ]
 
 
@@ -275,7 +276,7 @@ def _holders(
         if r.cluster not in state.selected:
             continue
         grouped: dict[str, list[ObservedRole]] = defaultdict(list)
-        for _, role in r.roles:
+        for role in r.roles:
             grouped[role.pool].append(role)
         for pool, roles in grouped.items():
             if (r.cluster, pool) in state.pool_shapes:
@@ -299,7 +300,7 @@ def resolve_contention(state: CycleState) -> None:
             saved = led.snapshot()
             fits = all(
                 led.place(
-                    observed_demand(shape, role.requests, state.ev),
+                    observed_demand(shape, role.request_key, state.ev),
                     role.nodes_per_worker,
                     role.workers,
                     force=r.ready,
@@ -320,7 +321,8 @@ def _observed_roles(
     """Roles of a replica kept without re-matching (invalid selectors, no pools)."""
     nodes = {role.role: role.nodes for role in state.roles}
     roles, charges = [], []
-    for role_name, obs in r.roles:
+    for obs in r.roles:
+        role_name = obs.role
         resolved = []
         for raw in obs.raw_requests:
             try:
@@ -340,7 +342,7 @@ def _observed_roles(
             charges.append(
                 Charge(
                     obs.pool,
-                    observed_demand(shape, obs.requests, state.ev),
+                    observed_demand(shape, obs.request_key, state.ev),
                     obs.nodes_per_worker,
                     obs.workers,
                 )
@@ -364,7 +366,7 @@ def _replace_reason(state: CycleState, r: ObservedReplica) -> str | None:
     if state.invalid or not cl.published:
         # Nothing to judge the pinned pool by: keep it (never tear down on doubt).
         return None
-    observed = dict(r.roles)
+    observed = {x.role: x for x in r.roles}
     if set(observed) != {role.role for role in state.roles}:
         return "the deployment changed between unified and disaggregated serving"
     for role in state.roles:
@@ -405,7 +407,7 @@ def retain(state: CycleState) -> None:
         if state.invalid or not state.clusters[r.cluster].published:
             roles, charges = _observed_roles(state, r)
         else:
-            observed = dict(r.roles)
+            observed = {x.role: x for x in r.roles}
             assignments, charge_list = [], []
             for role in state.roles:
                 pool = observed[role.role].pool
@@ -459,10 +461,10 @@ def build_ledger(state: CycleState) -> None:
     for r in state.others:
         if r.cluster not in state.selected:
             continue
-        for _, role in r.roles:
+        for role in r.roles:
             shape = state.pool_shapes.get((r.cluster, role.pool))
             if shape is not None:
-                demand = observed_demand(shape, role.requests, state.ev)
+                demand = observed_demand(shape, role.request_key, state.ev)
                 charges.append(
                     (
                         r.order,
