@@ -72,6 +72,8 @@ def _wire(model: type[BaseModel], name: str) -> str:
 
 
 _GPU_POOLS = _wire(InferenceClusterStatus, "gpu_pools")
+GPU_POOLS_PATH = f"status.{_GPU_POOLS}"
+"""Where an InferenceCluster publishes its pools (for messages that name the field)."""
 _PROVIDER_CONFIG = _wire(InferenceClusterStatus, "provider_config_name")
 _GATEWAY_ADDRESS = _wire(InferenceClusterStatus, "gateway_address")
 _POOL_NAME = _wire(GPUPool, "name")

@@ -24,7 +24,7 @@ only that answer is acted on.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -57,6 +57,7 @@ from modelplane.compose.types import (
 from modelplane.compose.workload import template_errors
 from modelplane.scheduling import schedule
 from modelplane.scheduling.types import ClusterVerdict, PlannedReplica, ScheduleResult
+from modelplane.scheduling.words import unverifiable_text
 
 CLUSTERS_REQUIREMENT = "inference-clusters"
 REPLICAS_REQUIREMENT = "model-replicas"
@@ -69,7 +70,13 @@ INFERENCE_CLUSTER_KIND = "InferenceCluster"
 MAX_CONDITION_MESSAGE = 1024
 
 Scheduler = Callable[
-    [Mapping[str, Any], Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]], ScheduleResult
+    [
+        Mapping[str, Any],
+        Sequence[Mapping[str, Any]],
+        Sequence[Mapping[str, Any]],
+        Collection[str] | None,
+    ],
+    ScheduleResult,
 ]
 
 _LABEL_NAME = r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)"
@@ -153,36 +160,65 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
 
     clusters = list(inp.required[CLUSTERS_REQUIREMENT])
     replicas = _fleet_replicas(inp, namespace)
+    found = _found_caches(inp, spec)
     try:
-        plan = scheduler(without_crossplane_spec(inp.composite), clusters, replicas)
+        plan = scheduler(without_crossplane_spec(inp.composite), clusters, replicas, found)
     except Exception as err:  # a scheduler bug must not tear down serving replicas
         return outcome.fatal(
             f"{ScheduledReason.SCHEDULER_ERROR}: scheduling {namespace}/{name} failed: {err}"
         )
+    _cache_condition(result, spec, found, namespace)
+    inconsistent = _compose_replicas(inp, result, spec, plan)
+    if inconsistent is not None:
+        return outcome.fatal(
+            f"{ScheduledReason.SCHEDULER_ERROR}: {inconsistent[0]} of {namespace}/{name} "
+            f"is inconsistent with the spec: {inconsistent[1]}"
+        )
+    placed = len(plan.replicas)
+    _status(result, name, spec, plan)
+    _scheduled_condition(result, spec, plan, placed)
+    _events(result, plan)
+    _replicas_ready(result, spec.replicas, placed)
+    return result
 
-    missing_caches = [
-        cache.name for cache in spec.caches or [] if not inp.required[cache_requirement(cache.name)]
-    ]
-    if spec.caches:
-        if missing_caches:
-            msg = (
-                f"spec.caches: ModelCache {', '.join(missing_caches)} not found in namespace "
-                f"{namespace}; new replicas are held until it exists, existing ones are kept"
-            )
-            result.condition(c.CONDITION_CACHE_RESOLVED, False, c.REASON_CACHE_NOT_FOUND, msg)
-            result.warn(c.REASON_CACHE_NOT_FOUND, msg)
-        else:
-            result.condition(
-                c.CONDITION_CACHE_RESOLVED,
-                True,
-                c.REASON_RESOLVED,
-                f"ModelCache {', '.join(x.name for x in spec.caches)} found",
-            )
-    placed = [r for r in plan.replicas if r.retained or not missing_caches]
-    held = len(plan.replicas) - len(placed)
 
+def _found_caches(inp: ComposeInput, spec: ModelDeploymentSpec) -> frozenset[str]:
+    """The ModelCaches of `spec.caches` the control plane found (the scheduler's input)."""
+    return frozenset(
+        x.name for x in spec.caches or () if inp.required.get(cache_requirement(x.name))
+    )
+
+
+def _cache_condition(
+    result: ComposeResult, spec: ModelDeploymentSpec, found: frozenset[str], namespace: str
+) -> None:
+    if not spec.caches:
+        return
+    missing = [x.name for x in spec.caches if x.name not in found]
+    if missing:
+        msg = (
+            f"spec.caches: ModelCache {', '.join(missing)} not found in namespace "
+            f"{namespace}; new replicas are held until it exists, existing ones are kept"
+        )
+        result.condition(c.CONDITION_CACHE_RESOLVED, False, c.REASON_CACHE_NOT_FOUND, msg)
+        result.warn(c.REASON_CACHE_NOT_FOUND, msg)
+        return
+    result.condition(
+        c.CONDITION_CACHE_RESOLVED,
+        True,
+        c.REASON_RESOLVED,
+        f"ModelCache {', '.join(x.name for x in spec.caches)} found",
+    )
+
+
+def _compose_replicas(
+    inp: ComposeInput, result: ComposeResult, spec: ModelDeploymentSpec, plan: ScheduleResult
+) -> tuple[str, str] | None:
+    """One ModelReplica per planned replica; (which, why) when one is inconsistent."""
+    m = meta(inp.composite)
+    name, namespace = str(m.get("name", "")), str(m.get("namespace", ""))
     labels = _user_labels(spec, result)
-    for planned in placed:
+    for planned in plan.replicas:
         key = replica_key(planned.cluster, planned.index)
         try:
             manifest = _replica_manifest(name, namespace, spec, planned, labels)
@@ -190,21 +226,15 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
             detail = (
                 format_validation_error(err, "spec") if isinstance(err, ValidationError) else err
             )
-            return outcome.fatal(
-                f"{ScheduledReason.SCHEDULER_ERROR}: replica {planned.cluster}/{planned.index} "
-                f"of {namespace}/{name} is inconsistent with the spec: {detail}"
-            )
-        observed = inp.observed.get(key)
-        ready = is_condition_true(observed, c.CONDITION_READY)
+            return f"replica {planned.cluster}/{planned.index}", str(detail)
+        ready = is_condition_true(inp.observed.get(key), c.CONDITION_READY)
         result.desired[key] = DesiredResource(manifest, "True" if ready else "False")
+    return None
 
+
+def _replicas_ready(result: ComposeResult, want: int, placed: int) -> None:
     ready_count = sum(1 for d in result.desired.values() if d.ready == "True")
-    _status(result, name, spec, plan, placed)
-    _scheduled_condition(result, spec, plan, len(placed), held, missing_caches)
-    _events(result, plan)
-
-    want = spec.replicas
-    all_ready = ready_count >= want and len(placed) >= want
+    all_ready = ready_count >= want and placed >= want
     result.condition(
         c.CONDITION_REPLICAS_READY,
         all_ready,
@@ -212,7 +242,6 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
         f"{ready_count} of {want} replicas ready",
     )
     result.ready = "True" if all_ready else "False"
-    return result
 
 
 def _fleet_replicas(inp: ComposeInput, namespace: str) -> list[Resource]:
@@ -308,12 +337,9 @@ def _replica_manifest(
 
 
 def _status(
-    result: ComposeResult,
-    name: str,
-    spec: ModelDeploymentSpec,
-    plan: ScheduleResult,
-    placed: Sequence[PlannedReplica],
+    result: ComposeResult, name: str, spec: ModelDeploymentSpec, plan: ScheduleResult
 ) -> None:
+    """Write the deployment's status by constructing its model."""
     placements = [
         Placement(
             cluster=planned.cluster,
@@ -322,17 +348,17 @@ def _status(
             pools=[RolePlacement(role=ra.role, pool=ra.pool) for ra in planned.roles],
             ready=result.desired[replica_key(planned.cluster, planned.index)].ready == "True",
         )
-        for planned in sorted(placed, key=lambda r: (r.cluster, r.index))
+        for planned in plan.replicas
     ]
     status = ModelDeploymentStatus(
-        replicas=len(placed),
+        replicas=len(placements),
         ready_replicas=sum(1 for p in placements if p.ready),
         selector=replica_selector(name),
         placements=placements,
         unschedulable=[],
         unschedulable_omitted=0,
     )
-    if len(placed) < spec.replicas and not plan.invalid_selectors:
+    if len(placements) < spec.replicas and not plan.invalid_selectors:
         rejections = _rejections(plan.clusters)
         status.unschedulable = [
             ClusterRejection(
@@ -353,47 +379,81 @@ def _rejections(verdicts: Iterable[ClusterVerdict]) -> list[ClusterVerdict]:
 
 
 def _scheduled_condition(
-    result: ComposeResult,
-    spec: ModelDeploymentSpec,
-    plan: ScheduleResult,
-    placed: int,
-    held: int,
-    missing_caches: Sequence[str],
+    result: ComposeResult, spec: ModelDeploymentSpec, plan: ScheduleResult, placed: int
 ) -> None:
-    want = spec.replicas
-    summary = f"placed {placed} of {want} replicas"
-    if plan.invalid_selectors:
-        msg = "; ".join(f"{path}: {err}" for path, err in plan.invalid_selectors)
-        msg = truncate(f"{msg} (existing replicas are kept; {summary})", MAX_CONDITION_MESSAGE)
-        result.condition(c.CONDITION_SCHEDULED, False, c.REASON_INVALID_NODE_SELECTOR, msg)
-        result.warn(c.REASON_INVALID_NODE_SELECTOR, msg)
-        return
-    if held:
-        msg = (
-            f"{summary}: {held} new replica(s) held until ModelCache "
-            f"{', '.join(missing_caches)} exists"
-        )
-        result.condition(c.CONDITION_SCHEDULED, False, c.REASON_WAITING_FOR_CACHE, msg)
-        return
-    if placed >= want:
-        result.condition(c.CONDITION_SCHEDULED, True, c.REASON_ALL_REPLICAS_SCHEDULED, summary)
-        return
+    """The `Scheduled` condition: the first answer that applies, most actionable first."""
+    summary = f"placed {placed} of {spec.replicas} replicas"
+    for answer in (_invalid_selectors, _waiting_for_cache, _unverifiable, _all_scheduled):
+        out = answer(plan, summary, spec.replicas - placed)
+        if out is not None:
+            _set_scheduled(result, *out)
+            return
+    _set_scheduled(result, *_shortfall(plan, summary, placed))
+
+
+# (status, reason, message, warn): a Scheduled answer.
+Scheduled = tuple[bool | None, ScheduledReason, str, bool]
+
+
+def _set_scheduled(
+    result: ComposeResult, ok: bool | None, reason: ScheduledReason, msg: str, warn: bool
+) -> None:
+    msg = truncate(msg, MAX_CONDITION_MESSAGE)
+    result.condition(c.CONDITION_SCHEDULED, ok, str(reason), msg)
+    if warn:
+        result.warn(str(reason), msg)
+
+
+def _invalid_selectors(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
+    if not plan.invalid_selectors:
+        return None
+    msg = "; ".join(f"{path}: {err}" for path, err in plan.invalid_selectors)
+    msg = f"{msg} (existing replicas are kept; {summary})"
+    return False, ScheduledReason.INVALID_NODE_SELECTOR, msg, True
+
+
+def _waiting_for_cache(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
+    if not plan.missing_caches or missing <= 0:
+        return None
+    caches = ", ".join(plan.missing_caches)
+    msg = f"{summary}: {missing} new replica(s) held until ModelCache {caches} exists"
+    return False, ScheduledReason.WAITING_FOR_CACHE, msg, False
+
+
+def _unverifiable(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
+    # Each kept replica has its own warning event (`_events`); the condition sums up.
+    if not plan.unverifiable or missing > 0:
+        return None
+    where = _names([f"{u.cluster}/{u.pool}" for u in plan.unverifiable])
+    msg = (
+        f"{summary}; {len(plan.unverifiable)} kept where placement cannot be verified "
+        f"({where}): no new replica goes there until it can be"
+    )
+    return None, ScheduledReason.PLACEMENT_UNVERIFIABLE, msg, False
+
+
+def _all_scheduled(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
+    if missing > 0:
+        return None
+    return True, ScheduledReason.ALL_REPLICAS_SCHEDULED, summary, False
+
+
+def _shortfall(plan: ScheduleResult, summary: str, placed: int) -> Scheduled:
     candidates = [v for v in plan.clusters if v.reason != "NotSelected"]
     if not plan.clusters:
-        reason, why = c.REASON_NO_CLUSTERS, "no InferenceCluster exists"
+        reason, why = ScheduledReason.NO_CLUSTERS, "no InferenceCluster exists"
     elif not candidates:
-        reason, why = c.REASON_NO_CLUSTERS, "no InferenceCluster matches spec.clusterSelector"
+        reason = ScheduledReason.NO_CLUSTERS
+        why = "no InferenceCluster matches spec.clusterSelector"
     elif not placed and not any(v.reason in _CAPACITY_VERDICTS for v in plan.clusters):
-        reason = c.REASON_NO_CLUSTERS
+        reason = ScheduledReason.NO_CLUSTERS
         why = "no Ready, selected cluster tolerates this deployment: " + _rejection_summary(
             plan.clusters
         )
     else:
-        reason = c.REASON_PARTIAL if placed else c.REASON_INSUFFICIENT_CAPACITY
+        reason = ScheduledReason.PARTIAL if placed else ScheduledReason.INSUFFICIENT_CAPACITY
         why = _rejection_summary(plan.clusters)
-    msg = truncate(f"{summary}: {why}", MAX_CONDITION_MESSAGE)
-    result.condition(c.CONDITION_SCHEDULED, False, reason, msg)
-    result.warn(reason, msg)
+    return False, reason, f"{summary}: {why}", True
 
 
 def _names(names: Sequence[str], first: int = 3) -> str:
@@ -412,6 +472,10 @@ def _rejection_summary(verdicts: Iterable[ClusterVerdict]) -> str:
 
 
 def _events(result: ComposeResult, plan: ScheduleResult) -> None:
+    for u in plan.unverifiable[:MAX_UNSCHEDULABLE_ENTRIES]:
+        result.warn(
+            str(ScheduledReason.PLACEMENT_UNVERIFIABLE), truncate(unverifiable_text(u), 512)
+        )
     for what, why in plan.replaced[:MAX_UNSCHEDULABLE_ENTRIES]:
         result.normal(c.REASON_REPLICA_REPLACED, truncate(f"{what}: {why}", 512))
     for w in plan.withdrawn[:MAX_UNSCHEDULABLE_ENTRIES]:
