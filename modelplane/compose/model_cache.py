@@ -42,6 +42,7 @@ from modelplane.api.model_cache import (
     source_errors,
 )
 from modelplane.api.objects import condition, condition_status, label_value
+from modelplane.api.readers import read_inference_cluster
 from modelplane.api.reasons import ArtifactReadyReason, ValidReason
 from modelplane.compose import cache_manifests as m
 from modelplane.compose.common import as_desired, meta, parse_spec
@@ -53,7 +54,7 @@ from modelplane.compose.types import (
     Requirement,
     Resource,
 )
-from modelplane.scheduling.filters import selector_matches
+from modelplane.scheduling.labels import selector_matches
 
 CLUSTERS_REQUIREMENT = "inference-clusters"
 DEPLOYMENTS_REQUIREMENT = "model-deployments"
@@ -70,7 +71,7 @@ def requirements(namespace: str) -> dict[str, Requirement]:
     }
 
 
-# ── InferenceClusters, read in one isolated place ───────────────────────────
+# ── InferenceClusters, through their reader ─────────────────────────────────
 
 
 @dataclass(frozen=True)
@@ -92,28 +93,11 @@ def read_targets(objs: list[Resource]) -> list[Target]:
     """The InferenceClusters' names, labels, readiness, provider config and storage class."""
     out = []
     for obj in objs:
-        md, spec, status = (obj.get(k) for k in ("metadata", "spec", "status"))
-        md = md if isinstance(md, Mapping) else {}
-        name = _str(md.get("name"))
-        if name is None:
+        cl = read_inference_cluster(obj)
+        if cl is None:
             continue
-        labels = md.get("labels")
-        storage = spec.get("storage") if isinstance(spec, Mapping) else None
-        out.append(
-            Target(
-                name=name,
-                labels={str(k): str(v) for k, v in labels.items()}
-                if isinstance(labels, Mapping)
-                else {},
-                ready=condition_status(obj, c.CONDITION_READY) == "True",
-                provider_config=_str(status.get("providerConfigName"))
-                if isinstance(status, Mapping)
-                else None,
-                storage_class=_str(storage.get("storageClassName"))
-                if isinstance(storage, Mapping)
-                else None,
-            )
-        )
+        storage_class = cl.storage.storage_class_name if cl.storage is not None else None
+        out.append(Target(cl.name, cl.labels, cl.ready, cl.provider_config_name, storage_class))
     return sorted(out, key=lambda t: t.name)
 
 
