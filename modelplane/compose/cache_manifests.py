@@ -66,6 +66,16 @@ def bounded(base: str, *suffix: str, limit: int = MAX_NAME) -> str:
     return f"{base[:keep].rstrip('-.')}-{short_hash(base, length=HASH)}-{tail}"
 
 
+def pvc_object_name(cache: str, cluster: str) -> str:
+    """The control-plane Object that holds (or adopts) a cache's claim on `cluster`."""
+    return object_name(cache, cluster, "pvc")
+
+
+def object_name(cache: str, cluster: str, what: str) -> str:
+    """The control-plane name of one Object a cache places on `cluster`."""
+    return bounded(f"{cache}-{cluster}", what)
+
+
 def k8s_literal(value: str) -> str:
     """`value` escaped against Kubernetes' `$(VAR)` expansion of env values."""
     return value.replace("$", "$$")

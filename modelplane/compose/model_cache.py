@@ -154,8 +154,7 @@ def _key(cluster: str, what: str) -> str:
     return f"{cluster}/{what}"
 
 
-def _object_name(cache: str, cluster: str, what: str) -> str:
-    return m.bounded(f"{cache}-{cluster}", what)
+_object_name = m.object_name
 
 
 def _running(job_obs: Resource | None, names: m.CacheNames, result: Any) -> str:
