@@ -273,17 +273,20 @@ def _existing_copy(inp: ComposeInput, names: m.CacheNames, target: Target, pc: s
     return Copy(status, {key: obj})
 
 
-def _kept_copy(inp: ComposeInput, target: Target, claim: str) -> Copy:
-    """A covered cluster the composer cannot reach now: keep what it placed there."""
-    prefix = _key(target.name, "")
+def _kept_copy(inp: ComposeInput, spec: ModelCacheSpec, names: m.CacheNames, t: Target) -> Copy:
+    """A covered cluster the composer cannot reach now: keep what it placed there.
+
+    Its phase is still read from what was observed (a staged copy stays Ready).
+    """
+    prefix = _key(t.name, "")
     kept = {k: as_desired(o) for k, o in inp.observed.items() if k.startswith(prefix)}
-    why = "NotReady" if not target.ready else "without status.providerConfigName"
-    status = ClusterCacheStatus(
-        cluster=target.name,
-        claim_name=claim,
-        message=f"InferenceCluster {target.name} is {why}: its copy is kept as it is",
-    )
-    return Copy(status, kept)
+    why = "NotReady" if not t.ready else "without status.providerConfigName"
+    if spec.storage.backend == "ExistingPVC":
+        status = _existing_copy(inp, names, t, "").status
+    else:
+        status = _hydrated_copy(inp, spec, names, t.name).status
+    note = f"InferenceCluster {t.name} is {why}: its copy is kept as it is"
+    return Copy(status.model_copy(update={"message": note}), kept)
 
 
 def _labels(cache: str, cluster: str) -> dict[str, str]:
@@ -309,7 +312,7 @@ def _covered(inp: ComposeInput, spec: ModelCacheSpec) -> list[Target]:
 
 def _copy(inp: ComposeInput, spec: ModelCacheSpec, names: m.CacheNames, t: Target) -> Copy:
     if not t.ready or t.provider_config is None:
-        return _kept_copy(inp, t, names.claim)
+        return _kept_copy(inp, spec, names, t)
     if spec.storage.backend == "ExistingPVC":
         return _existing_copy(inp, names, t, t.provider_config)
     return _pvc_copy(inp, spec, names, t, t.provider_config)

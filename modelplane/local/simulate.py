@@ -179,6 +179,16 @@ def _missing_reference(store: ObjectStore, obj: Obj) -> str | None:
     return None
 
 
+def _keep_written_data(obj: Obj, live: Obj) -> None:
+    """Without the Update policy the provider never resets the live object, so the
+    `data` another writer put there (a hydration Job's result) stays observed."""
+    policies = (obj.get("spec") or {}).get("managementPolicies")
+    previous = ((obj.get("status") or {}).get("atProvider") or {}).get("manifest") or {}
+    no_update = isinstance(policies, list) and "Update" not in policies and "*" not in policies
+    if no_update and isinstance(previous.get("data"), dict):
+        live["data"] = previous["data"]
+
+
 def _simulate_object(store: ObjectStore, obj: Obj, clock: Clock) -> None:
     ok, message = _provider_config_exists(store, obj)
     missing = _missing_reference(store, obj) if ok else None
@@ -195,7 +205,9 @@ def _simulate_object(store: ObjectStore, obj: Obj, clock: Clock) -> None:
         return
     at = str((obj.get("metadata") or {}).get("creationTimestamp") or clock.stamp())
     status = obj.setdefault("status", {})
-    status["atProvider"] = {"manifest": observed_manifest(manifest, at)}
+    live = observed_manifest(manifest, at)
+    _keep_written_data(obj, live)
+    status["atProvider"] = {"manifest": live}
     set_condition(obj, "Synced", "True", "ReconcileSuccess", "", clock)
     set_condition(obj, "Ready", "True", "Available", "", clock)
 
