@@ -94,8 +94,23 @@ class HTTPSource(KubeModel):
 class InlineSource(KubeModel):
     """Small content written as one file (a tokenizer config, a chat template)."""
 
+    model_config = KubeModel.model_config | {
+        "json_schema_extra": cel_rules(
+            (
+                "self.fileName != '.' && self.fileName != '..'",
+                "fileName must name a file, not . or ..",
+            )
+        )
+    }
+
     content: str = Field(max_length=MAX_INLINE_BYTES)
     file_name: str = Field(default="content", min_length=1, max_length=253, pattern=r"^[^/]+$")
+
+    @model_validator(mode="after")
+    def _a_file(self) -> InlineSource:
+        if self.file_name in (".", ".."):
+            raise ValueError("fileName must name a file, not . or ..")
+        return self
 
 
 class ArtifactSource(KubeModel):

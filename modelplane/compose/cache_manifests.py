@@ -3,7 +3,7 @@
 Pure functions over the typed spec. Per cluster, in the cache's namespace:
 the namespace itself (never deleted: replicas share it), a `ReadWriteMany`
 PersistentVolumeClaim named after the cache, and for the hydration a
-ServiceAccount, a Role that may only get/update/patch the one result
+ServiceAccount, a Role that may only get and patch the one result
 ConfigMap, its RoleBinding, that ConfigMap, the one-shot Job and, while the
 Job needs it, a copy of the source's credentials Secret.
 
@@ -186,7 +186,7 @@ def role(names: CacheNames, labels: dict[str, str]) -> Resource:
                 "apiGroups": [""],
                 "resources": ["configmaps"],
                 "resourceNames": [names.result],
-                "verbs": ["get", "update", "patch"],
+                "verbs": ["get", "patch"],
             }
         ],
     }

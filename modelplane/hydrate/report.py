@@ -1,6 +1,6 @@
 """Report a hydration result into the ConfigMap the control plane observes.
 
-The Job's ServiceAccount may only get, update and patch that one ConfigMap
+The Job's ServiceAccount may only get and patch that one ConfigMap
 (its Role names it), so the write is a JSON merge patch of its `data` through
 the in-cluster Kubernetes API: the API server address from the
 `KUBERNETES_SERVICE_*` environment, the ServiceAccount token and CA from the

@@ -270,7 +270,7 @@ def test_the_hydration_job_hand_written() -> None:
             "apiGroups": [""],
             "resources": ["configmaps"],
             "resourceNames": ["qwen-hydration"],
-            "verbs": ["get", "update", "patch"],
+            "verbs": ["get", "patch"],
         }
     ]
     assert res.desired["a/result"].resource["spec"]["managementPolicies"] == [
@@ -760,3 +760,19 @@ def test_a_job_object_not_yet_applied_on_the_cluster_is_pending() -> None:
     unapplied = copy.deepcopy(first.desired[f"a/job-{digest(xr)}"].resource)
     res = compose(xr, [cluster("a")], {f"a/job-{digest(xr)}": unapplied})
     assert res.status["clusters"][0]["phase"] == "Pending"
+
+
+def test_a_kept_copy_still_reports_its_observed_phase() -> None:
+    xr = cache()
+    result = {
+        "sourceHash": digest(xr),
+        "phase": "Ready",
+        "resolvedDigest": "abc",
+        "bytesStaged": "7",
+    }
+    observed = _observed_pvc_copy(xr, result, {"succeeded": 1})
+    res = compose(xr, [cluster("a", ready=False)], observed)
+    (copy_,) = res.status["clusters"]
+    assert (copy_["phase"], copy_["resolvedDigest"]) == ("Ready", "abc")
+    assert copy_["message"] == "InferenceCluster a is NotReady: its copy is kept as it is"
+    assert sorted(res.desired) == sorted(observed)

@@ -98,6 +98,11 @@ REJECTED = {
         "spec.storage",
         "claimName is required when backend is ExistingPVC",
     ),
+    "cache-inline-dotdot.yaml": (
+        "cel",
+        "spec.artifact.source.inline",
+        "fileName must name a file, not . or ..",
+    ),
     "cache-shell-repo.yaml": (
         "schema",
         "spec.artifact.source.huggingFace.repo",
