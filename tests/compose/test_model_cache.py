@@ -13,6 +13,8 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from modelplane.api.model_cache import ModelCacheSpec, read_model_cache
 from modelplane.compose import model_cache
@@ -776,3 +778,55 @@ def test_a_kept_copy_still_reports_its_observed_phase() -> None:
     assert (copy_["phase"], copy_["resolvedDigest"]) == ("Ready", "abc")
     assert copy_["message"] == "InferenceCluster a is NotReady: its copy is kept as it is"
     assert sorted(res.desired) == sorted(observed)
+
+
+# ── Never a crash: arbitrary observed state and specs ─────────────────────────
+
+
+_JUNK = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+_FIELDS = st.sampled_from(["status", "spec", "metadata", "data", "atProvider", "conditions"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    spec=st.dictionaries(
+        st.sampled_from(["artifact", "storage", "clusterSelector", "replication", "x"]),
+        _JUNK,
+        max_size=4,
+    ),
+    observed=st.dictionaries(st.sampled_from(["a/pvc", "a/result", "a/credentials", "b/x"]), _JUNK),
+    cluster_junk=st.dictionaries(_FIELDS, _JUNK, max_size=3),
+)
+def test_the_composer_never_raises(
+    spec: dict[str, Any], observed: dict[str, Any], cluster_junk: dict[str, Any]
+) -> None:
+    xr = {**cache(), "spec": spec}
+    obs = {k: v if isinstance(v, dict) else {"status": v} for k, v in observed.items()}
+    clusters = [cluster("a"), {**cluster("b"), **cluster_junk}]
+    res = compose(xr, clusters, obs)
+    assert res.fatal is None
+    valid = [c for c in res.conditions if c.type == "Valid"]
+    assert valid and valid[0].status in ("True", "False")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    result=st.dictionaries(
+        st.sampled_from(["sourceHash", "phase", "bytesStaged", "resolvedDigest", "x"]), _JUNK
+    ),
+    job=_JUNK,
+)
+def test_malformed_observations_never_raise(result: dict[str, Any], job: Any) -> None:
+    xr = cache()
+    first = compose(xr, [cluster("a")])
+    observed = {k: observe(d.resource) for k, d in first.desired.items()}
+    observed["a/result"]["status"]["atProvider"]["manifest"]["data"] = result
+    observed[f"a/job-{digest(xr)}"]["status"]["atProvider"]["manifest"]["status"] = job
+    res = compose(xr, [cluster("a")], observed)
+    assert res.fatal is None and len(res.status["clusters"]) == 1

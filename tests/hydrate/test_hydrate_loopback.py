@@ -350,3 +350,40 @@ def test_run_reports_hydrating_then_ready_and_failed_on_error(
         hydrate(sources.http(f"{file_server.url}/missing"), tmp_path / "b", "k2", report, _now)
     assert kube_api.patches[-1][2]["data"]["phase"] == "Failed"
     assert "HTTP 404" in kube_api.patches[-1][2]["data"]["message"]
+
+
+def test_http_through_the_cli_with_every_parameter_in_the_environment(
+    tmp_path: Path, file_server: FileServer
+) -> None:
+    (tmp_path / "headers").mkdir()
+    (tmp_path / "headers" / "Authorization").write_text("Bearer from-a-secret")
+    env = {
+        HydrateEnv.HTTP_URL: f"{file_server.url}/files/weights.bin",
+        HydrateEnv.HTTP_SHA256: file_server.sha256,
+        HydrateEnv.HTTP_HEADERS_DIR: str(tmp_path / "headers"),
+        HydrateEnv.DEST: str(tmp_path / "pvc" / "model"),
+        HydrateEnv.SOURCE_HASH: "k1",
+    }
+    proc = _cli(env, "http")
+    assert proc.returncode == 0, proc.stderr
+    ready = json.loads(proc.stdout.splitlines()[-1])
+    assert ready["resolvedDigest"] == f"sha256:{file_server.sha256}"
+    assert ready["bytesStaged"] == str(len(file_server.payload))
+    assert file_server.requests[0]["authorization"] == "Bearer from-a-secret"
+    assert (tmp_path / "pvc" / "model" / "weights.bin").read_bytes() == file_server.payload
+
+
+def test_inline_through_the_cli_keeps_shell_text_as_plain_bytes(tmp_path: Path) -> None:
+    content = "#!/bin/sh\nrm -rf / $(id) `id` {{ .Env }}\n"
+    env = {
+        HydrateEnv.INLINE_CONTENT: content,
+        HydrateEnv.INLINE_FILE: "chat_template.jinja",
+        HydrateEnv.DEST: str(tmp_path / "pvc" / "model"),
+        HydrateEnv.SOURCE_HASH: "k1",
+    }
+    proc = _cli(env, "inline")
+    assert proc.returncode == 0, proc.stderr
+    staged = tmp_path / "pvc" / "model" / "chat_template.jinja"
+    assert staged.read_text() == content
+    expected = "sha256:" + hashlib.sha256(content.encode()).hexdigest()
+    assert json.loads(proc.stdout.splitlines()[-1])["resolvedDigest"] == expected
