@@ -45,6 +45,7 @@ from modelplane.api.objects import condition, condition_status, label_value
 from modelplane.api.readers import read_inference_cluster
 from modelplane.api.reasons import ArtifactReadyReason, ValidReason
 from modelplane.compose import cache_manifests as m
+from modelplane.compose import readiness
 from modelplane.compose.common import as_desired, meta, parse_spec
 from modelplane.compose.outcome import fatal, hold, wait
 from modelplane.compose.types import (
@@ -109,11 +110,6 @@ def _wrapped(observed: Resource | None) -> Mapping[str, Any]:
     at = status.get("atProvider") if isinstance(status, Mapping) else None
     manifest = at.get("manifest") if isinstance(at, Mapping) else None
     return manifest if isinstance(manifest, Mapping) else {}
-
-
-def object_ready(observed: Resource) -> bool:
-    """An observed Object's readiness: the provider's `Ready` condition."""
-    return condition_status(observed, c.CONDITION_READY) == "True"
 
 
 def _job_failure(observed: Resource | None) -> str | None:
@@ -223,7 +219,7 @@ def _pvc_copy(
             m.claim(
                 names, storage.size, storage.storage_class_name or target.storage_class, labels
             ),
-            {"readiness": {"policy": "DeriveFromCelQuery", "celQuery": m.PVC_BOUND_CEL}},
+            {"rule": m.CLAIM_BOUND},
         ),
         "result": (m.result_configmap(names, labels), {"policies": m.NO_UPDATE}),
         "serviceaccount": (m.service_account(names, labels), {}),
@@ -231,7 +227,7 @@ def _pvc_copy(
         "rolebinding": (m.role_binding(names, labels), {}),
         f"job-{names.digest}": (
             m.job(spec, names, labels),
-            {"readiness": {"policy": "DeriveFromCelQuery", "celQuery": m.JOB_COMPLETE_CEL}},
+            {"rule": m.JOB_COMPLETE},
         ),
     }
     secret = m.source_secret(spec.artifact.source)
@@ -267,7 +263,7 @@ def _existing_copy(inp: ComposeInput, names: m.CacheNames, target: Target, pc: s
         pc,
         m.adopted_claim(names),
         labels,
-        readiness={"policy": "DeriveFromCelQuery", "celQuery": m.PVC_BOUND_CEL},
+        rule=m.CLAIM_BOUND,
         policies=m.OBSERVE_ONLY,
     )
     return Copy(status, {key: obj})
@@ -372,12 +368,17 @@ def compose(inp: ComposeInput) -> ComposeResult:
     spec, error = parse_spec(ModelCacheSpec, inp.composite)
     if spec is None:
         return hold(
-            inp, result, c.CONDITION_VALID, ValidReason.INVALID_SPEC, error, readiness=object_ready
+            inp,
+            result,
+            c.CONDITION_VALID,
+            ValidReason.INVALID_SPEC,
+            error,
+            readiness=readiness.observed_ready,
         )
     result.condition(c.CONDITION_VALID, True, str(ValidReason.VALID))
     result.requirements = requirements(ns)
     if not all(inp.fetched(r) for r in result.requirements):
-        return wait(inp, result, readiness=object_ready)
+        return wait(inp, result, readiness=readiness.observed_ready)
 
     source = spec.artifact.source
     status = ModelCacheStatus(source=source.kind, references=_references(inp, name))
@@ -393,7 +394,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
             c.CONDITION_ARTIFACT_READY,
             ArtifactReadyReason.SOURCE_NOT_IMPLEMENTED,
             message,
-            readiness=object_ready,
+            readiness=readiness.observed_ready,
         )
     errors = source_errors(source)
     if errors:
@@ -403,7 +404,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
             c.CONDITION_ARTIFACT_READY,
             ArtifactReadyReason.INVALID_SOURCE,
             "; ".join(errors),
-            readiness=object_ready,
+            readiness=readiness.observed_ready,
         )
 
     claim = spec.storage.claim_name if spec.storage.backend == "ExistingPVC" else name
@@ -413,7 +414,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
     for copy in copies:
         for key, obj in copy.desired.items():
             observed = inp.observed.get(key)
-            ok = observed is not None and object_ready(observed)
+            ok = observed is not None and readiness.observed_ready(observed)
             result.desired[key] = DesiredResource(obj, "True" if ok else "False")
     staged = sum(1 for x in copies if x.status.phase == "Ready")
     status.clusters = [x.status for x in copies]
