@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from modelplane import __version__
+
 # API groups and versions.
 GROUP: Final = "modelplane.ai"
 INFRA_GROUP: Final = "infrastructure.modelplane.ai"
@@ -149,7 +151,7 @@ GPU_RESOURCE_NAME: Final = "nvidia.com/gpu"
 # runs the function image's `modelplane hydrate`; it mounts the cache's PVC at
 # HYDRATE_MOUNT and stages the artifact in its HYDRATE_SUBPATH folder, which
 # replicas mount read-only at CACHE_MOUNT_PATH.
-HYDRATOR_IMAGE: Final = "xpkg.crossplane.io/modelplane/function-modelplane:v0.1.0"
+HYDRATOR_IMAGE: Final = f"xpkg.crossplane.io/modelplane/function-modelplane:v{__version__}"
 HYDRATE_MOUNT: Final = "/cache"
 HYDRATE_SUBPATH: Final = "model"
 HYDRATE_HEADERS_DIR: Final = "/var/run/modelplane/headers"
