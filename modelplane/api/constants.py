@@ -123,6 +123,16 @@ QUANTITY_PATTERN: Final = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
     r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
+# A strict semantic version as DRA reads a version attribute (blang/semver `Parse`: no
+# "v", no leading zeros, at most 20 digits a number). uint64 range and the rest of the
+# semantics live in `modelplane.dra.semver`.
+_SEMVER_NUMBER = r"(0|[1-9][0-9]{0,19})"
+_SEMVER_PRERELEASE = r"(0|[1-9][0-9]{0,19}|[0-9]*[A-Za-z-][0-9A-Za-z-]*)"
+SEMVER_PATTERN: Final = (
+    rf"^{_SEMVER_NUMBER}\.{_SEMVER_NUMBER}\.{_SEMVER_NUMBER}"
+    rf"(-{_SEMVER_PRERELEASE}(\.{_SEMVER_PRERELEASE})*)?"
+    r"(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$"
+)
 # RFC 1123 label (names of pools, devices, requests).
 DNS_LABEL_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 # RFC 1123 subdomain (driver names, device class names, object names).

@@ -56,8 +56,18 @@ PHASES: tuple[str, ...] = ("Pending", "Hydrating", "Ready", "Failed")
 class HuggingFaceSource(KubeModel):
     """A Hugging Face Hub repository at a revision (resolved to a commit when staged)."""
 
-    repo: str = Field(min_length=1, max_length=193, pattern=HF_REPO_PATTERN)
-    revision: str = Field(default="main", min_length=1, max_length=255)
+    repo: str = Field(
+        min_length=1,
+        max_length=193,
+        pattern=HF_REPO_PATTERN,
+        description="Repository id on the Hub, `name` or `namespace/name`.",
+    )
+    revision: str = Field(
+        default="main",
+        min_length=1,
+        max_length=255,
+        description="Branch, tag or commit; resolved to a commit when staged.",
+    )
     token_secret_ref: LocalSecretKeyRef | None = Field(
         default=None, description="A Secret key holding a Hub token (gated or private repos)."
     )
@@ -66,9 +76,15 @@ class HuggingFaceSource(KubeModel):
 class S3Source(KubeModel):
     """Objects under a prefix of an S3 bucket, on AWS or an S3-compatible store."""
 
-    bucket: str = Field(min_length=3, max_length=63, pattern=S3_BUCKET_PATTERN)
-    prefix: str = Field(default="", max_length=1024)
-    region: str | None = Field(default=None, max_length=64)
+    bucket: str = Field(
+        min_length=3, max_length=63, pattern=S3_BUCKET_PATTERN, description="Bucket name."
+    )
+    prefix: str = Field(
+        default="", max_length=1024, description="Key prefix; every object under it is staged."
+    )
+    region: str | None = Field(
+        default=None, max_length=64, description="Region of the bucket (signing region)."
+    )
     endpoint: str | None = Field(
         default=None,
         max_length=MAX_URL,
@@ -84,8 +100,14 @@ class S3Source(KubeModel):
 class HTTPSource(KubeModel):
     """One file over HTTP(S), optionally verified against its sha256."""
 
-    url: str = Field(min_length=1, max_length=MAX_URL)
-    sha256: str | None = Field(default=None, pattern=SHA256_PATTERN)
+    url: str = Field(
+        min_length=1, max_length=MAX_URL, description="http or https URL, without credentials."
+    )
+    sha256: str | None = Field(
+        default=None,
+        pattern=SHA256_PATTERN,
+        description="Expected sha256 (hex) of the file; the download fails on a mismatch.",
+    )
     headers_secret_ref: LocalObjectReference | None = Field(
         default=None, description="A Secret whose keys are request header names."
     )
@@ -103,8 +125,16 @@ class InlineSource(KubeModel):
         )
     }
 
-    content: str = Field(max_length=MAX_INLINE_BYTES)
-    file_name: str = Field(default="content", min_length=1, max_length=253, pattern=r"^[^/]+$")
+    content: str = Field(
+        max_length=MAX_INLINE_BYTES, description="The file's content (at most 64 KiB)."
+    )
+    file_name: str = Field(
+        default="content",
+        min_length=1,
+        max_length=253,
+        pattern=r"^[^/]+$",
+        description="Name of the file in the cache folder.",
+    )
 
     @model_validator(mode="after")
     def _a_file(self) -> InlineSource:
@@ -159,7 +189,9 @@ class ArtifactSource(KubeModel):
 class Artifact(KubeModel):
     """What is staged and where it comes from."""
 
-    kind: Literal["Weights", "Tokenizer", "Bytes"] = "Weights"
+    kind: Literal["Weights", "Tokenizer", "Bytes"] = Field(
+        default="Weights", description="What the artifact is: Weights, Tokenizer or Bytes."
+    )
     source: ArtifactSource
 
 
@@ -176,8 +208,14 @@ class CacheStorage(KubeModel):
         )
     }
 
-    backend: Literal["PVC", "ExistingPVC"] = "PVC"
-    size: QuantityString | None = None
+    backend: Literal["PVC", "ExistingPVC"] = Field(
+        default="PVC",
+        description="PVC: a ReadWriteMany claim per cluster, hydrated by a Job; ExistingPVC: "
+        "adopt claimName on each cluster, no Job.",
+    )
+    size: QuantityString | None = Field(
+        default=None, description="Size of each cluster's claim (required for PVC)."
+    )
     storage_class_name: str | None = Field(
         default=None,
         max_length=253,
@@ -201,7 +239,10 @@ class ModelCacheSpec(KubeModel):
 
     artifact: Artifact
     storage: CacheStorage
-    replication: Literal["AllMatchingClusters"] = "AllMatchingClusters"
+    replication: Literal["AllMatchingClusters"] = Field(
+        default="AllMatchingClusters",
+        description="Where copies go: every Ready cluster clusterSelector matches.",
+    )
     cluster_selector: LabelSelector | None = Field(
         default=None,
         description="Which InferenceClusters hold a copy, by their labels; absent means all.",
@@ -211,22 +252,28 @@ class ModelCacheSpec(KubeModel):
 class ClusterCacheStatus(StatusModel):
     """The copy on one cluster."""
 
-    cluster: str
-    phase: Phase = "Pending"
+    cluster: str = Field(description="The InferenceCluster holding this copy.")
+    phase: Phase = Field(default="Pending", description="Pending, Hydrating, Ready or Failed.")
     claim_name: str | None = Field(default=None, description="The PVC holding the copy there.")
     resolved_digest: str | None = Field(
         default=None, description="HF commit, S3 ETag manifest hash or sha256 the Job measured."
     )
-    bytes_staged: int | None = None
-    last_hydrated_at: str | None = None
-    message: str | None = None
+    bytes_staged: int | None = Field(default=None, description="Bytes the Job staged.")
+    last_hydrated_at: str | None = Field(
+        default=None, description="When the Job finished staging (RFC 3339)."
+    )
+    message: str | None = Field(
+        default=None, description="What the copy waits for, or why it failed."
+    )
 
 
 class ModelCacheStatus(ConditionedStatus):
     """Per-cluster copies, the deployments using them, and a `k/n` summary."""
 
     source: str | None = Field(default=None, description="Which kind of source is staged.")
-    clusters: list[ClusterCacheStatus] | None = None
+    clusters: list[ClusterCacheStatus] | None = Field(
+        default=None, description="The copy on each covered cluster."
+    )
     references: list[str] | None = Field(
         default=None, description="ModelDeployments in this namespace that name this cache."
     )

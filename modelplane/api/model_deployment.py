@@ -31,15 +31,17 @@ MAX_UNSCHEDULABLE_MESSAGE = 1024
 class DeviceSelector(KubeModel):
     """One DRA CEL expression evaluated against a single device."""
 
-    cel: CELExpression
+    cel: CELExpression = Field(description="A DRA CEL expression over one device; true selects it.")
 
 
 class DeviceRequest(KubeModel):
     """A request for devices on each node, like a DRA ResourceClaim request."""
 
-    name: DNSLabel
-    count: int = Field(default=1, ge=1, le=128)
-    selectors: list[DeviceSelector] = Field(min_length=1, max_length=8)
+    name: DNSLabel = Field(description="Request name.")
+    count: int = Field(default=1, ge=1, le=128, description="Devices of this request on each node.")
+    selectors: list[DeviceSelector] = Field(
+        min_length=1, max_length=8, description="CEL selectors a device must all satisfy."
+    )
 
 
 class NodeSelector(KubeModel):
@@ -54,7 +56,11 @@ class NodeSelector(KubeModel):
         )
     }
 
-    devices: list[DeviceRequest] = Field(min_length=1, max_length=16)
+    devices: list[DeviceRequest] = Field(
+        min_length=1,
+        max_length=16,
+        description="Device requests every node of a worker must satisfy.",
+    )
 
     @model_validator(mode="after")
     def _unique(self) -> NodeSelector:
@@ -78,10 +84,14 @@ class Topology(KubeModel):
         )
     }
 
-    tensor: int = Field(default=1, ge=1, le=1024)
-    pipeline: int = Field(default=1, ge=1, le=1024)
-    data: int = Field(default=1, ge=1, le=1024)
-    data_local: int = Field(default=1, ge=1, le=1024)
+    tensor: int = Field(
+        default=1, ge=1, le=1024, description="Tensor-parallel degree within a node."
+    )
+    pipeline: int = Field(default=1, ge=1, le=1024, description="Pipeline-parallel stages.")
+    data: int = Field(default=1, ge=1, le=1024, description="Data-parallel ranks.")
+    data_local: int = Field(
+        default=1, ge=1, le=1024, description="Data-parallel ranks that share one node."
+    )
 
     @model_validator(mode="after")
     def _divisible(self) -> Topology:
@@ -112,7 +122,7 @@ class Workers(KubeModel):
         )
     }
 
-    count: int = Field(default=1, ge=1, le=1024)
+    count: int = Field(default=1, ge=1, le=1024, description="Workers of this role in one replica.")
     topology: Topology = Field(default_factory=Topology)
     template: PodTemplate = Field(
         json_schema_extra={
@@ -123,15 +133,23 @@ class Workers(KubeModel):
             "properties": {
                 "spec": {
                     "type": "object",
+                    "description": "The pod spec; fields beyond containers are kept as written.",
                     "x-kubernetes-preserve-unknown-fields": True,
                     "properties": {
                         "containers": {
                             "type": "array",
+                            "description": "The pod's containers; exactly one is named engine.",
                             "maxItems": 64,
                             "items": {
                                 "type": "object",
                                 "x-kubernetes-preserve-unknown-fields": True,
-                                "properties": {"name": {"type": "string"}},
+                                "properties": {
+                                    "name": {
+                                        "type": "string",
+                                        "maxLength": 63,
+                                        "description": "Container name.",
+                                    }
+                                },
                             },
                         }
                     },
@@ -216,7 +234,12 @@ class ModelDeploymentSpec(KubeModel):
         )
     }
 
-    replicas: int = Field(default=1, ge=0, le=MAX_REPLICAS)
+    replicas: int = Field(
+        default=1,
+        ge=0,
+        le=MAX_REPLICAS,
+        description="Desired replicas; the scale subresource reads and writes it.",
+    )
     cluster_selector: LabelSelector | None = Field(
         default=None,
         description="Which InferenceClusters may run replicas, by their labels; absent means all.",
@@ -275,26 +298,26 @@ class ModelDeploymentSpec(KubeModel):
 class RolePlacement(StatusModel):
     """The pool one role of a replica landed on."""
 
-    role: str
-    pool: str
+    role: str = Field(description="The role: unified, prefill or decode.")
+    pool: str = Field(description="The pool the role runs on.")
 
 
 class Placement(StatusModel):
     """Where one replica runs."""
 
-    cluster: str
-    index: int
-    replica_name: str
-    pools: list[RolePlacement] = Field(max_length=2)
-    ready: bool = False
+    cluster: str = Field(description="The cluster the replica runs on.")
+    index: int = Field(description="The replica's index on that cluster.")
+    replica_name: str = Field(description="Name of the ModelReplica.")
+    pools: list[RolePlacement] = Field(max_length=2, description="The pool of each role.")
+    ready: bool = Field(default=False, description="Whether the replica is Ready.")
 
 
 class ClusterRejection(StatusModel):
     """Why one candidate cluster could not take a replica."""
 
-    cluster: str
-    reason: str
-    message: str = Field(max_length=MAX_UNSCHEDULABLE_MESSAGE)
+    cluster: str = Field(description="The candidate cluster.")
+    reason: str = Field(description="Why not, as a CamelCase reason.")
+    message: str = Field(max_length=MAX_UNSCHEDULABLE_MESSAGE, description="Why not, in words.")
 
 
 class ModelDeploymentStatus(ConditionedStatus):
@@ -305,7 +328,9 @@ class ModelDeploymentStatus(ConditionedStatus):
     selector: str | None = Field(
         default=None, description="Label selector of the replicas (scale subresource)."
     )
-    placements: list[Placement] | None = Field(default=None, max_length=MAX_REPLICAS)
+    placements: list[Placement] | None = Field(
+        default=None, max_length=MAX_REPLICAS, description="Where each replica runs."
+    )
     unschedulable: list[ClusterRejection] | None = Field(
         default=None,
         max_length=MAX_UNSCHEDULABLE_ENTRIES,

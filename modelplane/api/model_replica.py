@@ -20,17 +20,23 @@ from modelplane.api.roles import role_path
 class ResolvedDeviceRequest(KubeModel):
     """A DRA request the replica's pool resolved: what the ResourceClaimTemplate asks for."""
 
-    name: DNSLabel
-    device_class_name: DNSSubdomain
-    count: int = Field(default=1, ge=1, le=128)
-    selectors: list[DeviceSelector] = Field(min_length=1, max_length=8)
+    name: DNSLabel = Field(description="Request name, as in the deployment.")
+    device_class_name: DNSSubdomain = Field(
+        description="DeviceClass of the pool's matching devices."
+    )
+    count: int = Field(default=1, ge=1, le=128, description="Devices of this request on each node.")
+    selectors: list[DeviceSelector] = Field(
+        min_length=1, max_length=8, description="The deployment's selectors for this request."
+    )
 
 
 class ReplicaRole(KubeModel):
     """One role of a replica: its pool, its DRA requests and its workers."""
 
-    node_pool_name: DNSLabel
-    device_requests: list[ResolvedDeviceRequest] = Field(default_factory=list, max_length=16)
+    node_pool_name: DNSLabel = Field(description="The pool the role runs on.")
+    device_requests: list[ResolvedDeviceRequest] = Field(
+        default_factory=list, max_length=16, description="The DRA requests the pool resolved."
+    )
     workers: Workers
 
 
@@ -63,13 +69,25 @@ class ModelReplicaSpec(KubeModel):
         )
     }
 
-    deployment_name: DNSSubdomain
-    cluster_name: DNSSubdomain
-    index: int = Field(ge=0)
-    priority: str | None = Field(default=None, max_length=253)
-    caches: list[LocalObjectReference] | None = Field(default=None, max_length=1)
-    node_pool_name: DNSLabel | None = None
-    device_requests: list[ResolvedDeviceRequest] | None = Field(default=None, max_length=16)
+    deployment_name: DNSSubdomain = Field(description="The ModelDeployment the replica belongs to.")
+    cluster_name: DNSSubdomain = Field(description="The InferenceCluster the replica runs on.")
+    index: int = Field(
+        ge=0, description="The replica's index among the deployment's on that cluster."
+    )
+    priority: str | None = Field(
+        default=None, max_length=253, description="PriorityClass stamped on the replica's pods."
+    )
+    caches: list[LocalObjectReference] | None = Field(
+        default=None, max_length=1, description="ModelCaches the engine reads."
+    )
+    node_pool_name: DNSLabel | None = Field(
+        default=None, description="The pool the replica runs on (unified serving)."
+    )
+    device_requests: list[ResolvedDeviceRequest] | None = Field(
+        default=None,
+        max_length=16,
+        description="The DRA requests the pool resolved (unified serving).",
+    )
     workers: Workers | None = None
     prefill: ReplicaRole | None = None
     decode: ReplicaRole | None = None
@@ -112,7 +130,9 @@ class ModelReplicaSpec(KubeModel):
 class ModelReplicaStatus(ConditionedStatus):
     """Where the replica is reachable once serving."""
 
-    endpoint: str | None = None
+    endpoint: str | None = Field(
+        default=None, description="URL of the serving endpoint once the replica is Ready."
+    )
     namespace: str | None = Field(
         default=None, description="Namespace of the workload on its cluster."
     )

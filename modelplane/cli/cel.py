@@ -53,6 +53,8 @@ def _load_yaml(path: str) -> list[Any]:
         return [d for d in yaml.safe_load_all(text) if d is not None]
     except (OSError, yaml.YAMLError) as e:
         raise click.ClickException(f"cannot read {path}: {e}") from None
+    except ValueError as e:  # e.g. an integer past Python's 4,300-digit limit
+        raise click.ClickException(f"cannot read {path}: {str(e).split(';')[0]}") from None
 
 
 def _class_devices(docs: list[Any], name: str, path: str) -> Iterator[Mapping[str, Any]]:

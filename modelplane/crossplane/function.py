@@ -1,15 +1,40 @@
-"""Entry point of the composition-function server (`modelplane function serve`)."""
+"""Entry point of the composition-function server (`modelplane function serve`).
+
+The server itself is the SDK's (`crossplane.function.cli.run`): the same gRPC
+runtime, mTLS loading, message-size options and logging as every function
+built from Crossplane's function template. Modelplane adds only what the SDK
+has no notion of: a pool of worker processes with a per-call deadline.
+"""
 
 from __future__ import annotations
 
-from typing import cast
+import importlib.metadata
 
-import grpc
-from crossplane.function import logging, runtime
+from crossplane.function import cli as sdkcli
+from crossplane.function import logging
 
-from modelplane.crossplane.servicer import FunctionRunner
+from modelplane import __version__
+from modelplane.crossplane.pool import WorkerPool
+from modelplane.crossplane.servicer import FunctionRunner, run_serialized
 
-DEFAULT_ADDRESS = "0.0.0.0:9443"
+DEFAULT_ADDRESS = sdkcli.DEFAULT_ADDRESS
+
+DEFAULT_MAX_MESSAGE_MB = 64
+"""Default gRPC message limit in MiB (both directions).
+
+Sized from `benchmarks/bench_request.py`: a ModelDeployment request over 5,000
+InferenceClusters of 8 pools each (plus 1,250 other replicas) is about 23 MiB,
+so 64 MiB leaves room for clusters that publish more devices, labels and
+conditions. The SDK's own default, 4 MiB, rejects about 870 such clusters.
+"""
+
+DEFAULT_DEADLINE_SECONDS = 8.0
+"""Per-call deadline. Crossplane's function runner gives a call 10 s; answering
+with a fatal result before then tells the operator which composite overran,
+where a timeout on Crossplane's side would only say the call failed."""
+
+DEFAULT_WORKERS = 2
+"""Worker processes: two, so one slow call never holds up the next."""
 
 
 def serve(
@@ -18,20 +43,37 @@ def serve(
     insecure: bool = False,
     tls_certs_dir: str | None = None,
     debug: bool = False,
-    max_message_mb: int = 4,
+    max_recv_message_mb: int = DEFAULT_MAX_MESSAGE_MB,
+    max_send_message_mb: int | None = None,
+    workers: int = DEFAULT_WORKERS,
+    deadline_seconds: float = DEFAULT_DEADLINE_SECONDS,
 ) -> None:
     """Serve RunFunction over gRPC until terminated (mTLS unless `insecure`)."""
     logging.configure(logging.Level.DEBUG if debug else logging.Level.INFO)
-    creds = runtime.load_credentials(tls_certs_dir) if tls_certs_dir and not insecure else None
-    size = max_message_mb * 1024 * 1024
-    runtime.serve(
-        FunctionRunner(),
-        address,
-        # The SDK accepts None credentials when serving insecurely.
-        creds=cast(grpc.ServerCredentials, creds),
-        insecure=insecure,
-        options=[
-            ("grpc.max_receive_message_length", size),
-            ("grpc.max_send_message_length", size),
-        ],
+    send_mb = max_recv_message_mb if max_send_message_mb is None else max_send_message_mb
+    pool = WorkerPool(run_serialized, workers=workers, deadline=deadline_seconds, debug=debug)
+    logging.get_logger().info(
+        "function-modelplane serving RunFunction",
+        address=address,
+        transport="insecure" if insecure else f"mTLS ({tls_certs_dir})",
+        version=__version__,
+        sdk_version=importlib.metadata.version("crossplane-function-sdk-python"),
+        max_recv_message_mb=max_recv_message_mb,
+        max_send_message_mb=send_mb,
+        workers=workers,
+        deadline_seconds=deadline_seconds,
     )
+    try:
+        sdkcli.run(
+            FunctionRunner(pool=pool),
+            debug=debug,
+            address=address,
+            # The SDK would add a TLS port and an insecure one on the same
+            # address; --insecure means the certificates are ignored.
+            tls_certs_dir=None if insecure else tls_certs_dir,
+            insecure=insecure,
+            max_recv_message_size=max_recv_message_mb,
+            max_send_message_size=send_mb,
+        )
+    finally:
+        pool.close()

@@ -2,48 +2,91 @@
 
 It dispatches on the observed composite's apiVersion/kind to the composer the
 registry names. The embedded control plane (`modelplane.local`) calls the very
-same object in-process, so `modelplane render` exercises this code path.
+same object in-process, so `modelplane render` exercises this code path. Under
+`modelplane function serve` each call runs in a worker process of a
+`WorkerPool`, under a deadline, so no call can stall the event loop or another.
 """
 
 from __future__ import annotations
 
 import datetime
+import time
 from typing import Any
 
 import crossplane.function.proto.v1.run_function_pb2 as fnv1
 import crossplane.function.proto.v1.run_function_pb2_grpc as grpcv1
 from crossplane.function import logging as fnlogging
+from google.protobuf.message import DecodeError
 
 from modelplane.compose import registry
 from modelplane.crossplane import convert
+from modelplane.crossplane.pool import PoolError, WorkerPool
 
 log = fnlogging.get_logger()
+
+
+class BadRequestError(ValueError):
+    """The request does not have the shape every composite has."""
+
+
+def _identity(composite: dict[str, Any]) -> tuple[str, str, str, str]:
+    """Return (apiVersion, kind, namespace, name) of a composite, or raise BadRequestError."""
+    api_version, kind = composite.get("apiVersion"), composite.get("kind")
+    if not composite:
+        raise BadRequestError("the request has no observed composite resource")
+    if not isinstance(api_version, str) or not isinstance(kind, str) or not api_version or not kind:
+        raise BadRequestError(
+            "the observed composite resource has no apiVersion/kind strings "
+            f"(apiVersion={api_version!r}, kind={kind!r})"
+        )
+    metadata = composite.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise BadRequestError(
+            f"the observed {kind}'s metadata is a {type(metadata).__name__}, not an object"
+        )
+    namespace, name = metadata.get("namespace", ""), metadata.get("name", "")
+    return api_version, kind, str(namespace or ""), str(name or "")
+
+
+def describe(composite: dict[str, Any]) -> str:
+    """Name a composite for a message: `Kind namespace/name`, never raising."""
+    try:
+        _, kind, namespace, name = _identity(composite)
+    except BadRequestError:
+        return "the composite"
+    return " ".join(part for part in (kind, f"{namespace}/{name}" if namespace else name) if part)
 
 
 class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
     """Serves RunFunction by translating to and from a pure composer."""
 
     def __init__(
-        self, ttl: datetime.timedelta = convert.DEFAULT_TTL, *, log_errors: bool = True
+        self,
+        ttl: datetime.timedelta = convert.DEFAULT_TTL,
+        *,
+        log_errors: bool = True,
+        pool: WorkerPool | None = None,
     ) -> None:
         """Create a runner whose responses may be cached for `ttl`.
 
         `log_errors=False` silences the error log for in-process callers
-        (the fatal result already names the exception).
+        (the fatal result already names the exception). With a `pool`, the
+        gRPC method runs each call in the pool's worker processes; without
+        one it runs inline (the embedded control plane and tests).
         """
         self.ttl = ttl
         self.log_errors = log_errors
+        self.pool = pool
 
     def run(self, req: fnv1.RunFunctionRequest) -> fnv1.RunFunctionResponse:
-        """Handle one request synchronously (the gRPC method wraps this)."""
-        composite = convert.observed_composite(req)
-        api_version = str(composite.get("apiVersion", ""))
-        kind = str(composite.get("kind", ""))
-        name = str((composite.get("metadata") or {}).get("name", ""))
-        if not api_version or not kind:
-            return convert.fatal_response(
-                req, "the request has no observed composite resource (apiVersion/kind missing)"
-            )
+        """Handle one request synchronously; never raises, whatever the request holds."""
+        try:
+            composite = convert.observed_composite(req)
+            api_version, kind, _, _ = _identity(composite)
+        except BadRequestError as exc:
+            return convert.fatal_response(req, f"{exc}: cannot compose it", self.ttl)
+        except Exception as exc:  # a request no composite could produce
+            return self._failed(req, "cannot read the observed composite", exc)
         # Looked up through the module so tests can monkeypatch the registry.
         composer = registry.composer_for(api_version, kind)
         if composer is None:
@@ -58,26 +101,82 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         except Exception as exc:
             # Composers turn bad input into conditions; an exception here is a
             # bug. Fail safe: a fatal result keeps every composed resource.
-            if self.log_errors:
-                log.exception("composer raised", apiVersion=api_version, kind=kind, name=name)
-            return convert.fatal_response(
-                req,
-                f"composer for {kind} {name!r} failed: {type(exc).__name__}: {exc}",
-                self.ttl,
-            )
+            return self._failed(req, f"composer for {describe(composite)} failed", exc)
         try:
             return convert.to_response(req, result, self.ttl)
         except (TypeError, ValueError) as exc:
             if self.log_errors:
-                log.exception("cannot encode composer result", kind=kind, name=name)
+                log.exception("cannot encode composer result", composite=describe(composite))
             return convert.fatal_response(
                 req,
-                f"composer for {kind} {name!r} returned a value that is not JSON: {exc}",
+                f"composer for {describe(composite)} returned a value that is not JSON: {exc}",
                 self.ttl,
             )
+
+    def _failed(
+        self, req: fnv1.RunFunctionRequest, what: str, exc: Exception
+    ) -> fnv1.RunFunctionResponse:
+        if self.log_errors:
+            log.exception(what)
+        return convert.fatal_response(req, f"{what}: {type(exc).__name__}: {exc}", self.ttl)
 
     async def RunFunction(  # noqa: N802  # the gRPC method name
         self, req: fnv1.RunFunctionRequest, context: Any
     ) -> fnv1.RunFunctionResponse:
         """Run the function for one composite (the gRPC entry point)."""
-        return self.run(req)
+        if self.pool is None:
+            return self.run(req)
+        return await self._run_in_pool(self.pool, req)
+
+    async def _run_in_pool(
+        self, pool: WorkerPool, req: fnv1.RunFunctionRequest
+    ) -> fnv1.RunFunctionResponse:
+        started = time.monotonic()
+        data = req.SerializeToString()
+        try:
+            answer = await pool.call(data)
+            rsp = fnv1.RunFunctionResponse.FromString(answer)
+        except (PoolError, DecodeError) as exc:
+            return self._pool_failed(req, exc)
+        log.debug(
+            "RunFunction",
+            composite=_safe_describe(req),
+            seconds=round(time.monotonic() - started, 3),
+            request_bytes=len(data),
+            response_bytes=len(answer),
+        )
+        return rsp
+
+    def _pool_failed(
+        self, req: fnv1.RunFunctionRequest, exc: Exception
+    ) -> fnv1.RunFunctionResponse:
+        who = _safe_describe(req)
+        if self.log_errors:
+            log.error("RunFunction failed", composite=who, error=str(exc))
+        # No desired state of ours: Crossplane keeps every composed resource
+        # as it is and calls again, rather than deleting what we left out.
+        return convert.fatal_response(
+            req, f"composing {who} {exc}; every composed resource is kept as it is", self.ttl
+        )
+
+
+def _safe_describe(req: fnv1.RunFunctionRequest) -> str:
+    try:
+        return describe(convert.observed_composite(req))
+    except Exception:  # the message must be built whatever the request holds
+        return "the composite"
+
+
+def run_serialized(data: bytes) -> bytes:
+    """Run one serialized RunFunctionRequest and return the serialized response.
+
+    What a pool's worker process runs. An undecodable request becomes a fatal
+    response too, so a worker answers every call it receives.
+    """
+    try:
+        req = fnv1.RunFunctionRequest.FromString(data)
+    except DecodeError as exc:
+        req = fnv1.RunFunctionRequest()
+        rsp = convert.fatal_response(req, f"cannot decode the RunFunctionRequest: {exc}")
+        return rsp.SerializeToString()
+    return FunctionRunner().run(req).SerializeToString()

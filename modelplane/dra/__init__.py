@@ -8,6 +8,7 @@ from modelplane.dra.cel import (
     PreparedDevice,
     Selector,
     compile_selector,
+    device_errors,
     evaluate,
     prepare_device,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "Semver",
     "SemverError",
     "compile_selector",
+    "device_errors",
     "evaluate",
     "parse_quantity",
     "parse_semver",

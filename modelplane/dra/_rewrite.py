@@ -28,7 +28,14 @@ from typing import Any
 
 from modelplane.dra._ast import Expr
 
-__all__ = ["COST_LIMIT", "ITERATION_BUDGET", "SIZE_LIMIT", "Rewriter", "estimate"]
+__all__ = [
+    "COST_LIMIT",
+    "ITERATION_BUDGET",
+    "SIZE_LIMIT",
+    "LiteralError",
+    "Rewriter",
+    "estimate",
+]
 
 QUANTITY = "kubernetes.Quantity"
 SEMVER = "kubernetes.Semver"
@@ -45,6 +52,10 @@ DEVICE_SIZE = 64 * 1024
 
 class TooComplexError(ValueError):
     """The expression's estimated size or cost exceeds the limits."""
+
+
+class LiteralError(ValueError):
+    """A fold callback refused a literal outright: the expression does not compile."""
 
 
 def _kind(e: Any) -> str:
@@ -128,16 +139,22 @@ class Rewriter:
         ta = self._static(a)
         return ta in (QUANTITY, SEMVER) and ta == self._static(b)
 
-    def _native_compare(self, e: Any, op: str, a: Any, b: Any) -> None:
-        """Replace node e by `a.v <op> b.v` (op a CEL operator function name)."""
-        ka, kb = self._order_key(a), self._order_key(b)
+    def _replace_call(self, e: Any, function: str, *args: Any) -> None:
+        """Replace node e, in place and keeping its id, by `function(args...)`.
+
+        The arguments must already be copies: e's children are cleared first.
+        """
         eid = e.id
         e.Clear()
         e.id = eid
-        e.call_expr.function = op
-        e.call_expr.args.add().CopyFrom(ka)
-        e.call_expr.args.add().CopyFrom(kb)
+        e.call_expr.function = function
+        for arg in args:
+            e.call_expr.args.add().CopyFrom(arg)
         self.ast.reference_map.pop(eid, None)
+
+    def _native_compare(self, e: Any, op: str, a: Any, b: Any) -> None:
+        """Replace node e by `a.v <op> b.v` (op a CEL operator function name)."""
+        self._replace_call(e, op, self._order_key(a), self._order_key(b))
 
     def _compare_to_operands(self, e: Any) -> tuple[Any, Any] | None:
         if _kind(e) != "call_expr":
@@ -154,60 +171,53 @@ class Rewriter:
         c = e.call_expr
         fn = c.function
         if fn in ("isGreaterThan", "isLessThan") and c.HasField("target") and len(c.args) == 1:
-            if self._same_kind(c.target, c.args[0]):
-                a, b = Expr(), Expr()
-                a.CopyFrom(c.target)
-                b.CopyFrom(c.args[0])
-                self._native_compare(e, "_>_" if fn == "isGreaterThan" else "_<_", a, b)
-                return True
-            return False
+            return self._rewrite_order_method(e, fn, c.target, c.args[0])
         if fn == "@in" and len(c.args) == 2 and _kind(c.args[1]) == "list_expr":
-            x, items = c.args
-            elements = items.list_expr.elements
-            if (
-                elements
-                and not items.list_expr.optional_indices
-                and all(self._same_kind(x, el) for el in elements)
-            ):
-                keys = Expr(id=self._id())
-                keys.list_expr.SetInParent()
-                for el in elements:
-                    keys.list_expr.elements.add().CopyFrom(self._order_key(el))
-                needle = self._order_key(x)
-                eid = e.id
-                e.Clear()
-                e.id = eid
-                e.call_expr.function = "@in"
-                e.call_expr.args.add().CopyFrom(needle)
-                e.call_expr.args.add().CopyFrom(keys)
-                self.ast.reference_map.pop(eid, None)
-                return True
-            return False
+            return self._rewrite_in_list(e, c.args[0], c.args[1])
         if fn not in _OPS or len(c.args) != 2 or c.HasField("target"):
             return False
         x, y = c.args
         if fn in ("_==_", "_!=_") and self._same_kind(x, y):
-            a, b = Expr(), Expr()
-            a.CopyFrom(x)
-            b.CopyFrom(y)
-            self._native_compare(e, fn, a, b)
+            self._native_compare(e, fn, _copy(x), _copy(y))
             return True
+        return self._rewrite_compare_to_constant(e, fn, x, y)
+
+    def _rewrite_order_method(self, e: Any, fn: str, a: Any, b: Any) -> bool:
+        """`a.isGreaterThan(b)` / `a.isLessThan(b)` as a native `>` / `<`."""
+        if not self._same_kind(a, b):
+            return False
+        self._native_compare(e, "_>_" if fn == "isGreaterThan" else "_<_", _copy(a), _copy(b))
+        return True
+
+    def _rewrite_in_list(self, e: Any, x: Any, items: Any) -> bool:
+        """`x in [a, b, ...]` over order keys, so equal values match whatever their spelling."""
+        elements = items.list_expr.elements
+        if (
+            not elements
+            or items.list_expr.optional_indices
+            or not all(self._same_kind(x, el) for el in elements)
+        ):
+            return False
+        keys = Expr(id=self._id())
+        keys.list_expr.SetInParent()
+        for el in elements:
+            keys.list_expr.elements.add().CopyFrom(self._order_key(el))
+        self._replace_call(e, "@in", self._order_key(x), keys)
+        return True
+
+    def _rewrite_compare_to_constant(self, e: Any, fn: str, x: Any, y: Any) -> bool:
+        """`a.compareTo(b) <op> k` (either side) as one native comparison, or a constant."""
         for cmp_side, const_side, flipped in ((x, y, False), (y, x, True)):
             operands = self._compare_to_operands(cmp_side)
-            if operands is None or _kind(const_side) != "const_expr":
+            k = _int_constant(const_side)
+            if operands is None or k is None:
                 continue
-            if const_side.const_expr.WhichOneof("kind") != "int64_value":
-                continue
-            k = const_side.const_expr.int64_value
             truth = frozenset(
                 r for r in (-1, 0, 1) if (_OPS[fn](k, r) if flipped else _OPS[fn](r, k))
             )
-            a, b = Expr(), Expr()
-            a.CopyFrom(operands[0])
-            b.CopyFrom(operands[1])
             native = _TRUTH_TO_OP.get(truth)
             if native is not None:
-                self._native_compare(e, native, a, b)
+                self._native_compare(e, native, _copy(operands[0]), _copy(operands[1]))
             else:
                 eid = e.id
                 e.Clear()
@@ -244,68 +254,56 @@ class Rewriter:
 
     def _misuse(self, e: Any) -> str | None:
         kind = _kind(e)
+        found = None
         if kind == "call_expr":
-            c = e.call_expr
-            operands = ([c.target] if c.HasField("target") else []) + list(c.args)
-            for position, operand in enumerate(operands):
-                if operand.id not in self._capacity_values:
-                    continue
-                if not _quantity_use_ok(c.function, c.HasField("target"), position):
-                    return (
-                        f"found no matching overload for '{c.function}' applied to a "
-                        "kubernetes.Quantity (a device capacity)"
-                    )
-                if c.function in ("_==_", "_!=_"):
-                    other = operands[1 - position]
-                    if self._static(other) not in (QUANTITY, "dyn"):
-                        return (
-                            f"found no matching overload for '{c.function}' applied to "
-                            f"'(kubernetes.Quantity, {self._static(other)})'"
-                        )
+            found = self._call_misuse(e.call_expr)
         elif kind == "select_expr" and e.select_expr.operand.id in self._capacity_values:
-            return f"kubernetes.Quantity has no field '{e.select_expr.field}'"
+            found = f"kubernetes.Quantity has no field '{e.select_expr.field}'"
         elif (
             kind == "comprehension_expr"
             and e.comprehension_expr.iter_range.id in self._capacity_values
         ):
-            return "a kubernetes.Quantity (a device capacity) is not iterable"
+            found = "a kubernetes.Quantity (a device capacity) is not iterable"
         for child in _children(e):
-            found = self._misuse(child)
-            if found:
-                return found
+            found = found or self._misuse(child)
+        return found
+
+    def _call_misuse(self, c: Any) -> str | None:
+        """A capacity value passed where a Quantity is not accepted, in one call."""
+        operands = ([c.target] if c.HasField("target") else []) + list(c.args)
+        for position, operand in enumerate(operands):
+            if operand.id not in self._capacity_values:
+                continue
+            if not _quantity_use_ok(c.function, c.HasField("target"), position):
+                return (
+                    f"found no matching overload for '{c.function}' applied to a "
+                    "kubernetes.Quantity (a device capacity)"
+                )
+            other = operands[1 - position] if c.function in ("_==_", "_!=_") else None
+            if other is not None and self._static(other) not in (QUANTITY, "dyn"):
+                return (
+                    f"found no matching overload for '{c.function}' applied to "
+                    f"'(kubernetes.Quantity, {self._static(other)})'"
+                )
         return None
 
     def _visit(self, e: Any) -> None:
+        """Rewrite e's subtree bottom-up (children first, then the node itself)."""
         kind = _kind(e)
-        if kind == "select_expr":
-            self._visit(e.select_expr.operand)
-            if not e.select_expr.test_only and self._is_device_map(e.select_expr.operand):
-                key = Expr(id=self._id())
-                key.const_expr.string_value = e.select_expr.field
-                operand = Expr()
-                operand.CopyFrom(e.select_expr.operand)
-                self._default_empty(e, operand, key)
-        elif kind == "call_expr":
-            c = e.call_expr
-            if c.HasField("target"):
-                self._visit(c.target)
-            for a in c.args:
-                self._visit(a)
+        if kind == "struct_expr" and e.struct_expr.message_name:
+            self.message_construction = True
+        for child in _children(e):
+            self._visit(child)
+        if kind == "call_expr":
             self._rewrite_call(e)
-        elif kind == "list_expr":
-            for x in e.list_expr.elements:
-                self._visit(x)
-        elif kind == "struct_expr":
-            if e.struct_expr.message_name:
-                self.message_construction = True
-            for entry in e.struct_expr.entries:
-                if entry.HasField("map_key"):
-                    self._visit(entry.map_key)
-                self._visit(entry.value)
-        elif kind == "comprehension_expr":
-            c = e.comprehension_expr
-            for part in (c.iter_range, c.accu_init, c.loop_condition, c.loop_step, c.result):
-                self._visit(part)
+        elif (
+            kind == "select_expr"
+            and not e.select_expr.test_only
+            and self._is_device_map(e.select_expr.operand)
+        ):
+            key = Expr(id=self._id())
+            key.const_expr.string_value = e.select_expr.field
+            self._default_empty(e, _copy(e.select_expr.operand), key)
 
     def _clone(self, e: Any) -> Any:
         """A deep copy of e with fresh ids (checker annotations copied along)."""
@@ -401,36 +399,25 @@ class Rewriter:
         c = e.call_expr
         fn = c.function
         if fn == "_[_]" and len(c.args) == 2 and self._is_device_map(c.args[0]):
-            operand, key = Expr(), Expr()
-            operand.CopyFrom(c.args[0])
-            key.CopyFrom(c.args[1])
-            self._default_empty(e, operand, key)
-            return
-        if fn in ("_==_", "_!=_") and len(c.args) == 2:
+            self._default_empty(e, _copy(c.args[0]), _copy(c.args[1]))
+        elif fn in ("_==_", "_!=_") and len(c.args) == 2:
             a, b = c.args
             types = {self._static(a), self._static(b)}
             if types & {QUANTITY, SEMVER} and types <= {QUANTITY, SEMVER, "dyn"}:
                 self._dyn_equality(e, fn, a, b)
-            return
-        if c.HasField("target"):
-            return
+        elif not c.HasField("target"):
+            self._fold_literal(e)
+
+    def _fold_literal(self, e: Any) -> None:
+        """`quantity("40Gi")` / `semver("1.2.3"[, b])` with literal arguments as a literal value."""
+        c = e.call_expr
         consts = [a.const_expr for a in c.args if _kind(a) == "const_expr"]
         if len(consts) != len(c.args) or not consts:
             return
-        folded: tuple[str, str] | None = None
-        message = ""
-        if fn == "quantity" and len(consts) == 1 and consts[0].WhichOneof("kind") == "string_value":
-            folded, message = self._fold_quantity(consts[0].string_value), QUANTITY
-        elif fn == "semver" and consts[0].WhichOneof("kind") == "string_value":
-            normalize = False
-            if len(consts) == 2:
-                if consts[1].WhichOneof("kind") != "bool_value":
-                    return
-                normalize = consts[1].bool_value
-            folded, message = self._fold_semver(consts[0].string_value, normalize), SEMVER
+        folded = self._folded(c.function, consts)
         if folded is None:
             return
-        del message  # the run-time value is a list whatever the type
+        # The run-time value is a list [order key, identity key] whatever the type.
         eid = e.id
         e.Clear()
         e.id = eid
@@ -439,6 +426,33 @@ class Rewriter:
             element = e.list_expr.elements.add(id=self._id())
             element.const_expr.string_value = value
         self.ast.reference_map.pop(eid, None)
+
+    def _folded(self, fn: str, consts: list[Any]) -> tuple[str, str] | None:
+        if consts[0].WhichOneof("kind") != "string_value":
+            return None
+        text = consts[0].string_value
+        if fn == "quantity" and len(consts) == 1:
+            return self._fold_quantity(text)
+        if fn != "semver":
+            return None
+        if len(consts) == 1:
+            return self._fold_semver(text, False)
+        if consts[1].WhichOneof("kind") != "bool_value":
+            return None
+        return self._fold_semver(text, consts[1].bool_value)
+
+
+def _copy(e: Any) -> Any:
+    """A copy of e (same ids), detached from its parent."""
+    out = Expr()
+    out.CopyFrom(e)
+    return out
+
+
+def _int_constant(e: Any) -> int | None:
+    if _kind(e) != "const_expr" or e.const_expr.WhichOneof("kind") != "int64_value":
+        return None
+    return int(e.const_expr.int64_value)
 
 
 _PRIMITIVE_NAMES = {1: "bool", 2: "int", 3: "uint", 4: "double", 5: "string", 6: "bytes"}
@@ -579,74 +593,102 @@ def _check(size: int, cost: int) -> tuple[int, int]:
 def _est(e: Any, env: dict[str, int], types: Any, mult: int = 1) -> tuple[int, int]:
     """(size, cost) of e; `mult` bounds how many times e runs (enclosing loops, capped
     by the engine's global iteration budget), and the cost returned includes it."""
-    kind = _kind(e)
-    if kind == "const_expr":
-        k = e.const_expr.WhichOneof("kind")
-        if k == "string_value":
-            return len(e.const_expr.string_value.encode()), mult
-        if k == "bytes_value":
-            return len(e.const_expr.bytes_value), mult
+    estimator = _ESTIMATORS.get(_kind(e))
+    if estimator is None:
         return 1, mult
-    if kind == "ident_expr":
-        name = e.ident_expr.name
-        return env.get(name, DEVICE_SIZE if name == "device" else 1), mult
-    if kind == "select_expr":
-        size, cost = _est(e.select_expr.operand, env, types, mult)
-        return (1 if e.select_expr.test_only else size), cost + mult
-    if kind == "list_expr":
-        total, cost = 0, mult
-        for x in e.list_expr.elements:
-            s, c = _est(x, env, types, mult)
-            total, cost = total + s + 1, cost + c
-        return _check(total, cost)
-    if kind == "struct_expr":
-        total, cost = 0, mult
-        for entry in e.struct_expr.entries:
-            if entry.HasField("map_key"):
-                s, c = _est(entry.map_key, env, types, mult)
-                total, cost = total + s, cost + c
-            s, c = _est(entry.value, env, types, mult)
-            total, cost = total + s + 1, cost + c
-        return _check(total, cost)
-    if kind == "call_expr":
-        call = e.call_expr
-        parts = ([call.target] if call.HasField("target") else []) + list(call.args)
-        sizes: list[int] = []
-        cost = mult
-        for p in parts:
-            s, c = _est(p, env, types, mult)
-            sizes.append(s)
-            cost += c
-        grow = _GROWING.get(call.function)
-        size = grow(sizes) if grow and sizes else max(sizes, default=1)
-        if _scalar(types, e):
-            size = 1
-        # Work proportional to what the call reads and produces, each time it runs.
-        return _check(size, cost + mult * (size + sum(sizes)))
-    if kind == "comprehension_expr":
-        c = e.comprehension_expr
-        range_size, cost = _est(c.iter_range, env, types, mult)
-        element = range_size
-        count = range_size
-        if _kind(c.iter_range) == "list_expr":
-            elements = c.iter_range.list_expr.elements
-            count = len(elements)
-            element = max((_est(x, env, types)[0] for x in elements), default=0)
-        iterations = min(count, ITERATION_BUDGET)
-        body_mult = min(ITERATION_BUDGET, mult * iterations)
-        inner = dict(env)
-        inner[c.iter_var] = element
-        if c.iter_var2:
-            inner[c.iter_var2] = element
-        accu0, init_cost = _est(c.accu_init, inner, types, mult)
-        inner[c.accu_var] = accu0
-        step_size, step_cost = _est(c.loop_step, inner, types, body_mult)
-        _, cond_cost = _est(c.loop_condition, inner, types, body_mult)
-        growth = max(0, step_size - accu0)
-        accu = accu0 + iterations * growth
-        _check(accu, 0)
-        inner[c.accu_var] = accu
-        result_size, result_cost = _est(c.result, inner, types, mult)
-        total = cost + init_cost + step_cost + cond_cost + result_cost
-        return _check(result_size, total)
+    return estimator(e, env, types, mult)
+
+
+def _est_const(e: Any, env: dict[str, int], types: Any, mult: int) -> tuple[int, int]:
+    k = e.const_expr.WhichOneof("kind")
+    if k == "string_value":
+        return len(e.const_expr.string_value.encode()), mult
+    if k == "bytes_value":
+        return len(e.const_expr.bytes_value), mult
     return 1, mult
+
+
+def _est_ident(e: Any, env: dict[str, int], types: Any, mult: int) -> tuple[int, int]:
+    name = e.ident_expr.name
+    return env.get(name, DEVICE_SIZE if name == "device" else 1), mult
+
+
+def _est_select(e: Any, env: dict[str, int], types: Any, mult: int) -> tuple[int, int]:
+    size, cost = _est(e.select_expr.operand, env, types, mult)
+    return (1 if e.select_expr.test_only else size), cost + mult
+
+
+def _est_list(e: Any, env: dict[str, int], types: Any, mult: int) -> tuple[int, int]:
+    total, cost = 0, mult
+    for x in e.list_expr.elements:
+        s, c = _est(x, env, types, mult)
+        total, cost = total + s + 1, cost + c
+    return _check(total, cost)
+
+
+def _est_struct(e: Any, env: dict[str, int], types: Any, mult: int) -> tuple[int, int]:
+    total, cost = 0, mult
+    for entry in e.struct_expr.entries:
+        if entry.HasField("map_key"):
+            s, c = _est(entry.map_key, env, types, mult)
+            total, cost = total + s, cost + c
+        s, c = _est(entry.value, env, types, mult)
+        total, cost = total + s + 1, cost + c
+    return _check(total, cost)
+
+
+def _est_call(e: Any, env: dict[str, int], types: Any, mult: int) -> tuple[int, int]:
+    call = e.call_expr
+    parts = ([call.target] if call.HasField("target") else []) + list(call.args)
+    sizes: list[int] = []
+    cost = mult
+    for p in parts:
+        s, c = _est(p, env, types, mult)
+        sizes.append(s)
+        cost += c
+    grow = _GROWING.get(call.function)
+    size = grow(sizes) if grow and sizes else max(sizes, default=1)
+    if _scalar(types, e):
+        size = 1
+    # Work proportional to what the call reads and produces, each time it runs.
+    return _check(size, cost + mult * (size + sum(sizes)))
+
+
+def _est_comprehension(e: Any, env: dict[str, int], types: Any, mult: int) -> tuple[int, int]:
+    c = e.comprehension_expr
+    range_size, cost = _est(c.iter_range, env, types, mult)
+    element = range_size
+    count = range_size
+    if _kind(c.iter_range) == "list_expr":
+        elements = c.iter_range.list_expr.elements
+        count = len(elements)
+        element = max((_est(x, env, types)[0] for x in elements), default=0)
+    iterations = min(count, ITERATION_BUDGET)
+    body_mult = min(ITERATION_BUDGET, mult * iterations)
+    inner = dict(env)
+    inner[c.iter_var] = element
+    if c.iter_var2:
+        inner[c.iter_var2] = element
+    accu0, init_cost = _est(c.accu_init, inner, types, mult)
+    inner[c.accu_var] = accu0
+    step_size, step_cost = _est(c.loop_step, inner, types, body_mult)
+    _, cond_cost = _est(c.loop_condition, inner, types, body_mult)
+    growth = max(0, step_size - accu0)
+    accu = accu0 + iterations * growth
+    _check(accu, 0)
+    inner[c.accu_var] = accu
+    result_size, result_cost = _est(c.result, inner, types, mult)
+    total = cost + init_cost + step_cost + cond_cost + result_cost
+    return _check(result_size, total)
+
+
+_Estimator = Callable[[Any, dict[str, int], Any, int], tuple[int, int]]
+_ESTIMATORS: dict[str, _Estimator] = {
+    "const_expr": _est_const,
+    "ident_expr": _est_ident,
+    "select_expr": _est_select,
+    "list_expr": _est_list,
+    "struct_expr": _est_struct,
+    "call_expr": _est_call,
+    "comprehension_expr": _est_comprehension,
+}

@@ -33,7 +33,8 @@ Known differences from Kubernetes, all on expressions no selector needs: the lis
 library returns dyn (Kubernetes types e.g. `[1, 2].max()` as int) and has no list
 `indexOf`/`lastIndexOf` (the strings extension owns those names here); int/double/uint
 literals do not compare across types at compile time (dyn operands do at run time);
-`find`/`findAll` use Python's `re`, which rejects some RE2 syntax; `type()` of a
+`find`/`findAll` use the RE2 C++ library where Kubernetes uses Go's RE2 port (the
+same syntax and linear-time matching; C++ also knows `\\C`); `type()` of a
 Quantity/Semver and list operations on a version attribute see the run-time list;
 `in` over a list that is not a literal of Quantities/Semvers, and equality between two
 dyn values, compare stored forms (spelling, build metadata), not values;
@@ -58,9 +59,15 @@ from cel_expr_python.ext import (
 from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf import struct_pb2 as _struct_pb2  # registers google/protobuf/struct.proto
 
-from modelplane.dra import _ast, _rewrite
-from modelplane.dra.quantity import DECIMAL_EXPONENT, Quantity, QuantityError, parse_quantity
-from modelplane.dra.semver import Semver, SemverError, parse_semver
+from modelplane.dra import _ast, _regex, _rewrite
+from modelplane.dra.quantity import (
+    DECIMAL_EXPONENT,
+    Quantity,
+    QuantityDigitsError,
+    QuantityError,
+    parse_quantity,
+)
+from modelplane.dra.semver import Semver, SemverDigitsError, SemverError, parse_semver
 
 __all__ = [
     "MAX_EXPRESSION_LENGTH",
@@ -70,6 +77,7 @@ __all__ = [
     "PreparedDevice",
     "Selector",
     "compile_selector",
+    "device_errors",
     "evaluate",
     "prepare_device",
 ]
@@ -372,28 +380,12 @@ def _fn_patch(a: Any) -> int:
     return _to_int64(_semver_arg(a).patch)
 
 
-@functools.lru_cache(maxsize=1024)
-def _regex(pattern: str) -> re.Pattern[str]:
-    try:
-        return re.compile(pattern)
-    except re.error as e:
-        raise ValueError(f"error parsing regexp: {e}") from None
-
-
 def _fn_find(s: str, pattern: str) -> str:
-    m = _regex(pattern).search(s)
-    return m.group(0) if m else ""
+    return _regex.find(s, pattern)
 
 
 def _fn_find_all(s: str, pattern: str, limit: int = -1) -> list[str]:
-    if limit == 0:
-        return []
-    out: list[str] = []
-    for m in _regex(pattern).finditer(s):
-        out.append(m.group(0))
-        if 0 < limit <= len(out):
-            break
-    return out
+    return _regex.find_all(s, pattern, limit)
 
 
 def _list_arg(xs: Any) -> list[Any]:
@@ -653,9 +645,20 @@ def _ast_type_name(t: Any) -> str:
     return "dyn" if kind == "dyn" else "unknown"
 
 
+_CODE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+
+
 def _clean_engine_message(msg: str) -> str:
-    msg = re.sub(r"^[A-Z_]+: ", "", msg.strip())
-    msg = re.sub(r"\s*\[[A-Z_]+\]$", "", msg)
+    """Drop the engine's `CODE: ` prefix and ` [CODE]` suffix (string operations: the
+    message can quote user input, so no backtracking regex runs over it)."""
+    msg = msg.strip()
+    head, sep, rest = msg.partition(": ")
+    if sep and head and _CODE_CHARS.issuperset(head):
+        msg = rest
+    if msg.endswith("]"):
+        body, bracket, code = msg[:-1].rpartition("[")
+        if bracket and code and _CODE_CHARS.issuperset(code):
+            msg = body.rstrip()
     return msg
 
 
@@ -684,15 +687,26 @@ class PreparedDevice:
     error: str | None = None
 
 
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+# Wire-form attribute kinds whose value is used as it is (ints still range-checked).
+_PLAIN_KINDS: dict[str, type] = {"string": str, "int": int, "bool": bool}
+
+
+def _int64(v: Any) -> int:
+    if type(v) is not int:
+        raise ValueError("unsupported attribute value")
+    if not _INT64_MIN <= v <= _INT64_MAX:
+        raise ValueError("int value out of the int64 range")
+    return v
+
+
 def _attribute_value(attr: Any) -> Any:
     """The one value of a DeviceAttribute, in Kubernetes' precedence: int, bool, string, version."""
     if type(attr) is not dict and not isinstance(attr, Mapping):
         raise ValueError("unsupported attribute value")
     v = attr.get("int")
     if v is not None:
-        if type(v) is not int:
-            raise ValueError("unsupported attribute value")
-        return v
+        return _int64(v)
     v = attr.get("bool")
     if v is not None:
         if type(v) is not bool:
@@ -710,59 +724,85 @@ def _attribute_value(attr: Any) -> Any:
     raise ValueError("unsupported attribute value")
 
 
+def _is_plain(kind: Any, raw: Any) -> bool:
+    """Whether a wire-form value is usable as it is (an int must fit int64)."""
+    if _PLAIN_KINDS.get(kind) is not type(raw):
+        return False
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return _INT64_MIN <= raw <= _INT64_MAX
+    return True
+
+
+def _attribute(name: str, attr: Any) -> Any:
+    """The CEL value of one attribute, or EvaluationError naming it."""
+    # Fast path for the wire form's single-key mapping; anything else (and every
+    # error) goes through _attribute_value.
+    if type(attr) is dict and len(attr) == 1:
+        for kind, raw in attr.items():
+            if _is_plain(kind, raw):
+                return raw
+    try:
+        return _attribute_value(attr)
+    except ValueError as e:
+        raise EvaluationError(f"attribute {name}: {e}") from None
+
+
+def _capacity(name: str, cap: Any) -> Any:
+    """The CEL value of one capacity, or EvaluationError naming it."""
+    raw = cap.get("value") if type(cap) is dict or isinstance(cap, Mapping) else cap
+    try:
+        return _capacity_value(raw if type(raw) is str else str(raw))
+    except ValueError as e:  # QuantityError, or a number too long to print
+        raise EvaluationError(f"capacity {name}: {e}") from None
+
+
+def _by_domain(
+    entries: Mapping[str, Any], driver: str, convert: Callable[[str, Any], Any]
+) -> dict[str, dict[str, Any]]:
+    """Converted entries grouped by domain; a bare name belongs to the driver's domain."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, entry in entries.items():
+        value = convert(name, entry)
+        domain, slash, ident = name.partition("/")
+        if not slash:
+            domain, ident = driver, name
+        inner = out.get(domain)
+        if inner is None:
+            inner = out[domain] = {}
+        inner[ident] = value
+    return out
+
+
 def _device_data(device: Mapping[str, Any]) -> dict[str, Any]:
     """The `device` variable: attributes and capacity grouped by domain."""
     get = device.get
     driver = get("driver") or ""
     if type(driver) is not str:
         raise EvaluationError(f"driver {driver!r} is not a string")
-    attributes: dict[str, dict[str, Any]] = {}
-    for name, attr in (get("attributes") or {}).items():
-        value: Any = None
-        # Fast path for the wire form's single-key mapping; anything else (and every
-        # error) goes through _attribute_value.
-        if type(attr) is dict and len(attr) == 1:
-            for kind, raw in attr.items():
-                if (
-                    (kind == "string" and type(raw) is str)
-                    or (kind == "int" and type(raw) is int)
-                    or (kind == "bool" and type(raw) is bool)
-                ):
-                    value = raw
-        if value is None:
-            try:
-                value = _attribute_value(attr)
-            except ValueError as e:
-                raise EvaluationError(f"attribute {name}: {e}") from None
-        if "/" in name:
-            domain, _, ident = name.partition("/")
-        else:
-            domain, ident = driver, name
-        inner = attributes.get(domain)
-        if inner is None:
-            inner = attributes[domain] = {}
-        inner[ident] = value
-    capacity: dict[str, dict[str, Any]] = {}
-    for name, cap in (get("capacity") or {}).items():
-        raw = cap.get("value") if type(cap) is dict or isinstance(cap, Mapping) else cap
-        try:
-            val = _capacity_value(raw if type(raw) is str else str(raw))
-        except QuantityError as e:
-            raise EvaluationError(f"capacity {name}: {e}") from None
-        if "/" in name:
-            domain, _, ident = name.partition("/")
-        else:
-            domain, ident = driver, name
-        inner = capacity.get(domain)
-        if inner is None:
-            inner = capacity[domain] = {}
-        inner[ident] = val
     return {
         "driver": driver,
         "allowMultipleAllocations": get("allowMultipleAllocations") is True,
-        "attributes": attributes,
-        "capacity": capacity,
+        "attributes": _by_domain(get("attributes") or {}, driver, _attribute),
+        "capacity": _by_domain(get("capacity") or {}, driver, _capacity),
     }
+
+
+def device_errors(device: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """Every attribute or capacity of a device the CEL layer cannot read.
+
+    Each problem is `(field, name, reason)` with field "attributes" or "capacity". The
+    conversions are the ones `prepare_device` applies, so a validator built on this
+    (the InferenceClass composer) and selector evaluation can never disagree.
+    """
+    problems: list[tuple[str, str, str]] = []
+    for field, convert in (("attributes", _attribute), ("capacity", _capacity)):
+        for name, entry in (device.get(field) or {}).items():
+            try:
+                convert(name, entry)
+            except EvaluationError as e:
+                reason = str(e).split(": ", 1)[-1]
+                problems.append((field, str(name), reason))
+    return problems
 
 
 def prepare_device(device: Mapping[str, Any]) -> PreparedDevice:
@@ -805,9 +845,16 @@ class _Program:
     output_type: str
 
 
+# Folding a literal that does not parse leaves the call in place: Kubernetes reports it
+# when evaluated. A literal refused for its length can never become valid, and would make
+# a selector silently match nothing, so it fails compilation instead.
+
+
 def _fold_quantity(s: str) -> tuple[str, str] | None:
     try:
         tag, key = _qvalue(parse_quantity(s))
+    except QuantityDigitsError as e:
+        raise _rewrite.LiteralError(f"quantity literal: {e}") from None
     except QuantityError:
         return None
     return tag, key
@@ -816,6 +863,8 @@ def _fold_quantity(s: str) -> tuple[str, str] | None:
 def _fold_semver(s: str, normalize: bool) -> tuple[str, str] | None:
     try:
         tag, key = _svalue(parse_semver(s, normalize))
+    except SemverDigitsError as e:
+        raise _rewrite.LiteralError(f"semver literal: {e}") from None
     except SemverError:
         return None
     return tag, key
@@ -847,7 +896,10 @@ def _compile(expression: str) -> _Program | str:
     misuse = rewriter.capacity_misuse()
     if misuse:
         return "compilation failed: " + misuse
-    rewriter.run()
+    try:
+        rewriter.run()
+    except _rewrite.LiteralError as e:
+        return f"compilation failed: {e}"
     if rewriter.message_construction:
         return "compilation failed: message construction is not supported in this environment"
     try:

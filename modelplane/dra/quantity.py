@@ -10,7 +10,9 @@ Quantities are immutable. Upstream's `Cmp` converts both operands to the decimal
 a side effect (so a quantity compared once reports `isInteger() == false` afterwards);
 ours does not. Arithmetic or parsing that would need to materialise a power of ten with
 more than 4096 digits (exponents near the int32 limits) is refused with QuantityError
-where upstream would spend unbounded time and memory.
+where upstream would spend unbounded time and memory. So is a quantity written with more
+than `MAX_DIGITS` digits: upstream reads any length, but no real capacity needs it and
+every value then stays far below Python's 4,300-digit integer conversion limit.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ __all__ = [
     "BINARY_SI",
     "DECIMAL_EXPONENT",
     "DECIMAL_SI",
+    "MAX_DIGITS",
     "Quantity",
+    "QuantityDigitsError",
     "QuantityError",
     "parse_quantity",
 ]
@@ -42,14 +46,18 @@ _MAX_INT64_FACTORS = 18
 # materialising astronomically large integers, so arithmetic on them is refused
 # (upstream would spend unbounded time and memory instead).
 _MAX_ALIGN_DIGITS = 4096
+#: Most digits the numeric part of a quantity string may have (see the module docstring).
+MAX_DIGITS = 1000
 
 SPLIT_RE = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
 ERR_FORMAT_WRONG = "quantities must match the regular expression '" + SPLIT_RE + "'"
 ERR_NUMERIC = "unable to parse numeric part of quantity"
 ERR_SUFFIX = "unable to parse quantity's suffix"
+ERR_TOO_MANY_DIGITS = f"quantity has too many digits (at most {MAX_DIGITS} are accepted)"
 
 _SUFFIX_CHARS = frozenset("eEinumkKMGTP")
 _DIGITS = frozenset("0123456789")
+_ZERO = frozenset("0")
 
 # suffix -> (base, exponent, format)
 _DEC_SUFFIXES: dict[str, int] = {
@@ -73,6 +81,10 @@ class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity; the message is Kubernetes' own."""
 
 
+class QuantityDigitsError(QuantityError):
+    """A quantity written with more than MAX_DIGITS digits (a limit upstream lacks)."""
+
+
 def _wrap_int32(v: int) -> int:
     v &= 0xFFFFFFFF
     return v - (1 << 32) if v >= 1 << 31 else v
@@ -81,9 +93,16 @@ def _wrap_int32(v: int) -> int:
 def _go_parse_int64(s: str) -> int | None:
     """strconv.ParseInt(s, 10, 64): optional sign, decimal digits, int64 range."""
     body = s[1:] if s[:1] in ("+", "-") else s
-    if not body or not all(c in _DIGITS for c in body):
+    if not body or not _DIGITS.issuperset(body):
         return None
-    v = int(s)
+    # Leading zeros are legal; more than 19 significant digits is out of range, and
+    # checking the length first keeps int() away from enormous strings.
+    body = body.lstrip("0")
+    if len(body) > 19:
+        return None
+    v = int(body or "0")
+    if s[:1] == "-":
+        v = -v
     if v > _INT64_MAX or v < _INT64_MIN:
         return None
     return v
@@ -103,70 +122,64 @@ def _interpret_suffix(suf: str) -> tuple[int, int, Format] | None:
     return None
 
 
-def _scan(s: str) -> tuple[bool, str, str, str, str]:
-    """The upstream fast scanner: (positive, value, num, denom, suffix) or QuantityError."""
-    positive = True
-    pos = 0
+def _run(s: str, pos: int, chars: frozenset[str]) -> int:
+    """The index just past the run of `chars` starting at pos."""
     end = len(s)
-    if pos < end and s[0] in "+-":
-        positive = s[0] == "+"
+    while pos < end and s[pos] in chars:
         pos += 1
-    while True:
-        if pos >= end:
-            return positive, "0", "0", "", ""
-        if s[pos] != "0":
-            break
-        pos += 1
-    i = pos
-    while i < end and s[i] in _DIGITS:
+    return pos
+
+
+def _is_suffix(t: str) -> bool:
+    """Whether t is all of `[eEinumkKMGTP]*[-+]?[0-9]*`, the scanner's suffix shape."""
+    i = _run(t, 0, _SUFFIX_CHARS)
+    if i < len(t) and t[i] in "+-":
         i += 1
+    return _run(t, i, _DIGITS) == len(t)
+
+
+def _scan(s: str) -> tuple[bool, str, str, str, str]:
+    """The upstream fast scanner: (positive, value, num, denom, suffix) or QuantityError.
+
+    `num` has its leading zeros removed; `value` is the numeric part as written.
+    """
+    end = len(s)
+    positive = not s.startswith("-")
+    pos = 1 if s[:1] in ("+", "-") else 0
+    pos = _run(s, pos, _ZERO)
+    if pos >= end:
+        return positive, "0", "0", "", ""
+    i = _run(s, pos, _DIGITS)
     if i >= end:
         return positive, s, s[pos:], "", ""
     num = s[pos:i] or "0"
-    pos = i
-    denom = ""
+    denom, pos = "", i
     if s[pos] == ".":
-        pos += 1
-        i = pos
-        while i < end and s[i] in _DIGITS:
-            i += 1
+        i = _run(s, pos + 1, _DIGITS)
+        denom = s[pos + 1 : i]
         if i >= end:
-            return positive, s, num, s[pos:], ""
-        denom = s[pos:i]
+            return positive, s, num, denom, ""
         pos = i
-    value = s[:pos]
-    suffix_start = pos
-    i = pos
-    while i < end and s[i] in _SUFFIX_CHARS:
-        i += 1
-    if i >= end:
-        return positive, value, num, denom, s[suffix_start:]
-    pos = i
-    if s[pos] in "+-":
-        pos += 1
-    i = pos
-    while i < end and s[i] in _DIGITS:
-        i += 1
-    if i >= end:
-        return positive, value, num, denom, s[suffix_start:]
-    raise QuantityError(ERR_FORMAT_WRONG)
+    if not _is_suffix(s[pos:]):
+        raise QuantityError(ERR_FORMAT_WRONG)
+    return positive, s[:pos], num, denom, s[pos:]
 
 
 def _parse_dec_string(value: str) -> tuple[int, int] | None:
-    """inf.Dec.SetString: returns (unscaled, infScale) or None when no digits were read."""
-    sign = 1
-    body = value
-    if body[:1] in ("+", "-"):
-        sign = -1 if body[0] == "-" else 1
-        body = body[1:]
-    if "." in body:
-        ip, fp = body.split(".", 1)
-    else:
-        ip, fp = body, ""
+    """inf.Dec.SetString: returns (unscaled, infScale) or None when no digits were read.
+
+    More than MAX_DIGITS significant digits is refused rather than read.
+    """
+    sign = -1 if value[:1] == "-" else 1
+    body = value[1:] if value[:1] in ("+", "-") else value
+    ip, _, fp = body.partition(".")
     digits = ip + fp
-    if not digits or "." in fp or not all(c in _DIGITS for c in digits):
+    if not digits or not _DIGITS.issuperset(digits):
         return None
-    return sign * int(digits), len(fp)
+    significant = ip.lstrip("0") + fp
+    if len(significant) > MAX_DIGITS:
+        raise QuantityDigitsError(ERR_TOO_MANY_DIGITS)
+    return sign * int(significant or "0"), len(fp)
 
 
 def _strip_factors(v: int, base: int) -> tuple[int, int]:
@@ -201,6 +214,14 @@ def _int_to_float(v: int) -> float:
         return math.inf if v > 0 else -math.inf
 
 
+def _ndigits(v: int) -> int:
+    """Decimal digits of |v| (1 for 0), without converting v to a string."""
+    v = abs(v)
+    # floor((bits - 1) * log10(2)) is the digit count less one, or one less than that.
+    d = max(1, ((v.bit_length() - 1) * 30103) // 100000 + 1)
+    return d + 1 if v >= 10**d else d
+
+
 def _cmp_exact(a: int, ea: int, b: int, eb: int) -> int:
     """Compare a*10^ea with b*10^eb exactly, without expanding huge exponents."""
     sa = (a > 0) - (a < 0)
@@ -210,8 +231,8 @@ def _cmp_exact(a: int, ea: int, b: int, eb: int) -> int:
     if sa == 0:
         return 0
     # Order of magnitude: |a|*10^ea lies in [10^(len-1+ea), 10^(len+ea)).
-    ma = len(str(abs(a))) + ea
-    mb = len(str(abs(b))) + eb
+    ma = _ndigits(a) + ea
+    mb = _ndigits(b) + eb
     if ma != mb:
         return sa if ma > mb else -sa
     m = min(ea, eb)
@@ -232,11 +253,6 @@ class Quantity:
     is_dec: bool = False
     # The original string when upstream keeps it (already canonical).
     cached: str | None = None
-
-    @staticmethod
-    def parse(s: str) -> Quantity:
-        """Parse a quantity string or raise QuantityError with Kubernetes' message."""
-        return parse_quantity(s)
 
     @staticmethod
     def from_int(v: int, fmt: Format = DECIMAL_EXPONENT) -> Quantity:
@@ -311,9 +327,13 @@ class Quantity:
 
     def _aligned(self, other: Quantity) -> tuple[int, int, int]:
         m = min(self.exponent, other.exponent)
-        if max(self.exponent, other.exponent) - m > _MAX_ALIGN_DIGITS and (
-            self.unscaled and other.unscaled
-        ):
+        # The aligned operands must stay within _MAX_ALIGN_DIGITS digits, so that no
+        # result (and no chain of results) outgrows what a quantity can print.
+        widest = max(
+            _ndigits(self.unscaled) + self.exponent - m,
+            _ndigits(other.unscaled) + other.exponent - m,
+        )
+        if self.unscaled and other.unscaled and widest > _MAX_ALIGN_DIGITS:
             raise QuantityError("quantity arithmetic out of range")
         return (
             self.unscaled * 10 ** (self.exponent - m),
@@ -418,7 +438,7 @@ def _canonical(q: Quantity) -> str:
         elif e < 0 and (-e > len(str(abs(u))) or u % 10 ** (-e) != 0):
             # Not an integer: showing it in base 1024 would lose precision.
             fmt = DECIMAL_SI
-        elif e > _MAX_ALIGN_DIGITS:
+        elif _ndigits(u) + e > _MAX_ALIGN_DIGITS:
             # Beyond anything a resource can hold; decimal avoids a gigantic integer.
             fmt = DECIMAL_SI
     elif fmt != DECIMAL_SI:
@@ -438,6 +458,64 @@ def _canonical(q: Quantity) -> str:
     return str(amount) + (f"e{exponent}" if exponent else "")
 
 
+def _int64_form(
+    s: str, positive: bool, num: str, denom: str, exponent: int, fmt: Format
+) -> Quantity | None:
+    """Upstream's int64 fast path, or None when the value needs the decimal form."""
+    mantissa, scale = 1, exponent
+    if fmt == BINARY_SI:
+        if exponent < 0 or denom:
+            return None
+        mantissa, scale = 1 << exponent, 0
+        precision = 15 - len(num) - (exponent * 3 // 10) - 1
+    else:
+        precision = _MAX_INT64_FACTORS - (len(num) + len(denom))
+    scale -= len(denom)
+    if precision < 0 or scale < _NANO:
+        return None
+    shifted = num + denom
+    v = _go_parse_int64(shifted)
+    if v is None:
+        raise QuantityError(ERR_NUMERIC)
+    result = v * mantissa
+    if not _INT64_MIN <= result <= _INT64_MAX:
+        return None
+    if fmt == BINARY_SI:
+        canonical = exponent % 10 == 0 and (v & 0x07) != 0
+    else:
+        canonical = scale % 3 == 0 and not shifted.endswith("000") and shifted[0] != "0"
+    return Quantity(result if positive else -result, scale, fmt, cached=s if canonical else None)
+
+
+def _round_to_nano(unscaled: int, exp10: int) -> tuple[int, int]:
+    """Round a positive value up (away from zero) to a whole nano unit."""
+    if unscaled == 0 or exp10 >= _NANO:
+        return unscaled, exp10
+    shift = _NANO - exp10
+    # Below one nano unit everything rounds up to exactly 1n (no huge power of ten).
+    return (1 if shift > len(str(unscaled)) else -(-unscaled // 10**shift)), _NANO
+
+
+def _decimal_form(value: str, base: int, exponent: int, fmt: Format) -> Quantity:
+    """Upstream's inf.Dec path: exact value, rounded to nano, binary capped at 2^63-1."""
+    dec = _parse_dec_string(value)
+    if dec is None:
+        raise QuantityError(ERR_NUMERIC)
+    unscaled, inf_scale = dec
+    exp10 = -inf_scale
+    if base == 10:
+        exp10 += exponent
+    else:
+        unscaled <<= exponent
+    negative = unscaled < 0
+    unscaled, exp10 = _round_to_nano(abs(unscaled), exp10)
+    if fmt == BINARY_SI and _cmp_exact(unscaled, exp10, _INT64_MAX, 0) > 0:
+        unscaled, exp10 = _INT64_MAX, 0
+    if fmt == BINARY_SI and unscaled != 0 and _cmp_exact(unscaled, exp10, 1, 0) < 0:
+        fmt = DECIMAL_SI
+    return Quantity(-unscaled if negative else unscaled, exp10, fmt, is_dec=True)
+
+
 @functools.lru_cache(maxsize=4096)
 def parse_quantity(s: str) -> Quantity:
     """resource.ParseQuantity: parse or raise QuantityError with the upstream message."""
@@ -450,59 +528,5 @@ def parse_quantity(s: str) -> Quantity:
     if interp is None:
         raise QuantityError(ERR_SUFFIX)
     base, exponent, fmt = interp
-
-    precision = 0
-    scale = 0
-    mantissa = 1
-    if fmt == BINARY_SI:
-        if exponent >= 0 and not denom:
-            mantissa = 1 << exponent
-            precision = 15 - len(num) - (exponent * 3 // 10) - 1
-        else:
-            precision = -1
-    else:
-        scale = exponent
-        precision = _MAX_INT64_FACTORS - (len(num) + len(denom))
-
-    if precision >= 0:
-        scale -= len(denom)
-        if scale >= _NANO:
-            shifted = num + denom
-            v = _go_parse_int64(shifted)
-            if v is None:
-                raise QuantityError(ERR_NUMERIC)
-            result = v * mantissa
-            if _INT64_MIN <= result <= _INT64_MAX:
-                if not positive:
-                    result = -result
-                canonical = False
-                if fmt == BINARY_SI:
-                    canonical = exponent % 10 == 0 and (v & 0x07) != 0
-                else:
-                    canonical = scale % 3 == 0 and not shifted.endswith("000") and shifted[0] != "0"
-                return Quantity(result, scale, fmt, cached=s if canonical else None)
-
-    dec = _parse_dec_string(value)
-    if dec is None:
-        raise QuantityError(ERR_NUMERIC)
-    unscaled, inf_scale = dec
-    exp10 = -inf_scale
-    if base == 10:
-        exp10 += exponent
-    else:
-        unscaled <<= exponent
-    negative = unscaled < 0
-    unscaled = abs(unscaled)
-    if unscaled != 0 and exp10 < _NANO:
-        # Round up (away from zero) to nano scale.
-        shift = _NANO - exp10
-        # Below one nano unit everything rounds up to exactly 1n (no huge power of ten).
-        unscaled = 1 if shift > len(str(unscaled)) else -(-unscaled // 10**shift)
-        exp10 = _NANO
-    if fmt == BINARY_SI and _cmp_exact(unscaled, exp10, _INT64_MAX, 0) > 0:
-        unscaled, exp10 = _INT64_MAX, 0
-    if fmt == BINARY_SI and unscaled != 0 and _cmp_exact(unscaled, exp10, 1, 0) < 0:
-        fmt = DECIMAL_SI
-    if negative:
-        unscaled = -unscaled
-    return Quantity(unscaled, exp10, fmt, is_dec=True)
+    fast = _int64_form(s, positive, num, denom, exponent, fmt)
+    return fast if fast is not None else _decimal_form(value, base, exponent, fmt)

@@ -1,9 +1,11 @@
 """Semantic versions with the semantics of github.com/blang/semver/v4.
 
-`Semver.parse` is blang's strict `Parse`; `Semver.parse(s, normalize=True)` is the
+`parse_semver(s)` is blang's strict `Parse`; `parse_semver(s, normalize=True)` is the
 normalisation Kubernetes' CEL `semver(s, true)` applies first (drop a leading "v",
 strip leading zeros, fill a missing minor/patch with 0). Build metadata is kept for
-display but ignored by comparison, as in blang.
+display but ignored by comparison, as in blang. A number of any length is refused with
+blang's own "value out of range" (uint64), so no parse error escapes as anything but
+SemverError.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["Semver", "SemverError", "parse_semver"]
+__all__ = ["Semver", "SemverDigitsError", "SemverError", "parse_semver"]
 
 _NUMBERS = frozenset("0123456789")
 _ALPHANUM = frozenset("-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
@@ -22,6 +24,10 @@ _UINT64_MAX = (1 << 64) - 1
 
 class SemverError(ValueError):
     """A string that is not a semantic version; the message mirrors blang/semver."""
+
+
+class SemverDigitsError(SemverError):
+    """A number with more digits than any uint64 has (blang's "value out of range")."""
 
 
 def _only(s: str, allowed: frozenset[str]) -> bool:
@@ -33,7 +39,13 @@ def _leading_zero(s: str) -> bool:
 
 
 def _q(s: str) -> str:
-    """Go's %q, close enough for the strings that reach error messages."""
+    """Go's %q, close enough for the strings that reach error messages.
+
+    A string longer than 64 characters is shortened (Go would quote it whole): the
+    message must stay readable in a condition or a terminal.
+    """
+    if len(s) > 64:
+        return json.dumps(s[:32]) + f"... ({len(s)} characters)"
     return json.dumps(s)
 
 
@@ -41,7 +53,12 @@ def _parse_uint(s: str) -> int:
     """strconv.ParseUint(s, 10, 64), with Go's error text."""
     if not s or not _only(s, _NUMBERS):
         raise SemverError(f"strconv.ParseUint: parsing {_q(s)}: invalid syntax")
-    v = int(s)
+    # More than 20 significant digits is out of range whatever they are; checking the
+    # length first keeps int() (and its 4,300-digit limit) away from long strings.
+    digits = s.lstrip("0")
+    if len(digits) > len(str(_UINT64_MAX)):
+        raise SemverDigitsError(f"strconv.ParseUint: parsing {_q(s)}: value out of range")
+    v = int(digits or "0")
     if v > _UINT64_MAX:
         raise SemverError(f"strconv.ParseUint: parsing {_q(s)}: value out of range")
     return v
@@ -95,11 +112,6 @@ class Semver:
     patch: int
     pre: tuple[PreRelease, ...] = ()
     build: tuple[str, ...] = field(default=())
-
-    @staticmethod
-    def parse(s: str, normalize: bool = False) -> Semver:
-        """Parse strictly (blang `Parse`), or Kubernetes-normalised when `normalize`."""
-        return parse_semver(s, normalize)
 
     def cmp(self, other: Semver) -> int:
         """Version.Compare: precedence per semver 2.0; build metadata ignored."""
@@ -164,7 +176,9 @@ class Semver:
         return f"Semver({str(self)!r})"
 
 
-_PLAIN = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
+# The common plain form, at most 20 digits a number (longer ones take the slow path,
+# which reports them out of range).
+_PLAIN = re.compile(r"(0|[1-9][0-9]{0,19})\.(0|[1-9][0-9]{0,19})\.(0|[1-9][0-9]{0,19})")
 
 
 def _strict(s: str) -> Semver:

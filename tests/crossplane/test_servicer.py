@@ -284,3 +284,42 @@ def test_struct_round_trip_keeps_json_types() -> None:
     back = struct_to_dict(dict_to_struct(value))
     assert back == value
     assert type(back["i"]) is int and type(back["l"][0]) is int and type(back["b"]) is bool
+
+
+@pytest.mark.parametrize(
+    ("composite", "expected"),
+    [
+        ({**XR, "metadata": ["w1"]}, "the observed Widget's metadata is a list, not an object"),
+        ({**XR, "metadata": "w1"}, "the observed Widget's metadata is a str, not an object"),
+        ({**XR, "metadata": 7}, "the observed Widget's metadata is a int, not an object"),
+        ({**XR, "kind": {"k": "Widget"}}, "no apiVersion/kind strings"),
+        ({**XR, "apiVersion": 1}, "no apiVersion/kind strings (apiVersion=1, kind='Widget')"),
+        ({"metadata": {"name": "w1"}}, "no apiVersion/kind strings"),
+    ],
+)
+def test_a_malformed_request_is_a_fatal_result_not_a_grpc_error(
+    inject, composite: dict[str, Any], expected: str
+) -> None:
+    seen = inject(ComposeResult())
+    rsp = run(request(composite))
+    [result] = rsp.results
+    assert result.severity == fnv1.SEVERITY_FATAL
+    assert expected in result.message and "cannot compose it" in result.message
+    assert seen == [] and not rsp.conditions
+
+
+def test_a_composer_failure_names_the_composite(inject) -> None:
+    inject(RuntimeError("boom"))
+    [result] = run(request(XR)).results
+    assert result.message == "composer for Widget team-a/w1 failed: RuntimeError: boom"
+
+
+def test_a_worker_answers_even_bytes_that_are_not_a_request() -> None:
+    from modelplane.crossplane.servicer import run_serialized
+
+    rsp = fnv1.RunFunctionResponse.FromString(run_serialized(b"\xff\xff\xff"))
+    [result] = rsp.results
+    assert result.severity == fnv1.SEVERITY_FATAL
+    assert result.message.startswith("cannot decode the RunFunctionRequest")
+    ok = fnv1.RunFunctionResponse.FromString(run_serialized(request(XR).SerializeToString()))
+    assert ok.meta.tag == "t-1" and "Widget" in ok.results[0].message

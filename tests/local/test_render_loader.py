@@ -66,6 +66,11 @@ SECRET = "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\n"
             "metadata.namespace: 'Team.A' is not a DNS label",
         ),
         (SECRET + "---\n" + SECRET, "document 2: Secret ns/s is already declared in"),
+        (
+            CLUSTER.replace("NODES", "9" * 5000),
+            "bad.yaml: not valid YAML: Exceeds the limit (4300 digits) for integer string "
+            "conversion: value has 5000 digits",
+        ),
     ],
 )
 def test_invalid_input_exits_1_naming_file_and_field(
@@ -101,3 +106,79 @@ def test_missing_path_is_a_usage_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["render", str(tmp_path / "nope")])
     assert result.exit_code == 2
     assert "does not exist" in result.output
+
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
+
+
+def _edited_quickstart(tmp_path: Path, old: str, new: str, name: str) -> Path:
+    """A copy of the quickstart with one edit to one file (the edit must apply)."""
+    for f in QUICKSTART.glob("*.yaml"):
+        text = f.read_text()
+        if f.name == name:
+            assert old in text
+            text = text.replace(old, new, 1)
+        (tmp_path / f.name).write_text(text)
+    return tmp_path
+
+
+# What the generated XRDs' OpenAPI types refuse and pydantic's lax mode would convert:
+# render's loader must refuse it too, naming file, document and field.
+@pytest.mark.parametrize(
+    ("file", "old", "new", "expected"),
+    [
+        (
+            "deployments.yaml",
+            "replicas: 2",
+            "replicas: true",
+            "deployments.yaml: document 2 (ModelDeployment): spec.replicas: "
+            "Input should be a valid integer",
+        ),
+        (
+            "deployments.yaml",
+            "replicas: 2",
+            'replicas: "2"',
+            "(ModelDeployment): spec.replicas: Input should be a valid integer",
+        ),
+        (
+            "deployments.yaml",
+            "replicas: 2",
+            "replicas: 2.5",
+            "(ModelDeployment): spec.replicas: Input should be a valid integer",
+        ),
+        (
+            "fleet.yaml",
+            "nodeCount: 2",
+            "nodeCount: false",
+            "(InferenceCluster): spec.pools[0].nodeCount: Input should be a valid integer",
+        ),
+        (
+            "fleet.yaml",
+            "driverVersion: { version: 570.124.6 }",
+            "driverVersion: { string: 570 }",
+            "(InferenceClass): spec.devices[0].attributes.driverVersion.string: "
+            "Input should be a valid string",
+        ),
+        (
+            "fleet.yaml",
+            "count: 1",
+            'count: "1"',
+            "(InferenceClass): spec.devices[0].count: Input should be a valid integer",
+        ),
+    ],
+)
+def test_loader_is_as_strict_as_the_api_server(
+    tmp_path: Path, file: str, old: str, new: str, expected: str
+) -> None:
+    path = _edited_quickstart(tmp_path, old, new, file)
+    result = CliRunner().invoke(cli, ["render", str(path)])
+    assert result.exit_code == 1, result.output
+    assert expected in " ".join(result.output.split())
+    assert "Traceback" not in result.output
+
+
+def test_loader_takes_an_integral_float_as_an_integer(tmp_path: Path) -> None:
+    # JSON has one number type: the API server stores 2.0 for an integer field as 2.
+    path = _edited_quickstart(tmp_path, "replicas: 2", "replicas: 2.0", "deployments.yaml")
+    deployments = [o for o in load_paths([path]) if o["kind"] == "ModelDeployment"]
+    assert deployments[0]["spec"]["replicas"] == 2.0

@@ -1,0 +1,207 @@
+"""A pool of worker processes that run composers off the gRPC event loop.
+
+Why processes and not threads: composers are CPU-bound pure Python. Under the
+GIL a thread pool only interleaves them, and a C call that never releases the
+GIL (a backtracking `re` match, a huge integer parse) stalls every thread and
+the event loop with it, so a slow call would still hold up a normal one. A
+thread also cannot be stopped: a call past its deadline would keep burning
+CPU for as long as it runs. A worker process runs one call at a time, in
+parallel with the others, and is killed and replaced when its call overruns.
+
+Each call is a byte string in and a byte string out (serialized protobuf), so
+the worker does the decoding, composing and encoding and the event loop only
+moves bytes. The round trip of one call runs in a thread that blocks on the
+worker's pipe; that thread holds no GIL while it waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import multiprocessing.connection
+import signal
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from crossplane.function import logging as fnlogging
+
+log = fnlogging.get_logger()
+
+Handler = Callable[[bytes], bytes]
+"""What a worker runs per call; a module-level function, so it pickles by name."""
+
+
+class PoolError(Exception):
+    """A call the pool could not complete; the message says why."""
+
+
+class DeadlineExceededError(PoolError):
+    """The call did not finish within the pool's deadline (its worker was killed)."""
+
+
+class WorkerLostError(PoolError):
+    """The worker process died during the call (crash, out of memory, killed)."""
+
+
+def _context() -> Any:
+    # Forking a process that already runs gRPC threads is unsafe, and the fork
+    # server needs a writable temporary directory (a function's pod may have a
+    # read-only root filesystem): spawn a fresh interpreter per worker. It pays
+    # the imports once per worker, at start and after a kill, never per call.
+    return multiprocessing.get_context("spawn")
+
+
+_READY = b"ready"
+
+
+def _worker_main(
+    conn: multiprocessing.connection.Connection, handler: Handler, debug: bool
+) -> None:
+    """Say ready once imported, then serve calls from `conn` until the parent closes it."""
+    # Ctrl-C reaches the whole process group; the parent decides when we stop.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    fnlogging.configure(fnlogging.Level.DEBUG if debug else fnlogging.Level.INFO)
+    conn.send_bytes(_READY)
+    while True:
+        try:
+            data = conn.recv_bytes()
+        except (EOFError, OSError):
+            return
+        conn.send_bytes(handler(data))
+
+
+@dataclass
+class _Worker:
+    process: Any  # multiprocessing.Process of the pool's context
+    conn: multiprocessing.connection.Connection
+
+    def wait_ready(self) -> None:
+        """Block until the process has imported everything and can take a call."""
+        if self.conn.recv_bytes() != _READY:
+            raise EOFError("the worker process did not start")
+
+    def roundtrip(self, data: bytes) -> bytes:
+        """Send one call and wait for its answer (runs in a thread)."""
+        self.conn.send_bytes(data)
+        return self.conn.recv_bytes()
+
+    def kill(self) -> None:
+        """Stop the process now and release its pipe and process handle."""
+        self.process.kill()
+        self.process.join(timeout=10)
+        self.conn.close()
+
+    def stop(self, timeout: float) -> None:
+        """Ask the process to exit (EOF on its pipe), killing it if it does not."""
+        self.conn.close()
+        self.process.join(timeout=timeout)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(timeout=10)
+
+
+class WorkerPool:
+    """Run a handler in `workers` processes, each call bounded by `deadline` seconds."""
+
+    def __init__(
+        self, handler: Handler, *, workers: int = 2, deadline: float = 8.0, debug: bool = False
+    ) -> None:
+        """Start the worker processes and wait until each is ready to take calls."""
+        if workers < 1:
+            raise ValueError("a worker pool needs at least one worker")
+        if deadline <= 0:
+            raise ValueError("the deadline must be positive")
+        self.handler = handler
+        self.workers = workers
+        self.deadline = deadline
+        self.debug = debug
+        self._ctx = _context()
+        # Threads wait on pipes: one per busy worker, one per starting worker,
+        # and briefly one per killed worker while it unwinds.
+        self._threads = ThreadPoolExecutor(max_workers=3 * workers, thread_name_prefix="mp-pool")
+        self._idle: asyncio.Queue[_Worker] = asyncio.Queue()
+        self._all: list[_Worker] = []
+        started = [self._start() for _ in range(workers)]
+        for worker in started:
+            worker.wait_ready()
+            self._idle.put_nowait(worker)
+
+    def _start(self) -> _Worker:
+        parent, child = self._ctx.Pipe(duplex=True)
+        process = self._ctx.Process(
+            target=_worker_main,
+            args=(child, self.handler, self.debug),
+            name="modelplane-composer",
+            daemon=True,
+        )
+        process.start()
+        child.close()
+        worker = _Worker(process, parent)
+        self._all.append(worker)
+        return worker
+
+    def _replace(self, worker: _Worker) -> None:
+        """Kill `worker` and start another, idle once it is ready.
+
+        The deadline of a call never includes a worker's start-up: a new
+        worker takes calls only after it has said it is ready.
+        """
+        self._all.remove(worker)
+        # Killing is a signal; joining and closing wait, so they go to a thread.
+        self._threads.submit(worker.kill)
+        loop = asyncio.get_running_loop()
+        new = self._start()
+        ready = loop.run_in_executor(self._threads, new.wait_ready)
+        ready.add_done_callback(lambda f: self._started(loop, new, f))
+
+    def _started(
+        self, loop: asyncio.AbstractEventLoop, worker: _Worker, ready: asyncio.Future[None]
+    ) -> None:
+        if not ready.cancelled() and ready.exception() is None:
+            self._idle.put_nowait(worker)
+            return
+        log.error("a replacement worker process did not start; trying again in 1s")
+        loop.call_later(1.0, self._replace, worker)
+
+    async def call(self, data: bytes) -> bytes:
+        """Run the handler on `data` in a free worker and return its answer.
+
+        Waits for a free worker first (at most about one deadline, since a
+        busy worker is killed at its own). Raises `DeadlineExceededError` when
+        the call itself overruns and `WorkerLostError` when the worker dies.
+        """
+        worker = await self._idle.get()
+        loop = asyncio.get_running_loop()
+        started = time.monotonic()
+        try:
+            future = loop.run_in_executor(self._threads, worker.roundtrip, data)
+            answer = await asyncio.wait_for(future, self.deadline)
+        except TimeoutError:
+            self._replace(worker)
+            raise DeadlineExceededError(
+                f"did not finish within {self.deadline:g}s (--deadline-seconds); "
+                "the call was stopped"
+            ) from None
+        except (EOFError, OSError) as exc:
+            self._replace(worker)
+            elapsed = time.monotonic() - started
+            raise WorkerLostError(
+                f"the worker process died after {elapsed:.1f}s ({type(exc).__name__})"
+            ) from None
+        except asyncio.CancelledError:
+            # The caller gave up (Crossplane's own timeout): the worker is
+            # still busy with an answer nobody wants, so it cannot be reused.
+            self._replace(worker)
+            raise
+        self._idle.put_nowait(worker)
+        return answer
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop every worker and the pool's threads."""
+        for worker in list(self._all):
+            worker.stop(timeout)
+        self._all.clear()
+        self._threads.shutdown(wait=False, cancel_futures=True)
