@@ -149,6 +149,7 @@ REASON_INVALID_SCHEDULING_TEMPLATE: Final = "InvalidSchedulingTemplate"
 REASON_GPU_LIMIT_IGNORED: Final = "GPUResourceLimitIgnored"
 REASON_PROVIDER_CONFIG_MISSING: Final = "ProviderConfigMissing"
 CONDITION_ROUTE_ACCEPTED: Final = "RouteAccepted"
+CONDITION_CACHE_READY: Final = "CacheReady"
 REASON_ACCEPTED: Final = "Accepted"
 REASON_ROUTE_NOT_ACCEPTED: Final = "RouteNotAccepted"
 RAY_PORT: Final = 6379

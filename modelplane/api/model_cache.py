@@ -34,6 +34,7 @@ from modelplane.api.common import (
     cel_rules,
     format_validation_error,
 )
+from modelplane.api.constants import HYDRATE_SUBPATH
 
 # Inline content travels to the hydration Job as one environment value; the
 # cap keeps the Job (and the composite) far below etcd's object size limit.
@@ -346,6 +347,12 @@ class ObservedModelCache:
     name: str
     copies: tuple[CacheCopy, ...]  # one per cluster, sorted; unknown entries included
     unreadable: tuple[str, ...] = ()  # entries without a cluster name ("path: why")
+    backend: str = "PVC"  # spec.storage.backend
+
+    @property
+    def sub_path(self) -> str | None:
+        """The folder of the claim a replica mounts: the Job's `model` folder for PVC."""
+        return HYDRATE_SUBPATH if self.backend == "PVC" else None
 
     def copy_on(self, cluster: str) -> CacheCopy | None:
         """The copy on `cluster`, or None when the cache does not cover it."""
@@ -406,11 +413,15 @@ def read_model_cache(obj: Mapping[str, Any]) -> ObservedModelCache:
             unreadable.append(read)
         else:
             copies.setdefault(read.cluster, read)
+    spec = obj.get("spec")
+    storage = spec.get("storage") if isinstance(spec, Mapping) else None
+    backend = storage.get("backend") if isinstance(storage, Mapping) else None
     return ObservedModelCache(
         namespace=str(meta.get("namespace") or ""),
         name=str(meta.get("name") or ""),
         copies=tuple(copies[k] for k in sorted(copies)),
         unreadable=tuple(unreadable),
+        backend="ExistingPVC" if backend == "ExistingPVC" else "PVC",
     )
 
 

@@ -37,6 +37,7 @@ from modelplane.api.inference_cluster import (
     InferenceClusterSpec,
     InferenceClusterStatus,
     SchedulingConfig,
+    StorageConfig,
     Taint,
 )
 from modelplane.api.model_deployment import ModelDeploymentStatus, Topology, Workers
@@ -169,6 +170,7 @@ class ObservedInferenceCluster:
     # found on a cluster with unreadable pool entries cannot be judged either.
     unreadable: tuple[str, ...] = ()
     scheduling_error: str | None = None  # spec.scheduling present but invalid
+    storage: StorageConfig | None = None  # spec.storage (model caches' storage class)
 
     @property
     def published(self) -> bool:
@@ -260,7 +262,7 @@ def _read_taints(spec: Mapping[str, Any], unreadable: list[str]) -> tuple[Taint,
 
 
 def _read_block(
-    model: type[GatewayRef] | type[SchedulingConfig], raw: Any, path: str
+    model: type[GatewayRef] | type[SchedulingConfig] | type[StorageConfig], raw: Any, path: str
 ) -> tuple[Any, str | None]:
     if raw is None:
         return None, None
@@ -272,6 +274,7 @@ def _read_block(
 
 _SCHEDULING = _wire(InferenceClusterSpec, "scheduling")
 _GATEWAY = _wire(InferenceClusterSpec, "gateway")
+_STORAGE = _wire(InferenceClusterSpec, "storage")
 
 
 def read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster | None:
@@ -295,6 +298,9 @@ def read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster |
     scheduling, scheduling_error = _read_block(
         SchedulingConfig, spec.get(_SCHEDULING), f"spec.{_SCHEDULING}"
     )
+    storage, storage_error = _read_block(StorageConfig, spec.get(_STORAGE), f"spec.{_STORAGE}")
+    if storage_error is not None:
+        unreadable.append(storage_error)
     return ObservedInferenceCluster(
         name=name,
         labels={str(k): str(v) for k, v in _map(meta.get("labels")).items()},
@@ -307,6 +313,7 @@ def read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster |
         scheduling=scheduling,
         unreadable=tuple(unreadable),
         scheduling_error=scheduling_error,
+        storage=storage,
     )
 
 

@@ -78,6 +78,16 @@ class ArtifactReadyReason(StrEnum):
     INVALID_SPEC = "InvalidSpec"
 
 
+class CacheReadyReason(StrEnum):
+    """`CacheReady`: is the replica's ModelCache copy on its cluster Ready to mount?"""
+
+    READY = "Ready"
+    COPY_NOT_READY = "CopyNotReady"
+    NOT_ON_CLUSTER = "NotOnCluster"
+    CACHE_NOT_FOUND = "CacheNotFound"
+    WAITING_FOR_RESOURCES = "WaitingForResources"
+
+
 class ReplicasReadyReason(StrEnum):
     """`ReplicasReady`: do the placed replicas serve?"""
 
@@ -136,6 +146,7 @@ REASONS: Final[dict[str, type[StrEnum]]] = {
     c.CONDITION_WORKLOAD_READY: WorkloadReadyReason,
     c.CONDITION_ROUTE_ACCEPTED: RouteAcceptedReason,
     c.CONDITION_ARTIFACT_READY: ArtifactReadyReason,
+    c.CONDITION_CACHE_READY: CacheReadyReason,
 }
 """Condition type → the enum of its reasons. A new condition type adds its enum here."""
 

@@ -31,6 +31,7 @@ from typing import Any
 from modelplane.api import constants as c
 from modelplane.api.model_cache import HYDRATE_COMMANDS, ArtifactSource, HydrateEnv, ModelCacheSpec
 from modelplane.api.objects import short_hash
+from modelplane.compose import readiness
 from modelplane.compose.types import Resource
 
 MAX_NAME = 63
@@ -42,11 +43,24 @@ HEADERS_VOLUME = "headers"
 JOB_BACKOFF_LIMIT = 4
 # A Job is complete (or failed) when its condition says so; provider-kubernetes
 # evaluates this on the workload cluster.
-JOB_COMPLETE_CEL = (
-    "has(object.status) && has(object.status.conditions) && "
-    "object.status.conditions.exists(x, x.type == 'Complete' && x.status == 'True')"
-)
 PVC_BOUND_CEL = "has(object.status) && has(object.status.phase) && object.status.phase == 'Bound'"
+
+
+def _claim_bound(observed: Resource | None) -> bool:
+    status = (readiness.wrapped(observed) or {}).get("status")
+    phase = status.get("phase") if isinstance(status, dict) else None
+    return phase == "Bound" if phase is not None else readiness.object_ready(observed)
+
+
+# The readiness rules of a cache's items (registered, so a kept Object is read
+# by the rule it declared): a Job is ready once Complete, a claim once Bound,
+# everything else once it exists.
+JOB_COMPLETE = readiness.register(readiness.condition_rule("JobComplete", "Complete"))
+CLAIM_BOUND = readiness.register(
+    readiness.ReadinessRule(
+        "ClaimBound", {"policy": readiness.POLICY_CEL, "celQuery": PVC_BOUND_CEL}, _claim_bound
+    )
+)
 # Objects whose wrapped object another controller writes (the result
 # ConfigMap, written by the Job) must not be reset by the provider: no Update.
 NO_UPDATE = ["Observe", "Create", "Delete"]
@@ -64,6 +78,16 @@ def bounded(base: str, *suffix: str, limit: int = MAX_NAME) -> str:
     tail = "-".join(suffix)
     keep = max(1, limit - len(tail) - HASH - 2)
     return f"{base[:keep].rstrip('-.')}-{short_hash(base, length=HASH)}-{tail}"
+
+
+def pvc_object_name(cache: str, cluster: str) -> str:
+    """The control-plane Object that holds (or adopts) a cache's claim on `cluster`."""
+    return object_name(cache, cluster, "pvc")
+
+
+def object_name(cache: str, cluster: str, what: str) -> str:
+    """The control-plane name of one Object a cache places on `cluster`."""
+    return bounded(f"{cache}-{cluster}", what)
 
 
 def k8s_literal(value: str) -> str:
@@ -354,7 +378,7 @@ def wrap(
     manifest: Resource,
     labels: dict[str, str],
     *,
-    readiness: dict[str, str] | None = None,
+    rule: readiness.ReadinessRule = readiness.EXISTS,
     policies: list[str] | None = None,
     references: list[dict[str, Any]] | None = None,
 ) -> Resource:
@@ -362,7 +386,7 @@ def wrap(
     spec: dict[str, Any] = {
         "forProvider": {"manifest": manifest},
         "providerConfigRef": {"kind": "ClusterProviderConfig", "name": provider_config},
-        "readiness": readiness or {"policy": "SuccessfulCreate"},
+        "readiness": rule.wire(),
     }
     if policies is not None:
         spec["managementPolicies"] = list(policies)

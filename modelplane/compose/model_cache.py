@@ -42,8 +42,10 @@ from modelplane.api.model_cache import (
     source_errors,
 )
 from modelplane.api.objects import condition, condition_status, label_value
+from modelplane.api.readers import read_inference_cluster
 from modelplane.api.reasons import ArtifactReadyReason, ValidReason
 from modelplane.compose import cache_manifests as m
+from modelplane.compose import readiness
 from modelplane.compose.common import as_desired, meta, parse_spec
 from modelplane.compose.outcome import fatal, hold, wait
 from modelplane.compose.types import (
@@ -53,7 +55,7 @@ from modelplane.compose.types import (
     Requirement,
     Resource,
 )
-from modelplane.scheduling.filters import selector_matches
+from modelplane.scheduling.labels import selector_matches
 
 CLUSTERS_REQUIREMENT = "inference-clusters"
 DEPLOYMENTS_REQUIREMENT = "model-deployments"
@@ -70,7 +72,7 @@ def requirements(namespace: str) -> dict[str, Requirement]:
     }
 
 
-# ── InferenceClusters, read in one isolated place ───────────────────────────
+# ── InferenceClusters, through their reader ─────────────────────────────────
 
 
 @dataclass(frozen=True)
@@ -92,28 +94,11 @@ def read_targets(objs: list[Resource]) -> list[Target]:
     """The InferenceClusters' names, labels, readiness, provider config and storage class."""
     out = []
     for obj in objs:
-        md, spec, status = (obj.get(k) for k in ("metadata", "spec", "status"))
-        md = md if isinstance(md, Mapping) else {}
-        name = _str(md.get("name"))
-        if name is None:
+        cl = read_inference_cluster(obj)
+        if cl is None:
             continue
-        labels = md.get("labels")
-        storage = spec.get("storage") if isinstance(spec, Mapping) else None
-        out.append(
-            Target(
-                name=name,
-                labels={str(k): str(v) for k, v in labels.items()}
-                if isinstance(labels, Mapping)
-                else {},
-                ready=condition_status(obj, c.CONDITION_READY) == "True",
-                provider_config=_str(status.get("providerConfigName"))
-                if isinstance(status, Mapping)
-                else None,
-                storage_class=_str(storage.get("storageClassName"))
-                if isinstance(storage, Mapping)
-                else None,
-            )
-        )
+        storage_class = cl.storage.storage_class_name if cl.storage is not None else None
+        out.append(Target(cl.name, cl.labels, cl.ready, cl.provider_config_name, storage_class))
     return sorted(out, key=lambda t: t.name)
 
 
@@ -125,11 +110,6 @@ def _wrapped(observed: Resource | None) -> Mapping[str, Any]:
     at = status.get("atProvider") if isinstance(status, Mapping) else None
     manifest = at.get("manifest") if isinstance(at, Mapping) else None
     return manifest if isinstance(manifest, Mapping) else {}
-
-
-def object_ready(observed: Resource) -> bool:
-    """An observed Object's readiness: the provider's `Ready` condition."""
-    return condition_status(observed, c.CONDITION_READY) == "True"
 
 
 def _job_failure(observed: Resource | None) -> str | None:
@@ -170,8 +150,7 @@ def _key(cluster: str, what: str) -> str:
     return f"{cluster}/{what}"
 
 
-def _object_name(cache: str, cluster: str, what: str) -> str:
-    return m.bounded(f"{cache}-{cluster}", what)
+_object_name = m.object_name
 
 
 def _running(job_obs: Resource | None, names: m.CacheNames, result: Any) -> str:
@@ -240,7 +219,7 @@ def _pvc_copy(
             m.claim(
                 names, storage.size, storage.storage_class_name or target.storage_class, labels
             ),
-            {"readiness": {"policy": "DeriveFromCelQuery", "celQuery": m.PVC_BOUND_CEL}},
+            {"rule": m.CLAIM_BOUND},
         ),
         "result": (m.result_configmap(names, labels), {"policies": m.NO_UPDATE}),
         "serviceaccount": (m.service_account(names, labels), {}),
@@ -248,7 +227,7 @@ def _pvc_copy(
         "rolebinding": (m.role_binding(names, labels), {}),
         f"job-{names.digest}": (
             m.job(spec, names, labels),
-            {"readiness": {"policy": "DeriveFromCelQuery", "celQuery": m.JOB_COMPLETE_CEL}},
+            {"rule": m.JOB_COMPLETE},
         ),
     }
     secret = m.source_secret(spec.artifact.source)
@@ -284,7 +263,7 @@ def _existing_copy(inp: ComposeInput, names: m.CacheNames, target: Target, pc: s
         pc,
         m.adopted_claim(names),
         labels,
-        readiness={"policy": "DeriveFromCelQuery", "celQuery": m.PVC_BOUND_CEL},
+        rule=m.CLAIM_BOUND,
         policies=m.OBSERVE_ONLY,
     )
     return Copy(status, {key: obj})
@@ -389,12 +368,17 @@ def compose(inp: ComposeInput) -> ComposeResult:
     spec, error = parse_spec(ModelCacheSpec, inp.composite)
     if spec is None:
         return hold(
-            inp, result, c.CONDITION_VALID, ValidReason.INVALID_SPEC, error, readiness=object_ready
+            inp,
+            result,
+            c.CONDITION_VALID,
+            ValidReason.INVALID_SPEC,
+            error,
+            readiness=readiness.observed_ready,
         )
     result.condition(c.CONDITION_VALID, True, str(ValidReason.VALID))
     result.requirements = requirements(ns)
     if not all(inp.fetched(r) for r in result.requirements):
-        return wait(inp, result, readiness=object_ready)
+        return wait(inp, result, readiness=readiness.observed_ready)
 
     source = spec.artifact.source
     status = ModelCacheStatus(source=source.kind, references=_references(inp, name))
@@ -410,7 +394,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
             c.CONDITION_ARTIFACT_READY,
             ArtifactReadyReason.SOURCE_NOT_IMPLEMENTED,
             message,
-            readiness=object_ready,
+            readiness=readiness.observed_ready,
         )
     errors = source_errors(source)
     if errors:
@@ -420,7 +404,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
             c.CONDITION_ARTIFACT_READY,
             ArtifactReadyReason.INVALID_SOURCE,
             "; ".join(errors),
-            readiness=object_ready,
+            readiness=readiness.observed_ready,
         )
 
     claim = spec.storage.claim_name if spec.storage.backend == "ExistingPVC" else name
@@ -430,7 +414,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
     for copy in copies:
         for key, obj in copy.desired.items():
             observed = inp.observed.get(key)
-            ok = observed is not None and object_ready(observed)
+            ok = observed is not None and readiness.observed_ready(observed)
             result.desired[key] = DesiredResource(obj, "True" if ok else "False")
     staged = sum(1 for x in copies if x.status.phase == "Ready")
     status.clusters = [x.status for x in copies]

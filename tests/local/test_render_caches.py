@@ -114,3 +114,27 @@ def test_the_tree_shows_each_clusters_copy() -> None:
     text = console.export_text()
     assert "Copies" in text
     assert "us-east-l4: Ready (claim mistral-7b, digest simulated:" in text
+
+
+def test_the_deployment_goes_where_the_copy_is_already_ready() -> None:
+    # eu-west-h100 would win on equal load (first by name); us-east-l4's copy is
+    # Ready (snapshot.yaml) while eu-west-h100's only starts hydrating.
+    result = _render(EXAMPLES / "prefer-ready")
+    (dep,) = [o for o in result.store.objects() if o["kind"] == "ModelDeployment"]
+    assert [p["cluster"] for p in dep["status"]["placements"]] == ["us-east-l4"]
+    (rep,) = [o for o in result.store.objects() if o["kind"] == "ModelReplica"]
+    assert _condition(rep, "CacheReady")[:2] == ("True", "Ready")
+    (usage,) = [o for o in result.store.objects() if o["kind"] == "Usage"]
+    assert usage["spec"]["of"]["resourceRef"] == {"name": "qwen-0-5b-us-east-l4-pvc"}
+    workload = next(
+        o
+        for o in result.store.objects()
+        if o["kind"] == "Object" and o["spec"]["forProvider"]["manifest"]["kind"] == "Deployment"
+    )
+    pod = workload["spec"]["forProvider"]["manifest"]["spec"]["template"]["spec"]
+    assert pod["volumes"][0]["persistentVolumeClaim"] == {
+        "claimName": "qwen-0-5b",
+        "readOnly": True,
+    }
+    (engine,) = pod["containers"]
+    assert "--model=/mnt/models" in engine["args"]
