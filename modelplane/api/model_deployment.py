@@ -318,6 +318,14 @@ class ClusterRejection(StatusModel):
     cluster: str = Field(description="The candidate cluster.")
     reason: str = Field(description="Why not, as a CamelCase reason.")
     message: str = Field(max_length=MAX_UNSCHEDULABLE_MESSAGE, description="Why not, in words.")
+    what_if: str | None = Field(
+        default=None,
+        max_length=MAX_UNSCHEDULABLE_MESSAGE,
+        description=(
+            "The smallest growth of this cluster's pools that would place the missing "
+            "replicas here (which pool, how many nodes), when adding nodes can help."
+        ),
+    )
 
 
 class ModelDeploymentStatus(ConditionedStatus):

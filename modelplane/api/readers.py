@@ -40,7 +40,12 @@ from modelplane.api.inference_cluster import (
     StorageConfig,
     Taint,
 )
-from modelplane.api.model_deployment import ModelDeploymentStatus, Topology, Workers
+from modelplane.api.model_deployment import (
+    ModelDeploymentStatus,
+    Placement,
+    Topology,
+    Workers,
+)
 from modelplane.api.model_replica import (
     ModelReplicaSpec,
     ModelReplicaStatus,
@@ -584,3 +589,31 @@ def read_model_deployment(obj: Mapping[str, Any]) -> ObservedModelDeployment:
         status=status,
         unreadable=tuple(problems),
     )
+
+
+_PLACEMENTS = _wire(ModelDeploymentStatus, "placements")
+_REPLICA_NAME = _wire(Placement, "replica_name")
+DRAINING = "Draining"
+
+
+def _is_draining(entry: Mapping[str, Any]) -> bool:
+    if entry.get("draining") is True:
+        return True
+    return any(entry.get(key) == DRAINING for key in ("phase", "state", "status"))
+
+
+def draining_replicas(obj: Mapping[str, Any]) -> frozenset[str]:
+    """Names of the replicas a ModelDeployment's `status.placements` marks as draining.
+
+    Tolerant of how the mark is written (`draining: true`, or `Draining` as the
+    entry's phase or state) and of its absence: a deployment whose status says
+    nothing about draining has none.
+    """
+    status = _map(obj.get("status"))
+    names = set()
+    for entry in _list(status.get(_PLACEMENTS)):
+        if _is_draining(_map(entry)):
+            name = _str(_map(entry).get(_REPLICA_NAME))
+            if name:
+                names.add(name)
+    return frozenset(names)

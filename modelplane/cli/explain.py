@@ -129,6 +129,27 @@ def _placements(result: ScheduleResult) -> Table:
     return table
 
 
+def what_if_table(result: ScheduleResult) -> Table:
+    """The what-if answers: per eligible cluster, the pools to grow to place what is missing."""
+    table = Table(
+        title=f"What if: capacity that would place the {result.missing} missing replica(s)",
+        title_justify="left",
+    )
+    for col in ("Cluster", "Pool", "Class", "Roles", "Add nodes", "Places"):
+        table.add_column(col)
+    for w in result.what_if:
+        for i, a in enumerate(w.additions):
+            table.add_row(
+                w.cluster if i == 0 else "",
+                a.pool,
+                a.class_name,
+                ", ".join(a.roles),
+                str(a.nodes),
+                str(w.replicas) if i == 0 else "",
+            )
+    return table
+
+
 def _explanation(result: ScheduleResult) -> Table:
     table = Table(
         title="Every candidate cluster × pool × device request",
@@ -188,6 +209,8 @@ def explain(paths: tuple[str, ...], ref: str, max_rounds: int) -> None:
     deployment = store.get(Key(c.API_VERSION, "ModelDeployment", namespace, name)) or {}
     out: list[RenderableType] = [_summary(ref, deployment, result), *_notes(result)]
     out.append(_explanation(result))
+    if result.what_if:
+        out.append(what_if_table(result))
     console = _console(out)
     for renderable in out:
         console.print(renderable)

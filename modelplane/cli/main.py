@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from modelplane import __version__
-from modelplane.cli import cel, explain, function, hydrate, package, render, validate
+from modelplane.cli import cel, explain, fleet, function, hydrate, package, render, validate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -16,6 +16,7 @@ def cli() -> None:
 
 cli.add_command(render.render)
 cli.add_command(explain.explain)
+cli.add_command(fleet.fleet)
 cli.add_command(cel.cel)
 cli.add_command(package.package)
 cli.add_command(function.function)

@@ -355,11 +355,16 @@ def _status(
     )
     if len(placements) < spec.replicas and not plan.invalid_selectors:
         rejections = words.rejections(plan.clusters)
+        changes = {
+            w.cluster: truncate(words.what_if_change(w), MAX_UNSCHEDULABLE_MESSAGE)
+            for w in plan.what_if
+        }
         status.unschedulable = [
             ClusterRejection(
                 cluster=v.cluster,
                 reason=v.reason or "Rejected",
                 message=truncate(cluster_message(v), MAX_UNSCHEDULABLE_MESSAGE),
+                what_if=changes.get(v.cluster),
             )
             for v in rejections[:MAX_UNSCHEDULABLE_ENTRIES]
         ]
@@ -432,6 +437,9 @@ def _shortfall(plan: ScheduleResult, summary: str, placed: int) -> Scheduled:
     else:
         reason = ScheduledReason.PARTIAL if placed else ScheduledReason.INSUFFICIENT_CAPACITY
         why = words.rejection_summary(plan.clusters)
+        if plan.what_if:
+            # The actionable answer first: the message is truncated at its end.
+            why = f"{words.what_if_summary(plan.what_if)}; {why}"
     return False, reason, words.shortfall(summary, why), True
 
 

@@ -4,7 +4,7 @@
 named steps over it:
 
     filter → check_selectors → match_pools → resolve_contention → retain →
-    scale_down → build_ledger → fill → explain → bind
+    scale_down → build_ledger → fill → explain → what_if → bind
 
 Policy lives in rule objects (`filters.FILTERS`, `scores.SCORES`; see
 `framework`); the steps are the fixed skeleton. Everything is keyed and
@@ -26,7 +26,8 @@ from modelplane.scheduling.framework import ScheduleInput, read_input
 from modelplane.scheduling.matching import match_role
 from modelplane.scheduling.retain import resolve_contention, retain, scale_down
 from modelplane.scheduling.state import CycleState, new_state
-from modelplane.scheduling.types import ClusterVerdict, PlannedReplica, ScheduleResult
+from modelplane.scheduling.types import ClusterVerdict, PlannedReplica, ScheduleResult, WhatIf
+from modelplane.scheduling.whatif import what_if
 
 
 def filter_clusters(state: CycleState) -> None:
@@ -80,8 +81,8 @@ def match_pools(state: CycleState) -> None:
             ]
 
 
-def bind(state: CycleState) -> ScheduleResult:
-    """Turn the cycle's slots into the immutable result."""
+def bind(state: CycleState, changes: tuple[WhatIf, ...] = ()) -> ScheduleResult:
+    """Turn the cycle's slots (and the what-if answers) into the immutable result."""
     replicas = tuple(
         PlannedReplica(s.cluster, s.index, s.roles, s.retained, s.name, ready=s.ready)
         for s in sorted(state.slots, key=lambda s: (s.cluster, s.index))
@@ -96,6 +97,7 @@ def bind(state: CycleState) -> ScheduleResult:
         scaled_down=tuple(sorted(state.scaled_down)),
         unverifiable=tuple(sorted(state.unverifiable, key=lambda u: (u.cluster, u.index, u.pool))),
         missing_caches=state.inp.missing_caches,
+        what_if=changes,
     )
 
 
@@ -111,7 +113,7 @@ def schedule_input(inp: ScheduleInput) -> ScheduleResult:
     build_ledger(state)
     fill(state)
     explain(state)
-    return bind(state)
+    return bind(state, what_if(state))
 
 
 def schedule(

@@ -151,6 +151,30 @@ class Unverifiable:
 
 
 @dataclass(frozen=True)
+class PoolAddition:
+    """Nodes to add to one pool (of its class) in a what-if answer."""
+
+    pool: str
+    class_name: str  # the pool's InferenceClass
+    roles: tuple[str, ...]  # the roles of the replica this pool would take
+    nodes: int
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """The smallest change to one eligible cluster's pools that places the missing replicas."""
+
+    cluster: str
+    replicas: int  # how many more replicas the change places
+    additions: tuple[PoolAddition, ...]
+
+    @property
+    def nodes(self) -> int:
+        """Nodes added in all."""
+        return sum(a.nodes for a in self.additions)
+
+
+@dataclass(frozen=True)
 class ScheduleResult:
     """The desired replicas of one deployment and why any are missing."""
 
@@ -170,6 +194,9 @@ class ScheduleResult:
     unverifiable: tuple[Unverifiable, ...] = ()
     # spec.caches entries not found: no new replica is placed until they exist.
     missing_caches: tuple[str, ...] = ()
+    # When replicas are missing: per eligible cluster whose pools match, the
+    # smallest pool growth that places them all there (fewest nodes first).
+    what_if: tuple[WhatIf, ...] = ()
 
     @property
     def missing(self) -> int:

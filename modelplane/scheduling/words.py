@@ -19,9 +19,11 @@ from modelplane.scheduling.framework import Eviction, Rejection
 from modelplane.scheduling.types import (
     ClusterVerdict,
     DeviceVerdict,
+    PoolAddition,
     PoolVerdict,
     RequestVerdict,
     Unverifiable,
+    WhatIf,
     Withdrawal,
 )
 
@@ -338,3 +340,47 @@ def replaced_event(name: str, why: str) -> str:
 def withdrawn_event(w: Withdrawal) -> str:
     """A not-yet-Ready replica is withdrawn from an oversubscribed pool."""
     return f"replica {w.cluster}/{w.index} withdrawn from pool {w.pool}: {w.message}"
+
+
+# ── What-if capacity ────────────────────────────────────────────────────────
+
+
+def _nodes(n: int) -> str:
+    return f"{n} node" if n == 1 else f"{n} nodes"
+
+
+def _replicas(n: int) -> str:
+    return f"{n} more replica" if n == 1 else f"{n} more replicas"
+
+
+def pool_addition(a: PoolAddition, disaggregated: bool = False) -> str:
+    """Nodes to add to one pool: `2 nodes to pool h100` (with its roles when disaggregated)."""
+    roles = f" ({' and '.join(a.roles)})" if disaggregated else ""
+    return f"{_nodes(a.nodes)} to pool {a.pool}{roles}"
+
+
+def _additions(w: WhatIf) -> str:
+    split = any(r not in ("", "unified") for a in w.additions for r in a.roles)
+    return " and ".join(pool_addition(a, split) for a in w.additions)
+
+
+def what_if_change(w: WhatIf) -> str:
+    """The change without its cluster: `add 2 nodes to pool h100 to place 2 more replicas`."""
+    return f"add {_additions(w)} to place {_replicas(w.replicas)}"
+
+
+def what_if_text(w: WhatIf) -> str:
+    """One what-if answer, e.g. `add 2 nodes to pool h100 on cluster a to place 2 more replicas`."""
+    return f"add {_additions(w)} on cluster {w.cluster} to place {_replicas(w.replicas)}"
+
+
+def what_if_summary(found: Sequence[WhatIf]) -> str:
+    """The smallest change of all, and how many other clusters have one."""
+    text = what_if_text(found[0])
+    others = len(found) - 1
+    if others:
+        text += f" ({others} other cluster(s) could be grown instead)"
+    return text
+
+
+NO_POOL_TO_GROW = "no pool of this cluster matches; adding nodes to its pools cannot help"

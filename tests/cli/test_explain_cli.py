@@ -158,3 +158,26 @@ def test_a_missing_cache_is_the_reason_everywhere() -> None:
     ]
     scheduled = read_model_deployment(obj).condition("Scheduled")
     assert scheduled is not None and scheduled.reason == "WaitingForCache"
+
+
+UNPLACEABLE = str(ROOT / "examples" / "operations" / "unplaceable")
+
+
+def test_unplaceable_ends_with_the_what_if_table() -> None:
+    code, out = run(UNPLACEABLE, "--deployment", "ml-team/llama-70b")
+    assert code == 0, out
+    assert "2 of 4 replicas placed" in out
+    assert "What if: capacity that would place the 2 missing replica(s)" in out
+    tail = out[out.index("What if") :]
+    # Cluster, pool, class, roles, nodes to add, replicas it places. eu-west-1a has
+    # no H100 pool: adding L4 nodes cannot help, so it has no row.
+    assert table_rows(tail) == [
+        ["us-east-1a", "h100", "h100-8x", "unified", "2", "2"],
+        ["us-west-2a", "h100", "h100-8x", "unified", "2", "2"],
+    ]
+
+
+def test_a_placed_deployment_has_no_what_if_table() -> None:
+    code, out = run(PACK, "--deployment", "ml-team/chat")
+    assert code == 0, out
+    assert "What if" not in out

@@ -50,6 +50,10 @@ def stub(address: str, log: Path) -> Iterator[FunctionRunnerServiceStub]:
                 "--insecure",
                 "--address",
                 address,
+                # The message-size defaults are under test, not the deadline: a
+                # 2,000-cluster call on a loaded 2-core machine may pass 8 s.
+                "--deadline-seconds",
+                "120",
             ],
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -1,0 +1,124 @@
+"""`modelplane fleet`: capacity and usage per cluster and pool, before a maintenance window.
+
+Renders the manifests with the embedded control plane (as `render` and
+`explain` do), reads the steady state through the typed readers and shows,
+per cluster and pool: capacity, the devices each deployment holds, free
+devices, draining replicas and what-if suggestions — as a table, JSON or
+YAML, and optionally as one self-contained HTML page (`--html FILE`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import yaml
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from modelplane.cli.fleet_html import render_html
+from modelplane.cli.fleet_view import ClusterView, FleetView, PoolView, fleet_view
+from modelplane.cli.options import max_rounds_option
+from modelplane.local import ControlPlane, LoadError, NotConvergedError, load_paths
+
+
+def _usage(p: PoolView) -> Text:
+    by_deployment: dict[str, list[int]] = {}
+    for u in p.used:
+        held = by_deployment.setdefault(u.deployment, [0, 0])
+        held[0] += u.devices
+        held[1] += 1 if u.draining else 0
+    text = Text()
+    for i, (name, (devices, draining)) in enumerate(sorted(by_deployment.items())):
+        text.append(("\n" if i else "") + f"{name} {devices}")
+        if draining:
+            text.append(f" ({draining} draining)", style="yellow")
+    return text
+
+
+def _pool_row(cl: ClusterView, p: PoolView, first: bool) -> list[Text | str]:
+    cluster = Text(cl.name if first else "", style="" if cl.ready else "red")
+    if first and not cl.ready:
+        cluster.append(" (NotReady)")
+    free = Text(str(p.free), style="red" if p.free < 0 else ("yellow" if p.free == 0 else "green"))
+    hints = "\n".join(f"{s.deployment}: {s.text}" for s in p.suggestions)
+    return [
+        cluster,
+        p.name,
+        p.class_name,
+        f"{p.nodes} × {p.devices_per_node}",
+        str(p.capacity),
+        _usage(p),
+        free,
+        Text(p.unknown or hints, style="yellow" if p.unknown else "green"),
+    ]
+
+
+def fleet_table(view: FleetView) -> Table:
+    """One row per cluster × pool."""
+    table = Table(title="Fleet: devices per cluster and pool", title_justify="left")
+    for col in ("Cluster", "Pool", "Class", "Nodes × devices", "Capacity", "Used by", "Free"):
+        table.add_column(col)
+    table.add_column("What if", overflow="fold")
+    for cl in view.clusters:
+        if not cl.pools:
+            table.add_row(cl.name, "—", "", "", "0", "", "0", "")
+        for i, p in enumerate(cl.pools):
+            table.add_row(*_pool_row(cl, p, i == 0))
+    return table
+
+
+def deployments_table(view: FleetView) -> Table:
+    """One row per deployment; the unplaced ones with their best what-if answer."""
+    table = Table(title="Deployments", title_justify="left")
+    for col in ("Deployment", "Placed", "Ready", "Draining", "Unplaced: what if"):
+        table.add_column(col, overflow="fold")
+    for d in view.deployments:
+        hint = d.what_if[0] if d.what_if else ""
+        if d.missing and not hint:
+            hint = "no pool growth on an eligible cluster places it (see modelplane explain)"
+        table.add_row(d.name, f"{d.placed}/{d.desired}", str(d.ready), str(d.draining), hint)
+    return table
+
+
+@click.command("fleet")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["table", "json", "yaml"]),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="Also write the fleet view as one self-contained HTML page to FILE.",
+)
+@max_rounds_option
+def fleet(paths: tuple[str, ...], output: str, html_file: Path | None, max_rounds: int) -> None:
+    """Show capacity and usage per cluster and pool of the fleet under PATH...
+
+    Per pool: nodes, device capacity, the devices each deployment's replicas
+    hold (draining ones marked), free devices, and the smallest pool growth
+    that would place each deployment's missing replicas.
+    """
+    try:
+        store = ControlPlane(load_paths(paths)).run(max_rounds).store
+    except (LoadError, NotConvergedError) as err:
+        raise click.ClickException(str(err)) from None
+    view = fleet_view(store)
+    if html_file is not None:
+        html_file.write_text(render_html(view), encoding="utf-8")
+    if output == "json":
+        click.echo(json.dumps(view.to_dict(), indent=2, sort_keys=True, ensure_ascii=False))
+    elif output == "yaml":
+        click.echo(yaml.safe_dump(view.to_dict(), sort_keys=True, allow_unicode=True), nl=False)
+    else:
+        console = Console(soft_wrap=False)
+        console.print(fleet_table(view))
+        console.print(deployments_table(view))

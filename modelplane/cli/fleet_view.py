@@ -1,0 +1,276 @@
+"""The fleet as a platform engineer sees it: per cluster and pool, who uses what.
+
+`fleet_view(store)` reads a rendered store (the embedded control plane's
+steady state) through the typed readers in `modelplane.api.readers` and
+returns plain data: every cluster and pool with its device capacity, the
+devices each deployment's replicas hold, what is free, which replicas are
+draining, and for every deployment with missing replicas the scheduler's
+reasons and what-if answers. The table, JSON/YAML and HTML outputs all render
+this one model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import click
+from pydantic.alias_generators import to_camel
+
+from modelplane.api import constants as c
+from modelplane.api.objects import label_value
+from modelplane.api.readers import (
+    ObservedInferenceCluster,
+    ObservedModelReplica,
+    ObservedPool,
+    draining_replicas,
+    read_devices,
+    read_inference_cluster,
+    read_model_deployment,
+    read_model_replica,
+)
+from modelplane.cli.explain import explain_deployment
+from modelplane.compose.model_deployment import INFERENCE_CLUSTER_KIND, MODEL_REPLICA_KIND
+from modelplane.local.store import ObjectStore
+from modelplane.scheduling import words
+from modelplane.scheduling.types import ScheduleResult
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Devices one replica's role holds in a pool."""
+
+    deployment: str  # NAMESPACE/NAME
+    replica: str
+    role: str
+    devices: int
+    ready: bool
+    draining: bool
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """A what-if answer that grows this pool."""
+
+    deployment: str
+    nodes: int
+    replicas: int
+    text: str
+
+
+@dataclass
+class PoolView:
+    """One pool of a cluster: capacity, usage by deployment, free devices."""
+
+    name: str
+    class_name: str
+    nodes: int
+    devices_per_node: int  # DRA devices of one node
+    capacity: int  # devices of the pool
+    used: list[Usage] = field(default_factory=list)
+    suggestions: list[Suggestion] = field(default_factory=list)
+    unknown: str | None = None  # why the pool cannot be verified, when it cannot
+
+    @property
+    def used_devices(self) -> int:
+        """Devices held by replicas."""
+        return sum(u.devices for u in self.used)
+
+    @property
+    def free(self) -> int:
+        """Devices not held (negative when the pool is oversubscribed)."""
+        return self.capacity - self.used_devices
+
+
+@dataclass
+class ClusterView:
+    """One InferenceCluster and its pools."""
+
+    name: str
+    ready: bool
+    taints: list[str]
+    pools: list[PoolView]
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """Why one cluster cannot take a deployment's missing replicas."""
+
+    cluster: str
+    reason: str
+    message: str
+    what_if: str | None
+
+
+@dataclass
+class DeploymentView:
+    """A deployment's placement summary; `rejections` only while replicas are missing."""
+
+    name: str  # NAMESPACE/NAME
+    desired: int
+    placed: int
+    ready: int
+    draining: int
+    rejections: list[Rejection] = field(default_factory=list)
+    what_if: list[str] = field(default_factory=list)
+
+    @property
+    def missing(self) -> int:
+        """Replicas that could not be placed."""
+        return max(0, self.desired - self.placed)
+
+
+@dataclass
+class FleetView:
+    """Every cluster and pool, and every deployment."""
+
+    clusters: list[ClusterView]
+    deployments: list[DeploymentView]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON/YAML (computed totals included)."""
+        clusters = []
+        for cl in self.clusters:
+            d = asdict(cl)
+            for pool, raw in zip(cl.pools, d["pools"], strict=True):
+                raw["usedDevices"], raw["freeDevices"] = pool.used_devices, pool.free
+            clusters.append(d)
+        deployments = [{**asdict(dv), "missing": dv.missing} for dv in self.deployments]
+        camel: dict[str, Any] = _camel({"clusters": clusters, "deployments": deployments})
+        return camel
+
+
+def _camel(value: Any) -> Any:
+    """Wire-style keys (camelCase), like every other object modelplane prints."""
+    if isinstance(value, dict):
+        return {to_camel(k): _camel(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_camel(v) for v in value]
+    return value
+
+
+def _pool_view(pool: ObservedPool) -> PoolView:
+    per_node = sum(d.count for d in read_devices(pool.devices) if d.dra)
+    unknown = (
+        None
+        if pool.unknown is None
+        else words.unknown_pool(pool.unknown.reason, pool.unknown.message)
+    )
+    return PoolView(pool.name, pool.class_name, pool.nodes, per_node, per_node * pool.nodes,
+                    unknown=unknown)  # fmt: skip
+
+
+def _cluster_view(cl: ObservedInferenceCluster) -> ClusterView:
+    taints = [f"{t.key}={t.value or ''}:{t.effect}" for t in cl.taints]
+    return ClusterView(cl.name, cl.ready, taints, [_pool_view(p) for p in cl.pools])
+
+
+def _deployment_of(r: ObservedModelReplica, names: Mapping[tuple[str, str], str]) -> str:
+    return names.get((r.namespace, r.deployment), f"{r.namespace}/{r.deployment}")
+
+
+def _charge(
+    clusters: Mapping[str, ClusterView],
+    r: ObservedModelReplica,
+    deployment: str,
+    draining: frozenset[str],
+) -> None:
+    cl = clusters.get(r.cluster)
+    if cl is None:
+        return
+    for role in r.roles:
+        pool = next((p for p in cl.pools if p.name == role.pool), None)
+        if pool is not None:
+            held = sum(q.count for q in role.requests) * role.nodes_per_worker * role.workers
+            usage = Usage(deployment, r.name, role.role, held, r.ready, r.name in draining)
+            pool.used.append(usage)
+
+
+def _rejections(result: ScheduleResult) -> list[Rejection]:
+    changes = {w.cluster: words.what_if_change(w) for w in result.what_if}
+    return [
+        Rejection(v.cluster, v.reason or "Rejected", words.cluster_message(v),
+                  changes.get(v.cluster))
+        for v in words.rejections(result.clusters)
+    ]  # fmt: skip
+
+
+def _suggest(clusters: Mapping[str, ClusterView], deployment: str, result: ScheduleResult) -> None:
+    for w in result.what_if:
+        cl = clusters[w.cluster]
+        for a in w.additions:
+            pool = next((p for p in cl.pools if p.name == a.pool), None)
+            if pool is not None:
+                text = words.what_if_change(w)
+                pool.suggestions.append(Suggestion(deployment, a.nodes, w.replicas, text))
+
+
+def _deployment_view(
+    store: ObjectStore, obj: Mapping[str, Any], clusters: Mapping[str, ClusterView]
+) -> DeploymentView:
+    meta = obj.get("metadata") or {}
+    ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+    ref = f"{ns}/{name}"
+    status = read_model_deployment(obj).status
+    draining = draining_replicas(obj)
+    view = DeploymentView(ref, 0, 0, 0, len(draining))
+    try:
+        result = explain_deployment(store, ns, name)
+    except click.ClickException as err:  # an invalid spec: shown, not raised
+        view.rejections = [Rejection("", "Invalid", err.message, None)]
+        return view
+    if result is None:
+        return view
+    view.desired, view.placed = result.desired, len(result.replicas)
+    view.ready = sum(1 for p in status.placements or () if p.ready)
+    if result.missing:
+        view.rejections = _rejections(result)
+        view.what_if = [words.what_if_text(w) for w in result.what_if]
+        _suggest(clusters, ref, result)
+    return view
+
+
+def fleet_view(store: ObjectStore) -> FleetView:
+    """The fleet view of a rendered store."""
+    read = [
+        read_inference_cluster(o)
+        for o in store.list(c.API_VERSION, INFERENCE_CLUSTER_KIND, None, None)
+    ]
+    clusters = {
+        cl.name: _cluster_view(cl) for cl in sorted(filter(None, read), key=lambda x: x.name)
+    }
+    deployments = sorted(
+        store.list(c.API_VERSION, "ModelDeployment", None, None),
+        key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"].get("name", "")),
+    )
+    names: dict[tuple[str, str], str] = {}
+    draining: set[str] = set()
+    for obj in deployments:
+        meta = obj["metadata"]
+        names[(meta.get("namespace", ""), meta.get("name", ""))] = (
+            f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+        )
+        draining |= draining_replicas(obj)
+    by_label = {label_value(k): k for k in clusters}
+    for raw in store.list(c.API_VERSION, MODEL_REPLICA_KIND, None, None):
+        r = read_model_replica(raw, by_label)
+        if r is not None:
+            _charge(clusters, r, _deployment_of(r, names), frozenset(draining))
+    views = [_deployment_view(store, obj, clusters) for obj in deployments]
+    for cl in clusters.values():
+        for pool in cl.pools:
+            pool.used.sort(key=lambda u: (u.deployment, u.replica, u.role))
+    return FleetView(list(clusters.values()), views)
+
+
+__all__ = [
+    "ClusterView",
+    "DeploymentView",
+    "FleetView",
+    "PoolView",
+    "Rejection",
+    "Suggestion",
+    "Usage",
+    "fleet_view",
+]

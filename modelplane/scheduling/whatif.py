@@ -1,0 +1,194 @@
+"""The what-if step: the smallest pool growth that would place the missing replicas.
+
+Runs after fill, only when some replica could not be placed. For every
+cluster that passed the filters (selected, tolerated, Ready) and has a pool
+matching each role, every combination of matched pools (one per role) is
+tried: the roles that land on one pool are replayed, replica by replica, on a
+copy of that pool's ledger grown by `k` fresh nodes, and `k` is the smallest
+number that takes every missing replica (a binary search between 0 and the
+nodes the replicas would need on empty nodes). Where one role of one demand
+vector lands on a pool the same answer is counted instead (each node takes
+as many workers as fit on it, in any order), so the cost does not grow with
+the number of missing replicas. Either way the answer is exact with respect to
+the device-granular ledger: small replicas share a fresh node, a node partly
+used by others counts only for what still fits on it. The combination adding the fewest
+nodes wins (ties: pool-name order). Codes and numbers only; `words` writes
+the text.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from modelplane.scheduling.fill import candidates
+from modelplane.scheduling.ledger import PoolLedger, Vector
+from modelplane.scheduling.matching import RoleDef, RoleMatch
+from modelplane.scheduling.state import CycleState, PoolKey, PoolOptions
+from modelplane.scheduling.types import PoolAddition, WhatIf
+
+WHAT_IF = "WhatIf"  # this step's key in the cycle's rule states
+
+# The roles of one replica that land on one pool, in the order they are charged.
+PoolLoad = tuple[tuple[RoleDef, RoleMatch], ...]
+
+
+def _grown(state: CycleState, key: PoolKey, extra: int) -> PoolLedger:
+    """A copy of the pool's ledger as it stands after fill, with `extra` fresh nodes."""
+    shape = state.pool_shapes[key]
+    base = state.ledgers.get(key)
+    sim = PoolLedger(shape.cap, 0)
+    if base is None:
+        sim.free = {shape.cap: state.pool_nodes[key]} if state.pool_nodes[key] else {}
+    else:
+        sim.free = dict(base.free)
+    if extra:
+        sim.free[shape.cap] = sim.free.get(shape.cap, 0) + extra
+    return sim
+
+
+def _takes(state: CycleState, key: PoolKey, load: PoolLoad, replicas: int, extra: int) -> bool:
+    """Whether the pool grown by `extra` nodes takes `replicas` more of this load."""
+    sim = _grown(state, key, extra)
+    return all(
+        sim.place(match.demands, role.nodes_per_worker, role.workers, force=False)
+        for _ in range(replicas)
+        for role, match in load
+    )
+
+
+def _fits_count(v: Vector, d: Vector) -> int:
+    """How many workers of demand `d` one node with `v` remaining takes."""
+    return max(0, min(r // x for r, x in zip(v, d, strict=True) if x > 0))
+
+
+def counted_growth(state: CycleState, key: PoolKey, load: PoolLoad, replicas: int) -> int | None:
+    """`pool_growth` by counting, for one role of one demand; None when counting cannot tell.
+
+    Workers of one demand vector do not compete for a node's devices with
+    anything but each other, so a node takes as many as fit on it whatever the
+    order the ledger places them in: the pool takes `Σ fits(node)` more, each
+    fresh node `fits(cap)`. A multi-node worker takes whole untouched nodes.
+    """
+    if len(load) != 1:
+        return None
+    role, match = load[0]
+    led = _grown(state, key, 0)
+    cap = state.pool_shapes[key].cap
+    if role.nodes_per_worker > 1:
+        return max(0, replicas * role.nodes - led.free.get(cap, 0))
+    if len(match.demands) != 1 or not any(match.demands[0]):
+        return None
+    demand = match.demands[0]
+    per_node = _fits_count(cap, demand)
+    if per_node <= 0:
+        return None
+    have = sum(n * _fits_count(v, demand) for v, n in led.free.items())
+    short = replicas * role.workers - have
+    return max(0, -(-short // per_node))
+
+
+def searched_growth(state: CycleState, key: PoolKey, load: PoolLoad, replicas: int) -> int | None:
+    """`pool_growth` by replaying the ledger: a binary search over the nodes added."""
+    high = replicas * sum(role.nodes for role, _ in load)
+    if not _takes(state, key, load, replicas, high):
+        return None
+    low = 0
+    while low < high:
+        mid = (low + high) // 2
+        if _takes(state, key, load, replicas, mid):
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
+def pool_growth(state: CycleState, key: PoolKey, load: PoolLoad, replicas: int) -> int | None:
+    """The fewest nodes to add to a pool so it takes `replicas` more of `load`.
+
+    Counted where one role of one demand lands on the pool (the common case,
+    cheap for any number of replicas), else searched by replaying the ledger.
+    None when even empty nodes would not do (matching already rules that out).
+    """
+    counted = counted_growth(state, key, load, replicas)
+    return counted if counted is not None else searched_growth(state, key, load, replicas)
+
+
+def _by_pool(
+    roles: Sequence[RoleDef], combo: Sequence[tuple[str, RoleMatch]]
+) -> dict[str, PoolLoad]:
+    loads: dict[str, list[tuple[RoleDef, RoleMatch]]] = defaultdict(list)
+    for role, (pool, match) in zip(roles, combo, strict=True):
+        loads[pool].append((role, match))
+    return {pool: tuple(load) for pool, load in sorted(loads.items())}
+
+
+def _combo_change(
+    state: CycleState, cluster: str, combo: Sequence[tuple[str, RoleMatch]], replicas: int
+) -> tuple[PoolAddition, ...] | None:
+    """The nodes each pool of one combination needs, or None when it cannot work."""
+    classes = {p.name: p.class_name for p in state.inp.clusters[cluster].pools}
+    additions = []
+    for pool, load in _by_pool(state.roles, combo).items():
+        grow = pool_growth(state, (cluster, pool), load, replicas)
+        if grow is None:
+            return None
+        if grow:
+            roles = tuple(role.role for role, _ in load)
+            additions.append(PoolAddition(pool, classes.get(pool, ""), roles, grow))
+    return tuple(additions) if additions else None
+
+
+def _signature(state: CycleState, cluster: str, per_role: PoolOptions) -> Any:
+    """Equal for clusters whose answer must be equal: untouched, same pools; else None."""
+    if any((cluster, p.name) in state.ledgers for p in state.inp.clusters[cluster].pools):
+        return None
+    return tuple(
+        tuple((pool, id(match), state.pool_nodes[(cluster, pool)]) for pool, match in pools)
+        for pools in per_role
+    )
+
+
+def cluster_change(
+    state: CycleState, cluster: str, per_role: PoolOptions, replicas: int
+) -> WhatIf | None:
+    """The smallest growth of one cluster's matched pools that places `replicas` more."""
+    memo: dict[Any, tuple[PoolAddition, ...] | None] = state.rules.get(WHAT_IF, dict)
+    sig = _signature(state, cluster, per_role)
+    if sig is not None and (sig, replicas) in memo:
+        found = memo[(sig, replicas)]
+    else:
+        found = None
+        for combo in itertools.product(*per_role):
+            change = _combo_change(state, cluster, combo, replicas)
+            if change is not None and (
+                found is None or sum(a.nodes for a in change) < sum(a.nodes for a in found)
+            ):
+                found = change
+        if sig is not None:
+            memo[(sig, replicas)] = found
+    return None if found is None else WhatIf(cluster, replicas, found)
+
+
+def what_if(state: CycleState) -> tuple[WhatIf, ...]:
+    """Per eligible cluster, the smallest pool growth placing every missing replica there.
+
+    Empty when nothing is missing, or when nothing new may be placed at all
+    (a selector that does not compile, a ModelCache not found).
+    """
+    missing = state.inp.spec.replicas - len(state.slots)
+    if missing <= 0 or state.invalid or state.inp.missing_caches:
+        return ()
+    found = []
+    for cluster in sorted(state.schedulable):
+        per_role = (
+            state.options[cluster] if cluster in state.options else candidates(state, cluster)
+        )
+        if per_role is None:
+            continue
+        change = cluster_change(state, cluster, per_role, missing)
+        if change is not None:
+            found.append(change)
+    return tuple(sorted(found, key=lambda w: (w.nodes, w.cluster)))

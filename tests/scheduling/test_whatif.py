@@ -1,0 +1,197 @@
+"""What-if capacity: hand-written fleets and the smallest pool growth placing what is missing."""
+
+from __future__ import annotations
+
+import random
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from schedfleet import ANY_GPU, cluster, deployment, replica, request, resolved, workers
+
+from modelplane.scheduling import schedule
+from modelplane.scheduling.ledger import PoolLedger
+from modelplane.scheduling.matching import RoleDef, RoleMatch
+from modelplane.scheduling.types import PoolAddition, WhatIf
+from modelplane.scheduling.whatif import counted_growth, searched_growth
+from modelplane.scheduling.words import what_if_summary, what_if_text
+
+NOEXEC = [{"key": "maint", "value": "x", "effect": "NoExecute"}]
+GPUS = lambda n: [request("gpu", ANY_GPU, count=n)]  # noqa: E731
+
+
+def other(cluster_name: str, pool: str, gpus: int, index: int = 0, **kw: object) -> dict:
+    """Another deployment's replica holding `gpus` GPUs of one node."""
+    return replica("other", cluster_name, index, pool, [resolved("gpu", gpus)], **kw)  # type: ignore[arg-type]
+
+
+def add(pool: str, klass: str, nodes: int, *roles: str) -> PoolAddition:
+    return PoolAddition(pool, klass, roles or ("unified",), nodes)
+
+
+CASES = {
+    # 3 × 8 GPUs, one free 8-GPU node: 2 replicas missing, 2 nodes. Cluster b has
+    # only 1-GPU nodes (no pool matches: nothing to grow), c is tainted, d not Ready.
+    "whole nodes": (
+        [
+            cluster("a", {"h100": ("h100-8x", 1)}),
+            cluster("b", {"l4": ("l4-1x", 9)}),
+            cluster("c", {"h100": ("h100-8x", 0)}, taints=NOEXEC),
+            cluster("d", {"h100": ("h100-8x", 0)}, ready=False),
+        ],
+        deployment(3, GPUS(8)),
+        [],
+        [WhatIf("a", 2, (add("h100", "h100-8x", 2),))],
+    ),
+    # Device-granular: a node with 3 of 8 GPUs free takes no 4-GPU replica, and
+    # one fresh 8-GPU node takes both (whole-node thinking would say 2).
+    "small replicas share a fresh node": (
+        [cluster("a", {"h100": ("h100-8x", 1)})],
+        deployment(2, GPUS(4)),
+        [other("a", "h100", 5)],
+        [WhatIf("a", 2, (add("h100", "h100-8x", 1),))],
+    ),
+    # 21 GPUs are free on the cluster (4 × 4 on a100, 5 on h100), none on one node
+    # with 6. Nodes of the smaller a100-4x class would not help, whatever their
+    # number: the answer is one more h100 node.
+    "a smaller class would not help": (
+        [cluster("a", {"a100": ("a100-4x", 4), "h100": ("h100-8x", 1)})],
+        deployment(1, GPUS(6)),
+        [other("a", "h100", 3)],
+        [WhatIf("a", 1, (add("h100", "h100-8x", 1),))],
+    ),
+    # A two-node worker (pipeline 2) takes whole nodes: one free node, one more.
+    "multi-node worker": (
+        [cluster("a", {"h100": ("h100-8x", 1)})],
+        deployment(1, GPUS(8), work=workers(pipeline=2)),
+        [],
+        [WhatIf("a", 1, (add("h100", "h100-8x", 1),))],
+    ),
+    # The fewest nodes win across clusters, then the cluster name: a two-node worker
+    # needs 2 nodes on an empty pool, 1 beside b's free node (which alone cannot take it).
+    "ordered by nodes": (
+        [
+            cluster("c", {"h100": ("h100-8x", 0)}),
+            cluster("b", {"h100": ("h100-8x", 1)}),
+            cluster("a", {"h100": ("h100-8x", 0)}),
+        ],
+        deployment(1, GPUS(8), work=workers(pipeline=2)),
+        [],
+        [
+            WhatIf("b", 1, (add("h100", "h100-8x", 1),)),
+            WhatIf("a", 1, (add("h100", "h100-8x", 2),)),
+            WhatIf("c", 1, (add("h100", "h100-8x", 2),)),
+        ],
+    ),
+    # Disaggregated, both roles together: prefill needs 8 GPUs (only h100), decode 4
+    # (a100 or h100). Both pools are full; one node each (the pool-name-first
+    # combination among the cheapest).
+    "disaggregated, two pools": (
+        [cluster("a", {"a100": ("a100-4x", 1), "h100": ("h100-8x", 1)})],
+        deployment(1, prefill=(GPUS(8), workers()), decode=(GPUS(4), workers())),
+        [other("a", "h100", 8), other("a", "a100", 4, index=1)],
+        [
+            WhatIf(
+                "a",
+                1,
+                (add("a100", "a100-4x", 1, "decode"), add("h100", "h100-8x", 1, "prefill")),
+            )
+        ],
+    ),
+    # Disaggregated on one pool: 4 GPUs free on the only node; prefill (4) takes
+    # them and decode (4) needs one more node. Two replicas: prefill and decode of
+    # the second share one fresh node too, so 2 nodes, not 3.
+    "disaggregated, one pool": (
+        [cluster("a", {"h100": ("h100-8x", 1)})],
+        deployment(2, prefill=(GPUS(4), workers()), decode=(GPUS(4), workers())),
+        [other("a", "h100", 4)],
+        [WhatIf("a", 2, (add("h100", "h100-8x", 2, "prefill", "decode"),))],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", CASES, ids=list(CASES))
+def test_what_if(case: str) -> None:
+    fleet, dep, others, expected = CASES[case]
+    assert list(schedule(dep, fleet, others).what_if) == expected
+
+
+def test_nothing_missing_means_no_what_if() -> None:
+    result = schedule(deployment(1, GPUS(8)), [cluster("a", {"h100": ("h100-8x", 1)})], [])
+    assert len(result.replicas) == 1
+    assert result.what_if == ()
+
+
+def test_the_answer_places_the_replicas() -> None:
+    """Growing the pool as suggested, the scheduler places every replica there."""
+    others = [other("a", "h100", 5)]
+    before = schedule(deployment(2, GPUS(4)), [cluster("a", {"h100": ("h100-8x", 1)})], others)
+    grow = before.what_if[0].additions[0].nodes
+    grown = [cluster("a", {"h100": ("h100-8x", 1 + grow)})]
+    assert len(schedule(deployment(2, GPUS(4)), grown, others).replicas) == 2
+    short = [cluster("a", {"h100": ("h100-8x", grow)})]
+    assert len(schedule(deployment(2, GPUS(4)), short, others).replicas) < 2
+
+
+@pytest.mark.parametrize(
+    ("found", "text"),
+    [
+        (
+            WhatIf("us-east-1a", 2, (add("h100", "h100-8x", 2),)),
+            "add 2 nodes to pool h100 on cluster us-east-1a to place 2 more replicas",
+        ),
+        (
+            WhatIf("a", 1, (add("a100", "a100-4x", 1, "decode"), add("h100", "h", 1, "prefill"))),
+            "add 1 node to pool a100 (decode) and 1 node to pool h100 (prefill) "
+            "on cluster a to place 1 more replica",
+        ),
+    ],
+)
+def test_what_if_words(found: WhatIf, text: str) -> None:
+    assert what_if_text(found) == text
+
+
+def test_summary_names_the_others() -> None:
+    a = WhatIf("a", 1, (add("h100", "h100-8x", 1),))
+    b = WhatIf("b", 1, (add("h100", "h100-8x", 3),))
+    assert what_if_summary([a, b]) == (
+        "add 1 node to pool h100 on cluster a to place 1 more replica "
+        "(1 other cluster(s) could be grown instead)"
+    )
+
+
+def _state(cap: tuple[int, ...], nodes: int, used: list[tuple[int, ...]]) -> Any:
+    """A cycle state with one pool ("c", "p") whose ledger holds `used` (one per node)."""
+    led = PoolLedger(cap, nodes)
+    for d in used:
+        led.place((d,), 1, 1, force=True)
+    return SimpleNamespace(
+        pool_shapes={("c", "p"): SimpleNamespace(cap=cap)},
+        pool_nodes={("c", "p"): nodes},
+        ledgers={("c", "p"): led},
+    )
+
+
+def test_counting_agrees_with_replaying_the_ledger() -> None:
+    """Over random pools, the counted growth equals the searched one (one role, one demand)."""
+    rng = random.Random(17)
+    for _ in range(300):
+        dims = rng.randint(1, 2)
+        cap = tuple(rng.choice([1, 2, 4, 8]) for _ in range(dims))
+        demand = tuple(rng.randint(0, c) for c in cap)
+        if not any(demand):
+            continue
+        used = [tuple(rng.randint(0, c) for c in cap) for _ in range(rng.randint(0, 4))]
+        state = _state(cap, rng.randint(0, 4), used)
+        role = RoleDef("unified", "spec.nodeSelector", (), rng.choice([1, 1, 2]), rng.randint(1, 3))
+        match = RoleMatch(True, (), demand, (), "", (demand,))
+        load = ((role, match),)
+        replicas = rng.randint(1, 6)
+        counted = counted_growth(state, ("c", "p"), load, replicas)
+        assert counted == searched_growth(state, ("c", "p"), load, replicas), (
+            cap,
+            demand,
+            used,
+            role,
+            replicas,
+        )
