@@ -6,8 +6,9 @@ Layout under the destination's parent (the PVC's root in a Job):
   recording the source key, digest, bytes and completion time;
 - `.modelplane-staging/<key>/` — a download in progress. It survives a failed
   or killed run, so the next run of the same key resumes into it;
-- `.modelplane-retired-<key>/` — the previous artifact, deleted once the new
-  one is in place.
+- `.modelplane-previous/` — the artifact the last publish replaced. It is kept:
+  a running replica's mount follows the folder, not its name, so pods that
+  started on it keep reading it; it is deleted when a newer one replaces it.
 
 A run whose destination already records the same key does nothing (no-op).
 """
@@ -70,16 +71,17 @@ def published(dest: Path, key: str) -> Staged | None:
     )
 
 
-def _publish(staging: Path, dest: Path, key: str) -> None:
-    """Rename the staged folder into place, retiring what was there."""
-    retired = dest.parent / f".modelplane-retired-{key}"
-    if retired.exists():
-        shutil.rmtree(retired)
+PREVIOUS = ".modelplane-previous"
+
+
+def _publish(staging: Path, dest: Path) -> None:
+    """Rename the staged folder into place; what was there becomes the previous one."""
+    previous = dest.parent / PREVIOUS
     if dest.exists():
-        dest.rename(retired)
+        if previous.exists():
+            shutil.rmtree(previous)
+        dest.rename(previous)
     staging.rename(dest)
-    if retired.exists():
-        shutil.rmtree(retired)
 
 
 def stage(dest: Path, key: str, fetch: Fetch, now: Callable[[], str]) -> Staged:
@@ -104,5 +106,5 @@ def stage(dest: Path, key: str, fetch: Fetch, now: Callable[[], str]) -> Staged:
         "completedAt": result.completed_at,
     }
     (staging / MARKER).write_text(json.dumps(record, sort_keys=True), encoding="utf-8")
-    _publish(staging, dest, key)
+    _publish(staging, dest)
     return result

@@ -20,7 +20,7 @@ from modelplane.api.model_cache import HydrateEnv, HydrationResult
 from modelplane.hydrate import sources
 from modelplane.hydrate.report import KubeAPI, ReportError, configmap_path, write_result
 from modelplane.hydrate.run import hydrate
-from modelplane.hydrate.staging import MARKER, STAGING, HydrationError, stage
+from modelplane.hydrate.staging import MARKER, PREVIOUS, STAGING, HydrationError, stage
 
 NOW = "2026-01-02T03:04:05Z"
 
@@ -297,8 +297,12 @@ def test_a_new_key_replaces_the_previous_artifact_atomically(tmp_path: Path) -> 
     second = stage(dest, "k2", sources.inline("two", "b.txt"), _now)
     assert _files(dest) == {"b.txt": b"two"}
     assert second.digest == "sha256:" + hashlib.sha256(b"two").hexdigest()
-    leftovers = sorted(p.name for p in tmp_path.iterdir())
-    assert leftovers == [STAGING, "model"]
+    # The replaced artifact stays as the previous one (pods that mounted it keep
+    # reading it); a third publish replaces it.
+    assert sorted(p.name for p in tmp_path.iterdir()) == [PREVIOUS, STAGING, "model"]
+    assert _files(tmp_path / PREVIOUS) == {"a.txt": b"one"}
+    stage(dest, "k3", sources.inline("three", "c.txt"), _now)
+    assert _files(tmp_path / PREVIOUS) == {"b.txt": b"two"}
 
 
 def test_report_patches_only_the_named_configmap_with_a_merge_patch(kube_api: FakeKubeAPI) -> None:
