@@ -92,8 +92,10 @@ class SecretKeyRef(KubeModel):
 class LocalSecretKeyRef(KubeModel):
     """A key of a Secret in the referencing object's namespace."""
 
-    name: ObjectName = Field(description="Name of the Secret in the same namespace.")
-    key: str = Field(min_length=1, max_length=253, description="Key of the Secret's data to read.")
+    name: ObjectName = Field(
+        description="Name of the Secret (in the referencing object's namespace)."
+    )
+    key: str = Field(min_length=1, max_length=253, description="Key of the Secret's data.")
 
 
 class LabelSelectorRequirement(KubeModel):

@@ -179,3 +179,43 @@ VOLCANO_GROUP_ANNOTATION: Final = "scheduling.k8s.io/group-name"
 VOLCANO_QUEUE_KEY: Final = "scheduling.volcano.sh/queue-name"
 VOLCANO_PODGROUP_API_VERSION: Final = "scheduling.volcano.sh/v1beta1"
 KUEUE_QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+
+# Routing (ModelEndpoint, ModelService, InferenceGateway; SPEC §2).
+ENVOY_GATEWAY_GROUP: Final = "gateway.envoyproxy.io"
+ENVOY_GATEWAY_API_VERSION: Final = f"{ENVOY_GATEWAY_GROUP}/v1alpha1"
+ENVOY_GATEWAY_CONTROLLER: Final = "gateway.envoyproxy.io/gatewayclass-controller"
+ENVOY_GATEWAY_CHART: Final = "gateway-helm"
+ENVOY_GATEWAY_CHART_REPOSITORY: Final = "oci://docker.io/envoyproxy"
+# The release the stored values oracle knows (../shared/conformance/CHARTS.md).
+ENVOY_GATEWAY_CHART_VERSION: Final = "v1.9.0"
+ENVOY_GATEWAY_NAMESPACE: Final = "envoy-gateway-system"
+INFERENCE_GATEWAY_NAME: Final = "default"
+CONTROL_PLANE_GATEWAY_NAME: Final = "modelplane"
+CONTROL_PLANE_GATEWAY_CLASS: Final = "modelplane"
+# Where the InferenceGateway's own managed resources (Release, Objects) live on
+# the control plane: Crossplane's namespace always exists.
+CONTROL_PLANE_NAMESPACE: Final = "crossplane-system"
+CONTROL_PLANE_PROVIDER_CONFIG: Final = "modelplane-control-plane"
+DEFAULT_AUTH_HEADER: Final = "Authorization"
+OPENAI_PATHS: Final = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/models")
+# Envoy Gateway's credential injector reads this key of the Secret it references.
+ENVOY_CREDENTIAL_KEY: Final = "credential"
+CONDITION_GATEWAY_READY: Final = "GatewayReady"
+CONDITION_ENDPOINTS_READY: Final = "EndpointsReady"
+LABEL_SERVICE: Final = "modelplane.ai/service"
+LABEL_ENDPOINT: Final = "modelplane.ai/endpoint"
+# The Envoy data plane's Service (fixed through the EnvoyProxy) and the internal
+# hostnames of a ModelService's second hop (see compose/model_service.py).
+ENVOY_SERVICE_NAME: Final = "modelplane-gateway"
+HOP_DOMAIN: Final = "hop.modelplane.internal"
+# Serving backends (ModelDeployment.spec.backend): Native composes a Deployment or
+# LeaderWorkerSet, KServe an LLMInferenceService.
+BACKEND_NATIVE: Final = "Native"
+BACKEND_KSERVE: Final = "KServe"
+BACKENDS: Final = (BACKEND_NATIVE, BACKEND_KSERVE)
+# KServe's LLMInferenceService: v1alpha2 is the served storage version of the
+# KServe v0.20 CRD (v1alpha1 is still served, not stored).
+KSERVE_LLMISVC_API_VERSION: Final = "serving.kserve.io/v1alpha2"
+# Gateway API inference extension (InferencePool v1).
+INFERENCE_GROUP: Final = "inference.networking.k8s.io"
+INFERENCE_POOL_API_VERSION: Final = f"{INFERENCE_GROUP}/v1"

@@ -162,6 +162,28 @@ class StorageConfig(KubeModel):
     )
 
 
+class KServeConfig(KubeModel):
+    """KServe's LLMInferenceService controller on the cluster (the KServe serving backend)."""
+
+    enabled: bool = Field(
+        default=False,
+        description="KServe's LLMInferenceService controller runs on the cluster (installed "
+        "by the serving stack, or by the platform team when servingStack.enabled is false); "
+        "only then may KServe deployments place replicas here.",
+    )
+
+
+class ServingStackConfig(KubeModel):
+    """The in-cluster software Modelplane installs (SPEC §7)."""
+
+    enabled: bool = Field(
+        default=True, description="Install the serving stack; false when the platform team does."
+    )
+    kserve: KServeConfig | None = Field(
+        default=None, description="KServe's LLMInferenceService controller; absent means off."
+    )
+
+
 class GatewayRef(KubeModel):
     """The cluster's inference Gateway that replicas' HTTPRoutes attach to."""
 
@@ -212,6 +234,9 @@ class InferenceClusterSpec(KubeModel):
     scheduling: SchedulingConfig | None = None
     storage: StorageConfig | None = None
     gateway: GatewayRef | None = None
+    serving_stack: ServingStackConfig | None = Field(
+        default=None, description="The serving stack; installed unless enabled is false."
+    )
 
     @model_validator(mode="after")
     def _source_block(self) -> InferenceClusterSpec:

@@ -10,9 +10,12 @@ from pydantic import BaseModel
 from modelplane.api import constants as c
 from modelplane.api.inference_class import InferenceClassSpec, InferenceClassStatus
 from modelplane.api.inference_cluster import InferenceClusterSpec, InferenceClusterStatus
+from modelplane.api.inference_gateway import InferenceGatewaySpec, InferenceGatewayStatus
 from modelplane.api.model_cache import ModelCacheSpec, ModelCacheStatus
 from modelplane.api.model_deployment import ModelDeploymentSpec, ModelDeploymentStatus
+from modelplane.api.model_endpoint import ModelEndpointSpec, ModelEndpointStatus
 from modelplane.api.model_replica import ModelReplicaSpec, ModelReplicaStatus
+from modelplane.api.model_service import ModelServiceSpec, ModelServiceStatus
 
 
 @dataclass(frozen=True)
@@ -41,12 +44,22 @@ class Kind:
     categories: tuple[str, ...] = ("modelplane",)
     printer_columns: tuple[PrinterColumn, ...] = ()
     scale: dict[str, Any] | None = None
+    singleton_name: str | None = None
+    """When set, the only name an object of the kind may have (an XRD rule enforces it)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def version(self) -> str:
         """The served and referenceable version."""
         return c.VERSION
+
+    @property
+    def singleton_message(self) -> str:
+        """Why another name is refused."""
+        return (
+            f"metadata.name must be '{self.singleton_name}': "
+            f"there is one {self.kind} per control plane"
+        )
 
     @property
     def api_version(self) -> str:
@@ -169,12 +182,67 @@ MODEL_CACHE = Kind(
     ),
 )
 
+MODEL_ENDPOINT = Kind(
+    group=c.GROUP,
+    kind="ModelEndpoint",
+    plural="modelendpoints",
+    scope="Namespaced",
+    spec=ModelEndpointSpec,
+    status=ModelEndpointStatus,
+    description="One reachable OpenAI-compatible backend: a Ready replica or an external provider.",
+    short_names=("mep",),
+    printer_columns=(
+        PrinterColumn("URL", ".spec.url"),
+        PrinterColumn("Endpoint-Ready", ".status.ready", "boolean"),
+        _READY,
+        _AGE,
+    ),
+)
+
+MODEL_SERVICE = Kind(
+    group=c.GROUP,
+    kind="ModelService",
+    plural="modelservices",
+    scope="Namespaced",
+    spec=ModelServiceSpec,
+    status=ModelServiceStatus,
+    description="One stable OpenAI-compatible address, weighted over ModelEndpoints.",
+    short_names=("msvc",),
+    printer_columns=(
+        PrinterColumn("Address", ".status.address"),
+        PrinterColumn("Endpoints-Ready", ".status.endpointsReady"),
+        _READY,
+        _AGE,
+    ),
+)
+
+INFERENCE_GATEWAY = Kind(
+    group=c.GROUP,
+    kind="InferenceGateway",
+    plural="inferencegateways",
+    scope="Cluster",
+    spec=InferenceGatewaySpec,
+    status=InferenceGatewayStatus,
+    description="The fleet's front door: Envoy Gateway on the control plane (singleton 'default').",
+    short_names=("igw",),
+    printer_columns=(
+        PrinterColumn("Address", ".status.address"),
+        PrinterColumn("Chart", ".spec.chart.version", priority=1),
+        _READY,
+        _AGE,
+    ),
+    singleton_name=c.INFERENCE_GATEWAY_NAME,
+)
+
 KINDS: tuple[Kind, ...] = (
     INFERENCE_CLASS,
     INFERENCE_CLUSTER,
     MODEL_DEPLOYMENT,
     MODEL_REPLICA,
     MODEL_CACHE,
+    MODEL_ENDPOINT,
+    MODEL_SERVICE,
+    INFERENCE_GATEWAY,
 )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -106,6 +106,8 @@ class Topology(KubeModel):
 
 
 PodTemplate = dict[str, Any]
+# The serving backends (c.BACKENDS); a Literal so the XRD validates it as an enum.
+Backend = Literal["Native", "KServe"]
 
 
 class Workers(KubeModel):
@@ -254,6 +256,11 @@ class ModelDeploymentSpec(KubeModel):
         default=None,
         max_length=1,
         description="ModelCaches (same namespace) whose weights the engine reads.",
+    )
+    backend: Backend = Field(
+        default="Native",
+        description="What runs each replica: Native (a Deployment or LeaderWorkerSet) "
+        "or KServe (an LLMInferenceService; only on clusters whose servingStack enables KServe).",
     )
     node_selector: NodeSelector | None = None
     workers: Workers | None = None

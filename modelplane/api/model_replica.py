@@ -13,7 +13,7 @@ from modelplane.api.common import (
     LocalObjectReference,
     cel_rules,
 )
-from modelplane.api.model_deployment import DeviceSelector, Workers
+from modelplane.api.model_deployment import Backend, DeviceSelector, Workers
 from modelplane.api.roles import role_path
 
 
@@ -79,6 +79,9 @@ class ModelReplicaSpec(KubeModel):
     )
     caches: list[LocalObjectReference] | None = Field(
         default=None, max_length=1, description="ModelCaches the engine reads."
+    )
+    backend: Backend = Field(
+        default="Native", description="The serving backend that runs the replica's engine."
     )
     node_pool_name: DNSLabel | None = Field(
         default=None, description="The pool the replica runs on (unified serving)."

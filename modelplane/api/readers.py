@@ -37,6 +37,7 @@ from modelplane.api.inference_cluster import (
     InferenceClusterSpec,
     InferenceClusterStatus,
     SchedulingConfig,
+    ServingStackConfig,
     StorageConfig,
     Taint,
 )
@@ -176,6 +177,9 @@ class ObservedInferenceCluster:
     unreadable: tuple[str, ...] = ()
     scheduling_error: str | None = None  # spec.scheduling present but invalid
     storage: StorageConfig | None = None  # spec.storage (model caches' storage class)
+    # Serving backends the cluster runs (`read_backends`); None when
+    # spec.servingStack cannot be read, so support cannot be verified.
+    backends: frozenset[str] | None = frozenset({c.BACKEND_NATIVE})
 
     @property
     def published(self) -> bool:
@@ -280,6 +284,26 @@ def _read_block(
 _SCHEDULING = _wire(InferenceClusterSpec, "scheduling")
 _GATEWAY = _wire(InferenceClusterSpec, "gateway")
 _STORAGE = _wire(InferenceClusterSpec, "storage")
+_SERVING_STACK = _wire(InferenceClusterSpec, "serving_stack")
+
+
+def read_backends(spec: Mapping[str, Any]) -> tuple[frozenset[str] | None, str | None]:
+    """The serving backends a cluster runs, from its `spec.servingStack`.
+
+    Native always; KServe when `servingStack.kserve.enabled` is true (the
+    serving stack installs KServe's LLMInferenceService controller, or the
+    platform team did when the stack is disabled). An unreadable block gives
+    None (unknown) and the error naming the field.
+    """
+    raw = spec.get(_SERVING_STACK)
+    if raw is None:
+        return frozenset({c.BACKEND_NATIVE}), None
+    try:
+        stack = ServingStackConfig.model_validate(raw)
+    except ValidationError as err:
+        return None, format_validation_error(err, f"spec.{_SERVING_STACK}")
+    kserve = stack.kserve is not None and stack.kserve.enabled
+    return frozenset({c.BACKEND_NATIVE, *([c.BACKEND_KSERVE] if kserve else [])}), None
 
 
 def read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster | None:
@@ -306,6 +330,9 @@ def read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster |
     storage, storage_error = _read_block(StorageConfig, spec.get(_STORAGE), f"spec.{_STORAGE}")
     if storage_error is not None:
         unreadable.append(storage_error)
+    backends, backends_error = read_backends(spec)
+    if backends_error is not None:
+        unreadable.append(backends_error)
     return ObservedInferenceCluster(
         name=name,
         labels={str(k): str(v) for k, v in _map(meta.get("labels")).items()},
@@ -319,6 +346,7 @@ def read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster |
         unreadable=tuple(unreadable),
         scheduling_error=scheduling_error,
         storage=storage,
+        backends=backends,
     )
 
 

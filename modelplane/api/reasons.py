@@ -32,7 +32,8 @@ class PoolsResolvedReason(StrEnum):
 
 
 class CredentialsResolvedReason(StrEnum):
-    """`CredentialsResolved`: can the control plane reach the workload cluster?"""
+    """`CredentialsResolved`: does the Secret a composite names (a workload cluster's
+    kubeconfig, a ModelEndpoint's credential) exist with its key?"""
 
     RESOLVED = "Resolved"
     SECRET_NOT_FOUND = "SecretNotFound"
@@ -120,6 +121,26 @@ class RouteAcceptedReason(StrEnum):
     ROUTE_NOT_ACCEPTED = "RouteNotAccepted"
 
 
+class GatewayReadyReason(StrEnum):
+    """`GatewayReady`: does the InferenceGateway's Gateway answer at an address?"""
+
+    ADDRESSED = "Addressed"
+    WAITING_FOR_RESOURCES = "WaitingForResources"
+    GATEWAY_NOT_FOUND = "GatewayNotFound"
+    NO_ADDRESS = "NoAddress"
+
+
+class EndpointsReadyReason(StrEnum):
+    """`EndpointsReady`: does a ModelService have Ready endpoints to route to?"""
+
+    ALL_ENDPOINTS_READY = "AllEndpointsReady"
+    SOME_ENDPOINTS_NOT_READY = "SomeEndpointsNotReady"
+    NO_READY_ENDPOINTS = "NoReadyEndpoints"
+    CONFLICTING_UPSTREAM_PATHS = "ConflictingUpstreamPaths"
+    TOO_MANY_ENDPOINTS = "TooManyEndpoints"
+    WAITING_FOR_RESOURCES = "WaitingForResources"
+
+
 class UnknownReason(StrEnum):
     """Why a published entry (an InferenceCluster's pool) is *unknown*, not absent.
 
@@ -147,6 +168,8 @@ REASONS: Final[dict[str, type[StrEnum]]] = {
     c.CONDITION_ROUTE_ACCEPTED: RouteAcceptedReason,
     c.CONDITION_ARTIFACT_READY: ArtifactReadyReason,
     c.CONDITION_CACHE_READY: CacheReadyReason,
+    c.CONDITION_GATEWAY_READY: GatewayReadyReason,
+    c.CONDITION_ENDPOINTS_READY: EndpointsReadyReason,
 }
 """Condition type → the enum of its reasons. A new condition type adds its enum here."""
 

@@ -42,9 +42,16 @@ FUNCTION_VERSION = f">=v{__version__}, <{_NEXT_BREAKING}"
 # Object composers emit; v2 may change that API.
 PROVIDER_KUBERNETES_PACKAGE = "xpkg.crossplane.io/crossplane-contrib/provider-kubernetes"
 PROVIDER_KUBERNETES_VERSION = ">=v1.2.1, <v2.0.0"
+# v1.4.0 is the first release serving the namespaced `helm.m.crossplane.io`
+# Release the InferenceGateway composes (Envoy Gateway); v2 may change that API.
+PROVIDER_HELM_PACKAGE = "xpkg.crossplane.io/crossplane-contrib/provider-helm"
+PROVIDER_HELM_VERSION = ">=v1.4.0, <v2.0.0"
 # Managed resource kinds the package composes, by ManagedResourceDefinition name
 # (`<plural>.<group>`): what the package's activation policy turns on.
-MANAGED_RESOURCES = (f"objects.{c.PROVIDER_KUBERNETES_API_VERSION.split('/')[0]}",)
+MANAGED_RESOURCES = (
+    f"objects.{c.PROVIDER_KUBERNETES_API_VERSION.split('/')[0]}",
+    f"releases.{c.PROVIDER_HELM_API_VERSION.split('/')[0]}",
+)
 ACTIVATION_POLICY_NAME = "modelplane"
 
 PACKAGE_NAME = "modelplane"
@@ -348,6 +355,17 @@ def _printer_columns(kind: Kind) -> list[dict[str, Any]]:
     return cols
 
 
+def _singleton_rule(kind: Kind) -> list[dict[str, str]]:
+    if kind.singleton_name is None:
+        return []
+    return [
+        {
+            "rule": f"self.metadata.name == '{kind.singleton_name}'",
+            "message": kind.singleton_message,
+        }
+    ]
+
+
 def xrd(kind: Kind) -> dict[str, Any]:
     """Return the apiextensions.crossplane.io/v2 CompositeResourceDefinition of a kind."""
     # Status is written only by Modelplane's function after pydantic validation;
@@ -385,7 +403,8 @@ def xrd(kind: Kind) -> dict[str, Any]:
                 {
                     "rule": f"size(self.metadata.name) <= {c.MAX_COMPOSITE_NAME}",
                     "message": c.COMPOSITE_NAME_MESSAGE,
-                }
+                },
+                *_singleton_rule(kind),
             ],
         }
     }
@@ -432,8 +451,9 @@ def _annotations(description: str) -> dict[str, str]:
 def configuration(function_package: str = DEFAULT_FUNCTION_PACKAGE) -> dict[str, Any]:
     """Return the Configuration package metadata (`package/configuration/crossplane.yaml`).
 
-    It depends only on what the Compositions call or compose: the function and
-    provider-kubernetes (add provider-helm back with the kind that composes a Release).
+    It depends only on what the Compositions call or compose: the function,
+    provider-kubernetes (Objects) and provider-helm (the InferenceGateway's
+    Envoy Gateway Release).
     """
     return {
         "apiVersion": "meta.pkg.crossplane.io/v1",
@@ -450,6 +470,7 @@ def configuration(function_package: str = DEFAULT_FUNCTION_PACKAGE) -> dict[str,
             "dependsOn": [
                 {"function": function_package, "version": FUNCTION_VERSION},
                 {"provider": PROVIDER_KUBERNETES_PACKAGE, "version": PROVIDER_KUBERNETES_VERSION},
+                {"provider": PROVIDER_HELM_PACKAGE, "version": PROVIDER_HELM_VERSION},
             ],
         },
     }

@@ -40,13 +40,16 @@ from modelplane.api.model_deployment import (
     Placement,
     RolePlacement,
 )
+from modelplane.api.model_endpoint import read_endpoint
 from modelplane.api.model_replica import ModelReplicaSpec
 from modelplane.api.objects import is_condition_true, label_value
+from modelplane.api.readers import read_inference_cluster, read_model_replica
 from modelplane.api.reasons import ScheduledReason
 from modelplane.api.roles import put_role_fields
 from modelplane.compose import outcome
 from modelplane.compose.common import meta, parse_spec, without_crossplane_spec
 from modelplane.compose.deployment_explain import cluster_message, truncate
+from modelplane.compose.replica_endpoints import ReplicaView, endpoint_for, endpoint_key
 from modelplane.compose.types import (
     ComposeInput,
     ComposeResult,
@@ -179,6 +182,7 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
     _scheduled_condition(result, spec, plan, placed)
     _events(result, plan)
     _replicas_ready(result, spec.replicas, placed)
+    _compose_endpoints(inp, result, spec, plan, clusters)
     return result
 
 
@@ -225,6 +229,46 @@ def _compose_replicas(
         ready = is_condition_true(inp.observed.get(key), c.CONDITION_READY)
         result.desired[key] = DesiredResource(manifest, "True" if ready else "False")
     return None
+
+
+def _compose_endpoints(
+    inp: ComposeInput,
+    result: ComposeResult,
+    spec: ModelDeploymentSpec,
+    plan: ScheduleResult,
+    clusters: Sequence[Resource],
+) -> None:
+    """One ModelEndpoint per replica that is Ready behind its cluster's gateway.
+
+    Added after readiness is counted: endpoints are not replicas. A replica
+    that is not Ready (warming up, draining) has none, so it is withdrawn from
+    every ModelService at once (`replica_endpoints.py`).
+    """
+    m = meta(inp.composite)
+    name, namespace = str(m.get("name", "")), str(m.get("namespace", ""))
+    gateways = {
+        x.name: x.gateway_address
+        for x in (read_inference_cluster(obj) for obj in clusters)
+        if x is not None
+    }
+    # Labels are read again without warnings: `_compose_replicas` reported them.
+    labels = _user_labels(spec, ComposeResult())
+    for planned in plan.replicas:
+        key = replica_key(planned.cluster, planned.index)
+        observed = inp.observed.get(key)
+        replica = read_model_replica(observed) if observed is not None else None
+        view = ReplicaView(
+            name=planned.name,
+            ready=replica is not None and replica.ready,
+            endpoint=replica.endpoint if replica is not None else None,
+            cluster_gateway=gateways.get(planned.cluster),
+        )
+        manifest = endpoint_for(view, name, namespace, labels)
+        if manifest is None:
+            continue
+        ekey = endpoint_key(key)
+        ready = ekey in inp.observed and read_endpoint(inp.observed[ekey]).ready
+        result.desired[ekey] = DesiredResource(manifest, "True" if ready else "False")
 
 
 def _replicas_ready(result: ComposeResult, want: int, placed: int) -> None:
@@ -305,6 +349,8 @@ def _replica_manifest(
         body["priority"] = spec.priority
     if spec.caches:
         body["caches"] = [x.to_dict() for x in spec.caches]
+    if spec.backend != c.BACKEND_NATIVE:
+        body["backend"] = spec.backend
     assigned = {ra.role for ra in planned.roles}
     if assigned != set(roles):
         raise KeyError(f"planned roles {sorted(assigned)} != spec roles {sorted(roles)}")

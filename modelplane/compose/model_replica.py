@@ -6,7 +6,7 @@ One reconcile runs four phases, each a small function:
 2. **resolve the cluster**: require the InferenceCluster by name and read its
    provider config, gateway and scheduling (`ClusterResolved`); the in-cluster
    scheduler's plan comes from its `spec.scheduling` (`schedulers.py`);
-3. **build**: the serving backend (`backends/`, today `native`) composes the
+3. **build**: the serving backend (`backends/`: native, kserve) composes the
    workload and what it needs; the composer adds the workload namespace, one
    HTTPRoute to the backend's entry Service on the cluster's Gateway, and the
    scheduler's PodGroup where the cluster gangs pods;
@@ -104,9 +104,14 @@ def _validate(inp: ComposeInput, res: ComposeResult) -> ModelReplicaSpec | Compo
     spec, msg = parse_spec(ModelReplicaSpec, inp.composite)
     if spec is not None:
         msg = "; ".join(
-            err
-            for role in spec.roles().values()
-            for err in workload.template_errors(role.workers.template, workload.template_path(role))
+            [
+                err
+                for role in spec.roles().values()
+                for err in workload.template_errors(
+                    role.workers.template, workload.template_path(role)
+                )
+            ]
+            or backends.spec_errors(spec)
         )
     if spec is None or msg:
         return outcome.hold(
@@ -233,7 +238,8 @@ def _context(
 
 def _route(ctx: ReplicaContext, target: Target, entry: backends.Entry) -> Item:
     gw = target.gateway
-    route = workload.http_route(ctx, entry.service, entry.port, gw.name, gw.namespace)
+    ref = workload.backend_ref(entry.service, entry.port, entry.kind, entry.group)
+    route = workload.http_route(ctx, entry.service, entry.port, gw.name, gw.namespace, ref)
     return Item(
         "route",
         workload.object_name(ctx, None, "route"),
@@ -361,9 +367,9 @@ def compose(inp: ComposeInput) -> ComposeResult:
     target = _resolve_cluster(inp, res, spec, base, ns)
     if isinstance(target, ComposeResult):
         return target
-    backend = backends.backend(None)  # `spec.backend` arrives with the KServe backend
+    backend = backends.backend(spec.backend)
     if backend is None:
-        return outcome.fatal("no serving backend registered")
+        return outcome.fatal(f"no serving backend {spec.backend!r} registered")
     cache_req = replica_cache.requirement(spec, ns)
     if cache_req is not None:
         res.requirements[replica_cache.CACHE_REQUIREMENT] = cache_req

@@ -5,17 +5,23 @@ from __future__ import annotations
 from modelplane.api.kinds import (
     INFERENCE_CLASS,
     INFERENCE_CLUSTER,
+    INFERENCE_GATEWAY,
     MODEL_CACHE,
     MODEL_DEPLOYMENT,
+    MODEL_ENDPOINT,
     MODEL_REPLICA,
+    MODEL_SERVICE,
     Kind,
 )
 from modelplane.compose import (
     inference_class,
     inference_cluster,
+    inference_gateway,
     model_cache,
     model_deployment,
+    model_endpoint,
     model_replica,
+    model_service,
 )
 from modelplane.compose.types import Composer
 
@@ -27,6 +33,9 @@ COMPOSERS: dict[tuple[str, str], tuple[Kind, Composer]] = {
         (MODEL_DEPLOYMENT, model_deployment.compose),
         (MODEL_REPLICA, model_replica.compose),
         (MODEL_CACHE, model_cache.compose),
+        (MODEL_ENDPOINT, model_endpoint.compose),
+        (MODEL_SERVICE, model_service.compose),
+        (INFERENCE_GATEWAY, inference_gateway.compose),
     )
 }
 

@@ -236,10 +236,23 @@ def route_path(ctx: ReplicaContext) -> str:
     return f"/{ctx.namespace}/{ctx.deployment}/{ctx.index}"
 
 
+def backend_ref(service: str, port: int, kind: str = "Service", group: str = "") -> Resource:
+    """An HTTPRoute backendRef: a Service and its port, or another kind (an InferencePool)."""
+    if kind == "Service":
+        return {"name": service, "port": port}
+    return {"group": group, "kind": kind, "name": service}
+
+
 def http_route(
-    ctx: ReplicaContext, service: str, port: int, gateway_name: str, gateway_namespace: str
+    ctx: ReplicaContext,
+    service: str,
+    port: int,
+    gateway_name: str,
+    gateway_namespace: str,
+    ref: Resource | None = None,
 ) -> Resource:
-    """The replica's HTTPRoute: its path prefix, rewritten to `/`, to `service`'s `port`."""
+    """The replica's HTTPRoute: its path prefix, rewritten to `/`, to `service`'s `port`
+    (or to `ref`, another backendRef such as an InferencePool)."""
     return {
         "apiVersion": c.GATEWAY_API_VERSION,
         "kind": "HTTPRoute",
@@ -264,7 +277,7 @@ def http_route(
                             },
                         }
                     ],
-                    "backendRefs": [{"name": service, "port": port}],
+                    "backendRefs": [ref or backend_ref(service, port)],
                 }
             ],
         },

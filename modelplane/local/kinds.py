@@ -124,6 +124,16 @@ COMPOSED: dict[str, dict[str, Scope]] = {
         "ReferenceGrant": _N,
     },
     "inference.networking.k8s.io": {"InferencePool": _N},
+    # Envoy Gateway on the control plane (InferenceGateway, ModelService).
+    "gateway.envoyproxy.io": {
+        "Backend": _N,
+        "HTTPRouteFilter": _N,
+        "EnvoyProxy": _N,
+        "SecurityPolicy": _N,
+        "BackendTrafficPolicy": _N,
+        "ClientTrafficPolicy": _N,
+    },
+    "serving.kserve.io": {"LLMInferenceService": _N},
     "scheduling.run.ai": {"PodGroup": _N, "Queue": _C},
     "scheduling.volcano.sh": {"PodGroup": _N, "Queue": _C},
 }

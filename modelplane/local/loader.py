@@ -128,6 +128,8 @@ def _check_kind(doc: dict[str, Any], api_version: str, kind: str, what: str) -> 
         name = doc["metadata"]["name"]
         if len(name) > c.MAX_COMPOSITE_NAME:
             raise LoadError(f"{what}: {c.COMPOSITE_NAME_MESSAGE} ({len(name)} given)")
+        if mp_kind.singleton_name not in (None, name):
+            raise LoadError(f"{what}: {mp_kind.singleton_message}")
         if not isinstance(doc.get("spec"), dict):
             raise LoadError(f"{what}: spec: required (a mapping)")
         # What the API server would refuse, render refuses up front rather than

@@ -3,7 +3,8 @@
 provider-kubernetes Objects become Synced and Ready, their
 `status.atProvider.manifest` the wrapped manifest with a plausible status for
 its kind (a Deployment or LeaderWorkerSet Available with every replica ready,
-a PersistentVolumeClaim Bound, a Job Complete); an Object whose provider
+a PersistentVolumeClaim Bound, a Job Complete; Envoy Gateway resources on the
+control plane as `gateway_sim.py` describes); an Object whose provider
 config does not exist fails to sync, as the real provider would. provider-helm
 Releases become deployed and Ready. Everything simulated is derived from the
 object itself (timestamps from its creationTimestamp), so a second pass over
@@ -20,6 +21,7 @@ from modelplane.api import constants as c
 from modelplane.api.model_cache import HydrateEnv, HydrationResult
 from modelplane.api.objects import short_hash
 from modelplane.local.conditions import Clock, set_condition
+from modelplane.local.gateway_sim import GATEWAY_STATUS
 from modelplane.local.loader import scope_of
 from modelplane.local.store import Key, Obj, ObjectStore
 
@@ -125,12 +127,27 @@ def _namespace(manifest: Obj, at: str) -> dict[str, Any]:
     return {"phase": "Active"}
 
 
+def _llm_inference_service(manifest: Obj, at: str) -> dict[str, Any]:
+    meta = manifest.get("metadata") or {}
+    host = f"{meta.get('name')}-kserve-workload-svc.{meta.get('namespace')}.svc.cluster.local"
+    ready = {"status": "True", "lastTransitionTime": at}
+    return {
+        "url": f"http://{host}",
+        "address": {"url": f"http://{host}"},
+        "conditions": [
+            {"type": t, **ready} for t in ("MainWorkloadReady", "WorkloadsReady", "Ready")
+        ],
+    }
+
+
 WORKLOAD_STATUS: dict[tuple[str, str], Callable[[Obj, str], dict[str, Any]]] = {
     ("apps", "Deployment"): _deployment,
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): _leader_worker_set,
     ("", "PersistentVolumeClaim"): _pvc,
     ("batch", "Job"): _job,
     ("", "Namespace"): _namespace,
+    **GATEWAY_STATUS,
+    ("serving.kserve.io", "LLMInferenceService"): _llm_inference_service,
 }
 """Plausible observed status per wrapped kind; kinds not listed just exist."""
 
@@ -143,8 +160,35 @@ def observed_manifest(manifest: Obj, at: str) -> Obj:
         meta["namespace"] = "default"
     make = WORKLOAD_STATUS.get((_group(out), str(out.get("kind", ""))))
     if make is not None:
-        out["status"] = make(out, at)
+        out["status"] = _warming_up(out, make(out, at))
     return out
+
+
+WARMING_UP_ANNOTATION = "render.modelplane.ai/warming-up"
+"""A pod-template annotation (value "true") that keeps a simulated workload warming up."""
+
+
+def _warming_up(workload: Obj, status: dict[str, Any]) -> dict[str, Any]:
+    """The status of a workload whose pods never become ready, if its template asks for it.
+
+    Render only: it lets an example show a replica that is placed but not yet
+    serving (the engine still loading weights). Real clusters ignore it.
+    """
+    spec = workload.get("spec") or {}
+    template = spec.get("template") or (spec.get("leaderWorkerTemplate") or {}).get(
+        "workerTemplate"
+    )
+    annotations = ((template or {}).get("metadata") or {}).get("annotations") or {}
+    if annotations.get(WARMING_UP_ANNOTATION) != "true" or "conditions" not in status:
+        return status
+    status = {k: v for k, v in status.items() if k not in ("readyReplicas", "availableReplicas")}
+    status["conditions"] = [
+        {**x, "status": "False", "reason": "MinimumReplicasUnavailable", "message": "warming up"}
+        if x.get("type") == "Available"
+        else x
+        for x in status["conditions"]
+    ]
+    return status
 
 
 def _provider_config_exists(store: ObjectStore, obj: Obj) -> tuple[bool, str]:

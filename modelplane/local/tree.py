@@ -12,6 +12,7 @@ from rich.tree import Tree
 
 from modelplane.api import constants as c
 from modelplane.api.model_cache import read_model_cache
+from modelplane.api.model_service import read_service_status
 from modelplane.api.objects import condition as get_condition
 from modelplane.api.objects import conditions
 from modelplane.api.readers import read_devices, read_inference_cluster, read_model_deployment
@@ -20,6 +21,8 @@ from modelplane.local.loader import is_composite
 from modelplane.local.store import Key, Obj
 
 _KIND_ORDER = {"InferenceClass": 0, "InferenceCluster": 1, "ModelDeployment": 2, "ModelReplica": 3}
+# Routing kinds: the gateway with the fleet, then endpoints and the services over them.
+_KIND_ORDER.update({"InferenceGateway": 1, "ModelEndpoint": 4, "ModelService": 5})
 
 
 def _status(cond: Mapping[str, Any] | None) -> str | None:
@@ -122,6 +125,32 @@ def _cache_copies(node: Tree, obj: Obj) -> None:
         branch.add(f"[red]unreadable[/] {escape(problem)}")
 
 
+def _service_routes(node: Tree, obj: Obj) -> None:
+    """A ModelService's address and its weighted endpoint table."""
+    if obj.get("kind") != "ModelService":
+        return
+    status = read_service_status(obj)
+    if status is None:
+        node.add("[red]status unreadable[/]")
+        return
+    address = escape(status.address) if status.address else "(none yet)"
+    branch = node.add(f"[bold]Address[/] {address}")
+    endpoints = status.endpoints or []
+    total = sum(e.weight for e in endpoints) or 1
+    for e in endpoints:
+        ready = "[green]ready[/]" if e.ready else "[yellow]not ready[/]"
+        share = f"{100 * e.weight / total:.1f}%"
+        branch.add(f"{escape(e.name)}  weight {e.weight} ({share}) {ready}")
+
+
+def _backend(node: Tree, obj: Obj) -> None:
+    if obj.get("kind") != "ModelReplica":
+        return
+    spec = obj.get("spec")
+    backend = spec.get("backend") if isinstance(spec, dict) else None
+    node.add(f"[bold]Backend[/] {escape(str(backend or c.BACKEND_NATIVE))}")
+
+
 def _xr_node(result: RenderResult, obj: Obj, node: Tree) -> None:
     for type_ in (c.CONDITION_READY, c.CONDITION_SYNCED):
         cond = get_condition(obj, type_)
@@ -133,6 +162,8 @@ def _xr_node(result: RenderResult, obj: Obj, node: Tree) -> None:
     _pools(node, obj)
     _placements(node, obj)
     _cache_copies(node, obj)
+    _service_routes(node, obj)
+    _backend(node, obj)
     for child in result.composed_of(obj):
         if is_composite(child["apiVersion"], child["kind"]):
             _xr_node(result, child, node.add(_title(child)))

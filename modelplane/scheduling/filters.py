@@ -10,6 +10,7 @@ test in tests/scheduling/test_filters.py.
 from __future__ import annotations
 
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
+from modelplane.scheduling.backend_filter import BackendFilter
 from modelplane.scheduling.framework import ClusterFilter, Eviction, Rejection, ScheduleInput
 from modelplane.scheduling.labels import describe_taint, untolerated
 
@@ -107,6 +108,7 @@ FILTERS: tuple[ClusterFilter, ...] = (
     ClusterSelectorFilter(),
     TaintFilter(),
     ReadinessFilter(),
+    BackendFilter(),
     CacheFilter(),
 )
 """Every cluster filter, in the order a cluster's reason is reported."""

@@ -24,6 +24,7 @@ ClusterReason = Literal[
     "InvalidNodeSelector",  # a selector does not compile: nothing new is placed
     "WaitingForCache",  # a ModelCache in spec.caches does not exist: nothing new is placed
     "CacheNotOnCluster",  # the deployment's ModelCache stages no copy on the cluster
+    "BackendUnsupported",  # the cluster does not run the deployment's spec.backend
 ]
 
 # Why an existing replica must leave its place (and be replaced elsewhere).
@@ -37,6 +38,7 @@ EvictReason = Literal[
     "PoolGone",  # its pool is no longer published by a cluster whose pools all read
     "PoolMismatch",  # its pool verifiably no longer matches the (edited) node selector
     "Duplicate",  # another replica holds the same (cluster, index)
+    "BackendUnsupported",  # its cluster verifiably no longer runs the deployment's backend
 ]
 
 # Why an existing replica's place cannot be verified (it is kept; nothing new goes there).

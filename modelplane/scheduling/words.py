@@ -55,6 +55,12 @@ _REJECTIONS = {
         "(its clusterSelector, or the cluster is not Ready for it)"
     ),
     "InvalidNodeSelector": lambda d: "the node selector does not compile: " + "; ".join(d),
+    "BackendUnsupported": lambda d: (
+        f"spec.backend {d[0]}: the cluster's spec.servingStack cannot be read"
+        if d[1] == "unreadable"
+        else f"spec.backend {d[0]}: the cluster does not run it "
+        "(spec.servingStack.kserve.enabled is not true)"
+    ),
 }
 
 
@@ -74,6 +80,7 @@ _EVICTIONS = {
     "PoolGone": lambda d: f"pool {d[0]} is no longer published by cluster {d[1]}",
     "PoolMismatch": lambda d: f"pool {d[0]} no longer matches {d[1]}: {d[2]}",
     "Duplicate": lambda d: f"duplicate of replica ({d[0]}, {d[1]})",
+    "BackendUnsupported": lambda d: f"cluster {d[0]} no longer runs spec.backend {d[1]}",
 }
 
 

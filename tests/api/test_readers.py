@@ -268,3 +268,25 @@ def test_roles_carry_their_wire_paths() -> None:
     ]
     # The role objects never leak into what is written.
     assert "path" not in replica["prefill"].to_dict()
+
+
+@pytest.mark.parametrize(
+    ("stack", "backends", "error"),
+    [
+        (None, {"Native"}, False),
+        ({}, {"Native"}, False),
+        ({"kserve": {"enabled": False}}, {"Native"}, False),
+        ({"kserve": {"enabled": True}}, {"Native", "KServe"}, False),
+        ({"enabled": False, "kserve": {"enabled": True}}, {"Native", "KServe"}, False),
+        ({"kserve": {"enabled": "maybe"}}, None, True),
+    ],
+)
+def test_read_backends(stack: Any, backends: set[str] | None, error: bool) -> None:
+    from modelplane.api.readers import read_backends
+
+    spec = {} if stack is None else {"servingStack": stack}
+    got, err = read_backends(spec)
+    assert (set(got) if got is not None else None) == backends
+    assert (err is not None) == error
+    if err is not None:
+        assert "spec.servingStack.kserve.enabled" in err

@@ -22,7 +22,18 @@ EXPECTED: dict[str, tuple[str, dict[str, int]]] = {
     "multi-node": ("train-h100", {**BASE, "LeaderWorkerSet": 1}),
     "disaggregated": (
         "pd-west",
-        {"Namespace": 1, "Deployment": 2, "ResourceClaimTemplate": 2, "Service": 2, "HTTPRoute": 1},
+        {
+            "Namespace": 1,
+            "Deployment": 3,  # prefill, decode, the endpoint picker
+            "ResourceClaimTemplate": 2,
+            "Service": 3,
+            "HTTPRoute": 1,
+            "InferencePool": 1,
+            "ConfigMap": 1,
+            "ServiceAccount": 1,
+            "Role": 1,
+            "RoleBinding": 1,
+        },
     ),
     "kai": ("kai-east", {**BASE, "LeaderWorkerSet": 1, "PodGroup": 1}),
     "volcano": ("volcano-east", {**BASE, "LeaderWorkerSet": 1, "PodGroup": 1}),

@@ -118,11 +118,17 @@ def _pod_specs(manifest: dict[str, Any]) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_no_pod_template_carries_a_gpu_resource(path: Path) -> None:
     res = _compose(_load(path))
-    pods = [
-        pod
+    # Serving workloads carry their role; the P/D endpoint picker claims no GPU.
+    manifests = [
+        d.resource["spec"]["forProvider"]["manifest"]
         for d in res.desired.values()
         if d.resource["kind"] == "Object"
-        for pod in _pod_specs(d.resource["spec"]["forProvider"]["manifest"])
+    ]
+    pods = [
+        pod
+        for m in manifests
+        if "modelplane.ai/role" in m["metadata"].get("labels", {})
+        for pod in _pod_specs(m)
     ]
     assert pods
     for pod in pods:

@@ -86,6 +86,22 @@ REJECTED = {
         "",
         "metadata.name must be at most 63 characters",
     ),
+    "gateway-not-default.yaml": (
+        "cel",
+        "",
+        "metadata.name must be 'default': there is one InferenceGateway per control plane",
+    ),
+    "https-without-certificate.yaml": (
+        "cel",
+        "spec.listeners.0",
+        "certificateSecretRef is required when protocol is HTTPS",
+    ),
+    "endpoint-ftp-url.yaml": ("cel", "spec", "url must start with http:// or https://"),
+    "service-all-weights-zero.yaml": (
+        "cel",
+        "spec",
+        "endpoints: at least one group needs a weight above 0",
+    ),
     "replicas-wrong-type.yaml": ("schema", "spec.replicas", "'three' is not of type 'integer'"),
     "unknown-field.yaml": ("unknown-field", "spec.devices.0", "'cuont' was unexpected"),
     "cache-two-sources.yaml": (
@@ -181,7 +197,7 @@ def test_checker_cli_accepts_the_package_apis_and_fixtures() -> None:
     last = proc.stdout.strip().splitlines()[-1]
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert last.endswith(" documents, 0 invalid")
-    # 5 kinds × (XRD + Composition) + 2 package metadata + 1 activation policy
+    # Every kind's XRD and Composition + 2 package metadata + 1 activation policy
     # + the hand-written instances.
     fixtures = sum(len(load_documents(p)) for p in FIXTURES.glob("*.yaml"))
-    assert last == f"{10 + 2 + 1 + fixtures} documents, 0 invalid"
+    assert last == f"{2 * len(KINDS) + 2 + 1 + fixtures} documents, 0 invalid"

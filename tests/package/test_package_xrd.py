@@ -67,7 +67,8 @@ def _walk(node: dict[str, Any], path: str = "") -> typing.Iterator[tuple[str, di
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.kind)
 def test_every_schema_node_is_structural(kind: Kind) -> None:
     nodes = list(_walk(_root(kind)))
-    assert len(nodes) > 10
+    # Guards against an empty walk; the smallest kind (ModelEndpoint) has 10 nodes.
+    assert len(nodes) >= 10
     for path, node in nodes:
         assert not FORBIDDEN_KEYWORDS & set(node), f"{kind.kind}{path}: {set(node)}"
         assert "type" in node, f"{kind.kind}{path} has no type"
@@ -454,6 +455,8 @@ def test_configuration_declares_crossplane_and_its_dependencies() -> None:
     assert deps == {
         "xpkg.crossplane.io/modelplane/function-modelplane": ">=v0.1.0, <v0.2.0",
         "xpkg.crossplane.io/crossplane-contrib/provider-kubernetes": ">=v1.2.1, <v2.0.0",
+        # The InferenceGateway installs Envoy Gateway through a Release.
+        "xpkg.crossplane.io/crossplane-contrib/provider-helm": ">=v1.4.0, <v2.0.0",
     }
     fn = function_package_meta()
     assert (fn["apiVersion"], fn["kind"]) == ("meta.pkg.crossplane.io/v1", "Function")
@@ -463,8 +466,12 @@ def test_configuration_declares_crossplane_and_its_dependencies() -> None:
 def test_activation_policy_activates_what_the_composers_emit() -> None:
     policy = activation_policy()
     assert policy["kind"] == "ManagedResourceActivationPolicy"
-    # provider-kubernetes' namespaced Object: every composed workload object.
-    assert policy["spec"]["activate"] == ["objects.kubernetes.m.crossplane.io"]
+    # provider-kubernetes' namespaced Object: every composed workload object;
+    # provider-helm's namespaced Release: the InferenceGateway's Envoy Gateway.
+    assert policy["spec"]["activate"] == [
+        "objects.kubernetes.m.crossplane.io",
+        "releases.helm.m.crossplane.io",
+    ]
 
 
 # xpkg.ToDNSLabel's own test table (crossplane-runtime v2.3.3 pkg/xpkg/name_test.go)
@@ -515,6 +522,9 @@ def test_package_files_layout_and_determinism() -> None:
         "modeldeployments",
         "modelreplicas",
         "modelcaches",
+        "modelendpoints",
+        "modelservices",
+        "inferencegateways",
     ):
         base = f"configuration/apis/{plural}"
         expected |= {f"{base}/definition.yaml", f"{base}/composition.yaml"}
@@ -590,13 +600,15 @@ def test_model_schema_rejects_real_unions() -> None:
 
 def test_activation_policy_covers_every_managed_resource_a_render_composes() -> None:
     # Independent of the policy's source: what the composers emit for the quickstart
-    # fleet. Provider configs are not managed resources (no ManagedResourceDefinition).
+    # fleet and the routing example (the gateway's Release). Provider configs are
+    # not managed resources (no ManagedResourceDefinition).
     root = Path(__file__).resolve().parent.parent.parent
-    result = ControlPlane(load_paths([root / "examples" / "quickstart"]), simulate=True).run(50)
     emitted = set()
-    for xr in result.composites():
-        for obj in result.composed_of(xr):
-            group = obj["apiVersion"].split("/")[0]
-            if group.endswith(".crossplane.io") and not obj["kind"].endswith("ProviderConfig"):
-                emitted.add(f"{obj['kind'].lower()}s.{group}")
+    for example in ("quickstart", "routing"):
+        result = ControlPlane(load_paths([root / "examples" / example]), simulate=True).run(50)
+        for xr in result.composites():
+            for obj in result.composed_of(xr):
+                group = obj["apiVersion"].split("/")[0]
+                if group.endswith(".crossplane.io") and not obj["kind"].endswith("ProviderConfig"):
+                    emitted.add(f"{obj['kind'].lower()}s.{group}")
     assert emitted == set(activation_policy()["spec"]["activate"])

@@ -49,7 +49,13 @@ def _answer(
 
 
 def test_the_registry_order_is_the_reporting_order() -> None:
-    assert [f.name for f in FILTERS] == ["ClusterSelector", "Taints", "Readiness", "Caches"]
+    assert [f.name for f in FILTERS] == [
+        "ClusterSelector",
+        "Taints",
+        "Readiness",
+        "Backend",
+        "Caches",
+    ]
 
 
 @pytest.mark.parametrize(

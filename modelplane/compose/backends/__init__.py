@@ -7,15 +7,31 @@ module under this package exposing an object that satisfies
 
 from __future__ import annotations
 
-from modelplane.compose.backends import native
+from modelplane.api.model_replica import ModelReplicaSpec
+from modelplane.compose.backends import kserve, native
 from modelplane.compose.backends.base import BackendBuild, Entry, ServingBackend
 
-BACKENDS: dict[str, ServingBackend] = {b.name: b for b in (native.BACKEND,)}
+BACKENDS: dict[str, ServingBackend] = {b.name: b for b in (native.BACKEND, kserve.BACKEND)}
 DEFAULT = native.NAME
 
-__all__ = ["BACKENDS", "DEFAULT", "BackendBuild", "Entry", "ServingBackend", "backend"]
+__all__ = [
+    "BACKENDS",
+    "DEFAULT",
+    "BackendBuild",
+    "Entry",
+    "ServingBackend",
+    "backend",
+    "spec_errors",
+]
 
 
 def backend(name: str | None) -> ServingBackend | None:
     """The registered backend called `name` (None: the default), or None if unknown."""
     return BACKENDS.get(name or DEFAULT)
+
+
+def spec_errors(spec: ModelReplicaSpec) -> list[str]:
+    """Why the replica's backend cannot run its spec (each naming its field); a backend
+    with such checks exposes `spec_errors(spec)`."""
+    check = getattr(backend(spec.backend), "spec_errors", None)
+    return list(check(spec)) if check is not None else []

@@ -24,10 +24,16 @@ from modelplane.compose.workload import ReplicaContext
 
 @dataclass(frozen=True)
 class Entry:
-    """Where the replica's HTTPRoute sends traffic: a Service on the cluster and its port."""
+    """Where the replica's HTTPRoute sends traffic: a Service on the cluster and its port.
+
+    `kind`/`group` name another backend kind than a Service, e.g. an
+    inference-extension InferencePool (`service` is then its name).
+    """
 
     service: str
     port: int
+    kind: str = "Service"
+    group: str = ""
 
 
 @dataclass

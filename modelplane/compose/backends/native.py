@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from modelplane.api import constants as c
 from modelplane.api.model_replica import PlacedRole
-from modelplane.compose import readiness, workload
+from modelplane.compose import disaggregation, readiness, workload
 from modelplane.compose.backends.base import BackendBuild, Entry
 from modelplane.compose.objects import Item
 from modelplane.compose.stamping import dra
@@ -195,13 +195,36 @@ class NativeBackend:
         """Compose every role; the replica is entered through decode, else its only role."""
         built = {role.name: _role(ctx, role, observed) for role in roles}
         entry = built.get(c.ROLE_DECODE) or next(iter(built.values()))
+        items = [item for b in built.values() for item in b.items]
+        if c.ROLE_PREFILL in built and c.ROLE_DECODE in built:
+            return _disaggregated(ctx, built, items)
         return BackendBuild(
-            items=[item for b in built.values() for item in b.items],
+            items=items,
             entry=entry.entry,
             pods=sum(b.pods for b in built.values()),
             warnings=[w for b in built.values() for w in b.warnings],
             retained=[k for b in built.values() for k in b.retained],
         )
+
+
+def _disaggregated(
+    ctx: ReplicaContext, built: dict[str, BackendBuild], items: list[Item]
+) -> BackendBuild:
+    """Requests flow prefill → decode: an InferencePool with a P/D endpoint picker,
+    the decode pods' routing sidecar, NIXL on both roles (`disaggregation.py`)."""
+    port = built[c.ROLE_DECODE].entry.port
+    for item in items:
+        if item.serves:
+            role = item.manifest["metadata"]["labels"][c.LABEL_ROLE]
+            disaggregation.stamp_pods(item.manifest, role, port)
+    extra, pool = disaggregation.items(ctx, port)
+    return BackendBuild(
+        items=[*items, *extra],
+        entry=Entry(pool, port, "InferencePool", c.INFERENCE_GROUP),
+        pods=sum(b.pods for b in built.values()),
+        warnings=[w for b in built.values() for w in b.warnings],
+        retained=[k for b in built.values() for k in b.retained],
+    )
 
 
 BACKEND = NativeBackend()

@@ -1,0 +1,188 @@
+"""ModelEndpoint: one reachable OpenAI-compatible backend (SPEC §2).
+
+Composed by a ModelDeployment for each Ready replica, or written by hand for an
+external provider. The credential is a Secret reference only: Modelplane never
+reads its value (the gateway injects it, see `compose/model_service.py`).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import Field, ValidationError, field_validator
+
+from modelplane.api import constants as c
+from modelplane.api.common import (
+    ConditionedStatus,
+    KubeModel,
+    LocalSecretKeyRef,
+    cel_rules,
+    format_validation_error,
+)
+
+# An HTTP field name (RFC 9110 token).
+HEADER_NAME_PATTERN = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"
+_HOSTNAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """A parsed endpoint URL: where the gateway sends requests."""
+
+    scheme: Literal["http", "https"]
+    host: str
+    port: int
+    path: str
+    is_ip: bool
+
+
+def parse_url(url: str) -> Upstream:
+    """Parse an endpoint URL; raise ValueError saying what is wrong.
+
+    Accepted: `http(s)://host[:port][/path]` with a DNS name or an IP address;
+    no credentials, query or fragment (a credential belongs in a Secret).
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"{url!r}: scheme must be http or https")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(f"{url!r}: credentials in the URL are not allowed; use authSecretRef")
+    if parts.query or parts.fragment:
+        raise ValueError(f"{url!r}: a query or fragment is not allowed")
+    try:
+        port = parts.port
+    except ValueError as err:
+        raise ValueError(f"{url!r}: invalid port") from err
+    host = (parts.hostname or "").rstrip(".")
+    is_ip = _is_ip(host)
+    if not is_ip and not _HOSTNAME.match(host):
+        raise ValueError(f"{url!r}: host must be a lower-case DNS name or an IP address")
+    scheme: Literal["http", "https"] = "https" if parts.scheme == "https" else "http"
+    default = 443 if scheme == "https" else 80
+    return Upstream(scheme, host, port or default, parts.path.rstrip("/"), is_ip)
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+class ModelEndpointSpec(KubeModel):
+    """Where the backend is and how the gateway authenticates to it."""
+
+    model_config = KubeModel.model_config | {
+        "json_schema_extra": cel_rules(
+            (
+                "self.url.startsWith('http://') || self.url.startsWith('https://')",
+                "url must start with http:// or https://",
+            ),
+        )
+    }
+
+    url: str = Field(
+        min_length=8,
+        max_length=2048,
+        description="The backend's base URL (http or https); OpenAI paths are appended to it.",
+    )
+    auth_secret_ref: LocalSecretKeyRef | None = Field(
+        default=None,
+        description=(
+            "A Secret key in this namespace holding the header value exactly as sent "
+            "(for Authorization: `Bearer <token>`). The gateway injects it; Modelplane "
+            "never reads it."
+        ),
+    )
+    header_name: str = Field(
+        default=c.DEFAULT_AUTH_HEADER,
+        min_length=1,
+        max_length=256,
+        pattern=HEADER_NAME_PATTERN,
+        description="The request header the credential is injected into.",
+    )
+    rewrite_path: str | None = Field(
+        default=None,
+        max_length=1024,
+        pattern=r"^/[^?#]*$",
+        description="Upstream path prefix replacing the URL's path (e.g. `/` or `/openai`).",
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        parse_url(v)
+        return v
+
+    def upstream(self) -> Upstream:
+        """The parsed URL (valid by construction)."""
+        return parse_url(self.url)
+
+    def upstream_path(self) -> str:
+        """The path prefix the gateway sends before the OpenAI path ('' for the root)."""
+        path = self.rewrite_path if self.rewrite_path is not None else self.upstream().path
+        return path.rstrip("/")
+
+
+class ModelEndpointStatus(ConditionedStatus):
+    """Whether the endpoint may receive traffic."""
+
+    ready: bool | None = Field(
+        default=None, description="True when the spec is valid and its Secret exists."
+    )
+
+
+@dataclass(frozen=True)
+class ObservedEndpoint:
+    """A ModelEndpoint as another kind sees it (read through `read_endpoint`).
+
+    `spec` is None when the spec does not parse; `problem` then says why. Such
+    an endpoint is kept as known-but-unusable: it is never routed to, and it
+    still shows in a service's `status.endpoints`.
+    """
+
+    name: str
+    namespace: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    spec: ModelEndpointSpec | None = None
+    ready: bool = False
+    problem: str | None = None
+
+
+def read_endpoint(obj: Mapping[str, Any]) -> ObservedEndpoint:
+    """The one tolerant reader of an observed ModelEndpoint."""
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    raw_labels = meta.get("labels")
+    labels = (
+        {str(k): str(v) for k, v in raw_labels.items()} if isinstance(raw_labels, Mapping) else {}
+    )
+    name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "")
+    raw_spec = obj.get("spec")
+    body = (
+        {k: v for k, v in raw_spec.items() if k != "crossplane"}
+        if isinstance(raw_spec, Mapping)
+        else None
+    )
+    if body is None:
+        return ObservedEndpoint(name, namespace, labels, problem="spec: must be an object")
+    try:
+        spec = ModelEndpointSpec.model_validate(body)
+    except ValidationError as err:
+        return ObservedEndpoint(
+            name, namespace, labels, problem=format_validation_error(err, "spec")
+        )
+    status = obj.get("status")
+    try:
+        parsed = ModelEndpointStatus.model_validate(status if isinstance(status, Mapping) else {})
+    except ValidationError as err:
+        return ObservedEndpoint(
+            name, namespace, labels, spec, problem=format_validation_error(err, "status")
+        )
+    return ObservedEndpoint(name, namespace, labels, spec, ready=parsed.ready is True)

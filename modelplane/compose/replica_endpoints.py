@@ -1,0 +1,64 @@
+"""A ModelDeployment's ModelEndpoints: one per replica, only while it can serve.
+
+A replica gets a ModelEndpoint exactly while it is Ready and its cluster
+publishes a `gatewayAddress`; the endpoint's URL is the replica's
+`status.endpoint`, i.e. its HTTPRoute's path under that gateway. A replica that
+is warming up, draining or unreachable has none, so a ModelService never sends
+it traffic (no 503s during warm-up or drain): the endpoint is withdrawn from
+desired state the moment the replica stops being Ready, and Crossplane deletes
+it.
+
+The endpoint carries the deployment's template labels plus
+`modelplane.ai/deployment`, which is what ModelServices select on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from modelplane.api import constants as c
+from modelplane.api.model_endpoint import parse_url
+from modelplane.api.objects import label_value
+from modelplane.compose.types import Resource
+
+ENDPOINT_KIND = "ModelEndpoint"
+
+
+@dataclass(frozen=True)
+class ReplicaView:
+    """What decides one replica's endpoint (read from observed state by the caller)."""
+
+    name: str
+    ready: bool
+    endpoint: str | None
+    cluster_gateway: str | None
+
+
+def endpoint_key(replica_key: str) -> str:
+    """The composed-resource key of the endpoint of the replica composed under `replica_key`."""
+    return f"endpoint-{replica_key}"
+
+
+def endpoint_for(
+    replica: ReplicaView, deployment: str, namespace: str, user_labels: Mapping[str, str]
+) -> Resource | None:
+    """The replica's ModelEndpoint, or None while it must receive no traffic."""
+    if not (replica.ready and replica.endpoint and replica.cluster_gateway):
+        return None
+    try:
+        parse_url(replica.endpoint)
+    except ValueError:
+        return None
+    labels: dict[str, Any] = {
+        **user_labels,
+        c.LABEL_MANAGED_BY: c.MANAGED_BY,
+        c.LABEL_DEPLOYMENT: label_value(deployment),
+    }
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": ENDPOINT_KIND,
+        "metadata": {"name": replica.name, "namespace": namespace, "labels": labels},
+        "spec": {"url": replica.endpoint},
+    }

@@ -1,0 +1,41 @@
+"""The serving-backend filter: a replica goes only where its backend runs.
+
+`spec.backend: KServe` needs KServe's LLMInferenceService controller on the
+cluster, which an InferenceCluster declares with
+`spec.servingStack.kserve.enabled: true` (read by `api.readers.read_backends`).
+Native runs everywhere.
+"""
+
+from __future__ import annotations
+
+from modelplane.api import constants as c
+from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
+from modelplane.scheduling.framework import Eviction, Rejection, ScheduleInput
+
+
+class BackendFilter:
+    """`spec.backend`: refuse clusters that cannot run the deployment's serving backend."""
+
+    name = "Backend"
+
+    def admit(self, inp: ScheduleInput, cluster: ObservedInferenceCluster) -> Rejection | None:
+        """Refuse a cluster not declaring the backend (or whose declaration is unreadable)."""
+        backend = inp.spec.backend
+        if backend == c.BACKEND_NATIVE:
+            return None
+        if cluster.backends is not None and backend in cluster.backends:
+            return None
+        why = "unreadable" if cluster.backends is None else "not-enabled"
+        return Rejection("BackendUnsupported", (backend, why))
+
+    def evict(
+        self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica
+    ) -> Eviction | None:
+        """A replica leaves a cluster that verifiably no longer runs its backend.
+
+        An unreadable `spec.servingStack` cannot be verified: the replica stays.
+        """
+        backend = inp.spec.backend
+        if backend == c.BACKEND_NATIVE or cluster.backends is None or backend in cluster.backends:
+            return None
+        return Eviction("BackendUnsupported", (cluster.name, backend))

@@ -1,0 +1,174 @@
+"""A ModelDeployment's ModelEndpoints follow its replicas: warm-up → Ready → drain.
+
+The scheduler's answer is scripted (one replica on cluster `a`); what changes
+from step to step is only what the control plane observes: the replica's
+readiness, its endpoint, and its cluster's gateway address.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from modelplane.api.model_replica import ResolvedDeviceRequest
+from modelplane.compose import model_deployment as md
+from modelplane.compose import model_service
+from modelplane.compose.types import ComposeInput, ComposeResult
+from modelplane.scheduling.types import PlannedReplica, RoleAssignment, ScheduleResult
+
+CEL = 'device.attributes["gpu.nvidia.com"].productName == "NVIDIA L4"'
+URL = "http://203.0.113.10/team-a/chat/0"
+GPU = ResolvedDeviceRequest(
+    name="gpu", device_class_name="gpu.nvidia.com", count=1, selectors=[{"cel": CEL}]
+)
+DEPLOYMENT = {
+    "apiVersion": "modelplane.ai/v1alpha1",
+    "kind": "ModelDeployment",
+    "metadata": {"name": "chat", "namespace": "team-a"},
+    "spec": {
+        "replicas": 1,
+        "nodeSelector": {"devices": [{"name": "gpu", "selectors": [{"cel": CEL}]}]},
+        "workers": {
+            "template": {
+                "metadata": {"labels": {"model": "chat-8b", "track": "stable"}},
+                "spec": {"containers": [{"name": "engine", "image": "vllm/vllm-openai:v0.11.0"}]},
+            }
+        },
+    },
+}
+PLAN = ScheduleResult(
+    replicas=(
+        PlannedReplica(
+            cluster="a",
+            index=0,
+            roles=(RoleAssignment("unified", "l4", (GPU,), 1),),
+            retained=True,
+            name="chat-a0",
+        ),
+    ),
+    desired=1,
+)
+REPLICA_KEY = md.replica_key("a", 0)
+ENDPOINT_KEY = f"endpoint-{REPLICA_KEY}"
+
+
+def scheduler(*_: Any) -> ScheduleResult:
+    return PLAN
+
+
+def cluster(gateway: str | None) -> dict[str, Any]:
+    status = {"providerConfigName": "modelplane-a"}
+    if gateway is not None:
+        status["gatewayAddress"] = gateway
+    return {
+        "apiVersion": "modelplane.ai/v1alpha1",
+        "kind": "InferenceCluster",
+        "metadata": {"name": "a"},
+        "spec": {},
+        "status": status,
+    }
+
+
+def observed_replica(ready: bool, endpoint: str | None) -> dict[str, Any]:
+    status: dict[str, Any] = {
+        "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]
+    }
+    if endpoint is not None:
+        status["endpoint"] = endpoint
+    return {
+        "apiVersion": "modelplane.ai/v1alpha1",
+        "kind": "ModelReplica",
+        "metadata": {
+            "name": "chat-a0",
+            "namespace": "team-a",
+            "labels": {"modelplane.ai/deployment": "chat", "modelplane.ai/cluster": "a"},
+        },
+        "spec": {"deploymentName": "chat", "clusterName": "a", "index": 0},
+        "status": status,
+    }
+
+
+def step(
+    *,
+    ready: bool,
+    endpoint: str | None = URL,
+    gateway: str | None = "203.0.113.10",
+    **observed: Any,
+) -> ComposeResult:
+    inp = ComposeInput(
+        composite=copy.deepcopy(DEPLOYMENT),
+        observed={REPLICA_KEY: observed_replica(ready, endpoint), **observed},
+        required={"inference-clusters": [cluster(gateway)], "model-replicas": []},
+    )
+    return md.compose_with(inp, scheduler)
+
+
+EXPECTED_ENDPOINT = {
+    "apiVersion": "modelplane.ai/v1alpha1",
+    "kind": "ModelEndpoint",
+    "metadata": {
+        "name": "chat-a0",
+        "namespace": "team-a",
+        "labels": {
+            "model": "chat-8b",
+            "track": "stable",
+            "app.kubernetes.io/managed-by": "modelplane",
+            "modelplane.ai/deployment": "chat",
+        },
+    },
+    "spec": {"url": URL},
+}
+
+
+def test_warm_up_ready_drain() -> None:
+    # Warming up: placed and routed on its cluster, but not Ready: no endpoint.
+    warming = step(ready=False)
+    assert sorted(warming.desired) == [REPLICA_KEY]
+
+    # Ready behind its cluster's gateway: the endpoint appears, not yet ready itself.
+    serving = step(ready=True)
+    assert sorted(serving.desired) == [ENDPOINT_KEY, REPLICA_KEY]
+    assert serving.desired[ENDPOINT_KEY].resource == EXPECTED_ENDPOINT
+    assert serving.desired[ENDPOINT_KEY].ready == "False"
+    # Endpoints are not replicas: the replica count is unchanged.
+    cond = next(x for x in serving.conditions if x.type == "ReplicasReady")
+    assert cond.message == "1 of 1 replicas ready"
+
+    # The endpoint composer marked it ready: so does the deployment.
+    endpoint = {**EXPECTED_ENDPOINT, "status": {"ready": True}}
+    settled = step(ready=True, **{ENDPOINT_KEY: endpoint})
+    assert settled.desired[ENDPOINT_KEY].ready == "True"
+
+    # A service selecting the deployment routes to it.
+    service = {
+        "apiVersion": "modelplane.ai/v1alpha1",
+        "kind": "ModelService",
+        "metadata": {"name": "chat", "namespace": "team-a"},
+        "spec": {
+            "endpoints": [{"selector": {"matchLabels": {"modelplane.ai/deployment": "chat"}}}]
+        },
+    }
+    gateway = {
+        "apiVersion": "modelplane.ai/v1alpha1",
+        "kind": "InferenceGateway",
+        "metadata": {"name": "default"},
+        "status": {
+            "address": "http://198.51.100.7",
+            "gatewayName": "modelplane",
+            "gatewayNamespace": "envoy-gateway-system",
+            "providerConfigName": "modelplane-control-plane",
+        },
+    }
+    routed = model_service.compose(
+        ComposeInput(composite=service, required={"gateway": [gateway], "endpoints": [endpoint]})
+    )
+    assert routed.status["endpoints"] == [{"name": "chat-a0", "weight": 1000, "ready": True}]
+
+    # Draining (no longer Ready): the endpoint is withdrawn at once.
+    draining = step(ready=False, **{ENDPOINT_KEY: endpoint})
+    assert sorted(draining.desired) == [REPLICA_KEY]
+
+
+def test_no_endpoint_without_a_gateway_address_or_a_route() -> None:
+    assert ENDPOINT_KEY not in step(ready=True, gateway=None).desired
+    assert ENDPOINT_KEY not in step(ready=True, endpoint=None).desired

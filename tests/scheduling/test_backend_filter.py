@@ -1,0 +1,95 @@
+"""The serving-backend filter: a KServe deployment goes only to clusters that run KServe."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from schedfleet import L4, cluster, deployment, placements, replica, request, resolved, verdicts
+
+from modelplane.api.readers import read_inference_cluster, read_model_replica
+from modelplane.scheduling import schedule
+from modelplane.scheduling.backend_filter import BackendFilter
+from modelplane.scheduling.framework import Eviction, Rejection, read_input
+
+NODE_1X = [request("gpu", L4)]
+KSERVE_ON = {"kserve": {"enabled": True}}
+KSERVE_OFF = {"kserve": {"enabled": False}}
+
+
+def _cluster(name: str, stack: Any) -> dict[str, Any]:
+    cl = cluster(name, {"l4": ("l4-1x", 2)})
+    if stack is not None:
+        cl["spec"]["servingStack"] = stack
+    return cl
+
+
+def _deployment(backend: str | None, replicas: int = 1) -> dict[str, Any]:
+    dep = deployment(replicas, NODE_1X)
+    if backend is not None:
+        dep["spec"]["backend"] = backend
+    return dep
+
+
+@pytest.mark.parametrize(
+    ("backend", "stack", "admit", "evict"),
+    [
+        # Native runs on every cluster, whatever its serving stack says.
+        (None, None, None, None),
+        ("Native", KSERVE_OFF, None, None),
+        ("Native", {"kserve": "yes"}, None, None),
+        # KServe only where the serving stack enables it.
+        ("KServe", KSERVE_ON, None, None),
+        ("KServe", {"enabled": False, **KSERVE_ON}, None, None),  # installed by the platform team
+        (
+            "KServe",
+            None,
+            Rejection("BackendUnsupported", ("KServe", "not-enabled")),
+            Eviction("BackendUnsupported", ("a", "KServe")),
+        ),
+        (
+            "KServe",
+            KSERVE_OFF,
+            Rejection("BackendUnsupported", ("KServe", "not-enabled")),
+            Eviction("BackendUnsupported", ("a", "KServe")),
+        ),
+        # An unreadable servingStack cannot be verified: nothing new, nothing evicted.
+        (
+            "KServe",
+            {"kserve": "yes"},
+            Rejection("BackendUnsupported", ("KServe", "unreadable")),
+            None,
+        ),
+    ],
+)
+def test_backend_filter(
+    backend: str | None, stack: Any, admit: Rejection | None, evict: Eviction | None
+) -> None:
+    cl = _cluster("a", stack)
+    dep = _deployment(backend)
+    inp = read_input(dep, [cl], [], None)
+    observed = read_inference_cluster(cl)
+    assert observed is not None
+    r = read_model_replica(replica("llm", "a", 0, "l4", [resolved("gpu")]))
+    assert r is not None
+    rule = BackendFilter()
+    assert (rule.admit(inp, observed), rule.evict(inp, observed, r)) == (admit, evict)
+
+
+def test_a_cluster_without_kserve_is_never_chosen_and_the_explanation_says_so() -> None:
+    # "a" would win every tie by name and has room for all three replicas.
+    fleet = [_cluster("a", None), _cluster("b", KSERVE_ON), _cluster("c", KSERVE_OFF)]
+    result = schedule(_deployment("KServe", replicas=6), fleet, [])
+    assert {cl for cl, _, _ in placements(result)} == {"b"}
+    assert len(result.replicas) == 2  # b holds two nodes; the rest cannot be placed
+    assert verdicts(result)["a"] == "BackendUnsupported"
+    assert verdicts(result)["c"] == "BackendUnsupported"
+    why = {v.cluster: v.message for v in result.clusters}
+    assert "spec.backend KServe" in why["a"]
+    assert "spec.servingStack.kserve.enabled is not true" in why["c"]
+
+
+def test_the_same_fleet_places_a_native_deployment_everywhere() -> None:
+    fleet = [_cluster("a", None), _cluster("b", KSERVE_ON), _cluster("c", KSERVE_OFF)]
+    result = schedule(_deployment(None, replicas=3), fleet, [])
+    assert sorted(cl for cl, _, _ in placements(result)) == ["a", "b", "c"]
