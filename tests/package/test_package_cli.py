@@ -9,6 +9,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from modelplane.api.kinds import KINDS
 from modelplane.api.xrd import api_reference, package_files
 from modelplane.cli.main import cli
 from modelplane.cli.package import diff_package
@@ -118,7 +119,7 @@ def test_function_ref_is_the_name_crossplane_installs_the_dependency_under(
     deps = [d for d in conf["spec"]["dependsOn"] if "function" in d]
     assert [d["function"] for d in deps] == [ref]
     compositions = _documents(pkg, "configuration/apis/*/composition.yaml")
-    assert len(compositions) == 7
+    assert len(compositions) == len(KINDS)
     for doc in compositions:
         refs = {step["functionRef"]["name"] for step in doc["spec"]["pipeline"]}
         assert refs == {INSTALLED_NAMES[ref]}, doc["metadata"]["name"]
@@ -133,7 +134,7 @@ def test_check_with_another_function_package_reports_the_compositions_stale(
     assert _run("--dir", str(pkg))[0] == 0
     code, out = _run("--check", "--dir", str(pkg), "--function-package", "ghcr.io/acme/fn")
     assert code == 1
-    assert out.count("stale:") == 8  # the Configuration and seven Compositions
+    assert out.count("stale:") == 1 + len(KINDS)  # the Configuration and every Composition
 
 
 @pytest.mark.parametrize(

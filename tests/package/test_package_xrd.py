@@ -521,6 +521,7 @@ def test_package_files_layout_and_determinism() -> None:
         "inferenceclusters",
         "modeldeployments",
         "modelreplicas",
+        "modelcaches",
         "modelendpoints",
         "modelservices",
         "inferencegateways",
