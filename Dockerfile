@@ -47,4 +47,6 @@ ENV PATH=/venv/fn/bin:$PATH \
 # Numeric, so `runAsNonRoot` can verify it without a passwd lookup.
 USER 65532:65532
 EXPOSE 9443
+# ModelCache hydration Jobs run this image too, as `modelplane hydrate <source>`
+# (the [hydrate] extra, locked with the rest; the function never imports it).
 ENTRYPOINT ["/venv/fn/bin/modelplane", "function", "serve"]

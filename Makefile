@@ -13,7 +13,7 @@ CONFORMANCE := ../shared/conformance
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,hydrate]'
 	if [ -f $(CONFORMANCE)/requirements.txt ]; then \
 	  $(BIN)/pip install --quiet -r $(CONFORMANCE)/requirements.txt; fi
 	touch $(STAMP)
@@ -39,7 +39,9 @@ package-check: $(STAMP)
 test: lint typecheck unit package-check
 
 # The image's dependency locks, resolved from pyproject.toml by pip-tools with a
-# hash for every file. Keeps existing pins where they still fit; upgrade with
+# hash for every file; the runtime lock includes the [hydrate] extra (the image
+# also runs ModelCache hydration Jobs; the function never imports it). Keeps
+# existing pins where they still fit; upgrade with
 # `make lock LOCK_ARGS=--upgrade`. The local pip configuration (extra indexes,
 # find-links) is set aside so the locks name only the public index's files.
 # `make test` checks the locks against pyproject.toml without the network
@@ -54,7 +56,7 @@ PIP_COMPILE := env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL -u PIP_INDEX_URL \
 lock:
 	$(PYTHON) -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install --quiet pip-tools==$(PIP_TOOLS_VERSION)
-	$(PIP_COMPILE) -o requirements.lock pyproject.toml
+	$(PIP_COMPILE) --extra hydrate -o requirements.lock pyproject.toml
 	$(PIP_COMPILE) --only-build-deps --all-build-deps -o requirements-build.lock pyproject.toml
 
 # The function image (Dockerfile); needs a docker engine.

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from modelplane import __version__
+
 # API groups and versions.
 GROUP: Final = "modelplane.ai"
 INFRA_GROUP: Final = "infrastructure.modelplane.ai"
@@ -23,6 +25,7 @@ LABEL_REPLICA_INDEX: Final = "modelplane.ai/replica-index"
 LABEL_REPLICA: Final = "modelplane.ai/replica"
 LABEL_ROLE: Final = "modelplane.ai/role"
 LABEL_POOL: Final = "modelplane.ai/pool"
+LABEL_CACHE: Final = "modelplane.ai/cache"
 LABEL_MANAGED_BY: Final = "app.kubernetes.io/managed-by"
 MANAGED_BY: Final = "modelplane"
 
@@ -163,12 +166,22 @@ REASON_INVALID_SCHEDULING_TEMPLATE: Final = "InvalidSchedulingTemplate"
 REASON_GPU_LIMIT_IGNORED: Final = "GPUResourceLimitIgnored"
 REASON_PROVIDER_CONFIG_MISSING: Final = "ProviderConfigMissing"
 CONDITION_ROUTE_ACCEPTED: Final = "RouteAccepted"
+CONDITION_CACHE_READY: Final = "CacheReady"
 REASON_ACCEPTED: Final = "Accepted"
 REASON_ROUTE_NOT_ACCEPTED: Final = "RouteNotAccepted"
 RAY_PORT: Final = 6379
 ENGINE_HEALTH_PATH: Final = "/health"
 CACHE_MOUNT_PATH: Final = "/mnt/models"
 GPU_RESOURCE_NAME: Final = "nvidia.com/gpu"
+
+# ModelCache hydration (compose/model_cache.py, modelplane/hydrate). The Job
+# runs the function image's `modelplane hydrate`; it mounts the cache's PVC at
+# HYDRATE_MOUNT and stages the artifact in its HYDRATE_SUBPATH folder, which
+# replicas mount read-only at CACHE_MOUNT_PATH.
+HYDRATOR_IMAGE: Final = f"xpkg.crossplane.io/modelplane/function-modelplane:v{__version__}"
+HYDRATE_MOUNT: Final = "/cache"
+HYDRATE_SUBPATH: Final = "model"
+HYDRATE_HEADERS_DIR: Final = "/var/run/modelplane/headers"
 
 # In-cluster GPU schedulers' documented contracts (SPEC §5; sources cited in
 # modelplane/compose/schedulers.py).

@@ -11,6 +11,7 @@ from modelplane.api import constants as c
 from modelplane.api.inference_class import InferenceClassSpec, InferenceClassStatus
 from modelplane.api.inference_cluster import InferenceClusterSpec, InferenceClusterStatus
 from modelplane.api.inference_gateway import InferenceGatewaySpec, InferenceGatewayStatus
+from modelplane.api.model_cache import ModelCacheSpec, ModelCacheStatus
 from modelplane.api.model_deployment import ModelDeploymentSpec, ModelDeploymentStatus
 from modelplane.api.model_endpoint import ModelEndpointSpec, ModelEndpointStatus
 from modelplane.api.model_replica import ModelReplicaSpec, ModelReplicaStatus
@@ -165,6 +166,24 @@ MODEL_REPLICA = Kind(
     ),
 )
 
+MODEL_CACHE = Kind(
+    group=c.GROUP,
+    kind="ModelCache",
+    plural="modelcaches",
+    scope="Namespaced",
+    spec=ModelCacheSpec,
+    status=ModelCacheStatus,
+    description="An artifact (weights, tokenizer, bytes) staged once per matching cluster.",
+    short_names=("mcache",),
+    printer_columns=(
+        PrinterColumn("Source", ".status.source"),
+        PrinterColumn("Ready-Clusters", ".status.ready"),
+        PrinterColumn("Artifact", ".status.conditions[?(@.type=='ArtifactReady')].reason"),
+        _READY,
+        _AGE,
+    ),
+)
+
 MODEL_ENDPOINT = Kind(
     group=c.GROUP,
     kind="ModelEndpoint",
@@ -282,6 +301,7 @@ KINDS: tuple[Kind, ...] = (
     INFERENCE_CLUSTER,
     MODEL_DEPLOYMENT,
     MODEL_REPLICA,
+    MODEL_CACHE,
     MODEL_ENDPOINT,
     MODEL_SERVICE,
     INFERENCE_GATEWAY,

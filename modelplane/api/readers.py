@@ -38,6 +38,7 @@ from modelplane.api.inference_cluster import (
     InferenceClusterStatus,
     SchedulingConfig,
     ServingStackConfig,
+    StorageConfig,
     Taint,
 )
 from modelplane.api.model_deployment import (
@@ -177,6 +178,7 @@ class ObservedInferenceCluster:
     # found on a cluster with unreadable pool entries cannot be judged either.
     unreadable: tuple[str, ...] = ()
     scheduling_error: str | None = None  # spec.scheduling present but invalid
+    storage: StorageConfig | None = None  # spec.storage (model caches' storage class)
     # Serving backends the cluster runs (`read_backends`); None when
     # spec.servingStack cannot be read, so support cannot be verified.
     backends: frozenset[str] | None = frozenset({c.BACKEND_NATIVE})
@@ -274,7 +276,7 @@ def _read_taints(spec: Mapping[str, Any], unreadable: list[str]) -> tuple[Taint,
 
 
 def _read_block(
-    model: type[GatewayRef] | type[SchedulingConfig], raw: Any, path: str
+    model: type[GatewayRef] | type[SchedulingConfig] | type[StorageConfig], raw: Any, path: str
 ) -> tuple[Any, str | None]:
     if raw is None:
         return None, None
@@ -286,6 +288,7 @@ def _read_block(
 
 _SCHEDULING = _wire(InferenceClusterSpec, "scheduling")
 _GATEWAY = _wire(InferenceClusterSpec, "gateway")
+_STORAGE = _wire(InferenceClusterSpec, "storage")
 _SERVING_STACK = _wire(InferenceClusterSpec, "serving_stack")
 
 
@@ -329,6 +332,9 @@ def read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster |
     scheduling, scheduling_error = _read_block(
         SchedulingConfig, spec.get(_SCHEDULING), f"spec.{_SCHEDULING}"
     )
+    storage, storage_error = _read_block(StorageConfig, spec.get(_STORAGE), f"spec.{_STORAGE}")
+    if storage_error is not None:
+        unreadable.append(storage_error)
     backends, backends_error = read_backends(spec)
     if backends_error is not None:
         unreadable.append(backends_error)
@@ -344,6 +350,7 @@ def read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster |
         scheduling=scheduling,
         unreadable=tuple(unreadable),
         scheduling_error=scheduling_error,
+        storage=storage,
         backends=backends,
     )
 

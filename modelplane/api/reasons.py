@@ -66,6 +66,31 @@ class CacheResolvedReason(StrEnum):
     CACHE_NOT_FOUND = "CacheNotFound"
 
 
+class ArtifactReadyReason(StrEnum):
+    """`ArtifactReady`: is a ModelCache's artifact staged on every cluster it covers?"""
+
+    READY = "Ready"
+    HYDRATING = "Hydrating"
+    HYDRATION_FAILED = "HydrationFailed"
+    SOURCE_NOT_IMPLEMENTED = "SourceNotImplemented"
+    INVALID_SOURCE = "InvalidSource"
+    SECRET_NOT_FOUND = "SecretNotFound"
+    CLAIM_NOT_BOUND = "ClaimNotBound"
+    NO_CLUSTERS = "NoClusters"
+    WAITING_FOR_RESOURCES = "WaitingForResources"
+    INVALID_SPEC = "InvalidSpec"
+
+
+class CacheReadyReason(StrEnum):
+    """`CacheReady`: is the replica's ModelCache copy on its cluster Ready to mount?"""
+
+    READY = "Ready"
+    COPY_NOT_READY = "CopyNotReady"
+    NOT_ON_CLUSTER = "NotOnCluster"
+    CACHE_NOT_FOUND = "CacheNotFound"
+    WAITING_FOR_RESOURCES = "WaitingForResources"
+
+
 class ReplicasReadyReason(StrEnum):
     """`ReplicasReady`: do the placed replicas serve?"""
 
@@ -190,6 +215,8 @@ REASONS: Final[dict[str, type[StrEnum]]] = {
     c.CONDITION_INSUFFICIENT_GPU_CAPACITY: InsufficientGPUCapacityReason,
     c.CONDITION_SERVING_STACK_READY: ServingStackReadyReason,
     c.CONDITION_HARDWARE_DRIFT: HardwareDriftReason,
+    c.CONDITION_ARTIFACT_READY: ArtifactReadyReason,
+    c.CONDITION_CACHE_READY: CacheReadyReason,
     c.CONDITION_GATEWAY_READY: GatewayReadyReason,
     c.CONDITION_ENDPOINTS_READY: EndpointsReadyReason,
 }

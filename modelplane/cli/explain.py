@@ -77,11 +77,11 @@ def explain_deployment(store: ObjectStore, namespace: str, name: str) -> Schedul
     clusters = store.list(c.API_VERSION, INFERENCE_CLUSTER_KIND, None, None)
     replicas = store.list(c.API_VERSION, MODEL_REPLICA_KIND, None, None)
     # The same caches the composer looks up, so explain and status agree.
-    caches = {
-        x.name
+    caches = [
+        obj
         for x in spec.caches or ()
-        if store.get(Key(c.API_VERSION, MODEL_CACHE_KIND, namespace, x.name)) is not None
-    }
+        if (obj := store.get(Key(c.API_VERSION, MODEL_CACHE_KIND, namespace, x.name))) is not None
+    ]
     return schedule(without_crossplane_spec(deployment), clusters, replicas, caches)
 
 

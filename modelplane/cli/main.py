@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from modelplane import __version__
-from modelplane.cli import cel, explain, fleet, function, package, render, validate
+from modelplane.cli import cel, explain, fleet, function, hydrate, package, render, validate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -20,6 +20,7 @@ cli.add_command(fleet.fleet)
 cli.add_command(cel.cel)
 cli.add_command(package.package)
 cli.add_command(function.function)
+cli.add_command(hydrate.hydrate)
 cli.add_command(validate.validate)
 
 

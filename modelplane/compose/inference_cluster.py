@@ -83,7 +83,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
             reason = PoolsResolvedReason.NOT_PROVISIONABLE
             return outcome.hold(inp, result, c.CONDITION_POOLS_RESOLVED, reason, reach.problem)
         reachable, view = reach.provider_config is not None, reach.view
-    stack_ready, address = sources.serving_stack(inp, result, name, spec, pc_name, view)
+    _, address = sources.serving_stack(inp, result, name, spec, pc_name, view)
     if view is not None:
         sources.capacity(result, spec, pools, view)
         if pools_ok:
@@ -95,7 +95,9 @@ def compose(inp: ComposeInput) -> ComposeResult:
     status.gpu_pools = pools
     result.status = status.to_dict()
     configs_up = all(k in inp.observed for k in sources.PROVIDER_CONFIG_KEYS if k in result.desired)
-    ok = pools_ok and reachable and configs_up and stack_ready
+    # ServingStackReady is its own answer: a reachable cluster is Ready while its
+    # stack installs (replica workloads report their own readiness).
+    ok = pools_ok and reachable and configs_up
     result.ready = "True" if ok else "False"
     return result
 

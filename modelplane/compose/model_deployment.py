@@ -24,7 +24,7 @@ only that answer is acted on.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -76,7 +76,7 @@ Scheduler = Callable[
         Mapping[str, Any],
         Sequence[Mapping[str, Any]],
         Sequence[Mapping[str, Any]],
-        Collection[str] | None,
+        Sequence[Mapping[str, Any]] | None,
     ],
     ScheduleResult,
 ]
@@ -163,13 +163,14 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
     clusters = list(inp.required[CLUSTERS_REQUIREMENT])
     replicas = _fleet_replicas(inp, namespace)
     found = _found_caches(inp, spec)
+    names = frozenset(str(meta(x).get("name")) for x in found)
     try:
         plan = scheduler(without_crossplane_spec(inp.composite), clusters, replicas, found)
     except Exception as err:  # a scheduler bug must not tear down serving replicas
         return outcome.fatal(
             f"{ScheduledReason.SCHEDULER_ERROR}: scheduling {namespace}/{name} failed: {err}"
         )
-    _cache_condition(result, spec, found, namespace)
+    _cache_condition(result, spec, names, namespace)
     inconsistent = _compose_replicas(inp, result, spec, plan)
     if inconsistent is not None:
         return outcome.fatal(
@@ -185,11 +186,13 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
     return result
 
 
-def _found_caches(inp: ComposeInput, spec: ModelDeploymentSpec) -> frozenset[str]:
+def _found_caches(inp: ComposeInput, spec: ModelDeploymentSpec) -> list[Resource]:
     """The ModelCaches of `spec.caches` the control plane found (the scheduler's input)."""
-    return frozenset(
-        x.name for x in spec.caches or () if inp.required.get(cache_requirement(x.name))
-    )
+    return [
+        obj
+        for x in spec.caches or ()
+        for obj in inp.required.get(cache_requirement(x.name), [])[:1]
+    ]
 
 
 def _cache_condition(

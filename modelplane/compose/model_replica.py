@@ -59,7 +59,7 @@ from modelplane.api.reasons import (
     ValidReason,
     WorkloadReadyReason,
 )
-from modelplane.compose import backends, outcome, readiness, schedulers, workload
+from modelplane.compose import backends, outcome, readiness, replica_cache, schedulers, workload
 from modelplane.compose.cluster_infra import has_serving_stack, workload_usages
 from modelplane.compose.common import as_desired, meta, parse_spec
 from modelplane.compose.objects import Item, dns_label, wrap
@@ -210,7 +210,12 @@ def _resolve_cluster(
 
 
 def _context(
-    name: str, ns: str, base: str, spec: ModelReplicaSpec, plan: SchedulingPlan
+    name: str,
+    ns: str,
+    base: str,
+    spec: ModelReplicaSpec,
+    plan: SchedulingPlan,
+    cache: replica_cache.ReplicaCache | None,
 ) -> ReplicaContext:
     labels = {
         c.LABEL_MANAGED_BY: c.MANAGED_BY,
@@ -227,7 +232,7 @@ def _context(
         cluster=spec.cluster_name,
         index=spec.index,
         plan=plan,
-        cache=spec.caches[0].name if spec.caches else None,
+        cache=cache.mount if cache is not None else None,
         labels=labels,
     )
 
@@ -301,7 +306,7 @@ def _workload_condition(
     waiting = [
         f"{i.what} {'not Available' if i.key in inp.observed else 'not created yet'}"
         for i in serving
-        if res.desired[i.key].ready != "True"
+        if i.key not in res.desired or res.desired[i.key].ready != "True"
     ]
     if waiting:
         res.condition(
@@ -378,13 +383,24 @@ def compose(inp: ComposeInput) -> ComposeResult:
     backend = backends.backend(spec.backend)
     if backend is None:
         return outcome.fatal(f"no serving backend {spec.backend!r} registered")
-    ctx = _context(name, ns, base, spec, target.plan)
+    cache_req = replica_cache.requirement(spec, ns)
+    if cache_req is not None:
+        res.requirements[replica_cache.CACHE_REQUIREMENT] = cache_req
+        if not inp.fetched(replica_cache.CACHE_REQUIREMENT):
+            return outcome.wait(inp, res, readiness=readiness.observed_ready)
+    cache = replica_cache.resolve(inp, res, spec)
+    ctx = _context(name, ns, base, spec, target.plan, cache)
     build = backend.build(ctx, list(spec.roles().values()), inp.observed)
     for warning in build.warnings:
         res.warn(c.REASON_GPU_LIMIT_IGNORED, warning)
     items = _items(ctx, target, build)
     route = next(i for i in items if i.key == "route")
-    _desire(inp, res, ctx, target, items, build.retained)
+    held = replica_cache.held(inp, items, cache)
+    _desire(inp, res, ctx, target, [i for i in items if i.key not in held], build.retained)
+    for key, usage in replica_cache.usages(items, held, cache, spec.cluster_name, ns).items():
+        res.desired[key] = DesiredResource(usage, "True" if key in inp.observed else "False")
+    if cache is not None and not cache.ready:
+        res.ready = "False"
     _usages(inp, res, ns, spec.cluster_name, items)
     _workload_condition(inp, res, items, route)
     _route_condition(inp, res, route, target.gateway)

@@ -43,7 +43,7 @@ class ReplicaContext:
     cluster: str
     index: int
     plan: SchedulingPlan
-    cache: str | None = None
+    cache: volumes.CacheMount | None = None
     labels: dict[str, str] = field(default_factory=dict)  # common labels on every object
 
 
@@ -189,7 +189,7 @@ def _stamp_engine(
     if kind == "worker" and on_ray:
         ray.stamp_worker(engine_ctr)
         return
-    vllm.point_at_cache(engine_ctr, ctx.cache)
+    vllm.point_at_cache(engine_ctr, ctx.cache.claim if ctx.cache else None)
     if kind == "leader" and on_ray:
         ray.stamp_leader(engine_ctr)
     if kind != "worker":

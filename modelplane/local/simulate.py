@@ -17,6 +17,9 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+from modelplane.api import constants as c
+from modelplane.api.model_cache import HydrateEnv, HydrationResult
+from modelplane.api.objects import short_hash
 from modelplane.local.conditions import Clock, set_condition
 from modelplane.local.gateway_sim import GATEWAY_STATUS
 from modelplane.local.loader import scope_of
@@ -205,8 +208,37 @@ def _provider_config_exists(store: ObjectStore, obj: Obj) -> tuple[bool, str]:
     return False, f"cannot get referenced {kind} {where}: not found"
 
 
+def _missing_reference(store: ObjectStore, obj: Obj) -> str | None:
+    """Why provider-kubernetes could not resolve an Object's `references`, if it could not."""
+    for ref in (obj.get("spec") or {}).get("references") or []:
+        src = (ref or {}).get("patchesFrom") or (ref or {}).get("dependsOn") or {}
+        key = Key(
+            str(src.get("apiVersion", "")),
+            str(src.get("kind", "")),
+            str(src.get("namespace") or ""),
+            str(src.get("name", "")),
+        )
+        if store.get(key) is None:
+            where = f"{key.namespace}/{key.name}" if key.namespace else key.name
+            return f"cannot resolve references: {key.kind} {where}: not found"
+    return None
+
+
+def _keep_written_data(obj: Obj, live: Obj) -> None:
+    """Without the Update policy the provider never resets the live object, so the
+    `data` another writer put there (a hydration Job's result) stays observed."""
+    policies = (obj.get("spec") or {}).get("managementPolicies")
+    previous = ((obj.get("status") or {}).get("atProvider") or {}).get("manifest") or {}
+    no_update = isinstance(policies, list) and "Update" not in policies and "*" not in policies
+    if no_update and isinstance(previous.get("data"), dict):
+        live["data"] = previous["data"]
+
+
 def _simulate_object(store: ObjectStore, obj: Obj, clock: Clock) -> None:
     ok, message = _provider_config_exists(store, obj)
+    missing = _missing_reference(store, obj) if ok else None
+    if missing is not None:
+        ok, message = False, missing
     if not ok:
         set_condition(obj, "Synced", "False", "ReconcileError", message, clock)
         return
@@ -218,7 +250,9 @@ def _simulate_object(store: ObjectStore, obj: Obj, clock: Clock) -> None:
         return
     at = str((obj.get("metadata") or {}).get("creationTimestamp") or clock.stamp())
     status = obj.setdefault("status", {})
-    status["atProvider"] = {"manifest": observed_manifest(manifest, at)}
+    live = observed_manifest(manifest, at)
+    _keep_written_data(obj, live)
+    status["atProvider"] = {"manifest": live}
     set_condition(obj, "Synced", "True", "ReconcileSuccess", "", clock)
     set_condition(obj, "Ready", "True", "Available", "", clock)
 
@@ -239,6 +273,89 @@ def _simulate_release(obj: Obj, clock: Clock) -> None:
     set_condition(obj, "Ready", "True", "Available", "", clock)
 
 
+def _wrapped(obj: Obj) -> Obj:
+    manifest = ((obj.get("status") or {}).get("atProvider") or {}).get("manifest")
+    return manifest if isinstance(manifest, dict) else {}
+
+
+def _hydration_env(job: Obj) -> dict[str, str]:
+    pod = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+    env = (pod.get("containers") or [{}])[0].get("env") or []
+    return {str(e.get("name")): str(e["value"]) for e in env if "value" in e}
+
+
+def _job_secrets(job: Obj) -> set[str]:
+    """The Secrets a Job's pod cannot start without (required env keys, volumes)."""
+    pod = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+    names = {str(v["secret"].get("secretName")) for v in pod.get("volumes") or [] if "secret" in v}
+    for ctr in pod.get("containers") or []:
+        for e in ctr.get("env") or []:
+            ref = (e.get("valueFrom") or {}).get("secretKeyRef")
+            if ref and not ref.get("optional"):
+                names.add(str(ref.get("name")))
+    return names
+
+
+def _secret_unsynced(objects: list[Obj], pc: Any, names: set[str]) -> bool:
+    """Whether a Secret the Job needs is an Object on its cluster that failed to sync."""
+    for other in objects:
+        wrapped = ((other.get("spec") or {}).get("forProvider") or {}).get("manifest") or {}
+        if (
+            wrapped.get("kind") == "Secret"
+            and (other.get("spec") or {}).get("providerConfigRef") == pc
+            and (wrapped.get("metadata") or {}).get("name") in names
+            and not any(
+                x.get("type") == "Synced" and x.get("status") == "True"
+                for x in (other.get("status") or {}).get("conditions") or []
+            )
+        ):
+            return True
+    return False
+
+
+def simulate_hydration(store: ObjectStore) -> None:
+    """Report what each completed ModelCache hydration Job would have measured.
+
+    The Job's result ConfigMap (an Object on the same provider config) gets a
+    `Ready` result with a visibly simulated digest (`simulated:<hash>`) and a
+    byte count, both derived from the Job's environment, and the Job's
+    creation time as completion time: deterministic, so a fixed point exists.
+    """
+    objects = [
+        o for _, o in store.items() if o.get("kind") == "Object" and _group(o) in OBJECT_GROUPS
+    ]
+    for obj in objects:
+        job = _wrapped(obj)
+        complete = any(
+            x.get("type") == "Complete" and x.get("status") == "True"
+            for x in (job.get("status") or {}).get("conditions") or []
+        )
+        env = _hydration_env(job) if job.get("kind") == "Job" and complete else {}
+        if HydrateEnv.RESULT_CONFIGMAP not in env:
+            continue
+        digest = short_hash(*sorted(f"{k}={v}" for k, v in env.items()), length=12)
+        result = HydrationResult(
+            source_hash=env.get(HydrateEnv.SOURCE_HASH, ""),
+            phase="Ready",
+            resolved_digest=f"simulated:{digest}",
+            bytes_staged=str(1_000_000_000 + int(digest[:6], 16)),
+            completed_at=str(job.get("status", {}).get("completionTime", "")),
+            message="simulated by modelplane render",
+        )
+        pc = (obj.get("spec") or {}).get("providerConfigRef")
+        if _secret_unsynced(objects, pc, _job_secrets(job)):
+            continue  # the pod cannot start: nothing is staged
+        for other in objects:
+            cm = _wrapped(other)
+            if (
+                cm.get("kind") == "ConfigMap"
+                and (other.get("spec") or {}).get("providerConfigRef") == pc
+                and (cm.get("metadata") or {}).get("name") == env[HydrateEnv.RESULT_CONFIGMAP]
+                and (cm.get("metadata") or {}).get("labels", {}).get(c.LABEL_CACHE)
+            ):
+                cm["data"] = result.to_data()
+
+
 def simulate(store: ObjectStore, clock: Clock) -> None:
     """Update, in place, every provider object in the store as its provider would."""
     for _, obj in store.items():
@@ -248,3 +365,4 @@ def simulate(store: ObjectStore, clock: Clock) -> None:
         elif group in RELEASE_GROUPS and kind == "Release":
             _simulate_release(obj, clock)
     simulate_cloud(store, clock)
+    simulate_hydration(store)

@@ -11,6 +11,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from modelplane.api import constants as c
+from modelplane.api.model_cache import read_model_cache
 from modelplane.api.model_service import read_service_status
 from modelplane.api.objects import condition as get_condition
 from modelplane.api.objects import conditions
@@ -102,6 +103,28 @@ def _placements(node: Tree, obj: Obj) -> None:
             branch.add(f"… and {status.unschedulable_omitted} more cluster(s)")
 
 
+def _cache_copies(node: Tree, obj: Obj) -> None:
+    """A ModelCache's copy on each cluster: phase, digest, bytes, claim."""
+    if obj.get("kind") != "ModelCache":
+        return
+    seen = read_model_cache(obj)
+    if not seen.copies and not seen.unreadable:
+        return
+    branch = node.add("[bold]Copies[/]")
+    for copy in seen.copies:
+        mark = "[green]Ready[/]" if copy.ready else f"[yellow]{escape(copy.phase)}[/]"
+        facts = [f"claim {copy.claim_name}"] if copy.claim_name else []
+        if copy.resolved_digest:
+            facts.append(f"digest {copy.resolved_digest}")
+        if copy.bytes_staged is not None:
+            facts.append(f"{copy.bytes_staged} bytes")
+        detail = copy.problem or copy.message
+        tail = f" — {escape(detail)}" if detail else ""
+        branch.add(f"{escape(copy.cluster)}: {mark} ({escape(', '.join(facts))}){tail}")
+    for problem in seen.unreadable:
+        branch.add(f"[red]unreadable[/] {escape(problem)}")
+
+
 def _service_routes(node: Tree, obj: Obj) -> None:
     """A ModelService's address and its weighted endpoint table."""
     if obj.get("kind") != "ModelService":
@@ -138,6 +161,7 @@ def _xr_node(result: RenderResult, obj: Obj, node: Tree) -> None:
             node.add(_condition_line(cond))
     _pools(node, obj)
     _placements(node, obj)
+    _cache_copies(node, obj)
     _service_routes(node, obj)
     _backend(node, obj)
     for child in result.composed_of(obj):

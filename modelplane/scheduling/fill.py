@@ -111,6 +111,8 @@ def fill(state: CycleState) -> None:
     shortfall = state.inp.spec.replicas - len(state.slots)
     if shortfall <= 0 or state.invalid:
         return
+    for rule in SCORES:
+        rule.prepare(state.rules, state.inp)
     for s in state.slots:
         for rule in SCORES:
             rule.placed(state.rules, s.cluster)

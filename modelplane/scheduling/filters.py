@@ -77,17 +77,25 @@ class ReadinessFilter:
 
 
 class CacheFilter:
-    """`spec.caches`: while a named ModelCache does not exist, no new replica is placed.
+    """`spec.caches`: new replicas go only where the deployment's ModelCache has a copy.
 
-    Existing replicas keep serving from what they mounted.
+    While a named ModelCache does not exist, no new replica is placed at all;
+    once it does, a cluster it stages no copy on (its clusterSelector leaves
+    the cluster out, or the cluster is not Ready for it) takes none. Existing
+    replicas keep serving from what they mounted.
     """
 
     name = "Caches"
 
     def admit(self, inp: ScheduleInput, cluster: ObservedInferenceCluster) -> Rejection | None:
-        """Refuse every cluster while a ModelCache of `spec.caches` is missing."""
+        """Refuse every cluster while a cache is missing, else those it does not cover."""
         missing = inp.missing_caches
-        return Rejection("WaitingForCache", missing) if missing else None
+        if missing:
+            return Rejection("WaitingForCache", missing)
+        cache = inp.cache
+        if cache is not None and not cache.covers(cluster.name):
+            return Rejection("CacheNotOnCluster", (cache.name,))
+        return None
 
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica

@@ -18,11 +18,12 @@ its registration and its test.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from modelplane.api.common import Toleration
+from modelplane.api.model_cache import ObservedModelCache, read_model_cache
 from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.api.objects import label_value
 from modelplane.api.readers import (
@@ -43,8 +44,9 @@ class ScheduleInput:
 
     `clusters` is every InferenceCluster by name (sorted); `candidates` the
     names `spec.clusterSelector` selects; `replicas` every ModelReplica of the
-    fleet (unique by namespace/name). `caches` names the ModelCaches found in
-    the deployment's namespace, or is None when they were not looked up.
+    fleet (unique by namespace/name). `caches` holds the ModelCaches of
+    `spec.caches` found in the deployment's namespace, by name, read through
+    their reader (per-cluster copies); None when they were not looked up.
     """
 
     namespace: str
@@ -53,9 +55,15 @@ class ScheduleInput:
     clusters: Mapping[str, ObservedInferenceCluster]
     candidates: frozenset[str]
     replicas: tuple[ObservedModelReplica, ...]
-    caches: frozenset[str] | None = None
+    caches: Mapping[str, ObservedModelCache] | None = None
     tolerations: tuple[Toleration, ...] = ()  # the deployment's (spec.tolerations)
     missing_caches: tuple[str, ...] = ()  # names in spec.caches looked up and not found
+
+    @property
+    def cache(self) -> ObservedModelCache | None:
+        """The deployment's ModelCache (`spec.caches[0]`) when it was found."""
+        names = [x.name for x in self.spec.caches or ()]
+        return (self.caches or {}).get(names[0]) if names else None
 
 
 def _unique_clusters(objects: Sequence[Mapping[str, Any]]) -> dict[str, ObservedInferenceCluster]:
@@ -83,11 +91,16 @@ def _unique_replicas(
     return tuple(unique[k] for k in sorted(unique))
 
 
+def _caches(objects: Sequence[Mapping[str, Any]]) -> dict[str, ObservedModelCache]:
+    seen = (read_model_cache(obj) for obj in objects)
+    return {c.name: c for c in sorted(seen, key=lambda c: c.name) if c.name}
+
+
 def read_input(
     deployment: Mapping[str, Any],
     clusters: Sequence[Mapping[str, Any]],
     replicas: Sequence[Mapping[str, Any]],
-    caches: Collection[str] | None = None,
+    caches: Sequence[Mapping[str, Any]] | None = None,
 ) -> ScheduleInput:
     """Read raw objects into a ScheduleInput (the deployment is already validated)."""
     meta = deployment.get("metadata")
@@ -95,7 +108,7 @@ def read_input(
     spec = ModelDeploymentSpec.model_validate(dict(deployment.get("spec") or {}))
     parsed = _unique_clusters(clusters)
     by_label = {label_value(k): k for k in sorted(parsed, reverse=True)}
-    found = None if caches is None else frozenset(caches)
+    found = None if caches is None else _caches(caches)
     missing = (
         () if found is None else tuple(x.name for x in spec.caches or () if x.name not in found)
     )
@@ -166,6 +179,9 @@ class ClusterScore(Protocol):
     """
 
     name: str
+
+    def prepare(self, states: RuleStates, inp: ScheduleInput) -> None:
+        """Read what the rule needs from the cycle's input, once, before the fill."""
 
     def score(self, states: RuleStates, cluster: str) -> int:
         """The cluster's score now."""

@@ -15,7 +15,7 @@ matching, selector evaluation) is done once per call.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from modelplane.scheduling import words
@@ -120,13 +120,14 @@ def schedule(
     deployment: Mapping[str, Any],
     clusters: Sequence[Mapping[str, Any]],
     replicas: Sequence[Mapping[str, Any]],
-    caches: Collection[str] | None = None,
+    caches: Sequence[Mapping[str, Any]] | None = None,
 ) -> ScheduleResult:
     """Compute the desired replicas of `deployment` and why any are missing.
 
     `deployment` is the ModelDeployment object (already validated), `clusters` every
-    InferenceCluster, `replicas` every ModelReplica in the fleet, `caches` the names
-    of the ModelCaches found in the deployment's namespace (None: not looked up).
+    InferenceCluster, `replicas` every ModelReplica in the fleet, `caches` the
+    ModelCaches of `spec.caches` found in the deployment's namespace (None: not
+    looked up).
     Pure and deterministic: the same objects in any order give the same result.
     """
     return schedule_input(read_input(deployment, clusters, replicas, caches))

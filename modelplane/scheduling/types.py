@@ -23,6 +23,7 @@ ClusterReason = Literal[
     "InsufficientCapacity",  # pools match but not enough free nodes/devices
     "InvalidNodeSelector",  # a selector does not compile: nothing new is placed
     "WaitingForCache",  # a ModelCache in spec.caches does not exist: nothing new is placed
+    "CacheNotOnCluster",  # the deployment's ModelCache stages no copy on the cluster
     "BackendUnsupported",  # the cluster does not run the deployment's spec.backend
 ]
 

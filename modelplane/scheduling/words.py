@@ -50,6 +50,10 @@ _REJECTIONS = {
     "WaitingForCache": lambda d: (
         f"spec.caches: ModelCache {', '.join(d)} not found; new replicas are held until it exists"
     ),
+    "CacheNotOnCluster": lambda d: (
+        f"spec.caches: ModelCache {d[0]} stages no copy on this cluster "
+        "(its clusterSelector, or the cluster is not Ready for it)"
+    ),
     "InvalidNodeSelector": lambda d: "the node selector does not compile: " + "; ".join(d),
     "BackendUnsupported": lambda d: (
         f"spec.backend {d[0]}: the cluster's spec.servingStack cannot be read"

@@ -17,7 +17,10 @@ ALLOWED: dict[str, set[str]] = {
     "compose": {"api", "dra", "scheduling"},
     "crossplane": {"api", "dra", "scheduling", "compose"},
     "local": {"api", "dra", "scheduling", "compose", "crossplane"},
-    "cli": {"api", "dra", "scheduling", "compose", "crossplane", "local"},
+    # The hydration Job's adapter: downloads and the Kubernetes API; it shares
+    # only the hydration contract (`api.model_cache`) with the control plane.
+    "hydrate": {"api"},
+    "cli": {"api", "dra", "scheduling", "compose", "crossplane", "local", "hydrate"},
 }
 # Only the composers and what they build on must stay free of I/O and clocks.
 PURE = ("api", "dra", "scheduling", "compose")
@@ -65,3 +68,21 @@ def test_pure_layers_do_no_io(layer: str) -> None:
             if name.split(".")[0] in IMPURE_MODULES:
                 violations.append(f"{path.relative_to(PACKAGE.parent)} imports {name}")
     assert violations == []
+
+
+def test_the_function_and_the_cli_never_load_the_hydrators_download_libraries() -> None:
+    # The [hydrate] extra is for the hydration Job: importing the function
+    # server and the whole CLI (which registers `modelplane hydrate`) must not
+    # load huggingface_hub or boto3.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, modelplane.crossplane.function, modelplane.cli.main;"
+        "import modelplane.hydrate.sources, modelplane.hydrate.report;"
+        "print(sorted(m for m in ('boto3', 'botocore', 'huggingface_hub') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "[]"

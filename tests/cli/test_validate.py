@@ -85,13 +85,21 @@ def _validate(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+# examples/missing-cache names a ModelCache that does not exist on purpose (the
+# deployment is held and explains why); every other example is valid.
+BROKEN_EXAMPLES = ("missing-cache",)
+
+
 def test_examples_are_valid() -> None:
-    code, out = _validate(str(ROOT / "examples"))
+    folders = sorted(p for p in (ROOT / "examples").iterdir() if p.is_dir())
+    folders = [p for p in folders if p.name not in BROKEN_EXAMPLES]
+    code, out = _validate(*map(str, folders))
     assert code == 0, out
     # Counted independently of the validator: every Modelplane document there.
     docs = [
         d
-        for p in (ROOT / "examples").rglob("*.yaml")
+        for folder in folders
+        for p in folder.rglob("*.yaml")
         for d in yaml.safe_load_all(p.read_text(encoding="utf-8"))
         if d
     ]
@@ -99,6 +107,13 @@ def test_examples_are_valid() -> None:
     assert out.count("\n") == 1
     assert out.startswith(f"{ours} Modelplane documents valid in ")
     assert f"; {len(docs) - ours} documents of other kinds not checked" in out
+
+
+def test_the_missing_cache_example_is_refused_for_exactly_its_missing_cache() -> None:
+    code, out = _validate(str(ROOT / "examples" / "missing-cache"))
+    assert code == 1
+    assert "spec.caches[0].name: ModelCache 'qwen-weights' not found in namespace 'ml-team'" in out
+    assert "1 problem found" in out
 
 
 def test_a_valid_fleet_passes(tmp_path: Path) -> None:

@@ -118,3 +118,24 @@ def parent(accepted: bool, reason: str = "Accepted", message: str = "") -> dict[
             }
         ],
     }
+
+
+def ready_caches(replica: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The required ModelCache of a replica that names one, with a Ready copy on its cluster
+    (in the cache's own PVC), as the `model-cache` requirement; empty when it names none."""
+    spec = replica["spec"]
+    if not spec.get("caches"):
+        return {}
+    name = spec["caches"][0]["name"]
+    cluster = spec["clusterName"]
+    return {
+        "model-cache": [
+            {
+                "apiVersion": "modelplane.ai/v1alpha1",
+                "kind": "ModelCache",
+                "metadata": {"name": name, "namespace": replica["metadata"]["namespace"]},
+                "spec": {"storage": {"backend": "PVC"}},
+                "status": {"clusters": [{"cluster": cluster, "phase": "Ready", "claimName": name}]},
+            }
+        ]
+    }

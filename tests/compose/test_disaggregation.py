@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from replicas import ready_caches
 
 from modelplane.compose import disaggregation
 from modelplane.compose.model_replica import compose
@@ -21,9 +22,14 @@ def _native(name: str) -> dict[str, Any]:
     case = yaml.safe_load((KSERVE / name).read_text())
     replica = copy.deepcopy(case["replica"])
     del replica["spec"]["backend"]
-    res = compose(ComposeInput(composite=replica, required={"cluster": [case["cluster"]]}))
+    required = {"cluster": [case["cluster"]], **ready_caches(replica)}
+    res = compose(ComposeInput(composite=replica, required=required))
     assert res.fatal is None
-    return {k: d.resource["spec"]["forProvider"]["manifest"] for k, d in res.desired.items()}
+    return {
+        k: d.resource["spec"]["forProvider"]["manifest"]
+        for k, d in res.desired.items()
+        if d.resource["kind"] == "Object"
+    }
 
 
 def test_a_unified_replica_gets_no_pool_or_picker() -> None:

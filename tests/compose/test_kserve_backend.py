@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
+from replicas import ready_caches
 
 from modelplane.compose.backends import kserve
 from modelplane.compose.model_replica import compose
@@ -25,7 +26,8 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _compose(replica: dict[str, Any], cluster: dict[str, Any]) -> ComposeResult:
-    return compose(ComposeInput(composite=replica, required={"cluster": [cluster]}))
+    required = {"cluster": [cluster], **ready_caches(replica)}
+    return compose(ComposeInput(composite=replica, required=required))
 
 
 def _manifest(res: ComposeResult, key: str) -> dict[str, Any]:
@@ -47,7 +49,9 @@ def test_expected_manifests(path: Path) -> None:
     case = _load(path)
     res = _compose(case["replica"], case["cluster"])
     assert res.fatal is None
-    assert sorted(res.desired) == sorted(case["objects"])
+    assert sorted(res.desired) == sorted([*case["objects"], *case.get("usages", {})])
+    for key, want in case.get("usages", {}).items():
+        assert res.desired[key].resource == want, key
     for key, want in case["objects"].items():
         obj = res.desired[key].resource
         assert (obj["apiVersion"], obj["kind"]) == (PROVIDER_KUBERNETES, "Object"), key

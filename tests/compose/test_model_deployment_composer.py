@@ -10,7 +10,7 @@ test_model_deployment_e2e.py.
 from __future__ import annotations
 
 import copy
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -174,17 +174,17 @@ class Scripted:
     def __init__(self, plan: ScheduleResult | Exception) -> None:
         self.plan = plan
         self.calls: list[tuple[Any, list[Any], list[Any]]] = []
-        self.caches: list[Collection[str] | None] = []
+        self.caches: list[list[Mapping[str, Any]] | None] = []
 
     def __call__(
         self,
         dep: Mapping[str, Any],
         clusters: Sequence[Mapping[str, Any]],
         replicas: Sequence[Mapping[str, Any]],
-        caches: Collection[str] | None = None,
+        caches: Sequence[Mapping[str, Any]] | None = None,
     ) -> ScheduleResult:
         self.calls.append((dep, list(clusters), list(replicas)))
-        self.caches.append(caches)
+        self.caches.append(None if caches is None else list(caches))
         if isinstance(self.plan, Exception):
             raise self.plan
         return self.plan
@@ -537,7 +537,7 @@ def test_missing_cache_holds_new_placements_and_keeps_existing() -> None:
     required = {**FETCHED, "cache-weights": []}
     sched = Scripted(plan)
     got = md.compose_with(ComposeInput(dep, observed=observed, required=required), sched)
-    assert sched.caches == [frozenset()]
+    assert sched.caches == [[]]
     cache_msg = (
         "spec.caches: ModelCache weights not found in namespace team-a; new replicas are held "
         "until it exists, existing ones are kept"

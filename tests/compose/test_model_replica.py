@@ -16,8 +16,9 @@ from replicas import NAME, NS, cluster, cond, manifest, observed_from, parent, r
 
 from modelplane.compose import objects
 from modelplane.compose.engines import ray
+from modelplane.compose.model_replica import compose
 from modelplane.compose.templates import TemplateVars, render, render_map
-from modelplane.compose.types import ComposeResult
+from modelplane.compose.types import ComposeInput, ComposeResult
 
 # --- the InferenceCluster: not fetched, absent, unusable -------------------------------
 
@@ -287,13 +288,27 @@ def test_cache_points_vllm_at_the_mount_unless_it_names_a_model(
 ) -> None:
     xr = replica(caches=[{"name": "weights"}])
     xr["spec"]["workers"]["template"]["spec"]["containers"][0]["args"] = args
-    tpl = manifest(run(xr, cluster()), "unified-deployment")["spec"]["template"]
+    cache = {
+        "metadata": {"name": "weights", "namespace": "team-a"},
+        "spec": {"storage": {"backend": "PVC"}},
+        "status": {"clusters": [{"cluster": "east", "phase": "Ready", "claimName": "weights"}]},
+    }
+    required = {"cluster": [cluster()], "model-cache": [cache]}
+    res = compose(ComposeInput(composite=xr, required=required))
+    tpl = manifest(res, "unified-deployment")["spec"]["template"]
     assert _engine(tpl)["args"] == expected
-    assert {"name": "model-cache", "mountPath": "/mnt/models", "readOnly": True} in _engine(tpl)[
-        "volumeMounts"
-    ]
+    assert {
+        "name": "model-cache",
+        "mountPath": "/mnt/models",
+        "readOnly": True,
+        "subPath": "model",
+    } in _engine(tpl)["volumeMounts"]
     assert tpl["spec"]["volumes"] == [
-        {"name": "model-cache", "persistentVolumeClaim": {"claimName": "weights", "readOnly": True}}
+        {
+            "name": "model-cache",
+            "persistentVolumeClaim": {"claimName": "weights", "readOnly": True},
+        },
+        {"name": "engine-scratch", "emptyDir": {}},
     ]
 
 

@@ -30,7 +30,10 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _compose(case: dict[str, Any]) -> ComposeResult:
-    return compose(ComposeInput(composite=case["replica"], required={"cluster": [case["cluster"]]}))
+    required = {"cluster": [case["cluster"]]}
+    if "cache" in case:
+        required["model-cache"] = [case["cache"]]
+    return compose(ComposeInput(composite=case["replica"], required=required))
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
@@ -38,7 +41,9 @@ def test_expected_manifests(path: Path) -> None:
     case = _load(path)
     res = _compose(case)
     assert res.fatal is None
-    assert sorted(res.desired) == sorted(case["objects"])
+    assert sorted(res.desired) == sorted([*case["objects"], *case.get("usages", {})])
+    for key, want in case.get("usages", {}).items():
+        assert res.desired[key].resource == want, key
     replica_ns = case["replica"]["metadata"]["namespace"]
     for key, want in case["objects"].items():
         obj = res.desired[key].resource
@@ -114,7 +119,11 @@ def _pod_specs(manifest: dict[str, Any]) -> list[dict[str, Any]]:
 def test_no_pod_template_carries_a_gpu_resource(path: Path) -> None:
     res = _compose(_load(path))
     # Serving workloads carry their role; the P/D endpoint picker claims no GPU.
-    manifests = [d.resource["spec"]["forProvider"]["manifest"] for d in res.desired.values()]
+    manifests = [
+        d.resource["spec"]["forProvider"]["manifest"]
+        for d in res.desired.values()
+        if d.resource["kind"] == "Object"
+    ]
     pods = [
         pod
         for m in manifests

@@ -63,9 +63,18 @@ def _pyproject() -> dict:
     return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 
 
+# Extras the image installs too: the hydration Job runs `modelplane hydrate`
+# from the same image.
+IMAGE_EXTRAS = ("hydrate",)
+
+
 def _requirements(key: str) -> dict[str, Requirement]:
     data = _pyproject()
-    reqs = data["project"]["dependencies"] if key == "runtime" else data["build-system"]["requires"]
+    if key == "runtime":
+        extras = data["project"]["optional-dependencies"]
+        reqs = data["project"]["dependencies"] + [r for x in IMAGE_EXTRAS for r in extras[x]]
+    else:
+        reqs = data["build-system"]["requires"]
     return {canonicalize_name(r.name): r for r in map(Requirement, reqs)}
 
 

@@ -109,6 +109,26 @@ REJECTED = {
     ),
     "replicas-wrong-type.yaml": ("schema", "spec.replicas", "'three' is not of type 'integer'"),
     "unknown-field.yaml": ("unknown-field", "spec.devices.0", "'cuont' was unexpected"),
+    "cache-two-sources.yaml": (
+        "cel",
+        "spec.artifact.source",
+        "exactly one of huggingFace, s3, http, inline, oci or configMap must be set",
+    ),
+    "cache-existing-without-claim.yaml": (
+        "cel",
+        "spec.storage",
+        "claimName is required when backend is ExistingPVC",
+    ),
+    "cache-inline-dotdot.yaml": (
+        "cel",
+        "spec.artifact.source.inline",
+        "fileName must name a file, not . or ..",
+    ),
+    "cache-shell-repo.yaml": (
+        "schema",
+        "spec.artifact.source.huggingFace.repo",
+        "does not match",
+    ),
 }
 
 

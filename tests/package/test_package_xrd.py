@@ -535,6 +535,7 @@ def test_package_files_layout_and_determinism() -> None:
         "eksclusters",
         "gkeclusters",
         "servingstacks",
+        "modelcaches",
         "modelendpoints",
         "modelservices",
         "inferencegateways",

@@ -24,9 +24,22 @@ NOSCHED = {"key": "gpu-maint", "value": "true", "effect": "NoSchedule"}
 DRAIN = {"key": "drain", "effect": "NoExecute"}
 
 
+def _cache(name: str, *copies: tuple[str, str]) -> dict[str, Any]:
+    """A ModelCache with a copy (cluster, phase) per entry in its status."""
+    return {
+        "metadata": {"name": name, "namespace": "team-a"},
+        "status": {"clusters": [{"cluster": c, "phase": p} for c, p in copies]},
+    }
+
+
 def _answer(
-    rule: ClusterFilter, cl: dict[str, Any], dep: dict[str, Any], caches: set[str] | None = None
+    rule: ClusterFilter,
+    cl: dict[str, Any],
+    dep: dict[str, Any],
+    caches: set[str] | list[dict[str, Any]] | None = None,
 ) -> tuple[Rejection | None, Eviction | None]:
+    if isinstance(caches, set):
+        caches = [_cache(name, ("a", "Ready")) for name in sorted(caches)]
     inp = read_input(dep, [cl], [], caches)
     observed = read_inference_cluster(cl)
     assert observed is not None
@@ -141,3 +154,23 @@ def test_cache_holds_new_replicas_and_never_evicts(
         dep["spec"]["caches"] = caches
     cl = cluster("a", {"l4": ("l4-1x", 1)})
     assert _answer(CacheFilter(), cl, dep, found) == (admit, None)
+
+
+@pytest.mark.parametrize(
+    ("copies", "admit"),
+    [
+        ((("a", "Ready"),), None),
+        ((("a", "Hydrating"),), None),  # covered: the score, not the filter, prefers Ready
+        ((("a", "Failed"),), None),
+        ((("a", "Exploded"),), None),  # unreadable entry: kept as unknown, still covered
+        ((("b", "Ready"),), Rejection("CacheNotOnCluster", ("w",))),
+        ((), Rejection("CacheNotOnCluster", ("w",))),
+    ],
+)
+def test_cache_admits_only_clusters_it_covers_and_never_evicts(
+    copies: tuple[tuple[str, str], ...], admit: Rejection | None
+) -> None:
+    dep = deployment(1, NODE_1X)
+    dep["spec"]["caches"] = [{"name": "w"}]
+    cl = cluster("a", {"l4": ("l4-1x", 1)})
+    assert _answer(CacheFilter(), cl, dep, [_cache("w", *copies)]) == (admit, None)

@@ -125,7 +125,7 @@ def _pod(
     pod = tpl["spec"]
     engine = workload.engine(pod)
     if kind != "worker":
-        vllm.point_at_cache(engine, ctx.cache)
+        vllm.point_at_cache(engine, ctx.cache.claim if ctx.cache else None)
     engine["name"] = MAIN_CONTAINER
     return {"metadata": tpl.get("metadata") or {}, "spec": pod}, warnings
 
@@ -194,7 +194,10 @@ def _spec(
 
 def _model(ctx: ReplicaContext, role: PlacedRole) -> str:
     # The composer validated the spec (`spec_errors`): a model is named.
-    return _uri_of(ctx.cache, role) or ""
+    # KServe's pvc://<claim>/<path>: the folder the cache's Job publishes.
+    cache = ctx.cache
+    path = None if cache is None else "/".join(filter(None, (cache.claim, cache.sub_path)))
+    return _uri_of(path, role) or ""
 
 
 class KServeBackend:
