@@ -36,6 +36,7 @@ from modelplane.api.inference_cluster import (
     GPUPool,
     InferenceClusterSpec,
     InferenceClusterStatus,
+    Packing,
     SchedulingConfig,
     Taint,
 )
@@ -169,6 +170,17 @@ class ObservedInferenceCluster:
     # found on a cluster with unreadable pool entries cannot be judged either.
     unreadable: tuple[str, ...] = ()
     scheduling_error: str | None = None  # spec.scheduling present but invalid
+
+    @property
+    def packing(self) -> Packing:
+        """How the cluster packs pods on a pool's nodes (`spec.scheduling.packing`).
+
+        Absent, or a scheduling block that does not read: the default
+        kube-scheduler's, Spread — the assumption that never over-promises room
+        for a large replica.
+        """
+        config = self.scheduling if self.scheduling is not None else SchedulingConfig()
+        return config.effective_packing
 
     @property
     def published(self) -> bool:
