@@ -36,6 +36,7 @@ from modelplane.api.inference_cluster import (
     GPUPool,
     InferenceClusterSpec,
     InferenceClusterStatus,
+    Packing,
     SchedulingConfig,
     ServingStackConfig,
     StorageConfig,
@@ -180,6 +181,17 @@ class ObservedInferenceCluster:
     # Serving backends the cluster runs (`read_backends`); None when
     # spec.servingStack cannot be read, so support cannot be verified.
     backends: frozenset[str] | None = frozenset({c.BACKEND_NATIVE})
+
+    @property
+    def packing(self) -> Packing:
+        """How the cluster packs pods on a pool's nodes (`spec.scheduling.packing`).
+
+        Absent, or a scheduling block that does not read: the default
+        kube-scheduler's, Spread — the assumption that never over-promises room
+        for a large replica.
+        """
+        config = self.scheduling if self.scheduling is not None else SchedulingConfig()
+        return config.effective_packing
 
     @property
     def published(self) -> bool:
