@@ -174,25 +174,30 @@ def observed_composite(req: fnv1.RunFunctionRequest) -> Resource:
 
 
 def to_input(
-    req: fnv1.RunFunctionRequest, cache: DecodeCache | None = DECODE_CACHE
+    req: fnv1.RunFunctionRequest,
+    cache: DecodeCache | None = DECODE_CACHE,
+    *,
+    composite: Resource | None = None,
 ) -> ComposeInput:
     """Build the composer input from a request.
 
     Required resources come from `required_resources`; the deprecated
     `extra_resources` map is honoured for names the new map lacks. A name
-    that is absent has not been fetched yet. They are decoded through `cache`
-    (read-only, once per object version), or afresh when it is None.
+    that is absent has not been fetched yet. Required and observed composed
+    resources are decoded through `cache` (read-only, once per object
+    version), or afresh when it is None. `composite` is the observed
+    composite when the caller has decoded it already.
     """
-    observed = {
-        name: struct_to_dict(r.resource) for name, r in sorted(req.observed.resources.items())
-    }
     decode = cache.decode if cache is not None else struct_to_dict
+    observed = {name: decode(r.resource) for name, r in sorted(req.observed.resources.items())}
     required: dict[str, list[Resource]] = {}
     for source in (req.required_resources, req.extra_resources):
         for name, resources in sorted(source.items()):
             if name not in required:
                 required[name] = [decode(item.resource) for item in resources.items]
-    return ComposeInput(composite=observed_composite(req), observed=observed, required=required)
+    if composite is None:
+        composite = observed_composite(req)
+    return ComposeInput(composite=composite, observed=observed, required=required)
 
 
 def _deep_merge(base: dict[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:

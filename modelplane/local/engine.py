@@ -24,11 +24,10 @@ Semantics mirrored from Crossplane v2 (documented where they are a choice):
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import hashlib
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -125,6 +124,19 @@ class Inputs:
     fetched: tuple[tuple[Fetch, ...], ...]
 
 
+@dataclass(frozen=True)
+class RoundReport:
+    """What one reconcile round did, for progress output."""
+
+    round: int
+    reconciled: int
+    """Composites whose function was called."""
+    skipped: int
+    """Composites not called: nothing they would see had changed."""
+    changed: list[Key]
+    """Objects created, changed or deleted in the round (none: the fixed point)."""
+
+
 class NotConvergedError(Exception):
     """The store was still changing after the maximum number of rounds."""
 
@@ -214,6 +226,7 @@ class ControlPlane:
         """XR reconciles that called the function."""
         self.skipped = 0
         """XR reconciles skipped because nothing the XR would see had changed."""
+        self._round_reconciled = self._round_skipped = 0
         staged = {Key.of(o): copy.deepcopy(o) for o in objects}
         for key in sorted(staged):
             self._stamp(staged[key])
@@ -231,30 +244,47 @@ class ControlPlane:
 
     # -- the loop --------------------------------------------------------
 
-    def run(self, max_rounds: int = 50) -> RenderResult:
-        """Reconcile to a fixed point; raise NotConvergedError after `max_rounds` rounds."""
-        loop = asyncio.new_event_loop()
-        try:
-            rounds = 0
+    def run(
+        self, max_rounds: int = 50, progress: Callable[[RoundReport], None] | None = None
+    ) -> RenderResult:
+        """Reconcile to a fixed point; raise NotConvergedError after `max_rounds` rounds.
+
+        `progress`, when given, is told what each round did.
+        """
+        rounds = 0
+        after = self.store.fingerprints()
+        while rounds < max_rounds:
+            rounds += 1
+            before = after
+            self._round()
             after = self.store.fingerprints()
-            while rounds < max_rounds:
-                rounds += 1
-                before = after
-                self.clock.tick()
-                for key in list(self.store):
-                    if key in self.store and is_composite(key.api_version, key.kind):
-                        self._reconcile(loop, key)
-                if self.simulate:
-                    simulate(self.store, self.clock)
-                # The simulator (and anything else) changes objects in place.
-                self.store.refresh()
-                after = self.store.fingerprints()
-                if after == before:
-                    return self._result(rounds, [])
-            changing = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
-            raise NotConvergedError(self._result(rounds, changing))
-        finally:
-            loop.close()
+            if progress is not None:
+                progress(self._report(rounds, before, after))
+            if after == before:
+                return self._result(rounds, [])
+        raise NotConvergedError(self._result(rounds, _changed(before, after)))
+
+    def _round(self) -> None:
+        """Reconcile every composite once, then let providers and clusters report."""
+        self.clock.tick()
+        self._round_reconciled, self._round_skipped = self.reconciled, self.skipped
+        for key in list(self.store):
+            if key in self.store and is_composite(key.api_version, key.kind):
+                self._reconcile(key)
+        if self.simulate:
+            simulate(self.store, self.clock)
+        # The simulator (and anything else) changes objects in place.
+        self.store.refresh()
+
+    def _report(
+        self, rounds: int, before: dict[Key, bytes], after: dict[Key, bytes]
+    ) -> RoundReport:
+        return RoundReport(
+            round=rounds,
+            reconciled=self.reconciled - self._round_reconciled,
+            skipped=self.skipped - self._round_skipped,
+            changed=_changed(before, after),
+        )
 
     def _result(self, rounds: int, changing: list[Key]) -> RenderResult:
         return RenderResult(
@@ -338,14 +368,14 @@ class ControlPlane:
                 items = target[name].items
                 found = self._fetch(selector)
                 for obj in found:
-                    items.append(fnv1.Resource(resource=self._struct(obj)))
+                    items.add().resource.CopyFrom(self._struct(obj))
                 kept = fnv1.ResourceSelector()
                 kept.CopyFrom(selector)
                 fetches.append(Fetch(field_name, name, kept, tuple(map(self._version, found))))
         return tuple(fetches)
 
     def _call(
-        self, loop: asyncio.AbstractEventLoop, xr: Obj, observed: Mapping[str, Obj]
+        self, xr: Obj, observed: Mapping[str, Obj]
     ) -> tuple[fnv1.RunFunctionResponse | None, str, tuple[tuple[Fetch, ...], ...]]:
         """Call the function until its requirements stabilize, like Crossplane.
 
@@ -356,7 +386,9 @@ class ControlPlane:
         fetched: list[tuple[Fetch, ...]] = []
         for _ in range(MAX_REQUIREMENTS_ITERATIONS):
             self.calls += 1
-            rsp = loop.run_until_complete(self.runner.RunFunction(req, None))
+            # The servicer's synchronous entry: what its RunFunction coroutine
+            # and every `function serve` worker process run.
+            rsp = self.runner.run(req)
             if any(r.severity == fnv1.SEVERITY_FATAL for r in rsp.results):
                 return rsp, "", tuple(fetched)
             if previous is not None and rsp.requirements == previous:
@@ -396,7 +428,7 @@ class ControlPlane:
             ),
         )
 
-    def _reconcile(self, loop: asyncio.AbstractEventLoop, key: Key) -> None:
+    def _reconcile(self, key: Key) -> None:
         """Reconcile one XR, unless nothing it would see changed since its last call.
 
         The function is pure: with equal inputs it returns the same response,
@@ -412,7 +444,7 @@ class ControlPlane:
             self._last[key] = last
             self.skipped += 1
             return
-        rsp, error, fetched = self._call(loop, xr, observed)
+        rsp, error, fetched = self._call(xr, observed)
         called = Inputs(
             composite=self._version(xr),
             observed=tuple((name, self._version(obj)) for name, obj in sorted(observed.items())),
@@ -612,8 +644,10 @@ class ControlPlane:
 
     def _merge(self, existing: Obj | None, desired: Obj) -> Obj:
         """Server-side-apply, simplified: desired fields win; status and identity stay."""
+        # `desired` was decoded from the response for this call alone, so it
+        # is used as it is, not copied.
         if existing is None:
-            created = _ordered_object(copy.deepcopy(desired))
+            created = _ordered_object(desired)
             self._stamp(created)
             return created
         em = existing.get("metadata") or {}
@@ -626,7 +660,7 @@ class ControlPlane:
         for f in ("uid", "creationTimestamp", "generation"):
             if f in em:
                 meta[f] = em[f]
-        obj: Obj = {**copy.deepcopy(desired), "metadata": meta}
+        obj: Obj = {**desired, "metadata": meta}
         # spec.crossplane belongs to the reconciler of a nested XR, not to the
         # parent that applies it (server-side apply keeps the two apart).
         machinery = (existing.get("spec") or {}).get("crossplane")
@@ -637,6 +671,11 @@ class ControlPlane:
         if "status" in existing:
             obj["status"] = existing["status"]
         return _ordered_object(obj)
+
+
+def _changed(before: Mapping[Key, bytes], after: Mapping[Key, bytes]) -> list[Key]:
+    """The keys created, changed or deleted between two fingerprint maps, in key order."""
+    return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
 
 
 def _controller(obj: Mapping[str, Any]) -> str | None:
