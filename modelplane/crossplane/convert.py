@@ -128,6 +128,7 @@ class DecodeCache:
             return entry[0]
         self.misses += 1
         decoded = struct_to_frozen(s)
+        size = size if size is not None else s.ByteSize()
         if size > self.max_bytes:
             return decoded
         self._entries[key] = (decoded, size)
@@ -143,14 +144,14 @@ class DecodeCache:
         self.bytes = 0
 
 
-def _version_key(s: structpb.Struct) -> tuple[tuple[str, ...] | bytes, int]:
-    """The cache key of an object and its serialized size."""
+def _version_key(s: structpb.Struct) -> tuple[tuple[str, str] | bytes, int | None]:
+    """The cache key of an object, and its serialized size when that was computed."""
     if "metadata" in s.fields:
         meta = s.fields["metadata"].struct_value.fields
         uid = meta["uid"].string_value if "uid" in meta else ""
         version = meta["resourceVersion"].string_value if "resourceVersion" in meta else ""
         if uid and version:
-            return (uid, version), s.ByteSize()
+            return (uid, version), None
     data = s.SerializeToString(deterministic=True)
     return hashlib.blake2b(data, digest_size=20).digest(), len(data)
 
@@ -166,10 +167,15 @@ def dict_to_struct(d: Mapping[str, Any]) -> structpb.Struct:
     return s
 
 
-def observed_composite(req: fnv1.RunFunctionRequest) -> Resource:
-    """Return the observed composite resource of a request as a dict ({} when absent)."""
+def observed_composite(req: fnv1.RunFunctionRequest, cache: DecodeCache | None = None) -> Resource:
+    """Return the observed composite resource of a request as a dict ({} when absent).
+
+    Through `cache` it is read-only and decoded once per version.
+    """
     if not req.HasField("observed") or not req.observed.HasField("composite"):
         return {}
+    if cache is not None:
+        return cache.decode(req.observed.composite.resource)
     return struct_to_dict(req.observed.composite.resource)
 
 
@@ -183,9 +189,9 @@ def to_input(
 
     Required resources come from `required_resources`; the deprecated
     `extra_resources` map is honoured for names the new map lacks. A name
-    that is absent has not been fetched yet. Required and observed composed
-    resources are decoded through `cache` (read-only, once per object
-    version), or afresh when it is None. `composite` is the observed
+    that is absent has not been fetched yet. Every observed and required
+    object is decoded through `cache` (read-only, once per object version),
+    or afresh when it is None. `composite` is the observed
     composite when the caller has decoded it already.
     """
     decode = cache.decode if cache is not None else struct_to_dict
@@ -196,7 +202,7 @@ def to_input(
             if name not in required:
                 required[name] = [decode(item.resource) for item in resources.items]
     if composite is None:
-        composite = observed_composite(req)
+        composite = observed_composite(req, cache)
     return ComposeInput(composite=composite, observed=observed, required=required)
 
 

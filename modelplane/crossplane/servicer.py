@@ -48,10 +48,18 @@ def _identity(composite: dict[str, Any]) -> tuple[str, str, str, str]:
     metadata = composite.get("metadata", {})
     if not isinstance(metadata, dict):
         raise BadRequestError(
-            f"the observed {kind}'s metadata is a {type(metadata).__name__}, not an object"
+            f"the observed {kind}'s metadata is a {_type_name(metadata)}, not an object"
         )
     namespace, name = metadata.get("namespace", ""), metadata.get("name", "")
     return api_version, kind, str(namespace or ""), str(name or "")
+
+
+def _type_name(value: Any) -> str:
+    # Decoded objects may be read-only subclasses of list and dict (FrozenList).
+    for base in (list, dict):
+        if isinstance(value, base):
+            return base.__name__
+    return type(value).__name__
 
 
 def describe(composite: dict[str, Any]) -> str:
@@ -92,7 +100,7 @@ class FunctionRunner:
     def run(self, req: fnv1.RunFunctionRequest) -> fnv1.RunFunctionResponse:
         """Handle one request synchronously; never raises, whatever the request holds."""
         try:
-            composite = convert.observed_composite(req)
+            composite = convert.observed_composite(req, convert.DECODE_CACHE)
             api_version, kind, _, _ = _identity(composite)
         except BadRequestError as exc:
             return convert.fatal_response(req, f"{exc}: cannot compose it", self.ttl)

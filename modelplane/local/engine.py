@@ -309,7 +309,10 @@ class ControlPlane:
         return observed
 
     def _struct(self, obj: Obj) -> structpb.Struct:
-        """The object as a Struct, encoded once per version and reused across calls."""
+        """The object as a Struct, encoded once per version and reused across calls.
+
+        The Struct carries the version as `metadata.resourceVersion`.
+        """
         key = Key.of(obj)
         version = self.store.version(key)
         cached = self._structs.get(key)
@@ -317,6 +320,11 @@ class ControlPlane:
             return cached[1]
         encoded = dict_to_struct(obj)
         if version is not None:
+            # As an API server would: every object read carries its
+            # resourceVersion, which is what lets the function decode each
+            # version once. Only the copy sent to the function carries it.
+            meta = encoded.fields["metadata"].struct_value
+            meta.fields["resourceVersion"].string_value = str(version)
             self._structs[key] = (version, encoded)
         return encoded
 
@@ -340,18 +348,21 @@ class ControlPlane:
             req.observed.resources[name].resource.CopyFrom(self._struct(obj))
         return req
 
-    def _fetch(self, selector: fnv1.ResourceSelector) -> list[Obj]:
+    def _fetch(self, selector: fnv1.ResourceSelector) -> list[tuple[Key, Obj]]:
         namespace = selector.namespace if selector.HasField("namespace") else ""
         match = selector.WhichOneof("match")
         if match == "match_name":
-            obj = self.store.get(
-                Key(selector.api_version, selector.kind, namespace, selector.match_name)
-            )
-            return [obj] if obj is not None else []
+            key = Key(selector.api_version, selector.kind, namespace, selector.match_name)
+            obj = self.store.get(key)
+            return [(key, obj)] if obj is not None else []
         labels = dict(selector.match_labels.labels) if match == "match_labels" else {}
-        return self.store.list(
+        return self.store.select(
             selector.api_version, selector.kind, namespace or None, labels or None
         )
+
+    def _versions(self, found: list[tuple[Key, Obj]]) -> tuple[Version, ...]:
+        version = self.store.version
+        return tuple((key, version(key)) for key, _ in found)
 
     def _require(
         self, req: fnv1.RunFunctionRequest, requirements: fnv1.Requirements
@@ -367,11 +378,11 @@ class ControlPlane:
             for name, selector in sorted(wanted.items()):
                 items = target[name].items
                 found = self._fetch(selector)
-                for obj in found:
+                for _, obj in found:
                     items.add().resource.CopyFrom(self._struct(obj))
                 kept = fnv1.ResourceSelector()
                 kept.CopyFrom(selector)
-                fetches.append(Fetch(field_name, name, kept, tuple(map(self._version, found))))
+                fetches.append(Fetch(field_name, name, kept, self._versions(found)))
         return tuple(fetches)
 
     def _call(
@@ -420,10 +431,7 @@ class ControlPlane:
             composite=self._version(xr),
             observed=tuple((name, self._version(obj)) for name, obj in sorted(observed.items())),
             fetched=tuple(
-                tuple(
-                    f._replace(found=tuple(map(self._version, self._fetch(f.selector))))
-                    for f in iteration
-                )
+                tuple(f._replace(found=self._versions(self._fetch(f.selector))) for f in iteration)
                 for iteration in fetched
             ),
         )

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import builtins
 import copy
 import hashlib
+import itertools
 import json
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
@@ -42,6 +44,11 @@ def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
 
 COMPOSITE_LABEL = "crossplane.io/composite"
 
+_VERSIONS = itertools.count(1)
+"""Versions are unique in the process, across stores: an object of one render
+never shares (uid, version) with a different object of another, so a cache
+keyed by them (the function's decode cache) cannot mix renders up."""
+
 
 def fingerprint(obj: Mapping[str, Any]) -> bytes:
     """A digest of an object's content: equal for objects that compare equal.
@@ -75,7 +82,6 @@ class ObjectStore:
         self._sorted: dict[tuple[str, str], tuple[Key, ...]] = {}
         self._fingerprints: dict[Key, bytes] = {}
         self._versions: dict[Key, int] = {}
-        self._counter = 0
         for obj in (objects or {}).values():
             self.put(obj)
 
@@ -128,8 +134,7 @@ class ObjectStore:
             self._by_composite.get(owner, set()).discard(key)
 
     def _bump(self, key: Key) -> None:
-        self._counter += 1
-        self._versions[key] = self._counter
+        self._versions[key] = next(_VERSIONS)
 
     def version(self, key: Key) -> int | None:
         """The object's current version, or None when it is absent."""
@@ -175,6 +180,16 @@ class ObjectStore:
         labels: Mapping[str, str] | None = None,
     ) -> list[Obj]:
         """Objects of a kind, optionally in one namespace and carrying every given label."""
+        return [obj for _, obj in self.select(api_version, kind, namespace, labels)]
+
+    def select(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> builtins.list[tuple[Key, Obj]]:
+        """Like `list`, with each object's key."""
         out = []
         for key in self._kind_keys((api_version, kind)):
             if namespace is not None and key.namespace != namespace:
@@ -184,7 +199,7 @@ class ObjectStore:
                 have = labels_of(obj)
                 if any(have.get(k) != v for k, v in labels.items()):
                     continue
-            out.append(obj)
+            out.append((key, obj))
         return out
 
     def _kind_keys(self, kind: tuple[str, str]) -> tuple[Key, ...]:

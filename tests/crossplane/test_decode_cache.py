@@ -47,7 +47,8 @@ def test_one_decode_per_uid_and_resource_version() -> None:
     cache = DecodeCache()
     first = to_input(request(cluster("a"), cluster("b")), cache)
     again = to_input(request(cluster("a"), cluster("b", version="2", nodes=3)), cache)
-    assert (cache.misses, cache.hits) == (3, 1)
+    # The composite (no resourceVersion: keyed by content) once, a once, b twice.
+    assert (cache.misses, cache.hits) == (4, 2)
     assert again.required["clusters"][0] is first.required["clusters"][0]
     assert again.required["clusters"][1]["status"]["gpuPools"][0]["nodes"] == 3
     # Decoded exactly as without the cache: plain JSON types, integers kept integral.
@@ -61,18 +62,19 @@ def test_objects_without_a_resource_version_are_keyed_by_content() -> None:
     other = to_input(request(cluster("a", version=None, nodes=5)), cache).required["clusters"][0]
     assert same is a
     assert other is not a and other["status"]["gpuPools"][0]["nodes"] == 5
-    assert (cache.misses, cache.hits) == (2, 1)
+    assert (cache.misses, cache.hits) == (1 + 2, 2 + 1)  # the composite, then the clusters
 
 
 def test_the_cache_stays_within_its_bound() -> None:
     size = dict_to_struct(cluster("c-00")).ByteSize()
     cache = DecodeCache(max_bytes=10 * size + size // 2)
     for i in range(30):
-        to_input(request(cluster(f"c-{i:02d}")), cache)
+        cache.decode(dict_to_struct(cluster(f"c-{i:02d}")))
     assert len(cache) == 10
     assert cache.bytes <= cache.max_bytes
     # The least recently used went first: the last ten are still there.
-    to_input(request(*(cluster(f"c-{i:02d}") for i in range(20, 30))), cache)
+    for i in range(20, 30):
+        cache.decode(dict_to_struct(cluster(f"c-{i:02d}")))
     assert cache.hits == 10
 
 
@@ -144,3 +146,27 @@ def test_composers_may_return_decoded_values_in_their_output(
     assert struct_to_dict(rsp.desired.composite.resource)["status"]["pools"] == [
         {"name": "h100", "nodes": 2, "devices": [{"count": 8}]}
     ]
+
+
+def test_the_composite_and_observed_resources_are_read_only_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    errors: list[str] = []
+
+    def vandal(inp: ComposeInput) -> ComposeResult:
+        for change in (
+            lambda: inp.composite["spec"].update(replicas=0),
+            lambda: inp.observed["cm"]["data"].clear(),
+        ):
+            try:
+                change()
+            except TypeError as exc:
+                errors.append(str(exc))
+        return ComposeResult()
+
+    monkeypatch.setattr(registry, "composer_for", lambda api_version, kind: vandal)
+    req = request()
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v"}}
+    req.observed.resources["cm"].resource.CopyFrom(dict_to_struct(cm))
+    FunctionRunner(log_errors=False).run(req)
+    assert len(errors) == 2 and all("read-only" in e for e in errors)

@@ -98,3 +98,11 @@ def test_an_edit_recalls_only_what_sees_it() -> None:
     composites = len(result.composites())
     # Not every composite of every round: the InferenceClasses, for one, see nothing new.
     assert plane.reconciled - reconciled < composites * result.rounds
+
+
+def test_versions_are_unique_across_stores() -> None:
+    # The function's decode cache is keyed by (uid, resourceVersion); the engine
+    # stamps the same uid on an object in every render, so versions must differ.
+    a, b = ObjectStore(), ObjectStore()
+    ka, kb = a.put(configmap("a", x="1")), b.put(configmap("a", x="2"))
+    assert ka == kb and a.version(ka) != b.version(kb)
