@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import crossplane.function.proto.v1.run_function_pb2 as fnv1
@@ -91,17 +92,26 @@ def measure(n: int, repeat: int) -> None:
     )
 
 
-def rss(n: int) -> dict[str, float]:
-    """Peak RSS (MiB) of this process after a cold then a cached call over `n` clusters."""
+def rss(n: int, cache: bool) -> dict[str, float]:
+    """Peak RSS (MiB) of this process after a cold then a cached call over `n` clusters.
+
+    Without `cache`, the cache is bounded to 0 bytes: the same calls, nothing kept.
+    """
+    if not cache:
+        convert.DECODE_CACHE.max_bytes = 0
     req = versioned(request(n))
     runner = FunctionRunner(log_errors=False)
-    built = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    built = peak_rss_mib()
     runner.run(req)
-    cold = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    cold = peak_rss_mib()
     runner.run(req)
-    warm = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    warm = peak_rss_mib()
+    size = req.ByteSize() / MIB
+    del req
+    gc.collect()
     return {
-        "request_mib": req.ByteSize() / MIB,
+        "held": rss_mib(),
+        "request_mib": size,
         "built": built,
         "cold": cold,
         "cached": warm,
@@ -110,29 +120,62 @@ def rss(n: int) -> dict[str, float]:
     }
 
 
+def rss_mib(field: str = "VmRSS") -> float:
+    """A memory figure of this process from /proc/self/status, in MiB (0 when unavailable)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident set size in MiB (Linux's VmHWM; ru_maxrss elsewhere).
+
+    ru_maxrss alone would not do on Linux: it survives fork and exec, so a
+    child would report its parent's peak.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def main() -> None:
     """Run every fleet size and print the results."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--clusters", type=int, nargs="+", default=[1000, 5000])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--rss", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--no-cache", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.rss:
-        print(json.dumps(rss(args.rss)))
+        print(json.dumps(rss(args.rss, not args.no_cache)))
         return
     for n in args.clusters:
         measure(n, args.repeat)
     for n in args.clusters:
-        out = subprocess.run(
-            [sys.executable, __file__, "--rss", str(n)], check=True, capture_output=True, text=True
-        )
-        r = json.loads(out.stdout)
-        print(
-            f"{n:>6} clusters  request {r['request_mib']:.1f} MiB; peak RSS: request built "
-            f"{r['built']:.0f} MiB, after a cold call {r['cold']:.0f} MiB, after a cached call "
-            f"{r['cached']:.0f} MiB; cache {r['entries']} objects, {r['cache_mib']:.1f} MiB "
-            f"serialized (bound {convert.DEFAULT_DECODE_CACHE_BYTES / MIB:.0f} MiB)"
-        )
+        for flags in ([], ["--no-cache"]):
+            out = subprocess.run(
+                [sys.executable, __file__, "--rss", str(n), *flags],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            r = json.loads(out.stdout)
+            print(
+                f"{n:>6} clusters{' (no cache)' if flags else ''}: request "
+                f"{r['request_mib']:.1f} MiB; peak RSS: request built {r['built']:.0f} MiB, "
+                f"after a cold call {r['cold']:.0f} MiB, after a second call {r['cached']:.0f} "
+                f"MiB, after the request is freed {r['held']:.0f} MiB; cache {r['entries']} "
+                f"objects, {r['cache_mib']:.1f} MiB serialized "
+                f"(bound {convert.DEFAULT_DECODE_CACHE_BYTES / MIB:.0f} MiB)"
+            )
 
 
 if __name__ == "__main__":

@@ -197,7 +197,7 @@ def run_one(spec: str) -> dict[str, Any]:
         "calls": plane.calls,
         "skipped": plane.skipped,
         "phases": phases.seconds,
-        "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "rss_mib": peak_rss_mib(),
     }
 
 
@@ -227,6 +227,21 @@ def table(rows: list[dict[str, Any]]) -> Iterator[str]:
             f"{p['decode']:>7.2f} {p['encode']:>7.2f} {p['schedule']:>7.2f} {p['compose']:>7.2f} "
             f"{r['rss_mib']:>8.0f}"
         )
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident set size in MiB (Linux's VmHWM; ru_maxrss elsewhere).
+
+    ru_maxrss alone would not do on Linux: it survives fork and exec, so a
+    child would report its parent's peak.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def main() -> None:
