@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit package-check install clean
+.PHONY: demo test lint typecheck unit package-check install clean lock image mutation
 
 # The schema oracles beside the project (../shared/conformance) are optional:
 # tests that use them skip when they are absent.
@@ -38,5 +38,40 @@ package-check: $(STAMP)
 
 test: lint typecheck unit package-check
 
+# The image's dependency locks, resolved from pyproject.toml by pip-tools with a
+# hash for every file. Keeps existing pins where they still fit; upgrade with
+# `make lock LOCK_ARGS=--upgrade`. The local pip configuration (extra indexes,
+# find-links) is set aside so the locks name only the public index's files.
+# `make test` checks the locks against pyproject.toml without the network
+# (tests/package/test_lock.py).
+TOOLS := .venv-tools
+PIP_TOOLS_VERSION := 7.6.2
+PIP_COMPILE := env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL -u PIP_INDEX_URL \
+	PIP_CONFIG_FILE=/dev/null CUSTOM_COMPILE_COMMAND="make lock" \
+	$(TOOLS)/bin/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe \
+	--no-emit-index-url --no-emit-find-links $(LOCK_ARGS)
+
+lock:
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet pip-tools==$(PIP_TOOLS_VERSION)
+	$(PIP_COMPILE) -o requirements.lock pyproject.toml
+	$(PIP_COMPILE) --only-build-deps --all-build-deps -o requirements-build.lock pyproject.toml
+
+# The function image (Dockerfile); needs a docker engine.
+IMAGE ?= function-modelplane:dev
+image:
+	@command -v docker >/dev/null 2>&1 || { echo "make image: docker not found"; exit 1; }
+	docker build -t $(IMAGE) .
+
+# Mutation testing (tests/README.md): MUTANTS narrows the run to mutant-name
+# globs, e.g. make mutation MUTANTS='modelplane.scheduling.ledger.*'.
+MUTANTS ?=
+MUTATION_JOBS ?= 1
+
+mutation: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[test,mutation]'
+	nice -n 19 $(BIN)/mutmut run --max-children $(MUTATION_JOBS) $(foreach m,$(MUTANTS),'$(m)')
+	$(BIN)/mutmut results | grep -v ': not checked$$' || true
+
 clean:
-	rm -rf $(VENV) out build *.egg-info
+	rm -rf $(VENV) $(TOOLS) out build *.egg-info mutants

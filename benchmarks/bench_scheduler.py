@@ -27,6 +27,8 @@ from crossplane.function.resource import dict_to_struct
 from crossplane.function.resource import struct_to_dict as sdk_struct_to_dict
 
 from modelplane.api import constants as c
+from modelplane.api.inference_class import Device
+from modelplane.api.inference_cluster import GPUPool, InferenceClusterStatus
 from modelplane.crossplane.convert import to_input
 from modelplane.scheduling import replica_name, schedule
 
@@ -78,12 +80,12 @@ def cluster(i: int) -> dict[str, Any]:
     for k, (klass, devices) in enumerate(CLASSES.items()):
         for j in range(2):
             pools.append(
-                {
-                    "name": f"{klass.split('-')[0]}-{j}",
-                    "className": klass,
-                    "nodes": 1 + (i * 7 + k * 3 + j) % 6,
-                    "devices": devices,
-                }
+                GPUPool(
+                    name=f"{klass.split('-')[0]}-{j}",
+                    class_name=klass,
+                    nodes=1 + (i * 7 + k * 3 + j) % 6,
+                    devices=[Device.model_validate(d) for d in devices],
+                )
             )
     return {
         "apiVersion": c.INFRA_API_VERSION.replace(c.INFRA_GROUP, c.GROUP),
@@ -94,12 +96,12 @@ def cluster(i: int) -> dict[str, Any]:
         },
         "spec": {
             "source": "Existing",
-            "pools": [{"name": p["name"], "className": p["className"]} for p in pools],
+            "pools": [{"name": p.name, "className": p.class_name} for p in pools],
             "taints": [{"key": "maintenance", "effect": "NoSchedule"}] if i % 50 == 7 else [],
         },
         "status": {
             "conditions": [{"type": "Ready", "status": "False" if i % 97 == 5 else "True"}],
-            "gpuPools": pools,
+            **InferenceClusterStatus(gpu_pools=pools).to_dict(),
         },
     }
 

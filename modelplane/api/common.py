@@ -79,9 +79,14 @@ class ConditionedStatus(StatusModel):
 class SecretKeyRef(KubeModel):
     """A key of a Secret in a named namespace."""
 
-    namespace: DNSLabel
-    name: ObjectName
-    key: str = Field(default=c.DEFAULT_KUBECONFIG_KEY, min_length=1, max_length=253)
+    namespace: DNSLabel = Field(description="Namespace of the Secret.")
+    name: ObjectName = Field(description="Name of the Secret.")
+    key: str = Field(
+        default=c.DEFAULT_KUBECONFIG_KEY,
+        min_length=1,
+        max_length=253,
+        description="Key of the Secret's data to read.",
+    )
 
 
 class LocalSecretKeyRef(KubeModel):
@@ -104,9 +109,15 @@ class LabelSelectorRequirement(KubeModel):
         )
     }
 
-    key: str = Field(min_length=1, max_length=317)
-    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
-    values: list[str] | None = Field(default=None, max_length=64)
+    key: str = Field(min_length=1, max_length=317, description="The label key the term applies to.")
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"] = Field(
+        description="How the label's value is compared."
+    )
+    values: list[str] | None = Field(
+        default=None,
+        max_length=64,
+        description="Values for In and NotIn; empty for Exists and DoesNotExist.",
+    )
 
     @model_validator(mode="after")
     def _values_match_operator(self) -> LabelSelectorRequirement:
@@ -123,8 +134,13 @@ class LabelSelectorRequirement(KubeModel):
 class LabelSelector(KubeModel):
     """A Kubernetes LabelSelector: every term must match; empty matches all."""
 
-    match_labels: dict[str, str] | None = None
-    match_expressions: list[LabelSelectorRequirement] | None = None
+    match_labels: dict[str, str] | None = Field(
+        default=None, description="Labels a selected object must carry, key to value."
+    )
+    # Bounded: the API server costs each term's CEL rule by the list's size.
+    match_expressions: list[LabelSelectorRequirement] | None = Field(
+        default=None, max_length=32, description="Terms a selected object must all satisfy."
+    )
 
 
 class Toleration(KubeModel):
@@ -143,10 +159,20 @@ class Toleration(KubeModel):
         )
     }
 
-    key: str | None = Field(default=None, max_length=317)
-    operator: Literal["Equal", "Exists"] = "Equal"
-    value: str | None = Field(default=None, max_length=63)
-    effect: Literal["NoSchedule", "NoExecute"] | None = None
+    key: str | None = Field(
+        default=None,
+        max_length=317,
+        description="Taint key to tolerate; empty (with Exists) tolerates every taint.",
+    )
+    operator: Literal["Equal", "Exists"] = Field(
+        default="Equal", description="Equal compares the value; Exists matches any value."
+    )
+    value: str | None = Field(
+        default=None, max_length=63, description="Taint value to match when operator is Equal."
+    )
+    effect: Literal["NoSchedule", "NoExecute"] | None = Field(
+        default=None, description="Taint effect to tolerate; empty tolerates every effect."
+    )
 
     @model_validator(mode="after")
     def _operator_rules(self) -> Toleration:
@@ -162,7 +188,7 @@ class Toleration(KubeModel):
 class LocalObjectReference(KubeModel):
     """A reference to an object in the same namespace."""
 
-    name: ObjectName
+    name: ObjectName = Field(description="Name of the object in the same namespace.")
 
 
 _PATTERN_NAMES = {

@@ -31,12 +31,19 @@ class DeviceAttribute(KubeModel):
         )
     }
 
-    string: str | None = Field(default=None, max_length=64)
+    string: str | None = Field(default=None, max_length=64, description="A string value.")
     # DRA attribute values as a ResourceSlice holds them: int64, and a version the DRA
     # CEL layer can read (the pattern; uint64 range is checked by the class composer).
-    int_: int | None = Field(default=None, alias="int", ge=-(2**63), le=2**63 - 1)
-    bool_: bool | None = Field(default=None, alias="bool")
-    version: str | None = Field(default=None, max_length=64, pattern=c.SEMVER_PATTERN)
+    int_: int | None = Field(
+        default=None, alias="int", ge=-(2**63), le=2**63 - 1, description="An integer value."
+    )
+    bool_: bool | None = Field(default=None, alias="bool", description="A boolean value.")
+    version: str | None = Field(
+        default=None,
+        max_length=64,
+        pattern=c.SEMVER_PATTERN,
+        description="A semantic version without leading zeros, e.g. 12.4.0.",
+    )
 
     @model_validator(mode="after")
     def _exactly_one(self) -> DeviceAttribute:
@@ -49,7 +56,7 @@ class DeviceAttribute(KubeModel):
 class DeviceCapacity(KubeModel):
     """A capacity of a device, as a Kubernetes quantity."""
 
-    value: QuantityString
+    value: QuantityString = Field(description="The capacity as a Kubernetes quantity, e.g. 80Gi.")
 
 
 class Device(KubeModel):
@@ -64,13 +71,29 @@ class Device(KubeModel):
         )
     }
 
-    name: DNSLabel
-    claim: Literal["DRA", "Synthetic"] = "DRA"
-    driver: DNSSubdomain
-    device_class_name: DNSSubdomain | None = None
-    count: int = Field(default=1, ge=1, le=128)
-    attributes: dict[QualifiedName, DeviceAttribute] | None = Field(default=None, max_length=32)
-    capacity: dict[QualifiedName, DeviceCapacity] | None = Field(default=None, max_length=32)
+    name: DNSLabel = Field(description="Name of this kind of device within the class.")
+    claim: Literal["DRA", "Synthetic"] = Field(
+        default="DRA", description="DRA devices are claimed through DRA; Synthetic ones only match."
+    )
+    driver: DNSSubdomain = Field(
+        description="The DRA driver that publishes the device, e.g. gpu.nvidia.com."
+    )
+    device_class_name: DNSSubdomain | None = Field(
+        default=None, description="The DRA DeviceClass to claim from; required when claim is DRA."
+    )
+    count: int = Field(
+        default=1, ge=1, le=128, description="Identical devices of this kind on one node."
+    )
+    attributes: dict[QualifiedName, DeviceAttribute] | None = Field(
+        default=None,
+        max_length=32,
+        description="Typed attributes by qualified name, as DRA selectors read them.",
+    )
+    capacity: dict[QualifiedName, DeviceCapacity] | None = Field(
+        default=None,
+        max_length=32,
+        description="Capacities by qualified name, as Kubernetes quantities.",
+    )
 
     @model_validator(mode="after")
     def _class_for_dra(self) -> Device:
@@ -82,24 +105,28 @@ class Device(KubeModel):
 class Accelerator(KubeModel):
     """A cloud accelerator type and how many a machine carries."""
 
-    type: str = Field(min_length=1, max_length=128)
-    count: int = Field(ge=1, le=64)
+    type: str = Field(min_length=1, max_length=128, description="Cloud accelerator type.")
+    count: int = Field(ge=1, le=64, description="Accelerators per machine.")
 
 
 class EKSProvisioning(KubeModel):
     """How EKS provisions a node of this class."""
 
-    instance_type: str = Field(min_length=1, max_length=128)
+    instance_type: str = Field(
+        min_length=1, max_length=128, description="EC2 instance type, e.g. p5.48xlarge."
+    )
     accelerator: Accelerator | None = None
 
 
 class GKEProvisioning(KubeModel):
     """How GKE provisions a node of this class."""
 
-    machine_type: str = Field(min_length=1, max_length=128)
+    machine_type: str = Field(
+        min_length=1, max_length=128, description="Compute Engine machine type, e.g. a3-highgpu-8g."
+    )
     accelerator: Accelerator | None = None
-    disk_size_gb: int | None = Field(default=None, ge=10)
-    spot: bool | None = None
+    disk_size_gb: int | None = Field(default=None, ge=10, description="Boot disk size in GB.")
+    spot: bool | None = Field(default=None, description="Whether the nodes are Spot VMs.")
 
 
 class Provisioning(KubeModel):
@@ -112,7 +139,7 @@ class Provisioning(KubeModel):
         )
     }
 
-    provider: Literal["EKS", "GKE"]
+    provider: Literal["EKS", "GKE"] = Field(description="The cloud that provisions the nodes.")
     eks: EKSProvisioning | None = None
     gke: GKEProvisioning | None = None
 
@@ -137,7 +164,11 @@ class InferenceClassSpec(KubeModel):
         )
     }
 
-    devices: list[Device] = Field(min_length=1, max_length=16)
+    devices: list[Device] = Field(
+        min_length=1,
+        max_length=16,
+        description="The devices on one node, one entry per kind of device.",
+    )
     provisioning: Provisioning | None = None
 
     @model_validator(mode="after")

@@ -18,6 +18,7 @@ from modelplane.api.common import (
     cel_rules,
 )
 from modelplane.api.inference_class import Device
+from modelplane.api.reasons import UnknownReason
 
 # The only template variables a label or annotation value may use (SPEC §5).
 TEMPLATE_VARIABLES = ("Namespace", "Name", "Cluster")
@@ -49,18 +50,30 @@ class ExistingSource(KubeModel):
 class EKSSource(KubeModel):
     """An EKS cluster Modelplane provisions."""
 
-    region: str = Field(min_length=1, max_length=64)
-    kubernetes_version: str = Field(default=c.DEFAULT_EKS_KUBERNETES_VERSION, max_length=16)
-    vpc_cidr: str | None = Field(default=None, max_length=32)
+    region: str = Field(min_length=1, max_length=64, description="AWS region of the cluster.")
+    kubernetes_version: str = Field(
+        default=c.DEFAULT_EKS_KUBERNETES_VERSION,
+        max_length=16,
+        description="Kubernetes version of the cluster.",
+    )
+    vpc_cidr: str | None = Field(
+        default=None, max_length=32, description="CIDR block of the cluster's VPC."
+    )
 
 
 class GKESource(KubeModel):
     """A GKE cluster Modelplane provisions."""
 
-    project: str = Field(min_length=1, max_length=64)
-    region: str = Field(min_length=1, max_length=64)
-    zones: list[str] | None = Field(default=None, max_length=16)
-    kubernetes_version: str | None = Field(default=None, max_length=16)
+    project: str = Field(min_length=1, max_length=64, description="GCP project of the cluster.")
+    region: str = Field(min_length=1, max_length=64, description="GCP region of the cluster.")
+    zones: list[str] | None = Field(
+        default=None, max_length=16, description="Zones of the region the node pools use."
+    )
+    kubernetes_version: str | None = Field(
+        default=None,
+        max_length=16,
+        description="Kubernetes version; the release channel's default if absent.",
+    )
 
 
 class Pool(KubeModel):
@@ -75,10 +88,19 @@ class Pool(KubeModel):
         )
     }
 
-    name: DNSLabel
-    class_name: DNSSubdomain
-    node_count: int = Field(default=1, ge=0, le=10000)
-    max_node_count: int | None = Field(default=None, ge=0, le=10000)
+    name: DNSLabel = Field(
+        description="Pool name; its nodes carry the label modelplane.ai/pool=<name>."
+    )
+    class_name: DNSSubdomain = Field(
+        description="The InferenceClass that describes each node of the pool."
+    )
+    node_count: int = Field(default=1, ge=0, le=10000, description="Nodes in the pool.")
+    max_node_count: int | None = Field(
+        default=None,
+        ge=0,
+        le=10000,
+        description="Autoscaling ceiling; the scheduler counts capacity up to it.",
+    )
 
     @model_validator(mode="after")
     def _max_at_least_count(self) -> Pool:
@@ -95,18 +117,29 @@ class Pool(KubeModel):
 class Taint(KubeModel):
     """A cluster taint; NoExecute drains the cluster of untolerating replicas."""
 
-    key: str = Field(min_length=1, max_length=317)
-    value: str | None = Field(default=None, max_length=63)
-    effect: Literal["NoSchedule", "NoExecute"]
+    key: str = Field(min_length=1, max_length=317, description="Taint key.")
+    value: str | None = Field(default=None, max_length=63, description="Taint value.")
+    effect: Literal["NoSchedule", "NoExecute"] = Field(
+        description="NoSchedule keeps new replicas away; NoExecute also drains."
+    )
 
 
 class SchedulingConfig(KubeModel):
     """How pods are stamped for the cluster's in-cluster GPU scheduler (SPEC §5)."""
 
-    scheduler_name: str | None = Field(default=None, max_length=253)
-    default_priority: str | None = Field(default=None, max_length=253)
-    default_labels: dict[str, str] | None = None
-    default_annotations: dict[str, str] | None = None
+    scheduler_name: str | None = Field(
+        default=None, max_length=253, description="schedulerName stamped on every serving pod."
+    )
+    default_priority: str | None = Field(
+        default=None, max_length=253, description="PriorityClass for deployments that name none."
+    )
+    default_labels: dict[str, str] | None = Field(
+        default=None,
+        description="Pod labels; values may use {{ .Namespace }}, {{ .Name }}, {{ .Cluster }}.",
+    )
+    default_annotations: dict[str, str] | None = Field(
+        default=None, description="Pod annotations, templated like defaultLabels."
+    )
 
     @field_validator("default_labels", "default_annotations")
     @classmethod
@@ -121,17 +154,24 @@ class SchedulingConfig(KubeModel):
 class StorageConfig(KubeModel):
     """Storage the cluster offers for model caches."""
 
-    storage_class_name: str | None = Field(default=None, max_length=253)
+    storage_class_name: str | None = Field(
+        default=None, max_length=253, description="StorageClass for model caches."
+    )
     csi_drivers: list[Literal["SharedFilesystem", "ObjectStorageMount", "BlockDevice"]] | None = (
-        None
+        Field(default=None, description="Kinds of storage the cluster offers to model caches.")
     )
 
 
 class GatewayRef(KubeModel):
     """The cluster's inference Gateway that replicas' HTTPRoutes attach to."""
 
-    name: DNSSubdomain = c.DEFAULT_GATEWAY_NAME
-    namespace: DNSLabel = c.DEFAULT_GATEWAY_NAMESPACE
+    name: DNSSubdomain = Field(
+        default=c.DEFAULT_GATEWAY_NAME, description="Name of the cluster's inference Gateway."
+    )
+    namespace: DNSLabel = Field(
+        default=c.DEFAULT_GATEWAY_NAMESPACE,
+        description="Namespace of the cluster's inference Gateway.",
+    )
     address: str | None = Field(
         default=None,
         max_length=253,
@@ -157,12 +197,18 @@ class InferenceClusterSpec(KubeModel):
         )
     }
 
-    source: Literal["Existing", "EKS", "GKE"]
+    source: Literal["Existing", "EKS", "GKE"] = Field(description="Where the cluster comes from.")
     existing: ExistingSource | None = None
     eks: EKSSource | None = None
     gke: GKESource | None = None
-    pools: list[Pool] = Field(min_length=1, max_length=16)
-    taints: list[Taint] | None = Field(default=None, max_length=32)
+    pools: list[Pool] = Field(
+        min_length=1, max_length=16, description="The cluster's GPU node pools."
+    )
+    taints: list[Taint] | None = Field(
+        default=None,
+        max_length=32,
+        description="Cluster taints; deployments must tolerate them to run here.",
+    )
     scheduling: SchedulingConfig | None = None
     storage: StorageConfig | None = None
     gateway: GatewayRef | None = None
@@ -181,17 +227,37 @@ class InferenceClusterSpec(KubeModel):
 
 
 class GPUPool(StatusModel):
-    """A pool as the scheduler sees it: its class's devices and node capacity."""
+    """A pool as the scheduler sees it: its class's devices and node capacity.
 
-    name: str
-    class_name: str
-    nodes: int
-    devices: list[Device]
+    A pool whose class is missing or invalid is still published, as *unknown*:
+    `reason` and `message` say why and `devices` is empty. Replicas already on
+    it are kept; no new replica is placed there (SPEC §3.3).
+    """
+
+    name: str = Field(description="Pool name.")
+    class_name: str = Field(description="The pool's InferenceClass.")
+    nodes: int = Field(description="Nodes the pool can hold.")
+    devices: list[Device] = Field(
+        default_factory=list,
+        description="The class's devices, copied verbatim; empty while the pool is unknown.",
+    )
+    reason: UnknownReason | None = Field(
+        default=None, description="Set when the pool is unknown: why its devices are not known."
+    )
+    message: str | None = Field(
+        default=None, max_length=1024, description="What to fix when the pool is unknown."
+    )
 
 
 class InferenceClusterStatus(ConditionedStatus):
     """Published capacity and how to reach the cluster."""
 
-    gpu_pools: list[GPUPool] | None = None
-    provider_config_name: str | None = None
-    gateway_address: str | None = None
+    gpu_pools: list[GPUPool] | None = Field(
+        default=None, description="Each pool's devices and capacity, as the scheduler reads them."
+    )
+    provider_config_name: str | None = Field(
+        default=None, description="ClusterProviderConfig through which composed objects reach it."
+    )
+    gateway_address: str | None = Field(
+        default=None, description="External address of the cluster's inference gateway."
+    )

@@ -19,6 +19,7 @@ from modelplane.api.common import (
     Toleration,
     cel_rules,
 )
+from modelplane.api.roles import role_path
 
 MAX_REPLICAS = 10000
 # Bounds on the placement explanation written to status, so a fleet of
@@ -30,15 +31,17 @@ MAX_UNSCHEDULABLE_MESSAGE = 1024
 class DeviceSelector(KubeModel):
     """One DRA CEL expression evaluated against a single device."""
 
-    cel: CELExpression
+    cel: CELExpression = Field(description="A DRA CEL expression over one device; true selects it.")
 
 
 class DeviceRequest(KubeModel):
     """A request for devices on each node, like a DRA ResourceClaim request."""
 
-    name: DNSLabel
-    count: int = Field(default=1, ge=1, le=128)
-    selectors: list[DeviceSelector] = Field(min_length=1, max_length=8)
+    name: DNSLabel = Field(description="Request name.")
+    count: int = Field(default=1, ge=1, le=128, description="Devices of this request on each node.")
+    selectors: list[DeviceSelector] = Field(
+        min_length=1, max_length=8, description="CEL selectors a device must all satisfy."
+    )
 
 
 class NodeSelector(KubeModel):
@@ -53,7 +56,11 @@ class NodeSelector(KubeModel):
         )
     }
 
-    devices: list[DeviceRequest] = Field(min_length=1, max_length=16)
+    devices: list[DeviceRequest] = Field(
+        min_length=1,
+        max_length=16,
+        description="Device requests every node of a worker must satisfy.",
+    )
 
     @model_validator(mode="after")
     def _unique(self) -> NodeSelector:
@@ -77,10 +84,14 @@ class Topology(KubeModel):
         )
     }
 
-    tensor: int = Field(default=1, ge=1, le=1024)
-    pipeline: int = Field(default=1, ge=1, le=1024)
-    data: int = Field(default=1, ge=1, le=1024)
-    data_local: int = Field(default=1, ge=1, le=1024)
+    tensor: int = Field(
+        default=1, ge=1, le=1024, description="Tensor-parallel degree within a node."
+    )
+    pipeline: int = Field(default=1, ge=1, le=1024, description="Pipeline-parallel stages.")
+    data: int = Field(default=1, ge=1, le=1024, description="Data-parallel ranks.")
+    data_local: int = Field(
+        default=1, ge=1, le=1024, description="Data-parallel ranks that share one node."
+    )
 
     @model_validator(mode="after")
     def _divisible(self) -> Topology:
@@ -111,7 +122,7 @@ class Workers(KubeModel):
         )
     }
 
-    count: int = Field(default=1, ge=1, le=1024)
+    count: int = Field(default=1, ge=1, le=1024, description="Workers of this role in one replica.")
     topology: Topology = Field(default_factory=Topology)
     template: PodTemplate = Field(
         json_schema_extra={
@@ -122,15 +133,23 @@ class Workers(KubeModel):
             "properties": {
                 "spec": {
                     "type": "object",
+                    "description": "The pod spec; fields beyond containers are kept as written.",
                     "x-kubernetes-preserve-unknown-fields": True,
                     "properties": {
                         "containers": {
                             "type": "array",
+                            "description": "The pod's containers; exactly one is named engine.",
                             "maxItems": 64,
                             "items": {
                                 "type": "object",
                                 "x-kubernetes-preserve-unknown-fields": True,
-                                "properties": {"name": {"type": "string"}},
+                                "properties": {
+                                    "name": {
+                                        "type": "string",
+                                        "maxLength": 63,
+                                        "description": "Container name.",
+                                    }
+                                },
                             },
                         }
                     },
@@ -179,6 +198,27 @@ class RoleSpec(KubeModel):
     workers: Workers
 
 
+class DeploymentRole(RoleSpec):
+    """One role of a deployment as callers use it: its spec plus its name and wire path.
+
+    Returned by `ModelDeploymentSpec.roles()`; never part of the schema (`name`
+    and `path` are not serialized).
+    """
+
+    name: str = Field(exclude=True)
+    path: str = Field(exclude=True, description="`spec` (unified) or `spec.<role>`.")
+
+    @property
+    def node_selector_path(self) -> str:
+        """Wire path of the role's node selector, e.g. `spec.prefill.nodeSelector`."""
+        return f"{self.path}.nodeSelector"
+
+    @property
+    def workers_path(self) -> str:
+        """Wire path of the role's workers, e.g. `spec.workers`."""
+        return f"{self.path}.workers"
+
+
 class ModelDeploymentSpec(KubeModel):
     """What to serve and where it may run."""
 
@@ -194,7 +234,12 @@ class ModelDeploymentSpec(KubeModel):
         )
     }
 
-    replicas: int = Field(default=1, ge=0, le=MAX_REPLICAS)
+    replicas: int = Field(
+        default=1,
+        ge=0,
+        le=MAX_REPLICAS,
+        description="Desired replicas; the scale subresource reads and writes it.",
+    )
     cluster_selector: LabelSelector | None = Field(
         default=None,
         description="Which InferenceClusters may run replicas, by their labels; absent means all.",
@@ -230,37 +275,49 @@ class ModelDeploymentSpec(KubeModel):
             raise ValueError("unified serving needs both nodeSelector and workers")
         return self
 
-    def roles(self) -> dict[str, RoleSpec]:
-        """The deployment's roles by name, in a fixed order."""
+    def roles(self) -> dict[str, DeploymentRole]:
+        """The deployment's roles by name, in a fixed order, each carrying its wire path."""
         if self.prefill is not None and self.decode is not None:
-            return {c.ROLE_PREFILL: self.prefill, c.ROLE_DECODE: self.decode}
-        assert self.node_selector is not None and self.workers is not None
-        return {c.ROLE_UNIFIED: RoleSpec(node_selector=self.node_selector, workers=self.workers)}
+            specs = {c.ROLE_PREFILL: self.prefill, c.ROLE_DECODE: self.decode}
+        else:
+            assert self.node_selector is not None and self.workers is not None
+            specs = {
+                c.ROLE_UNIFIED: RoleSpec(node_selector=self.node_selector, workers=self.workers)
+            }
+        return {
+            name: DeploymentRole(
+                node_selector=rs.node_selector,
+                workers=rs.workers,
+                name=name,
+                path=role_path(name),
+            )
+            for name, rs in specs.items()
+        }
 
 
 class RolePlacement(StatusModel):
     """The pool one role of a replica landed on."""
 
-    role: str
-    pool: str
+    role: str = Field(description="The role: unified, prefill or decode.")
+    pool: str = Field(description="The pool the role runs on.")
 
 
 class Placement(StatusModel):
     """Where one replica runs."""
 
-    cluster: str
-    index: int
-    replica_name: str
-    pools: list[RolePlacement] = Field(max_length=2)
-    ready: bool = False
+    cluster: str = Field(description="The cluster the replica runs on.")
+    index: int = Field(description="The replica's index on that cluster.")
+    replica_name: str = Field(description="Name of the ModelReplica.")
+    pools: list[RolePlacement] = Field(max_length=2, description="The pool of each role.")
+    ready: bool = Field(default=False, description="Whether the replica is Ready.")
 
 
 class ClusterRejection(StatusModel):
     """Why one candidate cluster could not take a replica."""
 
-    cluster: str
-    reason: str
-    message: str = Field(max_length=MAX_UNSCHEDULABLE_MESSAGE)
+    cluster: str = Field(description="The candidate cluster.")
+    reason: str = Field(description="Why not, as a CamelCase reason.")
+    message: str = Field(max_length=MAX_UNSCHEDULABLE_MESSAGE, description="Why not, in words.")
 
 
 class ModelDeploymentStatus(ConditionedStatus):
@@ -271,7 +328,9 @@ class ModelDeploymentStatus(ConditionedStatus):
     selector: str | None = Field(
         default=None, description="Label selector of the replicas (scale subresource)."
     )
-    placements: list[Placement] | None = Field(default=None, max_length=MAX_REPLICAS)
+    placements: list[Placement] | None = Field(
+        default=None, max_length=MAX_REPLICAS, description="Where each replica runs."
+    )
     unschedulable: list[ClusterRejection] | None = Field(
         default=None,
         max_length=MAX_UNSCHEDULABLE_ENTRIES,

@@ -14,23 +14,45 @@ from modelplane.api.common import (
     cel_rules,
 )
 from modelplane.api.model_deployment import DeviceSelector, Workers
+from modelplane.api.roles import role_path
 
 
 class ResolvedDeviceRequest(KubeModel):
     """A DRA request the replica's pool resolved: what the ResourceClaimTemplate asks for."""
 
-    name: DNSLabel
-    device_class_name: DNSSubdomain
-    count: int = Field(default=1, ge=1, le=128)
-    selectors: list[DeviceSelector] = Field(min_length=1, max_length=8)
+    name: DNSLabel = Field(description="Request name, as in the deployment.")
+    device_class_name: DNSSubdomain = Field(
+        description="DeviceClass of the pool's matching devices."
+    )
+    count: int = Field(default=1, ge=1, le=128, description="Devices of this request on each node.")
+    selectors: list[DeviceSelector] = Field(
+        min_length=1, max_length=8, description="The deployment's selectors for this request."
+    )
 
 
 class ReplicaRole(KubeModel):
     """One role of a replica: its pool, its DRA requests and its workers."""
 
-    node_pool_name: DNSLabel
-    device_requests: list[ResolvedDeviceRequest] = Field(default_factory=list, max_length=16)
+    node_pool_name: DNSLabel = Field(description="The pool the role runs on.")
+    device_requests: list[ResolvedDeviceRequest] = Field(
+        default_factory=list, max_length=16, description="The DRA requests the pool resolved."
+    )
     workers: Workers
+
+
+class PlacedRole(ReplicaRole):
+    """One role of a replica as callers use it: its fields plus its name and wire path.
+
+    Returned by `ModelReplicaSpec.roles()`; never part of the schema.
+    """
+
+    name: str = Field(exclude=True)
+    path: str = Field(exclude=True, description="`spec` (unified) or `spec.<role>`.")
+
+    @property
+    def workers_path(self) -> str:
+        """Wire path of the role's workers, e.g. `spec.decode.workers`."""
+        return f"{self.path}.workers"
 
 
 class ModelReplicaSpec(KubeModel):
@@ -47,13 +69,25 @@ class ModelReplicaSpec(KubeModel):
         )
     }
 
-    deployment_name: DNSSubdomain
-    cluster_name: DNSSubdomain
-    index: int = Field(ge=0)
-    priority: str | None = Field(default=None, max_length=253)
-    caches: list[LocalObjectReference] | None = Field(default=None, max_length=1)
-    node_pool_name: DNSLabel | None = None
-    device_requests: list[ResolvedDeviceRequest] | None = Field(default=None, max_length=16)
+    deployment_name: DNSSubdomain = Field(description="The ModelDeployment the replica belongs to.")
+    cluster_name: DNSSubdomain = Field(description="The InferenceCluster the replica runs on.")
+    index: int = Field(
+        ge=0, description="The replica's index among the deployment's on that cluster."
+    )
+    priority: str | None = Field(
+        default=None, max_length=253, description="PriorityClass stamped on the replica's pods."
+    )
+    caches: list[LocalObjectReference] | None = Field(
+        default=None, max_length=1, description="ModelCaches the engine reads."
+    )
+    node_pool_name: DNSLabel | None = Field(
+        default=None, description="The pool the replica runs on (unified serving)."
+    )
+    device_requests: list[ResolvedDeviceRequest] | None = Field(
+        default=None,
+        max_length=16,
+        description="The DRA requests the pool resolved (unified serving).",
+    )
     workers: Workers | None = None
     prefill: ReplicaRole | None = None
     decode: ReplicaRole | None = None
@@ -68,24 +102,37 @@ class ModelReplicaSpec(KubeModel):
             raise ValueError("unified replicas need both nodePoolName and workers")
         return self
 
-    def roles(self) -> dict[str, ReplicaRole]:
-        """The replica's roles by name, in a fixed order."""
+    def roles(self) -> dict[str, PlacedRole]:
+        """The replica's roles by name, in a fixed order, each carrying its wire path."""
         if self.prefill is not None and self.decode is not None:
-            return {c.ROLE_PREFILL: self.prefill, c.ROLE_DECODE: self.decode}
-        assert self.node_pool_name is not None and self.workers is not None
+            specs = {c.ROLE_PREFILL: self.prefill, c.ROLE_DECODE: self.decode}
+        else:
+            assert self.node_pool_name is not None and self.workers is not None
+            specs = {
+                c.ROLE_UNIFIED: ReplicaRole(
+                    node_pool_name=self.node_pool_name,
+                    device_requests=self.device_requests or [],
+                    workers=self.workers,
+                )
+            }
         return {
-            c.ROLE_UNIFIED: ReplicaRole(
-                node_pool_name=self.node_pool_name,
-                device_requests=self.device_requests or [],
-                workers=self.workers,
+            name: PlacedRole(
+                node_pool_name=r.node_pool_name,
+                device_requests=r.device_requests,
+                workers=r.workers,
+                name=name,
+                path=role_path(name),
             )
+            for name, r in specs.items()
         }
 
 
 class ModelReplicaStatus(ConditionedStatus):
     """Where the replica is reachable once serving."""
 
-    endpoint: str | None = None
+    endpoint: str | None = Field(
+        default=None, description="URL of the serving endpoint once the replica is Ready."
+    )
     namespace: str | None = Field(
         default=None, description="Namespace of the workload on its cluster."
     )

@@ -36,11 +36,18 @@ def label_value(value: str) -> str:
     return f"{head}-{digest}" if head else digest
 
 
+def conditions(obj: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    """Every well-formed entry of an object's `status.conditions`, in order."""
+    status = (obj or {}).get("status")
+    found = status.get("conditions") if isinstance(status, Mapping) else None
+    return [x for x in found if isinstance(x, Mapping)] if isinstance(found, list) else []
+
+
 def condition(obj: Mapping[str, Any] | None, type_: str) -> Mapping[str, Any] | None:
     """The condition of `type_` in an object's `status.conditions`, or None."""
     status = (obj or {}).get("status")
-    conditions = status.get("conditions") if isinstance(status, Mapping) else None
-    for cond in conditions if isinstance(conditions, list) else ():
+    found = status.get("conditions") if isinstance(status, Mapping) else None
+    for cond in found if isinstance(found, list) else ():
         if isinstance(cond, Mapping) and cond.get("type") == type_:
             return cond
     return None

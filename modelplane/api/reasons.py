@@ -53,6 +53,7 @@ class ScheduledReason(StrEnum):
     INVALID_SPEC = "InvalidSpec"
     SCHEDULER_ERROR = "SchedulerError"
     WAITING_FOR_RESOURCES = "WaitingForResources"
+    PLACEMENT_UNVERIFIABLE = "PlacementUnverifiable"
 
 
 class CacheResolvedReason(StrEnum):
@@ -92,6 +93,21 @@ class RouteAcceptedReason(StrEnum):
 
     ACCEPTED = "Accepted"
     ROUTE_NOT_ACCEPTED = "RouteNotAccepted"
+
+
+class UnknownReason(StrEnum):
+    """Why a published entry (an InferenceCluster's pool) is *unknown*, not absent.
+
+    Not a condition type's reason: it travels in `status.gpuPools[].reason` and
+    in what the readers of `modelplane.api.readers` return. A replica on an
+    unknown pool is kept (it cannot be verified either way) and no new replica
+    goes there.
+    """
+
+    CLASS_NOT_FOUND = "ClassNotFound"
+    INVALID_CLASS = "InvalidClass"
+    UNREADABLE = "Unreadable"
+    DEVICES_UNPARSABLE = "DevicesUnparsable"
 
 
 REASONS: Final[dict[str, type[StrEnum]]] = {

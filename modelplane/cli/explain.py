@@ -19,14 +19,20 @@ from rich.text import Text
 
 from modelplane.api import constants as c
 from modelplane.api.model_deployment import ModelDeploymentSpec
-from modelplane.api.objects import condition
+from modelplane.api.readers import read_model_deployment
+from modelplane.api.roles import role_label
 from modelplane.cli.options import max_rounds_option
 from modelplane.compose.common import parse_spec, without_crossplane_spec
 from modelplane.compose.deployment_explain import explanation_rows
-from modelplane.compose.model_deployment import INFERENCE_CLUSTER_KIND, MODEL_REPLICA_KIND
+from modelplane.compose.model_deployment import (
+    INFERENCE_CLUSTER_KIND,
+    MODEL_CACHE_KIND,
+    MODEL_REPLICA_KIND,
+)
 from modelplane.local import ControlPlane, Key, LoadError, NotConvergedError, load_paths
 from modelplane.local.store import ObjectStore
 from modelplane.scheduling import ScheduleResult, schedule
+from modelplane.scheduling.words import unverifiable_text
 
 # Piped output is sized to its content, within these bounds (a table cell
 # longer than the upper one still folds).
@@ -70,7 +76,13 @@ def explain_deployment(store: ObjectStore, namespace: str, name: str) -> Schedul
         raise click.ClickException(f"ModelDeployment {namespace}/{name} is invalid: {error}")
     clusters = store.list(c.API_VERSION, INFERENCE_CLUSTER_KIND, None, None)
     replicas = store.list(c.API_VERSION, MODEL_REPLICA_KIND, None, None)
-    return schedule(without_crossplane_spec(deployment), clusters, replicas)
+    # The same caches the composer looks up, so explain and status agree.
+    caches = {
+        x.name
+        for x in spec.caches or ()
+        if store.get(Key(c.API_VERSION, MODEL_CACHE_KIND, namespace, x.name)) is not None
+    }
+    return schedule(without_crossplane_spec(deployment), clusters, replicas, caches)
 
 
 def _summary(ref: str, deployment: Mapping[str, Any], result: ScheduleResult) -> Text:
@@ -79,10 +91,32 @@ def _summary(ref: str, deployment: Mapping[str, Any], result: ScheduleResult) ->
     placed = len(result.replicas)
     style = "green" if placed >= result.desired else "red"
     text.append(f"{placed} of {result.desired} replicas placed", style=style)
-    cond = condition(deployment, c.CONDITION_SCHEDULED)
+    cond = read_model_deployment(deployment).condition(c.CONDITION_SCHEDULED)
     if cond is not None:
-        text.append(f"  (Scheduled={cond.get('status')} {cond.get('reason', '')})")
+        text.append(f"  (Scheduled={cond.status} {cond.reason or ''})")
     return text
+
+
+def _notes(result: ScheduleResult) -> list[RenderableType]:
+    """Everything said before the explanation table: selectors, holds, placements, moves."""
+    out: list[RenderableType] = [
+        Text(f"invalid selector {path}: {message}", style="red")
+        for path, message in result.invalid_selectors
+    ]
+    if result.missing_caches and len(result.replicas) < result.desired:
+        held = ", ".join(result.missing_caches)
+        out.append(Text(f"new replicas held: ModelCache {held} not found", style="red"))
+    if result.replicas:
+        out.append(_placements(result))
+    out.extend(
+        Text(f"unverifiable: {unverifiable_text(u)}", style="yellow") for u in result.unverifiable
+    )
+    out.extend(Text(f"replaced {what}: {why}", style="yellow") for what, why in result.replaced)
+    out.extend(
+        Text(f"withdrawn {w.cluster}/{w.index} from pool {w.pool}: {w.message}", style="yellow")
+        for w in result.withdrawn
+    )
+    return out
 
 
 def _placements(result: ScheduleResult) -> Table:
@@ -104,7 +138,7 @@ def _explanation(result: ScheduleResult) -> Table:
     for col in ("Cluster", "Verdict", "Pool", "Request", "Outcome", "Why", "Capacity"):
         table.add_column(col, overflow="fold")
     for row in explanation_rows(result):
-        pool = row.pool if row.role in ("", c.ROLE_UNIFIED) else f"{row.pool} ({row.role})"
+        pool = f"{row.pool}{role_label(row.role)}"
         table.add_row(
             row.cluster,
             Text(row.verdict, style=_STYLE.get(row.verdict, "red")),
@@ -152,17 +186,7 @@ def explain(paths: tuple[str, ...], ref: str, max_rounds: int) -> None:
             f"(ModelDeployments there: {known})"
         )
     deployment = store.get(Key(c.API_VERSION, "ModelDeployment", namespace, name)) or {}
-    out: list[RenderableType] = [_summary(ref, deployment, result)]
-    for path, message in result.invalid_selectors:
-        out.append(Text(f"invalid selector {path}: {message}", style="red"))
-    if result.replicas:
-        out.append(_placements(result))
-    for what, why in result.replaced:
-        out.append(Text(f"replaced {what}: {why}", style="yellow"))
-    for w in result.withdrawn:
-        out.append(
-            Text(f"withdrawn {w.cluster}/{w.index} from pool {w.pool}: {w.message}", style="yellow")
-        )
+    out: list[RenderableType] = [_summary(ref, deployment, result), *_notes(result)]
     out.append(_explanation(result))
     console = _console(out)
     for renderable in out:

@@ -37,6 +37,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "modelplane.cli.function:function",
         "The composition function Crossplane calls.",
     ),
+    "validate": (
+        "modelplane.cli.validate:validate",
+        "Validate manifests offline: XRD schemas, CEL rules, selectors and references.",
+    ),
 }
 """Subcommand name → (`module:attribute` of its click command, its one-line summary)."""
 

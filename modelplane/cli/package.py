@@ -7,7 +7,12 @@ from pathlib import Path
 
 import click
 
-from modelplane.api.xrd import package_files
+from modelplane.api.xrd import (
+    DEFAULT_FUNCTION_PACKAGE,
+    PackageRefError,
+    api_reference,
+    package_files,
+)
 
 
 @dataclass
@@ -84,23 +89,64 @@ def package() -> None:
     show_default=True,
     help="The package directory.",
 )
-def build(check: bool, directory: Path) -> None:
-    """Write the package under DIR, or verify it with --check."""
-    expected = package_files()
+@click.option(
+    "--function-package",
+    "function_ref",
+    default=DEFAULT_FUNCTION_PACKAGE,
+    show_default=True,
+    metavar="REF",
+    help="Repository the Function package is published to (no tag). The Configuration "
+    "depends on it and every Composition calls the Function by the name Crossplane "
+    "installs it under.",
+)
+@click.option(
+    "--api-reference",
+    "reference_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Where the generated API reference goes [default: DIR/../docs/api-reference.md].",
+)
+def build(check: bool, directory: Path, function_ref: str, reference_path: Path | None) -> None:
+    """Write the package under DIR and the API reference, or verify both with --check.
+
+    DIR holds two package roots: configuration/ and function/.
+    """
+    try:
+        expected = package_files(function_ref)
+    except PackageRefError as err:
+        raise click.BadParameter(str(err), param_hint="--function-package") from err
+    reference = reference_path or directory.parent / "docs" / "api-reference.md"
     if check:
-        result = diff_package(directory, expected)
-        if result.clean:
-            click.echo(f"{directory}: up to date ({len(expected)} files)")
-            return
-        for line in result.lines():
-            click.echo(line, err=True)
-        raise click.ClickException(
-            f"{directory} is out of date with modelplane/api; run `modelplane package build`"
-        )
+        _check(directory, expected, reference)
+        return
     result = write_package(directory, expected)
     for line in result.lines(("updated", "created", "removed")):
         click.echo(line)
     click.echo(f"{directory}: {len(expected)} files, {len(result.lines())} changed")
+    text = api_reference()
+    if not reference.is_file() or reference.read_text(encoding="utf-8") != text:
+        reference.parent.mkdir(parents=True, exist_ok=True)
+        reference.write_text(text, encoding="utf-8")
+        click.echo(f"updated: {reference}")
+
+
+def _check(directory: Path, expected: dict[str, str], reference: Path) -> None:
+    """Exit 1 (listing what differs) unless the package and the reference are current."""
+    result = diff_package(directory, expected)
+    lines = result.lines()
+    if not reference.is_file():
+        lines.append(f"{'missing:':<9}{reference}")
+    elif reference.read_text(encoding="utf-8") != api_reference():
+        lines.append(f"{'stale:':<9}{reference}")
+    if not lines:
+        click.echo(f"{directory}: up to date ({len(expected)} files); {reference}: up to date")
+        return
+    for line in lines:
+        click.echo(line, err=True)
+    raise click.ClickException(
+        f"{directory} or {reference} is out of date with modelplane/api; "
+        "run `modelplane package build`"
+    )
 
 
 package.add_command(build)

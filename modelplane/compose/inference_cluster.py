@@ -4,18 +4,38 @@ For `source: Existing` the cluster is reached through a kubeconfig Secret: the
 composer checks the Secret and key exist (never reading the credential itself),
 composes a provider-kubernetes ClusterProviderConfig that points at it, and
 publishes that config's name so ModelReplicas can target the cluster. Each pool's
-InferenceClass is required and its devices are copied verbatim into
-`status.gpuPools`, which is all the scheduler reads.
+InferenceClass is required and its devices are copied verbatim into the
+published pools (`InferenceClusterStatus.gpu_pools`), which is all the
+scheduler reads. A pool whose class is missing or invalid is published as
+*unknown* (with a reason), never left out: leaving it out would read as "the
+pool is gone" and tear down the replicas on it.
 """
 
 from __future__ import annotations
 
+from functools import partial
+
 from modelplane.api import constants as c
+from modelplane.api.common import SecretKeyRef
 from modelplane.api.inference_class import InferenceClassSpec
-from modelplane.api.inference_cluster import InferenceClusterSpec
-from modelplane.api.objects import condition_status, label_value
-from modelplane.compose.common import keep_observed, meta, parse_spec
-from modelplane.compose.types import ComposeInput, ComposeResult, DesiredResource, Requirement
+from modelplane.api.inference_cluster import (
+    GPUPool,
+    InferenceClusterSpec,
+    InferenceClusterStatus,
+    Pool,
+)
+from modelplane.api.objects import condition, condition_status, label_value
+from modelplane.api.reasons import CredentialsResolvedReason, PoolsResolvedReason, UnknownReason
+from modelplane.compose import outcome
+from modelplane.compose.common import meta, parse_spec
+from modelplane.compose.deployment_explain import truncate
+from modelplane.compose.types import (
+    ComposeInput,
+    ComposeResult,
+    DesiredResource,
+    Requirement,
+    Resource,
+)
 
 PROVIDER_CONFIG_KEY = "provider-config"
 SECRET_REQUIREMENT = "kubeconfig-secret"
@@ -43,159 +63,179 @@ def compose(inp: ComposeInput) -> ComposeResult:
     if spec is None:
         # The provider config may already serve replicas: keep it rather than
         # answer with a desired state that would delete it.
-        result.fatal = f"invalid InferenceCluster {name}: {error}"
-        return result
+        return outcome.fatal(f"invalid InferenceCluster {name}: {error}")
 
-    for class_name in sorted({p.class_name for p in spec.pools}):
-        result.requirements[class_requirement(class_name)] = Requirement(
-            api_version=c.API_VERSION, kind="InferenceClass", match_name=class_name
-        )
-    secret_ref = spec.existing.kubeconfig_secret_ref if spec.existing else None
-    if secret_ref is not None:
-        result.requirements[SECRET_REQUIREMENT] = Requirement(
-            api_version="v1",
-            kind="Secret",
-            match_name=secret_ref.name,
-            namespace=secret_ref.namespace,
-        )
+    result.requirements = _requirements(spec)
     if not all(inp.fetched(r) for r in result.requirements):
-        result.desired = keep_observed(inp)
-        return result
+        return outcome.wait(inp, result)
 
-    pools_ok = _publish_pools(inp, spec, result)
+    pools, pools_ok = _publish_pools(inp, spec, result)
+    status = InferenceClusterStatus(gpu_pools=pools)
+    result.status = status.to_dict()
 
+    secret_ref = spec.existing.kubeconfig_secret_ref if spec.existing else None
     if spec.source != "Existing" or secret_ref is None:
         message = (
             f"spec.source: {spec.source} clusters are not provisioned by this version of "
             "Modelplane; use source Existing with spec.existing.kubeconfigSecretRef"
         )
-        result.condition(
-            c.CONDITION_CREDENTIALS_RESOLVED, False, c.REASON_UNSUPPORTED_SOURCE, message
+        return outcome.hold(
+            inp,
+            result,
+            c.CONDITION_CREDENTIALS_RESOLVED,
+            CredentialsResolvedReason.UNSUPPORTED_SOURCE,
+            message,
         )
-        result.warn(c.REASON_UNSUPPORTED_SOURCE, message)
-        result.ready = "False"
-        return result
 
-    creds_ok = _check_secret(inp, secret_ref.namespace, secret_ref.name, secret_ref.key, result)
-
+    creds_ok = _check_secret(inp, secret_ref, result)
     pc_name = provider_config_name(name)
-    provider_config = {
-        "apiVersion": c.PROVIDER_KUBERNETES_API_VERSION,
-        "kind": "ClusterProviderConfig",
-        "metadata": {
-            "name": pc_name,
-            "labels": {c.LABEL_CLUSTER: name, c.LABEL_MANAGED_BY: c.MANAGED_BY},
-        },
-        "spec": {
-            "credentials": {
-                "source": "Secret",
-                "secretRef": {
-                    "namespace": secret_ref.namespace,
-                    "name": secret_ref.name,
-                    "key": secret_ref.key,
-                },
-            }
-        },
-    }
     # A provider config has no status of its own: it is ready once it exists.
     pc_observed = PROVIDER_CONFIG_KEY in inp.observed
     result.desired[PROVIDER_CONFIG_KEY] = DesiredResource(
-        provider_config, "True" if pc_observed else "False"
+        _provider_config(name, pc_name, secret_ref), "True" if pc_observed else "False"
     )
-    result.status["providerConfigName"] = pc_name
+    status.provider_config_name = pc_name
     if spec.gateway is not None and spec.gateway.address:
-        result.status["gatewayAddress"] = spec.gateway.address
-
+        status.gateway_address = spec.gateway.address
+    result.status = status.to_dict()
     result.ready = "True" if (pools_ok and creds_ok and pc_observed) else "False"
     return result
 
 
-def _publish_pools(inp: ComposeInput, spec: InferenceClusterSpec, result: ComposeResult) -> bool:
-    """Resolve every pool's class into `status.gpuPools`; False if any could not be."""
-    gpu_pools = []
-    problems: list[tuple[str, str]] = []
-    for i, pool in enumerate(spec.pools):
-        field = f"spec.pools[{i}].className"
-        found = inp.required.get(class_requirement(pool.class_name), [])
-        if not found:
-            problems.append(
-                (
-                    c.REASON_CLASS_NOT_FOUND,
-                    f"{field}: InferenceClass {pool.class_name!r} of pool {pool.name!r} not found",
-                )
-            )
-            continue
-        klass = found[0]
-        class_spec, error = parse_spec(InferenceClassSpec, klass)
-        if class_spec is None:
-            problems.append(
-                (
-                    c.REASON_INVALID_CLASS,
-                    f"{field}: InferenceClass {pool.class_name!r} is invalid: {error}",
-                )
-            )
-            continue
-        # The class's devices as the API server stores them (defaults applied):
-        # the scheduler matches selectors against exactly what was declared.
-        gpu_pools.append(
-            {
-                "name": pool.name,
-                "className": pool.class_name,
-                "nodes": pool.capacity_nodes,
-                "devices": [d.to_dict() for d in class_spec.devices],
-            }
+def _requirements(spec: InferenceClusterSpec) -> dict[str, Requirement]:
+    """Every pool's InferenceClass and, for an existing cluster, its kubeconfig Secret."""
+    reqs = {
+        class_requirement(class_name): Requirement(
+            api_version=c.API_VERSION, kind="InferenceClass", match_name=class_name
         )
-        if condition_status(klass, c.CONDITION_READY) == "False":
-            problems.append(
-                (
-                    c.REASON_INVALID_CLASS,
-                    f"{field}: InferenceClass {pool.class_name!r} is not Ready",
-                )
-            )
-    result.status["gpuPools"] = gpu_pools
+        for class_name in sorted({p.class_name for p in spec.pools})
+    }
+    secret_ref = spec.existing.kubeconfig_secret_ref if spec.existing else None
+    if secret_ref is not None:
+        reqs[SECRET_REQUIREMENT] = Requirement(
+            api_version="v1",
+            kind="Secret",
+            match_name=secret_ref.name,
+            namespace=secret_ref.namespace,
+        )
+    return reqs
+
+
+def _provider_config(cluster: str, pc_name: str, ref: SecretKeyRef) -> Resource:
+    return {
+        "apiVersion": c.PROVIDER_KUBERNETES_API_VERSION,
+        "kind": "ClusterProviderConfig",
+        "metadata": {
+            "name": pc_name,
+            "labels": {c.LABEL_CLUSTER: cluster, c.LABEL_MANAGED_BY: c.MANAGED_BY},
+        },
+        "spec": {
+            "credentials": {
+                "source": "Secret",
+                "secretRef": {"namespace": ref.namespace, "name": ref.name, "key": ref.key},
+            }
+        },
+    }
+
+
+Problem = tuple[PoolsResolvedReason, str]
+
+
+def _resolve_pool(inp: ComposeInput, i: int, pool: Pool) -> tuple[GPUPool, Problem | None]:
+    """One pool's published entry, and what is wrong with its class (None when nothing).
+
+    A pool whose class is missing or invalid is published as *unknown*, never
+    left out: a replica already on it must be kept, not replaced (SPEC §3.3).
+    """
+    field = f"spec.pools[{i}].className"
+    unknown = partial(
+        GPUPool, name=pool.name, class_name=pool.class_name, nodes=pool.capacity_nodes
+    )
+    found = inp.required.get(class_requirement(pool.class_name), [])
+    if not found:
+        msg = f"{field}: InferenceClass {pool.class_name!r} of pool {pool.name!r} not found"
+        return unknown(reason=UnknownReason.CLASS_NOT_FOUND, message=msg), (
+            PoolsResolvedReason.CLASS_NOT_FOUND,
+            msg,
+        )
+    klass = found[0]
+    class_spec, error = parse_spec(InferenceClassSpec, klass)
+    if class_spec is None or condition_status(klass, c.CONDITION_VALID) == "False":
+        why = error or _condition_message(klass, c.CONDITION_VALID)
+        msg = f"{field}: InferenceClass {pool.class_name!r} is invalid: {why}"
+        return unknown(reason=UnknownReason.INVALID_CLASS, message=truncate(msg, 1024)), (
+            PoolsResolvedReason.INVALID_CLASS,
+            msg,
+        )
+    # The class's devices as the API server stores them (defaults applied):
+    # the scheduler matches selectors against exactly what was declared.
+    published = unknown(devices=class_spec.devices)
+    if condition_status(klass, c.CONDITION_READY) == "False":
+        msg = f"{field}: InferenceClass {pool.class_name!r} is not Ready"
+        return published, (PoolsResolvedReason.INVALID_CLASS, msg)
+    return published, None
+
+
+def _condition_message(obj: Resource, type_: str) -> str:
+    cond = condition(obj, type_)
+    message = cond.get("message") if cond is not None else None
+    return message if isinstance(message, str) and message else f"{type_} is False"
+
+
+def _publish_pools(
+    inp: ComposeInput, spec: InferenceClusterSpec, result: ComposeResult
+) -> tuple[list[GPUPool], bool]:
+    """Every pool's published entry, and whether all of them resolved."""
+    pools: list[GPUPool] = []
+    problems: list[Problem] = []
+    for i, pool in enumerate(spec.pools):
+        published, problem = _resolve_pool(inp, i, pool)
+        pools.append(published)
+        if problem is not None:
+            problems.append(problem)
     if problems:
-        reason = problems[0][0]
         message = "; ".join(m for _, m in problems)
-        result.condition(c.CONDITION_POOLS_RESOLVED, False, reason, message)
-        for r, m in problems:
-            result.warn(r, m)
-        return False
+        result.condition(c.CONDITION_POOLS_RESOLVED, False, str(problems[0][0]), message)
+        for reason, msg in problems:
+            result.warn(str(reason), msg)
+        return pools, False
     result.condition(
         c.CONDITION_POOLS_RESOLVED,
         True,
-        c.REASON_RESOLVED,
-        f"{len(gpu_pools)} pool(s) published: "
-        + ", ".join(f"{p['name']} ({p['className']}, {p['nodes']} nodes)" for p in gpu_pools),
+        str(PoolsResolvedReason.RESOLVED),
+        f"{len(pools)} pool(s) published: "
+        + ", ".join(f"{p.name} ({p.class_name}, {p.nodes} nodes)" for p in pools),
     )
-    return True
+    return pools, True
 
 
-def _check_secret(
-    inp: ComposeInput, namespace: str, name: str, key: str, result: ComposeResult
-) -> bool:
+def _check_secret(inp: ComposeInput, ref: SecretKeyRef, result: ComposeResult) -> bool:
     """Check the kubeconfig Secret and key exist; never copies the credential."""
     field = "spec.existing.kubeconfigSecretRef"
     found = inp.required.get(SECRET_REQUIREMENT, [])
+    where = f"Secret {ref.namespace}/{ref.name}"
+    problem: tuple[CredentialsResolvedReason, str] | None = None
     if not found:
-        message = f"{field}: Secret {namespace}/{name} not found"
-        result.condition(
-            c.CONDITION_CREDENTIALS_RESOLVED, False, c.REASON_SECRET_NOT_FOUND, message
+        problem = (CredentialsResolvedReason.SECRET_NOT_FOUND, f"{field}: {where} not found")
+    elif ref.key not in _secret_keys(found[0]):
+        problem = (
+            CredentialsResolvedReason.SECRET_KEY_MISSING,
+            f"{field}.key: {where} has no key {ref.key!r}",
         )
-        result.warn(c.REASON_SECRET_NOT_FOUND, message)
-        return False
-    secret = found[0]
-    keys = set((secret.get("data") or {}).keys()) | set((secret.get("stringData") or {}).keys())
-    if key not in keys:
-        message = f"{field}.key: Secret {namespace}/{name} has no key {key!r}"
-        result.condition(
-            c.CONDITION_CREDENTIALS_RESOLVED, False, c.REASON_SECRET_KEY_MISSING, message
-        )
-        result.warn(c.REASON_SECRET_KEY_MISSING, message)
+    if problem is not None:
+        result.condition(c.CONDITION_CREDENTIALS_RESOLVED, False, str(problem[0]), problem[1])
+        result.warn(str(problem[0]), problem[1])
         return False
     result.condition(
         c.CONDITION_CREDENTIALS_RESOLVED,
         True,
-        c.REASON_RESOLVED,
-        f"kubeconfig from Secret {namespace}/{name} key {key!r}",
+        str(CredentialsResolvedReason.RESOLVED),
+        f"kubeconfig from {where} key {ref.key!r}",
     )
     return True
+
+
+def _secret_keys(secret: Resource) -> set[str]:
+    data, string_data = secret.get("data"), secret.get("stringData")
+    keys = set(data) if isinstance(data, dict) else set()
+    return keys | (set(string_data) if isinstance(string_data, dict) else set())

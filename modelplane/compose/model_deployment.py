@@ -24,7 +24,7 @@ only that answer is acted on.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -34,11 +34,18 @@ from modelplane.api.common import format_validation_error
 from modelplane.api.model_deployment import (
     MAX_UNSCHEDULABLE_ENTRIES,
     MAX_UNSCHEDULABLE_MESSAGE,
+    ClusterRejection,
     ModelDeploymentSpec,
+    ModelDeploymentStatus,
+    Placement,
+    RolePlacement,
 )
 from modelplane.api.model_replica import ModelReplicaSpec
 from modelplane.api.objects import is_condition_true, label_value
-from modelplane.compose.common import keep_observed, meta, parse_spec, without_crossplane_spec
+from modelplane.api.reasons import ScheduledReason
+from modelplane.api.roles import put_role_fields
+from modelplane.compose import outcome
+from modelplane.compose.common import meta, parse_spec, without_crossplane_spec
 from modelplane.compose.deployment_explain import cluster_message, truncate
 from modelplane.compose.types import (
     ComposeInput,
@@ -48,8 +55,8 @@ from modelplane.compose.types import (
     Resource,
 )
 from modelplane.compose.workload import template_errors
-from modelplane.scheduling import schedule
-from modelplane.scheduling.types import ClusterVerdict, PlannedReplica, ScheduleResult
+from modelplane.scheduling import schedule, words
+from modelplane.scheduling.types import PlannedReplica, ScheduleResult
 
 CLUSTERS_REQUIREMENT = "inference-clusters"
 REPLICAS_REQUIREMENT = "model-replicas"
@@ -62,7 +69,13 @@ INFERENCE_CLUSTER_KIND = "InferenceCluster"
 MAX_CONDITION_MESSAGE = 1024
 
 Scheduler = Callable[
-    [Mapping[str, Any], Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]], ScheduleResult
+    [
+        Mapping[str, Any],
+        Sequence[Mapping[str, Any]],
+        Sequence[Mapping[str, Any]],
+        Collection[str] | None,
+    ],
+    ScheduleResult,
 ]
 
 _LABEL_NAME = r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)"
@@ -124,18 +137,12 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
     spec, error = parse_spec(ModelDeploymentSpec, inp.composite)
     if spec is None:
         # Keep every replica that serves today; the user fixes the spec.
-        result.desired = keep_observed(inp)
-        result.condition(c.CONDITION_SCHEDULED, False, c.REASON_INVALID_SPEC, error)
-        result.warn(c.REASON_INVALID_SPEC, error)
-        result.ready = "False"
-        return result
+        return outcome.hold(inp, result, c.CONDITION_SCHEDULED, ScheduledReason.INVALID_SPEC, error)
 
     shape_errors = [
         err
-        for role, role_spec in spec.roles().items()
-        for err in template_errors(
-            role_spec.workers.template, f"spec.{_workers_path(role)}.template"
-        )
+        for role in spec.roles().values()
+        for err in template_errors(role.workers.template, f"{role.workers_path}.template")
     ]
     if shape_errors:
         # Checked here, not only by the ModelReplica composer, so a template it
@@ -144,49 +151,66 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
             "; ".join(shape_errors) + " (no new replicas are placed; existing ones are kept)",
             MAX_CONDITION_MESSAGE,
         )
-        result.desired = keep_observed(inp)
-        result.condition(c.CONDITION_SCHEDULED, False, c.REASON_INVALID_SPEC, msg)
-        result.warn(c.REASON_INVALID_SPEC, msg)
-        result.ready = "False"
-        return result
+        return outcome.hold(inp, result, c.CONDITION_SCHEDULED, ScheduledReason.INVALID_SPEC, msg)
 
     result.requirements = requirements(namespace, spec)
     if not all(inp.fetched(r) for r in result.requirements):
-        result.desired = keep_observed(inp)
-        result.ready = "False"
-        return result
+        return outcome.wait(inp, result)
 
     clusters = list(inp.required[CLUSTERS_REQUIREMENT])
     replicas = _fleet_replicas(inp, namespace)
+    found = _found_caches(inp, spec)
     try:
-        plan = scheduler(without_crossplane_spec(inp.composite), clusters, replicas)
+        plan = scheduler(without_crossplane_spec(inp.composite), clusters, replicas, found)
     except Exception as err:  # a scheduler bug must not tear down serving replicas
-        result.fatal = f"{c.REASON_SCHEDULER_ERROR}: scheduling {namespace}/{name} failed: {err}"
-        return result
+        return outcome.fatal(
+            f"{ScheduledReason.SCHEDULER_ERROR}: scheduling {namespace}/{name} failed: {err}"
+        )
+    _cache_condition(result, spec, found, namespace)
+    inconsistent = _compose_replicas(inp, result, spec, plan)
+    if inconsistent is not None:
+        return outcome.fatal(
+            f"{ScheduledReason.SCHEDULER_ERROR}: {inconsistent[0]} of {namespace}/{name} "
+            f"is inconsistent with the spec: {inconsistent[1]}"
+        )
+    placed = len(plan.replicas)
+    _status(result, name, spec, plan)
+    _scheduled_condition(result, spec, plan, placed)
+    _events(result, plan)
+    _replicas_ready(result, spec.replicas, placed)
+    return result
 
-    missing_caches = [
-        cache.name for cache in spec.caches or [] if not inp.required[cache_requirement(cache.name)]
-    ]
-    if spec.caches:
-        if missing_caches:
-            msg = (
-                f"spec.caches: ModelCache {', '.join(missing_caches)} not found in namespace "
-                f"{namespace}; new replicas are held until it exists, existing ones are kept"
-            )
-            result.condition(c.CONDITION_CACHE_RESOLVED, False, c.REASON_CACHE_NOT_FOUND, msg)
-            result.warn(c.REASON_CACHE_NOT_FOUND, msg)
-        else:
-            result.condition(
-                c.CONDITION_CACHE_RESOLVED,
-                True,
-                c.REASON_RESOLVED,
-                f"ModelCache {', '.join(x.name for x in spec.caches)} found",
-            )
-    placed = [r for r in plan.replicas if r.retained or not missing_caches]
-    held = len(plan.replicas) - len(placed)
 
+def _found_caches(inp: ComposeInput, spec: ModelDeploymentSpec) -> frozenset[str]:
+    """The ModelCaches of `spec.caches` the control plane found (the scheduler's input)."""
+    return frozenset(
+        x.name for x in spec.caches or () if inp.required.get(cache_requirement(x.name))
+    )
+
+
+def _cache_condition(
+    result: ComposeResult, spec: ModelDeploymentSpec, found: frozenset[str], namespace: str
+) -> None:
+    if not spec.caches:
+        return
+    missing = [x.name for x in spec.caches if x.name not in found]
+    if missing:
+        msg = words.cache_not_found(missing, namespace)
+        result.condition(c.CONDITION_CACHE_RESOLVED, False, c.REASON_CACHE_NOT_FOUND, msg)
+        result.warn(c.REASON_CACHE_NOT_FOUND, msg)
+        return
+    found_msg = words.caches_found([x.name for x in spec.caches])
+    result.condition(c.CONDITION_CACHE_RESOLVED, True, c.REASON_RESOLVED, found_msg)
+
+
+def _compose_replicas(
+    inp: ComposeInput, result: ComposeResult, spec: ModelDeploymentSpec, plan: ScheduleResult
+) -> tuple[str, str] | None:
+    """One ModelReplica per planned replica; (which, why) when one is inconsistent."""
+    m = meta(inp.composite)
+    name, namespace = str(m.get("name", "")), str(m.get("namespace", ""))
     labels = _user_labels(spec, result)
-    for planned in placed:
+    for planned in plan.replicas:
         key = replica_key(planned.cluster, planned.index)
         try:
             manifest = _replica_manifest(name, namespace, spec, planned, labels)
@@ -194,22 +218,15 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
             detail = (
                 format_validation_error(err, "spec") if isinstance(err, ValidationError) else err
             )
-            result.fatal = (
-                f"{c.REASON_SCHEDULER_ERROR}: replica {planned.cluster}/{planned.index} of "
-                f"{namespace}/{name} is inconsistent with the spec: {detail}"
-            )
-            return result
-        observed = inp.observed.get(key)
-        ready = is_condition_true(observed, c.CONDITION_READY)
+            return f"replica {planned.cluster}/{planned.index}", str(detail)
+        ready = is_condition_true(inp.observed.get(key), c.CONDITION_READY)
         result.desired[key] = DesiredResource(manifest, "True" if ready else "False")
+    return None
 
+
+def _replicas_ready(result: ComposeResult, want: int, placed: int) -> None:
     ready_count = sum(1 for d in result.desired.values() if d.ready == "True")
-    _status(result, name, spec, plan, placed)
-    _scheduled_condition(result, spec, plan, len(placed), held, missing_caches)
-    _events(result, plan)
-
-    want = spec.replicas
-    all_ready = ready_count >= want and len(placed) >= want
+    all_ready = ready_count >= want and placed >= want
     result.condition(
         c.CONDITION_REPLICAS_READY,
         all_ready,
@@ -217,7 +234,6 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
         f"{ready_count} of {want} replicas ready",
     )
     result.ready = "True" if all_ready else "False"
-    return result
 
 
 def _fleet_replicas(inp: ComposeInput, namespace: str) -> list[Resource]:
@@ -240,15 +256,11 @@ def _fleet_replicas(inp: ComposeInput, namespace: str) -> list[Resource]:
     return [by_id[k] for k in sorted(by_id)]
 
 
-def _workers_path(role: str) -> str:
-    return "workers" if role == c.ROLE_UNIFIED else f"{role}.workers"
-
-
 def _user_labels(spec: ModelDeploymentSpec, result: ComposeResult) -> dict[str, str]:
     """The workers' template labels a replica inherits, minus reserved and invalid ones."""
     labels: dict[str, str] = {}
-    for role, role_spec in spec.roles().items():
-        tmeta = role_spec.workers.template.get("metadata")
+    for role in spec.roles().values():
+        tmeta = role.workers.template.get("metadata")
         raw = tmeta.get("labels") if isinstance(tmeta, dict) else None
         if not isinstance(raw, dict):
             continue
@@ -263,7 +275,7 @@ def _user_labels(spec: ModelDeploymentSpec, result: ComposeResult) -> dict[str, 
                 or label_value(value) != value
             ):
                 msg = (
-                    f"spec.{_workers_path(role)}.template.metadata.labels: {key!r}={value!r} "
+                    f"{role.workers_path}.template.metadata.labels: {key!r}={value!r} "
                     "is not a valid Kubernetes label; it is not copied to the replicas"
                 )
                 result.warn(c.REASON_INVALID_LABEL, msg)
@@ -299,10 +311,7 @@ def _replica_manifest(
             "deviceRequests": [d.to_dict() for d in ra.device_requests],
             "workers": roles[ra.role].workers.to_dict(),
         }
-        if ra.role == c.ROLE_UNIFIED:
-            body.update(role_body)
-        else:
-            body[ra.role] = role_body
+        put_role_fields(body, ra.role, role_body)
     ModelReplicaSpec.model_validate(body)
     labels = {
         **user_labels,
@@ -320,118 +329,114 @@ def _replica_manifest(
 
 
 def _status(
-    result: ComposeResult,
-    name: str,
-    spec: ModelDeploymentSpec,
-    plan: ScheduleResult,
-    placed: Sequence[PlannedReplica],
+    result: ComposeResult, name: str, spec: ModelDeploymentSpec, plan: ScheduleResult
 ) -> None:
-    placements = []
-    for planned in sorted(placed, key=lambda r: (r.cluster, r.index)):
-        desired = result.desired[replica_key(planned.cluster, planned.index)]
-        placements.append(
-            {
-                "cluster": planned.cluster,
-                "index": planned.index,
-                "replicaName": planned.name,
-                "pools": [{"role": ra.role, "pool": ra.pool} for ra in planned.roles],
-                "ready": desired.ready == "True",
-            }
+    """Write the deployment's status by constructing its model."""
+    placements = [
+        Placement(
+            cluster=planned.cluster,
+            index=planned.index,
+            replica_name=planned.name,
+            pools=[RolePlacement(role=ra.role, pool=ra.pool) for ra in planned.roles],
+            ready=result.desired[replica_key(planned.cluster, planned.index)].ready == "True",
         )
-    status: dict[str, Any] = {
-        "replicas": len(placed),
-        "readyReplicas": sum(1 for p in placements if p["ready"]),
-        "selector": replica_selector(name),
-        "placements": placements,
-        "unschedulable": [],
-        "unschedulableOmitted": 0,
-    }
-    if len(placed) < spec.replicas and not plan.invalid_selectors:
-        rejections = _rejections(plan.clusters)
-        status["unschedulable"] = [
-            {
-                "cluster": v.cluster,
-                "reason": v.reason or "Rejected",
-                "message": truncate(cluster_message(v), MAX_UNSCHEDULABLE_MESSAGE),
-            }
+        for planned in plan.replicas
+    ]
+    status = ModelDeploymentStatus(
+        replicas=len(placements),
+        ready_replicas=sum(1 for p in placements if p.ready),
+        selector=replica_selector(name),
+        placements=placements,
+        unschedulable=[],
+        unschedulable_omitted=0,
+    )
+    if len(placements) < spec.replicas and not plan.invalid_selectors:
+        rejections = words.rejections(plan.clusters)
+        status.unschedulable = [
+            ClusterRejection(
+                cluster=v.cluster,
+                reason=v.reason or "Rejected",
+                message=truncate(cluster_message(v), MAX_UNSCHEDULABLE_MESSAGE),
+            )
             for v in rejections[:MAX_UNSCHEDULABLE_ENTRIES]
         ]
-        status["unschedulableOmitted"] = max(0, len(rejections) - MAX_UNSCHEDULABLE_ENTRIES)
-    result.status = status
-
-
-def _rejections(verdicts: Iterable[ClusterVerdict]) -> list[ClusterVerdict]:
-    """Rejecting clusters, the informative ones first: label mismatches say least."""
-    rejected = [v for v in verdicts if not v.eligible]
-    return sorted(rejected, key=lambda v: (v.reason == "NotSelected", v.cluster))
+        status.unschedulable_omitted = max(0, len(rejections) - MAX_UNSCHEDULABLE_ENTRIES)
+    result.status = status.to_dict()
 
 
 def _scheduled_condition(
-    result: ComposeResult,
-    spec: ModelDeploymentSpec,
-    plan: ScheduleResult,
-    placed: int,
-    held: int,
-    missing_caches: Sequence[str],
+    result: ComposeResult, spec: ModelDeploymentSpec, plan: ScheduleResult, placed: int
 ) -> None:
-    want = spec.replicas
-    summary = f"placed {placed} of {want} replicas"
-    if plan.invalid_selectors:
-        msg = "; ".join(f"{path}: {err}" for path, err in plan.invalid_selectors)
-        msg = truncate(f"{msg} (existing replicas are kept; {summary})", MAX_CONDITION_MESSAGE)
-        result.condition(c.CONDITION_SCHEDULED, False, c.REASON_INVALID_NODE_SELECTOR, msg)
-        result.warn(c.REASON_INVALID_NODE_SELECTOR, msg)
-        return
-    if held:
-        msg = (
-            f"{summary}: {held} new replica(s) held until ModelCache "
-            f"{', '.join(missing_caches)} exists"
-        )
-        result.condition(c.CONDITION_SCHEDULED, False, c.REASON_WAITING_FOR_CACHE, msg)
-        return
-    if placed >= want:
-        result.condition(c.CONDITION_SCHEDULED, True, c.REASON_ALL_REPLICAS_SCHEDULED, summary)
-        return
+    """The `Scheduled` condition: the first answer that applies, most actionable first."""
+    summary = words.placed_summary(placed, spec.replicas)
+    for answer in (_invalid_selectors, _waiting_for_cache, _unverifiable, _all_scheduled):
+        out = answer(plan, summary, spec.replicas - placed)
+        if out is not None:
+            _set_scheduled(result, *out)
+            return
+    _set_scheduled(result, *_shortfall(plan, summary, placed))
+
+
+# (status, reason, message, warn): a Scheduled answer.
+Scheduled = tuple[bool | None, ScheduledReason, str, bool]
+
+
+def _set_scheduled(
+    result: ComposeResult, ok: bool | None, reason: ScheduledReason, msg: str, warn: bool
+) -> None:
+    msg = truncate(msg, MAX_CONDITION_MESSAGE)
+    result.condition(c.CONDITION_SCHEDULED, ok, str(reason), msg)
+    if warn:
+        result.warn(str(reason), msg)
+
+
+def _invalid_selectors(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
+    if not plan.invalid_selectors:
+        return None
+    msg = words.invalid_selectors(plan.invalid_selectors, summary)
+    return False, ScheduledReason.INVALID_NODE_SELECTOR, msg, True
+
+
+def _waiting_for_cache(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
+    if not plan.missing_caches or missing <= 0:
+        return None
+    msg = words.cache_hold(summary, missing, plan.missing_caches)
+    return False, ScheduledReason.WAITING_FOR_CACHE, msg, False
+
+
+def _unverifiable(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
+    # Each kept replica has its own warning event (`_events`); the condition sums up.
+    if not plan.unverifiable or missing > 0:
+        return None
+    msg = words.unverifiable_summary(summary, plan.unverifiable)
+    return None, ScheduledReason.PLACEMENT_UNVERIFIABLE, msg, False
+
+
+def _all_scheduled(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
+    if missing > 0:
+        return None
+    return True, ScheduledReason.ALL_REPLICAS_SCHEDULED, summary, False
+
+
+def _shortfall(plan: ScheduleResult, summary: str, placed: int) -> Scheduled:
     candidates = [v for v in plan.clusters if v.reason != "NotSelected"]
     if not plan.clusters:
-        reason, why = c.REASON_NO_CLUSTERS, "no InferenceCluster exists"
+        reason, why = ScheduledReason.NO_CLUSTERS, words.NO_CLUSTER_EXISTS
     elif not candidates:
-        reason, why = c.REASON_NO_CLUSTERS, "no InferenceCluster matches spec.clusterSelector"
+        reason, why = ScheduledReason.NO_CLUSTERS, words.NO_CLUSTER_SELECTED
     elif not placed and not any(v.reason in _CAPACITY_VERDICTS for v in plan.clusters):
-        reason = c.REASON_NO_CLUSTERS
-        why = "no Ready, selected cluster tolerates this deployment: " + _rejection_summary(
-            plan.clusters
-        )
+        reason, why = ScheduledReason.NO_CLUSTERS, words.no_usable_cluster(plan.clusters)
     else:
-        reason = c.REASON_PARTIAL if placed else c.REASON_INSUFFICIENT_CAPACITY
-        why = _rejection_summary(plan.clusters)
-    msg = truncate(f"{summary}: {why}", MAX_CONDITION_MESSAGE)
-    result.condition(c.CONDITION_SCHEDULED, False, reason, msg)
-    result.warn(reason, msg)
-
-
-def _names(names: Sequence[str], first: int = 3) -> str:
-    if len(names) > first:
-        return f"{', '.join(names[:first])} and {len(names) - first} more"
-    return ", ".join(names)
-
-
-def _rejection_summary(verdicts: Iterable[ClusterVerdict]) -> str:
-    """Which clusters rejected the deployment, grouped by reason; details are in status."""
-    by_reason: dict[str, list[str]] = {}
-    for v in _rejections(verdicts):
-        by_reason.setdefault(v.reason or "Rejected", []).append(v.cluster)
-    groups = [f"{reason} on {_names(names)}" for reason, names in by_reason.items()]
-    return "; ".join(groups) + " (see status.unschedulable)"
+        reason = ScheduledReason.PARTIAL if placed else ScheduledReason.INSUFFICIENT_CAPACITY
+        why = words.rejection_summary(plan.clusters)
+    return False, reason, words.shortfall(summary, why), True
 
 
 def _events(result: ComposeResult, plan: ScheduleResult) -> None:
+    for u in plan.unverifiable[:MAX_UNSCHEDULABLE_ENTRIES]:
+        reason = str(ScheduledReason.PLACEMENT_UNVERIFIABLE)
+        result.warn(reason, truncate(words.unverifiable_text(u), 512))
     for what, why in plan.replaced[:MAX_UNSCHEDULABLE_ENTRIES]:
-        result.normal(c.REASON_REPLICA_REPLACED, truncate(f"{what}: {why}", 512))
+        result.normal(c.REASON_REPLICA_REPLACED, truncate(words.replaced_event(what, why), 512))
     for w in plan.withdrawn[:MAX_UNSCHEDULABLE_ENTRIES]:
-        result.normal(
-            c.REASON_REPLICA_WITHDRAWN,
-            truncate(
-                f"replica {w.cluster}/{w.index} withdrawn from pool {w.pool}: {w.message}", 512
-            ),
-        )
+        result.normal(c.REASON_REPLICA_WITHDRAWN, truncate(words.withdrawn_event(w), 512))

@@ -1,227 +1,211 @@
 """ModelReplica composer: one serving instance composed onto its workload cluster.
 
-Reads the replica (its cluster, pools, resolved DRA requests, workers) and its
-InferenceCluster (required by name: provider config, `spec.scheduling`,
-`spec.gateway`, `status.gatewayAddress`) and composes, as provider-kubernetes
-Objects on that cluster (see `objects.py`, `workload.py`, `schedulers.py`):
-the workload namespace, per role a Deployment or LeaderWorkerSet, its DRA
-ResourceClaimTemplate and a Service, one HTTPRoute, and the scheduler's
-PodGroup where the cluster gangs pods.
+One reconcile runs four phases, each a small function:
 
-The workload namespace on the cluster has the ModelReplica's namespace's name,
-so one team's namespace maps to one namespace on every cluster. Its Object
-never deletes it (replicas of several deployments share it).
+1. **validate** the replica's spec and its pod templates (`Valid`);
+2. **resolve the cluster**: require the InferenceCluster by name and read its
+   provider config, gateway and scheduling (`ClusterResolved`); the in-cluster
+   scheduler's plan comes from its `spec.scheduling` (`schedulers.py`);
+3. **build**: the serving backend (`backends/`, today `native`) composes the
+   workload and what it needs; the composer adds the workload namespace, one
+   HTTPRoute to the backend's entry Service on the cluster's Gateway, and the
+   scheduler's PodGroup where the cluster gangs pods;
+4. **readiness and status**: every item declared its readiness rule
+   (`readiness.py`); each is marked ready from its observed Object only, the
+   replica when every item is. `WorkloadReady` reports the serving items,
+   `RouteAccepted` the route; each says when it is the one the replica's
+   readiness waits for. `status.endpoint` is the route's path under the
+   cluster's `status.gatewayAddress`.
+
+Everything lands on the cluster wrapped in provider-kubernetes Objects
+(`objects.py`). The workload namespace on the cluster has the ModelReplica's
+namespace's name, so one team's namespace maps to one namespace on every
+cluster; its Object never deletes it (replicas of several deployments share it).
 
 Names: control-plane Objects are `<replica>-[<role>-]<kind>` (e.g.
 `qwen-3f2a9c1b-deployment`), cut to 63 characters with a hash of the replica
 name when longer; a claim template's Object, its wrapped template and its
 composed-resource key also carry the digest of the template's spec
 (`...-prefill-claims-<digest>`, key `prefill-claims-<digest>`; see
-`workload.py`). Wrapped objects are named
-`<base>[-<role>]` (the Service `...-engine`), where `base` is the replica name
-as an RFC 1035 label of at most 40 characters, so LeaderWorkerSet pod and
-StatefulSet names stay within Kubernetes' limits. The HTTPRoute matches the
-path prefix `/<namespace>/<deployment>/<index>` (unique per cluster, since a
-replica is (namespace, deployment, cluster, index)) and rewrites it to `/`;
-`status.endpoint` is that path under the cluster's `status.gatewayAddress`.
+`stamping/dra.py`). Wrapped objects are named `<base>[-<role>]` (the Service
+`...-engine`), where `base` is the replica name as an RFC 1035 label of at most
+40 characters, so LeaderWorkerSet pod and StatefulSet names stay within
+Kubernetes' limits. The HTTPRoute matches the path prefix
+`/<namespace>/<deployment>/<index>` (unique per cluster, since a replica is
+(namespace, deployment, cluster, index)) and rewrites it to `/`.
 
-Safety when the answer is incomplete (composed resources missing from desired
-state are deleted by Crossplane, so an incomplete answer would tear down a
-serving replica):
-- InferenceCluster not fetched yet: return the requirement and keep every
-  observed composed resource as desired, unchanged. A fatal result cannot
-  carry the requirement, so it would never be fetched.
-- Cluster fetched but absent, without a provider config, or with a bad
-  scheduling template; or the replica's spec invalid: a condition naming the
-  cause, a warning event, and again every observed composed resource kept
-  as it is (nothing new is composed). The replica is not ready.
-Readiness is only ever read from observed state: a composed resource is ready
-when its Object is observed ready (a workload: its `Available` condition; the
-HTTPRoute: a parent Gateway's `Accepted` condition), the replica when every
-composed resource is. `WorkloadReady` reports the workloads, `RouteAccepted`
-the route; each says when it is the one the replica's readiness waits for.
+Every early stop goes through `outcome` and keeps every observed composed
+resource (a resource missing from desired state is deleted by Crossplane):
+- the InferenceCluster not fetched yet: `wait` (the requirement goes out; the
+  replica stays Ready while what it observed is ready);
+- the spec invalid, or the cluster absent, without a provider config, or with
+  a bad scheduling template: `hold` with the condition naming the cause;
+- the replica without a name or namespace: `fatal`.
 """
 
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass
 from typing import Any
 
 from modelplane.api import constants as c
-from modelplane.api.model_replica import ModelReplicaSpec
+from modelplane.api.inference_cluster import GatewayRef
+from modelplane.api.model_replica import ModelReplicaSpec, ModelReplicaStatus
 from modelplane.api.objects import label_value
-from modelplane.compose import objects, schedulers, workload
-from modelplane.compose.common import as_desired, parse_spec
+from modelplane.api.readers import ObservedInferenceCluster, read_inference_cluster
+from modelplane.api.reasons import (
+    ClusterResolvedReason,
+    RouteAcceptedReason,
+    ValidReason,
+    WorkloadReadyReason,
+)
+from modelplane.compose import backends, outcome, readiness, schedulers, workload
+from modelplane.compose.common import as_desired, meta, parse_spec
+from modelplane.compose.objects import Item, dns_label, wrap
+from modelplane.compose.schedulers import SchedulingPlan
 from modelplane.compose.templates import TemplateVars
 from modelplane.compose.types import (
     ComposeInput,
     ComposeResult,
     DesiredResource,
-    Readiness,
     Requirement,
     Resource,
 )
+from modelplane.compose.workload import ReplicaContext
 
 CLUSTER_REQUIREMENT = "cluster"
-WORKLOAD_KINDS = ("Deployment", "LeaderWorkerSet")
 # Room for "-prefill", LeaderWorkerSet group/worker suffixes and StatefulSet
 # revision labels within the 63-character limits.
 BASE_NAME_MAX = 40
 
 
-def _readiness_of(obj: Resource) -> objects.Readiness:
-    kind = _wrapped_kind(obj)
-    if kind in WORKLOAD_KINDS:
-        return "Workload"
-    return "Route" if kind == "HTTPRoute" else "Config"
+# --- reading the InferenceCluster --------------------------------------------------------
 
 
-def _wrapped_kind(obj: Resource) -> str:
-    manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest") or {}
-    return str(manifest.get("kind", "")) if isinstance(manifest, dict) else ""
+def read_cluster(fetched: list[Resource], name: str) -> ObservedInferenceCluster | None:
+    """The InferenceCluster called `name` among the fetched objects, read by its typed reader."""
+    clusters = (read_inference_cluster(x) for x in fetched)
+    return next((x for x in clusters if x is not None and x.name == name), None)
 
 
-def _observed_ready(obj: Resource | None, how: objects.Readiness) -> bool:
-    if how == "Workload":
-        return objects.workload_available(obj)
-    if how == "Route":
-        return objects.route_accepted(obj)
-    return objects.config_ready(obj)
+# --- phase 1: validate -------------------------------------------------------------------
 
 
-def _hold(inp: ComposeInput, res: ComposeResult, *, ready: bool | None) -> ComposeResult:
-    """Keep every observed composed resource exactly as it is.
-
-    `ready=None` derives the replica's readiness from what is observed.
-    """
-    all_ready = bool(inp.observed)
-    for key, obs in sorted(inp.observed.items()):
-        ok = _observed_ready(obs, _readiness_of(obs))
-        all_ready = all_ready and ok
-        res.desired[key] = DesiredResource(as_desired(obs), "True" if ok else "False")
-    res.ready = "True" if (all_ready if ready is None else ready) else "False"
-    return res
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
-def _keep_retiring_claims(
-    inp: ComposeInput, res: ComposeResult, claim_keys: dict[str, tuple[str, str, str]]
-) -> None:
-    """Keep a role's previous claim templates until its workload has rolled off them.
-
-    A pod of the previous revision that is recreated mid-rollout (evicted,
-    crashed node) needs its ResourceClaimTemplate; deleting it early would
-    leave that pod pending. `<role>-claims` is the key before templates
-    carried a digest.
-    """
-    for role, (key, template, workload_key) in claim_keys.items():
-        if objects.rolled_onto(inp.observed.get(workload_key), template):
-            continue
-        previous = re.compile(rf"^{re.escape(role)}-claims(-[0-9a-f]{{8}})?$")
-        for okey, obs in sorted(inp.observed.items()):
-            if okey != key and previous.match(okey):
-                ready: Readiness = "True" if objects.config_ready(obs) else "False"
-                res.desired[okey] = DesiredResource(as_desired(obs), ready)
+def _identity(xr: Resource) -> tuple[str, str] | None:
+    name, ns = _text(meta(xr).get("name")), _text(meta(xr).get("namespace"))
+    return (name, ns) if name and ns else None
 
 
-def _gateway(cluster: Resource) -> tuple[str, str]:
-    gw = (cluster.get("spec") or {}).get("gateway")
-    gw = gw if isinstance(gw, dict) else {}
-    name, ns = gw.get("name"), gw.get("namespace")
-    return (
-        name if isinstance(name, str) and name else c.DEFAULT_GATEWAY_NAME,
-        ns if isinstance(ns, str) and ns else c.DEFAULT_GATEWAY_NAMESPACE,
+def _validate(inp: ComposeInput, res: ComposeResult) -> ModelReplicaSpec | ComposeResult:
+    spec, msg = parse_spec(ModelReplicaSpec, inp.composite)
+    if spec is not None:
+        msg = "; ".join(
+            err
+            for role in spec.roles().values()
+            for err in workload.template_errors(role.workers.template, workload.template_path(role))
+        )
+    if spec is None or msg:
+        return outcome.hold(
+            inp,
+            res,
+            c.CONDITION_VALID,
+            ValidReason.INVALID_SPEC,
+            msg,
+            readiness=readiness.observed_ready,
+        )
+    res.condition(c.CONDITION_VALID, True, ValidReason.VALID)
+    return spec
+
+
+# --- phase 2: resolve the cluster --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """A resolved cluster: how composed resources reach it and how its pods are stamped."""
+
+    cluster: ObservedInferenceCluster
+    provider_config: str
+    gateway: GatewayRef
+    plan: SchedulingPlan
+
+
+def _hold_cluster(
+    inp: ComposeInput, res: ComposeResult, reason: ClusterResolvedReason, message: str
+) -> ComposeResult:
+    return outcome.hold(
+        inp,
+        res,
+        c.CONDITION_CLUSTER_RESOLVED,
+        reason,
+        message,
+        readiness=readiness.observed_ready,
     )
 
 
-def _endpoint(address: Any, path: str) -> str | None:
-    if not isinstance(address, str) or not address:
-        return None
-    base = address if "://" in address else f"http://{address}"
-    return base.rstrip("/") + path
-
-
-def compose(inp: ComposeInput) -> ComposeResult:
-    """Compose the replica's serving workload on its cluster."""
-    res = ComposeResult()
-    xr = inp.composite
-    meta = xr.get("metadata") or {}
-    name, ns = meta.get("name"), meta.get("namespace")
-    if not isinstance(name, str) or not isinstance(ns, str) or not name or not ns:
-        return ComposeResult(fatal="ModelReplica has no metadata.name or metadata.namespace")
-    spec, msg = parse_spec(ModelReplicaSpec, xr)
-    if spec is None:
-        res.condition(c.CONDITION_VALID, False, c.REASON_INVALID_SPEC, msg)
-        res.warn(c.REASON_INVALID_SPEC, msg)
-        return _hold(inp, res, ready=False)
-    shape_errors = [
-        err
-        for role, role_spec in spec.roles().items()
-        for err in workload.template_errors(
-            role_spec.workers.template,
-            "spec.workers.template" if role == c.ROLE_UNIFIED else f"spec.{role}.workers.template",
-        )
-    ]
-    if shape_errors:
-        msg = "; ".join(shape_errors)
-        res.condition(c.CONDITION_VALID, False, c.REASON_INVALID_SPEC, msg)
-        res.warn(c.REASON_INVALID_SPEC, msg)
-        return _hold(inp, res, ready=False)
-    res.condition(c.CONDITION_VALID, True, c.REASON_VALID)
-
+def _resolve_cluster(
+    inp: ComposeInput, res: ComposeResult, spec: ModelReplicaSpec, base: str, ns: str
+) -> Target | ComposeResult:
+    name = spec.cluster_name
     res.requirements[CLUSTER_REQUIREMENT] = Requirement(
-        api_version=c.API_VERSION, kind="InferenceCluster", match_name=spec.cluster_name
+        api_version=c.API_VERSION, kind="InferenceCluster", match_name=name
     )
     if not inp.fetched(CLUSTER_REQUIREMENT):
-        res.condition(
-            c.CONDITION_CLUSTER_RESOLVED,
-            None,
-            c.REASON_WAITING_FOR_RESOURCES,
-            f"waiting for InferenceCluster {spec.cluster_name!r}",
+        return outcome.wait(
+            inp,
+            res,
+            readiness=readiness.observed_ready,
+            condition=c.CONDITION_CLUSTER_RESOLVED,
+            reason=ClusterResolvedReason.WAITING_FOR_RESOURCES,
+            message=f"waiting for InferenceCluster {name!r}",
         )
-        return _hold(inp, res, ready=None)
-    cluster = next(
-        (
-            x
-            for x in inp.required.get(CLUSTER_REQUIREMENT, [])
-            if (x.get("metadata") or {}).get("name") == spec.cluster_name
-        ),
-        None,
-    )
+    cluster = read_cluster(inp.required.get(CLUSTER_REQUIREMENT, []), name)
     if cluster is None:
-        msg = f"spec.clusterName: InferenceCluster {spec.cluster_name!r} not found"
-        res.condition(c.CONDITION_CLUSTER_RESOLVED, False, c.REASON_CLUSTER_NOT_FOUND, msg)
-        res.warn(c.REASON_CLUSTER_NOT_FOUND, msg)
-        return _hold(inp, res, ready=False)
-    cstatus = cluster.get("status") or {}
-    provider_config = cstatus.get("providerConfigName")
-    if not isinstance(provider_config, str) or not provider_config:
-        msg = (
-            f"InferenceCluster {spec.cluster_name!r} publishes no status.providerConfigName yet: "
-            "nothing can reach the cluster"
+        return _hold_cluster(
+            inp,
+            res,
+            ClusterResolvedReason.CLUSTER_NOT_FOUND,
+            f"spec.clusterName: InferenceCluster {name!r} not found",
         )
-        res.condition(c.CONDITION_CLUSTER_RESOLVED, False, c.REASON_PROVIDER_CONFIG_MISSING, msg)
-        res.warn(c.REASON_PROVIDER_CONFIG_MISSING, msg)
-        return _hold(inp, res, ready=False)
-
-    base = objects.dns_label(name, BASE_NAME_MAX)
-    variables = TemplateVars(namespace=ns, name=spec.deployment_name, cluster=spec.cluster_name)
-    plan, errors = schedulers.plan(
-        (cluster.get("spec") or {}).get("scheduling"), spec.priority, variables, base
-    )
+    if cluster.provider_config_name is None:
+        return _hold_cluster(
+            inp,
+            res,
+            ClusterResolvedReason.PROVIDER_CONFIG_MISSING,
+            f"InferenceCluster {name!r} publishes no status.providerConfigName yet: "
+            "nothing can reach the cluster",
+        )
+    variables = TemplateVars(namespace=ns, name=spec.deployment_name, cluster=name)
+    plan, errors = schedulers.plan(cluster.scheduling, spec.priority, variables, base)
+    if cluster.scheduling_error is not None:
+        errors = [cluster.scheduling_error, *errors]
     if errors:
-        msg = f"InferenceCluster {spec.cluster_name!r}: " + "; ".join(errors)
-        res.condition(
-            c.CONDITION_CLUSTER_RESOLVED, False, c.REASON_INVALID_SCHEDULING_TEMPLATE, msg
+        return _hold_cluster(
+            inp,
+            res,
+            ClusterResolvedReason.INVALID_SCHEDULING_TEMPLATE,
+            f"InferenceCluster {name!r}: " + "; ".join(errors),
         )
-        res.warn(c.REASON_INVALID_SCHEDULING_TEMPLATE, msg)
-        return _hold(inp, res, ready=False)
     res.condition(
         c.CONDITION_CLUSTER_RESOLVED,
         True,
-        c.REASON_RESOLVED,
-        f"InferenceCluster {spec.cluster_name!r} through ClusterProviderConfig {provider_config!r}",
+        ClusterResolvedReason.RESOLVED,
+        f"InferenceCluster {name!r} through ClusterProviderConfig {cluster.provider_config_name!r}",
     )
+    gateway = cluster.gateway or GatewayRef()
+    return Target(cluster, cluster.provider_config_name, gateway, plan)
 
+
+# --- phase 3: build ----------------------------------------------------------------------
+
+
+def _context(
+    name: str, ns: str, base: str, spec: ModelReplicaSpec, plan: SchedulingPlan
+) -> ReplicaContext:
     labels = {
         c.LABEL_MANAGED_BY: c.MANAGED_BY,
         c.LABEL_DEPLOYMENT: label_value(spec.deployment_name),
@@ -229,7 +213,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
         c.LABEL_REPLICA_INDEX: str(spec.index),
         c.LABEL_REPLICA: base,
     }
-    ctx = workload.ReplicaContext(
+    return ReplicaContext(
         replica=name,
         base=base,
         namespace=ns,
@@ -240,159 +224,149 @@ def compose(inp: ComposeInput) -> ComposeResult:
         cache=spec.caches[0].name if spec.caches else None,
         labels=labels,
     )
-    roles = spec.roles()
-    unified = list(roles) == [c.ROLE_UNIFIED]
 
-    def obj(*suffix: str) -> str:
-        return objects.object_name(name, *suffix)
 
-    def role_suffix(role: str, kind: str) -> tuple[str, ...]:
-        return (kind,) if unified else (role, kind)
+def _route(ctx: ReplicaContext, target: Target, entry: backends.Entry) -> Item:
+    gw = target.gateway
+    route = workload.http_route(ctx, entry.service, entry.port, gw.name, gw.namespace)
+    return Item(
+        "route",
+        workload.object_name(ctx, None, "route"),
+        route,
+        readiness.ROUTE_ACCEPTED,
+        f"HTTPRoute {route['metadata']['name']}",
+    )
 
-    # key -> (Object, description, how its readiness is read)
-    wanted: dict[str, tuple[Resource, str, objects.Readiness]] = {}
-    ns_obj = objects.wrap(
-        obj("namespace"),
-        ns,
-        provider_config,
+
+def _items(ctx: ReplicaContext, target: Target, build: backends.BackendBuild) -> list[Item]:
+    namespace = Item(
+        "namespace",
+        workload.object_name(ctx, None, "namespace"),
         workload.namespace(ctx),
-        "Config",
-        labels,
+        readiness.EXISTS,
+        f"Namespace {ctx.namespace}",
         deletable=False,
     )
-    wanted["namespace"] = (ns_obj, f"Namespace {ns}", "Config")
-    pods = 0
-    services: dict[str, tuple[str, int]] = {}
-    # role -> (claims key, claim template name, workload key)
-    claim_keys: dict[str, tuple[str, str, str]] = {}
-    for role, role_spec in roles.items():
-        built = workload.build_role(ctx, role, role_spec)
-        pods += built.pods
-        for warning in built.warnings:
-            res.warn(c.REASON_GPU_LIMIT_IGNORED, warning)
-        kind = str(built.workload["kind"])
-        wkey = f"{role}-{kind.lower()}"
-        wanted[wkey] = (
-            objects.wrap(
-                obj(*role_suffix(role, kind.lower())),
-                ns,
-                provider_config,
-                built.workload,
-                "Workload",
-                labels,
-            ),
-            f"{kind} {built.workload['metadata']['name']} ({role})",
-            "Workload",
-        )
-        if built.claims is not None and built.claims_hash is not None:
-            # The digest is in the key and the Object's name too: a changed
-            # template is a new composed resource, so Crossplane deletes the
-            # old Object (and its template) instead of trying to rename it.
-            ckey = f"{role}-claims-{built.claims_hash}"
-            claim_keys[role] = (ckey, str(built.claims["metadata"]["name"]), wkey)
-            wanted[ckey] = (
-                objects.wrap(
-                    obj(*role_suffix(role, "claims"), built.claims_hash),
-                    ns,
-                    provider_config,
-                    built.claims,
-                    "Config",
-                    labels,
-                ),
-                f"ResourceClaimTemplate ({role})",
-                "Config",
-            )
-        wanted[f"{role}-service"] = (
-            objects.wrap(
-                obj(*role_suffix(role, "service")),
-                ns,
-                provider_config,
-                built.service,
-                "Config",
-                labels,
-            ),
-            f"Service ({role})",
-            "Config",
-        )
-        services[role] = (str(built.service["metadata"]["name"]), built.port)
-
-    # A disaggregated replica is entered through its decode role, which pulls
-    # prefill results from the prefill role's Service.
-    entry = services.get(c.ROLE_DECODE) or services[c.ROLE_UNIFIED]
-    gw_name, gw_ns = _gateway(cluster)
-    route = workload.http_route(ctx, *entry, gw_name, gw_ns)
-    route_what = f"HTTPRoute {route['metadata']['name']}"
-    wanted["route"] = (
-        objects.wrap(obj("route"), ns, provider_config, route, "Route", labels),
-        route_what,
-        "Route",
-    )
-    group = schedulers.pod_group(plan, base, ns, pods, labels)
+    items = [namespace, *build.items, _route(ctx, target, build.entry)]
+    group = schedulers.pod_group(ctx.plan, ctx.base, ctx.namespace, build.pods, ctx.labels)
     if group is not None:
-        wanted["podgroup"] = (
-            objects.wrap(obj("podgroup"), ns, provider_config, group, "Config", labels),
-            "PodGroup",
-            "Config",
-        )
+        name = workload.object_name(ctx, None, "podgroup")
+        items.append(Item("podgroup", name, group, readiness.EXISTS, "PodGroup"))
+    return items
 
-    not_available: list[str] = []
-    available: list[str] = []
-    all_ready = True
-    for key, (resource, what, how) in wanted.items():
-        observed = inp.observed.get(key)
-        ok = _observed_ready(observed, how)
-        all_ready = all_ready and ok
-        readiness: Readiness = "True" if ok else "False"
-        res.desired[key] = DesiredResource(resource, readiness)
-        if how == "Workload":
-            if ok:
-                available.append(f"{what} Available")
-            else:
-                state = "not Available" if observed else "not created yet"
-                not_available.append(f"{what} {state}")
-    _keep_retiring_claims(inp, res, claim_keys)
-    # Ready waits for both the workload and its route: a serving workload
-    # behind a rejected route is unreachable. Each condition says which waits.
-    route_observed = inp.observed.get("route")
-    route_ok = objects.route_accepted(route_observed)
-    gateway = f"Gateway {gw_ns}/{gw_name}"
-    if not_available:
+
+# --- phase 4: readiness and status -------------------------------------------------------
+
+
+def _desire(
+    inp: ComposeInput,
+    res: ComposeResult,
+    ctx: ReplicaContext,
+    target: Target,
+    items: list[Item],
+    retained: list[str],
+) -> None:
+    for item in items:
+        obj = wrap(item, ctx.namespace, target.provider_config, ctx.labels)
+        res.desired[item.key] = DesiredResource(obj, item.rule.ready(inp.observed.get(item.key)))
+    for key in retained:
+        obs = inp.observed[key]
+        res.desired[key] = DesiredResource(as_desired(obs), readiness.declared(obs).ready(obs))
+    res.ready = "True" if all(res.desired[i.key].ready == "True" for i in items) else "False"
+
+
+def _workload_condition(
+    inp: ComposeInput, res: ComposeResult, items: list[Item], route: Item
+) -> None:
+    serving = [i for i in items if i.serves]
+    waiting = [
+        f"{i.what} {'not Available' if i.key in inp.observed else 'not created yet'}"
+        for i in serving
+        if res.desired[i.key].ready != "True"
+    ]
+    if waiting:
         res.condition(
             c.CONDITION_WORKLOAD_READY,
             False,
-            c.REASON_WORKLOAD_NOT_AVAILABLE,
-            "; ".join(not_available) + ": the replica is not Ready until it is Available",
+            WorkloadReadyReason.WORKLOAD_NOT_AVAILABLE,
+            "; ".join(waiting) + ": the replica is not Ready until it is Available",
         )
-    else:
-        waits = "" if route_ok else f"; the replica still waits for {route_what} (RouteAccepted)"
-        res.condition(
-            c.CONDITION_WORKLOAD_READY, True, c.REASON_AVAILABLE, "; ".join(available) + waits
-        )
-    if route_ok:
+        return
+    route_waits = res.desired[route.key].ready != "True"
+    waits = f"; the replica still waits for {route.what} (RouteAccepted)" if route_waits else ""
+    res.condition(
+        c.CONDITION_WORKLOAD_READY,
+        True,
+        WorkloadReadyReason.AVAILABLE,
+        "; ".join(f"{i.what} Available" for i in serving) + waits,
+    )
+
+
+def _route_condition(inp: ComposeInput, res: ComposeResult, route: Item, gw: GatewayRef) -> None:
+    # Ready waits for both the workload and its route: a serving workload
+    # behind a rejected route is unreachable.
+    gateway = f"Gateway {gw.namespace}/{gw.name}"
+    observed = inp.observed.get(route.key)
+    if res.desired[route.key].ready == "True":
         res.condition(
             c.CONDITION_ROUTE_ACCEPTED,
             True,
-            c.REASON_ACCEPTED,
-            f"{route_what} accepted by {gateway}",
+            RouteAcceptedReason.ACCEPTED,
+            f"{route.what} accepted by {gateway}",
         )
+        return
+    rejection = readiness.route_rejection(observed)
+    if observed is None:
+        why = f"{route.what} not created yet"
+    elif rejection is not None:
+        why = f"{route.what} rejected by {gateway} ({rejection})"
     else:
-        rejection = objects.route_rejection(route_observed)
-        if route_observed is None:
-            why = f"{route_what} not created yet"
-        elif rejection is not None:
-            why = f"{route_what} rejected by {gateway} ({rejection})"
-        else:
-            why = f"{route_what} not accepted by {gateway} yet"
-        res.condition(
-            c.CONDITION_ROUTE_ACCEPTED,
-            False,
-            c.REASON_ROUTE_NOT_ACCEPTED,
-            f"{why}: the replica is not Ready until it is accepted",
-        )
-    res.ready = "True" if all_ready else "False"
+        why = f"{route.what} not accepted by {gateway} yet"
+    res.condition(
+        c.CONDITION_ROUTE_ACCEPTED,
+        False,
+        RouteAcceptedReason.ROUTE_NOT_ACCEPTED,
+        f"{why}: the replica is not Ready until it is accepted",
+    )
 
-    res.status = {"namespace": ns}
-    endpoint = _endpoint(cstatus.get("gatewayAddress"), workload.route_path(ctx))
-    if endpoint:
-        res.status["endpoint"] = endpoint
+
+def _status(ctx: ReplicaContext, cluster: ObservedInferenceCluster) -> Resource:
+    address = cluster.gateway_address
+    endpoint = None
+    if address:
+        base = address if "://" in address else f"http://{address}"
+        endpoint = base.rstrip("/") + workload.route_path(ctx)
+    return ModelReplicaStatus(namespace=ctx.namespace, endpoint=endpoint).to_dict()
+
+
+# --- the composer ------------------------------------------------------------------------
+
+
+def compose(inp: ComposeInput) -> ComposeResult:
+    """Compose the replica's serving workload on its cluster."""
+    res = ComposeResult()
+    identity = _identity(inp.composite)
+    if identity is None:
+        return outcome.fatal("ModelReplica has no metadata.name or metadata.namespace")
+    name, ns = identity
+    spec = _validate(inp, res)
+    if isinstance(spec, ComposeResult):
+        return spec
+    base = dns_label(name, BASE_NAME_MAX)
+    target = _resolve_cluster(inp, res, spec, base, ns)
+    if isinstance(target, ComposeResult):
+        return target
+    backend = backends.backend(None)  # `spec.backend` arrives with the KServe backend
+    if backend is None:
+        return outcome.fatal("no serving backend registered")
+    ctx = _context(name, ns, base, spec, target.plan)
+    build = backend.build(ctx, list(spec.roles().values()), inp.observed)
+    for warning in build.warnings:
+        res.warn(c.REASON_GPU_LIMIT_IGNORED, warning)
+    items = _items(ctx, target, build)
+    route = next(i for i in items if i.key == "route")
+    _desire(inp, res, ctx, target, items, build.retained)
+    _workload_condition(inp, res, items, route)
+    _route_condition(inp, res, route, target.gateway)
+    res.status = _status(ctx, target.cluster)
     return res

@@ -1,40 +1,25 @@
-"""provider-kubernetes `Object`s: names, wrapping, readiness policies and observation.
+"""provider-kubernetes `Object`s: names, composed items, wrapping, rollout observation.
 
-Every manifest a replica sends to its workload cluster is wrapped in a
+Every manifest a replica sends to its workload cluster is an `Item`: a
+composed-resource key, the control-plane Object's name, the manifest, and the
+readiness rule it declares (`readiness.py`). `wrap` turns an item into a
 `kubernetes.m.crossplane.io/v1alpha1` Object in the replica's namespace on the
-control plane, pointed at the cluster's ClusterProviderConfig. A workload's
-Object derives readiness from a CEL query over the wrapped object's `Available`
-condition (a Deployment or LeaderWorkerSet publishes Available, not Ready); an
-HTTPRoute's from one over `status.parents` (ready once a Gateway it names has
-Accepted it: a created but rejected route serves nothing); a config-only
-Object is ready once it is created (`SuccessfulCreate`).
+control plane, pointed at the cluster's ClusterProviderConfig, carrying its
+rule's policy as `spec.readiness`.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
 from modelplane.api import constants as c
-from modelplane.api.objects import condition, condition_status, short_hash
+from modelplane.api.objects import short_hash
+from modelplane.compose.readiness import ReadinessRule, wrapped
 from modelplane.compose.types import Resource
 
 MAX_NAME = 63
-AVAILABLE_CEL = (
-    "has(object.status) && has(object.status.conditions) && "
-    "object.status.conditions.exists(x, x.type == 'Available' && x.status == 'True')"
-)
-
-# The replica's HTTPRoute names exactly one parent Gateway, so "some parent
-# accepted it" is "its Gateway accepted it".
-ROUTE_ACCEPTED_CEL = (
-    "has(object.status) && has(object.status.parents) && "
-    "object.status.parents.exists(p, has(p.conditions) && "
-    "p.conditions.exists(x, x.type == 'Accepted' && x.status == 'True'))"
-)
-
-Readiness = Literal["Workload", "Route", "Config"]
-
 
 # Name hashes stay 8 characters: every composed name so far was built with
 # them, and a changed name would recreate the object on the cluster.
@@ -69,62 +54,40 @@ def object_name(replica: str, *suffix: str) -> str:
     return f"{replica[:keep].rstrip('-.')}-{short_hash(replica, length=NAME_HASH)}-{tail}"
 
 
-def wrap(
-    name: str,
-    namespace: str,
-    provider_config: str,
-    manifest: Resource,
-    readiness: Readiness,
-    labels: dict[str, str],
-    *,
-    deletable: bool = True,
-) -> Resource:
-    """Wrap `manifest` in a provider-kubernetes Object.
+@dataclass(frozen=True)
+class Item:
+    """One manifest a composer sends to a workload cluster, with its declared readiness.
 
-    `deletable=False` leaves the wrapped object on the cluster when the Object
-    is deleted (management policies without Delete), for objects several
-    replicas share, like their namespace.
+    `what` names it in conditions; `serves` marks the items whose readiness
+    is the workload's (the `WorkloadReady` condition); `deletable=False`
+    leaves the wrapped object on the cluster when the Object is deleted, for
+    objects several replicas share, like their namespace.
     """
+
+    key: str  # the composed-resource key
+    name: str  # the control-plane Object's name
+    manifest: Resource
+    rule: ReadinessRule
+    what: str
+    serves: bool = False
+    deletable: bool = True
+
+
+def wrap(item: Item, namespace: str, provider_config: str, labels: dict[str, str]) -> Resource:
+    """Wrap `item`'s manifest in a provider-kubernetes Object declaring its readiness rule."""
     spec: dict[str, Any] = {
-        "forProvider": {"manifest": manifest},
+        "forProvider": {"manifest": item.manifest},
         "providerConfigRef": {"kind": "ClusterProviderConfig", "name": provider_config},
+        "readiness": item.rule.wire(),
     }
-    if readiness == "Workload":
-        spec["readiness"] = {"policy": "DeriveFromCelQuery", "celQuery": AVAILABLE_CEL}
-    elif readiness == "Route":
-        spec["readiness"] = {"policy": "DeriveFromCelQuery", "celQuery": ROUTE_ACCEPTED_CEL}
-    else:
-        spec["readiness"] = {"policy": "SuccessfulCreate"}
-    if not deletable:
+    if not item.deletable:
         spec["managementPolicies"] = ["Observe", "Create", "Update", "LateInitialize"]
     return {
         "apiVersion": c.PROVIDER_KUBERNETES_API_VERSION,
         "kind": "Object",
-        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+        "metadata": {"name": item.name, "namespace": namespace, "labels": dict(labels)},
         "spec": spec,
     }
-
-
-def _wrapped_status(observed: Resource | None) -> Resource | None:
-    at = ((observed or {}).get("status") or {}).get("atProvider") or {}
-    manifest = at.get("manifest") if isinstance(at, dict) else None
-    return manifest if isinstance(manifest, dict) else None
-
-
-def workload_available(observed: Resource | None) -> bool:
-    """Whether an observed workload Object reports its wrapped object Available.
-
-    The wrapped object's own `Available` condition (status.atProvider.manifest)
-    decides when present; otherwise the Object's `Ready` condition, which
-    provider-kubernetes derives from the same CEL query.
-    """
-    if observed is None:
-        return False
-    wrapped = _wrapped_status(observed)
-    available = condition_status(wrapped, "Available")
-    if available is not None:
-        return available == "True"
-    return condition_status(observed, c.CONDITION_READY) == "True"
 
 
 def _int(value: Any) -> int | None:
@@ -150,7 +113,7 @@ def rolled_onto(observed: Resource | None, claim_template: str) -> bool:
     Until then, pods of the previous revision may still be (re)created and
     need the previous ResourceClaimTemplate.
     """
-    live = _wrapped_status(observed)
+    live = wrapped(observed)
     if live is None:
         return False
     pods = _pod_specs(live)
@@ -174,48 +137,3 @@ def rolled_onto(observed: Resource | None, claim_template: str) -> bool:
     # count and the desired count, no old-revision pod is left.
     updated, total = (_int(status.get(k)) or 0 for k in ("updatedReplicas", "replicas"))
     return updated == wanted == total
-
-
-def _route_parents(observed: Resource | None) -> list[dict[str, Any]]:
-    status = (_wrapped_status(observed) or {}).get("status")
-    parents = status.get("parents") if isinstance(status, dict) else None
-    return [p for p in parents if isinstance(p, dict)] if isinstance(parents, list) else []
-
-
-def route_accepted(observed: Resource | None) -> bool:
-    """Whether an observed HTTPRoute Object reports its route Accepted by a Gateway.
-
-    The wrapped route's `status.parents` decide when present; otherwise the
-    Object's `Ready` condition, which provider-kubernetes derives from the
-    same CEL query.
-    """
-    if observed is None:
-        return False
-    parents = _route_parents(observed)
-    if parents:
-        return any(condition_status({"status": p}, "Accepted") == "True" for p in parents)
-    return condition_status(observed, c.CONDITION_READY) == "True"
-
-
-def route_rejection(observed: Resource | None) -> str | None:
-    """Why a Gateway did not accept the route (`Reason: message`), if it said so."""
-    for parent in _route_parents(observed):
-        cond = condition({"status": parent}, "Accepted")
-        if cond is not None and cond.get("status") == "False":
-            reason, message = cond.get("reason"), cond.get("message")
-            return ": ".join(str(x) for x in (reason, message) if x) or "Accepted=False"
-    return None
-
-
-def config_ready(observed: Resource | None) -> bool:
-    """Whether an observed config-only Object exists on its cluster.
-
-    Ready=True says so; with no Ready condition yet, a reported
-    status.atProvider.manifest shows the provider has applied it.
-    """
-    if observed is None:
-        return False
-    ready = condition_status(observed, c.CONDITION_READY)
-    if ready is not None:
-        return ready == "True"
-    return _wrapped_status(observed) is not None

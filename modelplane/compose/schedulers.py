@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from modelplane.api import constants as c
+from modelplane.api.inference_cluster import SchedulingConfig
 from modelplane.compose.templates import TemplateVars, render_map
 from modelplane.compose.types import Resource
 
@@ -58,61 +59,67 @@ class SchedulingPlan:
     queue: str | None = None
 
 
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
+def _gang(
+    scheduler: str | None, labels: dict[str, str], annotations: dict[str, str], group: str
+) -> tuple[Gang | None, str | None]:
+    """The gang the scheduler needs and its queue; stamps the pods' group annotations."""
+    if scheduler == c.KAI_SCHEDULER_NAME:
+        annotations[c.KAI_POD_GROUP_ANNOTATION] = group
+        annotations[c.KAI_SKIP_PODGROUPER_ANNOTATION] = "true"
+        return "kai", labels.get(c.KAI_QUEUE_LABEL) or labels.get(c.KAI_LEGACY_QUEUE_LABEL)
+    if scheduler == c.VOLCANO_SCHEDULER_NAME:
+        annotations[c.VOLCANO_GROUP_ANNOTATION] = group
+        return "volcano", annotations.get(c.VOLCANO_QUEUE_KEY) or labels.get(c.VOLCANO_QUEUE_KEY)
+    return None, None
 
 
 def plan(
-    scheduling: Any,
+    scheduling: SchedulingConfig | None,
     priority: str | None,
     variables: TemplateVars,
     pod_group_name: str,
 ) -> tuple[SchedulingPlan, list[str]]:
-    """Build the scheduling plan from a cluster's raw `spec.scheduling`.
+    """Build the scheduling plan from a cluster's `spec.scheduling` (read by `api.readers`).
 
-    Returns the plan and the errors (each naming its field); the caller must not
+    Returns the plan and the errors (each naming its field and key, e.g. a
+    label value that renders to an invalid label); the caller must not
     compose pods from a plan that came with errors.
     """
-    errors: list[str] = []
-    cfg = scheduling if isinstance(scheduling, dict) else {}
-    if scheduling is not None and not isinstance(scheduling, dict):
-        errors.append("spec.scheduling: must be an object")
-    maps: list[dict[str, str]] = []
-    for key, is_labels in (("defaultLabels", True), ("defaultAnnotations", False)):
-        raw = cfg.get(key)
-        if raw is not None and not isinstance(raw, dict):
-            errors.append(f"spec.scheduling.{key}: must be a map of strings")
-            raw = None
-        rendered, errs = render_map(f"spec.scheduling.{key}", raw, variables, labels=is_labels)
-        errors.extend(errs)
-        # Modelplane's own label prefix is reserved for what it stamps itself.
-        maps.append({k: v for k, v in rendered.items() if not k.startswith(c.LABEL_PREFIX)})
-    labels, annotations = maps
-    scheduler = _str(cfg.get("schedulerName"))
-    gang: Gang | None = None
-    queue: str | None = None
-    if scheduler == c.KAI_SCHEDULER_NAME:
-        gang = "kai"
-        queue = labels.get(c.KAI_QUEUE_LABEL) or labels.get(c.KAI_LEGACY_QUEUE_LABEL)
-        annotations[c.KAI_POD_GROUP_ANNOTATION] = pod_group_name
-        annotations[c.KAI_SKIP_PODGROUPER_ANNOTATION] = "true"
-    elif scheduler == c.VOLCANO_SCHEDULER_NAME:
-        gang = "volcano"
-        queue = annotations.get(c.VOLCANO_QUEUE_KEY) or labels.get(c.VOLCANO_QUEUE_KEY)
-        annotations[c.VOLCANO_GROUP_ANNOTATION] = pod_group_name
-    workload_labels = {}
-    if c.KUEUE_QUEUE_LABEL in labels:
-        workload_labels[c.KUEUE_QUEUE_LABEL] = labels[c.KUEUE_QUEUE_LABEL]
+    cfg = scheduling or SchedulingConfig()
+    labels, label_errors = render_map(
+        "spec.scheduling.defaultLabels", cfg.default_labels, variables, labels=True
+    )
+    annotations, annotation_errors = render_map(
+        "spec.scheduling.defaultAnnotations", cfg.default_annotations, variables, labels=False
+    )
+    # Modelplane's own label prefix is reserved for what it stamps itself.
+    labels = {k: v for k, v in labels.items() if not k.startswith(c.LABEL_PREFIX)}
+    annotations = {k: v for k, v in annotations.items() if not k.startswith(c.LABEL_PREFIX)}
+    gang, queue = _gang(cfg.scheduler_name, labels, annotations, pod_group_name)
+    # Kueue admits the top-level object; it reads the queue label there.
+    workload_labels = {k: v for k, v in labels.items() if k == c.KUEUE_QUEUE_LABEL}
     result = SchedulingPlan(
-        scheduler_name=scheduler,
-        priority_class=priority or _str(cfg.get("defaultPriority")),
+        scheduler_name=cfg.scheduler_name or None,
+        priority_class=priority or cfg.default_priority or None,
         pod_labels=labels,
         pod_annotations=annotations,
         workload_labels=workload_labels,
         gang=gang,
         queue=queue,
     )
-    return result, errors
+    return result, label_errors + annotation_errors
+
+
+def stamp_pod(meta: dict[str, Any], pod: dict[str, Any], p: SchedulingPlan) -> None:
+    """Stamp the plan on one pod template: labels, annotations, scheduler and priority."""
+    meta["labels"] = {**(meta.get("labels") or {}), **p.pod_labels}
+    annotations = {**(meta.get("annotations") or {}), **p.pod_annotations}
+    if annotations:
+        meta["annotations"] = annotations
+    if p.scheduler_name:
+        pod["schedulerName"] = p.scheduler_name
+    if p.priority_class:
+        pod["priorityClassName"] = p.priority_class
 
 
 def pod_group(

@@ -22,6 +22,7 @@ from modelplane.api import constants as c
 from modelplane.api.common import format_validation_error
 from modelplane.api.kinds import kind_for
 from modelplane.compose import registry
+from modelplane.compose.common import spec_body
 from modelplane.local.kinds import group_of, known_scope
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -131,7 +132,10 @@ def _check_kind(doc: dict[str, Any], api_version: str, kind: str, what: str) -> 
             raise LoadError(f"{what}: spec: required (a mapping)")
         # What the API server would refuse, render refuses up front rather than
         # leaving it to become a condition.
-        error = spec_error(mp_kind.spec, doc["spec"])
+        # Crossplane's own bookkeeping under spec.crossplane (present in a snapshot
+        # exported from a control plane or by `render --output-dir`) is not part of
+        # any Modelplane type.
+        error = spec_error(mp_kind.spec, spec_body(doc))
         if error:
             raise LoadError(f"{what}: {error}")
     elif known_scope(api_version, kind) is None and not is_composite(api_version, kind):

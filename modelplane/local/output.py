@@ -10,6 +10,8 @@ from typing import Any
 
 import yaml
 
+from modelplane.api import constants as c
+from modelplane.api.readers import read_inference_cluster
 from modelplane.local.engine import RenderResult
 from modelplane.local.simulate import OBJECT_GROUPS
 from modelplane.local.store import Obj
@@ -82,9 +84,10 @@ def cluster_name_for(result: RenderResult, obj: Obj) -> str | None:
     pc_name = ref.get("name")
     if not pc_name:
         return None
-    for cluster in result.store.list("modelplane.ai/v1alpha1", "InferenceCluster"):
-        if (cluster.get("status") or {}).get("providerConfigName") == pc_name:
-            return str(cluster["metadata"]["name"])
+    for obj in result.store.list(c.API_VERSION, "InferenceCluster"):
+        cluster = read_inference_cluster(obj)
+        if cluster is not None and cluster.provider_config_name == pc_name:
+            return cluster.name
     return str(pc_name)
 
 

@@ -12,6 +12,8 @@ from rich.tree import Tree
 
 from modelplane.api import constants as c
 from modelplane.api.objects import condition as get_condition
+from modelplane.api.objects import conditions
+from modelplane.api.readers import read_devices, read_inference_cluster, read_model_deployment
 from modelplane.local.engine import RenderResult, owned_by
 from modelplane.local.loader import is_composite
 from modelplane.local.store import Key, Obj
@@ -49,47 +51,52 @@ def _condition_line(cond: Mapping[str, Any]) -> str:
     return f"{text}: {escape(message)}" if message else text
 
 
+def _device_text(device: Mapping[str, Any]) -> str:
+    d = read_devices([device])[0]
+    claim = "DRA" if d.dra else "Synthetic"
+    return f"{d.count}× {d.name} ({claim}, {d.driver})"
+
+
 def _pools(node: Tree, obj: Obj) -> None:
-    pools = (obj.get("status") or {}).get("gpuPools") or []
-    if not pools:
+    cluster = read_inference_cluster(obj) if obj.get("kind") == "InferenceCluster" else None
+    if cluster is None or not (cluster.pools or cluster.unreadable):
         return
     branch = node.add("[bold]GPU pools[/]")
-    for pool in pools:
-        devices = ", ".join(
-            f"{d.get('count', 1)}× {d.get('name')} ({d.get('claim', 'DRA')}, {d.get('driver', '')})"
-            for d in pool.get("devices") or []
-        )
-        branch.add(
-            escape(
-                f"{pool.get('name')}: class {pool.get('className')}, "
-                f"{pool.get('nodes')} nodes, per node {devices}"
+    for pool in cluster.pools:
+        if pool.unknown is not None:
+            branch.add(
+                escape(
+                    f"{pool.name}: class {pool.class_name}, {pool.nodes} nodes, "
+                    f"unknown ({pool.unknown.reason}): {pool.unknown.message}"
+                )
             )
+            continue
+        devices = ", ".join(_device_text(d) for d in pool.devices)
+        branch.add(
+            escape(f"{pool.name}: class {pool.class_name}, {pool.nodes} nodes, per node {devices}")
         )
+    for problem in cluster.unreadable:
+        branch.add(escape(f"unreadable: {problem}"))
 
 
 def _placements(node: Tree, obj: Obj) -> None:
-    status = obj.get("status") or {}
-    placements = status.get("placements") or []
-    if placements:
+    if obj.get("kind") != "ModelDeployment":
+        return
+    status = read_model_deployment(obj).status
+    if status.placements:
         branch = node.add("[bold]Placements[/]")
-        for p in placements:
-            pools = ", ".join(f"{r.get('role')}→{r.get('pool')}" for r in p.get("pools") or [])
-            ready = "[green]ready[/]" if p.get("ready") else "[yellow]not ready[/]"
+        for p in status.placements:
+            pools = ", ".join(f"{r.role}→{r.pool}" for r in p.pools)
+            ready = "[green]ready[/]" if p.ready else "[yellow]not ready[/]"
             branch.add(
-                f"{escape(str(p.get('cluster')))} #{p.get('index')} "
-                f"{escape(pools)} ({escape(str(p.get('replicaName')))}) {ready}"
+                f"{escape(p.cluster)} #{p.index} {escape(pools)} ({escape(p.replica_name)}) {ready}"
             )
-    rejected = status.get("unschedulable") or []
-    if rejected:
+    if status.unschedulable:
         branch = node.add("[bold red]Unschedulable[/]")
-        for r in rejected:
-            branch.add(
-                f"{escape(str(r.get('cluster')))}: {escape(str(r.get('reason')))}: "
-                f"{escape(str(r.get('message', '')))}"
-            )
-        omitted = status.get("unschedulableOmitted")
-        if omitted:
-            branch.add(f"… and {omitted} more cluster(s)")
+        for r in status.unschedulable:
+            branch.add(f"{escape(r.cluster)}: {escape(r.reason)}: {escape(r.message)}")
+        if status.unschedulable_omitted:
+            branch.add(f"… and {status.unschedulable_omitted} more cluster(s)")
 
 
 def _xr_node(result: RenderResult, obj: Obj, node: Tree) -> None:
@@ -97,7 +104,7 @@ def _xr_node(result: RenderResult, obj: Obj, node: Tree) -> None:
         cond = get_condition(obj, type_)
         if cond and cond.get("status") != "True":
             node.add(_condition_line(cond))
-    for cond in (obj.get("status") or {}).get("conditions") or []:
+    for cond in conditions(obj):
         if cond.get("type") not in (c.CONDITION_READY, c.CONDITION_SYNCED):
             node.add(_condition_line(cond))
     _pools(node, obj)

@@ -29,23 +29,22 @@ def _minus(a: Vector, b: Vector) -> Vector:
 class PoolLedger:
     """Free capacity of one (cluster, pool)."""
 
-    __slots__ = ("cap", "free", "nodes", "oversubscribed", "whole")
+    __slots__ = ("cap", "free", "nodes", "oversubscribed")
 
     def __init__(self, cap: Vector, nodes: int) -> None:
         self.cap = cap
         self.nodes = max(0, nodes)
         # remaining vector -> number of nodes in that state
         self.free: dict[Vector, int] = {cap: self.nodes} if self.nodes else {}
-        self.whole = 0  # nodes taken whole by multi-node workers
         self.oversubscribed = False
 
-    def snapshot(self) -> tuple[dict[Vector, int], int, bool]:
+    def snapshot(self) -> tuple[dict[Vector, int], bool]:
         """State to hand back to `restore` when a tentative placement fails."""
-        return dict(self.free), self.whole, self.oversubscribed
+        return dict(self.free), self.oversubscribed
 
-    def restore(self, state: tuple[dict[Vector, int], int, bool]) -> None:
+    def restore(self, state: tuple[dict[Vector, int], bool]) -> None:
         """Undo everything since `snapshot`."""
-        free, self.whole, self.oversubscribed = state
+        free, self.oversubscribed = state
         self.free = dict(free)
 
     def _take(self, v: Vector) -> None:
@@ -83,32 +82,46 @@ class PoolLedger:
         the pool oversubscribed: observed replicas hold what they hold.
         """
         if nodes_per_worker <= 1:
-            for _ in range(workers):
-                hit = self._best_fit(demands)
-                if hit is None:
-                    if not force:
-                        return False
-                    self.oversubscribed = True
-                    v = self._roomiest()
-                    if v is None:
-                        continue
-                    hit = (v, demands[0])
-                v, d = hit
-                self._take(v)
-                self._put(_minus(v, d))
-            return True
-        for _ in range(nodes_per_worker * workers):
-            if self.free.get(self.cap, 0) > 0:
-                self._take(self.cap)
-                self.whole += 1
-                continue
+            return all(self._place_one(demands, force) for _ in range(workers))
+        return self._place_whole(nodes_per_worker * workers, force)
+
+    def _place_one(self, demands: tuple[Vector, ...], force: bool) -> bool:
+        """One single-node worker on the best-fitting node (forced: the roomiest)."""
+        hit = self._best_fit(demands)
+        if hit is None:
             if not force:
                 return False
             self.oversubscribed = True
             v = self._roomiest()
-            if v is not None:
-                self._take(v)
-                self._put(_minus(v, self.cap))
+            if v is None:
+                return True
+            hit = (v, demands[0])
+        v, d = hit
+        self._take(v)
+        self._put(_minus(v, d))
+        return True
+
+    def _place_whole(self, need: int, force: bool) -> bool:
+        """`need` whole nodes; the work is bounded by the pool's size, not by `need`."""
+        whole = min(need, self.free.get(self.cap, 0))
+        if whole < need and not force:
+            return False
+        if whole:
+            self.free[self.cap] -= whole
+            if not self.free[self.cap]:
+                del self.free[self.cap]
+        if whole == need:
+            return True
+        self.oversubscribed = True
+        # Every node a forced whole-node charge lands on ends at or below zero on
+        # every device and can take nothing more; charging a node twice changes
+        # no answer, so at most `nodes` charges are made.
+        for _ in range(min(need - whole, self.nodes)):
+            v = self._roomiest()
+            if v is None:
+                break
+            self._take(v)
+            self._put(_minus(v, self.cap))
         return True
 
     def free_for(self, demands: tuple[Vector, ...], nodes_per_worker: int) -> int:

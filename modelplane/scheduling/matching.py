@@ -13,11 +13,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
+from modelplane.api.common import format_validation_error
+from modelplane.api.inference_class import Device
 from modelplane.api.model_deployment import DeviceSelector
 from modelplane.api.model_replica import ResolvedDeviceRequest
+from modelplane.api.readers import read_devices
 from modelplane.dra import cel
+from modelplane.scheduling import words
 from modelplane.scheduling.ledger import Vector
-from modelplane.scheduling.observed import as_int
 from modelplane.scheduling.types import DeviceVerdict, RequestVerdict, SelectorVerdict
 
 # Backtracking over requests × devices is tiny in practice (≤ 16 × 16); the cap
@@ -68,7 +73,7 @@ class RoleMatch:
 class Shape:
     """A published device list (one node of a pool), interned by value."""
 
-    devices: list[Mapping[str, Any]]
+    devices: Sequence[Mapping[str, Any]]
     names: tuple[str, ...] = ()
     counts: tuple[int, ...] = ()
     dra: tuple[bool, ...] = ()
@@ -80,29 +85,53 @@ class Shape:
     observed: dict[tuple[tuple[str, int, tuple[str, ...]], ...], tuple[Vector, ...]] = field(
         default_factory=dict
     )
+    problem: str | None = None  # set by `unparsable`: "" when every device parses
 
     def __post_init__(self) -> None:
-        names: list[str] = []
-        counts: list[int] = []
-        dra: list[bool] = []
-        classes: list[str] = []
+        read = read_devices(self.devices)
+        self.names = tuple(d.name for d in read)
+        self.counts = tuple(d.count for d in read)
+        self.dra = tuple(d.dra for d in read)
+        self.class_names = tuple(d.device_class_name for d in read)
         slot: list[int] = []
         cap: list[int] = []
-        keys: list[str] = []
-        for i, d in enumerate(self.devices):
-            d = d if isinstance(d, Mapping) else {}
-            names.append(str(d.get("name", f"device-{i}")))
-            counts.append(max(0, as_int(d.get("count"), 1)))
-            is_dra = d.get("claim", "DRA") == "DRA"
-            dra.append(is_dra)
-            classes.append(str(d.get("deviceClassName") or ""))
-            slot.append(len(cap) if is_dra else -1)
-            if is_dra:
-                cap.append(counts[-1])
-            keys.append(json.dumps(d, sort_keys=True, separators=(",", ":"), default=str))
-        self.names, self.counts, self.dra = tuple(names), tuple(counts), tuple(dra)
-        self.class_names, self.slot, self.cap = tuple(classes), tuple(slot), tuple(cap)
-        self.keys = tuple(keys)
+        for d in read:
+            slot.append(len(cap) if d.dra else -1)
+            if d.dra:
+                cap.append(d.count)
+        self.slot, self.cap = tuple(slot), tuple(cap)
+        self.keys = tuple(
+            json.dumps(d.wire, sort_keys=True, separators=(",", ":"), default=str) for d in read
+        )
+
+
+def unparsable(shape: Shape, ev: Evaluator) -> str | None:
+    """The first device of a shape that does not parse, as "device: why" (None if all do).
+
+    A device must both satisfy the InferenceClass device schema (what the API
+    server would admit) and convert into the DRA CEL environment. Checked once
+    per shape.
+    """
+    if shape.problem is None:
+        shape.problem = next(
+            (
+                f"{shape.names[d]}: {why}"
+                for d, why in enumerate(_device_problems(shape, ev))
+                if why
+            ),
+            "",
+        )
+    return shape.problem or None
+
+
+def _device_problems(shape: Shape, ev: Evaluator) -> Iterator[str | None]:
+    for d, device in enumerate(shape.devices):
+        try:
+            Device.model_validate(device)
+        except ValidationError as err:
+            yield format_validation_error(err)
+            continue
+        yield ev.device_error(shape.keys[d], device)
 
 
 class Shapes:
@@ -111,14 +140,13 @@ class Shapes:
     def __init__(self) -> None:
         self._by_class: dict[str, list[Shape]] = {}
 
-    def intern(self, class_name: str, devices: Any) -> Shape:
+    def intern(self, class_name: str, devices: Sequence[Mapping[str, Any]]) -> Shape:
         """The Shape equal to `devices` (created on first sight)."""
-        devs = devices if isinstance(devices, list) else []
         bucket = self._by_class.setdefault(class_name, [])
         for shape in bucket:
-            if shape.devices == devs:
+            if shape.devices == devices:
                 return shape
-        shape = Shape(devs)
+        shape = Shape(devices)
         bucket.append(shape)
         return shape
 
@@ -170,6 +198,11 @@ class Evaluator:
                 result = (None, f"{type(err).__name__}: {err}")
         self._outcomes[cache_key] = result
         return result
+
+    def device_error(self, key: str, device: Mapping[str, Any]) -> str | None:
+        """Why a device does not parse in the DRA CEL environment (None when it does)."""
+        error = self._device(key, device).error
+        return str(error) if error is not None else None
 
     def _device(self, key: str, device: Mapping[str, Any]) -> Any:
         # Converting a device to a CEL activation once serves every selector.
@@ -306,18 +339,6 @@ def _matched(
     return RoleMatch(True, tuple(requests), demands[0], tuple(resolved), "", demands)
 
 
-def _describe_device(v: DeviceVerdict) -> str:
-    for i, s in enumerate(v.selectors):
-        if s.error is not None:
-            return f"{v.device}: selectors[{i}] errored: {s.error}"
-        if s.value is not True:
-            return f"{v.device}: selectors[{i}] is false"
-    if v.insufficient_count is not None:
-        need, have = v.insufficient_count
-        return f"{v.device}: needs {need}, {have} unconsumed"
-    return f"{v.device}: matches"
-
-
 def _unmatched(
     role: RoleDef, shape: Shape, ok: list[list[bool]], verdicts: list[list[DeviceVerdict]]
 ) -> RoleMatch:
@@ -327,13 +348,9 @@ def _unmatched(
     if no_selector_match:
         for i, req in enumerate(role.requests):
             if i in no_selector_match:
-                msg = (
-                    "no device satisfies every selector ("
-                    + "; ".join(_describe_device(v) for v in verdicts[i])
-                    + ")"
-                )
+                msg = words.no_selector_match(verdicts[i])
                 requests.append(RequestVerdict(req.name, False, None, tuple(verdicts[i]), msg))
-                failed = failed or f"request {req.name}: {msg}"
+                failed = failed or words.request_failed(req.name, msg)
             else:
                 requests.append(RequestVerdict(req.name, True, None, tuple(verdicts[i])))
         return RoleMatch(False, tuple(requests), (), (), failed)
@@ -354,19 +371,11 @@ def _unmatched(
             else v
             for d, v in enumerate(verdicts[i])
         )
-        msg = (
-            "not enough devices ("
-            + "; ".join(_describe_device(v) for v in devs if v.insufficient_count is not None)
-            + ")"
-        )
+        msg = words.not_enough_devices(devs)
         requests.append(RequestVerdict(req.name, False, None, devs, msg))
-        failed = failed or f"request {req.name}: {msg}"
+        failed = failed or words.request_failed(req.name, msg)
     if not failed:
-        failed = (
-            "resolves to Synthetic devices only; a pool must provide at least one DRA device"
-            if synthetic_only
-            else "no assignment of devices satisfies every request"
-        )
+        failed = words.SYNTHETIC_ONLY if synthetic_only else words.NO_ASSIGNMENT
     return RoleMatch(False, tuple(requests), (), (), failed)
 
 

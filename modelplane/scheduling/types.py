@@ -22,6 +22,28 @@ ClusterReason = Literal[
     "NoMatchingPool",  # no pool's devices satisfy every request of some role
     "InsufficientCapacity",  # pools match but not enough free nodes/devices
     "InvalidNodeSelector",  # a selector does not compile: nothing new is placed
+    "WaitingForCache",  # a ModelCache in spec.caches does not exist: nothing new is placed
+]
+
+# Why an existing replica must leave its place (and be replaced elsewhere).
+EvictReason = Literal[
+    "ClusterGone",  # its cluster no longer exists
+    "Deselected",  # its cluster no longer matches spec.clusterSelector
+    "NoExecuteTaint",  # its cluster carries an untolerated NoExecute taint
+    "NoIndex",  # the replica names no index
+    "NoPool",  # the replica names no node pool
+    "FormChanged",  # the deployment moved between unified and disaggregated serving
+    "PoolGone",  # its pool is no longer published by a cluster whose pools all read
+    "PoolMismatch",  # its pool verifiably no longer matches the (edited) node selector
+    "Duplicate",  # another replica holds the same (cluster, index)
+]
+
+# Why an existing replica's place cannot be verified (it is kept; nothing new goes there).
+UnverifiableCause = Literal[
+    "ClusterNotReady",  # the cluster is not Ready
+    "PoolUnknown",  # the pool is published as unknown (class missing or invalid, unreadable)
+    "DevicesUnparsable",  # a device of the pool does not parse in the DRA CEL environment
+    "PoolsUnreadable",  # the pool is not listed but some published entry could not be read
 ]
 
 
@@ -115,6 +137,19 @@ class Withdrawal:
 
 
 @dataclass(frozen=True)
+class Unverifiable:
+    """An existing replica kept because its place cannot be verified (SPEC §3.3)."""
+
+    name: str  # the ModelReplica
+    cluster: str
+    index: int
+    pool: str
+    class_name: str  # the pool's InferenceClass ("" when unknown)
+    cause: UnverifiableCause
+    detail: str = ""  # what the cluster or reader said (e.g. the unknown pool's message)
+
+
+@dataclass(frozen=True)
 class ScheduleResult:
     """The desired replicas of one deployment and why any are missing."""
 
@@ -130,6 +165,10 @@ class ScheduleResult:
     replaced: tuple[tuple[str, str], ...] = field(default=())
     # Names of existing replicas dropped by scale-down.
     scaled_down: tuple[str, ...] = ()
+    # Existing replicas kept although their place cannot be verified.
+    unverifiable: tuple[Unverifiable, ...] = ()
+    # spec.caches entries not found: no new replica is placed until they exist.
+    missing_caches: tuple[str, ...] = ()
 
     @property
     def missing(self) -> int:

@@ -125,3 +125,36 @@ def test_piped_output_without_columns_keeps_each_why_on_one_line() -> None:
     assert cells[0] == "" and cells[5].startswith(long_why) and len(cells[5]) > 100
     assert lines[at - 1].startswith("│ h100-4x ")
     assert lines[at + 1].startswith("├")
+
+
+MISSING_CACHE = str(ROOT / "examples" / "missing-cache")
+
+
+def test_a_missing_cache_is_the_reason_everywhere() -> None:
+    # Issue 9: the cache hold is a scheduler filter, so explain, the deployment's
+    # status and the composed replicas agree: 0 placed, WaitingForCache.
+    from modelplane.api.readers import read_model_deployment
+    from modelplane.local import ControlPlane, load_paths
+
+    code, out = run(MISSING_CACHE, "--deployment", "ml-team/qwen-cached")
+    assert code == 0, out
+    assert out.splitlines()[0] == (
+        "ModelDeployment ml-team/qwen-cached: 0 of 2 replicas placed  "
+        "(Scheduled=False WaitingForCache)"
+    )
+    assert "Placements" not in out
+    assert [r[:2] for r in table_rows(out)] == [
+        ["eu-west-h100", "WaitingForCache"],
+        ["us-east-l4", "WaitingForCache"],
+    ]
+    store = ControlPlane(load_paths([MISSING_CACHE])).run(20).store
+    assert store.list("modelplane.ai/v1alpha1", "ModelReplica", None, None) == []
+    (obj,) = store.list("modelplane.ai/v1alpha1", "ModelDeployment", None, None)
+    status = read_model_deployment(obj).status
+    assert status.replicas == 0
+    assert [(u.cluster, u.reason) for u in status.unschedulable or []] == [
+        ("eu-west-h100", "WaitingForCache"),
+        ("us-east-l4", "WaitingForCache"),
+    ]
+    scheduled = read_model_deployment(obj).condition("Scheduled")
+    assert scheduled is not None and scheduled.reason == "WaitingForCache"

@@ -163,7 +163,8 @@ class TestInferenceCluster:
         assert r.requirements == REQUIREMENTS
         assert r.desired == {}
         assert r.status == {}
-        assert r.ready == "Unspecified"
+        # outcome.wait: not ready until the inputs are fetched.
+        assert r.ready == "False"
 
     def test_unfetched_inputs_keep_observed_resources(self) -> None:
         observed = {
@@ -215,7 +216,18 @@ class TestInferenceCluster:
         assert r.ready == "False"
         assert ConditionOut("PoolsResolved", "False", "ClassNotFound", message) in r.conditions
         assert EventOut("Warning", "ClassNotFound", message) in r.events
-        assert r.status["gpuPools"] == []
+        # The pool is published as unknown, never left out: leaving it out would
+        # read as "the pool is gone" and replace the replicas on it (issue 10).
+        assert r.status["gpuPools"] == [
+            {
+                "name": "h100",
+                "className": "h100-8x",
+                "nodes": 5,
+                "devices": [],
+                "reason": "ClassNotFound",
+                "message": message,
+            }
+        ]
         # The provider config is still composed: the cluster stays reachable.
         assert "provider-config" in r.desired
 
@@ -228,6 +240,22 @@ class TestInferenceCluster:
         assert cond.reason == "InvalidClass"
         assert cond.message.startswith(
             "spec.pools[0].className: InferenceClass 'h100-8x' is invalid: spec.devices[0]"
+        )
+        (pool,) = r.status["gpuPools"]
+        assert (pool["name"], pool["reason"], pool["devices"]) == ("h100", "InvalidClass", [])
+
+    def test_class_refused_by_its_composer_publishes_the_pool_as_unknown(self) -> None:
+        refused = klass("h100-8x", GPU, ready="False")
+        refused["status"]["conditions"].append(
+            {"type": "Valid", "status": "False", "message": "spec.devices[0]: bad version"}
+        )
+        required = {"class-h100-8x": [refused], "kubeconfig-secret": [SECRET]}
+        r = inference_cluster.compose(ComposeInput(cluster(), required=required))
+        (pool,) = r.status["gpuPools"]
+        assert pool["reason"] == "InvalidClass"
+        assert pool["message"] == (
+            "spec.pools[0].className: InferenceClass 'h100-8x' is invalid: "
+            "spec.devices[0]: bad version"
         )
 
     def test_unready_class_blocks_readiness(self) -> None:

@@ -10,7 +10,7 @@ test_model_deployment_e2e.py.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -174,14 +174,17 @@ class Scripted:
     def __init__(self, plan: ScheduleResult | Exception) -> None:
         self.plan = plan
         self.calls: list[tuple[Any, list[Any], list[Any]]] = []
+        self.caches: list[Collection[str] | None] = []
 
     def __call__(
         self,
         dep: Mapping[str, Any],
         clusters: Sequence[Mapping[str, Any]],
         replicas: Sequence[Mapping[str, Any]],
+        caches: Collection[str] | None = None,
     ) -> ScheduleResult:
         self.calls.append((dep, list(clusters), list(replicas)))
+        self.caches.append(caches)
         if isinstance(self.plan, Exception):
             raise self.plan
         return self.plan
@@ -520,11 +523,21 @@ def test_priority_and_caches_reach_the_replica() -> None:
 
 
 def test_missing_cache_holds_new_placements_and_keeps_existing() -> None:
+    # The cache hold is the scheduler's CacheFilter: it is told which caches exist
+    # and answers with only the kept replica, so status, explain and the composed
+    # replicas agree (issue 9).
     dep = deployment(caches=[{"name": "weights"}])
-    plan = ScheduleResult(replicas=(planned("a", 0, retained=True), planned("b", 0)), desired=2)
+    plan = ScheduleResult(
+        replicas=(planned("a", 0, retained=True),),
+        desired=2,
+        missing_caches=("weights",),
+        clusters=(ClusterVerdict("b", False, "WaitingForCache", "held"),),
+    )
     observed = {"replica-a-0": observed_replica("a", 0, ready=True)}
     required = {**FETCHED, "cache-weights": []}
-    got = md.compose_with(ComposeInput(dep, observed=observed, required=required), Scripted(plan))
+    sched = Scripted(plan)
+    got = md.compose_with(ComposeInput(dep, observed=observed, required=required), sched)
+    assert sched.caches == [frozenset()]
     cache_msg = (
         "spec.caches: ModelCache weights not found in namespace team-a; new replicas are held "
         "until it exists, existing ones are kept"
@@ -543,6 +556,9 @@ def test_missing_cache_holds_new_placements_and_keeps_existing() -> None:
     ]
     assert got.events == [EventOut("Warning", "CacheNotFound", cache_msg)]
     assert got.status["replicas"] == 1
+    assert got.status["unschedulable"] == [
+        {"cluster": "b", "reason": "WaitingForCache", "message": "held"}
+    ]
 
 
 def test_disaggregated_replica_carries_both_roles() -> None:

@@ -12,120 +12,12 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from replicas import NAME, NS, cluster, cond, manifest, observed_from, parent, replica, run
 
-from modelplane.compose import objects, workload
-from modelplane.compose.model_replica import compose
+from modelplane.compose import objects
+from modelplane.compose.engines import ray
 from modelplane.compose.templates import TemplateVars, render, render_map
-from modelplane.compose.types import ComposeInput, ComposeResult
-
-NS = "team-a"
-NAME = "llama-5e1f0c2a"
-
-
-def replica(**spec: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "deploymentName": "llama",
-        "clusterName": "east",
-        "index": 0,
-        "nodePoolName": "l4",
-        "deviceRequests": [
-            {
-                "name": "gpu",
-                "deviceClassName": "gpu.nvidia.com",
-                "count": 1,
-                "selectors": [{"cel": "device.driver == 'gpu.nvidia.com'"}],
-            }
-        ],
-        "workers": {
-            "count": 1,
-            "template": {
-                "spec": {"containers": [{"name": "engine", "image": "vllm/vllm-openai:v0.9.0"}]}
-            },
-        },
-    }
-    base.update(spec)
-    return {
-        "apiVersion": "modelplane.ai/v1alpha1",
-        "kind": "ModelReplica",
-        "metadata": {"name": NAME, "namespace": NS},
-        "spec": base,
-    }
-
-
-def cluster(scheduling: dict[str, Any] | None = None, **status: Any) -> dict[str, Any]:
-    spec: dict[str, Any] = {"source": "Existing", "pools": [{"name": "l4", "className": "l4"}]}
-    if scheduling is not None:
-        spec["scheduling"] = scheduling
-    return {
-        "apiVersion": "modelplane.ai/v1alpha1",
-        "kind": "InferenceCluster",
-        "metadata": {"name": "east"},
-        "spec": spec,
-        "status": {"providerConfigName": "east", **status},
-    }
-
-
-def run(
-    xr: dict[str, Any],
-    cl: dict[str, Any] | None = None,
-    observed: dict[str, Any] | None = None,
-    fetched: bool = True,
-) -> ComposeResult:
-    required = {"cluster": [cl] if cl is not None else []} if fetched else {}
-    return compose(ComposeInput(composite=xr, observed=observed or {}, required=required))
-
-
-def cond(res: ComposeResult, type_: str) -> tuple[str, str, str]:
-    found = {c.type: c for c in res.conditions}[type_]
-    return found.status, found.reason, found.message
-
-
-def manifest(res: ComposeResult, key: str) -> dict[str, Any]:
-    m: dict[str, Any] = res.desired[key].resource["spec"]["forProvider"]["manifest"]
-    return m
-
-
-def observed_from(
-    res: ComposeResult, available: bool | None, accepted: bool | None = True
-) -> dict[str, Any]:
-    """What Crossplane would observe after applying `res`: each Object with status.
-
-    `available` is the workloads' Available condition, `accepted` the HTTPRoute
-    parent's Accepted condition (None: no such status reported).
-    """
-    out = {}
-    for key, d in res.desired.items():
-        obj = copy.deepcopy(d.resource)
-        obj["metadata"]["uid"] = "1234"
-        wrapped = copy.deepcopy(obj["spec"]["forProvider"]["manifest"])
-        if wrapped["kind"] in ("Deployment", "LeaderWorkerSet") and available is not None:
-            wrapped["status"] = {
-                "conditions": [{"type": "Available", "status": "True" if available else "False"}]
-            }
-        if wrapped["kind"] == "HTTPRoute" and accepted is not None:
-            wrapped["status"] = {"parents": [_parent(accepted)]}
-        obj["status"] = {
-            "atProvider": {"manifest": wrapped},
-            "conditions": [{"type": "Synced", "status": "True"}],
-        }
-        out[key] = obj
-    return out
-
-
-def _parent(accepted: bool, reason: str = "Accepted", message: str = "") -> dict[str, Any]:
-    return {
-        "parentRef": {"name": "modelplane-inference", "namespace": "modelplane-system"},
-        "controllerName": "example.com/gateway-controller",
-        "conditions": [
-            {
-                "type": "Accepted",
-                "status": "True" if accepted else "False",
-                "reason": reason,
-                "message": message,
-            }
-        ],
-    }
-
+from modelplane.compose.types import ComposeResult
 
 # --- the InferenceCluster: not fetched, absent, unusable -------------------------------
 
@@ -225,7 +117,8 @@ def test_templates_render_by_substitution(value: str, expected: str) -> None:
 @pytest.mark.parametrize(
     ("labels", "needle"),
     [
-        ({"q": "{{ .Labels }}"}, "defaultLabels[q]"),
+        # The cluster's reader (api.readers) names the field and the key.
+        ({"q": "{{ .Labels }}"}, "spec.scheduling.defaultLabels: q:"),
         ({"q": '{{ printf "%s" .Namespace }}'}, "printf"),
         ({"q": "{{ .Namespace"}, "unbalanced"),
         ({"q": "{{ index . 0 }}"}, "index"),
@@ -247,7 +140,7 @@ def test_bad_templates_are_a_condition_naming_them(labels: dict[str, str], needl
 
 def test_bad_annotation_template_is_named_too() -> None:
     res = run(replica(), cluster({"defaultAnnotations": {"a": "{{ .Secret }}"}}))
-    assert "spec.scheduling.defaultAnnotations[a]" in cond(res, "ClusterResolved")[2]
+    assert "spec.scheduling.defaultAnnotations: a:" in cond(res, "ClusterResolved")[2]
 
 
 @pytest.mark.parametrize(
@@ -272,6 +165,18 @@ def test_reserved_label_prefix_cannot_be_stamped_by_the_platform() -> None:
     pod = manifest(res, "unified-deployment")["spec"]["template"]
     assert "modelplane.ai/pool" not in pod["metadata"]["labels"]
     assert pod["spec"]["nodeSelector"] == {"modelplane.ai/pool": "l4"}
+
+
+def test_reserved_label_prefix_cannot_be_stamped_by_the_user() -> None:
+    xr = replica()
+    xr["spec"]["workers"]["template"]["metadata"] = {
+        "labels": {"modelplane.ai/pool": "h100", "modelplane.ai/anything": "x", "team": "a"}
+    }
+    labels = manifest(run(xr, cluster()), "unified-deployment")["spec"]["template"]["metadata"][
+        "labels"
+    ]
+    assert labels["team"] == "a"
+    assert "modelplane.ai/pool" not in labels and "modelplane.ai/anything" not in labels
 
 
 def test_kai_without_queue_label_composes_a_queueless_podgroup() -> None:
@@ -332,10 +237,10 @@ def test_malicious_argument_stays_one_argv_element() -> None:
     assert leader["command"] == [
         "/bin/sh",
         "-c",
-        workload.RAY_LEADER_SCRIPT,
+        ray.RAY_LEADER_SCRIPT,
         "modelplane-ray-leader",
     ]
-    assert worker["command"] == ["/bin/sh", "-c", workload.RAY_WORKER_SCRIPT]
+    assert worker["command"] == ["/bin/sh", "-c", ray.RAY_WORKER_SCRIPT]
     assert leader["args"] == [
         "python3",
         "-m",
@@ -346,8 +251,8 @@ def test_malicious_argument_stays_one_argv_element() -> None:
     ]
     assert "args" not in worker
     # The leader script hands its arguments to exec as "$@", one word each.
-    assert '"$@"' in workload.RAY_LEADER_SCRIPT and "rm" not in workload.RAY_LEADER_SCRIPT
-    assert shlex.split(workload.RAY_LEADER_SCRIPT)[-2:] == ["exec", "$@"]
+    assert '"$@"' in ray.RAY_LEADER_SCRIPT and "rm" not in ray.RAY_LEADER_SCRIPT
+    assert shlex.split(ray.RAY_LEADER_SCRIPT)[-2:] == ["exec", "$@"]
 
 
 def test_single_node_args_pass_through_untouched() -> None:
@@ -372,6 +277,9 @@ def test_engine_command_is_kept_behind_the_bootstrap() -> None:
         ([], ["--model=/mnt/models"]),
         (["--model=org/m"], ["--model=org/m"]),
         (["--model", "org/m"], ["--model", "org/m"]),
+        # `vllm serve <model>` names it positionally; a flag after serve does not.
+        (["serve", "org/m"], ["serve", "org/m"]),
+        (["serve", "--port=8000"], ["serve", "--port=8000", "--model=/mnt/models"]),
     ],
 )
 def test_cache_points_vllm_at_the_mount_unless_it_names_a_model(
@@ -597,7 +505,7 @@ def test_route_rejected_by_the_gateway_keeps_the_replica_unready() -> None:
     first = run(replica(), cluster())
     observed = observed_from(first, available=True)
     observed["route"]["status"]["atProvider"]["manifest"]["status"] = {
-        "parents": [_parent(False, "NotAllowedByListeners", "namespace team-a not allowed")]
+        "parents": [parent(False, "NotAllowedByListeners", "namespace team-a not allowed")]
     }
     # Even a Ready Object does not override what the Gateway reported.
     observed["route"]["status"]["conditions"].append({"type": "Ready", "status": "True"})
@@ -659,9 +567,9 @@ def test_held_replica_reads_the_route_from_its_gateway_status() -> None:
 @pytest.mark.parametrize(
     ("status", "expected"),
     [
-        ({"parents": [_parent(True)]}, True),
-        ({"parents": [_parent(False, "NotAllowedByListeners")]}, False),
-        ({"parents": [_parent(False), _parent(True)]}, True),
+        ({"parents": [parent(True)]}, True),
+        ({"parents": [parent(False, "NotAllowedByListeners")]}, False),
+        ({"parents": [parent(False), parent(True)]}, True),
         ({"parents": [{"parentRef": {"name": "gw"}, "controllerName": "x"}]}, False),
         ({"parents": []}, False),
         ({}, False),

@@ -93,3 +93,29 @@ def test_every_condition_type_has_camelcase_reasons() -> None:
     for enum in REASONS.values():
         for reason in enum:
             assert reason.value[:1].isupper() and " " not in reason.value
+
+
+def test_wait_may_say_what_it_waits_for_without_an_event() -> None:
+    res = outcome.wait(
+        _inp(),
+        ComposeResult(),
+        readiness=_ready,
+        condition=c.CONDITION_CLUSTER_RESOLVED,
+        reason=ClusterResolvedReason.WAITING_FOR_RESOURCES,
+        message="waiting for InferenceCluster 'east'",
+    )
+    assert [(x.type, x.status, x.reason, x.message) for x in res.conditions] == [
+        ("ClusterResolved", "Unknown", "WaitingForResources", "waiting for InferenceCluster 'east'")
+    ]
+    assert res.events == []
+    assert sorted(res.desired) == ["a", "b"] and res.ready == "False"
+
+
+def test_wait_refuses_a_reason_of_another_condition() -> None:
+    with pytest.raises(ValueError, match="not a reason of condition 'ClusterResolved'"):
+        outcome.wait(
+            _inp(),
+            ComposeResult(),
+            condition=c.CONDITION_CLUSTER_RESOLVED,
+            reason=ScheduledReason.WAITING_FOR_RESOURCES,
+        )

@@ -170,3 +170,19 @@ def test_the_composite_and_observed_resources_are_read_only_too(
     req.observed.resources["cm"].resource.CopyFrom(dict_to_struct(cm))
     FunctionRunner(log_errors=False).run(req)
     assert len(errors) == 2 and all("read-only" in e for e in errors)
+
+
+def test_readers_read_a_cached_object_as_they_read_a_plain_one() -> None:
+    from modelplane.api.readers import read_inference_cluster
+
+    obj = cluster("a")
+    obj["metadata"]["name"] = "a"
+    obj["spec"] = {"pools": [{"name": "h100", "className": "h100-8x", "nodeCount": 2}]}
+    obj["status"]["gpuPools"][0].update(className="h100-8x", devices=[{"name": "gpu", "count": 8}])
+    plain = read_inference_cluster(struct_to_dict(dict_to_struct(obj)))
+    cached = read_inference_cluster(DecodeCache().decode(dict_to_struct(obj)))
+    assert plain is not None and cached is not None
+    assert [p.known for p in plain.pools] == [True]
+    assert [(p.name, p.nodes, p.known, list(p.devices)) for p in cached.pools] == [
+        (p.name, p.nodes, p.known, list(p.devices)) for p in plain.pools
+    ]

@@ -145,7 +145,10 @@ def test_invalid_instances_are_rejected_by_the_xrds_and_pydantic(oracle: Any, na
 def test_checker_cli_accepts_the_package_apis_and_fixtures() -> None:
     if not (CONFORMANCE / "check.py").is_file():
         pytest.skip("schema oracles not found at ../shared/conformance")
-    args = ["--quiet", "--xrd", "package/apis", "package/apis", str(FIXTURES)]
+    # Both package roots: the XRDs, Compositions and activation policy, and the
+    # meta.pkg.crossplane.io metadata of the Configuration and the Function.
+    roots = ["package/configuration", "package/function"]
+    args = ["--quiet", "--xrd", "package/configuration/apis", *roots, str(FIXTURES)]
     proc = subprocess.run(
         [sys.executable, str(CONFORMANCE / "check.py"), *args],
         cwd=ROOT,
@@ -158,6 +161,7 @@ def test_checker_cli_accepts_the_package_apis_and_fixtures() -> None:
     last = proc.stdout.strip().splitlines()[-1]
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert last.endswith(" documents, 0 invalid")
-    # 4 kinds × (XRD + Composition) + the hand-written instances.
+    # 4 kinds × (XRD + Composition) + 2 package metadata + 1 activation policy
+    # + the hand-written instances.
     fixtures = sum(len(load_documents(p)) for p in FIXTURES.glob("*.yaml"))
-    assert last == f"{8 + fixtures} documents, 0 invalid"
+    assert last == f"{8 + 2 + 1 + fixtures} documents, 0 invalid"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import types
 import typing
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -13,16 +15,23 @@ from pydantic.fields import FieldInfo
 
 from modelplane.api import constants as c
 from modelplane.api.common import KubeModel, cel_rules
-from modelplane.api.kinds import KINDS, MODEL_DEPLOYMENT, Kind
+from modelplane.api.kinds import KINDS, MODEL_DEPLOYMENT, Kind, PrinterColumn
 from modelplane.api.xrd import (
+    DEFAULT_FUNCTION_PACKAGE,
     SchemaError,
+    activation_policy,
+    api_reference,
     composition,
     configuration,
-    function_package,
+    function_package_meta,
+    installed_name,
     model_schema,
     package_files,
+    repository_path,
+    to_dns_label,
     xrd,
 )
+from modelplane.local import ControlPlane, load_paths
 
 BY_KIND = {k.kind: k for k in KINDS}
 FORBIDDEN_KEYWORDS = {
@@ -113,6 +122,117 @@ def _undeclared_reads(node: dict[str, Any]) -> list[str]:
                     break
                 cur = cur["properties"][seg]
     return bad
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.kind)
+def test_every_field_has_a_description_for_kubectl_explain(kind: Kind) -> None:
+    root = _root(kind)
+    missing = [
+        path
+        for top in ("spec", "status")
+        for path, node in _walk(root["properties"][top], top)
+        if path != top and not path.endswith(("[]", "{}")) and not node.get("description")
+    ]
+    assert missing == []
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.kind)
+def test_api_reference_lists_every_field_with_its_xrd_description(kind: Kind) -> None:
+    text = api_reference()
+    section = text.split(f"\n## {kind.kind}\n", 1)[1].split("\n## ", 1)[0]
+    for top in ("spec", "status"):
+        for path, node in _walk(_root(kind)["properties"][top], top):
+            if path == top or path.endswith(("[]", "{}")):
+                continue  # list items and map values are described by their field
+            (row,) = [line for line in section.splitlines() if line.startswith(f"| `{path}` |")]
+            description = node["description"].replace("<", "&lt;").replace(">", "&gt;")
+            assert row.endswith(f" | {description} |"), row
+
+
+def _walk_with_ancestors(
+    node: dict[str, Any], path: str = "", ancestors: tuple[tuple[str, dict[str, Any]], ...] = ()
+) -> typing.Iterator[tuple[str, dict[str, Any], tuple[tuple[str, dict[str, Any]], ...]]]:
+    yield path, node, ancestors
+    here = (*ancestors, (path, node))
+    for name, sub in node.get("properties", {}).items():
+        yield from _walk_with_ancestors(sub, f"{path}.{name}", here)
+    if isinstance(node.get("items"), dict):
+        yield from _walk_with_ancestors(node["items"], f"{path}[]", here)
+    if isinstance(node.get("additionalProperties"), dict):
+        yield from _walk_with_ancestors(node["additionalProperties"], f"{path}{{}}", here)
+
+
+def _unbounded(node: dict[str, Any]) -> str | None:
+    """The bound a list, map or string node lacks (the API server's CEL cost estimate
+    multiplies by it), or None."""
+    if node.get("type") == "array" and "maxItems" not in node:
+        return "maxItems"
+    if isinstance(node.get("additionalProperties"), dict) and "maxProperties" not in node:
+        return "maxProperties"
+    if node.get("type") == "string" and "maxLength" not in node and "enum" not in node:
+        return "maxLength"
+    return None
+
+
+def _rule_reads(node: dict[str, Any]) -> typing.Iterator[tuple[str, dict[str, Any]]]:
+    """Every declared node a node's CEL rules read through `self.`, with the fields of
+    the items of a list they read (a macro such as `all` visits each item)."""
+    for rule in node.get("x-kubernetes-validations", []):
+        for m in _SELF_PATH.finditer(rule["rule"]):
+            cur, trail = node, ""
+            for seg in m.group(1)[1:].split("."):
+                if seg not in cur.get("properties", {}):
+                    break
+                cur, trail = cur["properties"][seg], f"{trail}.{seg}"
+                yield trail, cur
+                items = cur.get("items") if cur.get("type") == "array" else None
+                for name, sub in (items or {}).get("properties", {}).items():
+                    yield f"{trail}[].{name}", sub
+
+
+def _cel_bound_violations(root: dict[str, Any]) -> list[str]:
+    bad = []
+    for path, node, ancestors in _walk_with_ancestors(root):
+        if not node.get("x-kubernetes-validations"):
+            continue
+        for where, ancestor in ancestors:
+            missing = _unbounded(ancestor) if ancestor.get("type") != "string" else None
+            if missing:
+                bad.append(f"{where or '<root>'}: {missing} (holds rules at {path})")
+        for read, sub in _rule_reads(node):
+            missing = _unbounded(sub)
+            if missing:
+                bad.append(f"{path}{read}: {missing} (read by a rule)")
+    return sorted(set(bad))
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.kind)
+def test_everything_a_cel_rule_iterates_is_bounded(kind: Kind) -> None:
+    # Without maxItems / maxProperties / maxLength the API server's cost estimate
+    # for a rule is unbounded and it refuses the CRD (or the rule) outright.
+    assert _cel_bound_violations(_root(kind)) == []
+
+
+def test_cel_bound_walk_flags_an_unbounded_list_holding_rules() -> None:
+    rule = {"rule": "self.k.size() > 0"}
+    bounded = {"type": "string", "maxLength": 8}
+    root = {
+        "type": "object",
+        "properties": {
+            "terms": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"k": {"type": "string"}, "b": bounded},
+                    "x-kubernetes-validations": [rule],
+                },
+            }
+        },
+    }
+    assert _cel_bound_violations(root) == [
+        ".terms: maxItems (holds rules at .terms[])",
+        ".terms[].k: maxLength (read by a rule)",
+    ]
 
 
 def test_undeclared_reads_flags_fields_hidden_by_preserve_unknown_fields() -> None:
@@ -239,6 +359,23 @@ def test_required_and_defaults_match_pydantic(
         assert value == default
 
 
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.kind)
+def test_no_printer_column_is_named_like_crossplanes(kind: Kind) -> None:
+    # Crossplane appends SYNCED, READY, COMPOSITION, COMPOSITIONREVISION and AGE
+    # to every XR's CRD (crossplane-runtime v2.3.3 pkg/xcrd, CompositeResourcePrinterColumns).
+    (version,) = xrd(kind)["spec"]["versions"]
+    names = {col["name"].upper() for col in version.get("additionalPrinterColumns", [])}
+    assert names.isdisjoint({"SYNCED", "READY", "COMPOSITION", "COMPOSITIONREVISION", "AGE"})
+
+
+def test_a_column_named_like_crossplanes_is_refused() -> None:
+    kind = dataclasses.replace(
+        MODEL_DEPLOYMENT, printer_columns=(PrinterColumn("Ready", ".status.readyReplicas"),)
+    )
+    with pytest.raises(SchemaError, match="'Ready' is Crossplane's"):
+        xrd(kind)
+
+
 # (kind, scope, short name, printer column names, scale)
 SHAPES = [
     ("InferenceClass", "Cluster", "iclass", ["Provider", "Devices"], None),
@@ -304,7 +441,7 @@ def test_composition_is_one_pipeline_step_calling_the_function(kind: Kind) -> No
     }
     assert doc["spec"]["mode"] == "Pipeline"
     assert doc["spec"]["pipeline"] == [
-        {"step": "compose", "functionRef": {"name": "function-modelplane"}}
+        {"step": "compose", "functionRef": {"name": "modelplane-function-modelplane"}}
     ]
     assert xrd(kind)["spec"]["defaultCompositionRef"] == {"name": doc["metadata"]["name"]}
 
@@ -312,24 +449,69 @@ def test_composition_is_one_pipeline_step_calling_the_function(kind: Kind) -> No
 def test_configuration_declares_crossplane_and_its_dependencies() -> None:
     doc = configuration()
     assert (doc["apiVersion"], doc["kind"]) == ("meta.pkg.crossplane.io/v1", "Configuration")
-    assert doc["spec"]["crossplane"] == {"version": ">=v2.3.0"}
+    assert doc["spec"]["crossplane"] == {"version": ">=v2.3.0, <v3.0.0"}
     deps = {d.get("function") or d.get("provider"): d["version"] for d in doc["spec"]["dependsOn"]}
     assert deps == {
-        "xpkg.crossplane.io/modelplane/function-modelplane": ">=v0.1.0",
-        "xpkg.crossplane.io/crossplane-contrib/provider-kubernetes": ">=v1.2.1",
-        "xpkg.crossplane.io/crossplane-contrib/provider-helm": ">=v1.4.0",
+        "xpkg.crossplane.io/modelplane/function-modelplane": ">=v0.1.0, <v0.2.0",
+        "xpkg.crossplane.io/crossplane-contrib/provider-kubernetes": ">=v1.2.1, <v2.0.0",
     }
-    fn = function_package()
-    assert (fn["apiVersion"], fn["kind"]) == ("meta.pkg.crossplane.io/v1beta1", "Function")
+    fn = function_package_meta()
+    assert (fn["apiVersion"], fn["kind"]) == ("meta.pkg.crossplane.io/v1", "Function")
     assert fn["metadata"]["name"] == "function-modelplane"
+
+
+def test_activation_policy_activates_what_the_composers_emit() -> None:
+    policy = activation_policy()
+    assert policy["kind"] == "ManagedResourceActivationPolicy"
+    # provider-kubernetes' namespaced Object: every composed workload object.
+    assert policy["spec"]["activate"] == ["objects.kubernetes.m.crossplane.io"]
+
+
+# xpkg.ToDNSLabel's own test table (crossplane-runtime v2.3.3 pkg/xpkg/name_test.go)
+# plus repository paths worked out by hand from go-containerregistry v0.21.6.
+@pytest.mark.parametrize(
+    ("value", "label"),
+    [
+        ("-hi/my.name/is-", "hi-my-name-is"),
+        ("a" * 64, "a" * 63),
+        ("a" * 60 + "----", "a" * 60),
+        ("Upper/Case_x", "pper-asex"),
+    ],
+)
+def test_to_dns_label_matches_crossplane(value: str, label: str) -> None:
+    assert to_dns_label(value) == label
+
+
+@pytest.mark.parametrize(
+    ("ref", "path"),
+    [
+        ("xpkg.crossplane.io/modelplane/function-modelplane", "modelplane/function-modelplane"),
+        ("localhost:5000/fn", "fn"),
+        ("docker.io/fn", "library/fn"),
+        ("acme/fn", "acme/fn"),
+        ("fn", "library/fn"),
+        ("registry.example.com/a/b/c", "a/b/c"),
+    ],
+)
+def test_repository_path_matches_go_containerregistry(ref: str, path: str) -> None:
+    assert repository_path(ref) == path
+
+
+def test_installed_name_of_the_default_package() -> None:
+    assert installed_name(DEFAULT_FUNCTION_PACKAGE) == "modelplane-function-modelplane"
 
 
 def test_package_files_layout_and_determinism() -> None:
     files = package_files()
     assert files == package_files()
-    expected = {"crossplane.yaml", "function/crossplane.yaml"}
+    expected = {
+        "configuration/crossplane.yaml",
+        "configuration/activation-policy.yaml",
+        "function/crossplane.yaml",
+    }
     for plural in ("inferenceclasses", "inferenceclusters", "modeldeployments", "modelreplicas"):
-        expected |= {f"apis/{plural}/definition.yaml", f"apis/{plural}/composition.yaml"}
+        base = f"configuration/apis/{plural}"
+        expected |= {f"{base}/definition.yaml", f"{base}/composition.yaml"}
     assert set(files) == expected
     for text in files.values():
         assert text.startswith("# Generated by `modelplane package build`")
@@ -398,3 +580,17 @@ class _Union(KubeModel):
 def test_model_schema_rejects_real_unions() -> None:
     with pytest.raises(SchemaError, match="value"):
         model_schema(_Union)
+
+
+def test_activation_policy_covers_every_managed_resource_a_render_composes() -> None:
+    # Independent of the policy's source: what the composers emit for the quickstart
+    # fleet. Provider configs are not managed resources (no ManagedResourceDefinition).
+    root = Path(__file__).resolve().parent.parent.parent
+    result = ControlPlane(load_paths([root / "examples" / "quickstart"]), simulate=True).run(50)
+    emitted = set()
+    for xr in result.composites():
+        for obj in result.composed_of(xr):
+            group = obj["apiVersion"].split("/")[0]
+            if group.endswith(".crossplane.io") and not obj["kind"].endswith("ProviderConfig"):
+                emitted.add(f"{obj['kind'].lower()}s.{group}")
+    assert emitted == set(activation_policy()["spec"]["activate"])

@@ -93,6 +93,18 @@ def _roles_of(r: Obj) -> list[Obj]:
     return [spec[k] for k in ("prefill", "decode") if k in spec] or [spec]
 
 
+def _nodes_per_worker(role: Obj) -> int:
+    topo = role["workers"].get("topology", {})
+    return topo.get("pipeline", 1) * topo.get("data", 1) // topo.get("dataLocal", 1)
+
+
+def _per_node_claims(role: Obj) -> dict[str, int]:
+    per_node: dict[str, int] = defaultdict(int)
+    for d in role["deviceRequests"]:
+        per_node[d["deviceClassName"]] += d["count"]
+    return per_node
+
+
 def oversubscribed(clusters: list[Obj], replicas: list[Obj]) -> set[tuple[str, str]]:
     """Pools whose replicas cannot all fit, by an aggregate count independent of the
     scheduler's ledger: whole nodes of multi-node workers, and per device class the
@@ -103,25 +115,19 @@ def oversubscribed(clusters: list[Obj], replicas: list[Obj]) -> set[tuple[str, s
     whole: dict[tuple[str, str], int] = defaultdict(int)
     claimed: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
     bad = set()
-    for r in replicas:
-        for role in _roles_of(r):
-            key = (r["spec"]["clusterName"], role["nodePoolName"])
-            if key not in pools:
-                continue
-            topo = role["workers"].get("topology", {})
-            npw = topo.get("pipeline", 1) * topo.get("data", 1) // topo.get("dataLocal", 1)
-            count = role["workers"].get("count", 1)
-            if npw > 1:
-                whole[key] += npw * count
-                continue
-            per_node: dict[str, int] = defaultdict(int)
-            for d in role["deviceRequests"]:
-                per_node[d["deviceClassName"]] += d["count"]
-            for klass, n in per_node.items():
-                cap = _class_cap(pools[key], klass)
-                if n > cap:
-                    bad.add(key)
-                claimed[key][klass] += n * count
+    roles = [(r["spec"]["clusterName"], role) for r in replicas for role in _roles_of(r)]
+    for cluster_name, role in roles:
+        key = (cluster_name, role["nodePoolName"])
+        if key not in pools:
+            continue
+        count = role["workers"].get("count", 1)
+        if _nodes_per_worker(role) > 1:
+            whole[key] += _nodes_per_worker(role) * count
+            continue
+        for klass, n in _per_node_claims(role).items():
+            if n > _class_cap(pools[key], klass):
+                bad.add(key)
+            claimed[key][klass] += n * count
     for key, pool in pools.items():
         free_nodes = pool["nodes"] - whole[key]
         if free_nodes < 0:

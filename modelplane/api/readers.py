@@ -1,0 +1,579 @@
+"""One tolerant, typed reader per kind: how one kind reads what another publishes.
+
+Observed objects arrive as raw dicts written by other composers and
+controllers, and may be partial or malformed. Every module outside `api`
+reads another kind's spec or status through these readers, never by dict key:
+
+- `read_inference_cluster(obj)` → `ObservedInferenceCluster` (labels, taints,
+  readiness, `status.gpuPools`, `providerConfigName`, `gatewayAddress`, the
+  spec blocks a replica needs);
+- `read_model_replica(obj)` → `ObservedModelReplica` (identity, roles, readiness);
+- `read_model_deployment(obj)` → `ObservedModelDeployment` (the typed status).
+
+A malformed entry is handled here, in one place, and kept as *unknown* with a
+reason (`modelplane.api.reasons.UnknownReason`) rather than silently dropped:
+an unreadable pool is not an absent pool, and a replica on it must be kept.
+Readers never raise on any input.
+
+The wire names come from the status models themselves (`_wire`), so the
+writers (which construct those models) and the readers cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, NamedTuple
+
+from pydantic import BaseModel, ValidationError
+
+from modelplane.api import constants as c
+from modelplane.api.common import Condition, format_validation_error
+from modelplane.api.inference_class import Device
+from modelplane.api.inference_cluster import (
+    GatewayRef,
+    GPUPool,
+    InferenceClusterSpec,
+    InferenceClusterStatus,
+    SchedulingConfig,
+    Taint,
+)
+from modelplane.api.model_deployment import ModelDeploymentStatus, Topology, Workers
+from modelplane.api.model_replica import (
+    ModelReplicaSpec,
+    ModelReplicaStatus,
+    ResolvedDeviceRequest,
+)
+from modelplane.api.objects import is_condition_true, label_value
+from modelplane.api.reasons import UnknownReason
+from modelplane.api.roles import DISAGGREGATED_ROLES, is_disaggregated, role_fields
+
+
+# Observed data beyond the API's own limits is clamped to them, so the work a
+# reader's caller does stays bounded by what the XRD could ever admit.
+def _limit(model: type[BaseModel], name: str) -> int:
+    """The `le` bound the API declares on an integer field."""
+    for item in model.model_fields[name].metadata:
+        bound = getattr(item, "le", None)
+        if isinstance(bound, int):
+            return bound
+    raise LookupError(f"{model.__name__}.{name} declares no upper bound")
+
+
+MAX_WORKERS = _limit(Workers, "count")
+MAX_TOPOLOGY = _limit(Topology, "pipeline")
+MAX_REQUEST_COUNT = _limit(ResolvedDeviceRequest, "count")
+
+
+def _wire(model: type[BaseModel], name: str) -> str:
+    """The wire (camelCase) name of a status model's field."""
+    alias = model.model_fields[name].alias
+    return alias if alias is not None else name
+
+
+_GPU_POOLS = _wire(InferenceClusterStatus, "gpu_pools")
+GPU_POOLS_PATH = f"status.{_GPU_POOLS}"
+"""Where an InferenceCluster publishes its pools (for messages that name the field)."""
+_PROVIDER_CONFIG = _wire(InferenceClusterStatus, "provider_config_name")
+_GATEWAY_ADDRESS = _wire(InferenceClusterStatus, "gateway_address")
+_POOL_NAME = _wire(GPUPool, "name")
+_POOL_CLASS = _wire(GPUPool, "class_name")
+_POOL_NODES = _wire(GPUPool, "nodes")
+_POOL_DEVICES = _wire(GPUPool, "devices")
+_POOL_REASON = _wire(GPUPool, "reason")
+_POOL_MESSAGE = _wire(GPUPool, "message")
+
+
+def _is_map(value: Any) -> bool:
+    # Observed objects are plain dicts; the ABC check is the slow fallback.
+    return type(value) is dict or isinstance(value, Mapping)
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if _is_map(value) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def as_int(value: Any, default: int) -> int:
+    """An integer field of observed state (protobuf Structs carry numbers as floats)."""
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.isdigit() and len(value) <= 18:
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return default
+
+
+def _bounded(value: Any, default: int, limit: int) -> int:
+    return min(limit, max(1, as_int(value, default)))
+
+
+# ── InferenceCluster ────────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """Why a published entry cannot be verified: a reason code and what to fix."""
+
+    reason: UnknownReason
+    message: str
+
+
+class ObservedPool(NamedTuple):
+    """A pool an InferenceCluster publishes in `status.gpuPools`.
+
+    `devices` are the class's devices in wire form (what the DRA CEL layer
+    evaluates). When `unknown` is set the pool is published but cannot be
+    verified: its devices are not to be matched against. (A NamedTuple: fleets
+    publish thousands of pools and this is read on every reconcile.)
+    """
+
+    name: str
+    class_name: str
+    nodes: int
+    devices: Sequence[Mapping[str, Any]] = ()
+    unknown: Unknown | None = None
+
+    @property
+    def known(self) -> bool:
+        """Whether the pool's devices and size can be trusted."""
+        return self.unknown is None
+
+
+@dataclass(frozen=True)
+class ObservedInferenceCluster:
+    """An InferenceCluster as other kinds see it."""
+
+    name: str
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    ready: bool
+    pools: tuple[ObservedPool, ...]  # sorted by name; unknown pools included
+    provider_config_name: str | None = None
+    gateway_address: str | None = None
+    gateway: GatewayRef | None = None
+    scheduling: SchedulingConfig | None = None
+    # Entries that could not be read at all (no pool name, unreadable taints or
+    # spec blocks), each "field path: why". A replica whose pinned pool is not
+    # found on a cluster with unreadable pool entries cannot be judged either.
+    unreadable: tuple[str, ...] = ()
+    scheduling_error: str | None = None  # spec.scheduling present but invalid
+
+    @property
+    def published(self) -> bool:
+        """Whether `status.gpuPools` lists any pool (known or unknown)."""
+        return bool(self.pools)
+
+    @cached_property
+    def has_unknown_pools(self) -> bool:
+        """Whether some published pool is unknown."""
+        return any(p.unknown is not None for p in self.pools)
+
+    @property
+    def pools_unreadable(self) -> bool:
+        """Whether some `status.gpuPools` entry could not even be named."""
+        return any(u.startswith(f"status.{_GPU_POOLS}") for u in self.unreadable)
+
+    def pool(self, name: str) -> ObservedPool | None:
+        """The published pool called `name`, or None."""
+        return next((p for p in self.pools if p.name == name), None)
+
+
+def _unknown_pool(name: str, class_name: str, nodes: int, message: str) -> ObservedPool:
+    return ObservedPool(name, class_name, nodes, (), Unknown(UnknownReason.UNREADABLE, message))
+
+
+def _read_unknown(raw: Mapping[str, Any], name: str, class_name: str, nodes: int) -> ObservedPool:
+    """A pool the cluster composer published as unknown, with its reason."""
+    reason = raw.get(_POOL_REASON)
+    try:
+        why = UnknownReason(str(reason))
+    except ValueError:
+        why = UnknownReason.UNREADABLE
+    message = raw.get(_POOL_MESSAGE)
+    text = message if isinstance(message, str) else f"pool {name} is unknown ({reason})"
+    return ObservedPool(name, class_name, max(0, nodes), (), Unknown(why, text))
+
+
+def _read_pool(raw: Mapping[str, Any], name: str, i: int) -> ObservedPool:
+    """One named `status.gpuPools` entry; anything malformed makes it unknown.
+
+    Fleets publish thousands of pools and every reconcile reads them all, so
+    the common case (plain dicts, protobuf's float numbers) is checked inline.
+    """
+    class_name = raw.get(_POOL_CLASS)
+    if type(class_name) is not str:
+        class_name = ""
+    nodes = raw.get(_POOL_NODES)
+    nodes = int(nodes) if type(nodes) is float and nodes.is_integer() else as_int(nodes, -1)
+    if raw.get(_POOL_REASON) is not None:
+        return _read_unknown(raw, name, class_name, nodes)
+    if nodes < 0:
+        why = f"status.{_GPU_POOLS}[{i}].{_POOL_NODES}: not a count of nodes"
+        return _unknown_pool(name, class_name, 0, why)
+    devices = raw.get(_POOL_DEVICES)
+    if isinstance(devices, list):  # a read-only FrozenList from the decode cache too
+        for d in devices:
+            if type(d) is not dict and not isinstance(d, Mapping):
+                break
+        else:
+            return ObservedPool(name, class_name, nodes, devices)
+    why = f"status.{_GPU_POOLS}[{i}].{_POOL_DEVICES}: not a device list"
+    return _unknown_pool(name, class_name, nodes, why)
+
+
+def _read_pools(status: Mapping[str, Any]) -> tuple[tuple[ObservedPool, ...], list[str]]:
+    pools: dict[str, ObservedPool] = {}
+    unreadable: list[str] = []
+    raw = status.get(_GPU_POOLS)
+    if raw is not None and not isinstance(raw, list):
+        unreadable.append(f"status.{_GPU_POOLS}: not a list")
+    for i, entry in enumerate(_list(raw)):
+        is_map = type(entry) is dict or isinstance(entry, Mapping)
+        name = entry.get(_POOL_NAME) if is_map else None
+        if type(name) is not str or not name:
+            unreadable.append(f"status.{_GPU_POOLS}[{i}]: no pool name")
+        elif name not in pools:  # names are unique; keep the first
+            pools[name] = _read_pool(entry, name, i)
+    return tuple(pools[k] for k in sorted(pools)), unreadable
+
+
+def _read_taints(spec: Mapping[str, Any], unreadable: list[str]) -> tuple[Taint, ...]:
+    taints = []
+    for i, raw in enumerate(_list(spec.get("taints"))):
+        try:
+            taints.append(Taint.model_validate(raw))
+        except ValidationError as err:
+            unreadable.append(format_validation_error(err, f"spec.taints[{i}]"))
+    return tuple(taints)
+
+
+def _read_block(
+    model: type[GatewayRef] | type[SchedulingConfig], raw: Any, path: str
+) -> tuple[Any, str | None]:
+    if raw is None:
+        return None, None
+    try:
+        return model.model_validate(raw), None
+    except ValidationError as err:
+        return None, format_validation_error(err, path)
+
+
+_SCHEDULING = _wire(InferenceClusterSpec, "scheduling")
+_GATEWAY = _wire(InferenceClusterSpec, "gateway")
+
+
+def read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster | None:
+    """Read an InferenceCluster; None only when it has no name.
+
+    Pools are read from `status.gpuPools`: a named entry that is malformed is
+    kept as an unknown pool (reason `Unreadable`), one published as unknown by
+    the cluster composer keeps its reason; an entry without a name is listed
+    in `unreadable`. Never raises.
+    """
+    meta = _map(obj.get("metadata"))
+    name = _str(meta.get("name"))
+    if name is None:
+        return None
+    spec, status = _map(obj.get("spec")), _map(obj.get("status"))
+    pools, unreadable = _read_pools(status)
+    taints = _read_taints(spec, unreadable)
+    gateway, gateway_error = _read_block(GatewayRef, spec.get(_GATEWAY), f"spec.{_GATEWAY}")
+    if gateway_error is not None:
+        unreadable.append(gateway_error)
+    scheduling, scheduling_error = _read_block(
+        SchedulingConfig, spec.get(_SCHEDULING), f"spec.{_SCHEDULING}"
+    )
+    return ObservedInferenceCluster(
+        name=name,
+        labels={str(k): str(v) for k, v in _map(meta.get("labels")).items()},
+        taints=taints,
+        ready=is_condition_true(obj, c.CONDITION_READY),
+        pools=pools,
+        provider_config_name=_str(status.get(_PROVIDER_CONFIG)),
+        gateway_address=_str(status.get(_GATEWAY_ADDRESS)),
+        gateway=gateway,
+        scheduling=scheduling,
+        unreadable=tuple(unreadable),
+        scheduling_error=scheduling_error,
+    )
+
+
+@dataclass(frozen=True)
+class ObservedDevice:
+    """One device of a published pool, as the scheduler counts it."""
+
+    name: str
+    dra: bool  # claimed through DRA (False: Synthetic, matched but never claimed)
+    driver: str
+    device_class_name: str
+    count: int
+    wire: Mapping[str, Any]  # the device as published, for the DRA CEL layer
+
+
+_DEVICE_NAME = _wire(Device, "name")
+_DEVICE_CLAIM = _wire(Device, "claim")
+_DEVICE_CLASS = _wire(Device, "device_class_name")
+_DEVICE_COUNT = _wire(Device, "count")
+
+
+def read_devices(devices: Sequence[Any]) -> tuple[ObservedDevice, ...]:
+    """Read a pool's published devices (`ObservedPool.devices`); never raises.
+
+    A device without a name is called `device-<i>`; a malformed count counts 1
+    (a negative one 0); a device that is not a mapping has no attributes.
+    """
+    out = []
+    for i, raw in enumerate(devices):
+        d = raw if isinstance(raw, Mapping) else {}
+        out.append(
+            ObservedDevice(
+                name=str(d.get(_DEVICE_NAME, f"device-{i}")),
+                dra=d.get(_DEVICE_CLAIM, "DRA") == "DRA",
+                driver=str(d.get(_wire(Device, "driver")) or ""),
+                device_class_name=str(d.get(_DEVICE_CLASS) or ""),
+                count=max(0, as_int(d.get(_DEVICE_COUNT), 1)),
+                wire=d,
+            )
+        )
+    return tuple(out)
+
+
+# ── ModelReplica ────────────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True)
+class ObservedRequest:
+    """One resolved DRA request of an observed replica (what it holds in its pool)."""
+
+    device_class_name: str
+    count: int
+    selectors: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ObservedRole:
+    """One role of an observed replica: its pool, resolved requests and workers.
+
+    `workers` and `nodes_per_worker` are clamped to the API's limits, so no
+    observed value can make a caller's work unbounded.
+    """
+
+    role: str
+    pool: str
+    requests: tuple[ObservedRequest, ...]
+    nodes_per_worker: int
+    workers: int
+    raw_requests: tuple[Mapping[str, Any], ...] = field(default=(), compare=False)
+
+    @property
+    def request_key(self) -> tuple[tuple[str, int, tuple[str, ...]], ...]:
+        """The requests as a hashable key (for caching what they hold in a pool)."""
+        return tuple((r.device_class_name, r.count, r.selectors) for r in self.requests)
+
+
+@dataclass(frozen=True)
+class ObservedModelReplica:
+    """A ModelReplica as the scheduler and the deployment composer see it."""
+
+    namespace: str
+    name: str
+    deployment: str
+    cluster: str
+    index: int  # -1 when the replica names none
+    ready: bool
+    created: str
+    roles: tuple[ObservedRole, ...]
+    deployment_is_label: bool = False  # `deployment` is a label value, not the name
+    endpoint: str | None = None
+    workload_namespace: str | None = None
+
+    def belongs_to(self, namespace: str, deployment: str) -> bool:
+        """Whether this replica is one of deployment `namespace/deployment`."""
+        if self.namespace != namespace:
+            return False
+        if self.deployment_is_label:
+            return self.deployment == label_value(deployment)
+        return self.deployment == deployment
+
+    def role(self, name: str) -> ObservedRole | None:
+        """The observed role called `name`, or None."""
+        return next((r for r in self.roles if r.role == name), None)
+
+    @property
+    def order(self) -> tuple[int, int, str, str, str]:
+        """Contention order: Ready first, then oldest, then (namespace, name)."""
+        return (
+            0 if self.ready else 1,
+            0 if self.created else 1,
+            self.created,
+            self.namespace,
+            self.name,
+        )
+
+
+_POOL_KEY = _wire(ModelReplicaSpec, "node_pool_name")
+_REQUESTS_KEY = _wire(ModelReplicaSpec, "device_requests")
+_WORKERS_KEY = _wire(ModelReplicaSpec, "workers")
+
+
+def _read_request(raw: Mapping[str, Any]) -> ObservedRequest:
+    selectors = tuple(
+        str(s.get("cel"))
+        for s in _list(raw.get("selectors"))
+        if isinstance(s, Mapping) and s.get("cel")
+    )
+    return ObservedRequest(
+        str(raw.get("deviceClassName") or ""),
+        _bounded(raw.get("count"), 1, MAX_REQUEST_COUNT),
+        selectors,
+    )
+
+
+def _read_role(spec: Mapping[str, Any], role: str) -> ObservedRole | None:
+    fields = role_fields(spec, role)
+    pool = _str(fields.get(_POOL_KEY))
+    if pool is None:
+        return None
+    raw = tuple(r for r in _list(fields.get(_REQUESTS_KEY)) if isinstance(r, Mapping))
+    workers = _map(fields.get(_WORKERS_KEY))
+    topo = _map(workers.get("topology"))
+    pipeline = _bounded(topo.get("pipeline"), 1, MAX_TOPOLOGY)
+    data = _bounded(topo.get("data"), 1, MAX_TOPOLOGY)
+    local = _bounded(topo.get("dataLocal"), 1, MAX_TOPOLOGY)
+    return ObservedRole(
+        role=role,
+        pool=pool,
+        requests=tuple(_read_request(r) for r in raw),
+        nodes_per_worker=max(1, (pipeline * data) // local),
+        workers=_bounded(workers.get("count"), 1, MAX_WORKERS),
+        raw_requests=raw,
+    )
+
+
+def _read_roles(spec: Mapping[str, Any]) -> tuple[ObservedRole, ...]:
+    names = DISAGGREGATED_ROLES if is_disaggregated(spec) else (c.ROLE_UNIFIED,)
+    roles = (_read_role(spec, name) for name in names)
+    return tuple(r for r in roles if r is not None)
+
+
+def _identity(
+    meta: Mapping[str, Any], spec: Mapping[str, Any], clusters_by_label: Mapping[str, str]
+) -> tuple[str | None, str | None, bool]:
+    labels = _map(meta.get("labels"))
+    cluster = _str(spec.get("clusterName"))
+    if cluster is None:
+        label = labels.get(c.LABEL_CLUSTER)
+        cluster = clusters_by_label.get(label, label) if isinstance(label, str) else None
+    deployment = _str(spec.get("deploymentName"))
+    is_label = deployment is None
+    if is_label:
+        value = labels.get(c.LABEL_DEPLOYMENT)
+        deployment = value if isinstance(value, str) else None
+    return cluster, deployment, is_label
+
+
+def read_model_replica(
+    obj: Mapping[str, Any], clusters_by_label: Mapping[str, str] | None = None
+) -> ObservedModelReplica | None:
+    """Read a ModelReplica; None when it names no cluster or deployment.
+
+    The spec names the deployment and cluster in full; the labels carry them
+    as label values (shortened when long), so a replica known only by its
+    labels keeps the deployment's label value (`deployment_is_label`) and has
+    its cluster looked up in `clusters_by_label` (label value → cluster name).
+    A role without a pool is left out (the replica then names no pool). Never
+    raises.
+    """
+    meta, spec = _map(obj.get("metadata")), _map(obj.get("spec"))
+    cluster, deployment, is_label = _identity(meta, spec, clusters_by_label or {})
+    if cluster is None or deployment is None:
+        return None
+    labels = _map(meta.get("labels"))
+    status = _map(obj.get("status"))
+    created = meta.get("creationTimestamp")
+    return ObservedModelReplica(
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name") or ""),
+        deployment=deployment,
+        cluster=cluster,
+        index=as_int(spec.get("index"), as_int(labels.get(c.LABEL_REPLICA_INDEX), -1)),
+        deployment_is_label=is_label,
+        ready=is_condition_true(obj, c.CONDITION_READY),
+        created=created if isinstance(created, str) else "",
+        roles=_read_roles(spec),
+        endpoint=_str(status.get(_wire(ModelReplicaStatus, "endpoint"))),
+        workload_namespace=_str(status.get(_wire(ModelReplicaStatus, "namespace"))),
+    )
+
+
+# ── ModelDeployment ─────────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True)
+class ObservedModelDeployment:
+    """A ModelDeployment's status as the CLI and the local views read it.
+
+    `status` is the typed status; entries that did not validate are left out
+    of it and listed in `unreadable` ("field path: why"), never silently.
+    """
+
+    namespace: str
+    name: str
+    status: ModelDeploymentStatus
+    unreadable: tuple[str, ...] = ()
+
+    def condition(self, type_: str) -> Condition | None:
+        """The status condition of `type_`, or None."""
+        return next((x for x in self.status.conditions or () if x.type == type_), None)
+
+
+def _tolerant_status(raw: Mapping[str, Any]) -> tuple[ModelDeploymentStatus, list[str]]:
+    try:
+        return ModelDeploymentStatus.model_validate(raw), []
+    except ValidationError as err:
+        problems = [format_validation_error(err, "status")]
+    kept: dict[str, Any] = {}
+    for key, value in raw.items():
+        try:
+            ModelDeploymentStatus.model_validate({key: value})
+        except ValidationError:
+            if isinstance(value, list):
+                kept[key] = [v for v in value if _entry_ok(key, v)]
+            continue
+        kept[key] = value
+    try:
+        return ModelDeploymentStatus.model_validate(kept), problems
+    except ValidationError:
+        return ModelDeploymentStatus(), problems
+
+
+def _entry_ok(key: str, value: Any) -> bool:
+    try:
+        ModelDeploymentStatus.model_validate({key: [value]})
+    except ValidationError:
+        return False
+    return True
+
+
+def read_model_deployment(obj: Mapping[str, Any]) -> ObservedModelDeployment:
+    """Read a ModelDeployment's status tolerantly (malformed entries listed, not raised)."""
+    meta = _map(obj.get("metadata"))
+    status, problems = _tolerant_status(_map(obj.get("status")))
+    return ObservedModelDeployment(
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name") or ""),
+        status=status,
+        unreadable=tuple(problems),
+    )

@@ -1,0 +1,152 @@
+"""The explain step: why each cluster can (not) take another replica (SPEC §3.8)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from modelplane.scheduling import words
+from modelplane.scheduling.fill import candidates, try_place
+from modelplane.scheduling.framework import Rejection
+from modelplane.scheduling.ledger import Vector
+from modelplane.scheduling.matching import RoleDef, RoleMatch, Shape
+from modelplane.scheduling.state import CycleState, PoolKey, PoolOptions
+from modelplane.scheduling.types import ClusterVerdict, PoolVerdict
+
+EXPLAIN = "Explain"  # this step's key in the cycle's rule states
+
+
+@dataclass
+class _Memo:
+    """What the explain step caches across clusters of one cycle."""
+
+    fresh_fits: dict[Any, bool] = field(default_factory=dict)
+    texts: dict[tuple[int, str], str] = field(default_factory=dict)
+
+
+def _demand_text(shape: Shape, demand: Vector) -> str:
+    dra = [i for i, is_dra in enumerate(shape.dra) if is_dra]
+    parts = [f"{shape.names[d]}×{demand[shape.slot[d]]}" for d in dra if demand[shape.slot[d]]]
+    return ", ".join(parts) or "no devices"
+
+
+def _fits_one_more(state: CycleState, name: str, per_role: PoolOptions) -> bool:
+    """Whether one more replica fits on a cluster, leaving the ledger untouched."""
+    memo = state.rules.get(EXPLAIN, _Memo)
+    keys = [(name, p.name) for p in state.inp.clusters[name].pools]
+    touched = [k for k in keys if k in state.ledgers]
+    signature = None
+    if not touched:
+        # Untouched clusters with equal pools give equal answers: ask once.
+        signature = tuple(
+            tuple((pool, id(match), state.pool_nodes[(name, pool)]) for pool, match in pools)
+            for pools in per_role
+        )
+        hit = memo.fresh_fits.get(signature)
+        if hit is not None:
+            return hit
+    saved = {k: state.ledgers[k].snapshot() for k in touched}
+    fits = try_place(state, name, per_role) is not None
+    for k in keys:
+        if k in saved:
+            state.ledgers[k].restore(saved[k])
+        else:
+            state.ledgers.pop(k, None)
+    if signature is not None:
+        memo.fresh_fits[signature] = fits
+    return fits
+
+
+def _free_nodes(state: CycleState, key: PoolKey, match: RoleMatch, role: RoleDef) -> int:
+    """Nodes of a pool that could take one more worker of this role."""
+    led = state.ledgers.get(key)
+    if led is not None:
+        return led.free_for(match.demands, role.nodes_per_worker)
+    return state.pool_nodes[key]  # an untouched pool: every node is free
+
+
+def _needs_text(state: CycleState, key: PoolKey, match: RoleMatch, role: RoleDef) -> str:
+    memo = state.rules.get(EXPLAIN, _Memo)
+    shape = state.pool_shapes[key]
+    cache_key = (id(shape), role.role)
+    text = memo.texts.get(cache_key)
+    if text is None:
+        devices = _demand_text(shape, match.demand)
+        text = memo.texts[cache_key] = words.needs_nodes(role.nodes, role.nodes_per_worker, devices)
+    return text
+
+
+def _role_pools(state: CycleState, name: str, role: RoleDef) -> tuple[list[PoolVerdict], list[str]]:
+    """Verdicts of every pool of a cluster for one role, and each matched pool's free nodes."""
+    pools: list[PoolVerdict] = []
+    frees: list[str] = []
+    for pool, match in state.matches.get((name, role.role), ()):
+        free, message = 0, match.message
+        if match.matched:
+            free = _free_nodes(state, (name, pool), match, role)
+            message = _needs_text(state, (name, pool), match, role) + f"; {free} free"
+            frees.append(f"{pool} {free}")
+        pools.append(
+            PoolVerdict(pool, role.role, match.matched, match.requests, role.nodes, free, message)
+        )
+    return pools, frees
+
+
+def _unknown_pools(state: CycleState, name: str, role: RoleDef) -> list[PoolVerdict]:
+    """Verdicts of a cluster's unknown pools: nothing new is matched against them."""
+    return [
+        PoolVerdict(
+            p.name,
+            role.role,
+            False,
+            (),
+            role.nodes,
+            0,
+            words.unknown_pool(p.unknown.reason, p.unknown.message),
+        )
+        for p in state.inp.clusters[name].pools
+        if p.unknown is not None
+    ]
+
+
+def _no_match_text(state: CycleState, name: str) -> str:
+    failing = []
+    for role in state.roles:
+        ms = state.matches.get((name, role.role), [])
+        if not any(m.matched for _, m in ms):
+            first = next(((p, m.message) for p, m in ms), None)
+            failing.append(words.no_pool_matches(role.path, first))
+    return "; ".join(failing)
+
+
+def _verdict(state: CycleState, name: str) -> ClusterVerdict:
+    if state.invalid:
+        paths = tuple(p for p, _ in state.invalid)
+        why = words.rejection_text(Rejection("InvalidNodeSelector", paths))
+        return ClusterVerdict(name, False, "InvalidNodeSelector", why)
+    per_role = state.options[name] if name in state.options else candidates(state, name)
+    fits = per_role is not None and name not in state.full and _fits_one_more(state, name, per_role)
+    pools: list[PoolVerdict] = []
+    short: list[str] = []
+    unknown = state.inp.clusters[name].has_unknown_pools
+    for role in state.roles:
+        role_pools, frees = _role_pools(state, name, role)
+        pools.extend(role_pools)
+        if unknown:
+            pools.extend(_unknown_pools(state, name, role))
+        if frees:
+            short.append(words.role_short(role.role, role.nodes, frees))
+    if per_role is None:
+        return ClusterVerdict(
+            name, False, "NoMatchingPool", _no_match_text(state, name), tuple(pools)
+        )
+    if not fits:
+        return ClusterVerdict(name, False, "InsufficientCapacity", "; ".join(short), tuple(pools))
+    return ClusterVerdict(name, True, None, "", tuple(pools))
+
+
+def explain(state: CycleState) -> None:
+    """A verdict for every InferenceCluster: why it can (not) take another replica."""
+    for name in state.inp.clusters:
+        if name not in state.verdicts:
+            state.verdicts[name] = _verdict(state, name)

@@ -1,0 +1,138 @@
+"""Steps that place new replicas: the ledger and the fill (SPEC §3.5, §3.6)."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import defaultdict
+
+from modelplane.scheduling.ledger import PoolLedger
+from modelplane.scheduling.matching import RoleMatch, observed_demand
+from modelplane.scheduling.names import replica_name
+from modelplane.scheduling.scores import SCORES
+from modelplane.scheduling.state import Charge, CycleState, PoolKey, PoolOptions, Slot
+from modelplane.scheduling.types import RoleAssignment
+
+Order = tuple[int, int, str, str, str]
+
+
+def build_ledger(state: CycleState) -> None:
+    """Charge every pool with what other deployments and our kept replicas hold.
+
+    Other deployments' replicas are charged from their observed requests (losers
+    of contention included, until their owner withdraws them); this deployment's
+    dropped and withdrawn replicas are not charged. Charges are replayed in
+    contention order (Ready first, then oldest).
+    """
+    charges: list[tuple[Order, str, Charge]] = []
+    for r in state.others:
+        if r.cluster not in state.inp.candidates:
+            continue
+        for role in r.roles:
+            shape = state.pool_shapes.get((r.cluster, role.pool))
+            if shape is not None:
+                demand = observed_demand(shape, role.request_key, state.ev)
+                charge = Charge(role.pool, demand, role.nodes_per_worker, role.workers)
+                charges.append((r.order, r.cluster, charge))
+    for s in state.slots:
+        charges.extend((s.order, s.cluster, ch) for ch in s.charges)
+    charges.sort(key=lambda t: t[0])
+    for _, cluster, ch in charges:
+        led = state.ledger((cluster, ch.pool))
+        if led is not None:
+            led.place(ch.demands, ch.nodes_per_worker, ch.workers, force=True)
+
+
+def candidates(state: CycleState, cluster: str) -> PoolOptions | None:
+    """Matched pools per role on a cluster, or None when some role has none."""
+    per_role = []
+    for role in state.roles:
+        pools = [(p, m) for p, m in state.matches.get((cluster, role.role), ()) if m.matched]
+        if not pools:
+            return None
+        per_role.append(pools)
+    return per_role
+
+
+def _try_combo(state: CycleState, cluster: str, combo: tuple[tuple[str, RoleMatch], ...]) -> bool:
+    """Charge one pool combination; on failure roll every touched ledger back."""
+    ledgers: dict[PoolKey, PoolLedger | None] = {
+        k: state.ledger(k) for k in sorted({(cluster, pool) for pool, _ in combo})
+    }
+    saved = {k: led.snapshot() for k, led in ledgers.items() if led is not None}
+    for role, (pool, match) in zip(state.roles, combo, strict=True):
+        led = ledgers[(cluster, pool)]
+        if led is None or not led.place(
+            match.demands, role.nodes_per_worker, role.workers, force=False
+        ):
+            for k, snap in saved.items():
+                restored = ledgers[k]
+                assert restored is not None
+                restored.restore(snap)
+            return False
+    return True
+
+
+def try_place(
+    state: CycleState, cluster: str, per_role: PoolOptions
+) -> list[tuple[str, RoleMatch]] | None:
+    """Charge one new replica on `cluster` (both roles there); None when it does not fit.
+
+    Pool combinations are tried in pool-name order; a failed try is rolled back.
+    """
+    for combo in itertools.product(*per_role):
+        if _try_combo(state, cluster, combo):
+            return list(combo)
+    return None
+
+
+def _key(state: CycleState, cluster: str) -> tuple[tuple[int, ...], str]:
+    return tuple([rule.score(state.rules, cluster) for rule in SCORES]), cluster
+
+
+def _place(state: CycleState, cluster: str, combo: list[tuple[str, RoleMatch]], index: int) -> None:
+    roles = tuple(
+        RoleAssignment(role.role, pool, match.resolved, role.nodes)
+        for role, (pool, match) in zip(state.roles, combo, strict=True)
+    )
+    name = replica_name(state.inp.namespace, state.inp.name, cluster, index)
+    state.slots.append(Slot(cluster, index, name, roles, (), False))
+    for rule in SCORES:
+        rule.placed(state.rules, cluster)
+
+
+def fill(state: CycleState) -> None:
+    """Place the shortfall one replica at a time on the best-scored cluster that fits.
+
+    New replicas are identical and the ledger only shrinks during fill, so a
+    cluster that cannot take one cannot take a later one either: it leaves the
+    heap for good. Ties on score go to the cluster first by name.
+    """
+    shortfall = state.inp.spec.replicas - len(state.slots)
+    if shortfall <= 0 or state.invalid:
+        return
+    for s in state.slots:
+        for rule in SCORES:
+            rule.placed(state.rules, s.cluster)
+    used: dict[str, set[int]] = defaultdict(set)
+    for r in state.own:
+        used[r.cluster].add(r.index)
+    heap = []
+    for cluster in state.schedulable:
+        state.options[cluster] = candidates(state, cluster)
+        if state.options[cluster] is not None:
+            heap.append(_key(state, cluster))
+    heapq.heapify(heap)
+    while shortfall > 0 and heap:
+        _, cluster = heapq.heappop(heap)
+        per_role = state.options[cluster]
+        assert per_role is not None
+        combo = try_place(state, cluster, per_role)
+        if combo is None:
+            state.full.add(cluster)
+            continue
+        index = next(i for i in itertools.count() if i not in used[cluster])
+        used[cluster].add(index)
+        _place(state, cluster, combo, index)
+        shortfall -= 1
+        heapq.heappush(heap, _key(state, cluster))

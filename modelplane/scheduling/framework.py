@@ -1,0 +1,174 @@
+"""The scheduler's seams, in the shape of kube-scheduler's framework.
+
+One cycle reads a typed `ScheduleInput` and runs named steps over one
+`CycleState`. Behaviour that varies by policy is a *rule* object registered in
+a tuple (`modelplane.scheduling.filters.FILTERS`, `scores.SCORES`):
+
+- a `ClusterFilter` answers two questions about one cluster, each with its own
+  reason code: `admit` — may a new replica go here? — and `evict` — must an
+  existing replica leave? The answers differ: a NoSchedule taint repels new
+  replicas but keeps existing ones.
+- a `ClusterScore` orders the fill: the cluster with the lowest score tuple
+  (rules in registration order, then the cluster name) takes the next replica.
+
+A rule keeps whatever it computes under its own key (`CycleState.rule_state`)
+rather than in new CycleState fields, so adding a rule touches only its module,
+its registration and its test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from modelplane.api.common import Toleration
+from modelplane.api.model_deployment import ModelDeploymentSpec
+from modelplane.api.objects import label_value
+from modelplane.api.readers import (
+    ObservedInferenceCluster,
+    ObservedModelReplica,
+    read_inference_cluster,
+    read_model_replica,
+)
+from modelplane.scheduling.labels import selector_matches
+from modelplane.scheduling.types import ClusterReason, EvictReason
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ScheduleInput:
+    """Everything one scheduling cycle knows, read and typed once.
+
+    `clusters` is every InferenceCluster by name (sorted); `candidates` the
+    names `spec.clusterSelector` selects; `replicas` every ModelReplica of the
+    fleet (unique by namespace/name). `caches` names the ModelCaches found in
+    the deployment's namespace, or is None when they were not looked up.
+    """
+
+    namespace: str
+    name: str
+    spec: ModelDeploymentSpec
+    clusters: Mapping[str, ObservedInferenceCluster]
+    candidates: frozenset[str]
+    replicas: tuple[ObservedModelReplica, ...]
+    caches: frozenset[str] | None = None
+    tolerations: tuple[Toleration, ...] = ()  # the deployment's (spec.tolerations)
+    missing_caches: tuple[str, ...] = ()  # names in spec.caches looked up and not found
+
+
+def _unique_clusters(objects: Sequence[Mapping[str, Any]]) -> dict[str, ObservedInferenceCluster]:
+    parsed: dict[str, ObservedInferenceCluster] = {}
+    for obj in objects:
+        cl = read_inference_cluster(obj)
+        # Names are unique in a real fleet; keep a deterministic one if not.
+        if cl is not None and (cl.name not in parsed or repr(cl) < repr(parsed[cl.name])):
+            parsed[cl.name] = cl
+    return {k: parsed[k] for k in sorted(parsed)}
+
+
+def _unique_replicas(
+    objects: Sequence[Mapping[str, Any]], by_label: Mapping[str, str]
+) -> tuple[ObservedModelReplica, ...]:
+    unique: dict[tuple[str, str], ObservedModelReplica] = {}
+    for obj in objects:
+        r = read_model_replica(obj, by_label)
+        if r is None:
+            continue
+        key = (r.namespace, r.name)
+        # Object names are unique in a real fleet; keep a deterministic one if not.
+        if key not in unique or repr(r) < repr(unique[key]):
+            unique[key] = r
+    return tuple(unique[k] for k in sorted(unique))
+
+
+def read_input(
+    deployment: Mapping[str, Any],
+    clusters: Sequence[Mapping[str, Any]],
+    replicas: Sequence[Mapping[str, Any]],
+    caches: Collection[str] | None = None,
+) -> ScheduleInput:
+    """Read raw objects into a ScheduleInput (the deployment is already validated)."""
+    meta = deployment.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    spec = ModelDeploymentSpec.model_validate(dict(deployment.get("spec") or {}))
+    parsed = _unique_clusters(clusters)
+    by_label = {label_value(k): k for k in sorted(parsed, reverse=True)}
+    found = None if caches is None else frozenset(caches)
+    missing = (
+        () if found is None else tuple(x.name for x in spec.caches or () if x.name not in found)
+    )
+    return ScheduleInput(
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name") or ""),
+        spec=spec,
+        clusters=parsed,
+        candidates=frozenset(
+            k for k, cl in parsed.items() if selector_matches(spec.cluster_selector, cl.labels)
+        ),
+        replicas=_unique_replicas(replicas, by_label),
+        caches=found,
+        tolerations=tuple(spec.tolerations or ()),
+        missing_caches=missing,
+    )
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A filter's answer when it refuses: a reason code and the names/numbers behind it."""
+
+    reason: ClusterReason
+    detail: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Eviction:
+    """A filter's answer when an existing replica must leave: a code and its details."""
+
+    reason: EvictReason
+    detail: tuple[str, ...] = ()
+
+
+@dataclass
+class RuleStates:
+    """Per-rule state: each rule keeps what it computes under its own key."""
+
+    _by_rule: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, rule: str, factory: Callable[[], T]) -> T:
+        """The state of `rule`, created by `factory` on first use."""
+        state: T | None = self._by_rule.get(rule)
+        if state is None:
+            state = self._by_rule[rule] = factory()
+        return state
+
+
+class ClusterFilter(Protocol):
+    """A cluster filter: may a new replica go here, and must an existing one leave?"""
+
+    name: str
+
+    def admit(self, inp: ScheduleInput, cluster: ObservedInferenceCluster) -> Rejection | None:
+        """None when a new replica may be placed on `cluster`, else why not."""
+
+    def evict(
+        self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica
+    ) -> Eviction | None:
+        """None when `replica` may stay on `cluster`, else why it must leave."""
+
+
+class ClusterScore(Protocol):
+    """A score rule: orders the clusters the fill places the next replica on (lower first).
+
+    A score may depend only on the cluster's own state: after a placement the
+    fill re-scores just the cluster that took it.
+    """
+
+    name: str
+
+    def score(self, states: RuleStates, cluster: str) -> int:
+        """The cluster's score now."""
+
+    def placed(self, states: RuleStates, cluster: str) -> None:
+        """Note that one replica (new or kept) now counts on `cluster`."""

@@ -1,0 +1,270 @@
+"""Steps over existing replicas: contention, retain and scale down (SPEC §3.3, §3.4, §3.7)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from modelplane.api.model_replica import ResolvedDeviceRequest
+from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica, ObservedRole
+from modelplane.scheduling import words
+from modelplane.scheduling.filters import FILTERS
+from modelplane.scheduling.framework import Eviction
+from modelplane.scheduling.ledger import PoolLedger
+from modelplane.scheduling.matching import RoleDef, match_role, observed_demand, unparsable
+from modelplane.scheduling.state import Charge, CycleState, PoolKey, Slot
+from modelplane.scheduling.types import (
+    RoleAssignment,
+    Unverifiable,
+    UnverifiableCause,
+    Withdrawal,
+)
+
+# ── Contention ──────────────────────────────────────────────────────────────
+
+Holders = dict[PoolKey, list[tuple[ObservedModelReplica, list[ObservedRole]]]]
+
+
+def _holders(state: CycleState, replicas: Sequence[ObservedModelReplica]) -> Holders:
+    by_pool: Holders = defaultdict(list)
+    for r in replicas:
+        if r.cluster not in state.inp.candidates:
+            continue
+        grouped: dict[str, list[ObservedRole]] = defaultdict(list)
+        for role in r.roles:
+            grouped[role.pool].append(role)
+        for pool, roles in grouped.items():
+            if (r.cluster, pool) in state.pool_shapes:
+                by_pool[(r.cluster, pool)].append((r, roles))
+    return by_pool
+
+
+def resolve_contention(state: CycleState) -> None:
+    """Decide, from observed state alone, which replicas lose an oversubscribed pool.
+
+    Holders are charged in a fleet-wide order (Ready first, then oldest, then
+    namespace/name); a not-yet-Ready holder that no longer fits loses. Every
+    deployment computes the same verdict from the same state; only the owner acts
+    on it. Ready holders are always charged and never lose.
+    """
+    everyone = sorted([*state.own, *state.others], key=lambda r: r.order)
+    for key, holders in sorted(_holders(state, everyone).items()):
+        shape = state.pool_shapes[key]
+        led = PoolLedger(shape.cap, state.pool_nodes[key])
+        for r, roles in holders:
+            saved = led.snapshot()
+            fits = all(
+                led.place(
+                    observed_demand(shape, role.request_key, state.ev),
+                    role.nodes_per_worker,
+                    role.workers,
+                    force=r.ready,
+                )
+                for role in roles
+            )
+            if not fits:
+                led.restore(saved)
+                state.losers.setdefault((r.namespace, r.name), key[1])
+
+
+# ── Retain ──────────────────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """Whether an existing replica leaves, and whether its place could be verified."""
+
+    eviction: Eviction | None = None
+    verified: bool = False  # its pools were matched: re-resolve its requests from them
+    unverifiable: tuple[Unverifiable, ...] = ()
+
+
+def _unverifiable(
+    r: ObservedModelReplica, pool: str, class_name: str, cause: UnverifiableCause, detail: str = ""
+) -> Unverifiable:
+    return Unverifiable(r.name, r.cluster, r.index, pool, class_name, cause, detail)
+
+
+def _check_role(
+    state: CycleState, cl: ObservedInferenceCluster, r: ObservedModelReplica, role: RoleDef
+) -> Eviction | Unverifiable | None:
+    """Whether one role's pinned pool verifiably matches (None), verifiably not, or unknown."""
+    observed = r.role(role.role)
+    assert observed is not None
+    pool = cl.pool(observed.pool)
+    if pool is None:
+        if cl.pools_unreadable:
+            return _unverifiable(r, observed.pool, "", "PoolsUnreadable")
+        return Eviction("PoolGone", (observed.pool, r.cluster))
+    if pool.unknown is not None:
+        return _unverifiable(r, pool.name, pool.class_name, "PoolUnknown", pool.unknown.message)
+    shape = state.pool_shapes[(r.cluster, pool.name)]
+    bad = unparsable(shape, state.ev)
+    if bad is not None:
+        return _unverifiable(r, pool.name, pool.class_name, "DevicesUnparsable", bad)
+    match = match_role(role, shape, state.ev)
+    if not match.matched:
+        return Eviction("PoolMismatch", (pool.name, role.path, match.message))
+    return None
+
+
+def _check_pools(
+    state: CycleState, cl: ObservedInferenceCluster, r: ObservedModelReplica
+) -> Judgement:
+    if {x.role for x in r.roles} != {role.role for role in state.roles}:
+        return Judgement(Eviction("FormChanged"))
+    notes: list[Unverifiable] = []
+    for role in state.roles:
+        answer = _check_role(state, cl, r, role)
+        if isinstance(answer, Eviction):
+            return Judgement(answer)
+        if answer is not None:
+            notes.append(answer)
+    if not notes and not cl.ready:
+        pool = r.roles[0].pool
+        notes.append(_unverifiable(r, pool, _class_of(cl, pool), "ClusterNotReady"))
+    return Judgement(
+        verified=not any(n.cause != "ClusterNotReady" for n in notes), unverifiable=tuple(notes)
+    )
+
+
+def _class_of(cl: ObservedInferenceCluster, pool: str) -> str:
+    found = cl.pool(pool)
+    return found.class_name if found is not None else ""
+
+
+def judge(state: CycleState, r: ObservedModelReplica) -> Judgement:
+    """Keep an existing replica unless SPEC §3.3 names a reason to replace it.
+
+    A replica leaves only when its cluster is gone or a filter evicts it, when
+    it has no identity, or when its pool verifiably no longer matches. What
+    cannot be verified (an unknown pool, devices that do not parse, a NotReady
+    cluster) is kept and noted.
+    """
+    cl = state.inp.clusters.get(r.cluster)
+    if cl is None:
+        return Judgement(Eviction("ClusterGone", (r.cluster,)))
+    for rule in FILTERS:
+        eviction = rule.evict(state.inp, cl, r)
+        if eviction is not None:
+            return Judgement(eviction)
+    if r.index < 0:
+        return Judgement(Eviction("NoIndex"))
+    if not r.roles:
+        return Judgement(Eviction("NoPool"))
+    if state.invalid:
+        # Nothing to judge the pinned pool by: keep it (never tear down on doubt).
+        return Judgement()
+    if not cl.published:
+        pool = r.roles[0].pool
+        return Judgement(unverifiable=(_unverifiable(r, pool, "", "PoolsUnreadable"),))
+    return _check_pools(state, cl, r)
+
+
+def _observed_roles(
+    state: CycleState, r: ObservedModelReplica
+) -> tuple[tuple[RoleAssignment, ...], tuple[Charge, ...]]:
+    """Roles of a replica kept without re-matching (its place could not be verified)."""
+    nodes = {role.role: role.nodes for role in state.roles}
+    roles, charges = [], []
+    for obs in r.roles:
+        roles.append(
+            RoleAssignment(
+                obs.role,
+                obs.pool,
+                _resolved(obs),
+                nodes.get(obs.role, obs.nodes_per_worker * obs.workers),
+            )
+        )
+        shape = state.pool_shapes.get((r.cluster, obs.pool))
+        if shape is not None:
+            demand = observed_demand(shape, obs.request_key, state.ev)
+            charges.append(Charge(obs.pool, demand, obs.nodes_per_worker, obs.workers))
+    return tuple(roles), tuple(charges)
+
+
+def _resolved(obs: ObservedRole) -> tuple[ResolvedDeviceRequest, ...]:
+    resolved = []
+    for raw in obs.raw_requests:
+        try:
+            resolved.append(ResolvedDeviceRequest.model_validate(raw))
+        except ValidationError:
+            continue
+    return tuple(resolved)
+
+
+def _matched_roles(
+    state: CycleState, r: ObservedModelReplica
+) -> tuple[tuple[RoleAssignment, ...], tuple[Charge, ...]]:
+    """Roles of a replica whose pools were verified: requests resolved afresh."""
+    assignments, charges = [], []
+    for role in state.roles:
+        observed = r.role(role.role)
+        assert observed is not None
+        match = match_role(role, state.pool_shapes[(r.cluster, observed.pool)], state.ev)
+        assignments.append(RoleAssignment(role.role, observed.pool, match.resolved, role.nodes))
+        charges.append(Charge(observed.pool, match.demands, role.nodes_per_worker, role.workers))
+    return tuple(assignments), tuple(charges)
+
+
+def _withdraw(state: CycleState, r: ObservedModelReplica) -> bool:
+    lost = state.losers.get((r.namespace, r.name))
+    if lost is None or r.ready:
+        return False
+    state.withdrawn.append(
+        Withdrawal(r.cluster, r.index, lost, words.withdrawal_text(r.cluster, lost), name=r.name)
+    )
+    return True
+
+
+def retain(state: CycleState) -> None:
+    """Keep every existing replica where it is unless a replacement rule applies."""
+    seen: set[tuple[str, int]] = set()
+    for r in state.own:
+        verdict = judge(state, r)
+        eviction = verdict.eviction
+        if eviction is None and (r.cluster, r.index) in seen:
+            eviction = Eviction("Duplicate", (r.cluster, str(r.index)))
+        if eviction is not None:
+            state.evicted.append((r.name, eviction))
+            continue
+        seen.add((r.cluster, r.index))
+        if _withdraw(state, r):
+            continue
+        state.unverifiable.extend(verdict.unverifiable)
+        roles, charges = (_matched_roles if verdict.verified else _observed_roles)(state, r)
+        state.slots.append(Slot(r.cluster, r.index, r.name, roles, charges, True, r.ready, r.order))
+
+
+# ── Scale down ──────────────────────────────────────────────────────────────
+
+
+def scale_down(state: CycleState) -> None:
+    """Drop the highest-index replica on the most-loaded cluster until at `desired`.
+
+    Taking from the most-loaded cluster never empties a cluster holding a sole
+    replica while another holds several. Ties go to the cluster last by name,
+    the mirror of fill's first-by-name.
+    """
+    excess = len(state.slots) - state.inp.spec.replicas
+    if excess <= 0:
+        return
+    by_cluster: dict[str, list[Slot]] = defaultdict(list)
+    for s in state.slots:
+        by_cluster[s.cluster].append(s)
+    for slots in by_cluster.values():
+        slots.sort(key=lambda s: s.index)
+    dropped: set[int] = set()
+    for _ in range(excess):
+        cluster = max(by_cluster, key=lambda k: (len(by_cluster[k]), k))
+        slot = by_cluster[cluster].pop()
+        if not by_cluster[cluster]:
+            del by_cluster[cluster]
+        dropped.add(id(slot))
+        state.scaled_down.append(slot.name)
+    state.slots = [s for s in state.slots if id(s) not in dropped]
+    kept = {s.name for s in state.slots}
+    state.unverifiable = [u for u in state.unverifiable if u.name in kept]

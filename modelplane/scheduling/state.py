@@ -1,0 +1,104 @@
+"""The one state a scheduling cycle reads and writes (kube-scheduler's CycleState)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from modelplane.api.readers import ObservedModelReplica
+from modelplane.scheduling.framework import Eviction, RuleStates, ScheduleInput
+from modelplane.scheduling.ledger import PoolLedger, Vector
+from modelplane.scheduling.matching import Evaluator, Request, RoleDef, RoleMatch, Shape, Shapes
+from modelplane.scheduling.types import ClusterVerdict, RoleAssignment, Unverifiable, Withdrawal
+
+PoolKey = tuple[str, str]  # (cluster, pool)
+PoolOptions = list[list[tuple[str, RoleMatch]]]  # matched pools per role of one cluster
+
+
+@dataclass(frozen=True)
+class Charge:
+    """What one role of one replica holds in a pool."""
+
+    pool: str
+    demands: tuple[Vector, ...]
+    nodes_per_worker: int
+    workers: int
+
+
+@dataclass
+class Slot:
+    """A replica of the deployment being scheduled, kept or newly placed."""
+
+    cluster: str
+    index: int
+    name: str
+    roles: tuple[RoleAssignment, ...]
+    charges: tuple[Charge, ...]
+    retained: bool
+    ready: bool = False
+    order: tuple[int, int, str, str, str] = (1, 1, "", "", "")
+
+
+@dataclass
+class CycleState:
+    """Everything the steps share. Rules keep their own state in `rules`, not here."""
+
+    inp: ScheduleInput
+    roles: tuple[RoleDef, ...]
+    own: list[ObservedModelReplica]  # this deployment's replicas, by (cluster, index)
+    others: list[ObservedModelReplica]  # everyone else's, in contention order
+    shapes: Shapes = field(default_factory=Shapes)
+    ev: Evaluator = field(default_factory=Evaluator)
+    rules: RuleStates = field(default_factory=RuleStates)
+    verdicts: dict[str, ClusterVerdict] = field(default_factory=dict)
+    schedulable: list[str] = field(default_factory=list)  # may take new replicas
+    invalid: list[tuple[str, str]] = field(default_factory=list)  # (field path, compiler error)
+    pool_shapes: dict[PoolKey, Shape] = field(default_factory=dict)  # known pools only
+    pool_nodes: dict[PoolKey, int] = field(default_factory=dict)
+    matches: dict[tuple[str, str], list[tuple[str, RoleMatch]]] = field(default_factory=dict)
+    losers: dict[tuple[str, str], str] = field(default_factory=dict)  # (ns, name) -> pool
+    slots: list[Slot] = field(default_factory=list)
+    evicted: list[tuple[str, Eviction]] = field(default_factory=list)
+    unverifiable: list[Unverifiable] = field(default_factory=list)
+    withdrawn: list[Withdrawal] = field(default_factory=list)
+    scaled_down: list[str] = field(default_factory=list)
+    ledgers: dict[PoolKey, PoolLedger] = field(default_factory=dict)
+    full: set[str] = field(default_factory=set)  # clusters that cannot take one more
+    options: dict[str, PoolOptions | None] = field(default_factory=dict)
+
+    def ledger(self, key: PoolKey) -> PoolLedger | None:
+        """The pool's ledger, created on first use; None for a pool not matched against."""
+        led = self.ledgers.get(key)
+        if led is None:
+            shape = self.pool_shapes.get(key)
+            if shape is None:
+                return None
+            led = self.ledgers[key] = PoolLedger(shape.cap, self.pool_nodes[key])
+        return led
+
+
+def role_defs(inp: ScheduleInput) -> tuple[RoleDef, ...]:
+    """The deployment's roles as the matcher sees them."""
+    return tuple(
+        RoleDef(
+            role=name,
+            path=role.node_selector_path,
+            requests=tuple(
+                Request(d.name, d.count, tuple(s.cel for s in d.selectors))
+                for d in role.node_selector.devices
+            ),
+            nodes_per_worker=role.workers.topology.nodes_per_worker,
+            workers=role.workers.count,
+        )
+        for name, role in inp.spec.roles().items()
+    )
+
+
+def new_state(inp: ScheduleInput) -> CycleState:
+    """The cycle's state: this deployment's replicas apart from everyone else's."""
+    own: list[ObservedModelReplica] = []
+    others: list[ObservedModelReplica] = []
+    for r in inp.replicas:
+        (own if r.belongs_to(inp.namespace, inp.name) else others).append(r)
+    own.sort(key=lambda r: (r.cluster, r.index, r.order))
+    others.sort(key=lambda r: r.order)
+    return CycleState(inp=inp, roles=role_defs(inp), own=own, others=others)

@@ -1,0 +1,336 @@
+"""Words for the scheduler's verdicts: the one place codes and numbers become text.
+
+The scheduler's steps and rules decide with reason codes and numbers
+(`framework.Rejection`, `framework.Eviction`, `types.Unverifiable`, the
+verdict dataclasses). This module turns them into the text of conditions,
+events, `status.unschedulable` and the CLI, so a verdict reads the same
+wherever it is shown. Two registers exist on purpose: a short one for
+one-line summaries (`device_summary`: `gpu: selectors[1] is false`) and a
+full one for explanations (`device_message`: the selector's expression).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from modelplane.api.readers import GPU_POOLS_PATH
+from modelplane.api.roles import role_label
+from modelplane.scheduling.framework import Eviction, Rejection
+from modelplane.scheduling.types import (
+    ClusterVerdict,
+    DeviceVerdict,
+    PoolVerdict,
+    RequestVerdict,
+    Unverifiable,
+    Withdrawal,
+)
+
+ELLIPSIS = "…"
+
+
+def truncate(text: str, limit: int) -> str:
+    """Cut `text` to at most `limit` characters, marking the cut with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - len(ELLIPSIS))] + ELLIPSIS
+
+
+# ── Filters ─────────────────────────────────────────────────────────────────
+
+_REJECTIONS = {
+    "NotSelected": lambda d: "labels do not match spec.clusterSelector",
+    "Tainted": lambda d: "untolerated taint " + ", ".join(d),
+    "NotReady": lambda d: (
+        f"cluster publishes no GPU pools ({GPU_POOLS_PATH})"
+        if d == ("no-pools",)
+        else "cluster is not Ready"
+    ),
+    "WaitingForCache": lambda d: (
+        f"spec.caches: ModelCache {', '.join(d)} not found; new replicas are held until it exists"
+    ),
+    "InvalidNodeSelector": lambda d: "the node selector does not compile: " + "; ".join(d),
+}
+
+
+def rejection_text(r: Rejection) -> str:
+    """Why a filter refused a cluster, in one line."""
+    render = _REJECTIONS.get(r.reason)
+    return render(r.detail) if render is not None else r.reason
+
+
+_EVICTIONS = {
+    "ClusterGone": lambda d: f"cluster {d[0]} no longer exists",
+    "Deselected": lambda d: f"cluster {d[0]} no longer matches spec.clusterSelector",
+    "NoExecuteTaint": lambda d: f"cluster {d[0]} has untolerated taint {d[1]}",
+    "NoIndex": lambda d: "replica has no index",
+    "NoPool": lambda d: "replica names no node pool",
+    "FormChanged": lambda d: "the deployment changed between unified and disaggregated serving",
+    "PoolGone": lambda d: f"pool {d[0]} is no longer published by cluster {d[1]}",
+    "PoolMismatch": lambda d: f"pool {d[0]} no longer matches {d[1]}: {d[2]}",
+    "Duplicate": lambda d: f"duplicate of replica ({d[0]}, {d[1]})",
+}
+
+
+def eviction_text(e: Eviction) -> str:
+    """Why an existing replica must leave its place, in one line."""
+    return _EVICTIONS[e.reason](e.detail)
+
+
+def withdrawal_text(cluster: str, pool: str) -> str:
+    """Why a not-yet-Ready replica is withdrawn from an oversubscribed pool."""
+    return (
+        f"pool {pool} on cluster {cluster} is oversubscribed and older or "
+        "Ready replicas keep their place"
+    )
+
+
+_CAUSES = {
+    "ClusterNotReady": "cluster {cluster} is not Ready",
+    "PoolUnknown": "pool {pool} is published as unknown",
+    "DevicesUnparsable": "a device of pool {pool} does not parse",
+    "PoolsUnreadable": "pool {pool} is not listed and some published pools could not be read",
+}
+
+
+def unverifiable_text(u: Unverifiable) -> str:
+    """Why an existing replica is kept without verification, naming cluster, pool and class."""
+    klass = f" (class {u.class_name})" if u.class_name else ""
+    why = _CAUSES[u.cause].format(cluster=u.cluster, pool=u.pool)
+    detail = f": {u.detail}" if u.detail else ""
+    return (
+        f"replica {u.name} on cluster {u.cluster}, pool {u.pool}{klass}: kept, its placement "
+        f"cannot be verified ({why}{detail}); no new replica goes there"
+    )
+
+
+# ── Device matching (short register, for summaries) ─────────────────────────
+
+
+def device_summary(v: DeviceVerdict) -> str:
+    """One device's outcome for a request, short: `gpu: selectors[1] is false`."""
+    for i, s in enumerate(v.selectors):
+        if s.error is not None:
+            return f"{v.device}: selectors[{i}] errored: {s.error}"
+        if s.value is not True:
+            return f"{v.device}: selectors[{i}] is false"
+    if v.insufficient_count is not None:
+        need, have = v.insufficient_count
+        return f"{v.device}: needs {need}, {have} unconsumed"
+    return f"{v.device}: matches"
+
+
+def no_selector_match(devices: Sequence[DeviceVerdict]) -> str:
+    """A request no device of the pool satisfies."""
+    return "no device satisfies every selector (" + "; ".join(map(device_summary, devices)) + ")"
+
+
+def not_enough_devices(devices: Sequence[DeviceVerdict]) -> str:
+    """A request whose matching devices ran out of count."""
+    short = [device_summary(v) for v in devices if v.insufficient_count is not None]
+    return "not enough devices (" + "; ".join(short) + ")"
+
+
+def request_failed(request: str, message: str) -> str:
+    """Prefix a request's failure with its name."""
+    return f"request {request}: {message}"
+
+
+SYNTHETIC_ONLY = "resolves to Synthetic devices only; a pool must provide at least one DRA device"
+NO_ASSIGNMENT = "no assignment of devices satisfies every request"
+
+
+def unknown_pool(reason: str, message: str) -> str:
+    """A published pool that cannot be matched against."""
+    return f"pool is unknown ({reason}): {message}"
+
+
+def no_pool_matches(path: str, first: tuple[str, str] | None) -> str:
+    """No pool of a cluster matches a role, with the first pool's reason."""
+    detail = f": pool {first[0]}: {first[1]}" if first else ""
+    return f"no pool matches {path}{detail}"
+
+
+def needs_nodes(nodes: int, nodes_per_worker: int, devices: str) -> str:
+    """What one replica's role needs of a pool."""
+    if nodes_per_worker > 1:
+        # A multi-node worker takes whole nodes.
+        return f"needs {nodes} whole node(s)"
+    return f"needs {nodes} node(s) with {devices} free on each"
+
+
+def role_short(role: str, nodes: int, frees: Sequence[str]) -> str:
+    """A role's need against each matching pool's free nodes."""
+    return f"{role} needs {nodes} node(s); free: {', '.join(frees)}"
+
+
+# ── Verdicts (full register, for status and the CLI) ────────────────────────
+
+
+def device_message(d: DeviceVerdict) -> str:
+    """Why one device did not satisfy a request ("" when it did)."""
+    if d.matched:
+        return ""
+    for s in d.selectors:
+        if s.error is not None:
+            return f"device {d.device}: selector {s.expression!r} errored: {s.error}"
+        if s.value is False:
+            return f"device {d.device}: selector {s.expression!r} is false"
+    if d.insufficient_count is not None:
+        needed, available = d.insufficient_count
+        return f"device {d.device}: needs {needed}, only {available} unconsumed"
+    return f"device {d.device}: does not match"
+
+
+def device_rank(d: DeviceVerdict) -> int:
+    """The closest miss first: short of count, then a false selector, then an error."""
+    # A device short of count passed every selector; a false selector is a real
+    # mismatch; an error is usually a selector written for another driver's device.
+    if d.insufficient_count is not None:
+        return 0
+    if any(s.value is False for s in d.selectors):
+        return 1
+    return 2
+
+
+def could_match(r: RequestVerdict) -> bool:
+    """Whether a request reported unmatched only because the pool failed on another one."""
+    return not r.message and any(d.matched for d in r.devices)
+
+
+def request_message(r: RequestVerdict) -> str:
+    """Why one device request did not resolve in a pool, by its closest miss ("" if it did)."""
+    if r.matched or could_match(r):
+        return ""
+    misses = sorted((d for d in r.devices if not d.matched), key=device_rank)
+    if misses:
+        return f"request {r.request}: {device_message(misses[0])}"
+    return f"request {r.request}: {r.message or 'no device matches'}"
+
+
+def pool_message(p: PoolVerdict) -> str:
+    """Why one pool cannot take the role ("" when it can)."""
+    if p.matched and p.free_nodes >= p.needed_nodes:
+        return ""
+    if not p.matched:
+        failing = [m for m in (request_message(r) for r in p.requests) if m]
+        if failing:
+            return "; ".join(failing)
+    return p.message or (
+        "devices do not match"
+        if not p.matched
+        else f"needs {p.needed_nodes} nodes, {p.free_nodes} free"
+    )
+
+
+def _pool_parts(v: ClusterVerdict, unmatched_only: bool) -> list[str]:
+    parts = []
+    for p in v.pools:
+        if unmatched_only and p.matched:
+            continue
+        m = pool_message(p)
+        if m:
+            parts.append(f"pool {p.pool}{role_label(p.role)}: {m}")
+    return parts
+
+
+def cluster_message(v: ClusterVerdict) -> str:
+    """One line saying why a cluster could not take a replica.
+
+    A device mismatch is spelled out from the verdicts (request, device and
+    the selector expression that was false or errored); otherwise the
+    scheduler's own message says it best.
+    """
+    if v.reason == "NoMatchingPool" and v.pools:
+        parts = _pool_parts(v, unmatched_only=True)
+        if parts:
+            return "; ".join(parts)
+    if v.message:
+        return v.message
+    return "; ".join(_pool_parts(v, unmatched_only=False)) or (v.reason or "rejected")
+
+
+# ── The deployment's condition and events ───────────────────────────────────
+
+
+def names(items: Sequence[str], first: int = 3) -> str:
+    """A short list: the first few names, then how many more."""
+    if len(items) > first:
+        return f"{', '.join(items[:first])} and {len(items) - first} more"
+    return ", ".join(items)
+
+
+def rejections(verdicts: Iterable[ClusterVerdict]) -> list[ClusterVerdict]:
+    """Rejecting clusters, the informative ones first: label mismatches say least."""
+    rejected = [v for v in verdicts if not v.eligible]
+    return sorted(rejected, key=lambda v: (v.reason == "NotSelected", v.cluster))
+
+
+def rejection_summary(verdicts: Iterable[ClusterVerdict]) -> str:
+    """Which clusters rejected the deployment, grouped by reason; details are in status."""
+    by_reason: dict[str, list[str]] = {}
+    for v in rejections(verdicts):
+        by_reason.setdefault(v.reason or "Rejected", []).append(v.cluster)
+    groups = [f"{reason} on {names(found)}" for reason, found in by_reason.items()]
+    return "; ".join(groups) + " (see status.unschedulable)"
+
+
+def cache_not_found(missing: Sequence[str], namespace: str) -> str:
+    """`CacheResolved=False`: the ModelCaches of spec.caches that do not exist."""
+    return (
+        f"spec.caches: ModelCache {', '.join(missing)} not found in namespace "
+        f"{namespace}; new replicas are held until it exists, existing ones are kept"
+    )
+
+
+def caches_found(found: Sequence[str]) -> str:
+    """`CacheResolved=True`."""
+    return f"ModelCache {', '.join(found)} found"
+
+
+def placed_summary(placed: int, desired: int) -> str:
+    """How many of the desired replicas have a place."""
+    return f"placed {placed} of {desired} replicas"
+
+
+def invalid_selectors(invalid: Sequence[tuple[str, str]], summary: str) -> str:
+    """Selectors that do not compile, by field path, and what is kept."""
+    listed = "; ".join(f"{path}: {err}" for path, err in invalid)
+    return f"{listed} (existing replicas are kept; {summary})"
+
+
+def cache_hold(summary: str, held: int, caches: Sequence[str]) -> str:
+    """New replicas held until the named ModelCaches exist."""
+    return f"{summary}: {held} new replica(s) held until ModelCache {', '.join(caches)} exists"
+
+
+def unverifiable_summary(summary: str, kept: Sequence[Unverifiable]) -> str:
+    """Replicas kept where their placement cannot be verified (each has its own event)."""
+    where = names([f"{u.cluster}/{u.pool}" for u in kept])
+    return (
+        f"{summary}; {len(kept)} kept where placement cannot be verified "
+        f"({where}): no new replica goes there until it can be"
+    )
+
+
+NO_CLUSTER_EXISTS = "no InferenceCluster exists"
+NO_CLUSTER_SELECTED = "no InferenceCluster matches spec.clusterSelector"
+
+
+def no_usable_cluster(verdicts: Iterable[ClusterVerdict]) -> str:
+    """Every candidate was refused before its pools were looked at."""
+    return "no Ready, selected cluster tolerates this deployment: " + rejection_summary(verdicts)
+
+
+def shortfall(summary: str, why: str) -> str:
+    """Replicas are missing, and why."""
+    return f"{summary}: {why}"
+
+
+def replaced_event(name: str, why: str) -> str:
+    """An existing replica is replaced."""
+    return f"{name}: {why}"
+
+
+def withdrawn_event(w: Withdrawal) -> str:
+    """A not-yet-Ready replica is withdrawn from an oversubscribed pool."""
+    return f"replica {w.cluster}/{w.index} withdrawn from pool {w.pool}: {w.message}"

@@ -1,0 +1,137 @@
+"""Each cluster filter on its own: admit (may a new replica go here) and evict
+(must an existing replica leave), with the reason code each answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from modelplane.api.readers import read_inference_cluster, read_model_replica
+from modelplane.scheduling.filters import (
+    FILTERS,
+    CacheFilter,
+    ClusterSelectorFilter,
+    ReadinessFilter,
+    TaintFilter,
+)
+from modelplane.scheduling.framework import ClusterFilter, Eviction, Rejection, read_input
+from tests.scheduling.schedfleet import L4, cluster, deployment, replica, request, resolved
+
+NODE_1X = [request("gpu", L4)]
+
+NOSCHED = {"key": "gpu-maint", "value": "true", "effect": "NoSchedule"}
+DRAIN = {"key": "drain", "effect": "NoExecute"}
+
+
+def _answer(
+    rule: ClusterFilter, cl: dict[str, Any], dep: dict[str, Any], caches: set[str] | None = None
+) -> tuple[Rejection | None, Eviction | None]:
+    inp = read_input(dep, [cl], [], caches)
+    observed = read_inference_cluster(cl)
+    assert observed is not None
+    r = read_model_replica(replica("llm", observed.name, 0, "l4", [resolved("gpu")]))
+    assert r is not None
+    return rule.admit(inp, observed), rule.evict(inp, observed, r)
+
+
+def test_the_registry_order_is_the_reporting_order() -> None:
+    assert [f.name for f in FILTERS] == ["ClusterSelector", "Taints", "Readiness", "Caches"]
+
+
+@pytest.mark.parametrize(
+    ("labels", "selector", "admit", "evict"),
+    [
+        ({"tier": "gold"}, None, None, None),
+        ({"tier": "gold"}, {"matchLabels": {"tier": "gold"}}, None, None),
+        (
+            {"tier": "dev"},
+            {"matchLabels": {"tier": "gold"}},
+            Rejection("NotSelected"),
+            Eviction("Deselected", ("a",)),
+        ),
+        (
+            {},
+            {"matchExpressions": [{"key": "tier", "operator": "Exists"}]},
+            Rejection("NotSelected"),
+            Eviction("Deselected", ("a",)),
+        ),
+    ],
+)
+def test_cluster_selector(
+    labels: dict[str, str],
+    selector: dict[str, Any] | None,
+    admit: Rejection | None,
+    evict: Eviction | None,
+) -> None:
+    dep = deployment(1, NODE_1X, selector=selector)
+    cl = cluster("a", {"l4": ("l4-1x", 1)}, labels=labels)
+    assert _answer(ClusterSelectorFilter(), cl, dep) == (admit, evict)
+
+
+@pytest.mark.parametrize(
+    ("taints", "tolerations", "admit", "evict"),
+    [
+        ([], [], None, None),
+        # NoSchedule repels new replicas but keeps existing ones.
+        ([NOSCHED], [], Rejection("Tainted", ("gpu-maint=true:NoSchedule",)), None),
+        (
+            [DRAIN],
+            [],
+            Rejection("Tainted", ("drain:NoExecute",)),
+            Eviction("NoExecuteTaint", ("a", "drain:NoExecute")),
+        ),
+        ([DRAIN], [{"key": "drain", "operator": "Exists"}], None, None),
+        (
+            [NOSCHED, DRAIN],
+            [{"key": "drain", "operator": "Exists", "effect": "NoExecute"}],
+            Rejection("Tainted", ("gpu-maint=true:NoSchedule",)),
+            None,
+        ),
+        ([NOSCHED], [{"operator": "Exists"}], None, None),
+    ],
+)
+def test_taints(
+    taints: list[dict[str, Any]],
+    tolerations: list[dict[str, Any]],
+    admit: Rejection | None,
+    evict: Eviction | None,
+) -> None:
+    dep = deployment(1, NODE_1X, tolerations=tolerations)
+    cl = cluster("a", {"l4": ("l4-1x", 1)}, taints=taints)
+    assert _answer(TaintFilter(), cl, dep) == (admit, evict)
+
+
+@pytest.mark.parametrize(
+    ("ready", "pools", "admit"),
+    [
+        (True, {"l4": ("l4-1x", 1)}, None),
+        (False, {"l4": ("l4-1x", 1)}, Rejection("NotReady", ("not-ready",))),
+        (True, {}, Rejection("NotReady", ("no-pools",))),
+    ],
+)
+def test_readiness_refuses_new_replicas_and_never_evicts(
+    ready: bool, pools: dict[str, tuple[str, int]], admit: Rejection | None
+) -> None:
+    cl = cluster("a", pools, ready=ready)
+    assert _answer(ReadinessFilter(), cl, deployment(1, NODE_1X)) == (admit, None)
+
+
+@pytest.mark.parametrize(
+    ("caches", "found", "admit"),
+    [
+        (None, None, None),
+        ([{"name": "w"}], None, None),  # not looked up: no opinion
+        ([{"name": "w"}], {"w"}, None),
+        ([{"name": "w"}], set(), Rejection("WaitingForCache", ("w",))),
+        ([{"name": "w"}], {"other"}, Rejection("WaitingForCache", ("w",))),
+    ],
+)
+def test_cache_holds_new_replicas_and_never_evicts(
+    caches: list[dict[str, str]] | None, found: set[str] | None, admit: Rejection | None
+) -> None:
+    dep = deployment(1, NODE_1X)
+    if caches is not None:
+        dep["spec"]["caches"] = caches
+    cl = cluster("a", {"l4": ("l4-1x", 1)})
+    assert _answer(CacheFilter(), cl, dep, found) == (admit, None)
