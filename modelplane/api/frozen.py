@@ -12,7 +12,10 @@ A composer that wants a mutable copy takes one (`dict(x)`, `thaw(x)`,
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar, cast
+
+T = TypeVar("T")
 
 
 def _refuse(self: object, *args: Any, **kwargs: Any) -> NoReturn:
@@ -23,9 +26,13 @@ def _refuse(self: object, *args: Any, **kwargs: Any) -> NoReturn:
 
 
 class FrozenDict(dict[str, Any]):
-    """A dict that cannot be changed after it is built."""
+    """A dict that cannot be changed after it is built.
 
-    __slots__ = ()
+    It can remember values derived from it (`memoized`): they cannot change either.
+    """
+
+    __slots__ = ("_memo",)
+    _memo: dict[str, Any]
 
     __setitem__ = __delitem__ = __ior__ = _refuse
     clear = pop = popitem = setdefault = update = _refuse
@@ -65,3 +72,22 @@ def thaw(value: Any) -> Any:
     if isinstance(value, list):
         return [thaw(v) for v in value]
     return value
+
+
+def memoized(obj: Any, key: str, derive: Callable[[Any], T]) -> T:
+    """`derive(obj)`, remembered on `obj` under `key` when `obj` is a FrozenDict.
+
+    A read-only object's derived values (a typed reading of it) never change,
+    so a decoded object seen by many calls is read once. Any other object is
+    read afresh every time. `derive` must return something its callers never
+    change.
+    """
+    if type(obj) is not FrozenDict:
+        return derive(obj)
+    try:
+        memo: dict[str, Any] = obj._memo
+    except AttributeError:
+        memo = obj._memo = {}
+    if key not in memo:
+        memo[key] = derive(obj)
+    return cast(T, memo[key])

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ValidationError
 
 from modelplane.api import constants as c
 from modelplane.api.common import Condition, format_validation_error
+from modelplane.api.frozen import memoized
 from modelplane.api.inference_class import Device
 from modelplane.api.inference_cluster import (
     GatewayRef,
@@ -282,6 +283,11 @@ def read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster |
     the cluster composer keeps its reason; an entry without a name is listed
     in `unreadable`. Never raises.
     """
+    # A decoded object of the function's cache is read once per version.
+    return memoized(obj, "read_inference_cluster", _read_inference_cluster)
+
+
+def _read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster | None:
     meta = _map(obj.get("metadata"))
     name = _str(meta.get("name"))
     if name is None:

@@ -186,3 +186,24 @@ def test_readers_read_a_cached_object_as_they_read_a_plain_one() -> None:
     assert [(p.name, p.nodes, p.known, list(p.devices)) for p in cached.pools] == [
         (p.name, p.nodes, p.known, list(p.devices)) for p in plain.pools
     ]
+
+
+def test_a_cached_object_is_read_once_per_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    from modelplane.api import readers
+
+    reads: list[str] = []
+    real = readers._read_inference_cluster
+
+    def counting(obj: Any) -> Any:
+        reads.append(obj["metadata"]["name"])
+        return real(obj)
+
+    monkeypatch.setattr(readers, "_read_inference_cluster", counting)
+    cache = DecodeCache()
+    for version in ("1", "1", "2"):
+        obj = cache.decode(dict_to_struct(cluster("a", version=version)))
+        assert readers.read_inference_cluster(obj) is readers.read_inference_cluster(obj)
+    plain = struct_to_dict(dict_to_struct(cluster("a")))
+    readers.read_inference_cluster(plain)
+    readers.read_inference_cluster(plain)
+    assert reads == ["a", "a", "a", "a"]  # versions 1 and 2 once each; a plain dict every time
