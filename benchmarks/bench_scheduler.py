@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import copy
 import gc
-import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +34,7 @@ from crossplane.function.resource import struct_to_dict as sdk_struct_to_dict
 from modelplane.api import constants as c
 from modelplane.api.inference_class import Device
 from modelplane.api.inference_cluster import GPUPool, InferenceClusterStatus
+from modelplane.compose.model_deployment import CLUSTERS_REQUIREMENT, REPLICAS_REQUIREMENT
 from modelplane.crossplane import FunctionRunner
 from modelplane.crossplane.convert import DECODE_CACHE, DecodeCache, to_input
 from modelplane.scheduling import replica_name, schedule
@@ -226,21 +226,6 @@ def decode(req: fnv1.RunFunctionRequest) -> dict[str, Any]:
     }
 
 
-def best(fn: Callable[[], Any], repeat: int) -> tuple[float, float, Any]:
-    """(min, median) wall time of `fn` over `repeat` runs, and its last result.
-
-    The minimum is the figure of merit (least disturbed by other load on the
-    machine, as timeit recommends); the median is printed alongside for honesty.
-    """
-    times, out = [], None
-    for _ in range(repeat):
-        gc.collect()
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), statistics.median(times), out
-
-
 def cpu(fn: Callable[[], Any], repeat: int, setup: Callable[[], Any] = lambda: None) -> float:
     """Minimum CPU seconds of this process for `fn` over `repeat` runs, `setup` before each."""
     times = []
@@ -254,29 +239,40 @@ def cpu(fn: Callable[[], Any], repeat: int, setup: Callable[[], Any] = lambda: N
 
 
 def fleet(n: int, distinct: bool, repeat: int) -> float:
-    """Print decode and schedule times over one fleet; return the schedule time."""
+    """Print decode and schedule CPU times over one fleet; return the schedule time.
+
+    CPU time, not wall time: the machine may be shared, and CPU time is what a
+    call costs on a core of its own.
+    """
     req = request(n, distinct)
-    t_decode, m_decode, _ = best(lambda: decode(req), repeat)
+    t_decode = cpu(lambda: decode(req), repeat)
     # Fresh (uncached) dicts, so every call reads every cluster: the cold figure.
     inp = to_input(req, None)
     clusters, replicas = inp.required["clusters"], inp.required["replicas"]
-    t_sched, m_sched, result = best(
-        lambda: schedule(inp.composite, clusters, replicas, explain_all=False), repeat
-    )
+    result = schedule(inp.composite, clusters, replicas, explain_all=False)
+    t_sched = cpu(lambda: schedule(inp.composite, clusters, replicas, explain_all=False), repeat)
     print(
         f"{n:5d} clusters × 8 pools{' (distinct shapes)' if distinct else ''}, "
-        f"{len(replicas)} other replicas: "
-        f"decode {t_decode * 1e3:7.1f} ms (median {m_decode * 1e3:.1f}), "
-        f"schedule {t_sched * 1e3:7.1f} ms (median {m_sched * 1e3:.1f}); "
-        f"schedule/decode {t_sched / t_decode:.2f}× (target ≤ 2×); "
-        f"placed {len(result.replicas)}/{result.desired}, {len(result.clusters)} verdicts"
+        f"{len(replicas)} other replicas: decode {t_decode * 1e3:7.1f} ms, "
+        f"schedule {t_sched * 1e3:7.1f} ms; schedule/decode {t_sched / t_decode:.2f}× "
+        f"(target ≤ 2×); placed {len(result.replicas)}/{result.desired}, "
+        f"{len(result.clusters)} verdicts"
     )
     return t_sched
 
 
+def as_required(req: fnv1.RunFunctionRequest) -> fnv1.RunFunctionRequest:
+    """`req` with its objects under the requirement names the ModelDeployment composer asks for."""
+    out = fnv1.RunFunctionRequest()
+    out.observed.CopyFrom(req.observed)
+    out.required_resources[CLUSTERS_REQUIREMENT].CopyFrom(req.required_resources["clusters"])
+    out.required_resources[REPLICAS_REQUIREMENT].CopyFrom(req.required_resources["replicas"])
+    return out
+
+
 def cached(n: int, repeat: int) -> None:
     """Print cold against cached decoding, and the whole call, over `n` clusters."""
-    req = request(n)
+    req = as_required(request(n))
     cache = DecodeCache()
     cold = cpu(lambda: to_input(req, cache), repeat, setup=cache.clear)
     to_input(req, cache)
@@ -286,6 +282,9 @@ def cached(n: int, repeat: int) -> None:
         f"({warm / cold:.1%}; CPU time)"
     )
     runner = FunctionRunner(log_errors=False)
+    rsp = runner.run(req)
+    assert not rsp.results or rsp.results[0].severity != fnv1.SEVERITY_FATAL, rsp.results
+    assert len(rsp.desired.resources) == 100, "the call must schedule and compose every replica"
     cold = cpu(lambda: runner.run(req), repeat, setup=DECODE_CACHE.clear)
     runner.run(req)
     warm = cpu(lambda: runner.run(req), repeat)
