@@ -194,8 +194,8 @@ def run_one(spec: str) -> dict[str, Any]:
         "wall": wall,
         "cpu": cpu,
         "rounds": result.rounds,
-        "calls": plane.calls,
-        "skipped": plane.skipped,
+        "calls": getattr(plane, "calls", 0),
+        "skipped": getattr(plane, "skipped", 0),
         "phases": phases.seconds,
         "rss_mib": peak_rss_mib(),
     }

@@ -83,14 +83,15 @@ def struct_to_frozen(s: structpb.Struct) -> FrozenDict:
     return FrozenDict({k: _frozen_value(v) for k, v in s.fields.items()})
 
 
-DEFAULT_DECODE_CACHE_BYTES = 64 * 1024 * 1024
+DEFAULT_DECODE_CACHE_BYTES = 32 * 1024 * 1024
 """Bound of the decode cache, in serialized bytes of the objects it holds.
 
-64 MiB of protobuf holds the required resources of about 2.5 requests over
-5,000 InferenceClusters of 8 pools (about 23 MiB each, see
-`benchmarks/bench_request.py`), so every ModelDeployment reconciled against
-the same fleet finds it decoded. Decoded objects take several times their
-serialized size in memory: `benchmarks/bench_scheduler.py --rss` measures it.
+32 MiB of protobuf holds every required object of a request over 5,000
+InferenceClusters of 8 pools (23 MiB, see `benchmarks/bench_request.py`), so
+every ModelDeployment reconciled against the same fleet finds it decoded.
+Decoded objects (and their memoized readings) take about 8× their serialized
+size: `benchmarks/bench_decode.py` measures 191 MiB held for that fleet, so
+the bound keeps a worker process's cache under about 270 MiB.
 """
 
 
