@@ -127,7 +127,18 @@ def requirements(namespace: str, spec: ModelDeploymentSpec | None) -> dict[str, 
 
 def compose(inp: ComposeInput) -> ComposeResult:
     """Schedule the deployment and compose one ModelReplica per placed replica."""
-    return compose_with(inp, schedule)
+    return compose_with(inp, _schedule)
+
+
+def _schedule(
+    deployment: Mapping[str, Any],
+    clusters: Sequence[Mapping[str, Any]],
+    replicas: Sequence[Mapping[str, Any]],
+    caches: Sequence[Mapping[str, Any]] | None,
+) -> ScheduleResult:
+    # The status explains only what is missing: every cluster's verdict (a
+    # trial placement each) is computed only when some replica is unplaced.
+    return schedule(deployment, clusters, replicas, caches, explain_all=False)
 
 
 def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:

@@ -116,8 +116,13 @@ def bind(state: CycleState, changes: tuple[WhatIf, ...] = ()) -> ScheduleResult:
     )
 
 
-def schedule_input(inp: ScheduleInput) -> ScheduleResult:
-    """Run one scheduling cycle over a typed input."""
+def schedule_input(inp: ScheduleInput, *, explain_all: bool = True) -> ScheduleResult:
+    """Run one scheduling cycle over a typed input.
+
+    The per-cluster verdicts of the explain step (a trial placement per
+    cluster) are computed when some replica is missing, or always with
+    `explain_all`; otherwise the result carries only the filters' verdicts.
+    """
     state = new_state(inp)
     filter_clusters(state)
     check_selectors(state)
@@ -128,7 +133,8 @@ def schedule_input(inp: ScheduleInput) -> ScheduleResult:
     settle_drains(state)
     build_ledger(state)
     fill(state)
-    explain(state)
+    if explain_all or len(state.slots) < inp.spec.replicas:
+        explain(state)
     return bind(state, what_if(state))
 
 
@@ -137,6 +143,8 @@ def schedule(
     clusters: Sequence[Mapping[str, Any]],
     replicas: Sequence[Mapping[str, Any]],
     caches: Sequence[Mapping[str, Any]] | None = None,
+    *,
+    explain_all: bool = True,
 ) -> ScheduleResult:
     """Compute the desired replicas of `deployment` and why any are missing.
 
@@ -145,5 +153,10 @@ def schedule(
     ModelCaches of `spec.caches` found in the deployment's namespace (None: not
     looked up).
     Pure and deterministic: the same objects in any order give the same result.
+    With `explain_all=False` every cluster's verdict is computed only when some
+    replica could not be placed (what the composer needs); `modelplane explain`
+    wants them all.
     """
-    return schedule_input(read_input(deployment, clusters, replicas, caches))
+    return schedule_input(
+        read_input(deployment, clusters, replicas, caches), explain_all=explain_all
+    )
