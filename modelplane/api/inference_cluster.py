@@ -160,6 +160,12 @@ class Taint(KubeModel):
     )
 
 
+Packing = Literal["BinPack", "Spread"]
+# In-cluster schedulers that pack pods onto the fewest nodes by default; every
+# other scheduler (the default kube-scheduler's least-allocated scoring) spreads.
+BIN_PACKING_SCHEDULERS = frozenset({c.KAI_SCHEDULER_NAME, c.VOLCANO_SCHEDULER_NAME})
+
+
 class SchedulingConfig(KubeModel):
     """How pods are stamped for the cluster's in-cluster GPU scheduler (SPEC §5)."""
 
@@ -181,6 +187,20 @@ class SchedulingConfig(KubeModel):
         description="Install the scheduler schedulerName names (kai-scheduler) with the "
         "serving stack.",
     )
+    packing: Packing | None = Field(
+        default=None,
+        description="How the cluster's scheduler places pods on a pool's nodes, which the fleet "
+        "scheduler's ledger assumes: BinPack fills the fullest node that fits, Spread the "
+        "emptiest (so each small replica may hold a node of its own). Absent: BinPack for "
+        "kai-scheduler and volcano, Spread for any other scheduler.",
+    )
+
+    @property
+    def effective_packing(self) -> Packing:
+        """`packing`, or the default of the cluster's scheduler."""
+        if self.packing is not None:
+            return self.packing
+        return "BinPack" if self.scheduler_name in BIN_PACKING_SCHEDULERS else "Spread"
 
     @field_validator("default_labels", "default_annotations")
     @classmethod

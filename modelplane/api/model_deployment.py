@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import math
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, WithJsonSchema, field_validator, model_validator
 
 from modelplane.api import constants as c
 from modelplane.api.common import (
@@ -221,6 +222,66 @@ class DeploymentRole(RoleSpec):
         return f"{self.path}.workers"
 
 
+# An absolute count or a percentage of spec.replicas (Kubernetes IntOrString).
+IntOrPercent = Annotated[
+    int | str,
+    WithJsonSchema(
+        {
+            "x-kubernetes-int-or-string": True,
+            "description": "An absolute number (1..10000) or a percentage of spec.replicas "
+            "(e.g. 25%, rounded up, at least 1).",
+        }
+    ),
+]
+_PERCENT = "%"
+
+
+class Rollout(KubeModel):
+    """How replicas that must leave their place are replaced (SPEC §3.3)."""
+
+    model_config = KubeModel.model_config | {
+        "json_schema_extra": cel_rules(
+            (
+                "!has(self.maxSurge) || (type(self.maxSurge) == int"
+                " ? int(self.maxSurge) >= 1 && int(self.maxSurge) <= 10000"
+                " : string(self.maxSurge).matches('^(100|[1-9][0-9]?)%$'))",
+                "maxSurge must be a whole number ≥ 1 or a percentage from 1% to 100%",
+            ),
+        )
+    }
+
+    strategy: Literal["MakeBeforeBreak", "Immediate"] = Field(
+        default="MakeBeforeBreak",
+        description="MakeBeforeBreak keeps a leaving replica serving (Draining) until its "
+        "replacement is Ready; Immediate drops it at once.",
+    )
+    max_surge: IntOrPercent = Field(
+        default=1,
+        description="Replacements placed above spec.replicas at once while replicas drain: "
+        "a number or a percentage of spec.replicas (rounded up, at least 1).",
+    )
+
+    @field_validator("max_surge")
+    @classmethod
+    def _surge(cls, v: int | str) -> int | str:
+        if isinstance(v, bool):
+            raise ValueError("maxSurge must be a number or a percentage")
+        if isinstance(v, int):
+            if not 1 <= v <= MAX_REPLICAS:
+                raise ValueError(f"maxSurge must be between 1 and {MAX_REPLICAS}")
+            return v
+        digits = v[:-1] if v.endswith(_PERCENT) else ""
+        if not digits.isdigit() or not 1 <= int(digits) <= 100:
+            raise ValueError(f"maxSurge {v!r} must be a number or a percentage from 1% to 100%")
+        return v
+
+    def surge(self, replicas: int) -> int:
+        """The absolute surge for `replicas` desired replicas (a percentage rounds up, ≥ 1)."""
+        if isinstance(self.max_surge, int):
+            return self.max_surge
+        return max(1, math.ceil(int(self.max_surge[:-1]) * replicas / 100))
+
+
 class ModelDeploymentSpec(KubeModel):
     """What to serve and where it may run."""
 
@@ -261,6 +322,10 @@ class ModelDeploymentSpec(KubeModel):
         default="Native",
         description="What runs each replica: Native (a Deployment or LeaderWorkerSet) "
         "or KServe (an LLMInferenceService; only on clusters whose servingStack enables KServe).",
+    )
+    rollout: Rollout = Field(
+        default_factory=Rollout,
+        description="How replicas that must leave their cluster or pool are replaced.",
     )
     node_selector: NodeSelector | None = None
     workers: Workers | None = None
@@ -317,6 +382,14 @@ class Placement(StatusModel):
     replica_name: str = Field(description="Name of the ModelReplica.")
     pools: list[RolePlacement] = Field(max_length=2, description="The pool of each role.")
     ready: bool = Field(default=False, description="Whether the replica is Ready.")
+    draining: bool | None = Field(
+        default=None,
+        description="True when the replica must leave (drainReason) and keeps serving until "
+        "its replacement is Ready (rollout MakeBeforeBreak); absent otherwise.",
+    )
+    drain_reason: str | None = Field(
+        default=None, description="Why a draining replica must leave, as a CamelCase reason."
+    )
 
 
 class ClusterRejection(StatusModel):
@@ -340,6 +413,10 @@ class ModelDeploymentStatus(ConditionedStatus):
 
     replicas: int | None = Field(default=None, description="Replicas placed (composed).")
     ready_replicas: int | None = Field(default=None, description="Placed replicas that are Ready.")
+    draining_replicas: int | None = Field(
+        default=None,
+        description="Replicas that must leave and keep serving until replaced (absent when none).",
+    )
     selector: str | None = Field(
         default=None, description="Label selector of the replicas (scale subresource)."
     )

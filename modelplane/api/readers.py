@@ -30,12 +30,14 @@ from pydantic import BaseModel, ValidationError
 
 from modelplane.api import constants as c
 from modelplane.api.common import Condition, format_validation_error
+from modelplane.api.frozen import memoized
 from modelplane.api.inference_class import Device
 from modelplane.api.inference_cluster import (
     GatewayRef,
     GPUPool,
     InferenceClusterSpec,
     InferenceClusterStatus,
+    Packing,
     SchedulingConfig,
     ServingStackConfig,
     StorageConfig,
@@ -184,6 +186,17 @@ class ObservedInferenceCluster:
     backends: frozenset[str] | None = frozenset({c.BACKEND_NATIVE})
 
     @property
+    def packing(self) -> Packing:
+        """How the cluster packs pods on a pool's nodes (`spec.scheduling.packing`).
+
+        Absent, or a scheduling block that does not read: the default
+        kube-scheduler's, Spread — the assumption that never over-promises room
+        for a large replica.
+        """
+        config = self.scheduling if self.scheduling is not None else SchedulingConfig()
+        return config.effective_packing
+
+    @property
     def published(self) -> bool:
         """Whether `status.gpuPools` lists any pool (known or unknown)."""
         return bool(self.pools)
@@ -236,7 +249,7 @@ def _read_pool(raw: Mapping[str, Any], name: str, i: int) -> ObservedPool:
         why = f"status.{_GPU_POOLS}[{i}].{_POOL_NODES}: not a count of nodes"
         return _unknown_pool(name, class_name, 0, why)
     devices = raw.get(_POOL_DEVICES)
-    if type(devices) is list:
+    if isinstance(devices, list):  # a read-only FrozenList from the decode cache too
         for d in devices:
             if type(d) is not dict and not isinstance(d, Mapping):
                 break
@@ -319,6 +332,11 @@ def read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster |
     the cluster composer keeps its reason; an entry without a name is listed
     in `unreadable`. Never raises.
     """
+    # A decoded object of the function's cache is read once per version.
+    return memoized(obj, "read_inference_cluster", _read_inference_cluster)
+
+
+def _read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster | None:
     meta = _map(obj.get("metadata"))
     name = _str(meta.get("name"))
     if name is None:

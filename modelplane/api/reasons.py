@@ -57,6 +57,8 @@ class ScheduledReason(StrEnum):
     SCHEDULER_ERROR = "SchedulerError"
     WAITING_FOR_RESOURCES = "WaitingForResources"
     PLACEMENT_UNVERIFIABLE = "PlacementUnverifiable"
+    DRAINING = "Draining"
+    REPLACEMENT_UNSCHEDULABLE = "ReplacementUnschedulable"
 
 
 class CacheResolvedReason(StrEnum):

@@ -331,7 +331,8 @@ def _structural(node: dict[str, Any], defs: dict[str, Any], path: str, *, cel: b
     out = _scalar_keywords(node)
     out.update(_children(node, defs, path, cel=cel))
     out.update(_extensions(node, cel=cel))
-    if "type" not in out and not out.get("x-kubernetes-preserve-unknown-fields"):
+    typeless = ("x-kubernetes-preserve-unknown-fields", "x-kubernetes-int-or-string")
+    if "type" not in out and not any(out.get(k) for k in typeless):
         raise SchemaError(f"{path}: every schema node needs a type")
     return out
 

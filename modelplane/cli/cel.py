@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 
 from modelplane.dra import Quantity, Semver
 from modelplane.dra.cel import (
@@ -48,6 +47,8 @@ def render(value: Any) -> str:
 
 
 def _load_yaml(path: str) -> list[Any]:
+    import yaml  # only `--device FILE` reads YAML; `cel eval EXPR` starts without it
+
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text()
         return [d for d in yaml.safe_load_all(text) if d is not None]

@@ -88,7 +88,7 @@ def explain_deployment(store: ObjectStore, namespace: str, name: str) -> Schedul
 def _summary(ref: str, deployment: Mapping[str, Any], result: ScheduleResult) -> Text:
     text = Text()
     text.append(f"ModelDeployment {ref}: ", style="bold")
-    placed = len(result.replicas)
+    placed = result.placed  # draining replicas (make-before-break) are not counted
     style = "green" if placed >= result.desired else "red"
     text.append(f"{placed} of {result.desired} replicas placed", style=style)
     cond = read_model_deployment(deployment).condition(c.CONDITION_SCHEDULED)
@@ -103,7 +103,7 @@ def _notes(result: ScheduleResult) -> list[RenderableType]:
         Text(f"invalid selector {path}: {message}", style="red")
         for path, message in result.invalid_selectors
     ]
-    if result.missing_caches and len(result.replicas) < result.desired:
+    if result.missing_caches and result.placed < result.desired:
         held = ", ".join(result.missing_caches)
         out.append(Text(f"new replicas held: ModelCache {held} not found", style="red"))
     if result.replicas:
@@ -125,7 +125,8 @@ def _placements(result: ScheduleResult) -> Table:
         table.add_column(col)
     for r in result.replicas:
         pools = ", ".join(f"{ra.role}={ra.pool}" for ra in r.roles)
-        table.add_row(r.cluster, str(r.index), r.name, pools, "yes" if r.retained else "new")
+        kept = f"draining ({r.drain_reason})" if r.draining else "yes" if r.retained else "new"
+        table.add_row(r.cluster, str(r.index), r.name, pools, kept)
     return table
 
 

@@ -47,7 +47,7 @@ from modelplane.api.readers import read_inference_cluster, read_model_replica
 from modelplane.api.reasons import ScheduledReason
 from modelplane.api.roles import put_role_fields
 from modelplane.compose import outcome
-from modelplane.compose.common import meta, parse_spec, without_crossplane_spec
+from modelplane.compose.common import as_desired, meta, parse_spec, without_crossplane_spec
 from modelplane.compose.deployment_explain import cluster_message, truncate
 from modelplane.compose.replica_endpoints import ReplicaView, endpoint_for, endpoint_key
 from modelplane.compose.types import (
@@ -127,7 +127,18 @@ def requirements(namespace: str, spec: ModelDeploymentSpec | None) -> dict[str, 
 
 def compose(inp: ComposeInput) -> ComposeResult:
     """Schedule the deployment and compose one ModelReplica per placed replica."""
-    return compose_with(inp, schedule)
+    return compose_with(inp, _schedule)
+
+
+def _schedule(
+    deployment: Mapping[str, Any],
+    clusters: Sequence[Mapping[str, Any]],
+    replicas: Sequence[Mapping[str, Any]],
+    caches: Sequence[Mapping[str, Any]] | None,
+) -> ScheduleResult:
+    # The status explains only what is missing: every cluster's verdict (a
+    # trial placement each) is computed only when some replica is unplaced.
+    return schedule(deployment, clusters, replicas, caches, explain_all=False)
 
 
 def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
@@ -177,7 +188,7 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
             f"{ScheduledReason.SCHEDULER_ERROR}: {inconsistent[0]} of {namespace}/{name} "
             f"is inconsistent with the spec: {inconsistent[1]}"
         )
-    placed = len(plan.replicas)
+    placed = plan.placed
     _status(result, name, spec, plan)
     _scheduled_condition(result, spec, plan, placed)
     _events(result, plan)
@@ -220,7 +231,9 @@ def _compose_replicas(
     for planned in plan.replicas:
         key = replica_key(planned.cluster, planned.index)
         try:
-            manifest = _replica_manifest(name, namespace, spec, planned, labels)
+            manifest = _draining_manifest(inp, planned, key) or _replica_manifest(
+                name, namespace, spec, planned, labels
+            )
         except (ValidationError, KeyError) as err:
             detail = (
                 format_validation_error(err, "spec") if isinstance(err, ValidationError) else err
@@ -271,9 +284,32 @@ def _compose_endpoints(
         result.desired[ekey] = DesiredResource(manifest, "True" if ready else "False")
 
 
+def _draining_manifest(inp: ComposeInput, planned: PlannedReplica, key: str) -> Resource | None:
+    """A draining replica exactly as observed: it keeps serving what it serves today.
+
+    Re-composing it from the (edited) spec would roll its pods, which is the
+    break make-before-break avoids. None when it is not draining or not observed
+    (then it is composed from the plan like any other).
+    """
+    if not planned.draining:
+        return None
+    observed = inp.observed.get(key)
+    if observed is None or meta(observed).get("name") != planned.name:
+        fleet = inp.required.get(REPLICAS_REQUIREMENT, [])
+        observed = next((r for r in fleet if meta(r).get("name") == planned.name), None)
+    if observed is None or not isinstance(observed.get("spec"), dict):
+        return None
+    desired = without_crossplane_spec(as_desired(observed))
+    desired["metadata"].pop("annotations", None)
+    return desired
+
+
 def _replicas_ready(result: ComposeResult, want: int, placed: int) -> None:
-    ready_count = sum(1 for d in result.desired.values() if d.ready == "True")
-    all_ready = ready_count >= want and placed >= want
+    # Draining replicas still serve: they count as Ready replicas until replaced,
+    # so a make-before-break move never shows the deployment short of replicas.
+    serving = sum(1 for d in result.desired.values() if d.ready == "True")
+    ready_count = min(want, serving)
+    all_ready = serving >= want
     result.condition(
         c.CONDITION_REPLICAS_READY,
         all_ready,
@@ -388,18 +424,22 @@ def _status(
             replica_name=planned.name,
             pools=[RolePlacement(role=ra.role, pool=ra.pool) for ra in planned.roles],
             ready=result.desired[replica_key(planned.cluster, planned.index)].ready == "True",
+            draining=True if planned.draining else None,
+            drain_reason=planned.drain_reason,
         )
         for planned in plan.replicas
     ]
+    counted = [p for p in placements if not p.draining]
     status = ModelDeploymentStatus(
-        replicas=len(placements),
-        ready_replicas=sum(1 for p in placements if p.ready),
+        replicas=len(counted),
+        ready_replicas=sum(1 for p in counted if p.ready),
+        draining_replicas=(len(placements) - len(counted)) or None,
         selector=replica_selector(name),
         placements=placements,
         unschedulable=[],
         unschedulable_omitted=0,
     )
-    if len(placements) < spec.replicas and not plan.invalid_selectors:
+    if len(counted) < spec.replicas and not plan.invalid_selectors:
         rejections = words.rejections(plan.clusters)
         changes = {
             w.cluster: truncate(words.what_if_change(w), MAX_UNSCHEDULABLE_MESSAGE)
@@ -423,7 +463,8 @@ def _scheduled_condition(
 ) -> None:
     """The `Scheduled` condition: the first answer that applies, most actionable first."""
     summary = words.placed_summary(placed, spec.replicas)
-    for answer in (_invalid_selectors, _waiting_for_cache, _unverifiable, _all_scheduled):
+    answers = (_invalid_selectors, _waiting_for_cache, _draining, _unverifiable, _all_scheduled)
+    for answer in answers:
         out = answer(plan, summary, spec.replicas - placed)
         if out is not None:
             _set_scheduled(result, *out)
@@ -456,6 +497,22 @@ def _waiting_for_cache(plan: ScheduleResult, summary: str, missing: int) -> Sche
         return None
     msg = words.cache_hold(summary, missing, plan.missing_caches)
     return False, ScheduledReason.WAITING_FOR_CACHE, msg, False
+
+
+def _draining(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
+    """Replicas draining make-before-break: in progress, or stuck for want of capacity."""
+    draining = plan.draining
+    if not draining:
+        return None
+    if missing <= 0:
+        return True, ScheduledReason.DRAINING, words.draining(summary, draining), False
+    if len(plan.replicas) >= plan.desired + plan.surge:
+        # The fill stopped at spec.replicas + maxSurge: replacements are on their way.
+        msg = words.draining(summary, draining, plan.surge)
+        return False, ScheduledReason.DRAINING, msg, False
+    why = words.rejection_summary(plan.clusters)
+    msg = words.replacement_unschedulable(summary, draining, why)
+    return False, ScheduledReason.REPLACEMENT_UNSCHEDULABLE, msg, True
 
 
 def _unverifiable(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:

@@ -8,6 +8,8 @@ functions so the servicer, the embedded control plane and the tests share them.
 from __future__ import annotations
 
 import datetime
+import hashlib
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,6 +18,7 @@ from crossplane.function import response
 from google.protobuf import struct_pb2 as structpb
 
 from modelplane.api import constants as c
+from modelplane.api.frozen import FrozenDict, FrozenList
 from modelplane.compose.types import ComposeInput, ComposeResult, Readiness, Requirement, Resource
 
 DEFAULT_TTL = datetime.timedelta(minutes=1)
@@ -59,6 +62,105 @@ def struct_to_dict(s: structpb.Struct) -> Resource:
     return {k: _value(v) for k, v in s.fields.items()}
 
 
+def _frozen_value(v: structpb.Value) -> Any:
+    kind = v.WhichOneof("kind")
+    if kind == "struct_value":
+        return FrozenDict({k: _frozen_value(x) for k, x in v.struct_value.fields.items()})
+    if kind == "list_value":
+        return FrozenList([_frozen_value(x) for x in v.list_value.values])
+    if kind == "number_value":
+        n = v.number_value
+        return int(n) if n.is_integer() else n
+    if kind == "string_value":
+        return v.string_value
+    if kind == "bool_value":
+        return v.bool_value
+    return None
+
+
+def struct_to_frozen(s: structpb.Struct) -> FrozenDict:
+    """Convert a protobuf Struct to a read-only dict (see `modelplane.api.frozen`)."""
+    return FrozenDict({k: _frozen_value(v) for k, v in s.fields.items()})
+
+
+DEFAULT_DECODE_CACHE_BYTES = 32 * 1024 * 1024
+"""Bound of the decode cache, in serialized bytes of the objects it holds.
+
+32 MiB of protobuf holds every required object of a request over 5,000
+InferenceClusters of 8 pools (23 MiB, see `benchmarks/bench_request.py`), so
+every ModelDeployment reconciled against the same fleet finds it decoded.
+Decoded objects (and their memoized readings) take about 8× their serialized
+size: `benchmarks/bench_decode.py` measures 191 MiB held for that fleet, so
+the bound keeps a worker process's cache under about 270 MiB.
+"""
+
+
+class DecodeCache:
+    """Decoded objects by version, so each version of an object is decoded once.
+
+    The key is (uid, resourceVersion) when the object carries both, as every
+    object read from an API server does (Kubernetes changes resourceVersion on
+    every write); otherwise a digest of its serialized content. Entries are
+    read-only (`FrozenDict`/`FrozenList`): the same decoded object reaches
+    every call that receives that version, so no composer may change it. The
+    least recently used entries go first once the cache holds more than
+    `max_bytes` of serialized objects. One cache per process: under `function
+    serve` each worker process keeps its own.
+    """
+
+    def __init__(self, max_bytes: int = DEFAULT_DECODE_CACHE_BYTES) -> None:
+        """Create an empty cache bounded to `max_bytes` of serialized objects."""
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self.hits = 0
+        self.misses = 0
+        self._entries: OrderedDict[tuple[str, ...] | bytes, tuple[FrozenDict, int]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def decode(self, s: structpb.Struct) -> FrozenDict:
+        """The decoded, read-only form of `s`, from the cache when this version was seen."""
+        key, size = _version_key(s)
+        entry = self._entries.get(key)
+        if entry is not None:
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return entry[0]
+        self.misses += 1
+        decoded = struct_to_frozen(s)
+        size = size if size is not None else s.ByteSize()
+        if size > self.max_bytes:
+            return decoded
+        self._entries[key] = (decoded, size)
+        self.bytes += size
+        while self.bytes > self.max_bytes:
+            _, (_, dropped) = self._entries.popitem(last=False)
+            self.bytes -= dropped
+        return decoded
+
+    def clear(self) -> None:
+        """Forget every entry."""
+        self._entries.clear()
+        self.bytes = 0
+
+
+def _version_key(s: structpb.Struct) -> tuple[tuple[str, str] | bytes, int | None]:
+    """The cache key of an object, and its serialized size when that was computed."""
+    if "metadata" in s.fields:
+        meta = s.fields["metadata"].struct_value.fields
+        uid = meta["uid"].string_value if "uid" in meta else ""
+        version = meta["resourceVersion"].string_value if "resourceVersion" in meta else ""
+        if uid and version:
+            return (uid, version), None
+    data = s.SerializeToString(deterministic=True)
+    return hashlib.blake2b(data, digest_size=20).digest(), len(data)
+
+
+DECODE_CACHE = DecodeCache()
+"""The process's decode cache, shared by every call `to_input` decodes."""
+
+
 def dict_to_struct(d: Mapping[str, Any]) -> structpb.Struct:
     """Convert a JSON-compatible mapping to a protobuf Struct."""
     s = structpb.Struct()
@@ -66,29 +168,43 @@ def dict_to_struct(d: Mapping[str, Any]) -> structpb.Struct:
     return s
 
 
-def observed_composite(req: fnv1.RunFunctionRequest) -> Resource:
-    """Return the observed composite resource of a request as a dict ({} when absent)."""
+def observed_composite(req: fnv1.RunFunctionRequest, cache: DecodeCache | None = None) -> Resource:
+    """Return the observed composite resource of a request as a dict ({} when absent).
+
+    Through `cache` it is read-only and decoded once per version.
+    """
     if not req.HasField("observed") or not req.observed.HasField("composite"):
         return {}
+    if cache is not None:
+        return cache.decode(req.observed.composite.resource)
     return struct_to_dict(req.observed.composite.resource)
 
 
-def to_input(req: fnv1.RunFunctionRequest) -> ComposeInput:
+def to_input(
+    req: fnv1.RunFunctionRequest,
+    cache: DecodeCache | None = DECODE_CACHE,
+    *,
+    composite: Resource | None = None,
+) -> ComposeInput:
     """Build the composer input from a request.
 
     Required resources come from `required_resources`; the deprecated
     `extra_resources` map is honoured for names the new map lacks. A name
-    that is absent has not been fetched yet.
+    that is absent has not been fetched yet. Every observed and required
+    object is decoded through `cache` (read-only, once per object version),
+    or afresh when it is None. `composite` is the observed
+    composite when the caller has decoded it already.
     """
-    observed = {
-        name: struct_to_dict(r.resource) for name, r in sorted(req.observed.resources.items())
-    }
+    decode = cache.decode if cache is not None else struct_to_dict
+    observed = {name: decode(r.resource) for name, r in sorted(req.observed.resources.items())}
     required: dict[str, list[Resource]] = {}
     for source in (req.required_resources, req.extra_resources):
         for name, resources in sorted(source.items()):
             if name not in required:
-                required[name] = [struct_to_dict(item.resource) for item in resources.items]
-    return ComposeInput(composite=observed_composite(req), observed=observed, required=required)
+                required[name] = [decode(item.resource) for item in resources.items]
+    if composite is None:
+        composite = observed_composite(req, cache)
+    return ComposeInput(composite=composite, observed=observed, required=required)
 
 
 def _deep_merge(base: dict[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:

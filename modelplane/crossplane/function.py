@@ -9,7 +9,9 @@ has no notion of: a pool of worker processes with a per-call deadline.
 from __future__ import annotations
 
 import importlib.metadata
+from typing import cast
 
+import crossplane.function.proto.v1.run_function_pb2_grpc as grpcv1
 from crossplane.function import cli as sdkcli
 from crossplane.function import logging
 
@@ -65,7 +67,8 @@ def serve(
     )
     try:
         sdkcli.run(
-            FunctionRunner(pool=pool),
+            # The runner has the servicer's one method; gRPC needs no more.
+            cast(grpcv1.FunctionRunnerServiceServicer, FunctionRunner(pool=pool)),
             debug=debug,
             address=address,
             # The SDK would add a TLS port and an insecure one on the same

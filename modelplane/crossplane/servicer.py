@@ -11,18 +11,24 @@ from __future__ import annotations
 
 import datetime
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import crossplane.function.proto.v1.run_function_pb2 as fnv1
-import crossplane.function.proto.v1.run_function_pb2_grpc as grpcv1
-from crossplane.function import logging as fnlogging
 from google.protobuf.message import DecodeError
 
 from modelplane.compose import registry
 from modelplane.crossplane import convert
-from modelplane.crossplane.pool import PoolError, WorkerPool
 
-log = fnlogging.get_logger()
+if TYPE_CHECKING:
+    from modelplane.crossplane.pool import WorkerPool
+
+
+def _log() -> Any:
+    # The SDK's logging pulls in structlog and rich (a third of a second);
+    # `modelplane render` runs this servicer in-process and never logs.
+    from crossplane.function import logging as fnlogging
+
+    return fnlogging.get_logger()
 
 
 class BadRequestError(ValueError):
@@ -42,10 +48,18 @@ def _identity(composite: dict[str, Any]) -> tuple[str, str, str, str]:
     metadata = composite.get("metadata", {})
     if not isinstance(metadata, dict):
         raise BadRequestError(
-            f"the observed {kind}'s metadata is a {type(metadata).__name__}, not an object"
+            f"the observed {kind}'s metadata is a {_type_name(metadata)}, not an object"
         )
     namespace, name = metadata.get("namespace", ""), metadata.get("name", "")
     return api_version, kind, str(namespace or ""), str(name or "")
+
+
+def _type_name(value: Any) -> str:
+    # Decoded objects may be read-only subclasses of list and dict (FrozenList).
+    for base in (list, dict):
+        if isinstance(value, base):
+            return base.__name__
+    return type(value).__name__
 
 
 def describe(composite: dict[str, Any]) -> str:
@@ -57,8 +71,13 @@ def describe(composite: dict[str, Any]) -> str:
     return " ".join(part for part in (kind, f"{namespace}/{name}" if namespace else name) if part)
 
 
-class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
-    """Serves RunFunction by translating to and from a pure composer."""
+class FunctionRunner:
+    """Serves RunFunction by translating to and from a pure composer.
+
+    It has the shape of the generated `FunctionRunnerServiceServicer` (one
+    `RunFunction` coroutine), which is all gRPC registration needs; not
+    subclassing it keeps gRPC out of `modelplane render`.
+    """
 
     def __init__(
         self,
@@ -81,7 +100,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
     def run(self, req: fnv1.RunFunctionRequest) -> fnv1.RunFunctionResponse:
         """Handle one request synchronously; never raises, whatever the request holds."""
         try:
-            composite = convert.observed_composite(req)
+            composite = convert.observed_composite(req, convert.DECODE_CACHE)
             api_version, kind, _, _ = _identity(composite)
         except BadRequestError as exc:
             return convert.fatal_response(req, f"{exc}: cannot compose it", self.ttl)
@@ -97,7 +116,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
                 self.ttl,
             )
         try:
-            result = composer(convert.to_input(req))
+            result = composer(convert.to_input(req, composite=composite))
         except Exception as exc:
             # Composers turn bad input into conditions; an exception here is a
             # bug. Fail safe: a fatal result keeps every composed resource.
@@ -106,7 +125,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             return convert.to_response(req, result, self.ttl)
         except (TypeError, ValueError) as exc:
             if self.log_errors:
-                log.exception("cannot encode composer result", composite=describe(composite))
+                _log().exception("cannot encode composer result", composite=describe(composite))
             return convert.fatal_response(
                 req,
                 f"composer for {describe(composite)} returned a value that is not JSON: {exc}",
@@ -117,7 +136,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         self, req: fnv1.RunFunctionRequest, what: str, exc: Exception
     ) -> fnv1.RunFunctionResponse:
         if self.log_errors:
-            log.exception(what)
+            _log().exception(what)
         return convert.fatal_response(req, f"{what}: {type(exc).__name__}: {exc}", self.ttl)
 
     async def RunFunction(  # noqa: N802  # the gRPC method name
@@ -131,6 +150,8 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
     async def _run_in_pool(
         self, pool: WorkerPool, req: fnv1.RunFunctionRequest
     ) -> fnv1.RunFunctionResponse:
+        from modelplane.crossplane.pool import PoolError
+
         started = time.monotonic()
         data = req.SerializeToString()
         try:
@@ -138,7 +159,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             rsp = fnv1.RunFunctionResponse.FromString(answer)
         except (PoolError, DecodeError) as exc:
             return self._pool_failed(req, exc)
-        log.debug(
+        _log().debug(
             "RunFunction",
             composite=_safe_describe(req),
             seconds=round(time.monotonic() - started, 3),
@@ -152,7 +173,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
     ) -> fnv1.RunFunctionResponse:
         who = _safe_describe(req)
         if self.log_errors:
-            log.error("RunFunction failed", composite=who, error=str(exc))
+            _log().error("RunFunction failed", composite=who, error=str(exc))
         # No desired state of ours: Crossplane keeps every composed resource
         # as it is and calls again, rather than deleting what we left out.
         return convert.fatal_response(

@@ -24,15 +24,15 @@ Semantics mirrored from Crossplane v2 (documented where they are a choice):
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import hashlib
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 import crossplane.function.proto.v1.run_function_pb2 as fnv1
+from google.protobuf import struct_pb2 as structpb
 
 from modelplane.api import constants as c
 from modelplane.api.objects import is_condition_true
@@ -100,6 +100,41 @@ class RenderResult:
     def get(self, api_version: str, kind: str, name: str, namespace: str = "") -> Obj | None:
         """Look one object up."""
         return self.store.get(Key(api_version, kind, namespace, name))
+
+
+Version = tuple[Key, "int | None"]
+"""An object's key and its version in the store."""
+
+
+class Fetch(NamedTuple):
+    """One requirement a call fetched: where it went, its selector, what it found."""
+
+    field: str
+    name: str
+    selector: fnv1.ResourceSelector
+    found: tuple[Version, ...]
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Everything one function call for an XR saw, by version."""
+
+    composite: Version
+    observed: tuple[tuple[str, Version], ...]
+    fetched: tuple[tuple[Fetch, ...], ...]
+
+
+@dataclass(frozen=True)
+class RoundReport:
+    """What one reconcile round did, for progress output."""
+
+    round: int
+    reconciled: int
+    """Composites whose function was called."""
+    skipped: int
+    """Composites not called: nothing they would see had changed."""
+    changed: list[Key]
+    """Objects created, changed or deleted in the round (none: the fixed point)."""
 
 
 class NotConvergedError(Exception):
@@ -183,6 +218,15 @@ class ControlPlane:
         self.store = ObjectStore()
         self.events: dict[Key, list[Event]] = {}
         self.readiness: dict[Key, bool | None] = {}
+        self._structs: dict[Key, tuple[int, structpb.Struct]] = {}
+        self._last: dict[Key, Inputs] = {}
+        self.calls = 0
+        """Function calls made (each iteration of a requirements loop counts)."""
+        self.reconciled = 0
+        """XR reconciles that called the function."""
+        self.skipped = 0
+        """XR reconciles skipped because nothing the XR would see had changed."""
+        self._round_reconciled = self._round_skipped = 0
         staged = {Key.of(o): copy.deepcopy(o) for o in objects}
         for key in sorted(staged):
             self._stamp(staged[key])
@@ -200,29 +244,47 @@ class ControlPlane:
 
     # -- the loop --------------------------------------------------------
 
-    def run(self, max_rounds: int = 50) -> RenderResult:
-        """Reconcile to a fixed point; raise NotConvergedError after `max_rounds` rounds."""
-        loop = asyncio.new_event_loop()
-        try:
-            rounds = 0
-            after = self.store.snapshot()
-            while rounds < max_rounds:
-                rounds += 1
-                before = after
-                self.clock.tick()
-                for key in list(self.store):
-                    obj = self.store.get(key)
-                    if obj is not None and is_composite(key.api_version, key.kind):
-                        self._reconcile(loop, key)
-                if self.simulate:
-                    simulate(self.store, self.clock)
-                after = self.store.snapshot()
-                if after == before:
-                    return self._result(rounds, [])
-            changing = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
-            raise NotConvergedError(self._result(rounds, changing))
-        finally:
-            loop.close()
+    def run(
+        self, max_rounds: int = 50, progress: Callable[[RoundReport], None] | None = None
+    ) -> RenderResult:
+        """Reconcile to a fixed point; raise NotConvergedError after `max_rounds` rounds.
+
+        `progress`, when given, is told what each round did.
+        """
+        rounds = 0
+        after = self.store.fingerprints()
+        while rounds < max_rounds:
+            rounds += 1
+            before = after
+            self._round()
+            after = self.store.fingerprints()
+            if progress is not None:
+                progress(self._report(rounds, before, after))
+            if after == before:
+                return self._result(rounds, [])
+        raise NotConvergedError(self._result(rounds, _changed(before, after)))
+
+    def _round(self) -> None:
+        """Reconcile every composite once, then let providers and clusters report."""
+        self.clock.tick()
+        self._round_reconciled, self._round_skipped = self.reconciled, self.skipped
+        for key in list(self.store):
+            if key in self.store and is_composite(key.api_version, key.kind):
+                self._reconcile(key)
+        if self.simulate:
+            simulate(self.store, self.clock)
+        # The simulator (and anything else) changes objects in place.
+        self.store.refresh()
+
+    def _report(
+        self, rounds: int, before: dict[Key, bytes], after: dict[Key, bytes]
+    ) -> RoundReport:
+        return RoundReport(
+            round=rounds,
+            reconciled=self.reconciled - self._round_reconciled,
+            skipped=self.skipped - self._round_skipped,
+            changed=_changed(before, after),
+        )
 
     def _result(self, rounds: int, changing: list[Key]) -> RenderResult:
         return RenderResult(
@@ -246,6 +308,30 @@ class ControlPlane:
                 observed[name] = obj
         return observed
 
+    def _struct(self, obj: Obj) -> structpb.Struct:
+        """The object as a Struct, encoded once per version and reused across calls.
+
+        The Struct carries the version as `metadata.resourceVersion`.
+        """
+        key = Key.of(obj)
+        version = self.store.version(key)
+        cached = self._structs.get(key)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        encoded = dict_to_struct(obj)
+        if version is not None:
+            # As an API server would: every object read carries its
+            # resourceVersion, which is what lets the function decode each
+            # version once. Only the copy sent to the function carries it.
+            meta = encoded.fields["metadata"].struct_value
+            meta.fields["resourceVersion"].string_value = str(version)
+            self._structs[key] = (version, encoded)
+        return encoded
+
+    def _version(self, obj: Obj) -> Version:
+        key = Key.of(obj)
+        return key, self.store.version(key)
+
     def _request(self, xr: Obj, observed: Mapping[str, Obj]) -> fnv1.RunFunctionRequest:
         req = fnv1.RunFunctionRequest(
             meta=fnv1.RequestMeta(
@@ -257,62 +343,153 @@ class ControlPlane:
                 ],
             )
         )
-        req.observed.composite.resource.CopyFrom(dict_to_struct(xr))
+        req.observed.composite.resource.CopyFrom(self._struct(xr))
         for name, obj in sorted(observed.items()):
-            req.observed.resources[name].resource.CopyFrom(dict_to_struct(obj))
+            req.observed.resources[name].resource.CopyFrom(self._struct(obj))
         return req
 
-    def _fetch(self, selector: fnv1.ResourceSelector) -> list[Obj]:
+    def _fetch(self, selector: fnv1.ResourceSelector) -> list[tuple[Key, Obj]]:
         namespace = selector.namespace if selector.HasField("namespace") else ""
         match = selector.WhichOneof("match")
         if match == "match_name":
-            obj = self.store.get(
-                Key(selector.api_version, selector.kind, namespace, selector.match_name)
-            )
-            return [obj] if obj is not None else []
+            key = Key(selector.api_version, selector.kind, namespace, selector.match_name)
+            obj = self.store.get(key)
+            return [(key, obj)] if obj is not None else []
         labels = dict(selector.match_labels.labels) if match == "match_labels" else {}
-        return self.store.list(
+        return self.store.select(
             selector.api_version, selector.kind, namespace or None, labels or None
         )
 
+    def _versions(self, found: list[tuple[Key, Obj]]) -> tuple[Version, ...]:
+        version = self.store.version
+        return tuple((key, version(key)) for key, _ in found)
+
+    def _require(
+        self, req: fnv1.RunFunctionRequest, requirements: fnv1.Requirements
+    ) -> tuple[Fetch, ...]:
+        """Fetch what the function asked for into `req`, like Crossplane (anew each time)."""
+        req.required_resources.clear()
+        req.extra_resources.clear()
+        fetches: list[Fetch] = []
+        for field_name, target, wanted in (
+            ("required", req.required_resources, requirements.resources),
+            ("extra", req.extra_resources, requirements.extra_resources),
+        ):
+            for name, selector in sorted(wanted.items()):
+                items = target[name].items
+                found = self._fetch(selector)
+                for _, obj in found:
+                    items.add().resource.CopyFrom(self._struct(obj))
+                kept = fnv1.ResourceSelector()
+                kept.CopyFrom(selector)
+                fetches.append(Fetch(field_name, name, kept, self._versions(found)))
+        return tuple(fetches)
+
     def _call(
-        self, loop: asyncio.AbstractEventLoop, xr: Obj, observed: Mapping[str, Obj]
-    ) -> tuple[fnv1.RunFunctionResponse | None, str]:
-        """Call the function until its requirements stabilize, like Crossplane."""
+        self, xr: Obj, observed: Mapping[str, Obj]
+    ) -> tuple[fnv1.RunFunctionResponse | None, str, tuple[tuple[Fetch, ...], ...]]:
+        """Call the function until its requirements stabilize, like Crossplane.
+
+        Also returns what each iteration fetched, by version.
+        """
         req = self._request(xr, observed)
         previous: fnv1.Requirements | None = None
+        fetched: list[tuple[Fetch, ...]] = []
         for _ in range(MAX_REQUIREMENTS_ITERATIONS):
-            rsp = loop.run_until_complete(self.runner.RunFunction(req, None))
+            self.calls += 1
+            rsp = self._run_function(req)
             if any(r.severity == fnv1.SEVERITY_FATAL for r in rsp.results):
-                return rsp, ""
+                return rsp, "", tuple(fetched)
             if previous is not None and rsp.requirements == previous:
-                return rsp, ""
+                return rsp, "", tuple(fetched)
             previous = fnv1.Requirements()
             previous.CopyFrom(rsp.requirements)
             if not rsp.requirements.resources and not rsp.requirements.extra_resources:
-                return rsp, ""
-            # Like Crossplane: drop what the last iteration fetched, fetch anew.
-            req.required_resources.clear()
-            req.extra_resources.clear()
-            for target, wanted in (
-                (req.required_resources, rsp.requirements.resources),
-                (req.extra_resources, rsp.requirements.extra_resources),
-            ):
-                for name, selector in sorted(wanted.items()):
-                    items = target[name].items
-                    for obj in self._fetch(selector):
-                        items.append(fnv1.Resource(resource=dict_to_struct(obj)))
+                return rsp, "", tuple(fetched)
+            fetched.append(self._require(req, rsp.requirements))
             req.context.CopyFrom(rsp.context)
-        return None, (
-            f'step "{PIPELINE_STEP}" requirements didn\'t stabilize after the maximum '
-            f"number of iterations ({MAX_REQUIREMENTS_ITERATIONS})"
+        return (
+            None,
+            (
+                f'step "{PIPELINE_STEP}" requirements didn\'t stabilize after the maximum '
+                f"number of iterations ({MAX_REQUIREMENTS_ITERATIONS})"
+            ),
+            tuple(fetched),
         )
 
-    def _reconcile(self, loop: asyncio.AbstractEventLoop, key: Key) -> None:
+    def _run_function(self, req: fnv1.RunFunctionRequest) -> fnv1.RunFunctionResponse:
+        """Call the servicer's gRPC entry point, `RunFunction`, in-process.
+
+        Without a worker pool the coroutine finishes without ever waiting, so
+        it is driven to its end directly rather than by an event loop (asyncio
+        alone would add a noticeable share of a small render's start-up).
+        """
+        call = self.runner.RunFunction(req, None)
+        try:
+            call.send(None)
+        except StopIteration as done:
+            return cast(fnv1.RunFunctionResponse, done.value)
+        call.close()
+        raise RuntimeError(
+            "the function runner waited on something: the embedded control plane runs "
+            "the function inline, without a worker pool"
+        )
+
+    def _inputs(
+        self, xr: Obj, observed: Mapping[str, Obj], fetched: tuple[tuple[Fetch, ...], ...]
+    ) -> Inputs:
+        """What a call of the function for `xr` would see now, by version.
+
+        `fetched` gives the selectors to fetch (from an earlier call); since
+        the function is pure, equal inputs mean it would ask for the same.
+        """
+        return Inputs(
+            composite=self._version(xr),
+            observed=tuple((name, self._version(obj)) for name, obj in sorted(observed.items())),
+            fetched=tuple(
+                tuple(f._replace(found=self._versions(self._fetch(f.selector))) for f in iteration)
+                for iteration in fetched
+            ),
+        )
+
+    def _reconcile(self, key: Key) -> None:
+        """Reconcile one XR, unless nothing it would see changed since its last call.
+
+        The function is pure: with equal inputs it returns the same response,
+        and when applying that response changed nothing last time (the inputs
+        after applying were still those of the call), applying it again would
+        change nothing either.
+        """
         xr = self.store.get(key)
         assert xr is not None
         observed = self._observed(xr)
-        rsp, error = self._call(loop, xr, observed)
+        last = self._last.pop(key, None)
+        if last is not None and self._inputs(xr, observed, last.fetched) == last:
+            self._last[key] = last
+            self.skipped += 1
+            return
+        rsp, error, fetched = self._call(xr, observed)
+        called = Inputs(
+            composite=self._version(xr),
+            observed=tuple((name, self._version(obj)) for name, obj in sorted(observed.items())),
+            fetched=fetched,
+        )
+        self._respond(key, xr, observed, rsp, error)
+        self.store.touch(key)
+        self.reconciled += 1
+        now = self.store.get(key)
+        if now is not None and self._inputs(now, self._observed(now), fetched) == called:
+            self._last[key] = called
+
+    def _respond(
+        self,
+        key: Key,
+        xr: Obj,
+        observed: Mapping[str, Obj],
+        rsp: fnv1.RunFunctionResponse | None,
+        error: str,
+    ) -> None:
+        """Apply one response (or a failure to get one) to the XR and its composed resources."""
         events: list[Event] = []
         if rsp is None:
             self._fail(xr, f"cannot compose resources: {error}", events, seen=set())
@@ -491,8 +668,10 @@ class ControlPlane:
 
     def _merge(self, existing: Obj | None, desired: Obj) -> Obj:
         """Server-side-apply, simplified: desired fields win; status and identity stay."""
+        # `desired` was decoded from the response for this call alone, so it
+        # is used as it is, not copied.
         if existing is None:
-            created = _ordered_object(copy.deepcopy(desired))
+            created = _ordered_object(desired)
             self._stamp(created)
             return created
         em = existing.get("metadata") or {}
@@ -505,7 +684,7 @@ class ControlPlane:
         for f in ("uid", "creationTimestamp", "generation"):
             if f in em:
                 meta[f] = em[f]
-        obj: Obj = {**copy.deepcopy(desired), "metadata": meta}
+        obj: Obj = {**desired, "metadata": meta}
         # spec.crossplane belongs to the reconciler of a nested XR, not to the
         # parent that applies it (server-side apply keeps the two apart).
         machinery = (existing.get("spec") or {}).get("crossplane")
@@ -516,6 +695,11 @@ class ControlPlane:
         if "status" in existing:
             obj["status"] = existing["status"]
         return _ordered_object(obj)
+
+
+def _changed(before: Mapping[Key, bytes], after: Mapping[Key, bytes]) -> list[Key]:
+    """The keys created, changed or deleted between two fingerprint maps, in key order."""
+    return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
 
 
 def _controller(obj: Mapping[str, Any]) -> str | None:

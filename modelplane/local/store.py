@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import builtins
 import copy
+import hashlib
+import itertools
+import json
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
@@ -40,19 +44,44 @@ def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
 
 COMPOSITE_LABEL = "crossplane.io/composite"
 
+_VERSIONS = itertools.count(1)
+"""Versions are unique in the process, across stores: an object of one render
+never shares (uid, version) with a different object of another, so a cache
+keyed by them (the function's decode cache) cannot mix renders up."""
+
+
+def fingerprint(obj: Mapping[str, Any]) -> bytes:
+    """A digest of an object's content: equal for objects that compare equal.
+
+    Keys are sorted, as dict equality ignores their order; serializing is done
+    in C, so fingerprinting a store is far cheaper than deep-copying it.
+    """
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+
 
 class ObjectStore:
     """Objects by key; iteration is always in sorted key order, for determinism.
 
-    Objects are indexed by Crossplane's composite label so that finding an XR's
-    composed resources does not scan the store. Labels must only change
-    through `put` (replace the object), never by mutating a stored object.
+    Objects are indexed by Crossplane's composite label and by kind so that
+    finding an XR's composed resources or listing a kind does not scan the
+    store. Labels must only change through `put` (replace the object), never
+    by mutating a stored object.
+
+    Every object has a version, a number that changes exactly when its content
+    does (like Kubernetes' resourceVersion, but content-based: putting an equal
+    object keeps it). A change made in place becomes visible to `version` only
+    after `touch(key)` or `refresh()`.
     """
 
     def __init__(self, objects: Mapping[Key, Obj] | None = None) -> None:
         """Create a store, optionally from a mapping of key to object."""
         self._objects: dict[Key, Obj] = {}
         self._by_composite: dict[str, set[Key]] = {}
+        self._by_kind: dict[tuple[str, str], set[Key]] = {}
+        self._sorted: dict[tuple[str, str], tuple[Key, ...]] = {}
+        self._fingerprints: dict[Key, bytes] = {}
+        self._versions: dict[Key, int] = {}
         for obj in (objects or {}).values():
             self.put(obj)
 
@@ -72,19 +101,64 @@ class ObjectStore:
     def put(self, obj: Obj) -> Key:
         """Insert or replace an object; returns its key."""
         key = Key.of(obj)
-        self.delete(key)
+        digest = fingerprint(obj)
+        old = self._objects.get(key)
+        if old is None:
+            self._by_kind.setdefault(key[:2], set()).add(key)
+            self._sorted.pop(key[:2], None)
+        else:
+            self._unlabel(key, old)
         self._objects[key] = obj
         owner = labels_of(obj).get(COMPOSITE_LABEL)
         if owner is not None:
             self._by_composite.setdefault(owner, set()).add(key)
+        if old is None or self._fingerprints.get(key) != digest:
+            self._fingerprints[key] = digest
+            self._bump(key)
         return key
 
     def delete(self, key: Key) -> None:
         """Remove an object if present."""
         old = self._objects.pop(key, None)
-        owner = labels_of(old).get(COMPOSITE_LABEL) if old is not None else None
+        if old is None:
+            return
+        self._unlabel(key, old)
+        self._by_kind.get(key[:2], set()).discard(key)
+        self._sorted.pop(key[:2], None)
+        self._fingerprints.pop(key, None)
+        self._versions.pop(key, None)
+
+    def _unlabel(self, key: Key, old: Obj) -> None:
+        owner = labels_of(old).get(COMPOSITE_LABEL)
         if owner is not None:
             self._by_composite.get(owner, set()).discard(key)
+
+    def _bump(self, key: Key) -> None:
+        self._versions[key] = next(_VERSIONS)
+
+    def version(self, key: Key) -> int | None:
+        """The object's current version, or None when it is absent."""
+        return self._versions.get(key)
+
+    def touch(self, key: Key) -> bool:
+        """Take note of in-place changes to one object; returns whether its content changed."""
+        obj = self._objects.get(key)
+        if obj is None:
+            return False
+        digest = fingerprint(obj)
+        if self._fingerprints.get(key) == digest:
+            return False
+        self._fingerprints[key] = digest
+        self._bump(key)
+        return True
+
+    def refresh(self) -> list[Key]:
+        """Take note of in-place changes to every object; returns the keys that changed."""
+        return [key for key in list(self._objects) if self.touch(key)]
+
+    def fingerprints(self) -> dict[Key, bytes]:
+        """The content digest of every object (a copy), for change detection."""
+        return dict(self._fingerprints)
 
     def labelled_composite(self, name: str) -> list[Obj]:
         """Objects whose `crossplane.io/composite` label is `name`, in key order."""
@@ -106,10 +180,18 @@ class ObjectStore:
         labels: Mapping[str, str] | None = None,
     ) -> list[Obj]:
         """Objects of a kind, optionally in one namespace and carrying every given label."""
+        return [obj for _, obj in self.select(api_version, kind, namespace, labels)]
+
+    def select(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> builtins.list[tuple[Key, Obj]]:
+        """Like `list`, with each object's key."""
         out = []
-        for key in sorted(self._objects):
-            if key.api_version != api_version or key.kind != kind:
-                continue
+        for key in self._kind_keys((api_version, kind)):
             if namespace is not None and key.namespace != namespace:
                 continue
             obj = self._objects[key]
@@ -117,8 +199,14 @@ class ObjectStore:
                 have = labels_of(obj)
                 if any(have.get(k) != v for k, v in labels.items()):
                     continue
-            out.append(obj)
+            out.append((key, obj))
         return out
+
+    def _kind_keys(self, kind: tuple[str, str]) -> tuple[Key, ...]:
+        keys = self._sorted.get(kind)
+        if keys is None:
+            keys = self._sorted[kind] = tuple(sorted(self._by_kind.get(kind, ())))
+        return keys
 
     def snapshot(self) -> dict[Key, Obj]:
         """A deep copy of the contents, for change detection."""

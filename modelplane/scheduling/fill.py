@@ -34,7 +34,7 @@ def build_ledger(state: CycleState) -> None:
                 demand = observed_demand(shape, role.request_key, state.ev)
                 charge = Charge(role.pool, demand, role.nodes_per_worker, role.workers)
                 charges.append((r.order, r.cluster, charge))
-    for s in state.slots:
+    for s in [*state.slots, *state.draining]:
         charges.extend((s.order, s.cluster, ch) for ch in s.charges)
     charges.sort(key=lambda t: t[0])
     for _, cluster, ch in charges:
@@ -101,6 +101,24 @@ def _place(state: CycleState, cluster: str, combo: list[tuple[str, RoleMatch]], 
         rule.placed(state.rules, cluster)
 
 
+def surge(state: CycleState) -> int:
+    """`rollout.maxSurge` in replicas (0 under Immediate: nothing ever drains)."""
+    rollout = state.inp.spec.rollout
+    if rollout.strategy != "MakeBeforeBreak":
+        return 0
+    return rollout.surge(state.inp.spec.replicas)
+
+
+def surge_room(state: CycleState) -> int:
+    """How many more replicas fit under `spec.replicas + maxSurge`, draining ones counted.
+
+    With nothing draining this never limits the fill (counted replicas never
+    exceed `spec.replicas` after scale-down), so the bound applies to surges only.
+    """
+    held = len(state.slots) + len(state.draining)
+    return state.inp.spec.replicas + max(surge(state), 0) - held
+
+
 def fill(state: CycleState) -> None:
     """Place the shortfall one replica at a time on the best-scored cluster that fits.
 
@@ -108,7 +126,7 @@ def fill(state: CycleState) -> None:
     cluster that cannot take one cannot take a later one either: it leaves the
     heap for good. Ties on score go to the cluster first by name.
     """
-    shortfall = state.inp.spec.replicas - len(state.slots)
+    shortfall = min(state.inp.spec.replicas - len(state.slots), surge_room(state))
     if shortfall <= 0 or state.invalid:
         return
     for rule in SCORES:

@@ -7,9 +7,20 @@ of per-node *remaining* vectors rather than one entry per node, so a pool of
 
 A single-node worker consumes its resolved device vector on one node, so several
 small workers share a node when its devices allow; a multi-node worker takes
-whole nodes. Placement is best-fit (the fullest node that still fits), which
-keeps whole nodes free for large replicas and is deterministic whatever the
-order the multiset was built in.
+whole nodes. Which node a single-node worker lands on follows the cluster's
+packing (`InferenceCluster.spec.scheduling.packing`), because the ledger must
+predict what the cluster's own scheduler will do:
+
+- **BinPack** (KAI, Volcano): best-fit, the fullest node that still fits,
+  which keeps whole nodes free for large replicas.
+- **Spread** (the default kube-scheduler, least-allocated scoring): worst-fit,
+  the emptiest node that fits. Until every node holds something, each small
+  worker takes a whole free node away from larger requests — a 1-GPU replica
+  may hold an 8-GPU node of its own as far as an 8-GPU replica is concerned.
+
+Ties go to the smallest remaining vector, so either rule is deterministic
+whatever the order the multiset was built in. Multi-node workers take whole
+nodes under both.
 """
 
 from __future__ import annotations
@@ -29,10 +40,11 @@ def _minus(a: Vector, b: Vector) -> Vector:
 class PoolLedger:
     """Free capacity of one (cluster, pool)."""
 
-    __slots__ = ("cap", "free", "nodes", "oversubscribed")
+    __slots__ = ("cap", "free", "nodes", "oversubscribed", "spread")
 
-    def __init__(self, cap: Vector, nodes: int) -> None:
+    def __init__(self, cap: Vector, nodes: int, spread: bool = False) -> None:
         self.cap = cap
+        self.spread = spread  # worst-fit (Spread) rather than best-fit (BinPack)
         self.nodes = max(0, nodes)
         # remaining vector -> number of nodes in that state
         self.free: dict[Vector, int] = {cap: self.nodes} if self.nodes else {}
@@ -58,12 +70,14 @@ class PoolLedger:
         self.free[v] = self.free.get(v, 0) + 1
 
     def _best_fit(self, demands: tuple[Vector, ...]) -> tuple[Vector, Vector] | None:
+        """The node a worker lands on: fullest (BinPack) or emptiest (Spread) that fits."""
+        sign = -1 if self.spread else 1
         best: tuple[int, Vector, Vector] | None = None
         for v in self.free:
             for d in demands:
                 if fits(v, d):
-                    if best is None or (sum(v), v) < best[:2]:
-                        best = (sum(v), v, d)
+                    if best is None or (sign * sum(v), v) < best[:2]:
+                        best = (sign * sum(v), v, d)
                     break
         return None if best is None else (best[1], best[2])
 

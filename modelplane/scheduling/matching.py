@@ -138,16 +138,25 @@ class Shapes:
     """Interns device lists: equal lists share one Shape and thus one match per role."""
 
     def __init__(self) -> None:
-        self._by_class: dict[str, list[Shape]] = {}
+        self._by_key: dict[tuple[str, str], Shape] = {}
+        self._last: dict[str, Shape] = {}
 
     def intern(self, class_name: str, devices: Sequence[Mapping[str, Any]]) -> Shape:
-        """The Shape equal to `devices` (created on first sight)."""
-        bucket = self._by_class.setdefault(class_name, [])
-        for shape in bucket:
-            if shape.devices == devices:
-                return shape
-        shape = Shape(devices)
-        bucket.append(shape)
+        """The Shape equal to `devices` (created on first sight).
+
+        Looked up by a canonical form of the devices, not by scanning every
+        shape of the class: fleets whose pools of one class publish different
+        device lists would otherwise intern in quadratic time. The class's
+        last shape is tried first, as pools of one class usually agree.
+        """
+        last = self._last.get(class_name)
+        if last is not None and last.devices == devices:
+            return last
+        key = (class_name, json.dumps(devices, sort_keys=True, default=str))
+        shape = self._by_key.get(key)
+        if shape is None:
+            shape = self._by_key[key] = Shape(devices)
+        self._last[class_name] = shape
         return shape
 
 

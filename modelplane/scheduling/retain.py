@@ -13,10 +13,10 @@ from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplic
 from modelplane.scheduling import words
 from modelplane.scheduling.filters import FILTERS
 from modelplane.scheduling.framework import Eviction
-from modelplane.scheduling.ledger import PoolLedger
 from modelplane.scheduling.matching import RoleDef, match_role, observed_demand, unparsable
-from modelplane.scheduling.state import Charge, CycleState, PoolKey, Slot
+from modelplane.scheduling.state import Charge, CycleState, PoolKey, Slot, new_ledger
 from modelplane.scheduling.types import (
+    MAKE_BEFORE_BREAK,
     RoleAssignment,
     Unverifiable,
     UnverifiableCause,
@@ -53,7 +53,7 @@ def resolve_contention(state: CycleState) -> None:
     everyone = sorted([*state.own, *state.others], key=lambda r: r.order)
     for key, holders in sorted(_holders(state, everyone).items()):
         shape = state.pool_shapes[key]
-        led = PoolLedger(shape.cap, state.pool_nodes[key])
+        led = new_ledger(state, key)
         for r, roles in holders:
             saved = led.snapshot()
             fits = all(
@@ -229,7 +229,8 @@ def retain(state: CycleState) -> None:
         if eviction is None and (r.cluster, r.index) in seen:
             eviction = Eviction("Duplicate", (r.cluster, str(r.index)))
         if eviction is not None:
-            state.evicted.append((r.name, eviction))
+            if not _drains(state, r, eviction):
+                state.evicted.append((r.name, eviction))
             continue
         seen.add((r.cluster, r.index))
         if _withdraw(state, r):
@@ -237,6 +238,42 @@ def retain(state: CycleState) -> None:
         state.unverifiable.extend(verdict.unverifiable)
         roles, charges = (_matched_roles if verdict.verified else _observed_roles)(state, r)
         state.slots.append(Slot(r.cluster, r.index, r.name, roles, charges, True, r.ready, r.order))
+
+
+def _drains(state: CycleState, r: ObservedModelReplica, eviction: Eviction) -> bool:
+    """Keep a leaving Ready replica as draining (make-before-break); False: it goes now.
+
+    Only a Ready replica serves, so only a Ready one is worth keeping; one not
+    Ready yet is dropped at once and its capacity freed for the replacement.
+    """
+    rollout = state.inp.spec.rollout
+    if rollout.strategy != "MakeBeforeBreak" or eviction.reason not in MAKE_BEFORE_BREAK:
+        return False
+    if not r.ready:
+        return False
+    roles, charges = _observed_roles(state, r)
+    slot = Slot(r.cluster, r.index, r.name, roles, charges, True, r.ready, r.order, eviction)
+    state.draining.append(slot)
+    return True
+
+
+def settle_drains(state: CycleState) -> None:
+    """Drop each draining replica whose replacement is Ready (make-before-break).
+
+    A draining replica stays while the Ready replicas counted toward
+    `spec.replicas` fall short of it: with `ready` of them Ready, the oldest
+    `spec.replicas - ready` draining ones keep serving (ties by cluster, then
+    lowest index, the mirror of scale-down), the rest are dropped as replaced.
+    """
+    if not state.draining:
+        return
+    ready = sum(1 for s in state.slots if s.ready)
+    keep = max(0, state.inp.spec.replicas - ready)
+    ordered = sorted(state.draining, key=lambda s: (s.order[:3], s.cluster, s.index))
+    state.draining = ordered[:keep]
+    for s in ordered[keep:]:
+        assert s.drain is not None
+        state.evicted.append((s.name, s.drain))
 
 
 # ── Scale down ──────────────────────────────────────────────────────────────

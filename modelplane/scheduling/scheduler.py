@@ -4,7 +4,12 @@
 named steps over it:
 
     filter → check_selectors → match_pools → resolve_contention → retain →
-    scale_down → build_ledger → fill → explain → what_if → bind
+    scale_down → settle_drains → build_ledger → fill → explain → what_if → bind
+
+A Ready replica that must leave for a reason other than its cluster being gone
+is kept as *draining* (rollout MakeBeforeBreak): still composed and charged,
+not counted toward `spec.replicas`, dropped once enough replacements are Ready;
+the fill places replacements within `spec.replicas + maxSurge`.
 
 Policy lives in rule objects (`filters.FILTERS`, `scores.SCORES`; see
 `framework`); the steps are the fixed skeleton. Everything is keyed and
@@ -20,11 +25,11 @@ from typing import Any
 
 from modelplane.scheduling import words
 from modelplane.scheduling.explain import explain
-from modelplane.scheduling.fill import build_ledger, fill
+from modelplane.scheduling.fill import build_ledger, fill, surge
 from modelplane.scheduling.filters import FILTERS
 from modelplane.scheduling.framework import ScheduleInput, read_input
 from modelplane.scheduling.matching import match_role
-from modelplane.scheduling.retain import resolve_contention, retain, scale_down
+from modelplane.scheduling.retain import resolve_contention, retain, scale_down, settle_drains
 from modelplane.scheduling.state import CycleState, new_state
 from modelplane.scheduling.types import ClusterVerdict, PlannedReplica, ScheduleResult, WhatIf
 from modelplane.scheduling.whatif import what_if
@@ -84,8 +89,17 @@ def match_pools(state: CycleState) -> None:
 def bind(state: CycleState, changes: tuple[WhatIf, ...] = ()) -> ScheduleResult:
     """Turn the cycle's slots (and the what-if answers) into the immutable result."""
     replicas = tuple(
-        PlannedReplica(s.cluster, s.index, s.roles, s.retained, s.name, ready=s.ready)
-        for s in sorted(state.slots, key=lambda s: (s.cluster, s.index))
+        PlannedReplica(
+            s.cluster,
+            s.index,
+            s.roles,
+            s.retained,
+            s.name,
+            ready=s.ready,
+            drain_reason=None if s.drain is None else s.drain.reason,
+            drain_message="" if s.drain is None else words.eviction_text(s.drain),
+        )
+        for s in sorted([*state.slots, *state.draining], key=lambda s: (s.cluster, s.index))
     )
     return ScheduleResult(
         replicas=replicas,
@@ -98,11 +112,17 @@ def bind(state: CycleState, changes: tuple[WhatIf, ...] = ()) -> ScheduleResult:
         unverifiable=tuple(sorted(state.unverifiable, key=lambda u: (u.cluster, u.index, u.pool))),
         missing_caches=state.inp.missing_caches,
         what_if=changes,
+        surge=surge(state),
     )
 
 
-def schedule_input(inp: ScheduleInput) -> ScheduleResult:
-    """Run one scheduling cycle over a typed input."""
+def schedule_input(inp: ScheduleInput, *, explain_all: bool = True) -> ScheduleResult:
+    """Run one scheduling cycle over a typed input.
+
+    The per-cluster verdicts of the explain step (a trial placement per
+    cluster) are computed when some replica is missing, or always with
+    `explain_all`; otherwise the result carries only the filters' verdicts.
+    """
     state = new_state(inp)
     filter_clusters(state)
     check_selectors(state)
@@ -110,9 +130,11 @@ def schedule_input(inp: ScheduleInput) -> ScheduleResult:
     resolve_contention(state)
     retain(state)
     scale_down(state)
+    settle_drains(state)
     build_ledger(state)
     fill(state)
-    explain(state)
+    if explain_all or len(state.slots) < inp.spec.replicas:
+        explain(state)
     return bind(state, what_if(state))
 
 
@@ -121,6 +143,8 @@ def schedule(
     clusters: Sequence[Mapping[str, Any]],
     replicas: Sequence[Mapping[str, Any]],
     caches: Sequence[Mapping[str, Any]] | None = None,
+    *,
+    explain_all: bool = True,
 ) -> ScheduleResult:
     """Compute the desired replicas of `deployment` and why any are missing.
 
@@ -129,5 +153,10 @@ def schedule(
     ModelCaches of `spec.caches` found in the deployment's namespace (None: not
     looked up).
     Pure and deterministic: the same objects in any order give the same result.
+    With `explain_all=False` every cluster's verdict is computed only when some
+    replica could not be placed (what the composer needs); `modelplane explain`
+    wants them all.
     """
-    return schedule_input(read_input(deployment, clusters, replicas, caches))
+    return schedule_input(
+        read_input(deployment, clusters, replicas, caches), explain_all=explain_all
+    )

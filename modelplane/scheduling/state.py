@@ -36,6 +36,7 @@ class Slot:
     retained: bool
     ready: bool = False
     order: tuple[int, int, str, str, str] = (1, 1, "", "", "")
+    drain: Eviction | None = None  # why a draining replica must leave (make-before-break)
 
 
 @dataclass
@@ -57,6 +58,7 @@ class CycleState:
     matches: dict[tuple[str, str], list[tuple[str, RoleMatch]]] = field(default_factory=dict)
     losers: dict[tuple[str, str], str] = field(default_factory=dict)  # (ns, name) -> pool
     slots: list[Slot] = field(default_factory=list)
+    draining: list[Slot] = field(default_factory=list)  # leaving, serving until replaced
     evicted: list[tuple[str, Eviction]] = field(default_factory=list)
     unverifiable: list[Unverifiable] = field(default_factory=list)
     withdrawn: list[Withdrawal] = field(default_factory=list)
@@ -72,8 +74,14 @@ class CycleState:
             shape = self.pool_shapes.get(key)
             if shape is None:
                 return None
-            led = self.ledgers[key] = PoolLedger(shape.cap, self.pool_nodes[key])
+            led = self.ledgers[key] = new_ledger(self, key)
         return led
+
+
+def new_ledger(state: CycleState, key: PoolKey) -> PoolLedger:
+    """An empty ledger of a matched pool, packing as its cluster packs."""
+    spread = state.inp.clusters[key[0]].packing == "Spread"
+    return PoolLedger(state.pool_shapes[key].cap, state.pool_nodes[key], spread)
 
 
 def role_defs(inp: ScheduleInput) -> tuple[RoleDef, ...]:

@@ -41,6 +41,13 @@ EvictReason = Literal[
     "BackendUnsupported",  # its cluster verifiably no longer runs the deployment's backend
 ]
 
+# Reasons a Ready replica leaves make-before-break (rollout MakeBeforeBreak): it
+# still runs where it is, so it keeps serving, marked draining, until a
+# replacement is Ready. A gone cluster, or a replica without identity, breaks first.
+MAKE_BEFORE_BREAK: frozenset[EvictReason] = frozenset(
+    {"Deselected", "NoExecuteTaint", "PoolMismatch", "FormChanged"}
+)
+
 # Why an existing replica's place cannot be verified (it is kept; nothing new goes there).
 UnverifiableCause = Literal[
     "ClusterNotReady",  # the cluster is not Ready
@@ -126,6 +133,14 @@ class PlannedReplica:
     retained: bool  # an existing replica kept in place
     name: str  # the ModelReplica's opaque stable name
     ready: bool = False  # the observed replica is Ready (always False for new ones)
+    # Set on a replica that must leave and keeps serving until replaced (make-before-break).
+    drain_reason: EvictReason | None = None
+    drain_message: str = ""
+
+    @property
+    def draining(self) -> bool:
+        """Whether the replica is draining: composed unchanged and serving, not counted."""
+        return self.drain_reason is not None
 
 
 @dataclass(frozen=True)
@@ -199,8 +214,19 @@ class ScheduleResult:
     # When replicas are missing: per eligible cluster whose pools match, the
     # smallest pool growth that places them all there (fewest nodes first).
     what_if: tuple[WhatIf, ...] = ()
+    surge: int = 0  # rollout.maxSurge resolved for spec.replicas (0 under Immediate)
+
+    @property
+    def placed(self) -> int:
+        """Replicas placed and counted (draining ones are not)."""
+        return sum(1 for r in self.replicas if not r.draining)
+
+    @property
+    def draining(self) -> tuple[PlannedReplica, ...]:
+        """Replicas that must leave and keep serving until replaced."""
+        return tuple(r for r in self.replicas if r.draining)
 
     @property
     def missing(self) -> int:
         """Replicas that could not be placed."""
-        return max(0, self.desired - len(self.replicas))
+        return max(0, self.desired - self.placed)

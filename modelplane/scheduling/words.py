@@ -19,6 +19,7 @@ from modelplane.scheduling.framework import Eviction, Rejection
 from modelplane.scheduling.types import (
     ClusterVerdict,
     DeviceVerdict,
+    PlannedReplica,
     PoolAddition,
     PoolVerdict,
     RequestVerdict,
@@ -332,6 +333,29 @@ NO_CLUSTER_SELECTED = "no InferenceCluster matches spec.clusterSelector"
 def no_usable_cluster(verdicts: Iterable[ClusterVerdict]) -> str:
     """Every candidate was refused before its pools were looked at."""
     return "no Ready, selected cluster tolerates this deployment: " + rejection_summary(verdicts)
+
+
+def _drain_list(draining: Sequence[PlannedReplica]) -> str:
+    shown = [f"{r.cluster}/{r.index} ({r.drain_message})" for r in draining[:4]]
+    more = f" and {len(draining) - 4} more" if len(draining) > 4 else ""
+    return "; ".join(shown) + more
+
+
+def draining(summary: str, replicas: Sequence[PlannedReplica], surge: int | None = None) -> str:
+    """Replicas drain make-before-break and keep serving until replacements are Ready."""
+    within = f" (at most {surge} over spec.replicas at once, rollout.maxSurge)" if surge else ""
+    return (
+        f"{summary}; {len(replicas)} draining replica(s) keep serving until their "
+        f"replacements are Ready{within}: {_drain_list(replicas)}"
+    )
+
+
+def replacement_unschedulable(summary: str, replicas: Sequence[PlannedReplica], why: str) -> str:
+    """Replicas must leave but no replacement fits: they keep serving, and why."""
+    return (
+        f"{summary}: no replacement can be placed for {len(replicas)} draining replica(s), "
+        f"which keep serving: {_drain_list(replicas)}; {why}"
+    )
 
 
 def shortfall(summary: str, why: str) -> str:

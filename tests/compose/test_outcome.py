@@ -119,3 +119,37 @@ def test_wait_refuses_a_reason_of_another_condition() -> None:
             condition=c.CONDITION_CLUSTER_RESOLVED,
             reason=ScheduledReason.WAITING_FOR_RESOURCES,
         )
+
+
+def test_a_mismatched_reason_names_the_reasons_the_condition_takes() -> None:
+    with pytest.raises(ValueError) as err:
+        outcome.hold(
+            _inp(), ComposeResult(), c.CONDITION_ROUTE_ACCEPTED, ScheduledReason.PARTIAL, "m"
+        )
+    assert str(err.value) == (
+        "reason <ScheduledReason.PARTIAL: 'Partial'> is not a reason of condition "
+        "'RouteAccepted' (one of Accepted, RouteNotAccepted)"
+    )
+    with pytest.raises(ValueError) as err:
+        outcome.hold(_inp(), ComposeResult(), "NoSuchCondition", ScheduledReason.PARTIAL, "m")
+    assert str(err.value).endswith(
+        "is not a reason of condition 'NoSuchCondition' (unknown condition type)"
+    )
+
+
+def test_wait_sets_an_unknown_condition_only_with_both_condition_and_reason() -> None:
+    res = outcome.wait(
+        _inp(),
+        ComposeResult(),
+        condition=c.CONDITION_CLUSTER_RESOLVED,
+        reason=ClusterResolvedReason.WAITING_FOR_RESOURCES,
+    )
+    assert [(x.type, x.status, x.reason, x.message) for x in res.conditions] == [
+        ("ClusterResolved", "Unknown", "WaitingForResources", "")
+    ]
+    assert res.events == []
+    only_condition = outcome.wait(_inp(), ComposeResult(), condition=c.CONDITION_CLUSTER_RESOLVED)
+    only_reason = outcome.wait(
+        _inp(), ComposeResult(), reason=ClusterResolvedReason.WAITING_FOR_RESOURCES
+    )
+    assert only_condition.conditions == [] and only_reason.conditions == []

@@ -71,13 +71,17 @@ def cluster(
     labels: dict[str, str] | None = None,
     taints: list[Obj] | None = None,
     ready: bool = True,
+    packing: str | None = None,
 ) -> Obj:
     """An InferenceCluster with published pools `{pool: (className, nodes)}`."""
+    spec: Obj = {"taints": taints or []}
+    if packing is not None:
+        spec["scheduling"] = {"packing": packing}
     return {
         "apiVersion": c.API_VERSION,
         "kind": "InferenceCluster",
         "metadata": {"name": name, "labels": labels or {}},
-        "spec": {"taints": taints or []},
+        "spec": spec,
         "status": {
             "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
             "gpuPools": [
@@ -113,6 +117,7 @@ def deployment(
     decode: tuple[list[Obj], Obj] | None = None,
     selector: Obj | None = None,
     tolerations: list[Obj] | None = None,
+    rollout: Obj | None = None,
 ) -> Obj:
     """A ModelDeployment, unified unless prefill/decode are given."""
     spec: Obj = {"replicas": replicas}
@@ -126,6 +131,8 @@ def deployment(
         spec["clusterSelector"] = selector
     if tolerations is not None:
         spec["tolerations"] = tolerations
+    if rollout is not None:
+        spec["rollout"] = rollout
     return {
         "apiVersion": c.API_VERSION,
         "kind": "ModelDeployment",
@@ -176,6 +183,9 @@ def replica(
         },
         "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
     }
+
+
+IMMEDIATE = {"strategy": "Immediate"}
 
 
 def placements(result: ScheduleResult) -> list[tuple[Any, ...]]:

@@ -7,7 +7,9 @@ Two rules no other table pins:
   which devices stay free does not depend on who is scheduling.
 
 The fleet is one cluster whose pool holds the `dual-1x` class: two single-count
-L4s of the same device class, `gpu-a` (fast) and `gpu-b` (not fast).
+L4s of the same device class, `gpu-a` (fast) and `gpu-b` (not fast). The cluster
+bin-packs (`spec.scheduling.packing: BinPack`): these tables pin best-fit replay;
+Spread is tabled in test_packing.py.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def test_existing_replica_is_charged_only_against_the_devices_its_selectors_matc
 def test_free_nodes_count_what_selector_matched_charges_leave():
     # Two nodes; the other deployment holds gpu-b on one of them. A request for
     # gpu-b sees one free node (explained), a request for gpu-a sees two.
-    fleet = [cluster("a", {"dual": ("dual-1x", 2)})]
+    fleet = [cluster("a", {"dual": ("dual-1x", 2)}, packing="BinPack")]
     other = replica("other", "a", 0, "dual", [resolved("gpu", cel=SLOW)], ready=True)
     for wanted, free in ((SLOW, 1), (FAST, 2)):
         result = schedule(deployment(3, [request("gpu", wanted)]), fleet, [other])
@@ -84,7 +86,7 @@ def test_free_nodes_count_what_selector_matched_charges_leave():
     ids=["own-older", "theirs-older", "ready-before-older"],
 )
 def test_existing_charges_are_replayed_ready_first_then_oldest(own, theirs, placed):
-    fleet = [cluster("a", {"dual": ("dual-1x", 2)})]
+    fleet = [cluster("a", {"dual": ("dual-1x", 2)}, packing="BinPack")]
     observed = [
         replica("llm", "a", 0, "dual", [resolved("gpu", cel=FAST)], created=own[0], ready=own[1]),
         replica(
@@ -108,7 +110,7 @@ def test_existing_charges_are_replayed_ready_first_then_oldest(own, theirs, plac
 
 
 def test_replay_order_does_not_depend_on_input_order():
-    fleet = [cluster("a", {"dual": ("dual-1x", 2)})]
+    fleet = [cluster("a", {"dual": ("dual-1x", 2)}, packing="BinPack")]
     observed = [
         replica("llm", "a", 0, "dual", [resolved("gpu", cel=FAST)], created=T1, ready=True),
         replica("other", "a", 0, "dual", [resolved("gpu", cel=ANY_GPU)], created=T2, ready=True),

@@ -17,6 +17,7 @@ from modelplane.scheduling import schedule
 from tests.scheduling.schedfleet import (
     ANY_GPU,
     H100,
+    IMMEDIATE,
     L4,
     cluster,
     deployment,
@@ -143,7 +144,9 @@ def test_a_verifiable_mismatch_replaces_the_replica(
         fault(a)
     fleet = [a, cluster("b", {"l4": ("l4-1x", 3), "h100": ("h100-8x", 1)})]
     mine = replica("llm", "a", 0, "l4", [resolved("gpu", cel=L4)], ready=True)
-    result = schedule(deployment(1, nodeselector), fleet, [mine])
+    # Under Immediate the Ready replica is dropped at once (make-before-break,
+    # the default, keeps it draining instead: test_make_before_break.py).
+    result = schedule(deployment(1, nodeselector, rollout=IMMEDIATE), fleet, [mine])
     ((name, reason),) = result.replaced
     assert name == mine["metadata"]["name"] and reason.startswith(why)
     assert result.unverifiable == ()

@@ -1,0 +1,209 @@
+"""The function decodes each version of a required object once, and composers cannot change it."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import crossplane.function.proto.v1.run_function_pb2 as fnv1
+import pytest
+
+from modelplane.api.frozen import FrozenDict, FrozenList, thaw
+from modelplane.compose import registry
+from modelplane.compose.types import ComposeInput, ComposeResult
+from modelplane.crossplane import FunctionRunner
+from modelplane.crossplane.convert import DecodeCache, dict_to_struct, struct_to_dict, to_input
+
+XR = {
+    "apiVersion": "test.modelplane.ai/v1alpha1",
+    "kind": "Widget",
+    "metadata": {"name": "w1", "namespace": "team-a"},
+    "spec": {},
+}
+
+
+def cluster(name: str, version: str | None = "1", nodes: int = 2) -> dict[str, Any]:
+    """A required object; `version=None` leaves out uid and resourceVersion."""
+    meta: dict[str, Any] = {"name": name, "labels": {"region": "eu"}}
+    if version is not None:
+        meta.update(uid=f"uid-{name}", resourceVersion=version)
+    return {
+        "apiVersion": "modelplane.ai/v1alpha1",
+        "kind": "InferenceCluster",
+        "metadata": meta,
+        "status": {"gpuPools": [{"name": "h100", "nodes": nodes, "devices": [{"count": 8}]}]},
+    }
+
+
+def request(*objects: dict[str, Any]) -> fnv1.RunFunctionRequest:
+    req = fnv1.RunFunctionRequest()
+    req.observed.composite.resource.CopyFrom(dict_to_struct(XR))
+    for obj in objects:
+        req.required_resources["clusters"].items.add().resource.CopyFrom(dict_to_struct(obj))
+    return req
+
+
+def test_one_decode_per_uid_and_resource_version() -> None:
+    cache = DecodeCache()
+    first = to_input(request(cluster("a"), cluster("b")), cache)
+    again = to_input(request(cluster("a"), cluster("b", version="2", nodes=3)), cache)
+    # The composite (no resourceVersion: keyed by content) once, a once, b twice.
+    assert (cache.misses, cache.hits) == (4, 2)
+    assert again.required["clusters"][0] is first.required["clusters"][0]
+    assert again.required["clusters"][1]["status"]["gpuPools"][0]["nodes"] == 3
+    # Decoded exactly as without the cache: plain JSON types, integers kept integral.
+    assert again.required == to_input(request(cluster("a"), cluster("b", "2", 3)), None).required
+
+
+def test_objects_without_a_resource_version_are_keyed_by_content() -> None:
+    cache = DecodeCache()
+    a = to_input(request(cluster("a", version=None)), cache).required["clusters"][0]
+    same = to_input(request(cluster("a", version=None)), cache).required["clusters"][0]
+    other = to_input(request(cluster("a", version=None, nodes=5)), cache).required["clusters"][0]
+    assert same is a
+    assert other is not a and other["status"]["gpuPools"][0]["nodes"] == 5
+    assert (cache.misses, cache.hits) == (1 + 2, 2 + 1)  # the composite, then the clusters
+
+
+def test_the_cache_stays_within_its_bound() -> None:
+    size = dict_to_struct(cluster("c-00")).ByteSize()
+    cache = DecodeCache(max_bytes=10 * size + size // 2)
+    for i in range(30):
+        cache.decode(dict_to_struct(cluster(f"c-{i:02d}")))
+    assert len(cache) == 10
+    assert cache.bytes <= cache.max_bytes
+    # The least recently used went first: the last ten are still there.
+    for i in range(20, 30):
+        cache.decode(dict_to_struct(cluster(f"c-{i:02d}")))
+    assert cache.hits == 10
+
+
+def mutations(obj: dict[str, Any]) -> list[Any]:
+    """Every way a composer might change a decoded object in place."""
+    pools = obj["status"]["gpuPools"]
+    return [
+        lambda: obj.__setitem__("spec", {}),
+        lambda: obj["metadata"]["labels"].update(region="us"),
+        lambda: obj["metadata"].setdefault("annotations", {}),
+        lambda: obj["metadata"]["labels"].pop("region"),
+        lambda: obj["status"].clear(),
+        lambda: pools.append({}),
+        lambda: pools[0].__setitem__("nodes", 0),
+        lambda: pools[0]["devices"].pop(),
+        lambda: pools.sort(key=str),
+        lambda: pools.__delitem__(0),
+    ]
+
+
+def test_a_decoded_object_cannot_be_changed_in_place() -> None:
+    cache = DecodeCache()
+    obj = to_input(request(cluster("a")), cache).required["clusters"][0]
+    for change in mutations(obj):
+        with pytest.raises(TypeError, match="read-only"):
+            change()
+    assert thaw(obj) == cluster("a")
+
+
+def test_copies_are_plain_and_mutable() -> None:
+    obj = DecodeCache().decode(dict_to_struct(cluster("a")))
+    for copied in (thaw(obj), copy.deepcopy(obj)):
+        assert type(copied) is dict and type(copied["status"]["gpuPools"]) is list
+        copied["status"]["gpuPools"][0]["nodes"] = 0
+    shallow = dict(obj)
+    shallow["spec"] = {}
+    assert obj["status"]["gpuPools"][0]["nodes"] == 2 and "spec" not in obj
+    assert isinstance(obj, FrozenDict) and isinstance(obj["status"]["gpuPools"], FrozenList)
+
+
+def test_a_composer_that_mutates_its_input_cannot_poison_the_next_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[int] = []
+
+    def vandal(inp: ComposeInput) -> ComposeResult:
+        pool = inp.required["clusters"][0]["status"]["gpuPools"][0]
+        seen.append(pool["nodes"])
+        pool["nodes"] = 0  # must fail, not change what the next call sees
+        return ComposeResult()
+
+    monkeypatch.setattr(registry, "composer_for", lambda api_version, kind: vandal)
+    runner = FunctionRunner(log_errors=False)
+    for _ in range(2):
+        rsp = runner.run(request(cluster("shared-a")))
+        assert rsp.results[0].severity == fnv1.SEVERITY_FATAL
+        assert "read-only" in rsp.results[0].message
+    assert seen == [2, 2]
+
+
+def test_composers_may_return_decoded_values_in_their_output(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def echo(inp: ComposeInput) -> ComposeResult:
+        return ComposeResult(status={"pools": inp.required["clusters"][0]["status"]["gpuPools"]})
+
+    monkeypatch.setattr(registry, "composer_for", lambda api_version, kind: echo)
+    rsp = FunctionRunner(log_errors=False).run(request(cluster("echo-a")))
+    assert struct_to_dict(rsp.desired.composite.resource)["status"]["pools"] == [
+        {"name": "h100", "nodes": 2, "devices": [{"count": 8}]}
+    ]
+
+
+def test_the_composite_and_observed_resources_are_read_only_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    errors: list[str] = []
+
+    def vandal(inp: ComposeInput) -> ComposeResult:
+        for change in (
+            lambda: inp.composite["spec"].update(replicas=0),
+            lambda: inp.observed["cm"]["data"].clear(),
+        ):
+            try:
+                change()
+            except TypeError as exc:
+                errors.append(str(exc))
+        return ComposeResult()
+
+    monkeypatch.setattr(registry, "composer_for", lambda api_version, kind: vandal)
+    req = request()
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v"}}
+    req.observed.resources["cm"].resource.CopyFrom(dict_to_struct(cm))
+    FunctionRunner(log_errors=False).run(req)
+    assert len(errors) == 2 and all("read-only" in e for e in errors)
+
+
+def test_readers_read_a_cached_object_as_they_read_a_plain_one() -> None:
+    from modelplane.api.readers import read_inference_cluster
+
+    obj = cluster("a")
+    obj["metadata"]["name"] = "a"
+    obj["spec"] = {"pools": [{"name": "h100", "className": "h100-8x", "nodeCount": 2}]}
+    obj["status"]["gpuPools"][0].update(className="h100-8x", devices=[{"name": "gpu", "count": 8}])
+    plain = read_inference_cluster(struct_to_dict(dict_to_struct(obj)))
+    cached = read_inference_cluster(DecodeCache().decode(dict_to_struct(obj)))
+    assert plain is not None and cached is not None
+    assert [p.known for p in plain.pools] == [True]
+    assert [(p.name, p.nodes, p.known, list(p.devices)) for p in cached.pools] == [
+        (p.name, p.nodes, p.known, list(p.devices)) for p in plain.pools
+    ]
+
+
+def test_a_cached_object_is_read_once_per_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    from modelplane.api import readers
+
+    reads: list[str] = []
+    real = readers._read_inference_cluster
+
+    def counting(obj: Any) -> Any:
+        reads.append(obj["metadata"]["name"])
+        return real(obj)
+
+    monkeypatch.setattr(readers, "_read_inference_cluster", counting)
+    cache = DecodeCache()
+    for version in ("1", "1", "2"):
+        obj = cache.decode(dict_to_struct(cluster("a", version=version)))
+        assert readers.read_inference_cluster(obj) is readers.read_inference_cluster(obj)
+    plain = struct_to_dict(dict_to_struct(cluster("a")))
+    readers.read_inference_cluster(plain)
+    readers.read_inference_cluster(plain)
+    assert reads == ["a", "a", "a", "a"]  # versions 1 and 2 once each; a plain dict every time

@@ -1,0 +1,53 @@
+"""The composer's scheduling explains only what is missing; shapes are interned by content."""
+
+from __future__ import annotations
+
+import copy
+
+from schedfleet import ANY_GPU, CLASSES, cluster, deployment, request
+
+from modelplane.scheduling import schedule
+from modelplane.scheduling.matching import Shapes
+
+FLEET = [
+    cluster("a", {"l4": ("l4-1x", 2)}),
+    cluster("b", {"l4": ("l4-1x", 1)}),
+    cluster("drained", {"l4": ("l4-1x", 4)}, ready=False),
+]
+
+
+def verdicts(result: object) -> dict[str, str | None]:
+    return {v.cluster: v.reason for v in result.clusters}  # type: ignore[attr-defined]
+
+
+def test_all_placed_only_the_filters_verdicts_are_kept() -> None:
+    dep = deployment(2, [request("gpu", ANY_GPU)])
+    full = schedule(dep, FLEET, [])
+    lean = schedule(dep, FLEET, [], explain_all=False)
+    assert lean.replicas == full.replicas
+    # Every cluster has a verdict when asked for all; without, only the filtered one.
+    assert set(verdicts(full)) == {"a", "b", "drained"}
+    assert verdicts(lean) == {"drained": verdicts(full)["drained"]}
+
+
+def test_a_missing_replica_gets_every_verdict() -> None:
+    dep = deployment(5, [request("gpu", ANY_GPU)])  # 3 nodes for 5 replicas
+    full = schedule(dep, FLEET, [])
+    lean = schedule(dep, FLEET, [], explain_all=False)
+    assert len(lean.replicas) == 3
+    assert lean == full
+
+
+def test_shapes_are_interned_by_content() -> None:
+    table = Shapes()
+    l4 = CLASSES["l4-1x"]
+    first = table.intern("l4-1x", l4)
+    assert table.intern("l4-1x", copy.deepcopy(l4)) is first
+    edited = copy.deepcopy(l4)
+    edited[0]["attributes"]["driverVersion"] = {"version": "575.0.0"}
+    other = table.intern("l4-1x", edited)
+    assert other is not first
+    # Back to the first content after another: still the first shape, found by key.
+    assert table.intern("l4-1x", copy.deepcopy(l4)) is first
+    assert table.intern("l4-1x", copy.deepcopy(edited)) is other
+    assert table.intern("h100-8x", copy.deepcopy(l4)) is not first  # per class
