@@ -237,6 +237,15 @@ INFERENCE_GATEWAY = Kind(
 )
 
 _CLUSTER_COLUMN = PrinterColumn("Cluster", ".spec.clusterName")
+# EKSCluster and GKECluster answer the same questions in `kubectl get`.
+_PROVISIONED_COLUMNS = (
+    _CLUSTER_COLUMN,
+    PrinterColumn("Region", ".spec.region"),
+    PrinterColumn("Version", ".spec.kubernetesVersion"),
+    PrinterColumn("Reachable", ".status.reachable", "boolean"),
+    _READY,
+    _AGE,
+)
 
 EKS_CLUSTER = Kind(
     group=c.INFRA_GROUP,
@@ -247,14 +256,7 @@ EKS_CLUSTER = Kind(
     status=ProvisionedClusterStatus,
     description="An EKS cluster an InferenceCluster provisions (internal).",
     categories=("modelplane", "modelplane-infrastructure"),
-    printer_columns=(
-        _CLUSTER_COLUMN,
-        PrinterColumn("Region", ".spec.region"),
-        PrinterColumn("Version", ".spec.kubernetesVersion"),
-        PrinterColumn("Reachable", ".status.reachable", "boolean"),
-        _READY,
-        _AGE,
-    ),
+    printer_columns=_PROVISIONED_COLUMNS,
 )
 
 GKE_CLUSTER = Kind(
@@ -266,14 +268,7 @@ GKE_CLUSTER = Kind(
     status=ProvisionedClusterStatus,
     description="A GKE cluster an InferenceCluster provisions (internal).",
     categories=("modelplane", "modelplane-infrastructure"),
-    printer_columns=(
-        _CLUSTER_COLUMN,
-        PrinterColumn("Region", ".spec.region"),
-        PrinterColumn("Version", ".spec.kubernetesVersion"),
-        PrinterColumn("Reachable", ".status.reachable", "boolean"),
-        _READY,
-        _AGE,
-    ),
+    printer_columns=_PROVISIONED_COLUMNS,
 )
 
 SERVING_STACK = Kind(

@@ -97,6 +97,25 @@ def usage(name: str, namespace: str, of: Ref, by: Ref, reason: str) -> Resource:
     }
 
 
+def cluster_usage(
+    resources: dict[str, Resource],
+    cluster: str,
+    namespace: str,
+    of: Ref,
+    by: Ref,
+    reason: str,
+) -> None:
+    """Add a Usage named after its user (`by`) to `resources`: `of` waits for `by`.
+
+    The names drop the cluster prefix both resources carry, so the key reads
+    `<by>-uses-<of>` within one cluster's plan.
+    """
+    key = by.name.removeprefix(f"{cluster}-") + "-uses-" + of.name.removeprefix(f"{cluster}-")
+    resources[f"usage-{key}"] = usage(
+        resource_name(cluster, "usage", key), namespace, of, by, reason
+    )
+
+
 def ready(observed: Resource | None) -> bool:
     """Whether an observed managed resource (or Release) reports Ready=True."""
     return condition_status(observed, c.CONDITION_READY) == "True"

@@ -31,12 +31,12 @@ from modelplane.api.provisioning import EKSClusterSpec, EKSNodePool
 from modelplane.compose.cloud import (
     Ref,
     at_provider,
+    cluster_usage,
     labels,
     managed,
     resource_name,
     selector,
     split_cidr,
-    usage,
 )
 from modelplane.compose.provisioned import (
     CONTROL_PLANE_KEY,
@@ -127,13 +127,7 @@ class _Build:
 
     def use(self, of: Ref, by: Ref, reason: str) -> None:
         """A Usage named after its user (`by`): `of` waits for `by` to be deleted."""
-        key = (
-            by.name.removeprefix(f"{self.cluster}-")
-            + "-uses-"
-            + of.name.removeprefix(f"{self.cluster}-")
-        )
-        name = resource_name(self.cluster, "usage", key)
-        self.plan.resources[f"usage-{key}"] = usage(name, self.namespace, of, by, reason)
+        cluster_usage(self.plan.resources, self.cluster, self.namespace, of, by, reason)
 
     def private_subnets(self) -> dict[str, object]:
         existing = self.spec.network.existing

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from modelplane.api import constants as c
 from modelplane.api.provisioning import GKEClusterSpec, GKENetwork, GKENodePool
-from modelplane.compose.cloud import Ref, labels, managed, resource_name, selector, usage
+from modelplane.compose.cloud import Ref, cluster_usage, labels, managed, resource_name, selector
 from modelplane.compose.objects import dns_label
 from modelplane.compose.provisioned import (
     CONTROL_PLANE_KEY,
@@ -94,13 +94,7 @@ class _Build:
 
     def use(self, of: Ref, by: Ref, reason: str) -> None:
         """A Usage named after its user (`by`): `of` waits for `by` to be deleted."""
-        key = (
-            by.name.removeprefix(f"{self.cluster}-")
-            + "-uses-"
-            + of.name.removeprefix(f"{self.cluster}-")
-        )
-        name = resource_name(self.cluster, "usage", key)
-        self.plan.resources[f"usage-{key}"] = usage(name, self.namespace, of, by, reason)
+        cluster_usage(self.plan.resources, self.cluster, self.namespace, of, by, reason)
 
     def network_refs(self) -> dict[str, object]:
         existing = self.net.existing

@@ -38,12 +38,14 @@ _SEVERITY_TO_PB = {"Warning": fnv1.SEVERITY_WARNING, "Normal": fnv1.SEVERITY_NOR
 _SYSTEM_CONDITIONS = frozenset({c.CONDITION_READY, c.CONDITION_SYNCED})
 
 
-def _value(v: structpb.Value) -> Any:
+def _value(v: structpb.Value, frozen: bool) -> Any:
     kind = v.WhichOneof("kind")
     if kind == "struct_value":
-        return {k: _value(x) for k, x in v.struct_value.fields.items()}
+        fields = {k: _value(x, frozen) for k, x in v.struct_value.fields.items()}
+        return FrozenDict(fields) if frozen else fields
     if kind == "list_value":
-        return [_value(x) for x in v.list_value.values]
+        items = [_value(x, frozen) for x in v.list_value.values]
+        return FrozenList(items) if frozen else items
     if kind == "number_value":
         # A Struct stores every number as a double; Kubernetes (and the JSON
         # Crossplane decodes) keeps integral numbers as integers, so restore
@@ -59,28 +61,12 @@ def _value(v: structpb.Value) -> Any:
 
 def struct_to_dict(s: structpb.Struct) -> Resource:
     """Convert a protobuf Struct to a dict, keeping integral numbers as ints."""
-    return {k: _value(v) for k, v in s.fields.items()}
-
-
-def _frozen_value(v: structpb.Value) -> Any:
-    kind = v.WhichOneof("kind")
-    if kind == "struct_value":
-        return FrozenDict({k: _frozen_value(x) for k, x in v.struct_value.fields.items()})
-    if kind == "list_value":
-        return FrozenList([_frozen_value(x) for x in v.list_value.values])
-    if kind == "number_value":
-        n = v.number_value
-        return int(n) if n.is_integer() else n
-    if kind == "string_value":
-        return v.string_value
-    if kind == "bool_value":
-        return v.bool_value
-    return None
+    return {k: _value(v, False) for k, v in s.fields.items()}
 
 
 def struct_to_frozen(s: structpb.Struct) -> FrozenDict:
     """Convert a protobuf Struct to a read-only dict (see `modelplane.api.frozen`)."""
-    return FrozenDict({k: _frozen_value(v) for k, v in s.fields.items()})
+    return FrozenDict({k: _value(v, True) for k, v in s.fields.items()})
 
 
 DEFAULT_DECODE_CACHE_BYTES = 32 * 1024 * 1024
