@@ -343,6 +343,28 @@ class GPUPool(StatusModel):
     )
 
 
+class UnschedulableReplica(KubeModel):
+    """A replica whose pods the cluster's scheduler has not placed for longer than the grace period.
+
+    Reported by the cluster's inventory agent (ServingStack); the fleet
+    scheduler moves such a replica elsewhere, make-before-break.
+    """
+
+    replica: str = Field(
+        max_length=253, description="The ModelReplica (pod label `modelplane.ai/replica`)."
+    )
+    pool: str | None = Field(
+        default=None, max_length=63, description="The pool the pods asked for, when known."
+    )
+    pods: int = Field(default=1, ge=1, description="How many of its pods are unschedulable.")
+    since: str = Field(
+        max_length=64, description="RFC 3339 time the first pod became unschedulable."
+    )
+    message: str = Field(
+        default="", max_length=512, description="The cluster scheduler's message, shortened."
+    )
+
+
 class InferenceClusterStatus(ConditionedStatus):
     """Published capacity and how to reach the cluster."""
 
@@ -354,4 +376,12 @@ class InferenceClusterStatus(ConditionedStatus):
     )
     gateway_address: str | None = Field(
         default=None, description="External address of the cluster's inference gateway."
+    )
+    unschedulable_replicas: list[UnschedulableReplica] | None = Field(
+        default=None,
+        max_length=100,
+        description=(
+            "Replicas whose pods stayed unschedulable past the grace period, as the cluster's "
+            "inventory agent last reported them."
+        ),
     )

@@ -42,6 +42,7 @@ from modelplane.api.inference_cluster import (
     ServingStackConfig,
     StorageConfig,
     Taint,
+    UnschedulableReplica,
 )
 from modelplane.api.model_deployment import (
     ModelDeploymentStatus,
@@ -86,6 +87,7 @@ GPU_POOLS_PATH = f"status.{_GPU_POOLS}"
 """Where an InferenceCluster publishes its pools (for messages that name the field)."""
 _PROVIDER_CONFIG = _wire(InferenceClusterStatus, "provider_config_name")
 _GATEWAY_ADDRESS = _wire(InferenceClusterStatus, "gateway_address")
+_UNSCHEDULABLE = _wire(InferenceClusterStatus, "unschedulable_replicas")
 _POOL_NAME = _wire(GPUPool, "name")
 _POOL_CLASS = _wire(GPUPool, "class_name")
 _POOL_NODES = _wire(GPUPool, "nodes")
@@ -163,6 +165,35 @@ class ObservedPool(NamedTuple):
 
 
 @dataclass(frozen=True)
+class StuckReplica:
+    """A replica the cluster reports as unschedulable past its grace period."""
+
+    replica: str
+    pool: str | None
+    pods: int
+    since: str
+    message: str
+
+
+def read_unschedulable(status: Mapping[str, Any]) -> dict[str, StuckReplica]:
+    """`status.unschedulableReplicas` by replica name; malformed entries are skipped."""
+    out: dict[str, StuckReplica] = {}
+    for raw in _list(status.get(_UNSCHEDULABLE)):
+        entry = _map(raw)
+        replica = _str(entry.get(_wire(UnschedulableReplica, "replica")))
+        if replica is None:
+            continue
+        out[replica] = StuckReplica(
+            replica=replica,
+            pool=_str(entry.get(_wire(UnschedulableReplica, "pool"))),
+            pods=max(1, as_int(entry.get(_wire(UnschedulableReplica, "pods")), 1)),
+            since=_str(entry.get(_wire(UnschedulableReplica, "since"))) or "",
+            message=_str(entry.get(_wire(UnschedulableReplica, "message"))) or "",
+        )
+    return out
+
+
+@dataclass(frozen=True)
 class ObservedInferenceCluster:
     """An InferenceCluster as other kinds see it."""
 
@@ -184,6 +215,9 @@ class ObservedInferenceCluster:
     # Serving backends the cluster runs (`read_backends`); None when
     # spec.servingStack cannot be read, so support cannot be verified.
     backends: frozenset[str] | None = frozenset({c.BACKEND_NATIVE})
+    # Replicas whose pods the cluster could not schedule past the grace period
+    # (`status.unschedulableReplicas`), by replica name.
+    unschedulable: Mapping[str, StuckReplica] = field(default_factory=dict)
 
     @property
     def packing(self) -> Packing:
@@ -370,6 +404,7 @@ def _read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster 
         scheduling_error=scheduling_error,
         storage=storage,
         backends=backends,
+        unschedulable=read_unschedulable(status),
     )
 
 

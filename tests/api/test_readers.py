@@ -290,3 +290,33 @@ def test_read_backends(stack: Any, backends: set[str] | None, error: bool) -> No
     assert (err is not None) == error
     if err is not None:
         assert "spec.servingStack.kserve.enabled" in err
+
+
+def test_unschedulable_replicas_are_read_by_name_and_malformed_entries_skipped() -> None:
+    from modelplane.api.readers import StuckReplica, read_inference_cluster
+
+    obj = {
+        "metadata": {"name": "east"},
+        "status": {
+            "unschedulableReplicas": [
+                {
+                    "replica": "llama-0",
+                    "pool": "h100",
+                    "pods": 2,
+                    "since": "2026-11-23T10:00:00Z",
+                    "message": "0/4 nodes are available",
+                },
+                {"pool": "h100"},
+                "junk",
+                {"replica": "llama-1", "pods": "x"},
+            ]
+        },
+    }
+    cluster = read_inference_cluster(obj)
+    assert cluster is not None
+    assert dict(cluster.unschedulable) == {
+        "llama-0": StuckReplica(
+            "llama-0", "h100", 2, "2026-11-23T10:00:00Z", "0/4 nodes are available"
+        ),
+        "llama-1": StuckReplica("llama-1", None, 1, "", ""),
+    }

@@ -43,6 +43,7 @@ def test_the_contract_keys_are_the_ones_other_kinds_read() -> None:
         "gatewayAddress",
         "gpuPools",
         "providerConfigName",
+        "unschedulableReplicas",
     ]
 
 
@@ -59,5 +60,10 @@ def _params() -> list[object]:
 
 @pytest.mark.parametrize("path", _params())
 def test_no_status_wire_name_outside_api(path: Path) -> None:
-    leaked = _string_constants(path) & {"gpuPools", "providerConfigName", "gatewayAddress"}
+    leaked = _string_constants(path) & {
+        "gpuPools",
+        "providerConfigName",
+        "gatewayAddress",
+        "unschedulableReplicas",
+    }
     assert not leaked, f"{path}: read {sorted(leaked)} through modelplane.api.readers"
