@@ -70,7 +70,6 @@ DEFAULT_EKS_KUBERNETES_VERSION: Final = "1.36"
 # system namespace; the managed resources they compose land there too.
 SYSTEM_NAMESPACE: Final = "modelplane-system"
 LABEL_COMPONENT: Final = "modelplane.ai/component"
-LABEL_OBSERVE: Final = "modelplane.ai/observe"
 LABEL_SUBNET_TIER: Final = "modelplane.ai/subnet-tier"
 LABEL_ZONE: Final = "modelplane.ai/zone"
 KUBECONFIG_CONNECTION_KEY: Final = "kubeconfig"
@@ -178,7 +177,11 @@ GPU_RESOURCE_NAME: Final = "nvidia.com/gpu"
 # runs the function image's `modelplane hydrate`; it mounts the cache's PVC at
 # HYDRATE_MOUNT and stages the artifact in its HYDRATE_SUBPATH folder, which
 # replicas mount read-only at CACHE_MOUNT_PATH.
-HYDRATOR_IMAGE: Final = f"xpkg.crossplane.io/modelplane/function-modelplane:v{__version__}"
+FUNCTION_PACKAGE: Final = "xpkg.crossplane.io/modelplane/function-modelplane"
+"""Where the Function package (and the image it runs) is published by default."""
+FUNCTION_IMAGE: Final = f"{FUNCTION_PACKAGE}:v{__version__}"
+"""The function image of this release; hydration Jobs and the inventory agent run it too."""
+HYDRATOR_IMAGE: Final = FUNCTION_IMAGE
 HYDRATE_MOUNT: Final = "/cache"
 HYDRATE_SUBPATH: Final = "model"
 HYDRATE_HEADERS_DIR: Final = "/var/run/modelplane/headers"
@@ -236,3 +239,14 @@ KSERVE_LLMISVC_API_VERSION: Final = "serving.kserve.io/v1alpha2"
 # Gateway API inference extension (InferencePool v1).
 INFERENCE_GROUP: Final = "inference.networking.k8s.io"
 INFERENCE_POOL_API_VERSION: Final = f"{INFERENCE_GROUP}/v1"
+
+# The inventory agent (modelplane/agent, installed by the ServingStack): it
+# summarises each workload cluster's Nodes, ResourceSlices and unschedulable
+# replica pods into one ConfigMap the InferenceCluster observes.
+INVENTORY_IMAGE: Final = FUNCTION_IMAGE
+INVENTORY_CONFIGMAP: Final = "modelplane-inventory"
+INVENTORY_NAMESPACE: Final = SYSTEM_NAMESPACE
+INVENTORY_DATA_KEY: Final = "inventory.json"
+INVENTORY_FIELD_MANAGER: Final = "modelplane-inventory"
+DEFAULT_UNSCHEDULABLE_AFTER: Final = "5m"
+DURATION_PATTERN: Final = r"^([0-9]{1,6}(h|m|s))+$"

@@ -26,7 +26,7 @@ from modelplane.api.provisioning import (
     GKESystemPool,
 )
 from modelplane.api.reasons import UnknownReason
-from modelplane.api.serving_stack import ChartVersions
+from modelplane.api.serving_stack import ChartVersions, InventoryConfig
 
 # The only template variables a label or annotation value may use (SPEC §5).
 TEMPLATE_VARIABLES = ("Namespace", "Name", "Cluster")
@@ -245,6 +245,11 @@ class ServingStackConfig(KubeModel):
     )
     kserve: KServeConfig | None = Field(
         default=None, description="KServe's LLMInferenceService controller; absent means off."
+    )
+    inventory: InventoryConfig | None = Field(
+        default=None,
+        description="The inventory agent that reports nodes, devices and unschedulable "
+        "replicas; on (unschedulableAfter 5m) unless enabled is false.",
     )
 
 

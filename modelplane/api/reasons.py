@@ -165,6 +165,7 @@ class HardwareDriftReason(StrEnum):
     NO_DRIFT = "NoDrift"
     DRIFTED = "Drifted"
     NOT_OBSERVED = "NotObserved"
+    INVENTORY_INVALID = "InventoryInvalid"
 
 
 class GatewayReadyReason(StrEnum):

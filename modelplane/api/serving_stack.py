@@ -61,6 +61,29 @@ class ChartVersions(KubeModel):
     )
 
 
+class InventoryConfig(KubeModel):
+    """The inventory agent the serving stack installs on a workload cluster (api/inventory.py)."""
+
+    enabled: bool = Field(
+        default=True,
+        description="Run the inventory agent; without it HardwareDrift stays Unknown and "
+        "unschedulable replicas are not reported.",
+    )
+    unschedulable_after: str = Field(
+        default=c.DEFAULT_UNSCHEDULABLE_AFTER,
+        max_length=32,
+        pattern=c.DURATION_PATTERN,
+        description="How long a replica's pod may stay Unschedulable before it is reported "
+        "(e.g. 5m, 1h30m).",
+    )
+    interval: str = Field(
+        default="60s",
+        max_length=32,
+        pattern=c.DURATION_PATTERN,
+        description="How often the agent rewrites the summary.",
+    )
+
+
 class StackGateway(KubeModel):
     """The Gateway replicas' HTTPRoutes attach to."""
 
@@ -117,6 +140,9 @@ class ServingStackSpec(KubeModel):
         default=None,
         max_length=17,
         description="Node pools the releases run on: deleted only after the releases.",
+    )
+    inventory: InventoryConfig = Field(
+        default_factory=InventoryConfig, description="The inventory agent."
     )
 
 

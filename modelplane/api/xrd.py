@@ -32,7 +32,7 @@ from modelplane.api.kinds import KINDS, Kind
 # next major may drop the v2 XRD and the v1alpha1 MRAP the package ships.
 CROSSPLANE_VERSION = ">=v2.3.0, <v3.0.0"
 # Where the Function package is published unless `--function-package` says otherwise.
-DEFAULT_FUNCTION_PACKAGE = "xpkg.crossplane.io/modelplane/function-modelplane"
+DEFAULT_FUNCTION_PACKAGE = c.FUNCTION_PACKAGE
 # Semantic versioning: before 1.0 a minor release may break the function's
 # contract with the XRDs, after it a major release.
 _MAJOR, _MINOR = (int(x) for x in __version__.split(".")[:2])

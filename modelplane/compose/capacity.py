@@ -10,19 +10,18 @@ stock-out is recognised by the clouds' own error codes:
 - GCP: `ZONE_RESOURCE_POOL_EXHAUSTED` (also `..._WITH_DETAILS`) and `GCE_STOCKOUT`.
 
 The zone comes from the message when the cloud names it, else the pool's own
-zone. The nodes actually up are counted from the workload cluster's observed
-Nodes carrying the pool's label, never guessed from the requested size.
+zone. The nodes actually up are the pool's `readyNodes` in the workload
+cluster's inventory summary (Nodes carrying the pool's label, counted by the
+cluster's inventory agent), never guessed from the requested size.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from modelplane.api import constants as c
-from modelplane.api.objects import condition_status
+from modelplane.api.inventory import InventorySummary
 from modelplane.compose.types import Resource
 
 Cloud = Literal["EKS", "GKE"]
@@ -91,30 +90,12 @@ def zone_in(cloud: Cloud, message: str) -> str | None:
     return found.group(1) if found else None
 
 
-def _manifest(obj: Resource) -> dict[str, Any]:
-    """A wrapped manifest as observed (provider-kubernetes Object), or the object itself."""
-    status = obj.get("status")
-    at = status.get("atProvider") if isinstance(status, dict) else None
-    wrapped = at.get("manifest") if isinstance(at, dict) else None
-    return wrapped if isinstance(wrapped, dict) else obj
-
-
-def observed_nodes(objects: Iterable[Resource]) -> list[dict[str, Any]]:
-    """The Node manifests among observed objects (wrapped or plain)."""
-    nodes = [_manifest(o) for o in objects]
-    return [n for n in nodes if n.get("kind") == "Node"]
-
-
-def nodes_up(pool: str, nodes: Iterable[dict[str, Any]]) -> int:
-    """Nodes of `pool` (by the `modelplane.ai/pool` label) that are Ready."""
-    count = 0
-    for node in nodes:
-        node_labels = (node.get("metadata") or {}).get("labels") or {}
-        if node_labels.get(c.LABEL_POOL) != pool:
-            continue
-        if condition_status(node, "Ready") == "True":
-            count += 1
-    return count
+def nodes_up(pool: str, inventory: InventorySummary | None) -> int | None:
+    """Nodes of `pool` the cluster's inventory agent saw Ready; None without an inventory."""
+    if inventory is None:
+        return None
+    found = inventory.pool(pool)
+    return found.ready_nodes if found is not None else 0
 
 
 def pool_stockout(

@@ -10,8 +10,12 @@ pools' classes:
   is false) and mirrors its ServingStackReady onto the cluster;
 - `capacity`: a stocked-out pool publishes the nodes actually up, and
   InsufficientGPUCapacity names pool, zone and accelerator;
-- `drift`: HardwareDrift compares the ResourceSlices observed on the cluster
-  with the devices each pool's class declares (placement keeps the class).
+- `observe`: once the cluster is reachable, an Observe-only provider-kubernetes
+  Object of the inventory agent's ConfigMap (`compose/inventory.py`), so
+  Crossplane watches it; its summary is the one live view of the cluster;
+- `drift`: HardwareDrift compares the device shapes the inventory reports
+  with the devices each pool's class declares (placement keeps the class), and
+  the inventory's unschedulable replicas are published in status.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from pydantic import ValidationError
 from modelplane.api import constants as c
 from modelplane.api.common import format_validation_error
 from modelplane.api.inference_class import InferenceClassSpec
-from modelplane.api.inference_cluster import GPUPool, InferenceClusterSpec
+from modelplane.api.inference_cluster import GPUPool, InferenceClusterSpec, InferenceClusterStatus
+from modelplane.api.inventory import InventorySummary
 from modelplane.api.objects import condition, condition_status
 from modelplane.api.provisioning import (
     EKSClusterSpec,
@@ -41,6 +46,7 @@ from modelplane.api.reasons import (
 )
 from modelplane.api.serving_stack import (
     ChartVersions,
+    InventoryConfig,
     ServingStackSpec,
     StackGateway,
     StackStorage,
@@ -56,11 +62,11 @@ from modelplane.compose.cluster_infra import (
 )
 from modelplane.compose.common import as_desired, meta, parse_spec
 from modelplane.compose.drift import hardware_drift
+from modelplane.compose.inventory import INVENTORY_KEY, inventory_observation, observed_inventory
 from modelplane.compose.types import (
     ComposeInput,
     ComposeResult,
     DesiredResource,
-    Requirement,
     Resource,
 )
 
@@ -68,25 +74,10 @@ INFRA_KEY = "infrastructure"
 STACK_KEY = "serving-stack"
 HELM_PROVIDER_CONFIG_KEY = "provider-config-helm"
 PROVIDER_CONFIG_KEYS = ("provider-config", HELM_PROVIDER_CONFIG_KEY)
-NODES_REQUIREMENT = "observed-nodes"
-SLICES_REQUIREMENT = "observed-resourceslices"
 GPU_SCHEDULERS: dict[str, Literal["KAI", "Volcano"]] = {
     c.KAI_SCHEDULER_NAME: "KAI",
     c.VOLCANO_SCHEDULER_NAME: "Volcano",
 }
-
-
-def requirements(cluster: str) -> dict[str, Requirement]:
-    """The cluster's observed Nodes and ResourceSlices (read-only observations)."""
-    return {
-        req: Requirement(
-            c.PROVIDER_KUBERNETES_API_VERSION,
-            "Object",
-            match_labels={c.LABEL_CLUSTER: cluster, c.LABEL_OBSERVE: kind},
-            namespace=c.SYSTEM_NAMESPACE,
-        )
-        for req, kind in ((NODES_REQUIREMENT, "Node"), (SLICES_REQUIREMENT, "ResourceSlice"))
-    }
 
 
 def parse_classes(objects: Iterable[Resource]) -> dict[str, InferenceClassSpec]:
@@ -279,6 +270,7 @@ def _stack_spec(
         gpu_scheduler=scheduler,
         storage=_stack_storage(spec, view),
         node_pools=refs,
+        inventory=inventory_config(spec),
     )
 
 
@@ -366,20 +358,68 @@ def capacity(
     )
 
 
-def drift(inp: ComposeInput, result: ComposeResult, pools: list[GPUPool]) -> None:
-    """HardwareDrift: observed ResourceSlices against each pool's declared devices."""
-    observed = list(inp.required.get(NODES_REQUIREMENT) or []) + list(
-        inp.required.get(SLICES_REQUIREMENT) or []
-    )
-    if not inp.required.get(SLICES_REQUIREMENT):
-        result.condition(
-            c.CONDITION_HARDWARE_DRIFT,
-            None,
+def inventory_config(spec: InferenceClusterSpec) -> InventoryConfig:
+    """`spec.servingStack.inventory`, defaulted."""
+    stack = spec.serving_stack
+    return (stack.inventory if stack is not None else None) or InventoryConfig()
+
+
+def observes_inventory(spec: InferenceClusterSpec) -> bool:
+    """Whether an inventory agent runs: the stack's, unless disabled; with the stack
+    disabled, only one the platform team runs and declares with `inventory.enabled`."""
+    stack = spec.serving_stack
+    if stack is None:
+        return True
+    if stack.inventory is not None:
+        return stack.inventory.enabled
+    return stack.enabled
+
+
+def observe(
+    inp: ComposeInput, result: ComposeResult, name: str, spec: InferenceClusterSpec, pc: str | None
+) -> tuple[InventorySummary | None, tuple[HardwareDriftReason, str]]:
+    """Compose the inventory observation; return its summary, or why there is none."""
+    if not observes_inventory(spec):
+        return None, (
             HardwareDriftReason.NOT_OBSERVED,
-            "no ResourceSlices of this cluster are observed yet",
+            "no inventory agent reports this cluster: spec.servingStack.inventory.enabled is "
+            "false (or the serving stack is disabled and the inventory is not enabled)",
         )
+    observed = inp.observed.get(INVENTORY_KEY)
+    if pc is None and observed is None:
+        return None, (HardwareDriftReason.NOT_OBSERVED, "waiting for the cluster to be reachable")
+    # Kept while the cluster is unreachable: it only observes, and its last
+    # answer is still the best one.
+    obj = inventory_observation(name, pc) if pc is not None else as_desired(observed or {})
+    result.desired[INVENTORY_KEY] = DesiredResource(obj, "True" if observed else "False")
+    summary, problem = observed_inventory(observed)
+    if summary is not None:
+        return summary, (HardwareDriftReason.NO_DRIFT, "")
+    missing = observed is None or problem.endswith(("not observed yet", ": missing"))
+    reason = HardwareDriftReason.NOT_OBSERVED if missing else HardwareDriftReason.INVENTORY_INVALID
+    return None, (reason, problem)
+
+
+def drift(
+    result: ComposeResult,
+    status: InferenceClusterStatus,
+    pools: list[GPUPool],
+    inventory: InventorySummary | None,
+    why: tuple[HardwareDriftReason, str],
+) -> None:
+    """HardwareDrift from the inventory's device shapes; its unschedulable replicas in status."""
+    if inventory is None:
+        result.condition(c.CONDITION_HARDWARE_DRIFT, None, why[0], why[1])
+        if why[0] == HardwareDriftReason.INVENTORY_INVALID:
+            result.warn(str(why[0]), why[1])
         return
-    found = [d for p in pools if p.devices for d in hardware_drift(p.name, p.devices, observed)]
+    status.unschedulable_replicas = list(inventory.unschedulable) or None
+    found = [
+        d
+        for p in pools
+        if p.devices
+        for d in hardware_drift(p.name, p.devices, inventory.pool(p.name))
+    ]
     if not found:
         result.condition(
             c.CONDITION_HARDWARE_DRIFT,

@@ -1,28 +1,27 @@
 """Hardware drift: what a cluster's DRA driver publishes versus what the pool's class says.
 
-A pure comparison of observed ResourceSlices (read-only observations of the
-workload cluster) with the devices an InferenceClass declares. Placement keeps
-using the declared class; a drift only tells the platform team that, say, a
-class promising 80Gi GPUs sits on a pool whose slices publish 40Gi.
+A pure comparison of a pool's inventory (the distinct device shapes its nodes'
+ResourceSlices publish, as the cluster's inventory agent summarised them,
+`compose/inventory.py`) with the devices an InferenceClass declares. Placement
+keeps using the declared class; a drift only tells the platform team that,
+say, a class promising 80Gi GPUs sits on a pool whose slices publish 40Gi.
 
-Matching: the pool's nodes are the observed Nodes labelled with the pool; a
-declared DRA device is compared with the devices of its driver that the
-slices of those nodes publish. Attribute and capacity names are compared
-without the driver's own domain prefix (a slice may publish `productName`
-where the class says `gpu.nvidia.com/productName`). Synthetic devices have no
-driver publishing them and are never compared.
+Matching: a declared DRA device is compared with the shapes of its driver;
+every node of the pool must publish `count` devices of that driver, and every
+published shape must carry the declared attributes and capacities. Attribute
+and capacity names are compared without the driver's own domain prefix (a
+slice may publish `productName` where the class says
+`gpu.nvidia.com/productName`). Synthetic devices have no driver publishing
+them and are never compared.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from modelplane.api import constants as c
 from modelplane.api.inference_class import Device
-from modelplane.compose.capacity import observed_nodes
-from modelplane.compose.types import Resource
+from modelplane.api.inventory import PoolInventory
 from modelplane.dra.quantity import QuantityError, parse_quantity
 
 
@@ -43,19 +42,6 @@ class Drift:
             f"pool {self.pool!r} device {self.device!r}: {self.field} is {self.observed} on "
             f"{self.nodes} node(s), the class declares {self.declared}"
         )
-
-
-def _manifest(obj: Resource) -> dict[str, Any]:
-    status = obj.get("status")
-    at = status.get("atProvider") if isinstance(status, dict) else None
-    wrapped = at.get("manifest") if isinstance(at, dict) else None
-    return wrapped if isinstance(wrapped, dict) else obj
-
-
-def resource_slices(objects: Iterable[Resource]) -> list[dict[str, Any]]:
-    """The ResourceSlice manifests among observed objects (wrapped or plain)."""
-    slices = [_manifest(o) for o in objects]
-    return [s for s in slices if s.get("kind") == "ResourceSlice"]
 
 
 def _short(name: str, driver: str) -> str:
@@ -119,57 +105,48 @@ def _compare(device: Device, slice_device: dict[str, Any]) -> list[tuple[str, st
     return out
 
 
-def _devices_by_node(slices: list[dict[str, Any]], driver: str) -> dict[str, list[dict[str, Any]]]:
-    by_node: dict[str, list[dict[str, Any]]] = {}
-    for s in slices:
-        spec = s.get("spec") or {}
-        if spec.get("driver") != driver or not spec.get("nodeName"):
-            continue
-        devices = [d for d in spec.get("devices") or [] if isinstance(d, dict)]
-        by_node.setdefault(str(spec["nodeName"]), []).extend(devices)
-    return by_node
-
-
-def _pool_nodes(pool: str, observed: list[Resource]) -> list[str]:
-    names = []
-    for node in observed_nodes(observed):
-        meta = node.get("metadata") or {}
-        if (meta.get("labels") or {}).get(c.LABEL_POOL) == pool and meta.get("name"):
-            names.append(str(meta["name"]))
-    return sorted(names)
-
-
-def _device_drift(
-    pool: str, device: Device, nodes: list[str], by_node: dict[str, list[dict[str, Any]]]
-) -> list[Drift]:
+def _count_drift(device: Device, pool: PoolInventory) -> dict[tuple[str, str, str], int]:
+    """Nodes publishing another number of the device's driver than the class declares."""
     found: dict[tuple[str, str, str], int] = {}
-    for node in nodes:
-        published = by_node.get(node, [])
-        diffs: set[tuple[str, str, str]] = set()
-        if len(published) != device.count:
-            diffs.add(("count", str(device.count), str(len(published))))
-        # Identical devices are declared once: every published one must match.
-        for slice_device in published:
-            diffs.update(_compare(device, slice_device))
-        for diff in diffs:
-            found[diff] = found.get(diff, 0) + 1
-    return [Drift(pool, device.name, f, d, o, n) for (f, d, o), n in sorted(found.items())]
+    publishing = 0
+    for entry in pool.driver_counts:
+        if entry.driver != device.driver:
+            continue
+        publishing += entry.nodes
+        if entry.devices != device.count:
+            key = ("count", str(device.count), str(entry.devices))
+            found[key] = found.get(key, 0) + entry.nodes
+    silent = pool.nodes - publishing
+    if silent > 0:
+        key = ("count", str(device.count), "0")
+        found[key] = found.get(key, 0) + silent
+    return found
 
 
-def hardware_drift(pool: str, devices: list[Device], observed: list[Resource]) -> list[Drift]:
-    """Every difference between `devices` and the slices published by `pool`'s nodes.
+def _device_drift(pool: PoolInventory, device: Device) -> list[Drift]:
+    found = _count_drift(device, pool)
+    for shape in pool.shapes:
+        if shape.driver != device.driver:
+            continue
+        # Identical devices are declared once: every published shape must match.
+        for diff in _compare(device, shape.to_dict()):
+            found[diff] = min(pool.nodes, found.get(diff, 0) + shape.nodes)
+    return [Drift(pool.name, device.name, f, d, o, n) for (f, d, o), n in sorted(found.items())]
 
-    `observed` holds the observed Nodes and ResourceSlices of the cluster (plain
-    or wrapped in provider-kubernetes Objects). A pool with no observed node
-    reports nothing: there is nothing published to compare yet.
+
+def hardware_drift(
+    pool: str, devices: list[Device], inventory: PoolInventory | None
+) -> list[Drift]:
+    """Every difference between `devices` and what the pool's nodes publish.
+
+    `inventory` is the pool's entry of the cluster's inventory summary; a pool
+    the agent saw no node of reports nothing: there is nothing published to
+    compare yet.
     """
-    nodes = _pool_nodes(pool, observed)
-    if not nodes:
+    if inventory is None or inventory.nodes == 0:
         return []
-    slices = resource_slices(observed)
     out: list[Drift] = []
     for device in devices:
-        if device.claim != "DRA":
-            continue
-        out += _device_drift(pool, device, nodes, _devices_by_node(slices, device.driver))
+        if device.claim == "DRA":
+            out += _device_drift(inventory, device)
     return out

@@ -67,7 +67,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
         # answer with a desired state that would delete it.
         return outcome.fatal(f"invalid InferenceCluster {name}: {error}")
 
-    result.requirements = _requirements(spec) | sources.requirements(name)
+    result.requirements = _requirements(spec)
     if not all(inp.fetched(r) for r in result.requirements):
         return outcome.wait(inp, result)
 
@@ -88,7 +88,8 @@ def compose(inp: ComposeInput) -> ComposeResult:
         sources.capacity(result, spec, pools, view)
         if pools_ok:
             _resolved(result, pools)  # a stocked-out pool publishes only the nodes up
-    sources.drift(inp, result, pools)
+    inventory, why = sources.observe(inp, result, name, spec, pc_name if reachable else None)
+    sources.drift(result, status, pools, inventory, why)
     if reachable:
         status.provider_config_name = pc_name
     status.gateway_address = address or (spec.gateway.address if spec.gateway else None)

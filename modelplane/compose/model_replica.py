@@ -366,6 +366,16 @@ def _status(ctx: ReplicaContext, cluster: ObservedInferenceCluster) -> Resource:
 # --- the composer ------------------------------------------------------------------------
 
 
+def replica_label(name: str) -> str:
+    """The value of label `modelplane.ai/replica` on a replica's pods.
+
+    It is also the base of its wrapped objects' names: the ModelReplica's name
+    as an RFC 1035 label of at most 40 characters (the name itself when it
+    already is one, else cut and suffixed with a hash).
+    """
+    return dns_label(name, BASE_NAME_MAX)
+
+
 def compose(inp: ComposeInput) -> ComposeResult:
     """Compose the replica's serving workload on its cluster."""
     res = ComposeResult()
@@ -376,7 +386,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
     spec = _validate(inp, res)
     if isinstance(spec, ComposeResult):
         return spec
-    base = dns_label(name, BASE_NAME_MAX)
+    base = replica_label(name)
     target = _resolve_cluster(inp, res, spec, base, ns)
     if isinstance(target, ComposeResult):
         return target

@@ -2,7 +2,9 @@
 
 Both composers build their cloud's managed resources and hand them here with
 the names of the control plane and of each pool's node group. This module
-fetches the connection Secret and the observed Nodes, publishes
+fetches the connection Secret and the cluster's observed inventory (the
+Observe-only Object the InferenceCluster composes of the inventory agent's
+ConfigMap, `compose/inventory.py`), publishes
 `status.kubeconfigSecret` only once the control plane is Ready and its Secret
 exists, reports each pool's nodes and stock-out, and sets ControlPlaneReady,
 NodePoolsReady and InsufficientGPUCapacity.
@@ -16,6 +18,7 @@ from typing import Any
 
 from modelplane.api import constants as c
 from modelplane.api.common import KubeModel
+from modelplane.api.inventory import InventorySummary
 from modelplane.api.provisioning import (
     KubeconfigSecret,
     ProvisionedClusterStatus,
@@ -29,9 +32,10 @@ from modelplane.api.reasons import (
     ValidReason,
 )
 from modelplane.compose import outcome
-from modelplane.compose.capacity import Cloud, StockOut, nodes_up, observed_nodes, pool_stockout
+from modelplane.compose.capacity import Cloud, StockOut, nodes_up, pool_stockout
 from modelplane.compose.cloud import ready, resource_name
 from modelplane.compose.common import meta, parse_spec
+from modelplane.compose.inventory import inventory_object_name, observed_inventory
 from modelplane.compose.types import (
     ComposeInput,
     ComposeResult,
@@ -41,7 +45,7 @@ from modelplane.compose.types import (
 )
 
 SECRET_REQUIREMENT = "connection-secret"
-NODES_REQUIREMENT = "observed-nodes"
+INVENTORY_REQUIREMENT = "observed-inventory"
 CONTROL_PLANE_KEY = "cluster"
 SYSTEM_POOL_KEY = "nodepool-system"
 
@@ -96,11 +100,11 @@ def compose_provisioned(
     result.requirements[SECRET_REQUIREMENT] = Requirement(
         "v1", "Secret", match_name=connection_secret_name(cluster), namespace=namespace
     )
-    result.requirements[NODES_REQUIREMENT] = Requirement(
+    result.requirements[INVENTORY_REQUIREMENT] = Requirement(
         c.PROVIDER_KUBERNETES_API_VERSION,
         "Object",
-        match_labels={c.LABEL_CLUSTER: cluster, c.LABEL_OBSERVE: "Node"},
-        namespace=namespace,
+        match_name=inventory_object_name(cluster),
+        namespace=c.SYSTEM_NAMESPACE,
     )
     if not all(inp.fetched(r) for r in result.requirements):
         return outcome.wait(inp, result)
@@ -146,10 +150,10 @@ def _control_plane(
 
 
 def _pool_status(
-    inp: ComposeInput, cloud: Cloud, pool: PoolPlan, nodes: list[dict[str, Any]] | None
+    inp: ComposeInput, cloud: Cloud, pool: PoolPlan, inventory: InventorySummary | None
 ) -> tuple[ProvisionedPoolStatus, StockOut | None]:
     managed = inp.observed.get(pool_key(pool.name))
-    up = nodes_up(pool.name, nodes) if nodes is not None else None
+    up = nodes_up(pool.name, inventory)
     stock = pool_stockout(
         cloud,
         pool.name,
@@ -177,11 +181,11 @@ def _pools(
     inp: ComposeInput, result: ComposeResult, cloud: Cloud, plan: Plan
 ) -> tuple[list[ProvisionedPoolStatus], bool]:
     """Per-pool status plus NodePoolsReady and InsufficientGPUCapacity; True if all ready."""
-    observed = inp.required.get(NODES_REQUIREMENT) or []
-    nodes = observed_nodes(observed) if observed else None
+    observed = inp.required.get(INVENTORY_REQUIREMENT) or []
+    inventory, _ = observed_inventory(observed[0] if observed else None)
     statuses, stockouts = [], []
     for pool in plan.pools:
-        status, stock = _pool_status(inp, cloud, pool, nodes)
+        status, stock = _pool_status(inp, cloud, pool, inventory)
         statuses.append(status)
         if stock is not None:
             stockouts.append(stock)

@@ -13,6 +13,8 @@ provider-kubernetes Objects, all in the composite's namespace):
 - the KAI scheduler when asked for (Volcano: no chart version is pinned by
   this release, so it is reported, not guessed);
 - one StorageClass per CSI driver, mapped to the cloud's own driver;
+- the inventory agent (`inventory_agent.py`) that reports the cluster's nodes,
+  devices and unschedulable replicas to the InferenceCluster;
 - Usages so releases go before the node pools they run on, and the Gateway
   before the Envoy Gateway release that serves it.
 """
@@ -30,8 +32,9 @@ from modelplane.compose import outcome
 from modelplane.compose.cloud import Ref, labels, ready, resource_name, usage
 from modelplane.compose.common import meta, parse_spec
 from modelplane.compose.gateway_objects import PROGRAMMED
+from modelplane.compose.inventory_agent import DEPLOYMENT_KEY, agent_objects
 from modelplane.compose.objects import Item, wrap
-from modelplane.compose.readiness import EXISTS
+from modelplane.compose.readiness import EXISTS, WORKLOAD_AVAILABLE
 from modelplane.compose.types import ComposeInput, ComposeResult, DesiredResource, Resource
 
 GPU_TOLERATION = {"key": c.GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
@@ -310,6 +313,8 @@ def _readiness(inp: ComposeInput, key: str, resource: Resource) -> bool:
         return ready(obs)
     if key == "gateway":
         return _gateway_programmed(obs)
+    if key == DEPLOYMENT_KEY:
+        return obs is not None and WORKLOAD_AVAILABLE.reads(obs)
     return obs is not None and EXISTS.reads(obs)
 
 
@@ -334,6 +339,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
         **releases,
         **_gateway_objects(spec, namespace),
         **_storage(spec, namespace, result),
+        **agent_objects(spec, namespace),
         **_usages(spec, namespace, releases),
     }
     if spec.gpu_scheduler == "Volcano":

@@ -3,17 +3,26 @@
 For `modelplane render`: upjet managed resources (`*.aws.m.upbound.io`,
 `*.gcp.m.upbound.io`) become Synced and Ready with plausible external ids, and
 a control plane that writes a connection secret gets its kubeconfig Secret.
-Once a node pool is Ready its nodes appear on the workload cluster: one
-observe-only provider-kubernetes Object per Node (and per ResourceSlice the
-NVIDIA DRA driver would publish from the pool's class), labelled the way the
-composers require them (`modelplane.ai/observe`).
 
-Two fixtures, ConfigMaps labelled `modelplane.ai/render-fixture`, make a render
-show what goes wrong in real clouds:
+Each workload cluster's inventory agent is simulated too: the Observe-only
+Object of its ConfigMap (`compose/inventory.py`) observes the summary the
+SAME summarizer the agent runs (`compose.inventory.summarize`) makes of the
+simulated cluster: the nodes of each Ready node pool of a provisioned cluster
+(or `nodeCount` nodes per pool of an Existing one), labelled with their pool,
+and the ResourceSlices the NVIDIA DRA driver would publish from the pool's class.
+
+Three fixtures, ConfigMaps labelled `modelplane.ai/render-fixture`, make a render
+show what goes wrong in real clusters:
 - `stock-out` (data: cluster, pool, zone, nodesUp): the pool's managed
   resource fails with the cloud's capacity error and only `nodesUp` nodes appear;
 - `drift` (data: cluster, pool, device, and `attribute` or `capacity` with
-  `value`): the published ResourceSlices carry that value instead of the class's.
+  `value`): the published ResourceSlices carry that value instead of the class's;
+- `unschedulable` (data: cluster, deployment (`name` or `namespace/name`), pool,
+  message, since): every ModelReplica of that deployment placed on that
+  cluster's pool has a pod Pending Unschedulable since `since`, which the agent
+  reports. A pod carries its replica in label `modelplane.ai/replica`, whose
+  value is the ModelReplica's name as a DNS label of at most 40 characters
+  (`compose.model_replica.replica_label`).
 
 Everything is derived from the objects themselves, so a second pass over an
 unchanged store changes nothing.
@@ -27,16 +36,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from modelplane.api import constants as c
-from modelplane.api.objects import short_hash
+from modelplane.api.model_replica import ModelReplicaSpec
+from modelplane.api.objects import label_value, short_hash
 from modelplane.api.readers import read_inference_cluster
-from modelplane.compose.inference_cluster import provider_config_name
+from modelplane.compose.inventory import summarize
+from modelplane.compose.model_replica import replica_label
 from modelplane.compose.objects import dns_label
-from modelplane.local.conditions import Clock, set_condition
+from modelplane.local.conditions import EPOCH, Clock, set_condition
 from modelplane.local.store import Key, Obj, ObjectStore, labels_of
 
 CLOUD_SUFFIXES = (".aws.m.upbound.io", ".gcp.m.upbound.io")
 FIXTURE_LABEL = "modelplane.ai/render-fixture"
-OBSERVATION_LABEL = "modelplane.ai/render-observation"
+OBJECT_API_VERSION = c.PROVIDER_KUBERNETES_API_VERSION
 NODE_POOL_COMPONENT = "node-pool"
 # External id prefixes the clouds use, for plausible `status.atProvider.id`s.
 _ID_PREFIX = {
@@ -60,6 +71,26 @@ class StockOutFixture:
     pool: str
     zone: str
     nodes_up: int
+
+
+@dataclass(frozen=True)
+class UnschedulableFixture:
+    """A deployment whose replicas the simulated cluster's scheduler cannot place on a pool."""
+
+    cluster: str
+    deployment: str  # `name` or `namespace/name`
+    pool: str
+    message: str
+    since: str
+
+
+@dataclass(frozen=True)
+class Fixtures:
+    """Every render fixture of the store, by kind."""
+
+    stockouts: list[StockOutFixture]
+    drifts: list[DriftFixture]
+    unschedulable: list[UnschedulableFixture]
 
 
 @dataclass(frozen=True)
@@ -91,14 +122,32 @@ def _int(value: Any, default: int = 0) -> int:
         return default
 
 
-def fixtures(store: ObjectStore) -> tuple[list[StockOutFixture], list[DriftFixture]]:
-    """The stock-out and drift fixtures among the store's ConfigMaps."""
-    stockouts, drifts = [], []
+def _drift(data: dict[str, Any]) -> DriftFixture:
+    field = "capacity" if "capacity" in data else "attribute"
+    return DriftFixture(
+        str(data.get("cluster", "")),
+        str(data.get("pool", "")),
+        str(data.get("device", "")),
+        field,
+        str(data.get(field, "")),
+        str(data.get("value", "")),
+    )
+
+
+def _unschedulable(data: dict[str, Any]) -> UnschedulableFixture:
+    return UnschedulableFixture(
+        *(str(data.get(k, "")) for k in ("cluster", "deployment", "pool", "message", "since"))
+    )
+
+
+def fixtures(store: ObjectStore) -> Fixtures:
+    """The stock-out, drift and unschedulable fixtures among the store's ConfigMaps."""
+    found = Fixtures([], [], [])
     for cm in store.list("v1", "ConfigMap"):
         kind = labels_of(cm).get(FIXTURE_LABEL)
         data = cm.get("data") or {}
         if kind == "stock-out":
-            stockouts.append(
+            found.stockouts.append(
                 StockOutFixture(
                     str(data.get("cluster", "")),
                     str(data.get("pool", "")),
@@ -107,18 +156,10 @@ def fixtures(store: ObjectStore) -> tuple[list[StockOutFixture], list[DriftFixtu
                 )
             )
         elif kind == "drift":
-            field = "capacity" if "capacity" in data else "attribute"
-            drifts.append(
-                DriftFixture(
-                    str(data.get("cluster", "")),
-                    str(data.get("pool", "")),
-                    str(data.get("device", "")),
-                    field,
-                    str(data.get(field, "")),
-                    str(data.get("value", "")),
-                )
-            )
-    return stockouts, drifts
+            found.drifts.append(_drift(data))
+        elif kind == "unschedulable":
+            found.unschedulable.append(_unschedulable(data))
+    return found
 
 
 def _pool_of(obj: Obj) -> tuple[str, str] | None:
@@ -249,33 +290,6 @@ def _pool_devices(store: ObjectStore, cluster: str, pool: str) -> list[dict[str,
     return [dict(d) for d in published.devices if d.get("claim", "DRA") == "DRA"]
 
 
-def _observation(namespace: str, cluster: str, manifest: Obj) -> Obj:
-    kind = str(manifest["kind"])
-    name = dns_label(f"{cluster}-observed-{kind.lower()}-{manifest['metadata']['name']}")
-    return {
-        "apiVersion": c.PROVIDER_KUBERNETES_API_VERSION,
-        "kind": "Object",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": {
-                c.LABEL_CLUSTER: cluster,
-                c.LABEL_OBSERVE: kind,
-                OBSERVATION_LABEL: "true",
-            },
-        },
-        "spec": {
-            "managementPolicies": ["Observe"],
-            "forProvider": {"manifest": manifest},
-            "providerConfigRef": {
-                "kind": "ClusterProviderConfig",
-                "name": provider_config_name(cluster),
-            },
-        },
-        "status": {"atProvider": {"manifest": copy.deepcopy(manifest)}},
-    }
-
-
 def _node(name: str, pool: str, zone: str | None) -> Obj:
     node_labels = {c.LABEL_POOL: pool}
     if zone:
@@ -333,46 +347,129 @@ def _slices(node: str, devices: list[dict[str, Any]], drifts: list[DriftFixture]
     ]
 
 
-def _pool_observations(
-    store: ObjectStore, obj: Obj, stockouts: list[StockOutFixture], drifts: list[DriftFixture]
-) -> list[Obj]:
-    where = _pool_of(obj)
-    if where is None:
-        return []
-    cluster, pool = where
-    fixture = _stocked_out(obj, stockouts)
-    if fixture is None and (obj.get("status") or {}).get("conditions") is None:
-        return []
-    count = min(fixture.nodes_up, _requested(obj)) if fixture else _requested(obj)
-    zone = fixture.zone if fixture else None
-    namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
+World = tuple[list[Obj], list[Obj]]  # a simulated cluster's Nodes and ResourceSlices
+
+
+def _pool_world(
+    store: ObjectStore, cluster: str, pool: str, count: int, zone: str | None, drifts: list
+) -> World:
     devices = _pool_devices(store, cluster, pool)
     mine = [d for d in drifts if (d.cluster, d.pool) == (cluster, pool)]
-    out = []
+    nodes, slices = [], []
     for i in range(count):
         node = _node(dns_label(f"{cluster}-{pool}-{i}"), pool, zone)
-        out.append(_observation(namespace, cluster, node))
-        for s in _slices(node["metadata"]["name"], devices, mine):
-            out.append(_observation(namespace, cluster, s))
-    return out
+        nodes.append(node)
+        slices += _slices(node["metadata"]["name"], devices, mine)
+    return nodes, slices
+
+
+def _node_pool_world(store: ObjectStore, obj: Obj, found: Fixtures) -> World:
+    """The nodes a provisioned node pool brought up, and the slices they publish."""
+    cluster, pool = _pool_of(obj) or ("", "")
+    fixture = _stocked_out(obj, found.stockouts)
+    if fixture is None and (obj.get("status") or {}).get("conditions") is None:
+        return [], []
+    count = min(fixture.nodes_up, _requested(obj)) if fixture else _requested(obj)
+    zone = fixture.zone if fixture else None
+    return _pool_world(store, cluster, pool, count, zone, found.drifts)
+
+
+def _cluster_world(store: ObjectStore, cluster: str, managed: list[Obj], found: Fixtures) -> World:
+    """The simulated cluster: its node pools' nodes, or an Existing cluster's declared pools."""
+    nodes: list[Obj] = []
+    slices: list[Obj] = []
+    node_pools = [o for o in managed if (_pool_of(o) or ("",))[0] == cluster]
+    for obj in node_pools:
+        more = _node_pool_world(store, obj, found)
+        nodes, slices = nodes + more[0], slices + more[1]
+    ic = store.get(Key(c.API_VERSION, "InferenceCluster", "", cluster)) or {}
+    spec = ic.get("spec") or {}
+    if node_pools or spec.get("source") != "Existing":
+        return nodes, slices
+    for pool in spec.get("pools") or []:
+        name, count = str(pool.get("name", "")), _int(pool.get("nodeCount"), 1)
+        more = _pool_world(store, cluster, name, count, None, found.drifts)
+        nodes, slices = nodes + more[0], slices + more[1]
+    return nodes, slices
+
+
+def _fixture_matches(fixture: UnschedulableFixture, replica: Obj) -> bool:
+    meta = replica.get("metadata") or {}
+    namespace, _, name = fixture.deployment.rpartition("/")
+    try:
+        raw = {k: v for k, v in (replica.get("spec") or {}).items() if k != "crossplane"}
+        spec = ModelReplicaSpec.model_validate(raw)
+    except ValueError:
+        return False
+    return (
+        spec.cluster_name == fixture.cluster
+        and spec.deployment_name == name
+        and namespace in ("", meta.get("namespace"))
+        and fixture.pool in {r.node_pool_name for r in spec.roles().values()}
+    )
+
+
+def _stuck_pods(store: ObjectStore, cluster: str, found: Fixtures) -> list[Obj]:
+    """One Pending, Unschedulable pod per replica an `unschedulable` fixture names."""
+    pods = []
+    for fixture in (f for f in found.unschedulable if f.cluster == cluster):
+        for replica in store.list(c.API_VERSION, "ModelReplica"):
+            if not _fixture_matches(fixture, replica):
+                continue
+            base = replica_label(str(replica["metadata"]["name"]))
+            pods.append(
+                {
+                    "metadata": {"name": f"{base}-0", "labels": {c.LABEL_REPLICA: base}},
+                    "spec": {"nodeSelector": {c.LABEL_POOL: label_value(fixture.pool)}},
+                    "status": {
+                        "phase": "Pending",
+                        "conditions": [
+                            {
+                                "type": "PodScheduled",
+                                "status": "False",
+                                "reason": "Unschedulable",
+                                "message": fixture.message,
+                                "lastTransitionTime": fixture.since,
+                            }
+                        ],
+                    },
+                }
+            )
+    return pods
+
+
+def _is_inventory(obj: Obj) -> bool:
+    return (
+        obj.get("apiVersion") == OBJECT_API_VERSION
+        and obj.get("kind") == "Object"
+        and labels_of(obj).get(c.LABEL_COMPONENT) == "inventory"
+    )
+
+
+def _simulate_inventory(store: ObjectStore, obj: Obj, managed: list[Obj], found: Fixtures) -> None:
+    """Write the simulated agent's summary where the Object observes the ConfigMap."""
+    live = ((obj.get("status") or {}).get("atProvider") or {}).get("manifest")
+    if not isinstance(live, dict):
+        return  # the Object did not sync (no provider config): nothing is observed
+    cluster = labels_of(obj).get(c.LABEL_CLUSTER, "")
+    nodes, slices = _cluster_world(store, cluster, managed, found)
+    pods = _stuck_pods(store, cluster, found)
+    # A fixed "now" (the Object's creation, or the latest fixture time): a second
+    # pass over an unchanged store writes the same summary.
+    created = str((obj.get("metadata") or {}).get("creationTimestamp") or "")
+    now = max(
+        [created or EPOCH.strftime("%Y-%m-%dT%H:%M:%SZ")]
+        + [f.since for f in found.unschedulable if f.cluster == cluster and f.since]
+    )
+    live["data"] = summarize(nodes, slices, pods, now, 0).to_data()
 
 
 def simulate_cloud(store: ObjectStore, clock: Clock) -> None:
-    """Update every cloud managed resource, connection Secret and node observation in place."""
-    stockouts, drifts = fixtures(store)
+    """Update every cloud managed resource, connection Secret and observed inventory in place."""
+    found = fixtures(store)
     managed = [obj for _, obj in store.items() if is_cloud_managed(obj)]
     for obj in managed:
-        simulate_managed(store, obj, clock, stockouts)
-    wanted: dict[Key, Obj] = {}
-    for obj in managed:
-        for observed in _pool_observations(store, obj, stockouts, drifts):
-            wanted[Key.of(observed)] = observed
-    for key, obj in store.items():
-        if labels_of(obj).get(OBSERVATION_LABEL) == "true" and key not in wanted:
-            store.delete(key)
-    for key, observed in wanted.items():
-        existing = store.get(key)
-        if existing is None or existing.get("spec") != observed["spec"]:
-            if existing is not None:
-                observed["metadata"] = {**existing["metadata"], **observed["metadata"]}
-            store.put(observed)
+        simulate_managed(store, obj, clock, found.stockouts)
+    for _, obj in store.items():
+        if _is_inventory(obj):
+            _simulate_inventory(store, obj, managed, found)

@@ -9,6 +9,9 @@ import pytest
 from modelplane.api.inference_class import Device
 from modelplane.compose.capacity import nodes_up, pool_stockout, stockout_message, zone_in
 from modelplane.compose.drift import Drift, hardware_drift
+from modelplane.compose.inventory import summarize
+
+NOW = "2026-01-01T00:00:00Z"
 
 
 def _mr(*messages: str, at: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -103,7 +106,13 @@ def _node(name: str, pool: str | None, ready: str = "True") -> dict[str, Any]:
 
 def test_nodes_up_counts_ready_nodes_with_the_pool_label() -> None:
     nodes = [_node("a", "h100"), _node("b", "h100", "False"), _node("c", "l4"), _node("d", None)]
-    assert (nodes_up("h100", nodes), nodes_up("l4", nodes), nodes_up("x", nodes)) == (1, 1, 0)
+    inventory = summarize(nodes, [], [], NOW, 0)
+    assert (nodes_up("h100", inventory), nodes_up("l4", inventory), nodes_up("x", inventory)) == (
+        1,
+        1,
+        0,
+    )
+    assert nodes_up("h100", None) is None  # no inventory: unknown, not zero
 
 
 GPU = Device.model_validate(
@@ -134,10 +143,6 @@ def _gpu(name: str, memory: str = "80Gi", product: str = "NVIDIA H100 80GB HBM3"
     }
 
 
-def _wrapped(obj: dict[str, Any]) -> dict[str, Any]:
-    return {"kind": "Object", "status": {"atProvider": {"manifest": obj}}}
-
-
 # (observed objects, expected drifts)
 DRIFTS = [
     pytest.param(
@@ -153,10 +158,10 @@ DRIFTS = [
     ),
     pytest.param(
         [
-            _wrapped(_node("n1", "h100")),
-            _wrapped(_node("n2", "h100")),
-            _wrapped(_slice("n1", _gpu("g0", "40Gi"), _gpu("g1", "40Gi"))),
-            _wrapped(_slice("n2", _gpu("g0", "40Gi"), _gpu("g1"))),
+            _node("n1", "h100"),
+            _node("n2", "h100"),
+            _slice("n1", _gpu("g0", "40Gi"), _gpu("g1", "40Gi")),
+            _slice("n2", _gpu("g0", "40Gi"), _gpu("g1")),
         ],
         [Drift("h100", "gpu", "capacity memory", "80Gi", "40Gi", nodes=2)],
         id="capacity-40Gi-on-two-nodes",
@@ -187,7 +192,11 @@ DRIFTS = [
 
 @pytest.mark.parametrize(("observed", "want"), DRIFTS)
 def test_hardware_drift(observed: list[dict[str, Any]], want: list[Drift]) -> None:
-    assert hardware_drift("h100", [GPU, FABRIC], observed) == want
+    # Through the summary, as live: the agent summarises, the composer compares.
+    nodes = [o for o in observed if o["kind"] == "Node"]
+    slices = [o for o in observed if o["kind"] == "ResourceSlice"]
+    inventory = summarize(nodes, slices, [], NOW, 0)
+    assert hardware_drift("h100", [GPU, FABRIC], inventory.pool("h100")) == want
 
 
 def test_a_drift_names_pool_device_field_and_both_values() -> None:

@@ -90,21 +90,10 @@ PROVIDER_CONFIG = {
 REQUIREMENTS = {
     "class-h100-8x": Requirement("modelplane.ai/v1alpha1", "InferenceClass", match_name="h100-8x"),
     "kubeconfig-secret": Requirement("v1", "Secret", match_name="kc", namespace="fleet"),
-    # Read-only observations of the cluster, for HardwareDrift.
-    **{
-        req: Requirement(
-            "kubernetes.m.crossplane.io/v1alpha1",
-            "Object",
-            match_labels={"modelplane.ai/cluster": "east", "modelplane.ai/observe": kind},
-            namespace="modelplane-system",
-        )
-        for req, kind in (("observed-nodes", "Node"), ("observed-resourceslices", "ResourceSlice"))
-    },
+    # The cluster is observed through its inventory Object, a composed resource
+    # (test_cluster_sources.py), not through required resources.
 }
-OBSERVATIONS: dict[str, list[dict[str, Any]]] = {
-    "observed-nodes": [],
-    "observed-resourceslices": [],
-}
+OBSERVATIONS: dict[str, list[dict[str, Any]]] = {}
 POOL_H100 = {
     "name": "h100",
     "className": "h100-8x",

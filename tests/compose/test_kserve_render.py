@@ -44,9 +44,15 @@ def test_only_kserve_clusters_get_replicas_and_the_status_says_why(tmp_path: Pat
     why = {r["cluster"]: r for r in status["unschedulable"]}
     assert why["aaa-plain-l4"]["reason"] == "BackendUnsupported"
     assert "spec.backend KServe" in why["aaa-plain-l4"]["message"]
-    kinds = {(cl, m["kind"]) for cl, m in cluster_manifests(result)}
+    agent = "modelplane-inventory"  # the agent's objects and its observed ConfigMap share it
+    kinds = {
+        (cl, m["kind"])
+        for cl, m in cluster_manifests(result)
+        if agent not in (m["metadata"]["name"], m["metadata"].get("namespace"))
+    }
     assert ("edge-l4", "LLMInferenceService") in kinds
-    # Only its ServingStack's inference Gateway (and that Gateway's namespace) land there.
+    # Only its ServingStack's inference Gateway (and that Gateway's namespace)
+    # land there, beside the inventory agent.
     stack = {"GatewayClass", "Gateway", "Namespace"}
     assert not [k for k in kinds if k[0] == "aaa-plain-l4" and k[1] not in stack]
     replicas = [o for o in result.composites() if o["kind"] == "ModelReplica"]

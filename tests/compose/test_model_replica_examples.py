@@ -41,6 +41,19 @@ EXPECTED: dict[str, tuple[str, dict[str, int]]] = {
 }
 
 STACK = {"Namespace": 1, "GatewayClass": 1, "Gateway": 1}
+# The inventory agent (its namespace, account, RBAC, Deployment) and the
+# Observe-only Object of the ConfigMap it writes (a manifest naming it, never applied).
+AGENT = {
+    "Namespace": 1,
+    "ServiceAccount": 1,
+    "ClusterRole": 1,
+    "ClusterRoleBinding": 1,
+    "Role": 1,
+    "RoleBinding": 1,
+    "Deployment": 1,
+    "ConfigMap": 1,
+}
+AGENT_LABEL = ("app.kubernetes.io/name", "modelplane-inventory")
 
 _RENDERED: dict[str, list[tuple[str, dict[str, Any]]]] = {}
 
@@ -62,8 +75,20 @@ def test_cluster_receives_the_serving_manifests(example: str) -> None:
     manifests = rendered(example)
     assert {c for c, _ in manifests} == {cluster}
     # Beside the replica's manifests, the cluster's ServingStack sends its
-    # inference Gateway (with its GatewayClass and namespace).
-    assert Counter(str(m["kind"]) for _, m in manifests) == Counter(kinds) + Counter(STACK)
+    # inference Gateway (with its GatewayClass and namespace) and inventory agent.
+    assert Counter(str(m["kind"]) for _, m in manifests) == Counter(kinds) + Counter(
+        STACK
+    ) + Counter(AGENT)
+
+
+def _replica_manifests(example: str) -> list[dict[str, Any]]:
+    """The manifests of the example's replicas (not the agent's nor the observed inventory)."""
+    out = []
+    for _, m in rendered(example):
+        labels = (m.get("metadata") or {}).get("labels") or {}
+        if labels.get(AGENT_LABEL[0]) != AGENT_LABEL[1] and m["kind"] != "ConfigMap":
+            out.append(m)
+    return out
 
 
 def _pods(manifest: dict[str, Any]) -> list[dict[str, Any]]:
@@ -78,7 +103,7 @@ def _pods(manifest: dict[str, Any]) -> list[dict[str, Any]]:
 def test_kai_acceptance() -> None:
     # priority production-critical on a kai-scheduler cluster whose defaultLabels
     # queue pods by namespace: every pod carries all three.
-    manifests = [m for _, m in rendered("kai")]
+    manifests = _replica_manifests("kai")
     pods = [p for m in manifests for p in _pods(m)]
     assert len(pods) == 2
     group = next(m for m in manifests if m["kind"] == "PodGroup")

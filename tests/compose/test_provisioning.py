@@ -16,13 +16,14 @@ import yaml
 
 from modelplane.api.provisioning import read_provisioned_cluster
 from modelplane.compose import eks_cluster, gke_cluster
-from modelplane.compose.provisioned import NODES_REQUIREMENT, SECRET_REQUIREMENT
+from modelplane.compose.inventory import summarize
+from modelplane.compose.provisioned import INVENTORY_REQUIREMENT, SECRET_REQUIREMENT
 from modelplane.compose.types import ComposeInput, ComposeResult
 
 HERE = Path(__file__).resolve().parent
 CASES = {p.stem: p for p in sorted((HERE / "expected" / "provisioning").glob("*.yaml"))}
 COMPOSERS = {"EKSCluster": eks_cluster.compose, "GKECluster": gke_cluster.compose}
-FETCHED: dict[str, list[dict[str, Any]]] = {SECRET_REQUIREMENT: [], NODES_REQUIREMENT: []}
+FETCHED: dict[str, list[dict[str, Any]]] = {SECRET_REQUIREMENT: [], INVENTORY_REQUIREMENT: []}
 
 
 def _case(name: str) -> dict[str, Any]:
@@ -94,7 +95,7 @@ def test_waits_for_its_requirements_and_keeps_what_exists() -> None:
     composite = _case("eks")["composite"]
     observed = {"vpc": {**_case("eks")["resources"]["vpc"], **_ready()}}
     res = _compose(composite, observed, required={})
-    assert set(res.requirements) == {SECRET_REQUIREMENT, NODES_REQUIREMENT}
+    assert set(res.requirements) == {SECRET_REQUIREMENT, INVENTORY_REQUIREMENT}
     assert list(res.desired) == ["vpc"]
     assert res.ready == "False"
 
@@ -109,7 +110,7 @@ def test_reachable_only_once_the_control_plane_is_ready_and_its_secret_exists() 
         is False
     )
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "eu-west-kubeconfig"}}
-    res = _compose(composite, observed, {SECRET_REQUIREMENT: [secret], NODES_REQUIREMENT: []})
+    res = _compose(composite, observed, {SECRET_REQUIREMENT: [secret], INVENTORY_REQUIREMENT: []})
     assert _cond(res, "ControlPlaneReady")[:2] == ("True", "Ready")
     view = read_provisioned_cluster({"status": res.status})
     assert view.reachable
@@ -122,16 +123,22 @@ def test_reachable_only_once_the_control_plane_is_ready_and_its_secret_exists() 
 
 
 def _node(name: str, pool: str, ready: str = "True") -> dict[str, Any]:
-    node = {
+    return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": {"modelplane.ai/pool": pool}},
         "status": {"conditions": [{"type": "Ready", "status": ready}]},
     }
+
+
+def _inventory(*nodes: dict[str, Any]) -> dict[str, Any]:
+    """The observed inventory Object, as the agent would have written it for `nodes`."""
+    data = summarize(nodes, [], [], "2026-01-01T00:00:00Z", 300).to_data()
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "data": data}
     return {
         "apiVersion": "kubernetes.m.crossplane.io/v1alpha1",
         "kind": "Object",
-        "status": {"atProvider": {"manifest": node}},
+        "status": {"atProvider": {"manifest": cm}},
     }
 
 
@@ -159,8 +166,10 @@ def test_a_stocked_out_node_group_names_zone_and_accelerator_and_the_nodes_up() 
         ],
         "atProvider": {"status": "CREATE_FAILED"},
     }
-    nodes = [_node("a", "h100"), _node("b", "h100", "False"), _node("c", "l4")]
-    res = _compose(composite, observed, {SECRET_REQUIREMENT: [], NODES_REQUIREMENT: nodes})
+    inventory = _inventory(_node("a", "h100"), _node("b", "h100", "False"), _node("c", "l4"))
+    res = _compose(
+        composite, observed, {SECRET_REQUIREMENT: [], INVENTORY_REQUIREMENT: [inventory]}
+    )
     status, reason, message = _cond(res, "InsufficientGPUCapacity")
     assert (status, reason) == ("True", "StockOut")
     assert "'h100'" in message and "us-east-1a" in message and "nvidia-h100-80gb" in message
@@ -188,7 +197,7 @@ def test_a_gke_stockout_without_a_zone_in_the_message_names_the_pools_zone() -> 
     status, _, message = _cond(res, "InsufficientGPUCapacity")
     assert status == "True"
     assert "zone europe-west4-a" in message and "nvidia-tesla-a100" in message
-    # Nodes were not observed: a stocked-out pool offers none rather than a guess.
+    # No inventory observed: a stocked-out pool offers none rather than a guess.
     assert "0 of 2 node(s) up" in message
 
 

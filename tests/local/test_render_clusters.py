@@ -136,6 +136,7 @@ def test_a_node_group_a_live_stack_still_uses_is_not_deleted(rendered: RenderRes
 def test_a_drift_fixture_changes_what_the_simulated_slices_publish() -> None:
     from modelplane.api.inference_class import Device
     from modelplane.compose.drift import Drift, hardware_drift
+    from modelplane.compose.inventory import inventory_observation, observed_inventory
     from modelplane.local.conditions import Clock
     from modelplane.local.simulate_cloud import simulate_cloud
     from modelplane.local.store import ObjectStore
@@ -192,15 +193,21 @@ def test_a_drift_fixture_changes_what_the_simulated_slices_publish() -> None:
             },
         }
     )
+    # The InferenceCluster's observation of the agent's ConfigMap, as the
+    # provider-kubernetes simulation leaves it (synced, nothing written yet).
+    observation = inventory_observation("us-east", "modelplane-us-east")
+    manifest = observation["spec"]["forProvider"]["manifest"]
+    observation["status"] = {"atProvider": {"manifest": dict(manifest)}}
+    store.put(observation)
     clock = Clock()
     simulate_cloud(store, clock)
     before = store.snapshot()
     simulate_cloud(store, clock)
     assert store.snapshot() == before  # a second pass changes nothing
-    observed = [o for o in store.objects() if o["kind"] == "Object"]
-    assert sorted(o["metadata"]["labels"]["modelplane.ai/observe"] for o in observed) == [
-        "Node",
-        "ResourceSlice",
-    ]
-    drifts = hardware_drift("h100", [Device.model_validate(gpu)], observed)
+    (observed,) = [o for o in store.objects() if o["kind"] == "Object"]
+    summary, problem = observed_inventory(observed)
+    assert summary is not None, problem
+    pool = summary.pool("h100")
+    assert pool is not None and (pool.nodes, pool.ready_nodes) == (1, 1)
+    drifts = hardware_drift("h100", [Device.model_validate(gpu)], pool)
     assert drifts == [Drift("h100", "gpu", "capacity memory", "80Gi", "40Gi")]
