@@ -45,6 +45,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "modelplane.cli.hydrate:hydrate",
         "Stage a ModelCache artifact into a folder (what the hydration Job runs).",
     ),
+    "inventory": (
+        "modelplane.cli.inventory:inventory",
+        "Report this cluster's nodes, devices and unschedulable replicas to the control plane.",
+    ),
     "validate": (
         "modelplane.cli.validate:validate",
         "Validate manifests offline: XRD schemas, CEL rules, selectors and references.",

@@ -17,10 +17,13 @@ ALLOWED: dict[str, set[str]] = {
     "compose": {"api", "dra", "scheduling"},
     "crossplane": {"api", "dra", "scheduling", "compose"},
     "local": {"api", "dra", "scheduling", "compose", "crossplane"},
+    # The inventory agent on each workload cluster: the Kubernetes API, and the
+    # inventory contract and summarizer it shares with the control plane.
+    "agent": {"api", "dra", "scheduling", "compose"},
     # The hydration Job's adapter: downloads and the Kubernetes API; it shares
     # only the hydration contract (`api.model_cache`) with the control plane.
     "hydrate": {"api"},
-    "cli": {"api", "dra", "scheduling", "compose", "crossplane", "local", "hydrate"},
+    "cli": {"api", "dra", "scheduling", "compose", "crossplane", "local", "hydrate", "agent"},
 }
 # Only the composers and what they build on must stay free of I/O and clocks.
 PURE = ("api", "dra", "scheduling", "compose")

@@ -1,0 +1,126 @@
+"""The inventory agent's loop: list, summarise, apply; again every interval.
+
+Each round lists the cluster's Nodes, its DRA ResourceSlices
+(`resource.k8s.io/v1`) and the Pending pods of Modelplane replicas (label
+`modelplane.ai/replica`), summarises them with the same pure summarizer
+`modelplane render` uses (`compose.inventory.summarize`), and writes the
+summary to ConfigMap `modelplane-system/modelplane-inventory` with server-side
+apply. A failed round is logged as one JSON line and retried at the next
+interval: the agent never crashes on what the API server answers.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from modelplane.agent.kube import KubeClient, KubeError, configmap_path
+from modelplane.api import constants as c
+from modelplane.api.inventory import InventorySummary
+from modelplane.compose.inventory import summarize
+
+NODES = "/api/v1/nodes"
+SLICES = f"/apis/{c.DRA_API_VERSION}/resourceslices"
+PODS = "/api/v1/pods"
+MIN_INTERVAL = 5  # seconds: a mistyped interval must not hammer the API server
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What to report where, and how often."""
+
+    namespace: str = c.INVENTORY_NAMESPACE
+    name: str = c.INVENTORY_CONFIGMAP
+    interval_seconds: int = 60
+    grace_seconds: int = 300
+
+
+Clock = Callable[[], datetime.datetime]
+Log = Callable[[str], None]
+
+
+def utc_now() -> datetime.datetime:
+    """The wall clock, in UTC."""
+    return datetime.datetime.now(datetime.UTC)
+
+
+def stamp(moment: datetime.datetime) -> str:
+    """An RFC 3339 time in UTC, to the second."""
+    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def observe(client: KubeClient, now: str, grace_seconds: int) -> InventorySummary:
+    """List what the cluster has and summarise it."""
+    nodes = client.list_all(NODES)
+    slices = client.list_all(SLICES)
+    pods = client.list_all(
+        PODS, labelSelector=c.LABEL_REPLICA, fieldSelector="status.phase=Pending"
+    )
+    return summarize(nodes, slices, pods, now, grace_seconds)
+
+
+def configmap(summary: InventorySummary, settings: Settings) -> dict[str, Any]:
+    """The ConfigMap the agent applies: only the fields it owns."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": settings.name,
+            "namespace": settings.namespace,
+            "labels": {c.LABEL_MANAGED_BY: c.MANAGED_BY, c.LABEL_COMPONENT: "inventory"},
+        },
+        "data": summary.to_data(),
+    }
+
+
+def report_once(client: KubeClient, settings: Settings, now: str) -> InventorySummary:
+    """One round: observe and apply the summary (raises KubeError when a call fails)."""
+    summary = observe(client, now, settings.grace_seconds)
+    client.apply(
+        configmap_path(settings.namespace, settings.name),
+        configmap(summary, settings),
+        c.INVENTORY_FIELD_MANAGER,
+    )
+    return summary
+
+
+def _line(level: str, message: str, **fields: Any) -> str:
+    return json.dumps({"level": level, "msg": message, **fields}, sort_keys=True)
+
+
+def run(
+    client: KubeClient,
+    settings: Settings,
+    *,
+    rounds: int | None = None,
+    clock: Clock = utc_now,
+    sleep: Callable[[float], None] = time.sleep,
+    log: Log = print,
+) -> int:
+    """Report every interval (`rounds` times, or forever); the number of failed rounds."""
+    failed = done = 0
+    while rounds is None or done < rounds:
+        now = stamp(clock())
+        try:
+            summary = report_once(client, settings, now)
+        except (KubeError, ValueError) as err:  # ValueError: a summary that does not validate
+            failed += 1
+            log(_line("error", "inventory not written; retrying next interval", error=str(err)))
+        else:
+            log(
+                _line(
+                    "info",
+                    "inventory written",
+                    observedAt=now,
+                    pools=len(summary.pools),
+                    unschedulable=len(summary.unschedulable),
+                )
+            )
+        done += 1
+        if rounds is None or done < rounds:
+            sleep(max(MIN_INTERVAL, settings.interval_seconds))
+    return failed

@@ -1,0 +1,136 @@
+"""A minimal Kubernetes API client for the inventory agent (stdlib only).
+
+It does what the agent needs and nothing else: paginated LISTs (`limit` and
+`continue`) and one server-side apply (PATCH with
+`application/apply-patch+yaml`, a field manager and `force`). In a pod it
+reaches the API server the standard way — `KUBERNETES_SERVICE_HOST`/`_PORT`,
+the ServiceAccount token (re-read on every request, because projected tokens
+rotate) and the cluster CA. Plain `http://` is accepted only for a loopback
+server, so tests can run a real HTTP server on 127.0.0.1 without TLS.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
+
+SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+APPLY_PATCH = "application/apply-patch+yaml"
+LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+PAGE_SIZE = 500
+MAX_PAGES = 1000  # a runaway `continue` chain ends as an error, not a hang
+DETAIL_MAX = 300
+
+
+class KubeError(Exception):
+    """An API call failed; the message names the method, path and cause."""
+
+
+@dataclass(frozen=True)
+class KubeClient:
+    """Where the API server is and how to authenticate to it."""
+
+    server: str
+    token_file: str | None = None
+    ca_file: str | None = None
+    timeout: float = 30.0
+
+    def __post_init__(self) -> None:
+        """Refuse plain HTTP to anything but a loopback server."""
+        parts = urlsplit(self.server)
+        if parts.scheme == "http" and parts.hostname not in LOOPBACK:
+            raise KubeError(f"{self.server}: plain http is only allowed for a loopback server")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise KubeError(f"{self.server}: not an http(s) URL")
+
+    @classmethod
+    def in_cluster(
+        cls, env: Mapping[str, str] = os.environ, root: Path = SERVICE_ACCOUNT
+    ) -> KubeClient:
+        """The API server a pod reaches with its ServiceAccount."""
+        host = env.get("KUBERNETES_SERVICE_HOST")
+        port = env.get("KUBERNETES_SERVICE_PORT", "443")
+        if not host:
+            raise KubeError("not running in a cluster: KUBERNETES_SERVICE_HOST is not set")
+        host = f"[{host}]" if ":" in host else host
+        return cls(f"https://{host}:{port}", str(root / "token"), str(root / "ca.crt"))
+
+    def _headers(self, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        if self.token_file:
+            try:
+                token = Path(self.token_file).read_text(encoding="utf-8").strip()
+            except OSError as err:
+                raise KubeError(f"cannot read the token file {self.token_file}: {err}") from err
+            headers["Authorization"] = f"Bearer {token}"
+        return headers
+
+    def _context(self) -> ssl.SSLContext | None:
+        if not self.server.startswith("https://"):
+            return None
+        try:
+            return ssl.create_default_context(cafile=self.ca_file)
+        except (OSError, ssl.SSLError) as err:
+            raise KubeError(f"cannot load the CA file {self.ca_file}: {err}") from err
+
+    def request(
+        self, method: str, path: str, body: bytes | None = None, content_type: str | None = None
+    ) -> dict[str, Any]:
+        """One API call; the decoded JSON object the server answers."""
+        request = urllib.request.Request(
+            self.server.rstrip("/") + path,
+            data=body,
+            headers=self._headers(content_type),
+            method=method,
+        )
+        where = f"{method} {path.split('?', 1)[0]}"
+        try:
+            with urllib.request.urlopen(
+                request, timeout=self.timeout, context=self._context()
+            ) as response:
+                decoded = json.loads(response.read() or b"{}")
+        except urllib.error.HTTPError as err:
+            detail = err.read().decode(errors="replace")[:DETAIL_MAX]
+            raise KubeError(f"{where}: HTTP {err.code}: {detail}") from err
+        except (OSError, ValueError) as err:
+            raise KubeError(f"{where}: {err}") from err
+        if not isinstance(decoded, dict):
+            raise KubeError(f"{where}: the answer is not a JSON object")
+        return decoded
+
+    def list_all(self, path: str, **query: str) -> list[dict[str, Any]]:
+        """Every item of a LIST, page by page (`limit`/`continue`)."""
+        items: list[dict[str, Any]] = []
+        token = ""
+        for _ in range(MAX_PAGES):
+            params = {**query, "limit": str(PAGE_SIZE)}
+            if token:
+                params["continue"] = token
+            page = self.request("GET", f"{path}?{urlencode(params)}")
+            items += [i for i in page.get("items") or [] if isinstance(i, dict)]
+            token = str((page.get("metadata") or {}).get("continue") or "")
+            if not token:
+                return items
+        raise KubeError(f"GET {path}: more than {MAX_PAGES} pages")
+
+    def apply(self, path: str, manifest: Mapping[str, Any], field_manager: str) -> dict[str, Any]:
+        """Server-side apply `manifest` at `path`, taking ownership of its fields (force)."""
+        query = urlencode({"fieldManager": field_manager, "force": "true"})
+        # JSON is YAML: the apply-patch+yaml content type accepts it as is.
+        body = json.dumps(manifest, sort_keys=True).encode()
+        return self.request("PATCH", f"{path}?{query}", body, APPLY_PATCH)
+
+
+def configmap_path(namespace: str, name: str) -> str:
+    """The API path of one ConfigMap."""
+    return f"/api/v1/namespaces/{quote(namespace, safe='')}/configmaps/{quote(name, safe='')}"
