@@ -48,5 +48,6 @@ ENV PATH=/venv/fn/bin:$PATH \
 USER 65532:65532
 EXPOSE 9443
 # ModelCache hydration Jobs run this image too, as `modelplane hydrate <source>`
-# (the [hydrate] extra, locked with the rest; the function never imports it).
+# (the [hydrate] extra, locked with the rest; the function never imports it),
+# and so does the ServingStack's inventory agent, as `modelplane inventory`.
 ENTRYPOINT ["/venv/fn/bin/modelplane", "function", "serve"]

@@ -62,7 +62,11 @@ from modelplane.compose.cluster_infra import (
 )
 from modelplane.compose.common import as_desired, meta, parse_spec
 from modelplane.compose.drift import hardware_drift
-from modelplane.compose.inventory import INVENTORY_KEY, inventory_observation, observed_inventory
+from modelplane.compose.inventory import (
+    INVENTORY_KEY,
+    inventory_observation,
+    read_observed_inventory,
+)
 from modelplane.compose.types import (
     ComposeInput,
     ComposeResult,
@@ -392,12 +396,12 @@ def observe(
     # answer is still the best one.
     obj = inventory_observation(name, pc) if pc is not None else as_desired(observed or {})
     result.desired[INVENTORY_KEY] = DesiredResource(obj, "True" if observed else "False")
-    summary, problem = observed_inventory(observed)
-    if summary is not None:
-        return summary, (HardwareDriftReason.NO_DRIFT, "")
-    missing = observed is None or problem.endswith(("not observed yet", ": missing"))
-    reason = HardwareDriftReason.NOT_OBSERVED if missing else HardwareDriftReason.INVENTORY_INVALID
-    return None, (reason, problem)
+    reading = read_observed_inventory(observed)
+    if reading.summary is not None:
+        return reading.summary, (HardwareDriftReason.NO_DRIFT, "")
+    missing = HardwareDriftReason.NOT_OBSERVED
+    reason = missing if reading.missing else HardwareDriftReason.INVENTORY_INVALID
+    return None, (reason, reading.problem)
 
 
 def drift(

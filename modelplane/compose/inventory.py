@@ -25,6 +25,7 @@ import json
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -292,14 +293,34 @@ def inventory_observation(cluster: str, provider_config: str) -> Resource:
 OBSERVED_FIELD = f"ConfigMap {c.INVENTORY_NAMESPACE}/{c.INVENTORY_CONFIGMAP}"
 
 
-def observed_inventory(observed: Resource | None) -> tuple[InventorySummary | None, str]:
-    """The summary an observed inventory Object carries, or None and why (naming the field)."""
+@dataclass(frozen=True)
+class InventoryReading:
+    """What an observed inventory Object says: a summary, or why not (naming the field).
+
+    `missing` tells "nothing written yet" (no ConfigMap, no data key) from a
+    summary that is there but does not parse.
+    """
+
+    summary: InventorySummary | None
+    problem: str = ""
+    missing: bool = False
+
+
+def read_observed_inventory(observed: Resource | None) -> InventoryReading:
+    """Read the summary an observed inventory Object carries; never raises."""
     live = wrapped(observed)
     if live is None:
-        return None, f"{OBSERVED_FIELD} is not observed yet"
-    if "data" not in live:
-        return None, f"{OBSERVED_FIELD} {DATA_FIELD}: missing"
-    summary, problem = read_inventory(live.get("data"))
+        return InventoryReading(None, f"{OBSERVED_FIELD} is not observed yet", missing=True)
+    data = live.get("data")
+    if not isinstance(data, Mapping) or c.INVENTORY_DATA_KEY not in data:
+        return InventoryReading(None, f"{OBSERVED_FIELD} {DATA_FIELD}: missing", missing=True)
+    summary, problem = read_inventory(data)
     if summary is None:
-        return None, f"{OBSERVED_FIELD} {problem}"
-    return summary, ""
+        return InventoryReading(None, f"{OBSERVED_FIELD} {problem}")
+    return InventoryReading(summary)
+
+
+def observed_inventory(observed: Resource | None) -> tuple[InventorySummary | None, str]:
+    """The summary an observed inventory Object carries, or None and why (naming the field)."""
+    reading = read_observed_inventory(observed)
+    return reading.summary, reading.problem
