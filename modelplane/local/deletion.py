@@ -5,10 +5,12 @@ everything it owns (composed resources follow their XR, nested XRs their own
 composed resources, connection Secrets their managed resource), recursively.
 Two kinds of protection hold a deletion back, as Crossplane's do:
 
-- a Usage: the object in its `of` is not deleted while the object in its `by`
-  exists (a Usage without `by` protects `of` while the Usage itself exists);
-  the Usage lives until its `by` is gone, and `replayDeletion` lets the
-  blocked deletion through as soon as it is;
+- a Usage: the object in its `of` is not deleted while the Usage exists
+  (Crossplane's webhook refuses it). A Usage is owned by the object in its
+  `by`, so it is garbage-collected once that object is gone, and a deleted
+  Usage waits for its `by` to be gone; then `replayDeletion` lets the blocked
+  deletion through. A Usage without `by`, or whose `by` does not exist,
+  protects `of` until something deletes the Usage itself;
 - a provider config is not deleted while a managed resource still refers to
   it (crossplane-runtime's ProviderConfigUsage finalizer).
 
@@ -16,8 +18,9 @@ A requested deletion stays pending while it is blocked; every collection
 pass deletes whatever pending object nothing blocks any more. Each pass that
 deleted something is one wave of the deletion order. Whatever is still pending
 when the control plane reaches a fixed point is stuck: `stuck` names each such
-object, what blocks it and why that never ends (a Usage cycle, or a user that
-nothing deletes), so a deletion never hangs silently.
+object, what blocks it and why that never ends (a Usage cycle, a user that
+nothing deletes, a Usage whose user is missing), so a deletion never hangs
+silently.
 """
 
 from __future__ import annotations
@@ -53,19 +56,34 @@ class UsageEdge:
 
 @dataclass(frozen=True)
 class Blocker:
-    """Why one object cannot be deleted yet: `user` still exists (`via` says through what)."""
+    """Why one object cannot be deleted yet, and whose deletion would unblock it."""
 
     via: Key
     """The Usage, or for a provider config the managed resource using it."""
     user: Key | None
-    """The object that must go first; None for a Usage without `by`."""
+    """The object that must go first (a Usage's existing `by`); None when only
+    deleting the Usage itself helps (it has no `by`, or its `by` is missing)."""
+    missing: Key | None = None
+    """The Usage's `by` when that object does not exist."""
 
     def __str__(self) -> str:
-        if self.user is None:
-            return f"protected by {self.via}, which has no spec.by"
-        if self.user == self.via:
-            return f"in use by {self.user}"
-        return f"in use by {self.user} ({self.via})"
+        if self.user is not None:
+            return (
+                f"in use by {self.user}"
+                if self.user == self.via
+                else (f"in use by {self.user} ({self.via})")
+            )
+        if self.missing is not None:
+            return f"protected by {self.via}, whose user {self.missing} does not exist"
+        return f"protected by {self.via}, which has no spec.by"
+
+
+@dataclass(frozen=True)
+class _Index:
+    """The store's Usages by the object they protect and by their user."""
+
+    by_of: dict[Key, list[UsageEdge]]
+    by_user: dict[Key, list[UsageEdge]]
 
 
 @dataclass(frozen=True)
@@ -165,16 +183,13 @@ class Collector:
         if self.pending.get(key) == GARBAGE:
             del self.pending[key]
 
-    def blockers(self, key: Key, by_of: dict[Key, list[UsageEdge]]) -> list[Blocker]:
+    def blockers(self, key: Key, index: _Index) -> list[Blocker]:
         """Everything that keeps `key` from being deleted now."""
-        out = []
-        for edge in by_of.get(key, ()):
-            if edge.usage not in self.store:
-                continue
-            if edge.by is None:
-                out.append(Blocker(edge.usage, None))
-            elif edge.by in self.store and edge.by != key:
-                out.append(Blocker(edge.usage, edge.by))
+        out = [
+            self._usage_blocker(edge)
+            for edge in index.by_of.get(key, ())
+            if edge.usage in self.store and edge.by != key
+        ]
         out += self._usage_waits(key)
         if key.kind in PROVIDER_CONFIG_KINDS:
             out += [
@@ -184,38 +199,48 @@ class Collector:
             ]
         return out
 
+    def _usage_blocker(self, edge: UsageEdge) -> Blocker:
+        """A live Usage of the object: its user must go (which collects the Usage)."""
+        if edge.by is None:
+            return Blocker(edge.usage, None)
+        if edge.by not in self.store:
+            return Blocker(edge.usage, None, missing=edge.by)
+        return Blocker(edge.usage, edge.by)
+
     def _usage_waits(self, key: Key) -> list[Blocker]:
-        """A Usage itself waits for its `by` to be gone."""
+        """A deleted Usage waits for its `by` to be gone."""
         obj = self.store.get(key)
         if obj is None or not is_usage(obj):
             return []
         by = _ref_key(obj, "by")
-        return [Blocker(by, by)] if by is not None and by in self.store else []
+        return [Blocker(by, by)] if by is not None and by in self.store and by != key else []
 
-    def _index(self) -> dict[Key, list[UsageEdge]]:
-        by_of: dict[Key, list[UsageEdge]] = {}
+    def _index(self) -> _Index:
+        index = _Index({}, {})
         for edge in usage_edges(_store_usages(self.store)):
-            by_of.setdefault(edge.of, []).append(edge)
-        return by_of
+            index.by_of.setdefault(edge.of, []).append(edge)
+            if edge.by is not None:
+                index.by_user.setdefault(edge.by, []).append(edge)
+        return index
 
     def collect(self, round_: int) -> list[Key]:
         """Delete, pass after pass, every pending object nothing blocks; returns what went."""
         gone: list[Key] = []
         while self.pending:
-            by_of = self._index()
+            index = self._index()
             for key in [k for k in self.pending if k not in self.store]:
                 del self.pending[key]
-            wave = [k for k in sorted(self.pending) if not self.blockers(k, by_of)]
+            wave = [k for k in sorted(self.pending) if not self.blockers(k, index)]
             if not wave:
                 break
             for key in wave:
-                self._remove(key)
+                self._remove(key, index)
             if self.record:
                 self.waves.append(Wave(round_, tuple(wave)))
             gone += wave
         return gone
 
-    def _remove(self, key: Key) -> None:
+    def _remove(self, key: Key, index: _Index) -> None:
         obj = self.store.get(key)
         self.pending.pop(key, None)
         if obj is None:
@@ -223,36 +248,39 @@ class Collector:
         self.store.delete(key)
         for child in dependents(self.store, obj):
             self.request(Key.of(child), GARBAGE)
+        # Crossplane makes a Usage's user its owner: the Usage follows its user.
+        for edge in index.by_user.get(key, ()):
+            self.request(edge.usage, GARBAGE)
 
     def stuck(self) -> list[str]:
         """One message per pending object that cannot go, naming what blocks it and why."""
-        by_of = self._index()
+        index = self._index()
         out = []
         for key in sorted(k for k in self.pending if k in self.store):
-            reasons = [self._why(key, b, by_of) for b in self.blockers(key, by_of)]
+            reasons = [self._why(key, b, index) for b in self.blockers(key, index)]
             out.append(f"{key} cannot be deleted: " + "; ".join(reasons))
         return out
 
-    def _why(self, key: Key, blocker: Blocker, by_of: dict[Key, list[UsageEdge]]) -> str:
+    def _why(self, key: Key, blocker: Blocker, index: _Index) -> str:
         if blocker.user is None:
             return f"{blocker}, and nothing deletes that Usage"
         if blocker.user not in self.pending:
             return f"{blocker}, and nothing deletes {blocker.user}"
-        cycle = self._cycle(key, by_of)
+        cycle = self._cycle(key, index)
         if cycle:
             return f"{blocker}: a Usage cycle " + " → ".join(str(k) for k in cycle)
-        cycle = self._cycle(blocker.user, by_of)
+        cycle = self._cycle(blocker.user, index)
         if cycle:
             return f"{blocker}, which is in a Usage cycle " + " → ".join(str(k) for k in cycle)
         return f"{blocker}, which is itself stuck"
 
-    def _cycle(self, start: Key, by_of: dict[Key, list[UsageEdge]]) -> list[Key]:
+    def _cycle(self, start: Key, index: _Index) -> list[Key]:
         """A path of pending users from `start` back to itself, if there is one."""
         stack: list[tuple[Key, list[Key]]] = [(start, [start])]
         seen: set[Key] = set()
         while stack:
             key, path = stack.pop()
-            for b in self.blockers(key, by_of):
+            for b in self.blockers(key, index):
                 user = b.user
                 if user == start:
                     return [*path, start]

@@ -61,9 +61,9 @@ CASES = [
     ),
     pytest.param(
         [_xr("x"), _mr("a", "x"), _mr("b", "x"), _usage("b-uses-a", "a", "b")],
-        [["x"], ["b"], ["a", "b-uses-a"]],
+        [["x"], ["b"], ["b-uses-a"], ["a"]],
         [],
-        id="a Usage: its user goes first, then what it uses together with the Usage",
+        id="a Usage: its user goes first, then the Usage, then what it protected",
     ),
     pytest.param(
         [
@@ -74,7 +74,7 @@ CASES = [
             _usage("b-uses-a", "a", "b"),
             _usage("c-uses-b", "b", "c"),
         ],
-        [["x"], ["c"], ["b", "c-uses-b"], ["a", "b-uses-a"]],
+        [["x"], ["c"], ["c-uses-b"], ["b"], ["b-uses-a"], ["a"]],
         [],
         id="a chain of Usages: one wave per link",
     ),
@@ -127,9 +127,24 @@ CASES = [
     ),
     pytest.param(
         [_xr("x"), _mr("a", "x"), _usage("gone-uses-a", "a", "gone")],
-        [["x"], ["a", "gone-uses-a"]],
+        [["x"], ["gone-uses-a"], ["a"]],
         [],
-        id="a Usage whose user does not exist blocks nothing",
+        id="a deleted Usage whose user does not exist goes, then what it protected",
+    ),
+    pytest.param(
+        [_xr("x"), _mr("a", "x"), _usage("gone-uses-a", "a", "gone", owner=None)],
+        [["x"]],
+        [
+            "Thing ns/a cannot be deleted: protected by Usage ns/gone-uses-a, whose user "
+            "Thing ns/gone does not exist, and nothing deletes that Usage"
+        ],
+        id="a missing user: stuck, naming the Usage and the user it lacks",
+    ),
+    pytest.param(
+        [_xr("x"), _mr("a", "x"), _mr("b", "x"), _usage("b-uses-a", "a", "b", owner=None)],
+        [["x"], ["b"], ["b-uses-a"], ["a"]],
+        [],
+        id="a Usage nothing composed follows its user (its owner), then what it protected",
     ),
     pytest.param(
         [_xr("x"), _mr("a", "x"), _usage("a-uses-a", "a", "a")],
