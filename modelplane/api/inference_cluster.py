@@ -184,8 +184,9 @@ class SchedulingConfig(KubeModel):
     )
     install: bool | None = Field(
         default=None,
-        description="Install the scheduler schedulerName names (kai-scheduler) with the "
-        "serving stack.",
+        description="Install the scheduler schedulerName names with the serving stack: "
+        "kai-scheduler only; Modelplane installs no Volcano (ServingStackReady is False, "
+        "InstallUnsupported): install it yourself and leave this false.",
     )
     packing: Packing | None = Field(
         default=None,

@@ -46,39 +46,68 @@ PROVIDER_KUBERNETES_VERSION = ">=v1.2.1, <v2.0.0"
 # Release the InferenceGateway composes (Envoy Gateway); v2 may change that API.
 PROVIDER_HELM_PACKAGE = "xpkg.crossplane.io/crossplane-contrib/provider-helm"
 PROVIDER_HELM_VERSION = ">=v1.4.0, <v2.0.0"
+# The upjet family providers EKSCluster and GKECluster compose through, and
+# the managed resources (ManagedResourceDefinition names, `<plural>.<group>`)
+# each serves: the one table the Configuration's dependsOn, the activation
+# policy and docs/install.md are built from. v2.6.0 is the release whose CRDs
+# the conformance oracles hold (every composed resource is checked against
+# them); v3 may change the namespaced `.m.` APIs. Filestore needs no provider:
+# GKE's Filestore CSI driver provisions instances itself.
+UPJET_REGISTRY = "xpkg.upbound.io/upbound"
+UPJET_VERSION = ">=v2.6.0, <v3.0.0"
+UPJET_PROVIDERS: dict[str, tuple[str, ...]] = {
+    "provider-aws-eks": (
+        "clusters.eks.aws.m.upbound.io",
+        "nodegroups.eks.aws.m.upbound.io",
+        "addons.eks.aws.m.upbound.io",
+        "accessentries.eks.aws.m.upbound.io",
+        "accesspolicyassociations.eks.aws.m.upbound.io",
+    ),
+    "provider-aws-ec2": (
+        "vpcs.ec2.aws.m.upbound.io",
+        "subnets.ec2.aws.m.upbound.io",
+        "internetgateways.ec2.aws.m.upbound.io",
+        "eips.ec2.aws.m.upbound.io",
+        "natgateways.ec2.aws.m.upbound.io",
+        "routetables.ec2.aws.m.upbound.io",
+        "routes.ec2.aws.m.upbound.io",
+        "routetableassociations.ec2.aws.m.upbound.io",
+    ),
+    "provider-aws-iam": (
+        "roles.iam.aws.m.upbound.io",
+        "rolepolicyattachments.iam.aws.m.upbound.io",
+    ),
+    "provider-aws-efs": (
+        "filesystems.efs.aws.m.upbound.io",
+        "mounttargets.efs.aws.m.upbound.io",
+    ),
+    "provider-gcp-container": (
+        "clusters.container.gcp.m.upbound.io",
+        "nodepools.container.gcp.m.upbound.io",
+    ),
+    "provider-gcp-compute": (
+        "networks.compute.gcp.m.upbound.io",
+        "subnetworks.compute.gcp.m.upbound.io",
+        "routers.compute.gcp.m.upbound.io",
+        "routernats.compute.gcp.m.upbound.io",
+    ),
+    "provider-gcp-cloudplatform": ("serviceaccounts.cloudplatform.gcp.m.upbound.io",),
+}
 # Managed resource kinds the package composes, by ManagedResourceDefinition name
 # (`<plural>.<group>`): what the package's activation policy turns on.
 MANAGED_RESOURCES = (
     f"objects.{c.PROVIDER_KUBERNETES_API_VERSION.split('/')[0]}",
     # ServingStack: provider-helm Releases.
     f"releases.{c.PROVIDER_HELM_API_VERSION.split('/')[0]}",
-    # EKSCluster: provider-upjet-aws (v2 namespaced groups).
-    "clusters.eks.aws.m.upbound.io",
-    "nodegroups.eks.aws.m.upbound.io",
-    "addons.eks.aws.m.upbound.io",
-    "accessentries.eks.aws.m.upbound.io",
-    "accesspolicyassociations.eks.aws.m.upbound.io",
-    "vpcs.ec2.aws.m.upbound.io",
-    "subnets.ec2.aws.m.upbound.io",
-    "internetgateways.ec2.aws.m.upbound.io",
-    "eips.ec2.aws.m.upbound.io",
-    "natgateways.ec2.aws.m.upbound.io",
-    "routetables.ec2.aws.m.upbound.io",
-    "routes.ec2.aws.m.upbound.io",
-    "routetableassociations.ec2.aws.m.upbound.io",
-    "roles.iam.aws.m.upbound.io",
-    "rolepolicyattachments.iam.aws.m.upbound.io",
-    "filesystems.efs.aws.m.upbound.io",
-    "mounttargets.efs.aws.m.upbound.io",
-    # GKECluster: provider-upjet-gcp (v2 namespaced groups).
-    "clusters.container.gcp.m.upbound.io",
-    "nodepools.container.gcp.m.upbound.io",
-    "networks.compute.gcp.m.upbound.io",
-    "subnetworks.compute.gcp.m.upbound.io",
-    "routers.compute.gcp.m.upbound.io",
-    "routernats.compute.gcp.m.upbound.io",
-    "serviceaccounts.cloudplatform.gcp.m.upbound.io",
+    *(mrd for mrds in UPJET_PROVIDERS.values() for mrd in mrds),
 )
+
+
+def upjet_packages() -> list[tuple[str, str]]:
+    """Each upjet provider package the Configuration depends on, with its version constraint."""
+    return [(f"{UPJET_REGISTRY}/{name}", UPJET_VERSION) for name in UPJET_PROVIDERS]
+
+
 ACTIVATION_POLICY_NAME = "modelplane"
 
 PACKAGE_NAME = "modelplane"
@@ -480,8 +509,9 @@ def configuration(function_package: str = DEFAULT_FUNCTION_PACKAGE) -> dict[str,
     """Return the Configuration package metadata (`package/configuration/crossplane.yaml`).
 
     It depends only on what the Compositions call or compose: the function,
-    provider-kubernetes (Objects) and provider-helm (the InferenceGateway's
-    Envoy Gateway Release).
+    provider-kubernetes (Objects), provider-helm (the ServingStack's and the
+    InferenceGateway's Releases) and the upjet family providers of the
+    EKSCluster and GKECluster managed resources (`UPJET_PROVIDERS`).
     """
     return {
         "apiVersion": "meta.pkg.crossplane.io/v1",
@@ -499,6 +529,7 @@ def configuration(function_package: str = DEFAULT_FUNCTION_PACKAGE) -> dict[str,
                 {"function": function_package, "version": FUNCTION_VERSION},
                 {"provider": PROVIDER_KUBERNETES_PACKAGE, "version": PROVIDER_KUBERNETES_VERSION},
                 {"provider": PROVIDER_HELM_PACKAGE, "version": PROVIDER_HELM_VERSION},
+                *({"provider": p, "version": v} for p, v in upjet_packages()),
             ],
         },
     }

@@ -6,7 +6,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -80,16 +80,45 @@ def _terminal_columns() -> int:
 
 
 def _emit(result: RenderResult, output: str) -> None:
-    from modelplane.local.output import dump_json, dump_yaml
+    from modelplane.local.output import deletion_comments, dump_json, dump_yaml
 
     if output == "tree":
         from modelplane.local.tree import render_tree
 
         _console().print(render_tree(result))
     elif output == "json":
+        # JSON has no comments: the deletion order goes to stderr.
+        for line in deletion_comments(result):
+            click.echo(line, err=True)
         click.echo(dump_json(result.store.objects()), nl=False)
     else:
+        for line in deletion_comments(result):
+            click.echo(line)
         click.echo(dump_yaml(result.store.objects()), nl=False)
+
+
+def _reconcile(
+    objects: list[dict[str, Any]], deletes: tuple[str, ...], max_rounds: int, simulate: bool
+) -> RenderResult:
+    """Render to a fixed point; with `deletes`, delete those objects and render again."""
+    from modelplane.local import ControlPlane
+    from modelplane.local.deletion import resolve
+
+    progress = Progress() if _stderr_is_terminal() else None
+    try:
+        plane = ControlPlane(objects, simulate=simulate)
+        result = plane.run(max_rounds, progress)
+        if not deletes:
+            return result
+        try:
+            keys = [resolve(plane.store, ref) for ref in deletes]
+        except ValueError as err:
+            raise click.BadParameter(str(err), param_hint="'--delete'") from None
+        plane.delete(*keys)
+        return plane.run(max_rounds, progress)
+    finally:
+        if progress is not None:
+            progress.done()
 
 
 @click.command("render")
@@ -112,36 +141,49 @@ def _emit(result: RenderResult, output: str) -> None:
     is_flag=True,
     help="Do not simulate providers and workload clusters (see what waits on what).",
 )
+@click.option(
+    "--delete",
+    "deletes",
+    multiple=True,
+    metavar="KIND/[NAMESPACE/]NAME",
+    help=(
+        "After the fixed point, delete this object (repeatable; KIND may be Kind.group), "
+        "render to a fixed point again and show the deletion order in waves."
+    ),
+)
 def render(
     paths: tuple[str, ...],
     output: str | None,
     output_dir: Path | None,
     max_rounds: int,
     no_simulate: bool,
+    deletes: tuple[str, ...],
 ) -> None:
     """Reconcile the manifests under PATH... in-process, as Crossplane would, and show the result.
 
     Every YAML document under the paths is loaded (directories recursively).
     Composite resources are reconciled through the same function `modelplane
-    function serve` runs, until a round changes nothing.
+    function serve` runs, until a round changes nothing. With --delete, the
+    named objects are then deleted the way Kubernetes and Crossplane would
+    (garbage collection, held back by Usages) and the render continues to a
+    fixed point; a deletion that can never finish is an error naming what
+    blocks it.
     """
-    from modelplane.local import ControlPlane, LoadError, NotConvergedError, load_paths
+    from modelplane.local import LoadError, NotConvergedError, load_paths
     from modelplane.local.output import write_output_dir
 
     try:
         objects = load_paths(paths)
     except LoadError as err:
         raise click.ClickException(str(err)) from None
-    progress = Progress() if _stderr_is_terminal() else None
     try:
-        result = ControlPlane(objects, simulate=not no_simulate).run(max_rounds, progress)
+        result = _reconcile(objects, deletes, max_rounds, not no_simulate)
     except NotConvergedError as err:
         if output_dir is not None:
             write_output_dir(err.result, output_dir)
         raise click.ClickException(str(err)) from None
-    finally:
-        if progress is not None:
-            progress.done()
     if output_dir is not None:
         write_output_dir(result, output_dir)
     _emit(result, output or ("tree" if sys.stdout.isatty() else "yaml"))
+    if result.stuck:
+        raise click.ClickException("the deletion cannot finish:\n  " + "\n  ".join(result.stuck))

@@ -45,8 +45,19 @@ from modelplane.compose.objects import Item
 from modelplane.compose.types import Resource
 from modelplane.compose.workload import ReplicaContext
 
-# Pinned images: the llm-d endpoint picker (EPP) and the decode routing sidecar.
+# Pinned images: the llm-d endpoint picker (EPP) and the decode routing sidecar,
+# the pair llm-d's v0.3 guides deploy together; every flag, plugin type and the
+# config apiVersion used here were checked at these tags.
+# Provenance: llm-d/llm-d-inference-scheduler@v0.3.2 (commit c834d27a; the repository
+# is now llm-d/llm-d-router, same tags), whose release workflow pushes
+# ghcr.io/llm-d/<repository>:<tag>; its EPP registers prefill-header-handler,
+# prefill-filter, decode-filter and pd-profile-handler, on GAIE v1.0.0's runner
+# (InferencePool inference.networking.k8s.io/v1, max-score-picker, prefix-cache-scorer).
 EPP_IMAGE = "ghcr.io/llm-d/llm-d-inference-scheduler:v0.3.2"
+# Provenance: llm-d/llm-d-routing-sidecar@v0.3.0 (commit 3004256a), same release
+# workflow; cmd/llm-d-routing-sidecar defines -port, -vllm-port, -connector (nixlv2)
+# and -secure-proxy. Later sidecars ship from llm-d-router and drop -connector for
+# --kv-connector (v0.10.0), so moving this pin means moving the flags with it.
 ROUTING_SIDECAR_IMAGE = "ghcr.io/llm-d/llm-d-routing-sidecar:v0.3.0"
 EPP_GRPC_PORT = 9002
 EPP_HEALTH_PORT = 9003

@@ -10,8 +10,10 @@ provider-kubernetes Objects, all in the composite's namespace):
 - LeaderWorkerSet;
 - Envoy Gateway, its GatewayClass, and the inference Gateway the replicas'
   HTTPRoutes attach to (`status.gatewayAddress` is the address it reports);
-- the KAI scheduler when asked for (Volcano: no chart version is pinned by
-  this release, so it is reported, not guessed);
+- the KAI scheduler when asked for. Volcano is not installed: every Release
+  pins a chart version the Helm values oracle knows, and it knows no Volcano
+  chart, so asking for it sets ServingStackReady=False (InstallUnsupported)
+  with what to do instead, rather than guessing a chart;
 - one StorageClass per CSI driver, mapped to the cloud's own driver;
 - the inventory agent (`inventory_agent.py`) that reports the cluster's nodes,
   devices and unschedulable replicas to the InferenceCluster;
@@ -342,12 +344,9 @@ def compose(inp: ComposeInput) -> ComposeResult:
         **agent_objects(spec, namespace),
         **_usages(spec, namespace, releases),
     }
-    if spec.gpu_scheduler == "Volcano":
-        result.warn(
-            "SchedulerNotInstalled",
-            "spec.gpuScheduler: Volcano is not installed by Modelplane (no chart version is "
-            "pinned by this release); install Volcano on the cluster yourself",
-        )
+    unsupported = unsupported_install(spec)
+    if unsupported is not None:
+        result.warn(ServingStackReadyReason.INSTALL_UNSUPPORTED, unsupported)
     for key, resource in resources.items():
         ok = _readiness(inp, key, resource)
         result.desired[key] = DesiredResource(resource, "True" if ok else "False")
@@ -369,29 +368,47 @@ def _status(inp: ComposeInput, result: ComposeResult, spec: ServingStackSpec) ->
     status = StackStatus(releases=statuses, gateway_address=_gateway_address(gateway))
     result.status.update(status.to_dict())
     result.condition(c.CONDITION_VALID, True, ValidReason.VALID, "ServingStack spec is valid")
+    ok, reason, message = _stack_ready(spec, statuses, gateway)
+    result.condition(c.CONDITION_SERVING_STACK_READY, ok, reason, message)
+    result.ready = "True" if ok else "False"
+
+
+def unsupported_install(spec: ServingStackSpec) -> str | None:
+    """Why the GPU scheduler the stack is asked to install cannot be, if it cannot.
+
+    Only Volcano: its chart is not among those the Helm values oracle knows, and
+    a Release is composed only at a pinned version that oracle checked.
+    """
+    if spec.gpu_scheduler != "Volcano":
+        return None
+    return (
+        "spec.scheduling asks to install Volcano (schedulerName: volcano, install: true), "
+        "but Modelplane installs no Volcano: it composes a Helm release only at a pinned "
+        "chart version its values check knows, and it knows no Volcano chart. Install "
+        "Volcano on the cluster yourself, then set spec.scheduling.install to false"
+    )
+
+
+def _stack_ready(
+    spec: ServingStackSpec, statuses: list[ReleaseStatus], gateway: Resource | None
+) -> tuple[bool, str, str]:
+    """ServingStackReady: (status, reason, message); an unsupported install comes first,
+    as no amount of waiting fixes it."""
+    unsupported = unsupported_install(spec)
+    if unsupported is not None:
+        return False, ServingStackReadyReason.INSTALL_UNSUPPORTED, unsupported
     waiting = [r for r in statuses if not r.ready]
     if waiting:
         names = ", ".join(f"{r.name} ({r.chart} {r.version})" for r in waiting)
-        result.condition(
-            c.CONDITION_SERVING_STACK_READY,
-            False,
-            ServingStackReadyReason.RELEASE_NOT_READY,
-            f"release(s) not ready: {names}",
-        )
-        result.ready = "False"
-    elif not _gateway_programmed(gateway):
-        result.condition(
-            c.CONDITION_SERVING_STACK_READY,
+        return False, ServingStackReadyReason.RELEASE_NOT_READY, f"release(s) not ready: {names}"
+    if not _gateway_programmed(gateway):
+        return (
             False,
             ServingStackReadyReason.GATEWAY_NOT_PROGRAMMED,
             f"Gateway {spec.gateway.namespace}/{spec.gateway.name} is not Programmed yet",
         )
-        result.ready = "False"
-    else:
-        result.condition(
-            c.CONDITION_SERVING_STACK_READY,
-            True,
-            ServingStackReadyReason.READY,
-            f"{len(statuses)} release(s) ready; Gateway programmed",
-        )
-        result.ready = "True"
+    return (
+        True,
+        ServingStackReadyReason.READY,
+        f"{len(statuses)} release(s) ready; Gateway programmed",
+    )

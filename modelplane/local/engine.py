@@ -39,9 +39,12 @@ from modelplane.api.objects import is_condition_true
 from modelplane.crossplane import FunctionRunner
 from modelplane.crossplane.convert import dict_to_struct, struct_to_dict
 from modelplane.local.conditions import Clock, set_condition
+from modelplane.local.deletion import UNDESIRED, Collector, Wave
 from modelplane.local.loader import is_composite, scope_of
 from modelplane.local.simulate import simulate
-from modelplane.local.store import Key, Obj, ObjectStore, labels_of
+from modelplane.local.store import Key, Obj, ObjectStore, owned_by
+
+__all__ = ["ControlPlane", "Event", "NotConvergedError", "RenderResult", "owned_by"]
 
 # Crossplane's own condition vocabulary (crossplane-runtime), not Modelplane's.
 REASON_AVAILABLE = "Available"
@@ -81,6 +84,11 @@ class RenderResult:
     readiness: dict[Key, bool | None] = field(default_factory=dict)
     converged: bool = True
     changing: list[Key] = field(default_factory=list)
+    deletions: list[Wave] = field(default_factory=list)
+    """The waves objects were deleted in since the last `ControlPlane.delete`."""
+    stuck: list[str] = field(default_factory=list)
+    """One message per object whose deletion cannot proceed (a Usage cycle, a user
+    nothing deletes): a deletion that would otherwise wait forever."""
 
     def composites(self) -> list[Obj]:
         """Every composite resource (an object a composer serves), in key order."""
@@ -151,31 +159,6 @@ class NotConvergedError(Exception):
         )
 
 
-def owned_by(obj: Mapping[str, Any], xr: Mapping[str, Any]) -> bool:
-    """Whether `obj` is a composed resource of `xr`.
-
-    Crossplane's composite label names the XR; a controller ownerReference, if
-    present, must point at it too (its uid may come from a live cluster, so
-    only apiVersion/kind/name are compared), and a namespaced XR's resources
-    live in its namespace.
-    """
-    xm, om = xr.get("metadata") or {}, obj.get("metadata") or {}
-    if labels_of(obj).get(c.XP_LABEL_COMPOSITE) != xm.get("name"):
-        return False
-    if xm.get("namespace") and om.get("namespace") != xm.get("namespace"):
-        return False
-    if Key.of(obj) == Key.of(xr):
-        return False
-    for ref in om.get("ownerReferences") or []:
-        if ref.get("controller"):
-            return (ref.get("apiVersion"), ref.get("kind"), ref.get("name")) == (
-                xr.get("apiVersion"),
-                xr.get("kind"),
-                xm.get("name"),
-            )
-    return True
-
-
 def resource_name(obj: Mapping[str, Any]) -> str | None:
     """The composition resource name Crossplane annotates a composed resource with."""
     return ((obj.get("metadata") or {}).get("annotations") or {}).get(c.XP_ANNOTATION_RESOURCE_NAME)
@@ -216,6 +199,9 @@ class ControlPlane:
         self.runner = runner or FunctionRunner(log_errors=False)
         self.clock = Clock()
         self.store = ObjectStore()
+        self.collector = Collector(self.store)
+        self.round = 0
+        """The round being reconciled (0 outside `run`)."""
         self.events: dict[Key, list[Event]] = {}
         self.readiness: dict[Key, bool | None] = {}
         self._structs: dict[Key, tuple[int, structpb.Struct]] = {}
@@ -253,16 +239,38 @@ class ControlPlane:
         """
         rounds = 0
         after = self.store.fingerprints()
-        while rounds < max_rounds:
-            rounds += 1
-            before = after
-            self._round()
-            after = self.store.fingerprints()
-            if progress is not None:
-                progress(self._report(rounds, before, after))
-            if after == before:
-                return self._result(rounds, [])
+        try:
+            while rounds < max_rounds:
+                rounds += 1
+                self.round = rounds
+                before = after
+                self._round()
+                after = self.store.fingerprints()
+                if progress is not None:
+                    progress(self._report(rounds, before, after))
+                if after == before:
+                    return self._result(rounds, [])
+        finally:
+            self.round = 0
         raise NotConvergedError(self._result(rounds, _changed(before, after)))
+
+    def delete(self, *keys: Key) -> list[Key]:
+        """Delete objects as `kubectl delete` would; returns what went at once.
+
+        Their owned objects follow through garbage collection, in the order
+        Usages and provider-config use allow (see `modelplane.local.deletion`);
+        whatever is blocked goes during later `run` rounds, as its users go.
+        The deletion order recorded in `RenderResult.deletions` starts here.
+        Raises KeyError naming a key that is not in the store.
+        """
+        missing = [str(k) for k in keys if k not in self.store]
+        if missing:
+            raise KeyError(f"cannot delete what does not exist: {', '.join(missing)}")
+        self.collector.waves = []
+        self.collector.record = True
+        for key in keys:
+            self.collector.request(key)
+        return self.collector.collect(0)
 
     def _round(self) -> None:
         """Reconcile every composite once, then let providers and clusters report."""
@@ -271,6 +279,8 @@ class ControlPlane:
         for key in list(self.store):
             if key in self.store and is_composite(key.api_version, key.kind):
                 self._reconcile(key)
+        # Deletions a Usage held back go once their users are gone (replayDeletion).
+        self.collector.collect(self.round)
         if self.simulate:
             simulate(self.store, self.clock)
         # The simulator (and anything else) changes objects in place.
@@ -294,6 +304,8 @@ class ControlPlane:
             readiness={k: v for k, v in self.readiness.items() if k in self.store},
             converged=not changing,
             changing=changing,
+            deletions=list(self.collector.waves),
+            stuck=self.collector.stuck() if not changing else [],
         )
 
     # -- one XR ----------------------------------------------------------
@@ -544,12 +556,10 @@ class ControlPlane:
         self.events[key] = events
 
     def _delete(self, obj: Obj) -> None:
-        """Delete an object and, like Kubernetes' garbage collector, its dependents."""
-        self.store.delete(Key.of(obj))
-        name = str((obj.get("metadata") or {}).get("name", ""))
-        for dependent in self.store.labelled_composite(name):
-            if owned_by(dependent, obj):
-                self._delete(dependent)
+        """Delete an undesired composed resource and, through garbage collection, its
+        dependents, as far as Usages allow now (the rest goes in later rounds)."""
+        self.collector.request(Key.of(obj), UNDESIRED)
+        self.collector.collect(self.round)
 
     # -- status helpers --------------------------------------------------
 
@@ -662,6 +672,7 @@ class ControlPlane:
                 self._delete(current)
             obj = self._merge(existing, desired)
             self.store.put(obj)
+            self.collector.applied(key)
             applied[name] = (obj, _READY_FROM_PB.get(entry.ready))
             self.readiness[Key.of(obj)] = applied[name][1]
         return applied, errors

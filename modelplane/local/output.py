@@ -49,6 +49,18 @@ def dump_json(objects: Iterable[Obj]) -> str:
     return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+def deletion_comments(result: RenderResult) -> list[str]:
+    """The deletion order (and anything stuck) as YAML comment lines; none without a deletion."""
+    from modelplane.local.deletion import wave_lines
+
+    out = []
+    for title, lines in wave_lines(result.deletions):
+        out.append(f"# deletion {title}:")
+        out += [f"#   {line}" for line in lines]
+    out += [f"# deletion stuck: {message}" for message in result.stuck]
+    return out
+
+
 def _kind_dirs(keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
     """Directory name per (apiVersion, kind): the lower-case kind, plus the group if
     two API groups in the output share that kind."""

@@ -239,7 +239,21 @@ def _connection_secret(store: ObjectStore, obj: Obj) -> None:
     secret: Obj = {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            # As crossplane-runtime publishes it: the managed resource controls
+            # its connection Secret, so deleting the resource deletes the Secret.
+            "ownerReferences": [
+                {
+                    "apiVersion": obj.get("apiVersion"),
+                    "kind": obj.get("kind"),
+                    "name": (obj.get("metadata") or {}).get("name"),
+                    "uid": (obj.get("metadata") or {}).get("uid", ""),
+                    "controller": True,
+                }
+            ],
+        },
         "type": "connection.crossplane.io/v1alpha1",
         "data": {c.KUBECONFIG_CONNECTION_KEY: _kubeconfig(obj)},
     }

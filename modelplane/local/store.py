@@ -44,6 +44,37 @@ def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
 
 COMPOSITE_LABEL = "crossplane.io/composite"
 
+
+def _owner_names(obj: Mapping[str, Any]) -> set[str]:
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+    return {str(r.get("name")) for r in refs if isinstance(r, Mapping) and r.get("name")}
+
+
+def owned_by(obj: Mapping[str, Any], xr: Mapping[str, Any]) -> bool:
+    """Whether `obj` is a composed resource of `xr`.
+
+    Crossplane's composite label names the XR; a controller ownerReference, if
+    present, must point at it too (its uid may come from a live cluster, so
+    only apiVersion/kind/name are compared), and a namespaced XR's resources
+    live in its namespace.
+    """
+    xm, om = xr.get("metadata") or {}, obj.get("metadata") or {}
+    if labels_of(obj).get(COMPOSITE_LABEL) != xm.get("name"):
+        return False
+    if xm.get("namespace") and om.get("namespace") != xm.get("namespace"):
+        return False
+    if Key.of(obj) == Key.of(xr):
+        return False
+    for ref in om.get("ownerReferences") or []:
+        if ref.get("controller"):
+            return (ref.get("apiVersion"), ref.get("kind"), ref.get("name")) == (
+                xr.get("apiVersion"),
+                xr.get("kind"),
+                xm.get("name"),
+            )
+    return True
+
+
 _VERSIONS = itertools.count(1)
 """Versions are unique in the process, across stores: an object of one render
 never shares (uid, version) with a different object of another, so a cache
@@ -78,6 +109,7 @@ class ObjectStore:
         """Create a store, optionally from a mapping of key to object."""
         self._objects: dict[Key, Obj] = {}
         self._by_composite: dict[str, set[Key]] = {}
+        self._by_owner: dict[str, set[Key]] = {}
         self._by_kind: dict[tuple[str, str], set[Key]] = {}
         self._sorted: dict[tuple[str, str], tuple[Key, ...]] = {}
         self._fingerprints: dict[Key, bytes] = {}
@@ -112,6 +144,8 @@ class ObjectStore:
         owner = labels_of(obj).get(COMPOSITE_LABEL)
         if owner is not None:
             self._by_composite.setdefault(owner, set()).add(key)
+        for name in _owner_names(obj):
+            self._by_owner.setdefault(name, set()).add(key)
         if old is None or self._fingerprints.get(key) != digest:
             self._fingerprints[key] = digest
             self._bump(key)
@@ -132,6 +166,8 @@ class ObjectStore:
         owner = labels_of(old).get(COMPOSITE_LABEL)
         if owner is not None:
             self._by_composite.get(owner, set()).discard(key)
+        for name in _owner_names(old):
+            self._by_owner.get(name, set()).discard(key)
 
     def _bump(self, key: Key) -> None:
         self._versions[key] = next(_VERSIONS)
@@ -163,6 +199,14 @@ class ObjectStore:
     def labelled_composite(self, name: str) -> list[Obj]:
         """Objects whose `crossplane.io/composite` label is `name`, in key order."""
         return [self._objects[k] for k in sorted(self._by_composite.get(name, ()))]
+
+    def owned_by_name(self, name: str) -> list[Obj]:
+        """Objects with an ownerReference to an object called `name`, in key order."""
+        return [self._objects[k] for k in sorted(self._by_owner.get(name, ()))]
+
+    def kinds(self) -> list[tuple[str, str]]:
+        """Every (apiVersion, kind) the store holds objects of, sorted."""
+        return sorted(k for k, keys in self._by_kind.items() if keys)
 
     def items(self) -> list[tuple[Key, Obj]]:
         """Every (key, object) pair in key order."""

@@ -16,6 +16,7 @@ from modelplane.api.model_service import read_service_status
 from modelplane.api.objects import condition as get_condition
 from modelplane.api.objects import conditions
 from modelplane.api.readers import read_devices, read_inference_cluster, read_model_deployment
+from modelplane.local.deletion import wave_lines
 from modelplane.local.engine import RenderResult, owned_by
 from modelplane.local.loader import is_composite
 from modelplane.local.store import Key, Obj
@@ -189,9 +190,23 @@ def render_tree(result: RenderResult) -> RenderableType:
         tree = Tree(_title(xr))
         _xr_node(result, xr, tree)
         trees.append(tree)
+    if result.deletions or result.stuck:
+        trees.append(deletion_tree(result))
     summary = Text(
         f"{len(result.store)} objects, {len(composites)} composite resources, "
         f"fixed point after {result.rounds} round(s)",
         style="dim",
     )
     return Group(*trees, summary)
+
+
+def deletion_tree(result: RenderResult) -> Tree:
+    """The deletion order of a render that deleted something: wave by wave, then what is stuck."""
+    tree = Tree("[bold]Deletion order[/]")
+    for title, lines in wave_lines(result.deletions):
+        branch = tree.add(f"[bold]{escape(title)}[/]")
+        for line in lines:
+            branch.add(escape(line))
+    for message in result.stuck:
+        tree.add(f"[red]stuck[/] {escape(message)}")
+    return tree

@@ -197,3 +197,31 @@ def test_gke_storage_pins_the_network_and_kai_installs_when_asked() -> None:
     assert stack["storage"] == {"csiDrivers": ["SharedFilesystem"], "network": "us-east-network"}
     assert stack["gpuScheduler"] == "KAI"
     assert stack["cloud"] == "GKE"
+
+
+def test_asking_to_install_volcano_surfaces_on_the_cluster_with_what_to_do() -> None:
+    # The stack is asked for Volcano; it answers InstallUnsupported (its own test
+    # shows why); the cluster mirrors that answer and warns where the fix is.
+    xr = _cluster(scheduling={"schedulerName": "volcano", "install": True})
+    assert _compose(xr).desired["serving-stack"].resource["spec"]["gpuScheduler"] == "Volcano"
+    message = "install Volcano yourself, then set spec.scheduling.install to false"
+    stack = {
+        "status": {
+            "conditions": [
+                {
+                    "type": "ServingStackReady",
+                    "status": "False",
+                    "reason": "InstallUnsupported",
+                    "message": message,
+                }
+            ]
+        }
+    }
+    res = _compose(xr, {"serving-stack": stack})
+    assert _cond(res, "ServingStackReady") == ("False", "InstallUnsupported", message)
+    assert [(e.severity, e.reason, e.message) for e in res.events if e.severity == "Warning"] == [
+        ("Warning", "InstallUnsupported", message)
+    ]
+    # install: false (Volcano installed by the platform team) asks for nothing.
+    xr = _cluster(scheduling={"schedulerName": "volcano", "install": False})
+    assert "gpuScheduler" not in _compose(xr).desired["serving-stack"].resource["spec"]

@@ -91,10 +91,32 @@ def test_kai_is_installed_only_when_asked_and_versions_are_overridable() -> None
     assert "release-kai-scheduler" not in _releases(_compose(_stack()))
 
 
+VOLCANO_UNSUPPORTED = (
+    "spec.scheduling asks to install Volcano (schedulerName: volcano, install: true), but "
+    "Modelplane installs no Volcano: it composes a Helm release only at a pinned chart "
+    "version its values check knows, and it knows no Volcano chart. Install Volcano on the "
+    "cluster yourself, then set spec.scheduling.install to false"
+)
+
+
 def test_volcano_is_reported_not_guessed() -> None:
-    res = _compose(_stack(gpuScheduler="Volcano"))
+    # Everything else ready and programmed: the unsupported install still says
+    # ServingStackReady=False, with what to do, and warns; no Volcano release.
+    composite = _stack(gpuScheduler="Volcano")
+    first = _compose(composite)
+    observed = {k: {**d.resource, **_ready()} for k, d in first.desired.items()}
+    programmed = {"status": {"conditions": [{"type": "Programmed", "status": "True"}]}}
+    observed["gateway"]["status"] = {"atProvider": {"manifest": programmed}, **_ready()["status"]}
+    res = _compose(composite, observed)
     assert not [k for k in _releases(res) if "volcano" in k]
-    assert any(e.reason == "SchedulerNotInstalled" for e in res.events)
+    assert _cond(res, "ServingStackReady") == ("False", "InstallUnsupported", VOLCANO_UNSUPPORTED)
+    assert res.ready == "False"
+    assert [(e.severity, e.reason, e.message) for e in res.events] == [
+        ("Warning", "InstallUnsupported", VOLCANO_UNSUPPORTED)
+    ]
+    # The same stack without the install request is ready.
+    plain = _compose(_stack(), observed)
+    assert _cond(plain, "ServingStackReady")[:2] == ("True", "Ready")
 
 
 STACKS = [

@@ -15,7 +15,6 @@ import pytest
 from modelplane.api import constants as c
 from modelplane.api.readers import read_inference_cluster
 from modelplane.local import ControlPlane, Key, RenderResult, load_paths
-from modelplane.local.deletion import deletion_waves
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "clusters"
@@ -111,40 +110,82 @@ def test_the_drifted_pool_names_device_capacity_and_both_values(rendered: Render
     assert _cond(_cluster(rendered, "us-east"), "HardwareDrift")[:2] == ("False", "NoDrift")
 
 
-def test_deleting_a_cluster_removes_workloads_releases_node_pools_cluster_network_in_order(
-    rendered: RenderResult,
-) -> None:
-    # Deleting eu-west: its ModelReplicas go too (the scheduler replaces a
-    # replica whose cluster is gone); Usages order everything else.
-    replicas = [
-        Key.of(r)
-        for r in rendered.store.list(c.API_VERSION, "ModelReplica", "ml-team", None)
-        if r["spec"]["clusterName"] == "eu-west"
+def _order(result: RenderResult) -> dict[Key, int]:
+    """The wave each deleted object went in."""
+    return {key: i for i, wave in enumerate(result.deletions) for key in wave.keys}
+
+
+def _delete_cluster(objects: list[dict[str, Any]], name: str) -> tuple[RenderResult, list[Key]]:
+    """Render, delete one InferenceCluster, render again; also the workload Objects it ran."""
+    plane = ControlPlane(objects)
+    before = plane.run(50)
+    workloads = [
+        Key(c.PROVIDER_KUBERNETES_API_VERSION, "Object", "ml-team", f"{Key.of(r).name}-deployment")
+        for r in before.store.list(c.API_VERSION, "ModelReplica", "ml-team", None)
+        if r["spec"]["clusterName"] == name
     ]
-    plan = deletion_waves(
-        rendered.store, Key(c.API_VERSION, "InferenceCluster", "", "eu-west"), *replicas
-    )
-    assert plan.blocked == []
+    plane.delete(Key(c.API_VERSION, "InferenceCluster", "", name))
+    return plane.run(50), workloads
 
-    def wave(api_version: str, kind: str, name: str, namespace: str = NS) -> int:
-        found = plan.wave_of(Key(api_version, kind, namespace, name))
-        assert found is not None, name
-        return found
 
-    pkube, helm = c.PROVIDER_KUBERNETES_API_VERSION, c.PROVIDER_HELM_API_VERSION
-    workload = max(
-        wave(pkube, "Object", f"{Key.of(r).name}-deployment", "ml-team")
-        for r in rendered.store.list(c.API_VERSION, "ModelReplica", "ml-team", None)
-        if r["spec"]["clusterName"] == "eu-west"
+def test_deleting_an_eks_cluster_goes_workloads_releases_node_groups_cluster_network() -> None:
+    # Without the stock-out one replica lands on us-east; deleting us-east
+    # moves it (the deployment re-places it) and tears the cluster down in the
+    # order the composed Usages allow, as the real control plane would.
+    objects = [
+        o for o in load_paths([EXAMPLE]) if not o["metadata"]["name"].startswith("render-stock-out")
+    ]
+    result, workloads = _delete_cluster(objects, "us-east")
+    assert result.stuck == [] and workloads
+    order = _order(result)
+    helm, ec2, eks = (
+        c.PROVIDER_HELM_API_VERSION,
+        "ec2.aws.m.upbound.io/v1beta1",
+        "eks.aws.m.upbound.io/v1beta1",
     )
     releases = [
-        wave(helm, "Release", f"eu-west-{r}")
+        order[Key(helm, "Release", NS, f"us-east-{r}")]
         for r in ("nvidia-dra-driver", "leaderworkerset", "envoy-gateway")
     ]
-    container = "container.gcp.m.upbound.io/v1beta1"
-    pools = [wave(container, "NodePool", n) for n in ("eu-west-pool-a100", "eu-west-system")]
-    control_plane = wave(container, "Cluster", "eu-west-gke")
-    network = wave("compute.gcp.m.upbound.io/v1beta1", "Network", "eu-west-network")
-    assert workload < min(releases)
+    groups = [
+        order[Key(eks, "NodeGroup", NS, f"us-east-{g}")]
+        for g in ("pool-h100", "pool-l40s", "system")
+    ]
+    control_plane = order[Key(eks, "Cluster", NS, "us-east-eks")]
+    network = [
+        order[Key(ec2, kind, NS, name)]
+        for kind, name in (
+            ("VPC", "us-east-vpc"),
+            ("Subnet", "us-east-private-us-east-1a"),
+            ("Subnet", "us-east-private-us-east-1b"),
+        )
+    ]
+    assert max(order[w] for w in workloads) < min(releases)
+    assert max(releases) < min(groups)
+    assert max(groups) < control_plane < min(network)
+    # The deployment re-placed the replica it lost: both now run on eu-west.
+    replicas = result.store.list(c.API_VERSION, "ModelReplica", "ml-team", None)
+    assert sorted(r["spec"]["clusterName"] for r in replicas) == ["eu-west", "eu-west"]
+    assert not [k for k in result.store if k.name.startswith("us-east")]
+
+
+def test_deleting_a_gke_cluster_goes_workloads_releases_node_pools_cluster_network() -> None:
+    # With the stock-out both replicas run on eu-west and have nowhere else to
+    # go: the deployment drops them, then the cluster comes down in order.
+    result, workloads = _delete_cluster(load_paths([EXAMPLE]), "eu-west")
+    assert result.stuck == [] and len(workloads) == 2
+    order = _order(result)
+    helm, container = c.PROVIDER_HELM_API_VERSION, "container.gcp.m.upbound.io/v1beta1"
+    releases = [
+        order[Key(helm, "Release", NS, f"eu-west-{r}")]
+        for r in ("nvidia-dra-driver", "leaderworkerset", "envoy-gateway")
+    ]
+    pools = [
+        order[Key(container, "NodePool", NS, f"eu-west-{p}")]
+        for p in ("pool-a100", "pool-l4", "system")
+    ]
+    control_plane = order[Key(container, "Cluster", NS, "eu-west-gke")]
+    network = order[Key("compute.gcp.m.upbound.io/v1beta1", "Network", NS, "eu-west-network")]
+    assert max(order[w] for w in workloads) < min(releases)
     assert max(releases) < min(pools)
     assert max(pools) < control_plane < network

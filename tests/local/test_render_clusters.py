@@ -12,7 +12,6 @@ from oracles import CONFORMANCE
 
 from modelplane.api.provisioning import read_provisioned_cluster
 from modelplane.local import ControlPlane, Key, RenderResult, load_paths
-from modelplane.local.deletion import deletion_waves
 from modelplane.local.output import write_output_dir
 
 HERE = Path(__file__).resolve().parent
@@ -99,20 +98,23 @@ def test_output_dir_writes_managed_resources_per_provider(
     assert proc.stdout.strip().splitlines()[-1].endswith(" 0 invalid")
 
 
-def test_deleting_the_cluster_and_its_stack_goes_releases_pools_control_plane_network(
-    rendered: RenderResult,
-) -> None:
-    plan = deletion_waves(
-        rendered.store,
-        Key(INFRA, "EKSCluster", NS, "us-east"),
-        Key(INFRA, "ServingStack", NS, "us-east"),
+def _deleted(*keys: Key) -> RenderResult:
+    """A fresh render of the fixture, then the deletion of `keys`, to a fixed point."""
+    plane = ControlPlane(load_paths([FIXTURE]))
+    plane.run()
+    plane.delete(*keys)
+    return plane.run()
+
+
+def test_deleting_the_cluster_and_its_stack_goes_releases_pools_control_plane_network() -> None:
+    result = _deleted(
+        Key(INFRA, "EKSCluster", NS, "us-east"), Key(INFRA, "ServingStack", NS, "us-east")
     )
-    assert plan.blocked == []
+    assert result.stuck == []
+    order = {key: i for i, wave in enumerate(result.deletions) for key in wave.keys}
 
     def wave(api_version: str, kind: str, name: str) -> int:
-        found = plan.wave_of(Key(api_version, kind, NS, name))
-        assert found is not None, name
-        return found
+        return order[Key(api_version, kind, NS, name)]
 
     release = wave("helm.m.crossplane.io/v1beta1", "Release", "us-east-nvidia-dra-driver")
     gateway = wave("kubernetes.m.crossplane.io/v1alpha1", "Object", "us-east-gateway")
@@ -123,14 +125,24 @@ def test_deleting_the_cluster_and_its_stack_goes_releases_pools_control_plane_ne
     vpc = wave("ec2.aws.m.upbound.io/v1beta1", "VPC", "us-east-vpc")
     subnet = wave("ec2.aws.m.upbound.io/v1beta1", "Subnet", "us-east-private-us-east-1a")
     assert gateway < envoy
-    assert release < pool and envoy <= system
+    assert release < pool and envoy < system
     assert max(pool, system) < control_plane < min(vpc, subnet)
+    assert not [k for k in result.store if k.name.startswith("us-east")]
 
 
-def test_a_node_group_a_live_stack_still_uses_is_not_deleted(rendered: RenderResult) -> None:
-    plan = deletion_waves(rendered.store, Key(INFRA, "EKSCluster", NS, "us-east"))
-    blocked = {k.name for k in plan.blocked}
-    assert {"us-east-pool-h100", "us-east-system", "us-east-eks", "us-east-vpc"} <= blocked
+def test_a_node_group_a_live_stack_still_uses_is_not_deleted() -> None:
+    result = _deleted(Key(INFRA, "EKSCluster", NS, "us-east"))
+    stuck = "\n".join(result.stuck)
+    for name in ("us-east-pool-h100", "us-east-system", "us-east-eks", "us-east-vpc"):
+        assert f"/{name} cannot be deleted" in stuck, name
+    assert (
+        "NodeGroup modelplane-system/us-east-system cannot be deleted: in use by Release "
+        "modelplane-system/us-east-envoy-gateway (Usage modelplane-system/"
+        "us-east-usage-envoy-gateway-uses-system), and nothing deletes Release "
+        "modelplane-system/us-east-envoy-gateway"
+    ) in stuck
+    node_group = Key("eks.aws.m.upbound.io/v1beta1", "NodeGroup", NS, "us-east-system")
+    assert node_group in result.store
 
 
 def test_a_drift_fixture_changes_what_the_simulated_slices_publish() -> None:

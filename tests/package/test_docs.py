@@ -13,8 +13,11 @@ import yaml
 from modelplane.api.xrd import (
     CROSSPLANE_VERSION,
     FUNCTION_VERSION,
+    MANAGED_RESOURCES,
+    PROVIDER_HELM_VERSION,
     PROVIDER_KUBERNETES_VERSION,
     installed_name,
+    upjet_packages,
 )
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -52,8 +55,19 @@ def test_runtime_config_targets_the_package_runtime_container() -> None:
 
 def test_install_guide_states_the_package_constraints_and_names() -> None:
     text = INSTALL.read_text(encoding="utf-8")
-    for constraint in (CROSSPLANE_VERSION, FUNCTION_VERSION, PROVIDER_KUBERNETES_VERSION):
+    for constraint in (
+        CROSSPLANE_VERSION,
+        FUNCTION_VERSION,
+        PROVIDER_KUBERNETES_VERSION,
+        PROVIDER_HELM_VERSION,
+    ):
         assert f"`{constraint}`" in text
+    # Every upjet provider package is in the table with the package's constraint.
+    for package, version in upjet_packages():
+        assert f"| `{package}` | `{version}` |" in text, package
+    # The guide lists exactly what the activation policy activates.
+    listed = set(re.findall(r"`([a-z]+\.[a-z0-9.]+\.(?:io|ai))`", text))
+    assert {m for m in listed if m.count(".") >= 3 and "/" not in m} >= set(MANAGED_RESOURCES)
     (function,) = [d for d in _yaml_blocks() if d["kind"] == "Function"]
     repository = function["spec"]["package"].rsplit(":", 1)[0]
     # A Function installed by hand must carry the name the Compositions call,

@@ -18,6 +18,7 @@ from modelplane.api.common import KubeModel, cel_rules
 from modelplane.api.kinds import KINDS, MODEL_DEPLOYMENT, Kind, PrinterColumn
 from modelplane.api.xrd import (
     DEFAULT_FUNCTION_PACKAGE,
+    UPJET_PROVIDERS,
     SchemaError,
     activation_policy,
     api_reference,
@@ -29,6 +30,7 @@ from modelplane.api.xrd import (
     package_files,
     repository_path,
     to_dns_label,
+    upjet_packages,
     xrd,
 )
 from modelplane.local import ControlPlane, load_paths
@@ -470,6 +472,20 @@ def test_configuration_declares_crossplane_and_its_dependencies() -> None:
         "xpkg.crossplane.io/crossplane-contrib/provider-kubernetes": ">=v1.2.1, <v2.0.0",
         # The InferenceGateway installs Envoy Gateway through a Release.
         "xpkg.crossplane.io/crossplane-contrib/provider-helm": ">=v1.4.0, <v2.0.0",
+        # EKSCluster / GKECluster: the upjet family providers, at the release the
+        # conformance CRDs come from (v2.6.0) up to the next major.
+        **{
+            f"xpkg.upbound.io/upbound/provider-{service}": ">=v2.6.0, <v3.0.0"
+            for service in (
+                "aws-eks",
+                "aws-ec2",
+                "aws-iam",
+                "aws-efs",
+                "gcp-container",
+                "gcp-compute",
+                "gcp-cloudplatform",
+            )
+        },
     }
     fn = function_package_meta()
     assert (fn["apiVersion"], fn["kind"]) == ("meta.pkg.crossplane.io/v1", "Function")
@@ -633,3 +649,29 @@ def test_activation_policy_covers_every_managed_resource_a_render_composes() -> 
                     plural = f"{kind[:-1]}ies" if consonant_y else f"{kind}s"
                     emitted.add(f"{plural}.{group}")
     assert emitted == set(activation_policy()["spec"]["activate"])
+
+
+def test_each_activated_upjet_kind_is_served_by_the_provider_package_depended_on() -> None:
+    # Against the upjet CRDs the oracles hold (provider-upjet-aws/gcp v2.6.0): the
+    # CRD of every activated `<plural>.<group>` exists, spells that plural, and its
+    # group `<service>.<cloud>.m.upbound.io` is the family member
+    # `provider-<cloud>-<service>` the Configuration depends on.
+    import yaml
+    from oracles import CONFORMANCE
+
+    crds = CONFORMANCE / "crds"
+    if not crds.is_dir():
+        pytest.skip("schema oracles not found at ../shared/conformance")
+    packages = {p.rsplit("/", 1)[1] for p, _ in upjet_packages()}
+    for package, mrds in UPJET_PROVIDERS.items():
+        for mrd in mrds:
+            plural, group = mrd.split(".", 1)
+            service, cloud = group.split(".")[:2]
+            assert package == f"provider-{cloud}-{service}", mrd
+            crd = yaml.safe_load(
+                (crds / f"provider-upjet-{cloud}" / f"{group}_{plural}.yaml").read_text()
+            )
+            assert (crd["spec"]["group"], crd["spec"]["names"]["plural"]) == (group, plural)
+    assert packages == set(UPJET_PROVIDERS)
+    upjet = [m for m in activation_policy()["spec"]["activate"] if m.endswith(".m.upbound.io")]
+    assert sorted(upjet) == sorted(m for mrds in UPJET_PROVIDERS.values() for m in mrds)
