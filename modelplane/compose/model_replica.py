@@ -51,7 +51,7 @@ from typing import Any
 from modelplane.api import constants as c
 from modelplane.api.inference_cluster import GatewayRef
 from modelplane.api.model_replica import ModelReplicaSpec, ModelReplicaStatus
-from modelplane.api.objects import label_value
+from modelplane.api.objects import label_value, replica_base
 from modelplane.api.readers import ObservedInferenceCluster, read_inference_cluster
 from modelplane.api.reasons import (
     ClusterResolvedReason,
@@ -62,7 +62,7 @@ from modelplane.api.reasons import (
 from modelplane.compose import backends, outcome, readiness, replica_cache, schedulers, workload
 from modelplane.compose.cluster_infra import has_serving_stack, workload_usages
 from modelplane.compose.common import as_desired, meta, parse_spec
-from modelplane.compose.objects import Item, dns_label, wrap
+from modelplane.compose.objects import Item, wrap
 from modelplane.compose.schedulers import SchedulingPlan
 from modelplane.compose.templates import TemplateVars
 from modelplane.compose.types import (
@@ -75,9 +75,6 @@ from modelplane.compose.types import (
 from modelplane.compose.workload import ReplicaContext
 
 CLUSTER_REQUIREMENT = "cluster"
-# Room for "-prefill", LeaderWorkerSet group/worker suffixes and StatefulSet
-# revision labels within the 63-character limits.
-BASE_NAME_MAX = 40
 
 
 # --- reading the InferenceCluster --------------------------------------------------------
@@ -376,7 +373,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
     spec = _validate(inp, res)
     if isinstance(spec, ComposeResult):
         return spec
-    base = dns_label(name, BASE_NAME_MAX)
+    base = replica_base(name)
     target = _resolve_cluster(inp, res, spec, base, ns)
     if isinstance(target, ComposeResult):
         return target
