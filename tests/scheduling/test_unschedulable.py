@@ -10,7 +10,10 @@ InferenceCluster (`schedfleet.report_unschedulable`).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from modelplane.api.readers import read_inference_cluster, read_model_replica
 from modelplane.scheduling import ScheduleResult, schedule
@@ -285,3 +288,42 @@ def test_the_filter_evicts_reported_replicas_and_refuses_their_pools() -> None:
     assert dict(UNSCHEDULABLE.refusals(inp)) == {
         ("a", "l4"): Rejection("ReplicaUnschedulable", (stuck["metadata"]["name"], SINCE))
     }
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "operations" / "unschedulable"
+
+
+def _example() -> tuple[Obj, list[Obj], dict[str, str]]:
+    """The example's deployment, replica snapshot and fixture (its files, as written)."""
+    docs = [
+        d
+        for name in ("deployment.yaml", "replicas.yaml", "fixtures.yaml")
+        for d in yaml.safe_load_all((EXAMPLE / name).read_text(encoding="utf-8"))
+        if d
+    ]
+    (dep,) = [d for d in docs if d["kind"] == "ModelDeployment"]
+    (fixture,) = [d for d in docs if d["kind"] == "ConfigMap"]
+    return dep, [d for d in docs if d["kind"] == "ModelReplica"], fixture["data"]
+
+
+def test_the_operations_example_moves_the_stuck_replica_to_west() -> None:
+    # What examples/operations/unschedulable shows once the render simulates its
+    # fixture: east reports chat's replicas on pool l4 (west/0 serves elsewhere).
+    dep, replicas, fixture = _example()
+    (east_0,) = [r for r in replicas if r["spec"]["clusterName"] == "east"]
+    east = report_unschedulable(
+        cluster("east", {"l4": ("l4-1x", 2)}),
+        east_0,
+        fixture["pool"],
+        since=fixture["since"],
+        message=fixture["message"],
+    )
+    result = schedule(dep, [east, cluster("west", {"l4": ("l4-1x", 2)})], replicas)
+    assert _state(result) == [("west", 0, ("l4",), "kept"), ("west", 1, ("l4",), "new")]
+    assert [(s.name, s.outcome, s.moved_to) for s in result.stuck] == [
+        ("chat-f80ab129e8", "Moved", ("west", 1))
+    ]
+    # With west full, the stuck replica stays, and the what-if says what to add.
+    result = schedule(dep, [east, cluster("west", {"l4": ("l4-1x", 1)})], replicas)
+    assert _state(result) == [("east", 0, ("l4",), "unschedulable"), ("west", 0, ("l4",), "kept")]
+    assert [(w.cluster, w.nodes) for w in result.what_if] == [("west", 1)]
