@@ -45,6 +45,7 @@ _STYLE = {
     "no match": "red",
     "errored": "yellow",
     "not enough devices": "red",
+    "ReplicaUnschedulable": "red",
 }
 
 
