@@ -390,6 +390,17 @@ class Placement(StatusModel):
     drain_reason: str | None = Field(
         default=None, description="Why a draining replica must leave, as a CamelCase reason."
     )
+    unschedulable: bool | None = Field(
+        default=None,
+        description="True when the replica's cluster reports its pods unschedulable past the "
+        "grace period and no other cluster or pool can take a replacement yet: it serves "
+        "nothing and is not counted in status.replicas; absent otherwise.",
+    )
+    unschedulable_since: str | None = Field(
+        default=None,
+        max_length=64,
+        description="When the cluster first saw the replica's pods unschedulable (RFC 3339).",
+    )
 
 
 class ClusterRejection(StatusModel):

@@ -36,6 +36,45 @@ def label_value(value: str) -> str:
     return f"{head}-{digest}" if head else digest
 
 
+# Name hashes stay 8 characters: every composed name so far was built with
+# them, and a changed name would recreate the object on the cluster.
+NAME_HASH = 8
+MAX_DNS_LABEL = 63
+# A ModelReplica's workload names derive from this base: room for "-prefill",
+# LeaderWorkerSet group/worker suffixes and StatefulSet revision labels within
+# the 63-character limits.
+REPLICA_BASE_MAX = 40
+
+
+def dns_label(name: str, max_len: int = MAX_DNS_LABEL) -> str:
+    """Turn `name` into an RFC 1035 label of at most `max_len` characters.
+
+    Characters outside `[a-z0-9-]` become `-`, a leading digit gets an `m-`
+    prefix (Service and LeaderWorkerSet names must start with a letter), and a
+    name that is altered or too long keeps its uniqueness through a short hash
+    of the original.
+    """
+    clean = re.sub(r"[^a-z0-9-]", "-", name.lower()).strip("-")
+    if clean == name and clean[:1].isalpha() and len(clean) <= max_len:
+        return clean
+    if not clean[:1].isalpha():
+        clean = f"m-{clean}"
+    digest = short_hash(name, length=NAME_HASH)
+    keep = max_len - len(digest) - 1
+    return f"{clean[:keep].rstrip('-')}-{digest}"
+
+
+def replica_base(replica: str) -> str:
+    """The base name of a ModelReplica's workload on its cluster, from the replica's name.
+
+    Every wrapped object of the replica is named from it, and its workload pods
+    carry it in label `modelplane.ai/replica`: the name an InferenceCluster's
+    inventory agent reports an unschedulable replica by. This is the one place
+    that maps a ModelReplica name to it.
+    """
+    return dns_label(replica, REPLICA_BASE_MAX)
+
+
 def conditions(obj: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
     """Every well-formed entry of an object's `status.conditions`, in order."""
     status = (obj or {}).get("status")

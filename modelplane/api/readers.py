@@ -55,7 +55,7 @@ from modelplane.api.model_replica import (
     ModelReplicaStatus,
     ResolvedDeviceRequest,
 )
-from modelplane.api.objects import is_condition_true, label_value
+from modelplane.api.objects import is_condition_true, label_value, replica_base
 from modelplane.api.reasons import UnknownReason
 from modelplane.api.roles import DISAGGREGATED_ROLES, is_disaggregated, role_fields
 
@@ -229,6 +229,16 @@ class ObservedInferenceCluster:
         """
         config = self.scheduling if self.scheduling is not None else SchedulingConfig()
         return config.effective_packing
+
+    def stuck(self, replica: str) -> StuckReplica | None:
+        """What the cluster reports about ModelReplica `replica` being unschedulable, if anything.
+
+        The inventory agent reports a replica by its pods' `modelplane.ai/replica`
+        label (`objects.replica_base` of the ModelReplica's name), so that is the key.
+        """
+        if not self.unschedulable:
+            return None
+        return self.unschedulable.get(replica_base(replica))
 
     @property
     def published(self) -> bool:

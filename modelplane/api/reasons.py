@@ -59,6 +59,7 @@ class ScheduledReason(StrEnum):
     PLACEMENT_UNVERIFIABLE = "PlacementUnverifiable"
     DRAINING = "Draining"
     REPLACEMENT_UNSCHEDULABLE = "ReplacementUnschedulable"
+    REPLICA_UNSCHEDULABLE = "ReplicaUnschedulable"
 
 
 class CacheResolvedReason(StrEnum):

@@ -31,8 +31,8 @@ from modelplane.compose.model_deployment import (
 )
 from modelplane.local import ControlPlane, Key, LoadError, NotConvergedError, load_paths
 from modelplane.local.store import ObjectStore
-from modelplane.scheduling import ScheduleResult, schedule
-from modelplane.scheduling.words import unverifiable_text
+from modelplane.scheduling import PlannedReplica, ScheduleResult, schedule
+from modelplane.scheduling.words import stuck_text, unverifiable_text
 
 # Piped output is sized to its content, within these bounds (a table cell
 # longer than the upper one still folds).
@@ -45,7 +45,11 @@ _STYLE = {
     "no match": "red",
     "errored": "yellow",
     "not enough devices": "red",
+    "ReplicaUnschedulable": "red",
 }
+
+
+_STUCK_STYLE = {"Moved": "yellow", "Kept": "red", "Withdrawn": "red"}
 
 
 def _parse_ref(ref: str) -> tuple[str, str]:
@@ -88,7 +92,8 @@ def explain_deployment(store: ObjectStore, namespace: str, name: str) -> Schedul
 def _summary(ref: str, deployment: Mapping[str, Any], result: ScheduleResult) -> Text:
     text = Text()
     text.append(f"ModelDeployment {ref}: ", style="bold")
-    placed = result.placed  # draining replicas (make-before-break) are not counted
+    # Draining (make-before-break) and unschedulable replicas are not counted.
+    placed = result.placed
     style = "green" if placed >= result.desired else "red"
     text.append(f"{placed} of {result.desired} replicas placed", style=style)
     cond = read_model_deployment(deployment).condition(c.CONDITION_SCHEDULED)
@@ -111,6 +116,7 @@ def _notes(result: ScheduleResult) -> list[RenderableType]:
     out.extend(
         Text(f"unverifiable: {unverifiable_text(u)}", style="yellow") for u in result.unverifiable
     )
+    out.extend(Text(stuck_text(s), style=_STUCK_STYLE[s.outcome]) for s in result.stuck)
     out.extend(Text(f"replaced {what}: {why}", style="yellow") for what, why in result.replaced)
     out.extend(
         Text(f"withdrawn {w.cluster}/{w.index} from pool {w.pool}: {w.message}", style="yellow")
@@ -125,9 +131,16 @@ def _placements(result: ScheduleResult) -> Table:
         table.add_column(col)
     for r in result.replicas:
         pools = ", ".join(f"{ra.role}={ra.pool}" for ra in r.roles)
-        kept = f"draining ({r.drain_reason})" if r.draining else "yes" if r.retained else "new"
-        table.add_row(r.cluster, str(r.index), r.name, pools, kept)
+        table.add_row(r.cluster, str(r.index), r.name, pools, _kept(r))
     return table
+
+
+def _kept(r: PlannedReplica) -> str:
+    if r.draining:
+        return f"draining ({r.drain_reason})"
+    if r.unschedulable:
+        return f"unschedulable since {r.unschedulable_since or '?'}"
+    return "yes" if r.retained else "new"
 
 
 def what_if_table(result: ScheduleResult) -> Table:

@@ -41,7 +41,8 @@ class ExplanationRow:
     pool: str = ""
     role: str = ""
     request: str = ""
-    outcome: str = ""  # matched / no match / errored / not enough devices
+    # matched / no match / errored / not enough devices, or a pool filter's reason
+    outcome: str = ""
     detail: str = ""  # per device: which selector was false or errored, or the count short
     capacity: str = ""  # nodes needed against nodes free, for a pool whose devices match
 
@@ -73,6 +74,12 @@ def explanation_rows(result: ScheduleResult) -> list[ExplanationRow]:
             continue
         for p in v.pools:
             capacity = p.message if p.matched else ""
+            if p.refused is not None:
+                # Its devices match; a pool filter refused it (the reason says which).
+                rows.append(
+                    ExplanationRow(v.cluster, verdict, p.pool, p.role, "", p.refused, p.message)
+                )
+                continue
             if not p.requests:
                 outcome = "matched" if p.matched else "no match"
                 rows.append(

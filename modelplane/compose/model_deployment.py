@@ -426,14 +426,16 @@ def _status(
             ready=result.desired[replica_key(planned.cluster, planned.index)].ready == "True",
             draining=True if planned.draining else None,
             drain_reason=planned.drain_reason,
+            unschedulable=True if planned.unschedulable else None,
+            unschedulable_since=planned.unschedulable_since or None,
         )
         for planned in plan.replicas
     ]
-    counted = [p for p in placements if not p.draining]
+    counted = [p for p in placements if not p.draining and not p.unschedulable]
     status = ModelDeploymentStatus(
         replicas=len(counted),
         ready_replicas=sum(1 for p in counted if p.ready),
-        draining_replicas=(len(placements) - len(counted)) or None,
+        draining_replicas=sum(1 for p in placements if p.draining) or None,
         selector=replica_selector(name),
         placements=placements,
         unschedulable=[],
@@ -463,7 +465,14 @@ def _scheduled_condition(
 ) -> None:
     """The `Scheduled` condition: the first answer that applies, most actionable first."""
     summary = words.placed_summary(placed, spec.replicas)
-    answers = (_invalid_selectors, _waiting_for_cache, _draining, _unverifiable, _all_scheduled)
+    answers = (
+        _invalid_selectors,
+        _waiting_for_cache,
+        _replica_unschedulable,
+        _draining,
+        _unverifiable,
+        _all_scheduled,
+    )
     for answer in answers:
         out = answer(plan, summary, spec.replicas - placed)
         if out is not None:
@@ -497,6 +506,24 @@ def _waiting_for_cache(plan: ScheduleResult, summary: str, missing: int) -> Sche
         return None
     msg = words.cache_hold(summary, missing, plan.missing_caches)
     return False, ScheduledReason.WAITING_FOR_CACHE, msg, False
+
+
+def _replica_unschedulable(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
+    """Replicas their clusters report unschedulable: moved, or kept for want of another place.
+
+    True once every one has moved (the replacements are placed); False, with a
+    warning and the clusters' reasons, while one is kept or withdrawn unreplaced.
+    """
+    if not plan.stuck:
+        return None
+    ok = missing <= 0 and all(s.outcome == "Moved" for s in plan.stuck)
+    why = ""
+    if not ok:
+        why = words.rejection_summary(plan.clusters)
+        if plan.what_if:
+            why = f"{words.what_if_summary(plan.what_if)}; {why}"
+    msg = words.replica_unschedulable(summary, plan.stuck, why)
+    return ok, ScheduledReason.REPLICA_UNSCHEDULABLE, msg, not ok
 
 
 def _draining(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:

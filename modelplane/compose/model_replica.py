@@ -51,7 +51,7 @@ from typing import Any
 from modelplane.api import constants as c
 from modelplane.api.inference_cluster import GatewayRef
 from modelplane.api.model_replica import ModelReplicaSpec, ModelReplicaStatus
-from modelplane.api.objects import label_value
+from modelplane.api.objects import label_value, replica_base
 from modelplane.api.readers import ObservedInferenceCluster, read_inference_cluster
 from modelplane.api.reasons import (
     ClusterResolvedReason,
@@ -62,7 +62,7 @@ from modelplane.api.reasons import (
 from modelplane.compose import backends, outcome, readiness, replica_cache, schedulers, workload
 from modelplane.compose.cluster_infra import has_serving_stack, workload_usages
 from modelplane.compose.common import as_desired, meta, parse_spec
-from modelplane.compose.objects import Item, dns_label, wrap
+from modelplane.compose.objects import Item, wrap
 from modelplane.compose.schedulers import SchedulingPlan
 from modelplane.compose.templates import TemplateVars
 from modelplane.compose.types import (
@@ -75,9 +75,6 @@ from modelplane.compose.types import (
 from modelplane.compose.workload import ReplicaContext
 
 CLUSTER_REQUIREMENT = "cluster"
-# Room for "-prefill", LeaderWorkerSet group/worker suffixes and StatefulSet
-# revision labels within the 63-character limits.
-BASE_NAME_MAX = 40
 
 
 # --- reading the InferenceCluster --------------------------------------------------------
@@ -366,16 +363,6 @@ def _status(ctx: ReplicaContext, cluster: ObservedInferenceCluster) -> Resource:
 # --- the composer ------------------------------------------------------------------------
 
 
-def replica_label(name: str) -> str:
-    """The value of label `modelplane.ai/replica` on a replica's pods.
-
-    It is also the base of its wrapped objects' names: the ModelReplica's name
-    as an RFC 1035 label of at most 40 characters (the name itself when it
-    already is one, else cut and suffixed with a hash).
-    """
-    return dns_label(name, BASE_NAME_MAX)
-
-
 def compose(inp: ComposeInput) -> ComposeResult:
     """Compose the replica's serving workload on its cluster."""
     res = ComposeResult()
@@ -386,7 +373,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
     spec = _validate(inp, res)
     if isinstance(spec, ComposeResult):
         return spec
-    base = replica_label(name)
+    base = replica_base(name)
     target = _resolve_cluster(inp, res, spec, base, ns)
     if isinstance(target, ComposeResult):
         return target

@@ -10,38 +10,16 @@ rule's policy as `spec.readiness`.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from modelplane.api import constants as c
-from modelplane.api.objects import short_hash
+from modelplane.api.objects import NAME_HASH, short_hash
+from modelplane.api.objects import dns_label as dns_label  # its home moved to api
 from modelplane.compose.readiness import ReadinessRule, wrapped
 from modelplane.compose.types import Resource
 
 MAX_NAME = 63
-
-# Name hashes stay 8 characters: every composed name so far was built with
-# them, and a changed name would recreate the object on the cluster.
-NAME_HASH = 8
-
-
-def dns_label(name: str, max_len: int = MAX_NAME) -> str:
-    """Turn `name` into an RFC 1035 label of at most `max_len` characters.
-
-    Characters outside `[a-z0-9-]` become `-`, a leading digit gets an `m-`
-    prefix (Service and LeaderWorkerSet names must start with a letter), and a
-    name that is altered or too long keeps its uniqueness through a short hash
-    of the original.
-    """
-    clean = re.sub(r"[^a-z0-9-]", "-", name.lower()).strip("-")
-    if clean == name and clean[:1].isalpha() and len(clean) <= max_len:
-        return clean
-    if not clean[:1].isalpha():
-        clean = f"m-{clean}"
-    digest = short_hash(name, length=NAME_HASH)
-    keep = max_len - len(digest) - 1
-    return f"{clean[:keep].rstrip('-')}-{digest}"
 
 
 def object_name(replica: str, *suffix: str) -> str:

@@ -23,7 +23,7 @@ from modelplane.api.objects import short_hash
 from modelplane.local.conditions import Clock, set_condition
 from modelplane.local.gateway_sim import GATEWAY_STATUS
 from modelplane.local.loader import scope_of
-from modelplane.local.simulate_cloud import simulate_cloud
+from modelplane.local.simulate_cloud import simulate_cloud, stuck_replicas
 from modelplane.local.store import Key, Obj, ObjectStore
 
 OBJECT_GROUPS = ("kubernetes.m.crossplane.io", "kubernetes.crossplane.io")
@@ -153,15 +153,23 @@ WORKLOAD_STATUS: dict[tuple[str, str], Callable[[Obj, str], dict[str, Any]]] = {
 """Plausible observed status per wrapped kind; kinds not listed just exist."""
 
 
-def observed_manifest(manifest: Obj, at: str) -> Obj:
-    """The wrapped manifest as the workload cluster would return it."""
+def observed_manifest(manifest: Obj, at: str, stuck: frozenset[str] = frozenset()) -> Obj:
+    """The wrapped manifest as the workload cluster would return it.
+
+    A workload of a replica in `stuck` (pod label values an `unschedulable`
+    render fixture names) stays unavailable: its pods never get a node.
+    """
     out = copy.deepcopy(manifest)
     meta = out.setdefault("metadata", {})
     if scope_of(out) == "Namespaced" and not meta.get("namespace"):
         meta["namespace"] = "default"
     make = WORKLOAD_STATUS.get((_group(out), str(out.get("kind", ""))))
     if make is not None:
-        out["status"] = _warming_up(out, make(out, at))
+        status = _warming_up(out, make(out, at))
+        replica = ((out.get("metadata") or {}).get("labels") or {}).get(c.LABEL_REPLICA)
+        if replica in stuck:
+            status = _unavailable(status, "pods Unschedulable (render fixture)")
+        out["status"] = status
     return out
 
 
@@ -180,11 +188,18 @@ def _warming_up(workload: Obj, status: dict[str, Any]) -> dict[str, Any]:
         "workerTemplate"
     )
     annotations = ((template or {}).get("metadata") or {}).get("annotations") or {}
-    if annotations.get(WARMING_UP_ANNOTATION) != "true" or "conditions" not in status:
+    if annotations.get(WARMING_UP_ANNOTATION) != "true":
+        return status
+    return _unavailable(status, "warming up")
+
+
+def _unavailable(status: dict[str, Any], message: str) -> dict[str, Any]:
+    """A workload status with no ready replica and Available=False saying why."""
+    if "conditions" not in status:
         return status
     status = {k: v for k, v in status.items() if k not in ("readyReplicas", "availableReplicas")}
     status["conditions"] = [
-        {**x, "status": "False", "reason": "MinimumReplicasUnavailable", "message": "warming up"}
+        {**x, "status": "False", "reason": "MinimumReplicasUnavailable", "message": message}
         if x.get("type") == "Available"
         else x
         for x in status["conditions"]
@@ -234,7 +249,9 @@ def _keep_written_data(obj: Obj, live: Obj) -> None:
         live["data"] = previous["data"]
 
 
-def _simulate_object(store: ObjectStore, obj: Obj, clock: Clock) -> None:
+def _simulate_object(
+    store: ObjectStore, obj: Obj, clock: Clock, stuck: frozenset[str] = frozenset()
+) -> None:
     ok, message = _provider_config_exists(store, obj)
     missing = _missing_reference(store, obj) if ok else None
     if missing is not None:
@@ -250,7 +267,7 @@ def _simulate_object(store: ObjectStore, obj: Obj, clock: Clock) -> None:
         return
     at = str((obj.get("metadata") or {}).get("creationTimestamp") or clock.stamp())
     status = obj.setdefault("status", {})
-    live = observed_manifest(manifest, at)
+    live = observed_manifest(manifest, at, stuck)
     _keep_written_data(obj, live)
     status["atProvider"] = {"manifest": live}
     set_condition(obj, "Synced", "True", "ReconcileSuccess", "", clock)
@@ -358,10 +375,11 @@ def simulate_hydration(store: ObjectStore) -> None:
 
 def simulate(store: ObjectStore, clock: Clock) -> None:
     """Update, in place, every provider object in the store as its provider would."""
+    stuck = stuck_replicas(store)
     for _, obj in store.items():
         group, kind = _group(obj), obj.get("kind")
         if group in OBJECT_GROUPS and kind == "Object":
-            _simulate_object(store, obj, clock)
+            _simulate_object(store, obj, clock, stuck)
         elif group in RELEASE_GROUPS and kind == "Release":
             _simulate_release(obj, clock)
     simulate_cloud(store, clock)

@@ -22,7 +22,7 @@ show what goes wrong in real clusters:
   cluster's pool has a pod Pending Unschedulable since `since`, which the agent
   reports. A pod carries its replica in label `modelplane.ai/replica`, whose
   value is the ModelReplica's name as a DNS label of at most 40 characters
-  (`compose.model_replica.replica_label`).
+  (`api.objects.replica_base`).
 
 Everything is derived from the objects themselves, so a second pass over an
 unchanged store changes nothing.
@@ -37,10 +37,9 @@ from typing import Any
 
 from modelplane.api import constants as c
 from modelplane.api.model_replica import ModelReplicaSpec
-from modelplane.api.objects import label_value, short_hash
+from modelplane.api.objects import label_value, replica_base, short_hash
 from modelplane.api.readers import read_inference_cluster
 from modelplane.compose.inventory import summarize
-from modelplane.compose.model_replica import replica_label
 from modelplane.compose.objects import dns_label
 from modelplane.local.conditions import EPOCH, Clock, set_condition
 from modelplane.local.store import Key, Obj, ObjectStore, labels_of
@@ -423,6 +422,22 @@ def _fixture_matches(fixture: UnschedulableFixture, replica: Obj) -> bool:
     )
 
 
+def stuck_replicas(store: ObjectStore) -> frozenset[str]:
+    """The pod label values (`modelplane.ai/replica`) of replicas an `unschedulable` fixture names.
+
+    Their workloads stay unavailable in the render, as pods that never get a
+    node would keep them.
+    """
+    found = fixtures(store)
+    if not found.unschedulable:
+        return frozenset()
+    return frozenset(
+        replica_base(str(replica["metadata"]["name"]))
+        for replica in store.list(c.API_VERSION, "ModelReplica")
+        if any(_fixture_matches(f, replica) for f in found.unschedulable)
+    )
+
+
 def _stuck_pods(store: ObjectStore, cluster: str, found: Fixtures) -> list[Obj]:
     """One Pending, Unschedulable pod per replica an `unschedulable` fixture names."""
     pods = []
@@ -430,7 +445,7 @@ def _stuck_pods(store: ObjectStore, cluster: str, found: Fixtures) -> list[Obj]:
         for replica in store.list(c.API_VERSION, "ModelReplica"):
             if not _fixture_matches(fixture, replica):
                 continue
-            base = replica_label(str(replica["metadata"]["name"]))
+            base = replica_base(str(replica["metadata"]["name"]))
             pods.append(
                 {
                     "metadata": {"name": f"{base}-0", "labels": {c.LABEL_REPLICA: base}},

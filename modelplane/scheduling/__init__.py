@@ -11,6 +11,7 @@ from modelplane.scheduling.types import (
     RoleAssignment,
     ScheduleResult,
     SelectorVerdict,
+    StuckPlacement,
     Withdrawal,
 )
 
@@ -23,6 +24,7 @@ __all__ = [
     "RoleAssignment",
     "ScheduleResult",
     "SelectorVerdict",
+    "StuckPlacement",
     "Withdrawal",
     "replica_name",
     "schedule",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from modelplane.scheduling import words
 from modelplane.scheduling.fill import candidates, try_place
@@ -11,7 +11,7 @@ from modelplane.scheduling.framework import Rejection
 from modelplane.scheduling.ledger import Vector
 from modelplane.scheduling.matching import RoleDef, RoleMatch, Shape
 from modelplane.scheduling.state import CycleState, PoolKey, PoolOptions
-from modelplane.scheduling.types import ClusterVerdict, PoolVerdict
+from modelplane.scheduling.types import ClusterReason, ClusterVerdict, PoolVerdict
 
 EXPLAIN = "Explain"  # this step's key in the cycle's rule states
 
@@ -89,7 +89,16 @@ def _role_pools(state: CycleState, name: str, role: RoleDef) -> tuple[list[PoolV
                 message += _capacity_note(state, name, pool)
             frees.append(f"{pool} {free}")
         pools.append(
-            PoolVerdict(pool, role.role, match.matched, match.requests, role.nodes, free, message)
+            PoolVerdict(
+                pool,
+                role.role,
+                match.matched,
+                match.requests,
+                role.nodes,
+                free,
+                message,
+                match.refused,
+            )
         )
     return pools, frees
 
@@ -117,11 +126,29 @@ def _unknown_pools(state: CycleState, name: str, role: RoleDef) -> list[PoolVerd
     ]
 
 
+def _no_match_reason(state: CycleState, name: str) -> ClusterReason:
+    """`NoMatchingPool`, unless a pool filter refused a matching pool of every role short of one."""
+    refused = None
+    for role in state.roles:
+        ms = state.matches.get((name, role.role), [])
+        if any(m.matched for _, m in ms):
+            continue
+        refused = next((m.refused for _, m in ms if m.refused is not None), None)
+        if refused is None:
+            return "NoMatchingPool"
+    return cast(ClusterReason, refused or "NoMatchingPool")
+
+
 def _no_match_text(state: CycleState, name: str) -> str:
     failing = []
     for role in state.roles:
         ms = state.matches.get((name, role.role), [])
         if not any(m.matched for _, m in ms):
+            # A refused pool says more than a pool whose devices do not match.
+            refused = next(((p, m.message) for p, m in ms if m.refused is not None), None)
+            if refused is not None:
+                failing.append(words.no_pool_may_take(role.path, refused))
+                continue
             first = next(((p, m.message) for p, m in ms), None)
             failing.append(words.no_pool_matches(role.path, first))
     return "; ".join(failing)
@@ -145,9 +172,8 @@ def _verdict(state: CycleState, name: str) -> ClusterVerdict:
         if frees:
             short.append(words.role_short(role.role, role.nodes, frees))
     if per_role is None:
-        return ClusterVerdict(
-            name, False, "NoMatchingPool", _no_match_text(state, name), tuple(pools)
-        )
+        reason = _no_match_reason(state, name)
+        return ClusterVerdict(name, False, reason, _no_match_text(state, name), tuple(pools))
     if not fits:
         return ClusterVerdict(name, False, "InsufficientCapacity", "; ".join(short), tuple(pools))
     return ClusterVerdict(name, True, None, "", tuple(pools))

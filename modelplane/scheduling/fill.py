@@ -22,7 +22,9 @@ def build_ledger(state: CycleState) -> None:
     Other deployments' replicas are charged from their observed requests (losers
     of contention included, until their owner withdraws them); this deployment's
     dropped and withdrawn replicas are not charged. Charges are replayed in
-    contention order (Ready first, then oldest).
+    contention order (Ready first, then oldest). Replicas set aside as
+    unschedulable are charged while the fill runs: their replacements are
+    placed without counting on the place they hold (make before break).
     """
     charges: list[tuple[Order, str, Charge]] = []
     for r in state.others:
@@ -34,7 +36,7 @@ def build_ledger(state: CycleState) -> None:
                 demand = observed_demand(shape, role.request_key, state.ev)
                 charge = Charge(role.pool, demand, role.nodes_per_worker, role.workers)
                 charges.append((r.order, r.cluster, charge))
-    for s in [*state.slots, *state.draining]:
+    for s in [*state.slots, *state.draining, *state.stuck]:
         charges.extend((s.order, s.cluster, ch) for ch in s.charges)
     charges.sort(key=lambda t: t[0])
     for _, cluster, ch in charges:
@@ -110,13 +112,28 @@ def surge(state: CycleState) -> int:
 
 
 def surge_room(state: CycleState) -> int:
-    """How many more replicas fit under `spec.replicas + maxSurge`, draining ones counted.
+    """How many more replicas fit under `spec.replicas + maxSurge`, draining and
+    set-aside unschedulable ones counted.
 
     With nothing draining this never limits the fill (counted replicas never
     exceed `spec.replicas` after scale-down), so the bound applies to surges only.
     """
-    held = len(state.slots) + len(state.draining)
+    held = len(state.slots) + len(state.draining) + len(state.stuck)
     return state.inp.spec.replicas + max(surge(state), 0) - held
+
+
+def shortfall(state: CycleState) -> tuple[int, int]:
+    """What the fill places: (plain, swaps) — the missing replicas within the surge
+    room, then one replacement per set-aside unschedulable replica.
+
+    A replacement is a swap, not a surge: `settle_stuck` withdraws the replica it
+    replaces in the same cycle, so it needs no room over `spec.replicas` (else a
+    stuck replacement of a draining replica could never move). The plain ones come
+    first: a stuck replica is withdrawn only for a placement beyond them.
+    """
+    missing = state.inp.spec.replicas - len(state.slots)
+    swaps = min(len(state.stuck), max(0, missing))
+    return max(0, min(missing - swaps, surge_room(state))), swaps
 
 
 def fill(state: CycleState) -> None:
@@ -126,8 +143,9 @@ def fill(state: CycleState) -> None:
     cluster that cannot take one cannot take a later one either: it leaves the
     heap for good. Ties on score go to the cluster first by name.
     """
-    shortfall = min(state.inp.spec.replicas - len(state.slots), surge_room(state))
-    if shortfall <= 0 or state.invalid:
+    state.plain, swaps = shortfall(state)
+    wanted = state.plain + swaps
+    if wanted <= 0 or state.invalid:
         return
     for rule in SCORES:
         rule.prepare(state.rules, state.inp)
@@ -143,7 +161,7 @@ def fill(state: CycleState) -> None:
         if state.options[cluster] is not None:
             heap.append(_key(state, cluster))
     heapq.heapify(heap)
-    while shortfall > 0 and heap:
+    while wanted > 0 and heap:
         _, cluster = heapq.heappop(heap)
         per_role = state.options[cluster]
         assert per_role is not None
@@ -154,5 +172,5 @@ def fill(state: CycleState) -> None:
         index = next(i for i in itertools.count() if i not in used[cluster])
         used[cluster].add(index)
         _place(state, cluster, combo, index)
-        shortfall -= 1
+        wanted -= 1
         heapq.heappush(heap, _key(state, cluster))

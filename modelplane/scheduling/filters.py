@@ -4,15 +4,23 @@
 `FILTERS` is the registry, in the order verdicts are reported: the first
 filter that refuses a cluster names the cluster's reason. Adding a filter is
 a class here (or in its own module), one entry in `FILTERS`, and its table
-test in tests/scheduling/test_filters.py.
+test in tests/scheduling/test_filters.py. A rule that refuses single pools
+rather than whole clusters is also registered in `POOL_FILTERS`.
 """
 
 from __future__ import annotations
 
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
 from modelplane.scheduling.backend_filter import BackendFilter
-from modelplane.scheduling.framework import ClusterFilter, Eviction, Rejection, ScheduleInput
+from modelplane.scheduling.framework import (
+    ClusterFilter,
+    Eviction,
+    PoolFilter,
+    Rejection,
+    ScheduleInput,
+)
 from modelplane.scheduling.labels import describe_taint, untolerated
+from modelplane.scheduling.unschedulable import UnschedulableFilter
 
 
 class ClusterSelectorFilter:
@@ -104,11 +112,17 @@ class CacheFilter:
         return None
 
 
+UNSCHEDULABLE = UnschedulableFilter()
+
 FILTERS: tuple[ClusterFilter, ...] = (
     ClusterSelectorFilter(),
     TaintFilter(),
     ReadinessFilter(),
     BackendFilter(),
     CacheFilter(),
+    UNSCHEDULABLE,
 )
 """Every cluster filter, in the order a cluster's reason is reported."""
+
+POOL_FILTERS: tuple[PoolFilter, ...] = (UNSCHEDULABLE,)
+"""Every pool filter; the first that refuses a pool names the reason."""

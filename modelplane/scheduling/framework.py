@@ -8,6 +8,10 @@ a tuple (`modelplane.scheduling.filters.FILTERS`, `scores.SCORES`):
   reason code: `admit` — may a new replica go here? — and `evict` — must an
   existing replica leave? The answers differ: a NoSchedule taint repels new
   replicas but keeps existing ones.
+- a `PoolFilter` refuses single pools of otherwise admitted clusters for new
+  replicas (`filters.POOL_FILTERS`): a refused pool does not match any role
+  of the deployment for the fill, the explanation and the what-if, and the
+  verdict names the rule's reason.
 - a `ClusterScore` orders the fill: the cluster with the lowest score tuple
   (rules in registration order, then the cluster name) takes the next replica.
 
@@ -169,6 +173,18 @@ class ClusterFilter(Protocol):
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica
     ) -> Eviction | None:
         """None when `replica` may stay on `cluster`, else why it must leave."""
+
+
+PoolKey = tuple[str, str]  # (cluster, pool)
+
+
+class PoolFilter(Protocol):
+    """A pool filter: which pools of which clusters may not take a new replica."""
+
+    name: str
+
+    def refusals(self, inp: ScheduleInput) -> Mapping[PoolKey, Rejection]:
+        """The refused (cluster, pool) pairs and why, computed once per cycle."""
 
 
 class ClusterScore(Protocol):

@@ -67,6 +67,9 @@ class RoleMatch:
     message: str
     # Every demand vector an equivalent assignment makes (first: `demand`).
     demands: tuple[Vector, ...] = ()
+    # The pool filter's reason when a pool whose devices match is refused for new
+    # replicas (then `matched` is False and `message` says why).
+    refused: str | None = None
 
 
 @dataclass(eq=False)

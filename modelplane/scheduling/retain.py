@@ -1,4 +1,5 @@
-"""Steps over existing replicas: contention, retain and scale down (SPEC §3.3, §3.4, §3.7)."""
+"""Steps over existing replicas: contention, retain and scale down (SPEC §3.3, §3.4, §3.7),
+and what becomes of replicas their clusters report unschedulable (`settle_stuck`)."""
 
 from __future__ import annotations
 
@@ -14,14 +15,17 @@ from modelplane.scheduling import words
 from modelplane.scheduling.filters import FILTERS
 from modelplane.scheduling.framework import Eviction
 from modelplane.scheduling.matching import RoleDef, match_role, observed_demand, unparsable
-from modelplane.scheduling.state import Charge, CycleState, PoolKey, Slot, new_ledger
+from modelplane.scheduling.state import Charge, CycleState, PoolKey, Slot, Stuck, new_ledger
 from modelplane.scheduling.types import (
     MAKE_BEFORE_BREAK,
     RoleAssignment,
+    StuckOutcome,
+    StuckPlacement,
     Unverifiable,
     UnverifiableCause,
     Withdrawal,
 )
+from modelplane.scheduling.unschedulable import stuck_report
 
 # ── Contention ──────────────────────────────────────────────────────────────
 
@@ -229,7 +233,7 @@ def retain(state: CycleState) -> None:
         if eviction is None and (r.cluster, r.index) in seen:
             eviction = Eviction("Duplicate", (r.cluster, str(r.index)))
         if eviction is not None:
-            if not _drains(state, r, eviction):
+            if not _drains(state, r, eviction) and not _sets_aside(state, r, eviction):
                 state.evicted.append((r.name, eviction))
             continue
         seen.add((r.cluster, r.index))
@@ -257,6 +261,84 @@ def _drains(state: CycleState, r: ObservedModelReplica, eviction: Eviction) -> b
     return True
 
 
+def _sets_aside(state: CycleState, r: ObservedModelReplica, eviction: Eviction) -> bool:
+    """Keep a replica its cluster reports unschedulable until a replacement is placed.
+
+    Under rollout MakeBeforeBreak it is set aside: composed and charged as it
+    is, not counted, so the fill places a replacement elsewhere; `settle_stuck`
+    then withdraws it or, with no replacement anywhere, keeps it (the cluster may
+    still schedule it). Under Immediate, or when it also lost its pool to
+    contention, it goes at once (False), noted for the report.
+    """
+    if eviction.reason != "Unschedulable":
+        return False
+    report = stuck_report(state.inp.clusters[r.cluster], r)
+    assert report is not None
+    roles, charges = _observed_roles(state, r)
+    slot = Slot(r.cluster, r.index, r.name, roles, charges, True, r.ready, r.order)
+    slot.stuck = Stuck(report, eviction)
+    keep = state.inp.spec.rollout.strategy == "MakeBeforeBreak"
+    if not keep or (r.namespace, r.name) in state.losers:
+        state.stuck_dropped.append(slot)
+        return False
+    state.stuck.append(slot)
+    return True
+
+
+def _stuck_order(s: Slot) -> tuple[str, str, int]:
+    # The longest stuck first: the least likely to be scheduled where it is.
+    assert s.stuck is not None
+    return s.stuck.report.since, s.cluster, s.index
+
+
+def _note_stuck(state: CycleState, s: Slot, outcome: StuckOutcome, to: Slot | None = None) -> None:
+    assert s.stuck is not None
+    report = s.stuck.report
+    state.stuck_report.append(
+        StuckPlacement(
+            s.name,
+            s.cluster,
+            s.index,
+            s.stuck.pool,
+            report.since,
+            report.message,
+            outcome,
+            None if to is None else (to.cluster, to.index),
+        )
+    )
+
+
+def settle_stuck(state: CycleState) -> None:
+    """After the fill: withdraw each set-aside replica a new placement replaces.
+
+    A replica the cluster cannot schedule serves nothing, so it goes as soon as
+    its replacement is *placed*, not once that one is Ready: keeping it longer
+    would only hold its devices in the ledger and a place over `spec.replicas`.
+    The fill places the missing replicas first (`fill.shortfall`), so the
+    placements beyond those are the replacements; they take the longest stuck
+    first. The rest are kept, not counted (no other pool could take them).
+    Replicas already dropped (Immediate) are paired with the plain placements.
+    """
+    if not state.stuck and not state.stuck_dropped:
+        return
+    new = [s for s in state.slots if not s.retained]
+    ordered = sorted(state.stuck, key=_stuck_order)
+    swapped = min(len(ordered), max(0, len(new) - state.plain))
+    moved, state.stuck = ordered[:swapped], ordered[swapped:]
+    rest = len(new) - len(moved)
+    for s, to in zip(moved, new[rest:], strict=True):
+        assert s.stuck is not None
+        state.evicted.append((s.name, s.stuck.eviction))
+        _note_stuck(state, s, "Moved", to)
+    for s in state.stuck:
+        _note_stuck(state, s, "Kept")
+    dropped = sorted(state.stuck_dropped, key=_stuck_order)
+    offset = rest - len(dropped)  # the placements before those that replaced `moved`
+    for i, s in enumerate(dropped):
+        dest = new[offset + i] if offset + i >= 0 else None
+        _note_stuck(state, s, "Withdrawn" if dest is None else "Moved", dest)
+
+
 def settle_drains(state: CycleState) -> None:
     """Drop each draining replica whose replacement is Ready (make-before-break).
 
@@ -279,6 +361,16 @@ def settle_drains(state: CycleState) -> None:
 # ── Scale down ──────────────────────────────────────────────────────────────
 
 
+def _scale_down_stuck(state: CycleState) -> None:
+    """Set-aside unschedulable replicas serve nothing: scale-down takes them first."""
+    excess = len(state.slots) + len(state.stuck) - state.inp.spec.replicas
+    if excess <= 0 or not state.stuck:
+        return
+    ordered = sorted(state.stuck, key=_stuck_order)
+    state.stuck = ordered[excess:]
+    state.scaled_down.extend(s.name for s in ordered[:excess])
+
+
 def scale_down(state: CycleState) -> None:
     """Drop the highest-index replica on the most-loaded cluster until at `desired`.
 
@@ -286,6 +378,7 @@ def scale_down(state: CycleState) -> None:
     replica while another holds several. Ties go to the cluster last by name,
     the mirror of fill's first-by-name.
     """
+    _scale_down_stuck(state)
     excess = len(state.slots) - state.inp.spec.replicas
     if excess <= 0:
         return

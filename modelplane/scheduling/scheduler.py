@@ -3,13 +3,17 @@
 `schedule()` reads a typed `ScheduleInput`, builds one `CycleState` and runs
 named steps over it:
 
-    filter → check_selectors → match_pools → resolve_contention → retain →
-    scale_down → settle_drains → build_ledger → fill → explain → what_if → bind
+    filter → check_selectors → match_pools → filter_pools → resolve_contention →
+    retain → scale_down → settle_drains → build_ledger → fill → settle_stuck →
+    explain → what_if → bind
 
 A Ready replica that must leave for a reason other than its cluster being gone
 is kept as *draining* (rollout MakeBeforeBreak): still composed and charged,
 not counted toward `spec.replicas`, dropped once enough replacements are Ready;
-the fill places replacements within `spec.replicas + maxSurge`.
+the fill places replacements within `spec.replicas + maxSurge`. A replica its
+cluster reports unschedulable (`unschedulable`) is kept, charged and not
+counted until the fill places a replacement on another pool, then withdrawn
+(`settle_stuck`); with no replacement anywhere it stays.
 
 Policy lives in rule objects (`filters.FILTERS`, `scores.SCORES`; see
 `framework`); the steps are the fixed skeleton. Everything is keyed and
@@ -21,15 +25,22 @@ matching, selector evaluation) is done once per call.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from modelplane.scheduling import words
 from modelplane.scheduling.explain import explain
 from modelplane.scheduling.fill import build_ledger, fill, surge
-from modelplane.scheduling.filters import FILTERS
+from modelplane.scheduling.filters import FILTERS, POOL_FILTERS
 from modelplane.scheduling.framework import ScheduleInput, read_input
-from modelplane.scheduling.matching import match_role
-from modelplane.scheduling.retain import resolve_contention, retain, scale_down, settle_drains
+from modelplane.scheduling.matching import RoleMatch, match_role
+from modelplane.scheduling.retain import (
+    resolve_contention,
+    retain,
+    scale_down,
+    settle_drains,
+    settle_stuck,
+)
 from modelplane.scheduling.state import CycleState, new_state
 from modelplane.scheduling.types import ClusterVerdict, PlannedReplica, ScheduleResult, WhatIf
 from modelplane.scheduling.whatif import what_if
@@ -86,6 +97,33 @@ def match_pools(state: CycleState) -> None:
             ]
 
 
+def filter_pools(state: CycleState) -> None:
+    """Run every pool filter: a refused pool whose devices match takes no new replica.
+
+    The pool's match is replaced, for this cycle, by an unmatched one carrying the
+    rule's reason and words, so the fill, the explanation and the what-if all see
+    it refused; retained replicas are judged against their pools afresh.
+    """
+    for rule in POOL_FILTERS:
+        for key, rejection in rule.refusals(state.inp).items():
+            state.refused.setdefault(key, rejection)
+    for cluster in sorted({k[0] for k in state.refused}):
+        for role in state.roles:
+            entries = state.matches.get((cluster, role.role))
+            if entries:
+                state.matches[(cluster, role.role)] = [
+                    (pool, _refuse(state, (cluster, pool), match)) for pool, match in entries
+                ]
+
+
+def _refuse(state: CycleState, key: tuple[str, str], match: RoleMatch) -> RoleMatch:
+    rejection = state.refused.get(key)
+    if rejection is None or not match.matched:
+        return match
+    text = words.rejection_text(rejection)
+    return replace(match, matched=False, message=text, refused=rejection.reason)
+
+
 def bind(state: CycleState, changes: tuple[WhatIf, ...] = ()) -> ScheduleResult:
     """Turn the cycle's slots (and the what-if answers) into the immutable result."""
     replicas = tuple(
@@ -98,8 +136,11 @@ def bind(state: CycleState, changes: tuple[WhatIf, ...] = ()) -> ScheduleResult:
             ready=s.ready,
             drain_reason=None if s.drain is None else s.drain.reason,
             drain_message="" if s.drain is None else words.eviction_text(s.drain),
+            unschedulable_since=None if s.stuck is None else s.stuck.report.since,
         )
-        for s in sorted([*state.slots, *state.draining], key=lambda s: (s.cluster, s.index))
+        for s in sorted(
+            [*state.slots, *state.draining, *state.stuck], key=lambda s: (s.cluster, s.index)
+        )
     )
     return ScheduleResult(
         replicas=replicas,
@@ -113,6 +154,7 @@ def bind(state: CycleState, changes: tuple[WhatIf, ...] = ()) -> ScheduleResult:
         missing_caches=state.inp.missing_caches,
         what_if=changes,
         surge=surge(state),
+        stuck=tuple(sorted(state.stuck_report, key=lambda x: (x.cluster, x.index))),
     )
 
 
@@ -127,12 +169,14 @@ def schedule_input(inp: ScheduleInput, *, explain_all: bool = True) -> ScheduleR
     filter_clusters(state)
     check_selectors(state)
     match_pools(state)
+    filter_pools(state)
     resolve_contention(state)
     retain(state)
     scale_down(state)
     settle_drains(state)
     build_ledger(state)
     fill(state)
+    settle_stuck(state)
     if explain_all or len(state.slots) < inp.spec.replicas:
         explain(state)
     return bind(state, what_if(state))

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from modelplane.api.readers import ObservedModelReplica
-from modelplane.scheduling.framework import Eviction, RuleStates, ScheduleInput
+from modelplane.api.readers import ObservedModelReplica, StuckReplica
+from modelplane.scheduling.framework import Eviction, PoolKey, Rejection, RuleStates, ScheduleInput
 from modelplane.scheduling.ledger import PoolLedger, Vector
 from modelplane.scheduling.matching import Evaluator, Request, RoleDef, RoleMatch, Shape, Shapes
-from modelplane.scheduling.types import ClusterVerdict, RoleAssignment, Unverifiable, Withdrawal
+from modelplane.scheduling.types import (
+    ClusterVerdict,
+    RoleAssignment,
+    StuckPlacement,
+    Unverifiable,
+    Withdrawal,
+)
 
-PoolKey = tuple[str, str]  # (cluster, pool)
 PoolOptions = list[list[tuple[str, RoleMatch]]]  # matched pools per role of one cluster
 
 
@@ -22,6 +27,19 @@ class Charge:
     demands: tuple[Vector, ...]
     nodes_per_worker: int
     workers: int
+
+
+@dataclass(frozen=True)
+class Stuck:
+    """Why a replica is set aside: its cluster's report and the eviction it earned."""
+
+    report: StuckReplica
+    eviction: Eviction  # `Unschedulable`, naming the cluster and pool(s)
+
+    @property
+    def pool(self) -> str:
+        """The pool(s) the report holds against, for messages."""
+        return self.eviction.detail[1]
 
 
 @dataclass
@@ -37,6 +55,7 @@ class Slot:
     ready: bool = False
     order: tuple[int, int, str, str, str] = (1, 1, "", "", "")
     drain: Eviction | None = None  # why a draining replica must leave (make-before-break)
+    stuck: Stuck | None = None  # its cluster reports it unschedulable (see `unschedulable`)
 
 
 @dataclass
@@ -59,6 +78,13 @@ class CycleState:
     losers: dict[tuple[str, str], str] = field(default_factory=dict)  # (ns, name) -> pool
     slots: list[Slot] = field(default_factory=list)
     draining: list[Slot] = field(default_factory=list)  # leaving, serving until replaced
+    # Reported unschedulable: kept (MakeBeforeBreak) until a replacement is placed, or
+    # already dropped (Immediate); settled after the fill.
+    stuck: list[Slot] = field(default_factory=list)
+    stuck_dropped: list[Slot] = field(default_factory=list)
+    stuck_report: list[StuckPlacement] = field(default_factory=list)  # what became of them
+    plain: int = 0  # the fill's first placements, for missing replicas; later ones are swaps
+    refused: dict[PoolKey, Rejection] = field(default_factory=dict)  # by the pool filters
     evicted: list[tuple[str, Eviction]] = field(default_factory=list)
     unverifiable: list[Unverifiable] = field(default_factory=list)
     withdrawn: list[Withdrawal] = field(default_factory=list)

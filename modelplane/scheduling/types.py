@@ -25,6 +25,8 @@ ClusterReason = Literal[
     "WaitingForCache",  # a ModelCache in spec.caches does not exist: nothing new is placed
     "CacheNotOnCluster",  # the deployment's ModelCache stages no copy on the cluster
     "BackendUnsupported",  # the cluster does not run the deployment's spec.backend
+    # every matching pool holds a replica of this deployment the cluster reports unschedulable
+    "ReplicaUnschedulable",
 ]
 
 # Why an existing replica must leave its place (and be replaced elsewhere).
@@ -39,6 +41,7 @@ EvictReason = Literal[
     "PoolMismatch",  # its pool verifiably no longer matches the (edited) node selector
     "Duplicate",  # another replica holds the same (cluster, index)
     "BackendUnsupported",  # its cluster verifiably no longer runs the deployment's backend
+    "Unschedulable",  # its cluster reports its pods unschedulable past the grace period
 ]
 
 # Reasons a Ready replica leaves make-before-break (rollout MakeBeforeBreak): it
@@ -100,6 +103,7 @@ class PoolVerdict:
     needed_nodes: int = 0
     free_nodes: int = 0
     message: str = ""
+    refused: str | None = None  # a pool filter's reason when its devices match but it is refused
 
 
 @dataclass(frozen=True)
@@ -136,6 +140,14 @@ class PlannedReplica:
     # Set on a replica that must leave and keeps serving until replaced (make-before-break).
     drain_reason: EvictReason | None = None
     drain_message: str = ""
+    # Set on a replica its cluster reports unschedulable, kept because no replacement
+    # could be placed elsewhere: composed, charged, not counted (it serves nothing).
+    unschedulable_since: str | None = None
+
+    @property
+    def unschedulable(self) -> bool:
+        """Whether the replica is kept although its cluster cannot schedule its pods."""
+        return self.unschedulable_since is not None
 
     @property
     def draining(self) -> bool:
@@ -152,6 +164,28 @@ class Withdrawal:
     pool: str
     message: str
     name: str = ""  # the withdrawn ModelReplica's name
+
+
+StuckOutcome = Literal[
+    "Moved",  # a replacement was placed elsewhere; the stuck replica is withdrawn
+    "Kept",  # no replacement fits anywhere: kept, the cluster may still schedule it
+    "Withdrawn",  # rollout Immediate: withdrawn at once, and no replacement fits anywhere
+]
+
+
+@dataclass(frozen=True)
+class StuckPlacement:
+    """A replica of the deployment whose cluster reports its pods unschedulable, and what
+    the scheduler did about it (`StuckOutcome`)."""
+
+    name: str  # the ModelReplica
+    cluster: str
+    index: int
+    pool: str  # the pool the cluster reports (else the replica's first pool)
+    since: str  # RFC 3339, as the cluster reports it
+    message: str  # the cluster scheduler's message
+    outcome: StuckOutcome
+    moved_to: tuple[str, int] | None = None  # the replacement's (cluster, index) when Moved
 
 
 @dataclass(frozen=True)
@@ -215,11 +249,13 @@ class ScheduleResult:
     # smallest pool growth that places them all there (fewest nodes first).
     what_if: tuple[WhatIf, ...] = ()
     surge: int = 0  # rollout.maxSurge resolved for spec.replicas (0 under Immediate)
+    # Replicas of the deployment their clusters report unschedulable, and what was done.
+    stuck: tuple[StuckPlacement, ...] = ()
 
     @property
     def placed(self) -> int:
-        """Replicas placed and counted (draining ones are not)."""
-        return sum(1 for r in self.replicas if not r.draining)
+        """Replicas placed and counted (draining and unschedulable ones are not)."""
+        return sum(1 for r in self.replicas if not r.draining and not r.unschedulable)
 
     @property
     def draining(self) -> tuple[PlannedReplica, ...]:

@@ -23,6 +23,7 @@ from modelplane.scheduling.types import (
     PoolAddition,
     PoolVerdict,
     RequestVerdict,
+    StuckPlacement,
     Unverifiable,
     WhatIf,
     Withdrawal,
@@ -62,6 +63,10 @@ _REJECTIONS = {
         else f"spec.backend {d[0]}: the cluster does not run it "
         "(spec.servingStack.kserve.enabled is not true)"
     ),
+    "ReplicaUnschedulable": lambda d: (
+        f"the cluster reports replica {d[0]} of this deployment unschedulable on this pool "
+        f"since {d[1] or 'an unknown time'}; no new replica goes here while it does"
+    ),
 }
 
 
@@ -82,6 +87,10 @@ _EVICTIONS = {
     "PoolMismatch": lambda d: f"pool {d[0]} no longer matches {d[1]}: {d[2]}",
     "Duplicate": lambda d: f"duplicate of replica ({d[0]}, {d[1]})",
     "BackendUnsupported": lambda d: f"cluster {d[0]} no longer runs spec.backend {d[1]}",
+    "Unschedulable": lambda d: (
+        f"cluster {d[0]} reports its pods unschedulable on pool {d[1]} "
+        f"since {d[2] or 'an unknown time'}" + (f": {d[3]}" if d[3] else "")
+    ),
 }
 
 
@@ -162,6 +171,11 @@ def no_pool_matches(path: str, first: tuple[str, str] | None) -> str:
     """No pool of a cluster matches a role, with the first pool's reason."""
     detail = f": pool {first[0]}: {first[1]}" if first else ""
     return f"no pool matches {path}{detail}"
+
+
+def no_pool_may_take(path: str, refused: tuple[str, str]) -> str:
+    """No pool of a cluster may take a role: a pool filter refused one that matches."""
+    return f"no pool may take {path}: pool {refused[0]}: {refused[1]}"
 
 
 def needs_nodes(nodes: int, nodes_per_worker: int, devices: str) -> str:
@@ -356,6 +370,59 @@ def replacement_unschedulable(summary: str, replicas: Sequence[PlannedReplica], 
         f"{summary}: no replacement can be placed for {len(replicas)} draining replica(s), "
         f"which keep serving: {_drain_list(replicas)}; {why}"
     )
+
+
+def _stuck_where(s: StuckPlacement) -> str:
+    since = s.since or "an unknown time"
+    said = f" ({s.message})" if s.message else ""
+    return f"replica {s.name} on cluster {s.cluster}, pool {s.pool}, since {since}{said}"
+
+
+def _stuck_list(stuck: Sequence[StuckPlacement], what: str) -> str:
+    shown = [what.format(where=_stuck_where(s), to=_moved_to(s)) for s in stuck[:3]]
+    more = f"; and {len(stuck) - 3} more" if len(stuck) > 3 else ""
+    return "; ".join(shown) + more
+
+
+def _moved_to(s: StuckPlacement) -> str:
+    return f"{s.moved_to[0]}/{s.moved_to[1]}" if s.moved_to is not None else ""
+
+
+_STUCK_OUTCOMES = {
+    "Moved": "moved to {to}, the stuck one withdrawn",
+    "Kept": "kept: no other cluster or pool can take it (see the verdicts below)",
+    "Withdrawn": "withdrawn (rollout Immediate): no other cluster or pool can take it",
+}
+
+
+def stuck_text(s: StuckPlacement) -> str:
+    """One unschedulable replica and what the scheduler did, for `modelplane explain`."""
+    return f"unschedulable: {_stuck_where(s)}: " + _STUCK_OUTCOMES[s.outcome].format(
+        to=_moved_to(s)
+    )
+
+
+def replica_unschedulable(summary: str, stuck: Sequence[StuckPlacement], why: str = "") -> str:
+    """The `ReplicaUnschedulable` message: which replicas their clusters cannot schedule
+    (cluster, pool, since when, the cluster scheduler's words) and what was done.
+
+    `why`, when replicas are left without a place, is the explanation of the
+    clusters that rejected them.
+    """
+    moved = [s for s in stuck if s.outcome == "Moved"]
+    gone = [s for s in stuck if s.outcome == "Withdrawn"]
+    kept = [s for s in stuck if s.outcome == "Kept"]
+    parts = [summary]
+    if moved:
+        parts.append(_stuck_list(moved, "{where}: moved to {to}"))
+    if gone:
+        what = "{where}: withdrawn (rollout Immediate), no other cluster or pool can take it"
+        parts.append(_stuck_list(gone, what))
+    if kept:
+        parts.append(_stuck_list(kept, "{where}: kept, no other cluster or pool can take it yet"))
+    text = "; ".join(parts)
+    # The clusters' reasons last: they explain the replicas left without a place.
+    return f"{text}: {why}" if why else text
 
 
 def shortfall(summary: str, why: str) -> str:

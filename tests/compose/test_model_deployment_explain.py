@@ -240,3 +240,26 @@ def test_explanation_rows_cover_every_cluster_pool_and_request() -> None:
         ExplanationRow("b", "NoMatchingPool", "h100", "unified", "fabric", "matched", "device ib"),
         ExplanationRow("c", "NotSelected", detail="labels do not match spec.clusterSelector"),
     ]
+
+
+def test_a_refused_pool_is_one_row_with_the_rule_and_its_words() -> None:
+    why = "the cluster reports replica chat-1 of this deployment unschedulable on this pool"
+    refused = PoolVerdict(
+        "l4",
+        "unified",
+        False,
+        (RequestVerdict("gpu", True, "gpu", (DeviceVerdict("gpu", True, (TRUE_L4,)),)),),
+        1,
+        0,
+        why,
+        "ReplicaUnschedulable",
+    )
+    verdict = ClusterVerdict(
+        "east", False, "ReplicaUnschedulable", "no pool may take it", (refused,)
+    )
+    rows = explanation_rows(ScheduleResult(replicas=(), desired=1, clusters=(verdict,)))
+    assert rows == [
+        ExplanationRow(
+            "east", "ReplicaUnschedulable", "l4", "unified", "", "ReplicaUnschedulable", why
+        )
+    ]

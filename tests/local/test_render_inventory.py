@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from modelplane.api import constants as c
+from modelplane.api.objects import replica_base
 from modelplane.api.readers import read_unschedulable
 from modelplane.compose.inventory import observed_inventory
-from modelplane.compose.model_replica import replica_label
 from modelplane.local import ControlPlane, RenderResult, load_paths
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,26 +57,37 @@ def test_an_existing_clusters_declared_pools_are_what_its_agent_reports(
         assert _cond(_cluster(rendered, name), "HardwareDrift") == ("False", "NoDrift")
 
 
-def test_an_unschedulable_fixture_reports_every_replica_of_the_deployment_on_that_pool(
-    rendered: RenderResult,
-) -> None:
+def test_reported_replicas_move_off_the_pool_and_the_report_clears(rendered: RenderResult) -> None:
+    # The simulated agent reported qwen-small's replicas on us-east-l4's l4 pool;
+    # the scheduler placed replacements elsewhere and withdrew them, so at the
+    # fixed point no pod of theirs is left for the agent to report.
+    qwen = rendered.get(c.API_VERSION, "ModelDeployment", "qwen-small", "ml-team")
+    assert qwen is not None
+    assert {p["cluster"] for p in qwen["status"]["placements"]} == {"eu-west-h100"}
+    assert "unschedulableReplicas" not in _cluster(rendered, "us-east-l4")["status"]
+
+
+def test_a_reported_replica_with_nowhere_to_go_is_kept_and_its_cluster_reports_it() -> None:
+    objects = load_paths([ROOT / "examples" / "operations" / "unschedulable"])
+    (west,) = [
+        o for o in objects if o["kind"] == "InferenceCluster" and o["metadata"]["name"] == "west"
+    ]
+    west["spec"]["pools"][0]["nodeCount"] = 1  # west/0 fills it: nowhere else to go
+    rendered = ControlPlane(objects).run(50)
     replicas = [
         r
         for r in rendered.store.list(c.API_VERSION, "ModelReplica")
-        if r["spec"]["deploymentName"] == "qwen-small" and r["spec"]["clusterName"] == "us-east-l4"
+        if r["spec"]["clusterName"] == "east"
     ]
-    assert replicas, "the quickstart places qwen-small on us-east-l4"
-    status = _cluster(rendered, "us-east-l4")["status"]
-    stuck = read_unschedulable(status)
-    # The pods' label value: the ModelReplica's name as a DNS label (here: the name).
-    want = {replica_label(r["metadata"]["name"]) for r in replicas}
-    assert set(stuck) == want
-    assert want == {r["metadata"]["name"] for r in replicas}
-    for entry in stuck.values():
-        assert (entry.pool, entry.pods, entry.since, entry.message) == (
-            "l4",
-            1,
-            "2026-01-01T00:00:00Z",
-            MESSAGE,
-        )
-    assert "unschedulableReplicas" not in _cluster(rendered, "eu-west-h100")["status"]
+    assert len(replicas) == 1
+    stuck = read_unschedulable(_cluster(rendered, "east")["status"])
+    # The pods' label value: the ModelReplica's name as a DNS label.
+    assert set(stuck) == {replica_base(replicas[0]["metadata"]["name"])}
+    (entry,) = stuck.values()
+    assert (entry.pool, entry.pods, entry.since) == ("l4", 1, "2026-11-01T00:05:00Z")
+    assert entry.message.startswith("0/2 nodes are available")
+    chat = rendered.get(c.API_VERSION, "ModelDeployment", "chat", "ml-team")
+    assert chat is not None
+    kept = [p for p in chat["status"]["placements"] if p["cluster"] == "east"]
+    assert [p.get("unschedulable") for p in kept] == [True]
+    assert _cond(chat, "Scheduled") == ("False", "ReplicaUnschedulable")

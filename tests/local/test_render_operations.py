@@ -38,6 +38,9 @@ def _placements(folder: str, *extra: str) -> list[tuple[str, int, str, bool]]:
         # Three new indices beside the three old ones: each replacement was placed
         # while the old replicas still held 0..2.
         ("rolling", [("central", i, "l40s", False) for i in (3, 4, 5)]),
+        # east/0 was reported unschedulable by east's (simulated) inventory
+        # agent: its replacement west/1 was placed and east/0 withdrawn.
+        ("unschedulable", [("west", 0, "l4", False), ("west", 1, "l4", False)]),
     ],
 )
 def test_operations_examples_render_to_the_moved_replicas(folder: str, expected: list) -> None:

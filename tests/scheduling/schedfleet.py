@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from modelplane.api import constants as c
-from modelplane.api.objects import label_value
+from modelplane.api.objects import label_value, replica_base
 from modelplane.scheduling import ScheduleResult, replica_name
 
 Obj = dict[str, Any]
@@ -253,3 +253,32 @@ def materialize(
             }
         )
     return out
+
+
+SINCE = "2026-11-23T10:00:00Z"
+STUCK_MESSAGE = "0/2 nodes are available: 2 Insufficient nvidia.com/gpu"
+
+
+def report_unschedulable(
+    cluster_obj: Obj,
+    replica_obj: Obj,
+    pool: str | None = None,
+    *,
+    since: str = SINCE,
+    message: str = STUCK_MESSAGE,
+) -> Obj:
+    """`cluster_obj` with its inventory agent reporting `replica_obj` unschedulable.
+
+    The agent names the replica by its pods' `modelplane.ai/replica` label, which
+    is the ModelReplica name as the workload's base name, not the name itself.
+    """
+    entry: Obj = {
+        "replica": replica_base(replica_obj["metadata"]["name"]),
+        "since": since,
+        "message": message,
+    }
+    if pool is not None:
+        entry["pool"] = pool
+    status = cluster_obj["status"]
+    reported = [*status.get("unschedulableReplicas", []), entry]
+    return {**cluster_obj, "status": {**status, "unschedulableReplicas": reported}}

@@ -6,6 +6,10 @@
 - With several deployments draining one cluster and stale views between them,
   the fleet converges with no pool oversubscribed (an aggregate count independent
   of the scheduler's ledger, `oversubscribed`).
+- With clusters reporting random replicas unschedulable (issue 17, item 4): the
+  replicas in flight never exceed `spec.replicas + maxSurge`, a new replica never
+  lands on a pool where its cluster reports one of the deployment's replicas, and
+  the fleet converges with every replica placed and no pool oversubscribed.
 """
 
 from __future__ import annotations
@@ -16,8 +20,8 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from schedfleet import ANY_GPU, L4, cluster, deployment, request, workers
-from test_schedule_properties import apply, oversubscribed, tight_fleets
+from schedfleet import ANY_GPU, L4, cluster, deployment, report_unschedulable, request, workers
+from test_schedule_properties import apply, contenders, oversubscribed, tight_fleets
 
 from modelplane.scheduling import schedule
 
@@ -176,3 +180,176 @@ def test_seeded_random_fleets_drain_without_a_dip() -> None:
             assert sum(map(_ready, fleet)) >= dep["spec"]["replicas"]
             fleet = [_set_ready(r) if rng.random() < 0.5 else r for r in fleet]
         assert not [r for r in fleet if r["spec"]["clusterName"] == "c0"]
+
+
+# ── Replicas the clusters report unschedulable ──────────────────────────────
+
+
+def _reported(clusters: list[Obj], fleet: list[Obj], stuck: dict[str, str]) -> list[Obj]:
+    """The clusters with their inventory agents reporting the `stuck` replicas
+    (name → pool) that still exist and are not Ready."""
+    out = []
+    for c in clusters:
+        for r in fleet:
+            name = r["metadata"]["name"]
+            here = r["spec"]["clusterName"] == c["metadata"]["name"]
+            if name in stuck and here and not _ready(r):
+                c = report_unschedulable(c, r, stuck[name])
+        out.append(c)
+    return out
+
+
+def _reported_pools(fleet: list[Obj], stuck: dict[str, str], dep: Obj) -> set[tuple[str, str]]:
+    """(cluster, pool) of every reported, not-Ready replica of `dep` in `fleet`."""
+    ns, name = dep["metadata"]["namespace"], dep["metadata"]["name"]
+    return {
+        (r["spec"]["clusterName"], stuck[r["metadata"]["name"]])
+        for r in fleet
+        if r["metadata"]["name"] in stuck
+        and not _ready(r)
+        and (r["metadata"]["namespace"], r["spec"]["deploymentName"]) == (ns, name)
+    }
+
+
+def _new_pools(result: Any) -> set[tuple[str, str]]:
+    return {(p.cluster, role.pool) for p in result.replicas if not p.retained for role in p.roles}
+
+
+def _get_stuck(
+    fleet: list[Obj], stuck: dict[str, str], rng: random.Random, p: float, spare: str = ""
+) -> None:
+    """The workload clusters' inventory agents: a report goes with its replica's pods,
+    and a not-Ready replica may get stuck (on its first pool), except on `spare`."""
+    names = {r["metadata"]["name"] for r in fleet}
+    for gone in set(stuck) - names:
+        del stuck[gone]
+    for r in fleet:
+        name = r["metadata"]["name"]
+        if r["spec"]["clusterName"] == spare or _ready(r) or name in stuck:
+            continue
+        if rng.random() < p:
+            stuck[name] = _roles_of(r)[0]["nodePoolName"]
+
+
+def _bring_up(
+    fleet: list[Obj], stuck: dict[str, str], rng: random.Random, late: float = 0.1
+) -> list[Obj]:
+    """Replicas not stuck turn Ready at random; a stuck one does with chance `late`
+    (the cluster scheduled it after all; then its report goes)."""
+    out = []
+    for r in fleet:
+        name = r["metadata"]["name"]
+        chance = late if name in stuck else 0.6
+        if not _ready(r) and rng.random() < chance:
+            stuck.pop(name, None)
+            r = _set_ready(r)
+        out.append(r)
+    return out
+
+
+@st.composite
+def stuck_cases(draw: st.DrawFn) -> tuple[list[Obj], Obj, bool]:
+    """L4 clusters of one or two pools plus a roomy spare, and a deployment over them."""
+    clusters = []
+    for i in range(draw(st.integers(1, 3))):
+        pools = {"l4": ("l4-1x", draw(st.integers(1, 4)))}
+        if draw(st.booleans()):
+            pools["l4b"] = ("l4-1x", draw(st.integers(1, 2)))
+        clusters.append(cluster(f"c{i}", pools))
+    clusters.append(cluster("spare", {"l4": ("l4-1x", 40)}))
+    surge = draw(st.sampled_from([1, 1, 2, "50%"]))
+    dep = deployment(
+        draw(st.integers(1, 8)),
+        [request("gpu", L4)],
+        work=workers(count=draw(st.integers(1, 2))),
+        rollout={"maxSurge": surge},
+    )
+    return clusters, dep, draw(st.booleans())  # also drain c0 while replicas get stuck
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stuck_cases(), st.floats(0.1, 0.8), st.randoms(use_true_random=False))
+def test_stuck_replicas_move_within_surge_and_never_back_onto_a_reported_pool(case, p, rng):
+    clusters, dep, drain = case
+    want = dep["spec"]["replicas"]
+    surge = _surge(dep["spec"]["rollout"]["maxSurge"], want)
+    stuck: dict[str, str] = {}
+    fleet: list[Obj] = []
+    for step in range(40):
+        if drain and step == 3:
+            clusters = _drain(clusters, "c0")
+        view = _reported(clusters, fleet, stuck)
+        result = schedule(dep, view, fleet)
+        assert len(result.replicas) <= want + surge
+        assert not _new_pools(result) & _reported_pools(fleet, stuck, dep), f"step {step}"
+        moved = {s.name for s in result.stuck if s.outcome == "Moved"}
+        assert moved <= {name for name, _ in result.replaced}
+        fleet = apply(fleet, dep, result, step)
+        # The clusters misbehave for a while, then settle; the spare never does.
+        _get_stuck(fleet, stuck, rng, p if step < 10 else 0.0, spare="spare")
+        # A stuck replica never comes up where it is: only moving it helps.
+        fleet = _bring_up(fleet, stuck, rng, late=0.0)
+        settled = not result.draining and not result.stuck
+        if step >= 10 and settled and result.placed == want and all(map(_ready, fleet)):
+            break
+    # With room on the spare, every stuck replica moved there: all placed and Ready.
+    assert result.placed == want and all(map(_ready, fleet)) and len(fleet) == want
+    assert oversubscribed(clusters, fleet) == set()
+    drained = {c["metadata"]["name"] for c in clusters if c["spec"]["taints"]}
+    assert not [r for r in fleet if r["spec"]["clusterName"] in drained]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    tight_fleets(),
+    st.lists(contenders(), min_size=4, max_size=6),
+    st.lists(st.integers(0, 3), min_size=24, max_size=24),
+    st.randoms(use_true_random=False),
+)
+def test_several_deployments_with_stuck_replicas_never_oversubscribe(clusters, deps, lags, rng):
+    for i, dep in enumerate(deps):
+        dep["metadata"]["name"] = f"d{i}"
+        dep["metadata"]["namespace"] = f"team-{i % 2}"
+    history: list[list[Obj]] = [[]]
+    stuck: dict[str, str] = {}
+    state = {"clock": 0, "p": 0.3}
+
+    def step(i: int, lag: int) -> None:
+        state["clock"] += 1
+        dep = deps[i % len(deps)]
+        ns, name = dep["metadata"]["namespace"], dep["metadata"]["name"]
+
+        def mine(r: Obj) -> bool:
+            return (r["metadata"]["namespace"], r["spec"]["deploymentName"]) == (ns, name)
+
+        current = history[-1]
+        stale = history[max(0, len(history) - 1 - lag)]
+        view = [r for r in stale if not mine(r)] + [r for r in current if mine(r)]
+        ready_before = {r["metadata"]["name"] for r in current if mine(r) and _ready(r)}
+        result = schedule(dep, _reported(clusters, current, stuck), view)
+        assert not ready_before & {w.name for w in result.withdrawn}
+        assert not _new_pools(result) & _reported_pools(current, stuck, dep)
+        fleet = apply(current, dep, result, state["clock"])
+        _get_stuck(fleet, stuck, rng, state["p"])
+        # The workload clusters admit what fits: no replica turns Ready in a pool
+        # holding more than it can.
+        bad = oversubscribed(clusters, fleet)
+        fleet = [
+            r
+            if any((r["spec"]["clusterName"], x["nodePoolName"]) in bad for x in _roles_of(r))
+            else _bring_up([r], stuck, rng)[0]
+            for r in fleet
+        ]
+        history.append(fleet)
+
+    for i, lag in enumerate(lags):
+        step(i, lag)
+    state["p"] = 0.0  # the clusters settle; everyone reconciles from fresh state
+    for _ in range(16):
+        start = _names(history[-1])
+        for i in range(len(deps)):
+            step(i, 0)
+        if _names(history[-1]) == start:
+            break
+    assert _names(history[-1]) == start, "did not converge"
+    assert oversubscribed(clusters, history[-1]) == set()

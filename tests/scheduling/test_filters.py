@@ -10,6 +10,7 @@ import pytest
 from modelplane.api.readers import read_inference_cluster, read_model_replica
 from modelplane.scheduling.filters import (
     FILTERS,
+    POOL_FILTERS,
     CacheFilter,
     ClusterSelectorFilter,
     ReadinessFilter,
@@ -55,7 +56,9 @@ def test_the_registry_order_is_the_reporting_order() -> None:
         "Readiness",
         "Backend",
         "Caches",
+        "Unschedulable",
     ]
+    assert [f.name for f in POOL_FILTERS] == ["Unschedulable"]
 
 
 @pytest.mark.parametrize(
