@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import copy
 
-from schedfleet import ANY_GPU, CLASSES, cluster, deployment, request
+from schedfleet import ANY_GPU, CLASSES, cluster, deployment, device, request
 
+from modelplane.api.frozen import FrozenDict
 from modelplane.scheduling import schedule
-from modelplane.scheduling.matching import Shapes
+from modelplane.scheduling.matching import (
+    Evaluator,
+    Request,
+    RoleDef,
+    Shapes,
+    device_key,
+    match_role,
+)
 
 FLEET = [
     cluster("a", {"l4": ("l4-1x", 2)}),
@@ -51,3 +59,27 @@ def test_shapes_are_interned_by_content() -> None:
     assert table.intern("l4-1x", copy.deepcopy(l4)) is first
     assert table.intern("l4-1x", copy.deepcopy(edited)) is other
     assert table.intern("h100-8x", copy.deepcopy(l4)) is not first  # per class
+
+
+def test_shapes_differing_where_no_selector_looks_share_one_match() -> None:
+    # Per-cluster driver versions: distinct device lists, equal selector outcomes.
+    ev = Evaluator()
+    table = Shapes()
+    role = RoleDef("unified", "spec.nodeSelector", (Request("gpu", 1, (ANY_GPU,)),), 1, 1)
+    shapes = []
+    for version in ("570.1.0", "570.2.0"):
+        edited = copy.deepcopy(CLASSES["l4-1x"])
+        edited[0]["attributes"]["driverVersion"] = {"version": version}
+        shapes.append(table.intern("l4-1x", edited))
+    assert shapes[0] is not shapes[1]
+    first, second = (match_role(role, s, ev) for s in shapes)
+    assert first.matched and second is first
+    # A different outcome is a different match.
+    other = table.intern("l4-1x", [device("gpu", 1, driver="other.example.com")])
+    assert match_role(role, other, ev).matched is False
+
+
+def test_a_device_key_is_computed_once_per_decoded_version() -> None:
+    frozen = FrozenDict(CLASSES["l4-1x"][0])  # a decoded, read-only device
+    assert device_key(frozen) is device_key(frozen)
+    assert device_key(frozen) == device_key(copy.deepcopy(CLASSES["l4-1x"][0]))
