@@ -80,7 +80,7 @@ def _role_pools(state: CycleState, name: str, role: RoleDef) -> tuple[list[PoolV
     """Verdicts of every pool of a cluster for one role, and each matched pool's free nodes."""
     pools: list[PoolVerdict] = []
     frees: list[str] = []
-    for pool, match in state.matches.get((name, role.role), ()):
+    for pool, match in state.pool_matches(name, role):
         free, message = 0, match.message
         if match.matched:
             free = _free_nodes(state, (name, pool), match, role)
@@ -120,7 +120,7 @@ def _unknown_pools(state: CycleState, name: str, role: RoleDef) -> list[PoolVerd
 def _no_match_text(state: CycleState, name: str) -> str:
     failing = []
     for role in state.roles:
-        ms = state.matches.get((name, role.role), [])
+        ms = state.pool_matches(name, role)
         if not any(m.matched for _, m in ms):
             first = next(((p, m.message) for p, m in ms), None)
             failing.append(words.no_pool_matches(role.path, first))

@@ -28,7 +28,6 @@ from modelplane.scheduling.explain import explain
 from modelplane.scheduling.fill import build_ledger, fill, surge
 from modelplane.scheduling.filters import FILTERS
 from modelplane.scheduling.framework import ScheduleInput, read_input
-from modelplane.scheduling.matching import match_role
 from modelplane.scheduling.retain import resolve_contention, retain, scale_down, settle_drains
 from modelplane.scheduling.state import CycleState, new_state
 from modelplane.scheduling.types import ClusterVerdict, PlannedReplica, ScheduleResult, WhatIf
@@ -59,31 +58,22 @@ def check_selectors(state: CycleState) -> None:
 
 
 def match_pools(state: CycleState) -> None:
-    """Match every role against every known pool of the clusters that matter, once per shape.
+    """Intern the known pools of the clusters that matter; roles are matched on first use.
 
     Those are the schedulable clusters and the selected ones holding replicas
     (retention and the ledger need their pools); a tainted or not-Ready cluster
     holding none is explained by its filter verdict alone. Unknown pools are
-    never matched against: nothing new goes there.
+    never matched against: nothing new goes there. Matching itself happens in
+    `CycleState.pool_matches`, once per shape, when a step first asks.
     """
     held = {r.cluster for r in state.inp.replicas}
-    wanted = sorted(set(state.schedulable) | (held & state.inp.candidates))
-    known = {
-        name: [p for p in state.inp.clusters[name].pools if p.unknown is None] for name in wanted
-    }
-    for name, pools in known.items():
-        for pool in pools:
+    for name in sorted(set(state.schedulable) | (held & state.inp.candidates)):
+        known = [p for p in state.inp.clusters[name].pools if p.unknown is None]
+        state.known_pools[name] = [p.name for p in known]
+        for pool in known:
             key = (name, pool.name)
             state.pool_shapes[key] = state.shapes.intern(pool.class_name, pool.devices)
             state.pool_nodes[key] = pool.nodes
-    if state.invalid:
-        return
-    for role in state.roles:
-        for name, pools in known.items():
-            state.matches[(name, role.role)] = [
-                (pool.name, match_role(role, state.pool_shapes[(name, pool.name)], state.ev))
-                for pool in pools
-            ]
 
 
 def bind(state: CycleState, changes: tuple[WhatIf, ...] = ()) -> ScheduleResult:

@@ -7,7 +7,15 @@ from dataclasses import dataclass, field
 from modelplane.api.readers import ObservedModelReplica
 from modelplane.scheduling.framework import Eviction, RuleStates, ScheduleInput
 from modelplane.scheduling.ledger import PoolLedger, Vector
-from modelplane.scheduling.matching import Evaluator, Request, RoleDef, RoleMatch, Shape, Shapes
+from modelplane.scheduling.matching import (
+    Evaluator,
+    Request,
+    RoleDef,
+    RoleMatch,
+    Shape,
+    Shapes,
+    match_role,
+)
 from modelplane.scheduling.types import ClusterVerdict, RoleAssignment, Unverifiable, Withdrawal
 
 PoolKey = tuple[str, str]  # (cluster, pool)
@@ -55,6 +63,8 @@ class CycleState:
     invalid: list[tuple[str, str]] = field(default_factory=list)  # (field path, compiler error)
     pool_shapes: dict[PoolKey, Shape] = field(default_factory=dict)  # known pools only
     pool_nodes: dict[PoolKey, int] = field(default_factory=dict)
+    # Known pools of the clusters that matter, by cluster (see match_pools).
+    known_pools: dict[str, list[str]] = field(default_factory=dict)
     matches: dict[tuple[str, str], list[tuple[str, RoleMatch]]] = field(default_factory=dict)
     losers: dict[tuple[str, str], str] = field(default_factory=dict)  # (ns, name) -> pool
     slots: list[Slot] = field(default_factory=list)
@@ -66,6 +76,23 @@ class CycleState:
     ledgers: dict[PoolKey, PoolLedger] = field(default_factory=dict)
     full: set[str] = field(default_factory=set)  # clusters that cannot take one more
     options: dict[str, PoolOptions | None] = field(default_factory=dict)
+
+    def pool_matches(self, cluster: str, role: RoleDef) -> list[tuple[str, RoleMatch]]:
+        """A cluster's known pools with their match for `role`, matched on first use.
+
+        Lazily, so a call matches only the clusters it looks at: the fill stops
+        once every replica is placed, and the explanation runs only when one
+        is missing. Empty for a cluster that does not matter, and for every
+        cluster when a selector does not compile.
+        """
+        key = (cluster, role.role)
+        found = self.matches.get(key)
+        if found is None:
+            found = self.matches[key] = [
+                (pool, match_role(role, self.pool_shapes[(cluster, pool)], self.ev))
+                for pool in ([] if self.invalid else self.known_pools.get(cluster, []))
+            ]
+        return found
 
     def ledger(self, key: PoolKey) -> PoolLedger | None:
         """The pool's ledger, created on first use; None for a pool not matched against."""

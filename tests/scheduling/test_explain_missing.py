@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 from schedfleet import ANY_GPU, CLASSES, cluster, deployment, device, request
 
 from modelplane.api.frozen import FrozenDict
 from modelplane.scheduling import schedule
+from modelplane.scheduling import state as state_module
 from modelplane.scheduling.matching import (
     Evaluator,
     Request,
     RoleDef,
+    RoleMatch,
+    Shape,
     Shapes,
     device_key,
     match_role,
@@ -83,3 +87,22 @@ def test_a_device_key_is_computed_once_per_decoded_version() -> None:
     frozen = FrozenDict(CLASSES["l4-1x"][0])  # a decoded, read-only device
     assert device_key(frozen) is device_key(frozen)
     assert device_key(frozen) == device_key(copy.deepcopy(CLASSES["l4-1x"][0]))
+
+
+def test_only_the_clusters_the_fill_reaches_are_matched(monkeypatch: pytest.MonkeyPatch) -> None:
+    matched: list[str] = []
+
+    def spy(role: RoleDef, shape: Shape, ev: Evaluator) -> RoleMatch:
+        matched.append(shape.class_names[0])
+        return match_role(role, shape, ev)
+
+    monkeypatch.setattr(state_module, "match_role", spy)
+    fleet = [cluster(f"c{i}", {"l4": ("l4-1x", 2)}) for i in range(10)]
+    dep = deployment(1, [request("gpu", ANY_GPU)])
+    lean = schedule(dep, fleet, [], explain_all=False)
+    assert [r.cluster for r in lean.replicas] == ["c0"]
+    assert len(matched) == 1  # c0's one pool; nine clusters never looked at
+    matched.clear()
+    full = schedule(dep, fleet, [])
+    assert full.replicas == lean.replicas
+    assert len(matched) == 10  # `modelplane explain` wants every cluster's verdict
