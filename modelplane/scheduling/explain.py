@@ -11,7 +11,7 @@ from modelplane.scheduling.framework import Rejection
 from modelplane.scheduling.ledger import Vector
 from modelplane.scheduling.matching import RoleDef, RoleMatch, Shape
 from modelplane.scheduling.state import CycleState, PoolKey, PoolOptions
-from modelplane.scheduling.types import ClusterVerdict, PoolVerdict
+from modelplane.scheduling.types import ClusterReason, ClusterVerdict, PoolVerdict
 
 EXPLAIN = "Explain"  # this step's key in the cycle's rule states
 
@@ -127,13 +127,18 @@ def _no_match_text(state: CycleState, name: str) -> str:
     return "; ".join(failing)
 
 
-def _verdict(state: CycleState, name: str) -> ClusterVerdict:
-    if state.invalid:
-        paths = tuple(p for p, _ in state.invalid)
-        why = words.rejection_text(Rejection("InvalidNodeSelector", paths))
-        return ClusterVerdict(name, False, "InvalidNodeSelector", why)
+def _reason(state: CycleState, name: str) -> ClusterReason | None:
+    """Why a cluster cannot take one more replica (None: it can), without the details."""
     per_role = state.options[name] if name in state.options else candidates(state, name)
-    fits = per_role is not None and name not in state.full and _fits_one_more(state, name, per_role)
+    if per_role is None:
+        return "NoMatchingPool"
+    if name in state.full or not _fits_one_more(state, name, per_role):
+        return "InsufficientCapacity"
+    return None
+
+
+def _verdict(state: CycleState, name: str, reason: ClusterReason | None) -> ClusterVerdict:
+    """A cluster's verdict pool by pool: every pool's match and free nodes, in words."""
     pools: list[PoolVerdict] = []
     short: list[str] = []
     unknown = state.inp.clusters[name].has_unknown_pools
@@ -144,17 +149,45 @@ def _verdict(state: CycleState, name: str) -> ClusterVerdict:
             pools.extend(_unknown_pools(state, name, role))
         if frees:
             short.append(words.role_short(role.role, role.nodes, frees))
-    if per_role is None:
-        return ClusterVerdict(
-            name, False, "NoMatchingPool", _no_match_text(state, name), tuple(pools)
-        )
-    if not fits:
-        return ClusterVerdict(name, False, "InsufficientCapacity", "; ".join(short), tuple(pools))
+    if reason == "NoMatchingPool":
+        return ClusterVerdict(name, False, reason, _no_match_text(state, name), tuple(pools))
+    if reason is not None:
+        return ClusterVerdict(name, False, reason, "; ".join(short), tuple(pools))
     return ClusterVerdict(name, True, None, "", tuple(pools))
 
 
-def explain(state: CycleState) -> None:
-    """A verdict for every InferenceCluster: why it can (not) take another replica."""
-    for name in state.inp.clusters:
-        if name not in state.verdicts:
-            state.verdicts[name] = _verdict(state, name)
+def _invalid(state: CycleState, name: str) -> ClusterVerdict:
+    paths = tuple(p for p, _ in state.invalid)
+    why = words.rejection_text(Rejection("InvalidNodeSelector", paths))
+    return ClusterVerdict(name, False, "InvalidNodeSelector", why)
+
+
+def _listed(verdict: ClusterVerdict) -> bool:
+    """Whether status lists this verdict before every label mismatch (words.rejections)."""
+    return not verdict.eligible and verdict.reason != "NotSelected"
+
+
+def explain(state: CycleState, limit: int | None = None) -> None:
+    """A verdict for every InferenceCluster: why it can (not) take another replica.
+
+    Every cluster gets its reason (what the summary counts). With `limit`, only
+    the first `limit` rejections in the order status lists them (by name, label
+    mismatches last) are spelled out pool by pool; the rest carry their reason
+    alone, so the words computed stay bounded however large the fleet.
+    """
+    listed = 0
+    for name in state.inp.clusters:  # by name
+        verdict = state.verdicts.get(name)
+        if verdict is None:
+            if state.invalid:
+                verdict = _invalid(state, name)
+            else:
+                reason = _reason(state, name)
+                detailed = limit is None or (reason is not None and listed < limit)
+                verdict = (
+                    _verdict(state, name, reason)
+                    if detailed
+                    else ClusterVerdict(name, reason is None, reason, "")
+                )
+            state.verdicts[name] = verdict
+        listed += _listed(verdict)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from modelplane.api.model_deployment import MAX_UNSCHEDULABLE_ENTRIES
 from modelplane.scheduling import words
 from modelplane.scheduling.explain import explain
 from modelplane.scheduling.fill import build_ledger, fill, surge
@@ -112,6 +113,9 @@ def schedule_input(inp: ScheduleInput, *, explain_all: bool = True) -> ScheduleR
     The per-cluster verdicts of the explain step (a trial placement per
     cluster) are computed when some replica is missing, or always with
     `explain_all`; otherwise the result carries only the filters' verdicts.
+    Without `explain_all`, only the rejections status lists
+    (`MAX_UNSCHEDULABLE_ENTRIES`) are spelled out pool by pool; every other
+    cluster's verdict carries its reason alone.
     """
     state = new_state(inp)
     filter_clusters(state)
@@ -124,7 +128,7 @@ def schedule_input(inp: ScheduleInput, *, explain_all: bool = True) -> ScheduleR
     build_ledger(state)
     fill(state)
     if explain_all or len(state.slots) < inp.spec.replicas:
-        explain(state)
+        explain(state, None if explain_all else MAX_UNSCHEDULABLE_ENTRIES)
     return bind(state, what_if(state))
 
 
