@@ -7,7 +7,7 @@ shape, not once per pool or per replica. Selector outcomes are cached per
 (expression, device key), so CEL runs once per distinct pair per call. Shapes
 that differ only where no selector looks (a per-cluster driver version every
 selector accepts) share one `RoleMatch`: it is built once per distinct
-(layout, outcomes), so distinct device lists cost a dictionary lookup each.
+(structure, outcomes), so distinct device lists cost a dictionary lookup each.
 """
 
 from __future__ import annotations
@@ -32,6 +32,11 @@ from modelplane.scheduling.types import DeviceVerdict, RequestVerdict, SelectorV
 
 # A request's selector verdicts on one device, up to the first that is not true.
 DeviceOutcome = tuple[SelectorVerdict, ...]
+
+# Outcomes are pure: re-preparing a device dropped from this window costs little.
+_PREPARED_KEPT = 64
+_TRUE: tuple[bool | None, str | None] = (True, None)
+_FALSE: tuple[bool | None, str | None] = (False, None)
 
 # Backtracking over requests × devices is tiny in practice (≤ 16 × 16); the cap
 # only guards against adversarial inputs.
@@ -90,46 +95,96 @@ def device_key(device: Any) -> str:
     return memoized(device, "device_key", _canonical)
 
 
-# What a role's match depends on besides selector outcomes: names, counts,
-# DRA flags and device class names of a shape's devices.
-Layout = tuple[tuple[str, ...], tuple[int, ...], tuple[bool, ...], tuple[str, ...]]
+@dataclass(frozen=True)
+class Structure:
+    """What a shape's devices are, apart from their attributes (shared by equal shapes).
+
+    With the selector outcomes, all that matching a role depends on.
+    """
+
+    names: tuple[str, ...]
+    counts: tuple[int, ...]
+    dra: tuple[bool, ...]
+    class_names: tuple[str, ...]
+    slot: tuple[int, ...]  # device index -> position in the DRA vector (-1: synthetic)
+    cap: Vector
 
 
-@dataclass(eq=False)
+def structure(devices: Sequence[Mapping[str, Any]]) -> Structure:
+    """The structure of a published device list."""
+    read = read_devices(devices)
+    slot: list[int] = []
+    cap: list[int] = []
+    for d in read:
+        slot.append(len(cap) if d.dra else -1)
+        if d.dra:
+            cap.append(d.count)
+    return Structure(
+        tuple(d.name for d in read),
+        tuple(d.count for d in read),
+        tuple(d.dra for d in read),
+        tuple(d.device_class_name for d in read),
+        tuple(slot),
+        tuple(cap),
+    )
+
+
+@dataclass(eq=False, slots=True)
 class Shape:
-    """A published device list (one node of a pool), interned by value."""
+    """A published device list (one node of a pool), interned by value.
+
+    Fleets publish thousands of shapes that differ only in attribute values;
+    their structure (and its tuples) is one shared object, so a shape adds
+    little for the garbage collector to walk.
+    """
 
     devices: Sequence[Mapping[str, Any]]
     keys: tuple[str, ...] = ()  # device_key of each device
-    names: tuple[str, ...] = ()
-    counts: tuple[int, ...] = ()
-    dra: tuple[bool, ...] = ()
-    class_names: tuple[str, ...] = ()
-    slot: tuple[int, ...] = ()  # device index -> position in the DRA vector (-1: synthetic)
-    cap: Vector = ()
-    layout: Layout = ((), (), (), ())
+    structure: Structure | None = None
     matches: dict[str, RoleMatch] = field(default_factory=dict)
-    observed: dict[tuple[tuple[str, int, tuple[str, ...]], ...], tuple[Vector, ...]] = field(
-        default_factory=dict
-    )
+    observed: dict[tuple[tuple[str, int, tuple[str, ...]], ...], tuple[Vector, ...]] | None = None
     problem: str | None = None  # set by `unparsable`: "" when every device parses
 
     def __post_init__(self) -> None:
-        read = read_devices(self.devices)
-        self.names = tuple(d.name for d in read)
-        self.counts = tuple(d.count for d in read)
-        self.dra = tuple(d.dra for d in read)
-        self.class_names = tuple(d.device_class_name for d in read)
-        slot: list[int] = []
-        cap: list[int] = []
-        for d in read:
-            slot.append(len(cap) if d.dra else -1)
-            if d.dra:
-                cap.append(d.count)
-        self.slot, self.cap = tuple(slot), tuple(cap)
-        self.layout = (self.names, self.counts, self.dra, self.class_names)
         if len(self.keys) != len(self.devices):
             self.keys = tuple(device_key(d) for d in self.devices)
+        if self.structure is None:
+            self.structure = structure(self.devices)
+
+    @property
+    def _s(self) -> Structure:
+        assert self.structure is not None
+        return self.structure
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Each device's name."""
+        return self._s.names
+
+    @property
+    def counts(self) -> tuple[int, ...]:
+        """Each device's count per node."""
+        return self._s.counts
+
+    @property
+    def dra(self) -> tuple[bool, ...]:
+        """Whether each device is claimed through DRA (False: synthetic)."""
+        return self._s.dra
+
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        """Each device's DeviceClass name."""
+        return self._s.class_names
+
+    @property
+    def slot(self) -> tuple[int, ...]:
+        """Device index -> position in the DRA vector (-1: synthetic)."""
+        return self._s.slot
+
+    @property
+    def cap(self) -> Vector:
+        """Per node, the count of each DRA device."""
+        return self._s.cap
 
 
 def unparsable(shape: Shape, ev: Evaluator) -> str | None:
@@ -167,6 +222,7 @@ class Shapes:
     def __init__(self) -> None:
         self._by_key: dict[tuple[str, tuple[str, ...]], Shape] = {}
         self._last: dict[str, Shape] = {}
+        self._structures: dict[Structure, Structure] = {}
 
     def intern(self, class_name: str, devices: Sequence[Mapping[str, Any]]) -> Shape:
         """The Shape equal to `devices` (created on first sight).
@@ -183,7 +239,9 @@ class Shapes:
         keys = tuple(device_key(d) for d in devices)
         shape = self._by_key.get((class_name, keys))
         if shape is None:
-            shape = self._by_key[(class_name, keys)] = Shape(devices, keys)
+            found = structure(devices)
+            found = self._structures.setdefault(found, found)
+            shape = self._by_key[(class_name, keys)] = Shape(devices, keys, found)
         self._last[class_name] = shape
         return shape
 
@@ -198,7 +256,8 @@ class Evaluator:
         self._prepared: dict[str, Any] = {}
         self._verdicts: dict[tuple[tuple[str, ...], str], tuple[int, DeviceOutcome]] = {}
         self._outcome_ids: dict[DeviceOutcome, int] = {}
-        # RoleMatches by (role, layout, outcome ids): shared by equivalent shapes.
+        self._canonical: list[DeviceOutcome] = []
+        # RoleMatches by (role, structure, outcome ids): shared by equivalent shapes.
         self.role_matches: dict[Any, RoleMatch] = {}
 
     def compile_error(self, expr: str) -> str | None:
@@ -232,7 +291,7 @@ class Evaluator:
                 if outcome.error is not None:
                     result = (None, str(outcome.error))
                 elif isinstance(value, bool):
-                    result = (value, None)
+                    result = _TRUE if value else _FALSE
                 else:
                     result = (None, f"selector returned {type(value).__name__}, not bool")
             except Exception as err:  # user CEL must never crash a reconcile
@@ -257,8 +316,12 @@ class Evaluator:
                 if value is not True:
                     break
             outcome = tuple(found)
-            ident = self._outcome_ids.setdefault(outcome, len(self._outcome_ids))
-            hit = self._verdicts[(selectors, key)] = (ident, outcome)
+            ident = self._outcome_ids.get(outcome)
+            if ident is None:
+                ident = self._outcome_ids[outcome] = len(self._canonical)
+                self._canonical.append(outcome)
+            # Equal verdicts share one tuple: thousands of devices, a handful of outcomes.
+            hit = self._verdicts[(selectors, key)] = (ident, self._canonical[ident])
         return hit
 
     def device_error(self, key: str, device: Mapping[str, Any]) -> str | None:
@@ -267,9 +330,13 @@ class Evaluator:
         return str(error) if error is not None else None
 
     def _device(self, key: str, device: Mapping[str, Any]) -> Any:
-        # Converting a device to a CEL activation once serves every selector.
+        # Converting a device to a CEL activation once serves every selector, which
+        # are evaluated together; only the latest few are kept, as an activation
+        # holds the device's converted data alive for the garbage collector to walk.
         prepared = self._prepared.get(key)
         if prepared is None:
+            if len(self._prepared) >= _PREPARED_KEPT:
+                self._prepared.clear()
             prepared = self._prepared[key] = cel.prepare_device(device)
         return prepared
 
@@ -347,7 +414,7 @@ def _alternatives(
 def match_role(role: RoleDef, shape: Shape, ev: Evaluator) -> RoleMatch:
     """Match a role's requests against a shape's devices (cached on the shape).
 
-    The answer depends only on the shape's layout and its selector outcomes,
+    The answer depends only on the shape's structure and its selector outcomes,
     so shapes equal in both share one RoleMatch, built once.
     """
     hit = shape.matches.get(role.role)
@@ -360,7 +427,7 @@ def match_role(role: RoleDef, shape: Shape, ev: Evaluator) -> RoleMatch:
         ]
         for req in role.requests
     ]
-    key = (role, shape.layout, tuple(tuple(ident for ident, _ in row) for row in rows))
+    key = (role, shape.structure, tuple(tuple(ident for ident, _ in row) for row in rows))
     result = ev.role_matches.get(key)
     if result is None:
         outcomes = [[outcome for _, outcome in row] for row in rows]
@@ -464,6 +531,8 @@ def observed_demand(
     when none does). When no assignment fits one node, each request charges the
     first device of its class, so an impossible replica still shows as held.
     """
+    if shape.observed is None:
+        shape.observed = {}
     hit = shape.observed.get(requests)
     if hit is not None:
         return hit
