@@ -7,7 +7,9 @@ RunFunctionRequest, as Crossplane sends them. We time (a) merely decoding that
 request into Python dicts with the SDK's `struct_to_dict`, and (b) `schedule()`
 on the decoded objects, and print (b)/(a) per fleet size and the 1,000/100
 scaling of (b) — for the fleet above and for one whose clusters all publish
-different device lists (distinct shapes). Then (c) decoding a 1,000-cluster
+different device lists (distinct shapes), and (d) the same with a
+deployment nothing can take (a replica missing: every cluster is explained,
+only the rejections status lists in full). Then (c) decoding a 1,000-cluster
 request cold (an empty decode cache) against cached (every object's
 resourceVersion seen before), and the whole ModelDeployment call cold and
 cached.
@@ -15,7 +17,7 @@ cached.
     .venv/bin/python benchmarks/bench_scheduler.py [--repeat 5]
 
 Targets: scheduling ≤ 2× decoding at 1,000 clusters; 10× clusters ≤ 12× time
-(both fleets); a cached call ≤ 25% of a cold one.
+(every fleet); a cached call ≤ 25% of a cold one.
 """
 
 from __future__ import annotations
@@ -158,7 +160,7 @@ def other_replica(i: int, clusters: int) -> dict[str, Any]:
     }
 
 
-DEPLOYMENT = {
+DEPLOYMENT: dict[str, Any] = {
     "apiVersion": c.API_VERSION,
     "kind": "ModelDeployment",
     "metadata": {"name": "llama-70b", "namespace": "team-a"},
@@ -198,13 +200,23 @@ DEPLOYMENT = {
 }
 
 
-def request(clusters: int, distinct: bool = False) -> fnv1.RunFunctionRequest:
+def unplaceable() -> dict[str, Any]:
+    """DEPLOYMENT asking for 16 GPUs a node: no pool has them, every replica is missing."""
+    dep = copy.deepcopy(DEPLOYMENT)
+    dep["spec"]["nodeSelector"]["devices"][0]["count"] = 16
+    return dep
+
+
+def request(
+    clusters: int, distinct: bool = False, missing: bool = False
+) -> fnv1.RunFunctionRequest:
     """The RunFunctionRequest Crossplane sends: clusters and replicas as required resources.
 
     Every object carries a uid and a resourceVersion, as an API server returns it.
     """
     req = fnv1.RunFunctionRequest()
-    req.observed.composite.resource.CopyFrom(dict_to_struct(DEPLOYMENT))
+    deployment = unplaceable() if missing else DEPLOYMENT
+    req.observed.composite.resource.CopyFrom(dict_to_struct(deployment))
     for i in range(clusters):
         obj = cluster(i, distinct)
         obj["metadata"].update(uid=f"uid-cluster-{i}", resourceVersion="1")
@@ -238,27 +250,32 @@ def cpu(fn: Callable[[], Any], repeat: int, setup: Callable[[], Any] = lambda: N
     return min(times)
 
 
-def fleet(n: int, distinct: bool, repeat: int) -> float:
+def fleet(n: int, distinct: bool, repeat: int, missing: bool = False) -> float:
     """Print decode and schedule CPU times over one fleet; return the schedule time.
 
     CPU time, not wall time: the machine may be shared, and CPU time is what a
     call costs on a core of its own.
     """
-    req = request(n, distinct)
+    req = request(n, distinct, missing)
     t_decode = cpu(lambda: decode(req), repeat)
     # Fresh (uncached) dicts, so every call reads every cluster: the cold figure.
     inp = to_input(req, None)
     clusters, replicas = inp.required["clusters"], inp.required["replicas"]
     result = schedule(inp.composite, clusters, replicas, explain_all=False)
     t_sched = cpu(lambda: schedule(inp.composite, clusters, replicas, explain_all=False), repeat)
+    detailed = sum(1 for v in result.clusters if v.pools)
     print(
-        f"{n:5d} clusters × 8 pools{' (distinct shapes)' if distinct else ''}, "
+        f"{n:5d} clusters × 8 pools{_label(distinct, missing)}, "
         f"{len(replicas)} other replicas: decode {t_decode * 1e3:7.1f} ms, "
         f"schedule {t_sched * 1e3:7.1f} ms; schedule/decode {t_sched / t_decode:.2f}× "
         f"(target ≤ 2×); placed {len(result.replicas)}/{result.desired}, "
-        f"{len(result.clusters)} verdicts"
+        f"{len(result.clusters)} verdicts ({detailed} pool by pool)"
     )
     return t_sched
+
+
+def _label(distinct: bool, missing: bool) -> str:
+    return (" (distinct shapes)" if distinct else "") + (" (nothing fits)" if missing else "")
 
 
 def as_required(req: fnv1.RunFunctionRequest) -> fnv1.RunFunctionRequest:
@@ -299,10 +316,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
-    for distinct in (False, True):
-        sched_time = {n: fleet(n, distinct, args.repeat) for n in (100, 1000)}
+    for distinct, missing in ((False, False), (True, False), (False, True), (True, True)):
+        sched_time = {n: fleet(n, distinct, args.repeat, missing) for n in (100, 1000)}
         print(
-            f"scaling 1000/100 clusters{' (distinct shapes)' if distinct else ''}: "
+            f"scaling 1000/100 clusters{_label(distinct, missing)}: "
             f"{sched_time[1000] / sched_time[100]:.2f}× (target ≤ 12×)"
         )
     cached(1000, max(2, args.repeat // 2))

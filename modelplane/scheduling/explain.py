@@ -80,7 +80,7 @@ def _role_pools(state: CycleState, name: str, role: RoleDef) -> tuple[list[PoolV
     """Verdicts of every pool of a cluster for one role, and each matched pool's free nodes."""
     pools: list[PoolVerdict] = []
     frees: list[str] = []
-    for pool, match in state.matches.get((name, role.role), ()):
+    for pool, match in state.pool_matches(name, role):
         free, message = 0, match.message
         if match.matched:
             free = _free_nodes(state, (name, pool), match, role)
@@ -130,7 +130,7 @@ def _no_match_reason(state: CycleState, name: str) -> ClusterReason:
     """`NoMatchingPool`, unless a pool filter refused a matching pool of every role short of one."""
     refused = None
     for role in state.roles:
-        ms = state.matches.get((name, role.role), [])
+        ms = state.pool_matches(name, role)
         if any(m.matched for _, m in ms):
             continue
         refused = next((m.refused for _, m in ms if m.refused is not None), None)
@@ -142,7 +142,7 @@ def _no_match_reason(state: CycleState, name: str) -> ClusterReason:
 def _no_match_text(state: CycleState, name: str) -> str:
     failing = []
     for role in state.roles:
-        ms = state.matches.get((name, role.role), [])
+        ms = state.pool_matches(name, role)
         if not any(m.matched for _, m in ms):
             # A refused pool says more than a pool whose devices do not match.
             refused = next(((p, m.message) for p, m in ms if m.refused is not None), None)
@@ -154,13 +154,18 @@ def _no_match_text(state: CycleState, name: str) -> str:
     return "; ".join(failing)
 
 
-def _verdict(state: CycleState, name: str) -> ClusterVerdict:
-    if state.invalid:
-        paths = tuple(p for p, _ in state.invalid)
-        why = words.rejection_text(Rejection("InvalidNodeSelector", paths))
-        return ClusterVerdict(name, False, "InvalidNodeSelector", why)
+def _reason(state: CycleState, name: str) -> ClusterReason | None:
+    """Why a cluster cannot take one more replica (None: it can), without the details."""
     per_role = state.options[name] if name in state.options else candidates(state, name)
-    fits = per_role is not None and name not in state.full and _fits_one_more(state, name, per_role)
+    if per_role is None:
+        return _no_match_reason(state, name)
+    if name in state.full or not _fits_one_more(state, name, per_role):
+        return "InsufficientCapacity"
+    return None
+
+
+def _verdict(state: CycleState, name: str, reason: ClusterReason | None) -> ClusterVerdict:
+    """A cluster's verdict pool by pool: every pool's match and free nodes, in words."""
     pools: list[PoolVerdict] = []
     short: list[str] = []
     unknown = state.inp.clusters[name].has_unknown_pools
@@ -171,16 +176,45 @@ def _verdict(state: CycleState, name: str) -> ClusterVerdict:
             pools.extend(_unknown_pools(state, name, role))
         if frees:
             short.append(words.role_short(role.role, role.nodes, frees))
-    if per_role is None:
-        reason = _no_match_reason(state, name)
+    if reason == "InsufficientCapacity":
+        return ClusterVerdict(name, False, reason, "; ".join(short), tuple(pools))
+    if reason is not None:  # no pool matches, or a pool filter refused the ones that do
         return ClusterVerdict(name, False, reason, _no_match_text(state, name), tuple(pools))
-    if not fits:
-        return ClusterVerdict(name, False, "InsufficientCapacity", "; ".join(short), tuple(pools))
     return ClusterVerdict(name, True, None, "", tuple(pools))
 
 
-def explain(state: CycleState) -> None:
-    """A verdict for every InferenceCluster: why it can (not) take another replica."""
-    for name in state.inp.clusters:
-        if name not in state.verdicts:
-            state.verdicts[name] = _verdict(state, name)
+def _invalid(state: CycleState, name: str) -> ClusterVerdict:
+    paths = tuple(p for p, _ in state.invalid)
+    why = words.rejection_text(Rejection("InvalidNodeSelector", paths))
+    return ClusterVerdict(name, False, "InvalidNodeSelector", why)
+
+
+def _listed(verdict: ClusterVerdict) -> bool:
+    """Whether status lists this verdict before every label mismatch (words.rejections)."""
+    return not verdict.eligible and verdict.reason != "NotSelected"
+
+
+def explain(state: CycleState, limit: int | None = None) -> None:
+    """A verdict for every InferenceCluster: why it can (not) take another replica.
+
+    Every cluster gets its reason (what the summary counts). With `limit`, only
+    the first `limit` rejections in the order status lists them (by name, label
+    mismatches last) are spelled out pool by pool; the rest carry their reason
+    alone, so the words computed stay bounded however large the fleet.
+    """
+    listed = 0
+    for name in state.inp.clusters:  # by name
+        verdict = state.verdicts.get(name)
+        if verdict is None:
+            if state.invalid:
+                verdict = _invalid(state, name)
+            else:
+                reason = _reason(state, name)
+                detailed = limit is None or (reason is not None and listed < limit)
+                verdict = (
+                    _verdict(state, name, reason)
+                    if detailed
+                    else ClusterVerdict(name, reason is None, reason, "")
+                )
+            state.verdicts[name] = verdict
+        listed += _listed(verdict)

@@ -49,7 +49,7 @@ def candidates(state: CycleState, cluster: str) -> PoolOptions | None:
     """Matched pools per role on a cluster, or None when some role has none."""
     per_role = []
     for role in state.roles:
-        pools = [(p, m) for p, m in state.matches.get((cluster, role.role), ()) if m.matched]
+        pools = [(p, m) for p, m in state.pool_matches(cluster, role) if m.matched]
         if not pools:
             return None
         per_role.append(pools)
@@ -155,16 +155,17 @@ def fill(state: CycleState) -> None:
     used: dict[str, set[int]] = defaultdict(set)
     for r in state.own:
         used[r.cluster].add(r.index)
-    heap = []
-    for cluster in state.schedulable:
-        state.options[cluster] = candidates(state, cluster)
-        if state.options[cluster] is not None:
-            heap.append(_key(state, cluster))
+    # A cluster's pools are matched when it first comes up, not before: once
+    # every replica is placed the rest of the fleet is never matched.
+    heap = [_key(state, cluster) for cluster in state.schedulable]
     heapq.heapify(heap)
     while wanted > 0 and heap:
         _, cluster = heapq.heappop(heap)
+        if cluster not in state.options:
+            state.options[cluster] = candidates(state, cluster)
         per_role = state.options[cluster]
-        assert per_role is not None
+        if per_role is None:
+            continue
         combo = try_place(state, cluster, per_role)
         if combo is None:
             state.full.add(cluster)

@@ -1,9 +1,13 @@
 """Device matching: which devices of a pool each request of a role resolves to.
 
 Pools of one InferenceClass publish identical device lists, so every pool is
-interned into a `Shape` (compared by value) and a role is matched once per
+interned into a `Shape` (looked up by the canonical keys of its devices, each
+computed once per decoded object version) and a role is matched once per
 shape, not once per pool or per replica. Selector outcomes are cached per
-(expression, canonical device), so CEL runs once per distinct pair per call.
+(expression, device key), so CEL runs once per distinct pair per call. Shapes
+that differ only where no selector looks (a per-cluster driver version every
+selector accepts) share one `RoleMatch`: it is built once per distinct
+(structure, outcomes), so distinct device lists cost a dictionary lookup each.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from modelplane.api.common import format_validation_error
+from modelplane.api.frozen import memoized
 from modelplane.api.inference_class import Device
 from modelplane.api.model_deployment import DeviceSelector
 from modelplane.api.model_replica import ResolvedDeviceRequest
@@ -24,6 +29,14 @@ from modelplane.dra import cel
 from modelplane.scheduling import words
 from modelplane.scheduling.ledger import Vector
 from modelplane.scheduling.types import DeviceVerdict, RequestVerdict, SelectorVerdict
+
+# A request's selector verdicts on one device, up to the first that is not true.
+DeviceOutcome = tuple[SelectorVerdict, ...]
+
+# Outcomes are pure: re-preparing a device dropped from this window costs little.
+_PREPARED_KEPT = 64
+_TRUE: tuple[bool | None, str | None] = (True, None)
+_FALSE: tuple[bool | None, str | None] = (False, None)
 
 # Backtracking over requests × devices is tiny in practice (≤ 16 × 16); the cap
 # only guards against adversarial inputs.
@@ -72,40 +85,109 @@ class RoleMatch:
     refused: str | None = None
 
 
-@dataclass(eq=False)
+def _canonical(device: Any) -> str:
+    return json.dumps(device, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def device_key(device: Any) -> str:
+    """The canonical text of one published device: equal devices, equal keys.
+
+    Remembered on a decoded (read-only) device, so a pool published once is
+    keyed once however many calls see it.
+    """
+    return memoized(device, "device_key", _canonical)
+
+
+@dataclass(frozen=True)
+class Structure:
+    """What a shape's devices are, apart from their attributes (shared by equal shapes).
+
+    With the selector outcomes, all that matching a role depends on.
+    """
+
+    names: tuple[str, ...]
+    counts: tuple[int, ...]
+    dra: tuple[bool, ...]
+    class_names: tuple[str, ...]
+    slot: tuple[int, ...]  # device index -> position in the DRA vector (-1: synthetic)
+    cap: Vector
+
+
+def structure(devices: Sequence[Mapping[str, Any]]) -> Structure:
+    """The structure of a published device list."""
+    read = read_devices(devices)
+    slot: list[int] = []
+    cap: list[int] = []
+    for d in read:
+        slot.append(len(cap) if d.dra else -1)
+        if d.dra:
+            cap.append(d.count)
+    return Structure(
+        tuple(d.name for d in read),
+        tuple(d.count for d in read),
+        tuple(d.dra for d in read),
+        tuple(d.device_class_name for d in read),
+        tuple(slot),
+        tuple(cap),
+    )
+
+
+@dataclass(eq=False, slots=True)
 class Shape:
-    """A published device list (one node of a pool), interned by value."""
+    """A published device list (one node of a pool), interned by value.
+
+    Fleets publish thousands of shapes that differ only in attribute values;
+    their structure (and its tuples) is one shared object, so a shape adds
+    little for the garbage collector to walk.
+    """
 
     devices: Sequence[Mapping[str, Any]]
-    names: tuple[str, ...] = ()
-    counts: tuple[int, ...] = ()
-    dra: tuple[bool, ...] = ()
-    class_names: tuple[str, ...] = ()
-    slot: tuple[int, ...] = ()  # device index -> position in the DRA vector (-1: synthetic)
-    cap: Vector = ()
-    keys: tuple[str, ...] = ()
+    keys: tuple[str, ...] = ()  # device_key of each device
+    structure: Structure | None = None
     matches: dict[str, RoleMatch] = field(default_factory=dict)
-    observed: dict[tuple[tuple[str, int, tuple[str, ...]], ...], tuple[Vector, ...]] = field(
-        default_factory=dict
-    )
+    observed: dict[tuple[tuple[str, int, tuple[str, ...]], ...], tuple[Vector, ...]] | None = None
     problem: str | None = None  # set by `unparsable`: "" when every device parses
 
     def __post_init__(self) -> None:
-        read = read_devices(self.devices)
-        self.names = tuple(d.name for d in read)
-        self.counts = tuple(d.count for d in read)
-        self.dra = tuple(d.dra for d in read)
-        self.class_names = tuple(d.device_class_name for d in read)
-        slot: list[int] = []
-        cap: list[int] = []
-        for d in read:
-            slot.append(len(cap) if d.dra else -1)
-            if d.dra:
-                cap.append(d.count)
-        self.slot, self.cap = tuple(slot), tuple(cap)
-        self.keys = tuple(
-            json.dumps(d.wire, sort_keys=True, separators=(",", ":"), default=str) for d in read
-        )
+        if len(self.keys) != len(self.devices):
+            self.keys = tuple(device_key(d) for d in self.devices)
+        if self.structure is None:
+            self.structure = structure(self.devices)
+
+    @property
+    def _s(self) -> Structure:
+        assert self.structure is not None
+        return self.structure
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Each device's name."""
+        return self._s.names
+
+    @property
+    def counts(self) -> tuple[int, ...]:
+        """Each device's count per node."""
+        return self._s.counts
+
+    @property
+    def dra(self) -> tuple[bool, ...]:
+        """Whether each device is claimed through DRA (False: synthetic)."""
+        return self._s.dra
+
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        """Each device's DeviceClass name."""
+        return self._s.class_names
+
+    @property
+    def slot(self) -> tuple[int, ...]:
+        """Device index -> position in the DRA vector (-1: synthetic)."""
+        return self._s.slot
+
+    @property
+    def cap(self) -> Vector:
+        """Per node, the count of each DRA device."""
+        return self._s.cap
 
 
 def unparsable(shape: Shape, ev: Evaluator) -> str | None:
@@ -141,24 +223,28 @@ class Shapes:
     """Interns device lists: equal lists share one Shape and thus one match per role."""
 
     def __init__(self) -> None:
-        self._by_key: dict[tuple[str, str], Shape] = {}
+        self._by_key: dict[tuple[str, tuple[str, ...]], Shape] = {}
         self._last: dict[str, Shape] = {}
+        self._structures: dict[Structure, Structure] = {}
 
     def intern(self, class_name: str, devices: Sequence[Mapping[str, Any]]) -> Shape:
         """The Shape equal to `devices` (created on first sight).
 
-        Looked up by a canonical form of the devices, not by scanning every
-        shape of the class: fleets whose pools of one class publish different
-        device lists would otherwise intern in quadratic time. The class's
-        last shape is tried first, as pools of one class usually agree.
+        Looked up by the devices' canonical keys in a hash table, not by
+        scanning every shape of the class: fleets whose pools of one class
+        publish different device lists would otherwise intern in quadratic
+        time. The class's last shape is tried first, as pools of one class
+        usually agree.
         """
         last = self._last.get(class_name)
         if last is not None and last.devices == devices:
             return last
-        key = (class_name, json.dumps(devices, sort_keys=True, default=str))
-        shape = self._by_key.get(key)
+        keys = tuple(device_key(d) for d in devices)
+        shape = self._by_key.get((class_name, keys))
         if shape is None:
-            shape = self._by_key[key] = Shape(devices)
+            found = structure(devices)
+            found = self._structures.setdefault(found, found)
+            shape = self._by_key[(class_name, keys)] = Shape(devices, keys, found)
         self._last[class_name] = shape
         return shape
 
@@ -171,6 +257,11 @@ class Evaluator:
         self._errors: dict[str, str] = {}
         self._outcomes: dict[tuple[str, str], tuple[bool | None, str | None]] = {}
         self._prepared: dict[str, Any] = {}
+        self._verdicts: dict[tuple[tuple[str, ...], str], tuple[int, DeviceOutcome]] = {}
+        self._outcome_ids: dict[DeviceOutcome, int] = {}
+        self._canonical: list[DeviceOutcome] = []
+        # RoleMatches by (role, structure, outcome ids): shared by equivalent shapes.
+        self.role_matches: dict[Any, RoleMatch] = {}
 
     def compile_error(self, expr: str) -> str | None:
         """The compiler's message for `expr`, or None when it compiles."""
@@ -203,7 +294,7 @@ class Evaluator:
                 if outcome.error is not None:
                     result = (None, str(outcome.error))
                 elif isinstance(value, bool):
-                    result = (value, None)
+                    result = _TRUE if value else _FALSE
                 else:
                     result = (None, f"selector returned {type(value).__name__}, not bool")
             except Exception as err:  # user CEL must never crash a reconcile
@@ -211,15 +302,44 @@ class Evaluator:
         self._outcomes[cache_key] = result
         return result
 
+    def verdicts(
+        self, selectors: tuple[str, ...], key: str, device: Mapping[str, Any]
+    ) -> tuple[int, DeviceOutcome]:
+        """A request's selector verdicts on one device, up to the first not true.
+
+        Returned with an id that is equal exactly when the verdicts are, so a
+        shape's outcomes can be compared by a tuple of small integers.
+        """
+        hit = self._verdicts.get((selectors, key))
+        if hit is None:
+            found: list[SelectorVerdict] = []
+            for expr in selectors:
+                value, error = self.evaluate(expr, key, device)
+                found.append(SelectorVerdict(expr, value, error))
+                if value is not True:
+                    break
+            outcome = tuple(found)
+            ident = self._outcome_ids.get(outcome)
+            if ident is None:
+                ident = self._outcome_ids[outcome] = len(self._canonical)
+                self._canonical.append(outcome)
+            # Equal verdicts share one tuple: thousands of devices, a handful of outcomes.
+            hit = self._verdicts[(selectors, key)] = (ident, self._canonical[ident])
+        return hit
+
     def device_error(self, key: str, device: Mapping[str, Any]) -> str | None:
         """Why a device does not parse in the DRA CEL environment (None when it does)."""
         error = self._device(key, device).error
         return str(error) if error is not None else None
 
     def _device(self, key: str, device: Mapping[str, Any]) -> Any:
-        # Converting a device to a CEL activation once serves every selector.
+        # Converting a device to a CEL activation once serves every selector, which
+        # are evaluated together; only the latest few are kept, as an activation
+        # holds the device's converted data alive for the garbage collector to walk.
         prepared = self._prepared.get(key)
         if prepared is None:
+            if len(self._prepared) >= _PREPARED_KEPT:
+                self._prepared.clear()
             prepared = self._prepared[key] = cel.prepare_device(device)
         return prepared
 
@@ -295,37 +415,48 @@ def _alternatives(
 
 
 def match_role(role: RoleDef, shape: Shape, ev: Evaluator) -> RoleMatch:
-    """Match a role's requests against a shape's devices (cached on the shape)."""
+    """Match a role's requests against a shape's devices (cached on the shape).
+
+    The answer depends only on the shape's structure and its selector outcomes,
+    so shapes equal in both share one RoleMatch, built once.
+    """
     hit = shape.matches.get(role.role)
     if hit is not None:
         return hit
-    ok: list[list[bool]] = []
-    verdicts: list[list[DeviceVerdict]] = []
-    for req in role.requests:
-        row: list[bool] = []
-        vrow: list[DeviceVerdict] = []
-        for d, device in enumerate(shape.devices):
-            sels: list[SelectorVerdict] = []
-            good = True
-            for expr in req.selectors:
-                value, error = ev.evaluate(expr, shape.keys[d], device)
-                sels.append(SelectorVerdict(expr, value, error))
-                if value is not True:
-                    good = False
-                    break
-            row.append(good)
-            vrow.append(DeviceVerdict(shape.names[d], good, tuple(sels)))
-        ok.append(row)
-        verdicts.append(vrow)
-    candidates = [[d for d, good in enumerate(row) if good] for row in ok]
-    found = _alternatives(shape, candidates, [r.count for r in role.requests], same_claim=True)
-    result = (
-        _matched(role, shape, found[0], verdicts, found[1])
-        if found is not None
-        else _unmatched(role, shape, ok, verdicts)
-    )
+    rows = [
+        [
+            ev.verdicts(req.selectors, shape.keys[d], device)
+            for d, device in enumerate(shape.devices)
+        ]
+        for req in role.requests
+    ]
+    key = (role, shape.structure, tuple(tuple(ident for ident, _ in row) for row in rows))
+    result = ev.role_matches.get(key)
+    if result is None:
+        outcomes = [[outcome for _, outcome in row] for row in rows]
+        result = ev.role_matches[key] = _match(role, shape, outcomes)
     shape.matches[role.role] = result
     return result
+
+
+def _match(role: RoleDef, shape: Shape, outcomes: list[list[DeviceOutcome]]) -> RoleMatch:
+    """Match a role against a shape whose selector outcomes are known."""
+    ok: list[list[bool]] = []
+    verdicts: list[list[DeviceVerdict]] = []
+    for row in outcomes:
+        good = [all(s.value is True for s in sels) for sels in row]
+        ok.append(good)
+        verdicts.append(
+            [
+                DeviceVerdict(shape.names[d], g, sels)
+                for d, (g, sels) in enumerate(zip(good, row, strict=True))
+            ]
+        )
+    candidates = [[d for d, good in enumerate(row) if good] for row in ok]
+    found = _alternatives(shape, candidates, [r.count for r in role.requests], same_claim=True)
+    if found is not None:
+        return _matched(role, shape, found[0], verdicts, found[1])
+    return _unmatched(role, shape, ok, verdicts)
 
 
 def _matched(
@@ -403,6 +534,8 @@ def observed_demand(
     when none does). When no assignment fits one node, each request charges the
     first device of its class, so an impossible replica still shows as held.
     """
+    if shape.observed is None:
+        shape.observed = {}
     hit = shape.observed.get(requests)
     if hit is not None:
         return hit

@@ -25,15 +25,14 @@ matching, selector evaluation) is done once per call.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
+from modelplane.api.model_deployment import MAX_UNSCHEDULABLE_ENTRIES
 from modelplane.scheduling import words
 from modelplane.scheduling.explain import explain
 from modelplane.scheduling.fill import build_ledger, fill, surge
 from modelplane.scheduling.filters import FILTERS, POOL_FILTERS
 from modelplane.scheduling.framework import ScheduleInput, read_input
-from modelplane.scheduling.matching import RoleMatch, match_role
 from modelplane.scheduling.retain import (
     resolve_contention,
     retain,
@@ -70,58 +69,39 @@ def check_selectors(state: CycleState) -> None:
 
 
 def match_pools(state: CycleState) -> None:
-    """Match every role against every known pool of the clusters that matter, once per shape.
+    """Intern the known pools of the clusters that matter; roles are matched on first use.
 
     Those are the schedulable clusters and the selected ones holding replicas
     (retention and the ledger need their pools); a tainted or not-Ready cluster
     holding none is explained by its filter verdict alone. Unknown pools are
-    never matched against: nothing new goes there.
+    never matched against: nothing new goes there. Matching itself happens in
+    `CycleState.pool_matches`, once per shape, when a step first asks.
     """
     held = {r.cluster for r in state.inp.replicas}
-    wanted = sorted(set(state.schedulable) | (held & state.inp.candidates))
-    known = {
-        name: [p for p in state.inp.clusters[name].pools if p.unknown is None] for name in wanted
-    }
-    for name, pools in known.items():
-        for pool in pools:
+    for name in sorted(set(state.schedulable) | (held & state.inp.candidates)):
+        known = [p for p in state.inp.clusters[name].pools if p.unknown is None]
+        state.known_pools[name] = [p.name for p in known]
+        for pool in known:
             key = (name, pool.name)
             state.pool_shapes[key] = state.shapes.intern(pool.class_name, pool.devices)
             state.pool_nodes[key] = pool.nodes
-    if state.invalid:
-        return
-    for role in state.roles:
-        for name, pools in known.items():
-            state.matches[(name, role.role)] = [
-                (pool.name, match_role(role, state.pool_shapes[(name, pool.name)], state.ev))
-                for pool in pools
-            ]
 
 
 def filter_pools(state: CycleState) -> None:
     """Run every pool filter: a refused pool whose devices match takes no new replica.
 
-    The pool's match is replaced, for this cycle, by an unmatched one carrying the
-    rule's reason and words, so the fill, the explanation and the what-if all see
-    it refused; retained replicas are judged against their pools afresh.
+    The refusals are recorded in the cycle state, whose lazy matching hands out
+    such a pool unmatched with the rule's reason and words, so the fill, the
+    explanation and the what-if all see it refused; retained replicas are
+    judged against their pools afresh.
     """
     for rule in POOL_FILTERS:
         for key, rejection in rule.refusals(state.inp).items():
             state.refused.setdefault(key, rejection)
-    for cluster in sorted({k[0] for k in state.refused}):
-        for role in state.roles:
-            entries = state.matches.get((cluster, role.role))
-            if entries:
-                state.matches[(cluster, role.role)] = [
-                    (pool, _refuse(state, (cluster, pool), match)) for pool, match in entries
-                ]
-
-
-def _refuse(state: CycleState, key: tuple[str, str], match: RoleMatch) -> RoleMatch:
-    rejection = state.refused.get(key)
-    if rejection is None or not match.matched:
-        return match
-    text = words.rejection_text(rejection)
-    return replace(match, matched=False, message=text, refused=rejection.reason)
+    for (cluster, role), entries in state.matches.items():  # any matched already
+        state.matches[(cluster, role)] = [
+            (pool, state.refuse((cluster, pool), match)) for pool, match in entries
+        ]
 
 
 def bind(state: CycleState, changes: tuple[WhatIf, ...] = ()) -> ScheduleResult:
@@ -164,6 +144,9 @@ def schedule_input(inp: ScheduleInput, *, explain_all: bool = True) -> ScheduleR
     The per-cluster verdicts of the explain step (a trial placement per
     cluster) are computed when some replica is missing, or always with
     `explain_all`; otherwise the result carries only the filters' verdicts.
+    Without `explain_all`, only the rejections status lists
+    (`MAX_UNSCHEDULABLE_ENTRIES`) are spelled out pool by pool; every other
+    cluster's verdict carries its reason alone.
     """
     state = new_state(inp)
     filter_clusters(state)
@@ -178,7 +161,7 @@ def schedule_input(inp: ScheduleInput, *, explain_all: bool = True) -> ScheduleR
     fill(state)
     settle_stuck(state)
     if explain_all or len(state.slots) < inp.spec.replicas:
-        explain(state)
+        explain(state, None if explain_all else MAX_UNSCHEDULABLE_ENTRIES)
     return bind(state, what_if(state))
 
 

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from modelplane.api.readers import ObservedModelReplica, StuckReplica
+from modelplane.scheduling import words
 from modelplane.scheduling.framework import Eviction, PoolKey, Rejection, RuleStates, ScheduleInput
 from modelplane.scheduling.ledger import PoolLedger, Vector
-from modelplane.scheduling.matching import Evaluator, Request, RoleDef, RoleMatch, Shape, Shapes
+from modelplane.scheduling.matching import (
+    Evaluator,
+    Request,
+    RoleDef,
+    RoleMatch,
+    Shape,
+    Shapes,
+    match_role,
+)
 from modelplane.scheduling.types import (
     ClusterVerdict,
     RoleAssignment,
@@ -74,6 +83,8 @@ class CycleState:
     invalid: list[tuple[str, str]] = field(default_factory=list)  # (field path, compiler error)
     pool_shapes: dict[PoolKey, Shape] = field(default_factory=dict)  # known pools only
     pool_nodes: dict[PoolKey, int] = field(default_factory=dict)
+    # Known pools of the clusters that matter, by cluster (see match_pools).
+    known_pools: dict[str, list[str]] = field(default_factory=dict)
     matches: dict[tuple[str, str], list[tuple[str, RoleMatch]]] = field(default_factory=dict)
     losers: dict[tuple[str, str], str] = field(default_factory=dict)  # (ns, name) -> pool
     slots: list[Slot] = field(default_factory=list)
@@ -92,6 +103,41 @@ class CycleState:
     ledgers: dict[PoolKey, PoolLedger] = field(default_factory=dict)
     full: set[str] = field(default_factory=set)  # clusters that cannot take one more
     options: dict[str, PoolOptions | None] = field(default_factory=dict)
+
+    def pool_matches(self, cluster: str, role: RoleDef) -> list[tuple[str, RoleMatch]]:
+        """A cluster's known pools with their match for `role`, matched on first use.
+
+        Lazily, so a call matches only the clusters it looks at: the fill stops
+        once every replica is placed, and the explanation runs only when one
+        is missing. Empty for a cluster that does not matter, and for every
+        cluster when a selector does not compile. A pool a pool filter refused
+        (`refused`) comes back unmatched, carrying the rule's reason and words.
+        """
+        key = (cluster, role.role)
+        found = self.matches.get(key)
+        if found is None:
+            found = self.matches[key] = [
+                (
+                    pool,
+                    self.refuse(
+                        (cluster, pool),
+                        match_role(role, self.pool_shapes[(cluster, pool)], self.ev),
+                    ),
+                )
+                for pool in ([] if self.invalid else self.known_pools.get(cluster, []))
+            ]
+        return found
+
+    def _match(self, role: RoleDef, key: PoolKey) -> RoleMatch:
+        return match_role(role, self.pool_shapes[key], self.ev)
+
+    def refuse(self, key: PoolKey, match: RoleMatch) -> RoleMatch:
+        """`match`, or an unmatched copy naming the pool filter that refused the pool."""
+        rejection = self.refused.get(key)
+        if rejection is None or not match.matched:
+            return match
+        text = words.rejection_text(rejection)
+        return replace(match, matched=False, message=text, refused=rejection.reason)
 
     def ledger(self, key: PoolKey) -> PoolLedger | None:
         """The pool's ledger, created on first use; None for a pool not matched against."""
