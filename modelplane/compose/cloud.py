@@ -108,9 +108,14 @@ def cluster_usage(
     """Add a Usage named after its user (`by`) to `resources`: `of` waits for `by`.
 
     The names drop the cluster prefix both resources carry, so the key reads
-    `<by>-uses-<of>` within one cluster's plan.
+    `<by>-uses-<of>` within one cluster's plan. Resources of different kinds may
+    share a name (a subnet and its route table association): a second Usage
+    whose key is taken names the kinds too rather than replace the first.
     """
-    key = by.name.removeprefix(f"{cluster}-") + "-uses-" + of.name.removeprefix(f"{cluster}-")
+    by_name, of_name = by.name.removeprefix(f"{cluster}-"), of.name.removeprefix(f"{cluster}-")
+    key = f"{by_name}-uses-{of_name}"
+    if f"usage-{key}" in resources:
+        key = f"{by.kind.lower()}-{by_name}-uses-{of.kind.lower()}-{of_name}"
     resources[f"usage-{key}"] = usage(
         resource_name(cluster, "usage", key), namespace, of, by, reason
     )

@@ -17,7 +17,8 @@ Composes (all in the composite's namespace, `*.aws.m.upbound.io`):
   maxNodeCount`; plus one small untainted system node group;
 - the CSI add-ons `spec.csiDrivers` call for and, for SharedFilesystem, an EFS
   file system with a mount target per private subnet;
-- Usages so deletion runs node groups → control plane → network.
+- Usages so deletion runs node groups → control plane → IAM and network, the
+  VPC last (see `build`).
 """
 
 from __future__ import annotations
@@ -138,8 +139,19 @@ class _Build:
         }
 
 
-def _subnets(b: _Build, zones: list[str], cidrs: list[str]) -> list[Ref]:
-    private = []
+@dataclass(frozen=True)
+class _Net:
+    """What the cluster's machines need of a composed network (empty for an existing one)."""
+
+    subnets: list[Ref]
+    """Every subnet: the control plane and nodes sit in the private ones, the
+    load balancers the cluster creates in the public ones (the `elb` tag)."""
+    egress: list[Ref]
+    """The nodes' way out: the private default route and the private subnets' associations."""
+
+
+def _subnets(b: _Build, vpc: Ref, zones: list[str], cidrs: list[str]) -> list[Ref]:
+    out = []
     for i, zone in enumerate(zones):
         for tier, cidr, elb in (
             ("public", cidrs[i], "kubernetes.io/role/elb"),
@@ -158,67 +170,99 @@ def _subnets(b: _Build, zones: list[str], cidrs: list[str]) -> list[Ref]:
                 },
                 {c.LABEL_SUBNET_TIER: tier, c.LABEL_ZONE: zone},
             )
-            if tier == "private":
-                private.append(ref)
-    return private
+            b.use(vpc, ref, "subnets go before their VPC")
+            out.append(ref)
+    return out
 
 
-def _routes(b: _Build, zones: list[str]) -> None:
-    first = zones[0]
-    b.add("eip-nat", b.ref(EC2, "EIP", "nat"), "eip", {"domain": "vpc"})
-    b.add(
+def _nat(b: _Build, zone: str) -> Ref:
+    eip = b.add("eip-nat", b.ref(EC2, "EIP", "nat"), "eip", {"domain": "vpc"})
+    nat = b.add(
         "nat",
         b.ref(EC2, "NATGateway", "nat"),
         "nat",
         {
             "allocationIdSelector": selector(b.cluster, "eip"),
             "subnetIdSelector": selector(
-                b.cluster, "subnet", **{c.LABEL_SUBNET_TIER: "public", c.LABEL_ZONE: first}
+                b.cluster, "subnet", **{c.LABEL_SUBNET_TIER: "public", c.LABEL_ZONE: zone}
             ),
         },
     )
-    for tier, target in (
-        ("public", {"gatewayIdSelector": selector(b.cluster, "internet-gateway")}),
-        ("private", {"natGatewayIdSelector": selector(b.cluster, "nat")}),
-    ):
-        table = {c.LABEL_SUBNET_TIER: tier}
-        b.add(
-            f"route-table-{tier}",
-            b.ref(EC2, "RouteTable", tier),
-            "route-table",
-            {"vpcIdSelector": selector(b.cluster, "vpc")},
-            table,
-        )
-        b.add(
-            f"route-{tier}",
-            b.ref(EC2, "Route", tier, "default"),
-            "route",
+    b.use(eip, nat, "a NAT gateway goes before its Elastic IP")
+    b.use(b.ref(EC2, "Subnet", "public", zone), nat, "a NAT gateway goes before its subnet")
+    return nat
+
+
+def _route_table(b: _Build, vpc: Ref, tier: str, gateway: Ref, target: dict[str, object]) -> Ref:
+    """A tier's route table and default route through `gateway`; returns the route."""
+    table = {c.LABEL_SUBNET_TIER: tier}
+    table_ref = b.add(
+        f"route-table-{tier}",
+        b.ref(EC2, "RouteTable", tier),
+        "route-table",
+        {"vpcIdSelector": selector(b.cluster, "vpc")},
+        table,
+    )
+    b.use(vpc, table_ref, "route tables go before their VPC")
+    route = b.add(
+        f"route-{tier}",
+        b.ref(EC2, "Route", tier, "default"),
+        "route",
+        {
+            "destinationCidrBlock": "0.0.0.0/0",
+            "routeTableIdSelector": selector(b.cluster, "route-table", **table),
+            **target,
+        },
+    )
+    b.use(table_ref, route, "a route goes before its route table")
+    b.use(gateway, route, "a route goes before the gateway it routes to")
+    return route
+
+
+def _associations(b: _Build, tier: str, zones: list[str]) -> list[Ref]:
+    out = []
+    for zone in zones:
+        ref = b.add(
+            f"route-association-{tier}-{zone}",
+            b.ref(EC2, "RouteTableAssociation", tier, zone),
+            "route-association",
             {
-                "destinationCidrBlock": "0.0.0.0/0",
-                "routeTableIdSelector": selector(b.cluster, "route-table", **table),
-                **target,
+                "routeTableIdSelector": selector(
+                    b.cluster, "route-table", **{c.LABEL_SUBNET_TIER: tier}
+                ),
+                "subnetIdSelector": selector(
+                    b.cluster, "subnet", **{c.LABEL_SUBNET_TIER: tier, c.LABEL_ZONE: zone}
+                ),
             },
         )
-        for zone in zones:
-            b.add(
-                f"route-association-{tier}-{zone}",
-                b.ref(EC2, "RouteTableAssociation", tier, zone),
-                "route-association",
-                {
-                    "routeTableIdSelector": selector(b.cluster, "route-table", **table),
-                    "subnetIdSelector": selector(
-                        b.cluster, "subnet", **{c.LABEL_SUBNET_TIER: tier, c.LABEL_ZONE: zone}
-                    ),
-                },
-            )
+        b.use(b.ref(EC2, "RouteTable", tier), ref, "associations go before their route table")
+        out.append(ref)
+    return out
 
 
-def _network(b: _Build) -> list[Ref]:
-    """The VPC and its pieces; returns what the control plane must outlive (VPC, subnets)."""
+def _routes(b: _Build, vpc: Ref, igw: Ref, zones: list[str]) -> list[Ref]:
+    """Internet and NAT egress; returns the private subnets' egress path the nodes use."""
+    first = zones[0]
+    nat = _nat(b, first)
+    public = _route_table(
+        b, vpc, "public", igw, {"gatewayIdSelector": selector(b.cluster, "internet-gateway")}
+    )
+    public_links = _associations(b, "public", zones)
+    # The NAT gateway reaches the internet through its public subnet's route.
+    b.use(public, nat, "the NAT gateway's internet route outlives it")
+    b.use(public_links[0], nat, "the NAT gateway's subnet stays routed while it exists")
+    private = _route_table(
+        b, vpc, "private", nat, {"natGatewayIdSelector": selector(b.cluster, "nat")}
+    )
+    return [private, *_associations(b, "private", zones)]
+
+
+def _network(b: _Build) -> _Net:
+    """The VPC and its pieces, each Usage within them; returns what the machines need."""
     net = b.spec.network
     if net.existing is not None:
         b.plan.network = net.existing.vpc_id
-        return []
+        return _Net([], [])
     zones = list(net.zones or [])
     try:
         prefix = ipaddress.ip_network(net.vpc_cidr, strict=True).prefixlen + 4
@@ -242,42 +286,52 @@ def _network(b: _Build) -> list[Ref]:
         },
     )
     b.plan.network = at_provider(b.inp.observed.get("vpc")).get("id")
-    b.add(
+    igw = b.add(
         "internet-gateway",
         b.ref(EC2, "InternetGateway", "igw"),
         "internet-gateway",
         {"vpcIdSelector": selector(b.cluster, "vpc")},
     )
-    private = _subnets(b, zones, cidrs)
-    _routes(b, zones)
-    return [vpc, *private]
+    b.use(vpc, igw, "the internet gateway goes before its VPC")
+    subnets = _subnets(b, vpc, zones, cidrs)
+    return _Net(subnets, _routes(b, vpc, igw, zones))
 
 
-def _role(b: _Build, who: str, service: str, policies: tuple[str, ...]) -> None:
-    b.add(
+def _role(b: _Build, who: str, service: str, policies: tuple[str, ...]) -> list[Ref]:
+    """A role and its policy attachments; returns the attachments (each uses the role)."""
+    role = b.add(
         f"role-{who}",
         b.ref(IAM, "Role", who),
         f"role-{who}",
         {"assumeRolePolicy": _trust(service)},
     )
+    attachments = []
     for policy in policies:
         short = policy.rsplit("/", 1)[-1]
-        b.add(
+        attachment = b.add(
             f"role-{who}-{short}",
             b.ref(IAM, "RolePolicyAttachment", who, short.lower().replace("_", "-")),
             "role-policy",
             {"policyArn": _POLICY + policy, "roleSelector": selector(b.cluster, f"role-{who}")},
         )
+        # IAM refuses to delete a role that still has policies attached.
+        b.use(role, attachment, "policy attachments go before their role")
+        attachments.append(attachment)
+    return attachments
 
 
-def _iam(b: _Build) -> None:
+def _iam(b: _Build) -> tuple[list[Ref], list[Ref]]:
+    """Both roles; returns the control plane's and the nodes' policy attachments."""
     drivers = b.spec.csi_drivers or []
     node_policies = NODE_POLICIES + tuple(p for d in drivers if (p := CSI_ADDONS[d][1]) is not None)
-    _role(b, "cluster", "eks.amazonaws.com", CLUSTER_POLICIES)
-    _role(b, "node", "ec2.amazonaws.com", node_policies)
+    return (
+        _role(b, "cluster", "eks.amazonaws.com", CLUSTER_POLICIES),
+        _role(b, "node", "ec2.amazonaws.com", node_policies),
+    )
 
 
-def _control_plane(b: _Build) -> Ref:
+def _control_plane(b: _Build) -> tuple[Ref, list[Ref]]:
+    """The control plane and its access entries (returned: what the providers reach it by)."""
     ref = b.add(
         CONTROL_PLANE_KEY,
         b.ref(EKS, "Cluster", "eks"),
@@ -297,15 +351,16 @@ def _control_plane(b: _Build) -> Ref:
         },
         connection_secret=connection_secret_name(b.cluster),
     )
+    access: list[Ref] = []
     for i, arn in enumerate(b.spec.access_principal_arns or []):
         cluster_sel = {"clusterNameSelector": selector(b.cluster, "control-plane")}
-        b.add(
+        entry = b.add(
             f"access-entry-{i}",
             b.ref(EKS, "AccessEntry", "access", str(i)),
             "access-entry",
             {**cluster_sel, "principalArn": arn, "type": "STANDARD"},
         )
-        b.add(
+        policy = b.add(
             f"access-policy-{i}",
             b.ref(EKS, "AccessPolicyAssociation", "access", str(i)),
             "access-policy",
@@ -316,7 +371,8 @@ def _control_plane(b: _Build) -> Ref:
                 "accessScope": {"type": "cluster"},
             },
         )
-    return ref
+        access += [entry, policy]
+    return ref, access
 
 
 def _scaling(pool: EKSNodePool) -> tuple[dict[str, object], dict[str, object]]:
@@ -376,22 +432,26 @@ def _system_group(b: _Build) -> Ref:
     )
 
 
-def _storage(b: _Build) -> None:
+def _storage(b: _Build) -> list[Ref]:
+    """The CSI add-ons and EFS; returns what the cluster's workloads mount storage through."""
     drivers = b.spec.csi_drivers or []
-    for driver in drivers:
-        addon = CSI_ADDONS[driver][0]
+    out = [
         b.add(
             f"addon-{addon}",
             b.ref(EKS, "Addon", addon),
             "addon",
             {"clusterNameSelector": selector(b.cluster, "control-plane"), "addonName": addon},
         )
+        for addon in (CSI_ADDONS[driver][0] for driver in drivers)
+    ]
     if "SharedFilesystem" in drivers:
-        _efs(b)
+        out += _efs(b)
+    return out
 
 
-def _efs(b: _Build) -> None:
-    b.add(
+def _efs(b: _Build) -> list[Ref]:
+    """The file system and, once the cluster's security group is known, its mount targets."""
+    efs = b.add(
         "efs",
         b.ref(EFS, "FileSystem", "efs"),
         "efs",
@@ -403,7 +463,7 @@ def _efs(b: _Build) -> None:
     vpc_config = at_provider(b.inp.observed.get(CONTROL_PLANE_KEY)).get("vpcConfig") or {}
     group = vpc_config.get("clusterSecurityGroupId") if isinstance(vpc_config, dict) else None
     if not group:
-        return
+        return []
     existing = b.spec.network.existing
     targets = (
         [(str(i), {"subnetId": s}) for i, s in enumerate(existing.subnet_ids)]
@@ -420,8 +480,9 @@ def _efs(b: _Build) -> None:
             for z in b.spec.network.zones or []
         ]
     )
+    mounts = []
     for suffix, subnet in targets:
-        b.add(
+        mount = b.add(
             f"efs-mount-{suffix}",
             b.ref(EFS, "MountTarget", "efs", suffix),
             "efs-mount",
@@ -431,20 +492,47 @@ def _efs(b: _Build) -> None:
                 **subnet,
             },
         )
+        b.use(efs, mount, "EFS refuses to delete a file system that has mount targets")
+        mounts.append(mount)
+    return mounts
+
+
+def _use_all(b: _Build, of: list[Ref], by: Ref, reason: str) -> None:
+    for part in of:
+        b.use(part, by, reason)
 
 
 def build(spec: EKSClusterSpec, cluster: str, namespace: str, inp: ComposeInput) -> Plan:
-    """Every managed resource and Usage of one EKS cluster."""
+    """Every managed resource and Usage of one EKS cluster.
+
+    The Usages order a deletion: node groups, then the control plane, then IAM
+    and the network, the VPC last. What the nodes need until they are gone
+    (their role's policies, their egress) is used by the control plane, which
+    every node group goes before. A Usage a chain of others already implies
+    is left out (a node group's subnets wait for the control plane too).
+    """
     b = _Build(spec, cluster, namespace, inp, Plan())
-    network = _network(b)
-    _iam(b)
-    control_plane = _control_plane(b)
+    net = _network(b)
+    cluster_policies, node_policies = _iam(b)
+    control_plane, access = _control_plane(b)
     groups = [_node_group(b, pool) for pool in spec.pools] + [_system_group(b)]
-    _storage(b)
+    storage = _storage(b)
     for group in groups:
         b.use(control_plane, group, "node groups go before their control plane")
-    for part in network:
-        b.use(part, control_plane, "the control plane goes before its network")
+    # Every release and workload runs on the system group: until it is gone the
+    # providers keep their access and workloads their storage drivers.
+    _use_all(b, access + storage, groups[-1], "what releases and workloads need outlives them")
+    for child in access + storage:
+        b.use(control_plane, child, "add-ons, access and mount targets go before the cluster")
+    _use_all(
+        b,
+        cluster_policies + net.subnets,
+        control_plane,
+        "the control plane goes before its network",
+    )
+    _use_all(
+        b, node_policies + net.egress, control_plane, "nodes keep permissions and egress to the end"
+    )
     return b.plan
 
 

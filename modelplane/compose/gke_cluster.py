@@ -15,7 +15,8 @@ Composes (all in the composite's namespace, `*.gcp.m.upbound.io`):
   `nvidia.com/gpu=present:NoSchedule`, the labels GKE documents for DRA (no
   default device plugin, `nvidia.com/gpu.present`), and autoscaling from
   `nodeCount` to `maxNodeCount`; plus one small untainted system pool;
-- Usages so deletion runs node pools → control plane → network.
+- Usages so deletion runs node pools → control plane → service account and
+  network, the Network last (see `build`).
 """
 
 from __future__ import annotations
@@ -106,12 +107,16 @@ class _Build:
         }
 
 
-def _network(b: _Build) -> list[Ref]:
-    """Network, Subnetwork, Router and NAT; returns what the control plane must outlive."""
+def _network(b: _Build) -> tuple[list[Ref], list[Ref]]:
+    """Network, Subnetwork, Router and NAT, each Usage within them.
+
+    Returns what the control plane is placed in (the subnetwork) and what the
+    nodes' egress needs (the NAT); both empty for an existing network.
+    """
     net = b.net
     if net.existing is not None:
         b.plan.network = net.existing.network
-        return []
+        return [], []
     network = b.add(
         "network",
         b.ref(COMPUTE, "Network", "network"),
@@ -134,13 +139,15 @@ def _network(b: _Build) -> list[Ref]:
             ],
         },
     )
-    b.add(
+    b.use(network, subnetwork, "subnetworks go before their network")
+    router = b.add(
         "router",
         b.ref(COMPUTE, "Router", "router"),
         "router",
         {"region": b.spec.region, "networkSelector": selector(b.cluster, "network")},
     )
-    b.add(
+    b.use(network, router, "the router goes before its network")
+    nat = b.add(
         "router-nat",
         b.ref(COMPUTE, "RouterNAT", "nat"),
         "router-nat",
@@ -151,7 +158,8 @@ def _network(b: _Build) -> list[Ref]:
             "sourceSubnetworkIpRangesToNat": "ALL_SUBNETWORKS_ALL_IP_RANGES",
         },
     )
-    return [network, subnetwork]
+    b.use(router, nat, "Cloud NAT goes before its router")
+    return [subnetwork], [nat]
 
 
 def _ranges(b: _Build) -> dict[str, str]:
@@ -272,10 +280,10 @@ def _system_pool(b: _Build) -> Ref:
     )
 
 
-def _service_account(b: _Build) -> None:
+def _service_account(b: _Build) -> Ref:
     # The account id is the resource's name: 6-30 characters.
     name = dns_label(f"{b.cluster}-nodes", _ACCOUNT_ID_MAX)
-    b.add(
+    return b.add(
         "service-account",
         Ref(CLOUDPLATFORM, "ServiceAccount", name),
         "service-account",
@@ -284,16 +292,25 @@ def _service_account(b: _Build) -> None:
 
 
 def build(spec: GKEClusterSpec, cluster: str, namespace: str, inp: ComposeInput) -> Plan:
-    """Every managed resource and Usage of one GKE cluster."""
+    """Every managed resource and Usage of one GKE cluster.
+
+    The Usages order a deletion: node pools, then the control plane, then the
+    nodes' service account and the network, the Network last. What the nodes
+    need until they are gone (their account, their egress) is used by the
+    control plane, which every node pool goes before; a Usage a chain of others
+    already implies is left out.
+    """
     b = _Build(spec, cluster, namespace, Plan())
-    network = _network(b)
-    _service_account(b)
+    placement, egress = _network(b)
+    account = _service_account(b)
     control_plane = _control_plane(b)
     pools = [_node_pool(b, pool) for pool in spec.pools] + [_system_pool(b)]
     for pool in pools:
         b.use(control_plane, pool, "node pools go before their control plane")
-    for part in network:
+    for part in placement:
         b.use(part, control_plane, "the control plane goes before its network")
+    for part in [account, *egress]:
+        b.use(part, control_plane, "nodes keep their account and egress to the end")
     return b.plan
 
 

@@ -135,3 +135,21 @@ def test_a_workload_usage_points_across_namespaces_at_the_release(oracle: Any) -
     }
     assert usage["spec"]["by"]["resourceRef"] == {"name": "chat-abc123-lws"}
     assert [str(i) for i in oracle.validate(usage)] == []
+
+
+def test_cluster_usages_of_same_named_resources_of_two_kinds_both_survive() -> None:
+    from modelplane.compose.cloud import Ref, cluster_usage
+
+    plan: dict[str, Any] = {}
+    eks = Ref("eks.aws.m.upbound.io/v1beta1", "Cluster", "c-eks")
+    subnet = Ref("ec2.aws.m.upbound.io/v1beta1", "Subnet", "c-private-a")
+    link = Ref("ec2.aws.m.upbound.io/v1beta1", "RouteTableAssociation", "c-private-a")
+    cluster_usage(plan, "c", "ns", subnet, eks, "placed in it")
+    cluster_usage(plan, "c", "ns", link, eks, "egress")
+    assert sorted(plan) == [
+        "usage-cluster-eks-uses-routetableassociation-private-a",
+        "usage-eks-uses-private-a",
+    ]
+    assert plan["usage-eks-uses-private-a"]["spec"]["of"]["kind"] == "Subnet"
+    of = plan["usage-cluster-eks-uses-routetableassociation-private-a"]["spec"]["of"]
+    assert of["kind"] == "RouteTableAssociation"

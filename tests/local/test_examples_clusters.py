@@ -115,6 +115,13 @@ def _order(result: RenderResult) -> dict[Key, int]:
     return {key: i for i, wave in enumerate(result.deletions) for key in wave.keys}
 
 
+def _last_managed(order: dict[Key, int], group_suffix: str) -> list[Key]:
+    """The cloud's managed resources in the last wave that deleted any of them."""
+    cloud = {k: i for k, i in order.items() if k.api_version.endswith(group_suffix)}
+    last = max(cloud.values())
+    return [k for k, i in cloud.items() if i == last]
+
+
 def _delete_cluster(objects: list[dict[str, Any]], name: str) -> tuple[RenderResult, list[Key]]:
     """Render, delete one InferenceCluster, render again; also the workload Objects it ran."""
     plane = ControlPlane(objects)
@@ -152,17 +159,64 @@ def test_deleting_an_eks_cluster_goes_workloads_releases_node_groups_cluster_net
         for g in ("pool-h100", "pool-l40s", "system")
     ]
     control_plane = order[Key(eks, "Cluster", NS, "us-east-eks")]
-    network = [
-        order[Key(ec2, kind, NS, name)]
-        for kind, name in (
-            ("VPC", "us-east-vpc"),
-            ("Subnet", "us-east-private-us-east-1a"),
-            ("Subnet", "us-east-private-us-east-1b"),
+    # What releases and workloads need goes after the system node group they
+    # run on, and before the control plane it belongs to.
+    cluster_children = [
+        order[Key(api, kind, NS, f"us-east-{name}")]
+        for api, kind, name in (
+            (eks, "AccessEntry", "access-0"),
+            (eks, "AccessPolicyAssociation", "access-0"),
+            (eks, "Addon", "aws-ebs-csi-driver"),
+            (eks, "Addon", "aws-efs-csi-driver"),
+            ("efs.aws.m.upbound.io/v1beta1", "MountTarget", "efs-us-east-1a"),
         )
     ]
+    # The control plane goes before its IAM and all of its network, the nodes'
+    # egress path included.
+    iam = "iam.aws.m.upbound.io/v1beta1"
+    after_control_plane = [
+        order[Key(api, kind, NS, f"us-east-{name}")]
+        for api, kind, name in (
+            (iam, "Role", "cluster"),
+            (iam, "Role", "node"),
+            (iam, "RolePolicyAttachment", "cluster-amazoneksclusterpolicy"),
+            (iam, "RolePolicyAttachment", "node-amazoneksworkernodepolicy"),
+            (iam, "RolePolicyAttachment", "node-amazoneks-cni-policy"),
+            (ec2, "Subnet", "private-us-east-1a"),
+            (ec2, "Subnet", "private-us-east-1b"),
+            (ec2, "Subnet", "public-us-east-1a"),
+            (ec2, "Subnet", "public-us-east-1b"),
+            (ec2, "RouteTableAssociation", "private-us-east-1a"),
+            (ec2, "RouteTableAssociation", "private-us-east-1b"),
+            (ec2, "Route", "private-default"),
+            (ec2, "RouteTable", "private"),
+            (ec2, "NATGateway", "nat"),
+            (ec2, "EIP", "nat"),
+            (ec2, "Route", "public-default"),
+            (ec2, "InternetGateway", "igw"),
+        )
+    ]
+    # IAM refuses to delete a role with attached policies; the NAT gateway
+    # keeps its address, subnet and internet route until it is gone.
+    assert (
+        order[Key(iam, "Role", NS, "us-east-node")]
+        > order[Key(iam, "RolePolicyAttachment", NS, "us-east-node-amazoneks-cni-policy")]
+    )
+    nat = order[Key(ec2, "NATGateway", NS, "us-east-nat")]
+    assert nat < min(
+        order[Key(ec2, kind, NS, f"us-east-{name}")]
+        for kind, name in (
+            ("EIP", "nat"),
+            ("Subnet", "public-us-east-1a"),
+            ("Route", "public-default"),
+        )
+    )
     assert max(order[w] for w in workloads) < min(releases)
     assert max(releases) < min(groups)
-    assert max(groups) < control_plane < min(network)
+    assert groups[-1] < min(cluster_children) and max(cluster_children) < control_plane
+    assert max(groups) < control_plane < min(after_control_plane)
+    vpc = Key(ec2, "VPC", NS, "us-east-vpc")
+    assert _last_managed(order, ".aws.m.upbound.io/v1beta1") == [vpc]
     # The deployment re-placed the replica it lost: both now run on eu-west.
     replicas = result.store.list(c.API_VERSION, "ModelReplica", "ml-team", None)
     assert sorted(r["spec"]["clusterName"] for r in replicas) == ["eu-west", "eu-west"]
@@ -185,7 +239,20 @@ def test_deleting_a_gke_cluster_goes_workloads_releases_node_pools_cluster_netwo
         for p in ("pool-a100", "pool-l4", "system")
     ]
     control_plane = order[Key(container, "Cluster", NS, "eu-west-gke")]
-    network = order[Key("compute.gcp.m.upbound.io/v1beta1", "Network", NS, "eu-west-network")]
+    compute = "compute.gcp.m.upbound.io/v1beta1"
+    after_control_plane = [
+        order[Key(api, kind, NS, f"eu-west-{name}")]
+        for api, kind, name in (
+            ("cloudplatform.gcp.m.upbound.io/v1beta1", "ServiceAccount", "nodes"),
+            (compute, "Subnetwork", "nodes"),
+            (compute, "RouterNAT", "nat"),
+            (compute, "Router", "router"),
+        )
+    ]
     assert max(order[w] for w in workloads) < min(releases)
     assert max(releases) < min(pools)
-    assert max(pools) < control_plane < network
+    assert max(pools) < control_plane < min(after_control_plane)
+    nat, router = after_control_plane[2:]
+    assert nat < router
+    network = Key(compute, "Network", NS, "eu-west-network")
+    assert _last_managed(order, ".gcp.m.upbound.io/v1beta1") == [network]
