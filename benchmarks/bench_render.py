@@ -5,7 +5,8 @@ InferenceClasses of `bench_scheduler.py`) with 20 and 100 ModelDeployments of
 1–9 replicas, rendered to a fixed point by the embedded control plane, each
 in a fresh process (so peak RSS is that render's own). For each we report the
 wall and CPU time, the rounds, the function calls made and skipped, the time
-spent per phase — decode (protobuf → dicts), encode (dicts → protobuf),
+spent per phase — decode (objects → what composers read: read-only dicts),
+encode (composer results → what the engine applies; protobuf under a runner),
 schedule, compose (composers, scheduling excluded) — and the peak RSS, with
 the CPU time as a ratio of `examples/quickstart` measured in the same run (CPU
 time: the machine may be shared; it is what the render costs on a core of its
@@ -155,6 +156,11 @@ def instrument(phases: Phases) -> None:
     from modelplane.crossplane import convert, servicer
     from modelplane.local import engine
 
+    # In-process calls (the default) read objects through `freeze` and copy
+    # results through `as_json`; calls through a runner use Structs.
+    for name, phase in (("freeze", "decode"), ("as_json", "encode")):
+        if hasattr(engine, name):
+            setattr(engine, name, phases.wrap(phase, getattr(engine, name)))
     engine.dict_to_struct = phases.wrap("encode", engine.dict_to_struct)
     engine.struct_to_dict = phases.wrap("decode", engine.struct_to_dict)
     convert.dict_to_struct = phases.wrap("encode", convert.dict_to_struct)

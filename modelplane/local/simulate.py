@@ -13,7 +13,6 @@ an unchanged object changes nothing.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -24,7 +23,7 @@ from modelplane.local.conditions import Clock, set_condition
 from modelplane.local.gateway_sim import GATEWAY_STATUS
 from modelplane.local.loader import scope_of
 from modelplane.local.simulate_cloud import simulate_cloud
-from modelplane.local.store import Key, Obj, ObjectStore
+from modelplane.local.store import Key, Obj, ObjectStore, json_copy
 
 OBJECT_GROUPS = ("kubernetes.m.crossplane.io", "kubernetes.crossplane.io")
 RELEASE_GROUPS = ("helm.m.crossplane.io", "helm.crossplane.io")
@@ -155,7 +154,7 @@ WORKLOAD_STATUS: dict[tuple[str, str], Callable[[Obj, str], dict[str, Any]]] = {
 
 def observed_manifest(manifest: Obj, at: str) -> Obj:
     """The wrapped manifest as the workload cluster would return it."""
-    out = copy.deepcopy(manifest)
+    out = json_copy(manifest)
     meta = out.setdefault("metadata", {})
     if scope_of(out) == "Namespaced" and not meta.get("namespace"):
         meta["namespace"] = "default"
