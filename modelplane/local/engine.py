@@ -343,10 +343,13 @@ class ControlPlane:
         for key in list(self.store):
             if key in self.store and is_composite(key.api_version, key.kind):
                 self._reconcile(key)
-        if self.simulate:
-            simulate(self.store, self.clock)
-        # The simulator (and anything else) changes objects in place.
-        self.store.refresh()
+        if not self.simulate:
+            self.store.refresh()
+            return
+        # Every other change went through the store (put, or touch after a
+        # reconcile); the simulator says which objects it changed in place.
+        for key in simulate(self.store, self.clock):
+            self.store.touch(key)
 
     def _report(
         self, rounds: int, before: dict[Key, bytes], after: dict[Key, bytes]

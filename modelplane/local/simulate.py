@@ -355,13 +355,22 @@ def simulate_hydration(store: ObjectStore) -> None:
                 cm["data"] = result.to_data()
 
 
-def simulate(store: ObjectStore, clock: Clock) -> None:
-    """Update, in place, every provider object in the store as its provider would."""
-    for _, obj in store.items():
+def simulate(store: ObjectStore, clock: Clock) -> list[Key]:
+    """Update every provider object in the store as its provider would.
+
+    Returns the keys of the objects changed in place (every Object, Release
+    and cloud managed resource, changed or not); what else it creates or
+    replaces goes through `store.put`.
+    """
+    touched: list[Key] = []
+    for key, obj in store.items():
         group, kind = _group(obj), obj.get("kind")
         if group in OBJECT_GROUPS and kind == "Object":
             _simulate_object(store, obj, clock)
+            touched.append(key)
         elif group in RELEASE_GROUPS and kind == "Release":
             _simulate_release(obj, clock)
-    simulate_cloud(store, clock)
-    simulate_hydration(store)
+            touched.append(key)
+    touched += simulate_cloud(store, clock)
+    simulate_hydration(store)  # changes wrapped manifests of Objects, listed above
+    return touched

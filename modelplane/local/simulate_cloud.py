@@ -357,8 +357,12 @@ def _pool_observations(
     return out
 
 
-def simulate_cloud(store: ObjectStore, clock: Clock) -> None:
-    """Update every cloud managed resource, connection Secret and node observation in place."""
+def simulate_cloud(store: ObjectStore, clock: Clock) -> list[Key]:
+    """Update every cloud managed resource, connection Secret and node observation.
+
+    Managed resources change in place: their keys are returned. Secrets and
+    observations are put into the store.
+    """
     stockouts, drifts = fixtures(store)
     managed = [obj for _, obj in store.items() if is_cloud_managed(obj)]
     for obj in managed:
@@ -376,3 +380,4 @@ def simulate_cloud(store: ObjectStore, clock: Clock) -> None:
             if existing is not None:
                 observed["metadata"] = {**existing["metadata"], **observed["metadata"]}
             store.put(observed)
+    return [Key.of(obj) for obj in managed]
