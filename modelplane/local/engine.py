@@ -1,12 +1,20 @@
 """The embedded control plane: Crossplane's composite reconciler, in-process.
 
 Each round reconciles every composite resource (XR) in the store the way
-Crossplane v2 does: build a RunFunctionRequest (observed XR, its composed
-resources, required resources re-fetched until the requirements stop
-changing), call the function servicer `modelplane function serve` uses, apply
-the desired composed resources, garbage-collect the undesired ones, and write
-the XR's status and conditions. Then it simulates what providers and workload
-clusters would report. Rounds repeat until one changes nothing.
+Crossplane v2 does: call the function with the observed XR, its composed
+resources and the required resources (re-fetched until the requirements stop
+changing), apply the desired composed resources, garbage-collect the
+undesired ones, and write the XR's status and conditions. Then it simulates
+what providers and workload clusters would report. Rounds repeat until one
+changes nothing. An XR none of whose inputs changed (by version) since its
+last call is not called again: the function is pure.
+
+The function is the servicer `modelplane function serve` runs. By default its
+composers are called in-process on read-only dicts, each object frozen once
+per version, exactly as the servicer would decode them from a
+RunFunctionRequest, and their results are copied as a Struct would carry
+them; given a `runner`, every call goes through its gRPC entry point,
+protobuf both ways (tests require both to render the same).
 
 Semantics mirrored from Crossplane v2 (documented where they are a choice):
 - A required resource's namespace is used literally: unset means cluster
