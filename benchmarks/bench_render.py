@@ -5,13 +5,17 @@ InferenceClasses of `bench_scheduler.py`) with 20 and 100 ModelDeployments of
 1–9 replicas, rendered to a fixed point by the embedded control plane, each
 in a fresh process (so peak RSS is that render's own). For each we report the
 wall and CPU time, the rounds, the function calls made and skipped, the time
-spent per phase — decode (protobuf → dicts), encode (dicts → protobuf),
+spent per phase — decode (objects → what composers read: read-only dicts),
+encode (composer results → what the engine applies; protobuf under a runner),
 schedule, compose (composers, scheduling excluded) — and the peak RSS, with
 the CPU time as a ratio of `examples/quickstart` measured in the same run (CPU
 time: the machine may be shared; it is what the render costs on a core of its
-own).
+own). The render's CPU time is the control plane's alone (objects loaded,
+interpreter warm); "CLI CPU" is the whole `modelplane render <folder> -o yaml`
+command (start-up, loading, validation, output), each fleet written to a
+folder first, with its own ratio to the same command on the quickstart.
 
-    .venv/bin/python benchmarks/bench_render.py [--sizes 20x20,200x20,1000x100]
+    .venv/bin/python benchmarks/bench_render.py [--sizes 20x20,200x20,1000x100] [--no-command]
 
 Target: 200 clusters × 20 deployments ≤ 8× the quickstart.
 """
@@ -23,6 +27,7 @@ import json
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -155,6 +160,11 @@ def instrument(phases: Phases) -> None:
     from modelplane.crossplane import convert, servicer
     from modelplane.local import engine
 
+    # In-process calls (the default) read objects through `freeze` and copy
+    # results through `as_json`; calls through a runner use Structs.
+    for name, phase in (("freeze", "decode"), ("as_json", "encode")):
+        if hasattr(engine, name):
+            setattr(engine, name, phases.wrap(phase, getattr(engine, name)))
     engine.dict_to_struct = phases.wrap("encode", engine.dict_to_struct)
     engine.struct_to_dict = phases.wrap("decode", engine.struct_to_dict)
     convert.dict_to_struct = phases.wrap("encode", convert.dict_to_struct)
@@ -201,19 +211,44 @@ def run_one(spec: str) -> dict[str, Any]:
     }
 
 
-def measure(spec: str) -> dict[str, Any]:
-    """Render in a fresh interpreter, so that peak RSS and caches are that render's own."""
+def measure(spec: str, command: bool = True) -> dict[str, Any]:
+    """Render in a fresh interpreter, so that peak RSS and caches are that render's own;
+    then, with `command`, again with the `modelplane render` command, start-up included."""
     out = subprocess.run(
         [sys.executable, __file__, "--one", spec], check=True, capture_output=True, text=True
     )
-    return dict(json.loads(out.stdout))
+    row = dict(json.loads(out.stdout))
+    row["cli_cpu"] = command_cpu(spec) if command else float("nan")
+    return row
+
+
+def command_cpu(spec: str) -> float:
+    """CPU seconds of `modelplane render <folder> -o yaml` for a fleet (written to a folder
+    first) or an example folder: what a user's render costs, start-up and output included."""
+    from modelplane.local.output import dump_yaml
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = ROOT / spec
+        if "x" in spec and spec.replace("x", "").isdigit():
+            n, d = (int(x) for x in spec.split("x"))
+            folder = Path(tmp)
+            (folder / "fleet.yaml").write_text(dump_yaml(fleet(n, d)), encoding="utf-8")
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(
+            [str(Path(sys.executable).parent / "modelplane"), "render", str(folder), "-o", "yaml"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def table(rows: list[dict[str, Any]]) -> Iterator[str]:
     """The results as a fixed-width table, ratios against the first row."""
-    base = rows[0]["cpu"]
+    base, cli = rows[0]["cpu"], rows[0]["cli_cpu"]
     yield (
         f"{'fleet':>20} {'objects':>7} {'replicas':>8} {'wall s':>8} {'CPU s':>7} {'× qs':>6} "
+        f"{'CLI CPU':>7} {'× qs':>6} "
         f"{'rounds':>6} "
         f"{'calls':>6} {'skipped':>7} {'decode':>7} {'encode':>7} {'sched':>7} {'compose':>7} "
         f"{'RSS MiB':>8}"
@@ -222,7 +257,8 @@ def table(rows: list[dict[str, Any]]) -> Iterator[str]:
         p = r["phases"]
         yield (
             f"{r['fleet']:>20} {r['objects']:>7} {r['replicas']:>8} {r['wall']:>8.2f} "
-            f"{r['cpu']:>7.2f} {r['cpu'] / base:>6.1f} {r['rounds']:>6} {r['calls']:>6} "
+            f"{r['cpu']:>7.2f} {r['cpu'] / base:>6.1f} "
+            f"{r['cli_cpu']:>7.2f} {r['cli_cpu'] / cli:>6.1f} {r['rounds']:>6} {r['calls']:>6} "
             f"{r['skipped']:>7} "
             f"{p['decode']:>7.2f} {p['encode']:>7.2f} {p['schedule']:>7.2f} {p['compose']:>7.2f} "
             f"{r['rss_mib']:>8.0f}"
@@ -253,13 +289,19 @@ def main() -> None:
         default="20x20,200x20,1000x20,20x100,200x100,1000x100",
         help="comma-separated CLUSTERSxDEPLOYMENTS fleets",
     )
+    parser.add_argument(
+        "--no-command",
+        action="store_true",
+        help="skip the `modelplane render` command runs (its YAML output is slow on large fleets)",
+    )
     args = parser.parse_args()
     if args.one:
         print(json.dumps(run_one(args.one)))
         return
-    rows = [measure("examples/quickstart")]
+    command = not args.no_command
+    rows = [measure("examples/quickstart", command)]
     for spec in args.sizes.split(","):
-        rows.append(measure(spec))
+        rows.append(measure(spec, command))
         print(f"  {spec}: {rows[-1]['wall']:.1f}s", file=sys.stderr, flush=True)
     print("\n".join(table(rows)))
 

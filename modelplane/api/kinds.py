@@ -306,9 +306,12 @@ KINDS: tuple[Kind, ...] = (
 )
 
 
+_BY_NAME: dict[tuple[str, str], Kind] = {}
+for _k in reversed(KINDS):  # the first of equal names wins, as a scan would find it
+    _BY_NAME[(_k.api_version, _k.kind)] = _k
+del _k
+
+
 def kind_for(api_version: str, kind: str) -> Kind | None:
     """Return the registered kind for an apiVersion/kind pair, if Modelplane owns it."""
-    for k in KINDS:
-        if k.api_version == api_version and k.kind == kind:
-            return k
-    return None
+    return _BY_NAME.get((api_version, kind))

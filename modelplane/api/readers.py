@@ -602,8 +602,17 @@ def read_model_replica(
     labels keeps the deployment's label value (`deployment_is_label`) and has
     its cluster looked up in `clusters_by_label` (label value → cluster name).
     A role without a pool is left out (the replica then names no pool). Never
-    raises.
+    raises. A read-only object is read once (`memoized`) when its spec names
+    its cluster, as `clusters_by_label` then plays no part.
     """
+    if _str(_map(obj.get("spec")).get("clusterName")) is not None:
+        return memoized(obj, "read_model_replica", _read_model_replica)
+    return _read_model_replica(obj, clusters_by_label)
+
+
+def _read_model_replica(
+    obj: Mapping[str, Any], clusters_by_label: Mapping[str, str] | None = None
+) -> ObservedModelReplica | None:
     meta, spec = _map(obj.get("metadata")), _map(obj.get("spec"))
     cluster, deployment, is_label = _identity(meta, spec, clusters_by_label or {})
     if cluster is None or deployment is None:
@@ -620,7 +629,7 @@ def read_model_replica(
         deployment_is_label=is_label,
         ready=is_condition_true(obj, c.CONDITION_READY),
         created=created if isinstance(created, str) else "",
-        roles=_read_roles(spec),
+        roles=memoized(spec, "model_replica_roles", _read_roles),
         endpoint=_str(status.get(_wire(ModelReplicaStatus, "endpoint"))),
         workload_namespace=_str(status.get(_wire(ModelReplicaStatus, "namespace"))),
     )

@@ -147,6 +147,68 @@ DECODE_CACHE = DecodeCache()
 """The process's decode cache, shared by every call `to_input` decodes."""
 
 
+def _number(n: float) -> int | float:
+    # What a Struct does to a number: a double, read back as an int when integral.
+    f = float(n)
+    return int(f) if f.is_integer() else f
+
+
+def _json(v: Any, frozen: bool) -> Any:
+    """`v` as it would come back from a Struct: the round trip without the protobuf."""
+    t = type(v)
+    if t is str or t is bool or v is None:
+        return v
+    if t is dict or t is FrozenDict:
+        fields = {k if type(k) is str else _field(k): _json(x, frozen) for k, x in v.items()}
+        return FrozenDict(fields) if frozen else fields
+    if t is list or t is FrozenList:
+        items = [_json(x, frozen) for x in v]
+        return FrozenList(items) if frozen else items
+    return _other(v, frozen)
+
+
+def _other(v: Any, frozen: bool) -> Any:
+    """`_json` of a number, a subclass of str, dict or list, or a tuple."""
+    if isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, (int, float)):
+        return v if type(v) is int and -_EXACT <= v <= _EXACT else _number(v)
+    if isinstance(v, dict):
+        fields = {_field(k): _json(x, frozen) for k, x in v.items()}
+        return FrozenDict(fields) if frozen else fields
+    if isinstance(v, (list, tuple)):
+        items = [_json(x, frozen) for x in v]
+        return FrozenList(items) if frozen else items
+    raise ValueError(f"Unexpected type {type(v).__name__}")
+
+
+_EXACT = 2**53
+"""Integers a double holds exactly, which a Struct keeps as they are."""
+
+
+def _field(key: Any) -> str:
+    if not isinstance(key, str):
+        raise TypeError(f"a Struct field name must be a string, not {type(key).__name__}")
+    return key
+
+
+def as_json(d: Mapping[str, Any]) -> Resource:
+    """A plain copy of a mapping exactly as `struct_to_dict(dict_to_struct(d))` returns it.
+
+    Numbers become what a Struct's doubles read back as (integral ones as
+    ints), tuples become lists; a value no Struct holds raises ValueError (or
+    TypeError for a field name that is not a string), as encoding it would.
+    The embedded control plane uses it where the function runs in-process,
+    so that its output does not depend on whether protobuf was in between.
+    """
+    return {_field(k): _json(v, False) for k, v in dict(d).items()}
+
+
+def freeze(d: Mapping[str, Any]) -> FrozenDict:
+    """A read-only copy of a mapping exactly as `DecodeCache.decode` of its Struct returns it."""
+    return FrozenDict({_field(k): _json(v, True) for k, v in dict(d).items()})
+
+
 def dict_to_struct(d: Mapping[str, Any]) -> structpb.Struct:
     """Convert a JSON-compatible mapping to a protobuf Struct."""
     s = structpb.Struct()
@@ -262,6 +324,17 @@ def to_response(
         current = struct_to_dict(composite.resource) if composite.HasField("resource") else {}
         status = _deep_merge(current.get("status") or {}, result.status)
         composite.resource.update({"status": status})
+    add_outcome(rsp, result)
+    return rsp
+
+
+def add_outcome(rsp: fnv1.RunFunctionResponse, result: ComposeResult) -> None:
+    """Add everything of `result` but its desired objects to `rsp`.
+
+    That is the composite's readiness, conditions, events (as results) and
+    requirements: what `to_response` encodes besides Structs, shared with the
+    embedded control plane, which takes the desired objects as they are.
+    """
     if result.ready != "Unspecified":
         rsp.desired.composite.ready = _READY_TO_PB[result.ready]
 
@@ -292,4 +365,3 @@ def to_response(
 
     for name, requirement in sorted(result.requirements.items()):
         rsp.requirements.resources[name].CopyFrom(_selector(requirement))
-    return rsp

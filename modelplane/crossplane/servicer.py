@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import datetime
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import crossplane.function.proto.v1.run_function_pb2 as fnv1
 from google.protobuf.message import DecodeError
 
 from modelplane.compose import registry
+from modelplane.compose.types import ComposeInput, ComposeResult, Resource
 from modelplane.crossplane import convert
 
 if TYPE_CHECKING:
@@ -101,36 +103,47 @@ class FunctionRunner:
         """Handle one request synchronously; never raises, whatever the request holds."""
         try:
             composite = convert.observed_composite(req, convert.DECODE_CACHE)
-            api_version, kind, _, _ = _identity(composite)
-        except BadRequestError as exc:
-            return convert.fatal_response(req, f"{exc}: cannot compose it", self.ttl)
         except Exception as exc:  # a request no composite could produce
             return self._failed(req, "cannot read the observed composite", exc)
-        # Looked up through the module so tests can monkeypatch the registry.
-        composer = registry.composer_for(api_version, kind)
-        if composer is None:
-            return convert.fatal_response(
-                req,
-                f"function-modelplane has no composer for {api_version}, Kind={kind}: "
-                "is the Composition pointing at the right function?",
-                self.ttl,
-            )
-        try:
-            result = composer(convert.to_input(req, composite=composite))
-        except Exception as exc:
-            # Composers turn bad input into conditions; an exception here is a
-            # bug. Fail safe: a fatal result keeps every composed resource.
-            return self._failed(req, f"composer for {describe(composite)} failed", exc)
+        result = self.compose(composite, lambda: convert.to_input(req, composite=composite))
         try:
             return convert.to_response(req, result, self.ttl)
         except (TypeError, ValueError) as exc:
-            if self.log_errors:
-                _log().exception("cannot encode composer result", composite=describe(composite))
-            return convert.fatal_response(
-                req,
-                f"composer for {describe(composite)} returned a value that is not JSON: {exc}",
-                self.ttl,
+            return convert.fatal_response(req, self.not_json(composite, exc), self.ttl)
+
+    def compose(self, composite: Resource, read: Callable[[], ComposeInput]) -> ComposeResult:
+        """Run the composer for `composite` on the input `read()` builds; never raises.
+
+        What cannot be composed — a composite without identity, a kind no
+        composer serves, a composer that raises (a bug: composers turn bad
+        input into conditions) — is a fatal result, which keeps every
+        composed resource. The embedded control plane calls this directly,
+        with input it built without protobuf.
+        """
+        try:
+            api_version, kind, _, _ = _identity(composite)
+        except BadRequestError as exc:
+            return ComposeResult(fatal=f"{exc}: cannot compose it")
+        # Looked up through the module so tests can monkeypatch the registry.
+        composer = registry.composer_for(api_version, kind)
+        if composer is None:
+            return ComposeResult(
+                fatal=f"function-modelplane has no composer for {api_version}, Kind={kind}: "
+                "is the Composition pointing at the right function?"
             )
+        try:
+            return composer(read())
+        except Exception as exc:
+            what = f"composer for {describe(composite)} failed"
+            if self.log_errors:
+                _log().exception(what)
+            return ComposeResult(fatal=f"{what}: {type(exc).__name__}: {exc}")
+
+    def not_json(self, composite: Resource, exc: Exception) -> str:
+        """The fatal message for a composer result that cannot be encoded (logged too)."""
+        if self.log_errors:
+            _log().exception("cannot encode composer result", composite=describe(composite))
+        return f"composer for {describe(composite)} returned a value that is not JSON: {exc}"
 
     def _failed(
         self, req: fnv1.RunFunctionRequest, what: str, exc: Exception

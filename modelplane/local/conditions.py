@@ -25,6 +25,7 @@ class Clock:
     def __init__(self, start: datetime.datetime = EPOCH) -> None:
         """Start the clock."""
         self.now = start
+        self._stamped = (start, _rfc3339(start))
 
     def tick(self) -> str:
         """Advance one second and return the new time as an RFC 3339 string."""
@@ -32,8 +33,14 @@ class Clock:
         return self.stamp()
 
     def stamp(self) -> str:
-        """The current time as an RFC 3339 string."""
-        return self.now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        """The current time as an RFC 3339 string (formatted once per tick)."""
+        if self._stamped[0] != self.now:
+            self._stamped = (self.now, _rfc3339(self.now))
+        return self._stamped[1]
+
+
+def _rfc3339(when: datetime.datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def set_condition(

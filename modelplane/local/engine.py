@@ -1,12 +1,20 @@
 """The embedded control plane: Crossplane's composite reconciler, in-process.
 
 Each round reconciles every composite resource (XR) in the store the way
-Crossplane v2 does: build a RunFunctionRequest (observed XR, its composed
-resources, required resources re-fetched until the requirements stop
-changing), call the function servicer `modelplane function serve` uses, apply
-the desired composed resources, garbage-collect the undesired ones, and write
-the XR's status and conditions. Then it simulates what providers and workload
-clusters would report. Rounds repeat until one changes nothing.
+Crossplane v2 does: call the function with the observed XR, its composed
+resources and the required resources (re-fetched until the requirements stop
+changing), apply the desired composed resources, garbage-collect the
+undesired ones, and write the XR's status and conditions. Then it simulates
+what providers and workload clusters would report. Rounds repeat until one
+changes nothing. An XR none of whose inputs changed (by version) since its
+last call is not called again: the function is pure.
+
+The function is the servicer `modelplane function serve` runs. By default its
+composers are called in-process on read-only dicts, each object frozen once
+per version, exactly as the servicer would decode them from a
+RunFunctionRequest, and their results are copied as a Struct would carry
+them; given a `runner`, every call goes through its gRPC entry point,
+protobuf both ways (tests require both to render the same).
 
 Semantics mirrored from Crossplane v2 (documented where they are a choice):
 - A required resource's namespace is used literally: unset means cluster
@@ -35,9 +43,17 @@ import crossplane.function.proto.v1.run_function_pb2 as fnv1
 from google.protobuf import struct_pb2 as structpb
 
 from modelplane.api import constants as c
+from modelplane.api.frozen import FrozenDict
 from modelplane.api.objects import is_condition_true
+from modelplane.compose.types import ComposeInput, ComposeResult, Resource
 from modelplane.crossplane import FunctionRunner
-from modelplane.crossplane.convert import dict_to_struct, struct_to_dict
+from modelplane.crossplane.convert import (
+    add_outcome,
+    as_json,
+    dict_to_struct,
+    freeze,
+    struct_to_dict,
+)
 from modelplane.local.conditions import Clock, set_condition
 from modelplane.local.deletion import UNDESIRED, Collector, Wave
 from modelplane.local.loader import is_composite, scope_of
@@ -123,6 +139,65 @@ class Fetch(NamedTuple):
     found: tuple[Version, ...]
 
 
+Fetched = list[tuple[Fetch, list[Obj]]]
+"""What one iteration fetched for the next call: each requirement and its objects."""
+
+
+class Reply(NamedTuple):
+    """A function's answer, its desired objects as dicts of the caller's own.
+
+    `rsp` holds the rest (results, conditions, requirements, the composite's
+    readiness); its desired objects are not read.
+    """
+
+    rsp: fnv1.RunFunctionResponse
+    resources: dict[str, tuple[Obj, bool | None]]
+    """Desired composed resources by name, each with the function's readiness."""
+    status: dict[str, Any]
+    """The desired composite's status."""
+
+
+def decoded(rsp: fnv1.RunFunctionResponse) -> Reply:
+    """A response from the servicer, its desired objects decoded."""
+    resources = {
+        name: (struct_to_dict(entry.resource), _READY_FROM_PB.get(entry.ready))
+        for name, entry in sorted(rsp.desired.resources.items())
+    }
+    desired_xr = struct_to_dict(rsp.desired.composite.resource)
+    return Reply(rsp, resources, dict(desired_xr.get("status") or {}))
+
+
+_READY_FROM_RESULT: dict[str, bool] = {"True": True, "False": False}
+
+
+def reply_of(runner: FunctionRunner, composite: Resource, result: ComposeResult) -> Reply:
+    """A composer's result as the servicer would answer it, without protobuf Structs.
+
+    The desired objects are copied exactly as a Struct would carry them
+    (`convert.as_json`); a result no Struct could carry is fatal, as it is
+    in `FunctionRunner.run`.
+    """
+    rsp = fnv1.RunFunctionResponse()
+    if result.fatal is None:
+        try:
+            resources = {
+                name: (as_json(d.resource), _READY_FROM_RESULT.get(d.ready))
+                for name, d in sorted(result.desired.items())
+            }
+            status = as_json({"status": dict(result.status)})["status"] if result.status else {}
+        except (TypeError, ValueError) as exc:
+            result = ComposeResult(fatal=runner.not_json(composite, exc))
+        else:
+            add_outcome(rsp, result)
+            return Reply(rsp, resources, status)
+    rsp.results.append(
+        fnv1.Result(
+            severity=fnv1.SEVERITY_FATAL, message=result.fatal, target=fnv1.TARGET_COMPOSITE
+        )
+    )
+    return Reply(rsp, {}, {})
+
+
 @dataclass(frozen=True)
 class Inputs:
     """Everything one function call for an XR saw, by version."""
@@ -194,9 +269,14 @@ class ControlPlane:
         (uid, creationTimestamp, generation) unless they carry their own.
         """
         self.simulate = simulate
-        # The same servicer `function serve` runs; its error log would only
-        # land on stdout here, and the fatal result names the exception anyway.
-        self.runner = runner or FunctionRunner(log_errors=False)
+        # With a `runner`, every call goes through its gRPC entry point
+        # (protobuf both ways); without one, the composers are called
+        # in-process on dicts, through the servicer's own dispatch. Its error
+        # log would only land on stdout here, and the fatal result names the
+        # exception anyway.
+        self.runner = runner
+        self._composer = FunctionRunner(log_errors=False)
+        self._read: dict[Key, tuple[int, FrozenDict]] = {}
         self.clock = Clock()
         self.store = ObjectStore()
         self.collector = Collector(self.store)
@@ -281,10 +361,13 @@ class ControlPlane:
                 self._reconcile(key)
         # Deletions a Usage held back go once their users are gone (replayDeletion).
         self.collector.collect(self.round)
-        if self.simulate:
-            simulate(self.store, self.clock)
-        # The simulator (and anything else) changes objects in place.
-        self.store.refresh()
+        if not self.simulate:
+            self.store.refresh()
+            return
+        # Every other change went through the store (put, delete, or touch after
+        # a reconcile); the simulator says which objects it changed in place.
+        for key in simulate(self.store, self.clock):
+            self.store.touch(key)
 
     def _report(
         self, rounds: int, before: dict[Key, bytes], after: dict[Key, bytes]
@@ -340,6 +423,21 @@ class ControlPlane:
             self._structs[key] = (version, encoded)
         return encoded
 
+    def _frozen(self, obj: Obj) -> FrozenDict:
+        """The object as the function would decode its Struct (`_struct`), built once
+        per version: read-only, with its version as `metadata.resourceVersion`."""
+        key = Key.of(obj)
+        version = self.store.version(key)
+        cached = self._read.get(key)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        if version is None:
+            return freeze(obj)
+        meta = {**(obj.get("metadata") or {}), "resourceVersion": str(version)}
+        frozen = freeze({**obj, "metadata": meta})
+        self._read[key] = (version, frozen)
+        return frozen
+
     def _version(self, obj: Obj) -> Version:
         key = Key.of(obj)
         return key, self.store.version(key)
@@ -376,50 +474,46 @@ class ControlPlane:
         version = self.store.version
         return tuple((key, version(key)) for key, _ in found)
 
-    def _require(
-        self, req: fnv1.RunFunctionRequest, requirements: fnv1.Requirements
-    ) -> tuple[Fetch, ...]:
-        """Fetch what the function asked for into `req`, like Crossplane (anew each time)."""
-        req.required_resources.clear()
-        req.extra_resources.clear()
-        fetches: list[Fetch] = []
-        for field_name, target, wanted in (
-            ("required", req.required_resources, requirements.resources),
-            ("extra", req.extra_resources, requirements.extra_resources),
+    def _require(self, requirements: fnv1.Requirements) -> Fetched:
+        """Fetch what the function asked for, like Crossplane (anew each time)."""
+        fetches: list[tuple[Fetch, list[Obj]]] = []
+        for field_name, wanted in (
+            ("required", requirements.resources),
+            ("extra", requirements.extra_resources),
         ):
             for name, selector in sorted(wanted.items()):
-                items = target[name].items
                 found = self._fetch(selector)
-                for _, obj in found:
-                    items.add().resource.CopyFrom(self._struct(obj))
                 kept = fnv1.ResourceSelector()
                 kept.CopyFrom(selector)
-                fetches.append(Fetch(field_name, name, kept, self._versions(found)))
-        return tuple(fetches)
+                fetch = Fetch(field_name, name, kept, self._versions(found))
+                fetches.append((fetch, [obj for _, obj in found]))
+        return fetches
 
     def _call(
         self, xr: Obj, observed: Mapping[str, Obj]
-    ) -> tuple[fnv1.RunFunctionResponse | None, str, tuple[tuple[Fetch, ...], ...]]:
+    ) -> tuple[Reply | None, str, tuple[tuple[Fetch, ...], ...]]:
         """Call the function until its requirements stabilize, like Crossplane.
 
         Also returns what each iteration fetched, by version.
         """
-        req = self._request(xr, observed)
+        ask = self._asker(xr, observed)
         previous: fnv1.Requirements | None = None
         fetched: list[tuple[Fetch, ...]] = []
+        required: Fetched = []
         for _ in range(MAX_REQUIREMENTS_ITERATIONS):
             self.calls += 1
-            rsp = self._run_function(req)
+            reply = ask(required)
+            rsp = reply.rsp
             if any(r.severity == fnv1.SEVERITY_FATAL for r in rsp.results):
-                return rsp, "", tuple(fetched)
+                return reply, "", tuple(fetched)
             if previous is not None and rsp.requirements == previous:
-                return rsp, "", tuple(fetched)
+                return reply, "", tuple(fetched)
             previous = fnv1.Requirements()
             previous.CopyFrom(rsp.requirements)
             if not rsp.requirements.resources and not rsp.requirements.extra_resources:
-                return rsp, "", tuple(fetched)
-            fetched.append(self._require(req, rsp.requirements))
-            req.context.CopyFrom(rsp.context)
+                return reply, "", tuple(fetched)
+            required = self._require(rsp.requirements)
+            fetched.append(tuple(fetch for fetch, _ in required))
         return (
             None,
             (
@@ -429,14 +523,61 @@ class ControlPlane:
             tuple(fetched),
         )
 
-    def _run_function(self, req: fnv1.RunFunctionRequest) -> fnv1.RunFunctionResponse:
+    def _asker(self, xr: Obj, observed: Mapping[str, Obj]) -> Callable[[Fetched], Reply]:
+        """How to call the function for `xr`: given what was fetched, its reply."""
+        if self.runner is None:
+            return self._in_process(xr, observed)
+        runner = self.runner
+        req = self._request(xr, observed)
+
+        def over_grpc(required: Fetched) -> Reply:
+            self._fill(req, required)
+            rsp = self._run_function(runner, req)
+            req.context.CopyFrom(rsp.context)
+            return decoded(rsp)
+
+        return over_grpc
+
+    def _fill(self, req: fnv1.RunFunctionRequest, required: Fetched) -> None:
+        """Put what was fetched into the request's required (or extra) resources."""
+        req.required_resources.clear()
+        req.extra_resources.clear()
+        for fetch, objs in required:
+            target = req.required_resources if fetch.field == "required" else req.extra_resources
+            items = target[fetch.name].items
+            for obj in objs:
+                items.add().resource.CopyFrom(self._struct(obj))
+
+    def _in_process(self, xr: Obj, observed: Mapping[str, Obj]) -> Callable[[Fetched], Reply]:
+        """Call the composer directly on read-only dicts: what the servicer would
+        decode from the request `_request` builds, without building it."""
+        runner = self._composer
+        composite = self._frozen(xr)
+        seen = {name: self._frozen(obj) for name, obj in sorted(observed.items())}
+
+        def in_process(required: Fetched) -> Reply:
+            got: dict[str, list[Resource]] = {}
+            # As `convert.to_input`: the required map first, then the
+            # deprecated extra one for names the first lacks.
+            for field_name in ("required", "extra"):
+                for fetch, objs in required:
+                    if fetch.field == field_name and fetch.name not in got:
+                        got[fetch.name] = [self._frozen(o) for o in objs]
+            inp = ComposeInput(composite=composite, observed=seen, required=got)
+            return reply_of(runner, composite, runner.compose(composite, lambda: inp))
+
+        return in_process
+
+    def _run_function(
+        self, runner: FunctionRunner, req: fnv1.RunFunctionRequest
+    ) -> fnv1.RunFunctionResponse:
         """Call the servicer's gRPC entry point, `RunFunction`, in-process.
 
         Without a worker pool the coroutine finishes without ever waiting, so
         it is driven to its end directly rather than by an event loop (asyncio
         alone would add a noticeable share of a small render's start-up).
         """
-        call = self.runner.RunFunction(req, None)
+        call = runner.RunFunction(req, None)
         try:
             call.send(None)
         except StopIteration as done:
@@ -498,15 +639,16 @@ class ControlPlane:
         key: Key,
         xr: Obj,
         observed: Mapping[str, Obj],
-        rsp: fnv1.RunFunctionResponse | None,
+        reply: Reply | None,
         error: str,
     ) -> None:
         """Apply one response (or a failure to get one) to the XR and its composed resources."""
         events: list[Event] = []
-        if rsp is None:
+        if reply is None:
             self._fail(xr, f"cannot compose resources: {error}", events, seen=set())
             self.events[key] = events
             return
+        rsp = reply.rsp
         fatal = [r for r in rsp.results if r.severity == fnv1.SEVERITY_FATAL]
         for r in rsp.results:
             if r.severity in (fnv1.SEVERITY_WARNING, fnv1.SEVERITY_NORMAL):
@@ -522,13 +664,12 @@ class ControlPlane:
             self.events[key] = events
             return
 
-        applied, errors = self._apply(xr, rsp, observed)
+        applied, errors = self._apply(xr, reply.resources, observed)
         for name, obj in observed.items():
-            if name not in rsp.desired.resources:
+            if name not in reply.resources:
                 self._delete(obj)
 
-        desired_xr = struct_to_dict(rsp.desired.composite.resource)
-        status = dict(desired_xr.get("status") or {})
+        status = dict(reply.status)
         status.pop("conditions", None)
         conditions = (xr.get("status") or {}).get("conditions") or []
         xr["status"] = {**status, "conditions": conditions}
@@ -617,14 +758,19 @@ class ControlPlane:
     # -- applying composed resources -------------------------------------
 
     def _apply(
-        self, xr: Obj, rsp: fnv1.RunFunctionResponse, observed: Mapping[str, Obj]
+        self,
+        xr: Obj,
+        resources: Mapping[str, tuple[Obj, bool | None]],
+        observed: Mapping[str, Obj],
     ) -> tuple[dict[str, tuple[Obj, bool | None]], list[str]]:
-        """Apply desired composed resources; returns {name: (object, function readiness)}."""
+        """Apply desired composed resources; returns {name: (object, function readiness)}.
+
+        The desired objects are the reply's own and are taken as they are.
+        """
         applied: dict[str, tuple[Obj, bool | None]] = {}
         errors: list[str] = []
         xm = xr["metadata"]
-        for name, entry in sorted(rsp.desired.resources.items()):
-            desired = struct_to_dict(entry.resource)
+        for name, (desired, ready) in sorted(resources.items()):
             desired.pop("status", None)
             if not desired.get("apiVersion") or not desired.get("kind"):
                 errors.append(f"composed resource {name!r} has no apiVersion/kind")
@@ -673,7 +819,7 @@ class ControlPlane:
             obj = self._merge(existing, desired)
             self.store.put(obj)
             self.collector.applied(key)
-            applied[name] = (obj, _READY_FROM_PB.get(entry.ready))
+            applied[name] = (obj, ready)
             self.readiness[Key.of(obj)] = applied[name][1]
         return applied, errors
 

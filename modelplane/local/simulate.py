@@ -13,7 +13,6 @@ an unchanged object changes nothing.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -24,7 +23,7 @@ from modelplane.local.conditions import Clock, set_condition
 from modelplane.local.gateway_sim import GATEWAY_STATUS
 from modelplane.local.loader import scope_of
 from modelplane.local.simulate_cloud import simulate_cloud, stuck_replicas
-from modelplane.local.store import Key, Obj, ObjectStore
+from modelplane.local.store import Key, Obj, ObjectStore, json_copy
 
 OBJECT_GROUPS = ("kubernetes.m.crossplane.io", "kubernetes.crossplane.io")
 RELEASE_GROUPS = ("helm.m.crossplane.io", "helm.crossplane.io")
@@ -159,7 +158,7 @@ def observed_manifest(manifest: Obj, at: str, stuck: frozenset[str] = frozenset(
     A workload of a replica in `stuck` (pod label values an `unschedulable`
     render fixture names) stays unavailable: its pods never get a node.
     """
-    out = copy.deepcopy(manifest)
+    out = json_copy(manifest)
     meta = out.setdefault("metadata", {})
     if scope_of(out) == "Namespaced" and not meta.get("namespace"):
         meta["namespace"] = "default"
@@ -373,14 +372,23 @@ def simulate_hydration(store: ObjectStore) -> None:
                 cm["data"] = result.to_data()
 
 
-def simulate(store: ObjectStore, clock: Clock) -> None:
-    """Update, in place, every provider object in the store as its provider would."""
+def simulate(store: ObjectStore, clock: Clock) -> list[Key]:
+    """Update every provider object in the store as its provider would.
+
+    Returns the keys of the objects changed in place (every Object, Release
+    and cloud managed resource, changed or not); what else it creates or
+    replaces goes through `store.put`.
+    """
     stuck = stuck_replicas(store)
-    for _, obj in store.items():
+    touched: list[Key] = []
+    for key, obj in store.items():
         group, kind = _group(obj), obj.get("kind")
         if group in OBJECT_GROUPS and kind == "Object":
             _simulate_object(store, obj, clock, stuck)
+            touched.append(key)
         elif group in RELEASE_GROUPS and kind == "Release":
             _simulate_release(obj, clock)
-    simulate_cloud(store, clock)
-    simulate_hydration(store)
+            touched.append(key)
+    touched += simulate_cloud(store, clock)
+    simulate_hydration(store)  # changes wrapped manifests of Objects, listed above
+    return touched

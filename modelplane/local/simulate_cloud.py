@@ -493,12 +493,19 @@ def _simulate_inventory(store: ObjectStore, obj: Obj, managed: list[Obj], found:
     live["data"] = summarize(nodes, slices, pods, now, 0).to_data()
 
 
-def simulate_cloud(store: ObjectStore, clock: Clock) -> None:
-    """Update every cloud managed resource, connection Secret and observed inventory in place."""
+def simulate_cloud(store: ObjectStore, clock: Clock) -> list[Key]:
+    """Update every cloud managed resource, connection Secret and observed inventory.
+
+    Managed resources and inventory Objects change in place: their keys are
+    returned. Secrets are put into the store.
+    """
     found = fixtures(store)
     managed = [obj for _, obj in store.items() if is_cloud_managed(obj)]
     for obj in managed:
         simulate_managed(store, obj, clock, found.stockouts)
-    for _, obj in store.items():
+    touched = [Key.of(obj) for obj in managed]
+    for key, obj in store.items():
         if _is_inventory(obj):
             _simulate_inventory(store, obj, managed, found)
+            touched.append(key)
+    return touched

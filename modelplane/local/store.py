@@ -7,7 +7,8 @@ import copy
 import hashlib
 import itertools
 import json
-from collections.abc import Iterator, Mapping
+import marshal
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 Obj = dict[str, Any]
@@ -91,13 +92,37 @@ def fingerprint(obj: Mapping[str, Any]) -> bytes:
     return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
+def quick_digest(obj: Obj) -> bytes | None:
+    """A digest of the object's exact serialization, or None when marshal cannot write it.
+
+    Equal digests mean equal content, but equal content may differ in key
+    order (and so digest): a cheap first test of "unchanged", never the
+    last word. Version 2 of marshal shares no references, so the bytes
+    depend on the content alone, not on what else holds the same strings.
+    """
+    try:
+        data = marshal.dumps(obj, 2)
+    except ValueError:  # a dict or list subclass, or a value JSON turns into a string
+        return None
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def json_copy(obj: Obj) -> Obj:
+    """A deep copy of a JSON object: marshal's round trip (done in C), else deepcopy."""
+    try:
+        return dict(marshal.loads(marshal.dumps(obj, 2)))
+    except ValueError:  # a container subclass, or a value JSON turns into a string
+        return copy.deepcopy(obj)
+
+
 class ObjectStore:
     """Objects by key; iteration is always in sorted key order, for determinism.
 
-    Objects are indexed by Crossplane's composite label and by kind so that
-    finding an XR's composed resources or listing a kind does not scan the
-    store. Labels must only change through `put` (replace the object), never
-    by mutating a stored object.
+    Objects are indexed by kind and by label so that finding an XR's composed
+    resources, listing a kind or selecting by labels does not scan the store.
+    The index holds a copy of each object's labels, taken on `put` and
+    renewed by `touch`/`refresh`, so a label changed in place is indexed once
+    the change is noted.
 
     Every object has a version, a number that changes exactly when its content
     does (like Kubernetes' resourceVersion, but content-based: putting an equal
@@ -108,11 +133,15 @@ class ObjectStore:
     def __init__(self, objects: Mapping[Key, Obj] | None = None) -> None:
         """Create a store, optionally from a mapping of key to object."""
         self._objects: dict[Key, Obj] = {}
+        self._labels: dict[Key, dict[str, str]] = {}
         self._by_composite: dict[str, set[Key]] = {}
         self._by_owner: dict[str, set[Key]] = {}
+        self._owners: dict[Key, frozenset[str]] = {}
+        self._by_label: dict[tuple[str, str, str, str], set[Key]] = {}
         self._by_kind: dict[tuple[str, str], set[Key]] = {}
         self._sorted: dict[tuple[str, str], tuple[Key, ...]] = {}
         self._fingerprints: dict[Key, bytes] = {}
+        self._quick: dict[Key, bytes | None] = {}
         self._versions: dict[Key, int] = {}
         for obj in (objects or {}).values():
             self.put(obj)
@@ -133,41 +162,76 @@ class ObjectStore:
     def put(self, obj: Obj) -> Key:
         """Insert or replace an object; returns its key."""
         key = Key.of(obj)
-        digest = fingerprint(obj)
         old = self._objects.get(key)
         if old is None:
             self._by_kind.setdefault(key[:2], set()).add(key)
             self._sorted.pop(key[:2], None)
-        else:
-            self._unlabel(key, old)
         self._objects[key] = obj
-        owner = labels_of(obj).get(COMPOSITE_LABEL)
-        if owner is not None:
-            self._by_composite.setdefault(owner, set()).add(key)
-        for name in _owner_names(obj):
-            self._by_owner.setdefault(name, set()).add(key)
-        if old is None or self._fingerprints.get(key) != digest:
-            self._fingerprints[key] = digest
+        self._index(key, obj)
+        if self._note(key, obj) or old is None:
             self._bump(key)
         return key
+
+    def _note(self, key: Key, obj: Obj) -> bool:
+        """Record the object's content; returns whether it differs from the last recorded.
+
+        The exact serialization (`quick_digest`) is several times cheaper than
+        the fingerprint; equal exact serializations mean equal content, so the
+        fingerprint is only computed again when it differs.
+        """
+        quick = quick_digest(obj)
+        if quick is not None and self._quick.get(key) == quick:
+            return False
+        self._quick[key] = quick
+        digest = fingerprint(obj)
+        if self._fingerprints.get(key) == digest:
+            return False
+        self._fingerprints[key] = digest
+        return True
 
     def delete(self, key: Key) -> None:
         """Remove an object if present."""
         old = self._objects.pop(key, None)
         if old is None:
             return
-        self._unlabel(key, old)
+        self._unindex(key)
+        self._index_owners(key, frozenset())
+        self._owners.pop(key, None)
         self._by_kind.get(key[:2], set()).discard(key)
         self._sorted.pop(key[:2], None)
         self._fingerprints.pop(key, None)
+        self._quick.pop(key, None)
         self._versions.pop(key, None)
 
-    def _unlabel(self, key: Key, old: Obj) -> None:
-        owner = labels_of(old).get(COMPOSITE_LABEL)
-        if owner is not None:
-            self._by_composite.get(owner, set()).discard(key)
-        for name in _owner_names(old):
+    def _index(self, key: Key, obj: Obj) -> None:
+        """Index the object's owners and labels, unless they are those indexed already."""
+        self._index_owners(key, frozenset(_owner_names(obj)))
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        if self._labels.get(key) == labels:
+            return
+        self._unindex(key)
+        self._labels[key] = dict(labels)
+        for k, v in labels.items():
+            self._by_label.setdefault((key[0], key[1], k, v), set()).add(key)
+        if COMPOSITE_LABEL in labels:
+            self._by_composite.setdefault(labels[COMPOSITE_LABEL], set()).add(key)
+
+    def _index_owners(self, key: Key, names: frozenset[str]) -> None:
+        old = self._owners.get(key, frozenset())
+        if names == old:
+            return
+        for name in old - names:
             self._by_owner.get(name, set()).discard(key)
+        for name in names - old:
+            self._by_owner.setdefault(name, set()).add(key)
+        self._owners[key] = names
+
+    def _unindex(self, key: Key) -> None:
+        old = self._labels.pop(key, {})
+        for k, v in old.items():
+            self._by_label.get((key[0], key[1], k, v), set()).discard(key)
+        if COMPOSITE_LABEL in old:
+            self._by_composite.get(old[COMPOSITE_LABEL], set()).discard(key)
 
     def _bump(self, key: Key) -> None:
         self._versions[key] = next(_VERSIONS)
@@ -181,10 +245,9 @@ class ObjectStore:
         obj = self._objects.get(key)
         if obj is None:
             return False
-        digest = fingerprint(obj)
-        if self._fingerprints.get(key) == digest:
+        self._index(key, obj)
+        if not self._note(key, obj):
             return False
-        self._fingerprints[key] = digest
         self._bump(key)
         return True
 
@@ -234,17 +297,24 @@ class ObjectStore:
         labels: Mapping[str, str] | None = None,
     ) -> builtins.list[tuple[Key, Obj]]:
         """Like `list`, with each object's key."""
-        out = []
-        for key in self._kind_keys((api_version, kind)):
-            if namespace is not None and key.namespace != namespace:
-                continue
-            obj = self._objects[key]
-            if labels:
-                have = labels_of(obj)
-                if any(have.get(k) != v for k, v in labels.items()):
-                    continue
-            out.append((key, obj))
-        return out
+        keys: Iterable[Key] = (
+            self._labelled(api_version, kind, labels)
+            if labels
+            else self._kind_keys((api_version, kind))
+        )
+        return [
+            (key, self._objects[key])
+            for key in keys
+            if namespace is None or key.namespace == namespace
+        ]
+
+    def _labelled(
+        self, api_version: str, kind: str, labels: Mapping[str, str]
+    ) -> builtins.list[Key]:
+        """Keys of a kind carrying every given label, in key order, from the label index."""
+        sets = [self._by_label.get((api_version, kind, k, v), set()) for k, v in labels.items()]
+        sets.sort(key=len)
+        return sorted(sets[0].intersection(*sets[1:]))
 
     def _kind_keys(self, kind: tuple[str, str]) -> tuple[Key, ...]:
         keys = self._sorted.get(kind)

@@ -20,6 +20,7 @@ from modelplane.api.readers import (
     read_model_replica,
 )
 from modelplane.api.reasons import UnknownReason
+from modelplane.crossplane.convert import freeze
 
 GPU = {"name": "gpu", "driver": "gpu.nvidia.com", "deviceClassName": "gpu.nvidia.com"}
 ENGINE = {"spec": {"containers": [{"name": "engine", "image": "x"}]}}
@@ -320,3 +321,29 @@ def test_unschedulable_replicas_are_read_by_name_and_malformed_entries_skipped()
         ),
         "llama-1": StuckReplica("llama-1", None, 1, "", ""),
     }
+
+
+def test_a_read_only_replica_is_read_once_and_a_label_lookup_every_time() -> None:
+    role = {"nodePoolName": "l4", "deviceRequests": [{"deviceClassName": "gpu.nvidia.com"}]}
+    frozen = freeze(_replica(role))
+    first = read_model_replica(frozen)
+    assert first is not None and read_model_replica(frozen, {"x": "y"}) is first
+    plain = _replica(role)
+    assert read_model_replica(plain) == first and read_model_replica(plain) is not first
+    # Known by labels alone, the cluster depends on the lookup passed in: never remembered.
+    by_label = freeze(
+        {
+            "metadata": {
+                "name": "r",
+                "namespace": "ns",
+                "labels": {c.LABEL_CLUSTER: "short", c.LABEL_DEPLOYMENT: "d"},
+            },
+            "spec": role,
+        }
+    )
+    a, b = (
+        read_model_replica(by_label, {"short": "a"}),
+        read_model_replica(by_label, {"short": "b"}),
+    )
+    assert a is not None and b is not None and (a.cluster, b.cluster) == ("a", "b")
+    assert len(a.roles) == 1 and a.roles is b.roles  # the spec's reading is the object's own

@@ -12,7 +12,14 @@ from modelplane.api.frozen import FrozenDict, FrozenList, thaw
 from modelplane.compose import registry
 from modelplane.compose.types import ComposeInput, ComposeResult
 from modelplane.crossplane import FunctionRunner
-from modelplane.crossplane.convert import DecodeCache, dict_to_struct, struct_to_dict, to_input
+from modelplane.crossplane.convert import (
+    DecodeCache,
+    as_json,
+    dict_to_struct,
+    freeze,
+    struct_to_dict,
+    to_input,
+)
 
 XR = {
     "apiVersion": "test.modelplane.ai/v1alpha1",
@@ -207,3 +214,39 @@ def test_a_cached_object_is_read_once_per_version(monkeypatch: pytest.MonkeyPatc
     readers.read_inference_cluster(plain)
     readers.read_inference_cluster(plain)
     assert reads == ["a", "a", "a", "a"]  # versions 1 and 2 once each; a plain dict every time
+
+
+JSON_VALUES: list[Any] = [
+    {"replicas": 3, "ratio": 0.5, "whole": 2.0, "big": 2**60, "neg": -(2**53)},
+    {"flags": [True, False, None], "nested": {"a": ({"b": "c"}, 1.5)}},
+    {"empty": {}, "list": [], "text": "ü", "zero": 0, "negzero": -0.0},
+    {"frozen": FrozenDict({"x": FrozenList([1, 2.0])})},
+]
+
+
+@pytest.mark.parametrize("value", JSON_VALUES)
+def test_as_json_and_freeze_are_the_struct_round_trip(value: dict[str, Any]) -> None:
+    # The embedded control plane skips protobuf; what composers see and what
+    # it applies must be exactly what a Struct would have carried.
+    through = struct_to_dict(dict_to_struct(value))
+    plain = as_json(value)
+    assert typed(plain) == typed(through)  # ints stay ints, tuples become lists, everywhere
+    frozen = freeze(value)
+    assert isinstance(frozen, FrozenDict) and typed(thaw(frozen)) == typed(through)
+
+
+def typed(v: Any) -> Any:
+    """A value with the exact type of every part spelled out (1 and 1.0 differ)."""
+    if isinstance(v, dict):
+        return (type(v).__name__, sorted((k, typed(x)) for k, x in v.items()))
+    if isinstance(v, list):
+        return (type(v).__name__, [typed(x) for x in v])
+    return (type(v).__name__, repr(v))
+
+
+@pytest.mark.parametrize("value", [{"s": {1, 2}}, {"o": object()}, {"d": {1: "x"}}])
+def test_what_no_struct_holds_is_refused_like_encoding_it(value: dict[str, Any]) -> None:
+    with pytest.raises((TypeError, ValueError)):
+        dict_to_struct(value)
+    with pytest.raises((TypeError, ValueError)):
+        as_json(value)

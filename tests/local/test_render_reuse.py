@@ -6,10 +6,16 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from modelplane.api.frozen import FrozenDict
+from modelplane.compose.types import ComposeResult, DesiredResource
+from modelplane.crossplane import FunctionRunner
 from modelplane.local import ControlPlane, Key, load_paths
 from modelplane.local.engine import Inputs
 from modelplane.local.output import dump_yaml
 from modelplane.local.store import ObjectStore
+from tests.local.conftest import TEST_API
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
 
@@ -106,3 +112,122 @@ def test_versions_are_unique_across_stores() -> None:
     a, b = ObjectStore(), ObjectStore()
     ka, kb = a.put(configmap("a", x="1")), b.put(configmap("a", x="2"))
     assert ka == kb and a.version(ka) != b.version(kb)
+
+
+def test_labels_are_selected_from_an_index_that_follows_in_place_edits() -> None:
+    store = ObjectStore()
+    for name, region in (("b", "eu"), ("a", "eu"), ("c", "us")):
+        cm = configmap(name)
+        cm["metadata"]["labels"] = {"region": region, "tier": "gold"}
+        store.put(cm)
+
+    def names(**labels: str) -> list[str]:
+        return [o["metadata"]["name"] for o in store.list("v1", "ConfigMap", None, labels)]
+
+    assert names(region="eu") == ["a", "b"] and names(region="eu", tier="gold") == ["a", "b"]
+    assert names(region="mars") == [] and names(tier="gold") == ["a", "b", "c"]
+    moved = store.get(Key("v1", "ConfigMap", "default", "a"))
+    assert moved is not None
+    moved["metadata"]["labels"]["region"] = "us"  # in place: indexed once noted
+    store.refresh()
+    assert names(region="eu") == ["b"] and names(region="us") == ["a", "c"]
+    store.delete(Key("v1", "ConfigMap", "default", "c"))
+    assert names(region="us") == ["a"]
+
+
+EXAMPLES = QUICKSTART.parent
+
+
+@pytest.mark.parametrize(
+    "example",
+    [
+        "quickstart",
+        "operations/rolling",
+        "caches/huggingface",
+        "routing",
+        "missing-cache",
+        "clusters",
+    ],
+)
+def test_in_process_calls_render_what_the_grpc_entry_point_renders(example: str) -> None:
+    # Without a runner the composers are called on dicts; with one, every call
+    # is a RunFunctionRequest through the servicer, protobuf both ways.
+    objects = load_paths([str(EXAMPLES / example)])
+    direct = ControlPlane(copy.deepcopy(objects)).run()
+    wire = ControlPlane(copy.deepcopy(objects), runner=FunctionRunner(log_errors=False)).run()
+    assert dump_yaml(direct.store.objects()) == dump_yaml(wire.store.objects())
+    assert direct.events == wire.events and direct.rounds == wire.rounds
+    assert direct.readiness == wire.readiness
+
+
+def test_a_result_no_struct_holds_is_fatal_in_process_too(install: Any) -> None:
+    widget = {
+        "apiVersion": TEST_API,
+        "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "default"},
+        "spec": {},
+    }
+    bad = {**configmap("x"), "data": {"set": {1, 2}}}
+    install({"Widget": lambda inp: ComposeResult(desired={"cm": DesiredResource(bad)})})
+    results = [
+        ControlPlane([copy.deepcopy(widget)], runner=runner).run()
+        for runner in (None, FunctionRunner(log_errors=False))
+    ]
+    synced = [
+        next(
+            c
+            for c in (r.get(TEST_API, "Widget", "w", "default") or {})["status"]["conditions"]
+            if c["type"] == "Synced"
+        )
+        for r in results
+    ]
+    for cond in synced:
+        assert cond["status"] == "False" and cond["reason"] == "ReconcileError"
+        assert "Widget default/w returned a value that is not JSON" in cond["message"]
+    assert [len(r.composed_of(r.composites()[0])) for r in results] == [0, 0]
+
+
+def test_a_reordered_or_unmarshallable_object_is_versioned_by_content() -> None:
+    store = ObjectStore()
+    key = store.put(configmap("a", x="1", y="2"))
+    v1 = store.version(key)
+    # Equal content in another key order: the quick digest differs, the content does not.
+    cm = configmap("a")
+    reordered = {"data": {"y": "2", "x": "1"}, "metadata": cm["metadata"], "kind": "ConfigMap"}
+    reordered["apiVersion"] = "v1"
+    store.put(reordered)
+    assert store.version(key) == v1
+    # Marshal refuses dict subclasses: the content fingerprint alone decides.
+    store.put({**configmap("a"), "data": FrozenDict({"x": "1", "y": "2"})})
+    assert store.version(key) == v1
+    store.put({**configmap("a"), "data": FrozenDict({"x": "1", "y": "3"})})
+    assert store.version(key) != v1
+
+
+class CheckEveryRound(ControlPlane):
+    """The engine, checking after each round that no in-place change went unnoticed."""
+
+    missed: list[Key]
+
+    def _round(self) -> None:
+        super()._round()
+        self.missed = getattr(self, "missed", []) + self.store.refresh()
+
+
+@pytest.mark.parametrize(
+    "example", ["quickstart", "clusters", "caches/huggingface", "operations/unschedulable"]
+)
+def test_every_change_of_a_round_is_noted_without_digesting_the_whole_store(example: str) -> None:
+    # Only objects the simulator changed in place are digested again after it;
+    # a full refresh after every round must find nothing more.
+    plane = CheckEveryRound(load_paths([str(EXAMPLES / example)]))
+    plane.run()
+    assert plane.missed == []
+
+
+def test_no_change_goes_unnoticed_while_a_cluster_is_deleted() -> None:
+    plane = CheckEveryRound(load_paths([str(EXAMPLES / "clusters")]))
+    plane.run()
+    plane.delete(Key("modelplane.ai/v1alpha1", "InferenceCluster", "", "eu-west"))
+    plane.run()
+    assert plane.missed == []
