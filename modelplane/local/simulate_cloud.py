@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import base64
 import copy
-from dataclasses import dataclass
+import functools
+import json
+from dataclasses import astuple, dataclass
 from typing import Any
 
 from modelplane.api import constants as c
@@ -363,11 +365,21 @@ def _slices(node: str, devices: list[dict[str, Any]], drifts: list[DriftFixture]
 World = tuple[list[Obj], list[Obj]]  # a simulated cluster's Nodes and ResourceSlices
 
 
-def _pool_world(
+PoolPlan = tuple[str, int, str | None, list[dict[str, Any]], list[tuple[str, ...]]]
+"""One simulated pool: name, nodes up, zone, the class devices published, its drifts."""
+
+
+def _pool_plan(
     store: ObjectStore, cluster: str, pool: str, count: int, zone: str | None, drifts: list
-) -> World:
+) -> PoolPlan:
     devices = _pool_devices(store, cluster, pool)
-    mine = [d for d in drifts if (d.cluster, d.pool) == (cluster, pool)]
+    mine = [astuple(d) for d in drifts if (d.cluster, d.pool) == (cluster, pool)]
+    return pool, count, zone, devices, mine
+
+
+def _pool_world(cluster: str, plan: PoolPlan) -> World:
+    pool, count, zone, devices, raw_drifts = plan
+    mine = [DriftFixture(*d) for d in raw_drifts]
     nodes, slices = [], []
     for i in range(count):
         node = _node(dns_label(f"{cluster}-{pool}-{i}"), pool, zone)
@@ -376,34 +388,48 @@ def _pool_world(
     return nodes, slices
 
 
-def _node_pool_world(store: ObjectStore, obj: Obj, found: Fixtures) -> World:
-    """The nodes a provisioned node pool brought up, and the slices they publish."""
+def _node_pool_plan(store: ObjectStore, obj: Obj, found: Fixtures) -> PoolPlan | None:
+    """What a provisioned node pool brought up (None: nothing yet)."""
     cluster, pool = _pool_of(obj) or ("", "")
     fixture = _stocked_out(obj, found.stockouts)
     if fixture is None and (obj.get("status") or {}).get("conditions") is None:
-        return [], []
+        return None
     count = min(fixture.nodes_up, _requested(obj)) if fixture else _requested(obj)
     zone = fixture.zone if fixture else None
-    return _pool_world(store, cluster, pool, count, zone, found.drifts)
+    return _pool_plan(store, cluster, pool, count, zone, found.drifts)
 
 
-def _cluster_world(store: ObjectStore, cluster: str, managed: list[Obj], found: Fixtures) -> World:
-    """The simulated cluster: its node pools' nodes, or an Existing cluster's declared pools."""
-    nodes: list[Obj] = []
-    slices: list[Obj] = []
+def _cluster_plan(
+    store: ObjectStore, cluster: str, managed: list[Obj], found: Fixtures
+) -> list[PoolPlan]:
+    """The simulated cluster's pools: its node pools, or an Existing cluster's declared pools."""
     node_pools = [o for o in managed if (_pool_of(o) or ("",))[0] == cluster]
-    for obj in node_pools:
-        more = _node_pool_world(store, obj, found)
-        nodes, slices = nodes + more[0], slices + more[1]
+    plans = [_node_pool_plan(store, obj, found) for obj in node_pools]
+    out = [p for p in plans if p is not None]
     ic = store.get(Key(c.API_VERSION, "InferenceCluster", "", cluster)) or {}
     spec = ic.get("spec") or {}
     if node_pools or spec.get("source") != "Existing":
-        return nodes, slices
+        return out
     for pool in spec.get("pools") or []:
         name, count = str(pool.get("name", "")), _int(pool.get("nodeCount"), 1)
-        more = _pool_world(store, cluster, name, count, None, found.drifts)
+        out.append(_pool_plan(store, cluster, name, count, None, found.drifts))
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _summary_text(key: str) -> str:
+    """The simulated agent's ConfigMap data (as JSON) for one cluster's plan, pods and time.
+
+    Pure in its (JSON) key, so memoized: a render calls it for every cluster in
+    every round, and the Nodes and ResourceSlices it builds are the costly part.
+    """
+    cluster, plans, pods, now = json.loads(key)
+    nodes: list[Obj] = []
+    slices: list[Obj] = []
+    for plan in plans:
+        more = _pool_world(cluster, tuple(plan))
         nodes, slices = nodes + more[0], slices + more[1]
-    return nodes, slices
+    return json.dumps(summarize(nodes, slices, pods, now, 0).to_data())
 
 
 def _fixture_matches(fixture: UnschedulableFixture, replica: Obj) -> bool:
@@ -481,7 +507,7 @@ def _simulate_inventory(store: ObjectStore, obj: Obj, managed: list[Obj], found:
     if not isinstance(live, dict):
         return  # the Object did not sync (no provider config): nothing is observed
     cluster = labels_of(obj).get(c.LABEL_CLUSTER, "")
-    nodes, slices = _cluster_world(store, cluster, managed, found)
+    plans = _cluster_plan(store, cluster, managed, found)
     pods = _stuck_pods(store, cluster, found)
     # A fixed "now" (the Object's creation, or the latest fixture time): a second
     # pass over an unchanged store writes the same summary.
@@ -490,7 +516,8 @@ def _simulate_inventory(store: ObjectStore, obj: Obj, managed: list[Obj], found:
         [created or EPOCH.strftime("%Y-%m-%dT%H:%M:%SZ")]
         + [f.since for f in found.unschedulable if f.cluster == cluster and f.since]
     )
-    live["data"] = summarize(nodes, slices, pods, now, 0).to_data()
+    key = json.dumps([cluster, plans, pods, now], sort_keys=True)
+    live["data"] = json.loads(_summary_text(key))
 
 
 def simulate_cloud(store: ObjectStore, clock: Clock) -> list[Key]:
