@@ -43,6 +43,7 @@ def build_ledger(state: CycleState) -> None:
         led = state.ledger((cluster, ch.pool))
         if led is not None:
             led.place(ch.demands, ch.nodes_per_worker, ch.workers, force=True)
+            state.charged.setdefault((cluster, ch.pool), []).append(ch)
 
 
 def candidates(state: CycleState, cluster: str) -> PoolOptions | None:
@@ -99,6 +100,9 @@ def _place(state: CycleState, cluster: str, combo: list[tuple[str, RoleMatch]], 
     )
     name = replica_name(state.inp.namespace, state.inp.name, cluster, index)
     state.slots.append(Slot(cluster, index, name, roles, (), False))
+    for role, (pool, match) in zip(state.roles, combo, strict=True):
+        charge = Charge(pool, match.demands, role.nodes_per_worker, role.workers)
+        state.charged.setdefault((cluster, pool), []).append(charge)
     for rule in SCORES:
         rule.placed(state.rules, cluster)
 

@@ -101,6 +101,9 @@ class CycleState:
     withdrawn: list[Withdrawal] = field(default_factory=list)
     scaled_down: list[str] = field(default_factory=list)
     ledgers: dict[PoolKey, PoolLedger] = field(default_factory=dict)
+    # What each ledger was charged, in order (build_ledger, then fill): the what-if
+    # replays it over a grown Spread pool, as the next cycle's ledger will.
+    charged: dict[PoolKey, list[Charge]] = field(default_factory=dict)
     full: set[str] = field(default_factory=set)  # clusters that cannot take one more
     options: dict[str, PoolOptions | None] = field(default_factory=dict)
 

@@ -11,7 +11,11 @@ vector lands on a pool the same answer is counted instead (each node takes
 as many workers as fit on it, in any order), so the cost does not grow with
 the number of missing replicas. Either way the answer is exact with respect to
 the device-granular ledger: small replicas share a fresh node, a node partly
-used by others counts only for what still fits on it. The combination adding the fewest
+used by others counts only for what still fits on it. A spreading pool
+(`packing: Spread`) that holds replicas is always searched, its ledger rebuilt
+over the grown pool from everything it was charged: the next cycle's ledger
+spreads those replicas onto the fresh nodes too, so a fresh node is not simply
+a whole free one there. The combination adding the fewest
 nodes wins (ties: pool-name order). Codes and numbers only; `words` writes
 the text.
 """
@@ -26,7 +30,7 @@ from typing import Any
 from modelplane.scheduling.fill import candidates
 from modelplane.scheduling.ledger import PoolLedger, Vector
 from modelplane.scheduling.matching import RoleDef, RoleMatch
-from modelplane.scheduling.state import CycleState, PoolKey, PoolOptions
+from modelplane.scheduling.state import Charge, CycleState, PoolKey, PoolOptions
 from modelplane.scheduling.types import PoolAddition, WhatIf
 
 WHAT_IF = "WhatIf"  # this step's key in the cycle's rule states
@@ -35,11 +39,30 @@ WHAT_IF = "WhatIf"  # this step's key in the cycle's rule states
 PoolLoad = tuple[tuple[RoleDef, RoleMatch], ...]
 
 
+def _spread_charges(state: CycleState, key: PoolKey) -> list[Charge]:
+    """What a spreading pool was charged (empty for a bin-packing or untouched one)."""
+    if state.inp.clusters[key[0]].packing != "Spread":
+        return []
+    return state.charged.get(key, [])
+
+
 def _grown(state: CycleState, key: PoolKey, extra: int) -> PoolLedger:
-    """A copy of the pool's ledger as it stands after fill, with `extra` fresh nodes."""
+    """A copy of the pool's ledger as it stands after fill, with `extra` fresh nodes.
+
+    A spreading pool's charges are replayed over the grown pool instead, as the
+    next cycle's ledger will: its small replicas spread onto the fresh nodes too,
+    so adding a node does not simply add a whole free one.
+    """
     shape = state.pool_shapes[key]
+    spread = state.inp.clusters[key[0]].packing == "Spread"
+    charged = _spread_charges(state, key)
+    if extra and charged:
+        sim = PoolLedger(shape.cap, state.pool_nodes[key] + extra, spread)
+        for ch in charged:
+            sim.place(ch.demands, ch.nodes_per_worker, ch.workers, force=True)
+        return sim
     base = state.ledgers.get(key)
-    sim = PoolLedger(shape.cap, 0)
+    sim = PoolLedger(shape.cap, 0, spread)
     if base is None:
         sim.free = {shape.cap: state.pool_nodes[key]} if state.pool_nodes[key] else {}
     else:
@@ -72,8 +95,8 @@ def counted_growth(state: CycleState, key: PoolKey, load: PoolLoad, replicas: in
     order the ledger places them in: the pool takes `Σ fits(node)` more, each
     fresh node `fits(cap)`. A multi-node worker takes whole untouched nodes.
     """
-    if len(load) != 1:
-        return None
+    if len(load) != 1 or _spread_charges(state, key):
+        return None  # several roles, or a replay (`_grown`) decides
     role, match = load[0]
     led = _grown(state, key, 0)
     cap = state.pool_shapes[key].cap
@@ -92,7 +115,11 @@ def counted_growth(state: CycleState, key: PoolKey, load: PoolLoad, replicas: in
 
 def searched_growth(state: CycleState, key: PoolKey, load: PoolLoad, replicas: int) -> int | None:
     """`pool_growth` by replaying the ledger: a binary search over the nodes added."""
-    high = replicas * sum(role.nodes for role, _ in load)
+    # Enough fresh nodes for the load, plus one per charged single-node worker a
+    # spreading pool may move onto a fresh node.
+    high = replicas * sum(role.nodes for role, _ in load) + sum(
+        ch.workers for ch in _spread_charges(state, key) if ch.nodes_per_worker <= 1
+    )
     if not _takes(state, key, load, replicas, high):
         return None
     low = 0

@@ -4,8 +4,8 @@
   than `spec.replicas` when a spare cluster has room for the surge.
 - The replicas in flight never exceed `spec.replicas + maxSurge`.
 - With several deployments draining one cluster and stale views between them,
-  the fleet converges with no pool oversubscribed (an aggregate count independent
-  of the scheduler's ledger, `oversubscribed`).
+  the fleet converges with no pool oversubscribed (a per-node model of each
+  cluster's packing, independent of the scheduler's ledger: `nodepack`).
 - With clusters reporting random replicas unschedulable (issue 17, item 4): the
   replicas in flight never exceed `spec.replicas + maxSurge`, a new replica never
   lands on a pool where its cluster reports one of the deployment's replicas, and
@@ -20,8 +20,9 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from nodepack import oversubscribed
 from schedfleet import ANY_GPU, L4, cluster, deployment, report_unschedulable, request, workers
-from test_schedule_properties import apply, contenders, oversubscribed, tight_fleets
+from test_schedule_properties import apply, contenders, tight_fleets
 
 from modelplane.scheduling import schedule
 

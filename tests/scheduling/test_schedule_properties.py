@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import random
-from collections import defaultdict
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from nodepack import admitted, oversubscribed, roles_of
 from schedfleet import (
     A100,
     ANY_GPU,
@@ -88,64 +88,6 @@ def deployments(draw: st.DrawFn, name: str = "llm", max_replicas: int = 8) -> Ob
     )
 
 
-def _roles_of(r: Obj) -> list[Obj]:
-    spec = r["spec"]
-    return [spec[k] for k in ("prefill", "decode") if k in spec] or [spec]
-
-
-def _nodes_per_worker(role: Obj) -> int:
-    topo = role["workers"].get("topology", {})
-    return topo.get("pipeline", 1) * topo.get("data", 1) // topo.get("dataLocal", 1)
-
-
-def _per_node_claims(role: Obj) -> dict[str, int]:
-    per_node: dict[str, int] = defaultdict(int)
-    for d in role["deviceRequests"]:
-        per_node[d["deviceClassName"]] += d["count"]
-    return per_node
-
-
-def oversubscribed(clusters: list[Obj], replicas: list[Obj]) -> set[tuple[str, str]]:
-    """Pools whose replicas cannot all fit, by an aggregate count independent of the
-    scheduler's ledger: whole nodes of multi-node workers, and per device class the
-    devices single-node workers claim, against what the pool's nodes hold."""
-    pools = {
-        (c["metadata"]["name"], p["name"]): p for c in clusters for p in c["status"]["gpuPools"]
-    }
-    whole: dict[tuple[str, str], int] = defaultdict(int)
-    claimed: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    bad = set()
-    roles = [(r["spec"]["clusterName"], role) for r in replicas for role in _roles_of(r)]
-    for cluster_name, role in roles:
-        key = (cluster_name, role["nodePoolName"])
-        if key not in pools:
-            continue
-        count = role["workers"].get("count", 1)
-        if _nodes_per_worker(role) > 1:
-            whole[key] += _nodes_per_worker(role) * count
-            continue
-        for klass, n in _per_node_claims(role).items():
-            if n > _class_cap(pools[key], klass):
-                bad.add(key)
-            claimed[key][klass] += n * count
-    for key, pool in pools.items():
-        free_nodes = pool["nodes"] - whole[key]
-        if free_nodes < 0:
-            bad.add(key)
-        for klass, n in claimed[key].items():
-            if n > max(0, free_nodes) * _class_cap(pool, klass):
-                bad.add(key)
-    return bad
-
-
-def _class_cap(pool: Obj, klass: str) -> int:
-    return sum(
-        d.get("count", 1)
-        for d in pool["devices"]
-        if d.get("claim", "DRA") == "DRA" and d.get("deviceClassName") == klass
-    )
-
-
 def apply(fleet: list[Obj], dep: Obj, result: Any, clock: int) -> list[Obj]:
     """The fleet's replicas after the deployment's composer applied `result`."""
     ns, name = dep["metadata"]["namespace"], dep["metadata"]["name"]
@@ -212,7 +154,7 @@ def test_retained_replicas_never_move(clusters, data, drop, drain):
             old = previous[p.name]["spec"]
             assert (p.cluster, p.index) == (old["clusterName"], old["index"])
             assert [r.pool for r in p.roles] == [
-                role["nodePoolName"] for role in _roles_of(previous[p.name])
+                role["nodePoolName"] for role in roles_of(previous[p.name])
             ]
         else:
             assert p.name not in previous
@@ -266,17 +208,16 @@ def test_same_answer_for_any_input_order(clusters, others, dep, rng):
 
 @st.composite
 def tight_fleets(draw: st.DrawFn) -> list[Obj]:
-    """Small, healthy fleets: every cluster Ready and untainted, few nodes per pool."""
+    """Small, healthy fleets: every cluster Ready and untainted, few nodes per pool,
+    each cluster bin-packing or spreading (the oracle, `nodepack`, models both)."""
     out = []
     for i in range(draw(st.integers(2, 4))):
         names = draw(
             st.lists(st.sampled_from(["h100-8x", "a100-4x", "l4-1x"]), min_size=1, max_size=2)
         )
         pools = {f"p{j}-{k}": (k, draw(st.integers(1, 2))) for j, k in enumerate(names)}
-        # BinPack: the workload clusters below admit by an aggregate device count
-        # (`oversubscribed`), which a bin-packing cluster achieves; a spreading one
-        # strands devices per node, which that oracle cannot see (issue 17).
-        out.append(cluster(f"c{i}", pools, packing="BinPack"))
+        packing = draw(st.sampled_from(["BinPack", "Spread"]))
+        out.append(cluster(f"c{i}", pools, packing=packing))
     return out
 
 
@@ -332,15 +273,11 @@ def test_concurrent_deployments_converge_to_no_oversubscribed_pool(clusters, dep
         # A Ready replica is never withdrawn.
         assert not before_ready & {w.name for w in result.withdrawn}
         fleet = apply(current, dep, result, clock)
-        # The workload clusters admit what fits: replicas in healthy pools turn Ready.
-        bad = oversubscribed(clusters, fleet)
+        # The workload clusters run what fits, node by node as each packs (`nodepack`):
+        # some of the replicas they run turn Ready.
+        running = admitted(clusters, fleet)
         fleet = [
-            _set_ready(r)
-            if not any(
-                (r["spec"]["clusterName"], role["nodePoolName"]) in bad for role in _roles_of(r)
-            )
-            and rng.random() < 0.5
-            else r
+            _set_ready(r) if r["metadata"]["name"] in running and rng.random() < 0.5 else r
             for r in fleet
         ]
         history.append(fleet)

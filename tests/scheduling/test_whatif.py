@@ -7,7 +7,10 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from schedfleet import ANY_GPU, cluster, deployment, replica, request, resolved, workers
+from test_schedule_properties import apply, contenders
 
 from modelplane.scheduling import schedule
 from modelplane.scheduling.ledger import PoolLedger
@@ -134,6 +137,30 @@ def test_the_answer_places_the_replicas() -> None:
 
 
 @pytest.mark.parametrize(
+    ("packing", "smalls", "expected"),
+    [
+        # Two 8-GPU nodes, 1-GPU replicas of another deployment, one 8-GPU replica
+        # missing. BinPack stacks the small ones: one fresh node is whole.
+        ("BinPack", 9, 1),
+        # Spread: the ledger replays the small ones over the grown pool too, one per
+        # node, so only nodes beyond the small ones stay whole: 3 → 4 nodes, 9 → 10.
+        ("Spread", 2, 1),
+        ("Spread", 3, 2),
+        ("Spread", 9, 8),
+    ],
+)
+def test_what_if_under_each_packing(packing: str, smalls: int, expected: int) -> None:
+    others = [other("a", "h100", 1, i, ready=True) for i in range(smalls)]
+    dep = deployment(1, GPUS(8))
+    before = schedule(dep, [cluster("a", {"h100": ("h100-8x", 2)}, packing=packing)], others)
+    assert list(before.what_if) == [WhatIf("a", 1, (add("h100", "h100-8x", expected),))]
+    # The scheduler agrees: it places the replica on the grown pool, not on one smaller.
+    for grow, placed in ((expected, 1), (expected - 1, 0)):
+        grown = [cluster("a", {"h100": ("h100-8x", 2 + grow)}, packing=packing)]
+        assert len(schedule(dep, grown, others).replicas) == placed
+
+
+@pytest.mark.parametrize(
     ("found", "text"),
     [
         (
@@ -166,9 +193,11 @@ def _state(cap: tuple[int, ...], nodes: int, used: list[tuple[int, ...]]) -> Any
     for d in used:
         led.place((d,), 1, 1, force=True)
     return SimpleNamespace(
+        inp=SimpleNamespace(clusters={"c": SimpleNamespace(packing="BinPack")}),
         pool_shapes={("c", "p"): SimpleNamespace(cap=cap)},
         pool_nodes={("c", "p"): nodes},
         ledgers={("c", "p"): led},
+        charged={},
     )
 
 
@@ -195,3 +224,28 @@ def test_counting_agrees_with_replaying_the_ledger() -> None:
             role,
             replicas,
         )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(["BinPack", "Spread"]),
+    st.sampled_from(["h100-8x", "a100-4x"]),
+    st.integers(0, 3),
+    st.lists(contenders(), min_size=1, max_size=4),
+    contenders(),
+)
+def test_growing_as_answered_places_every_replica(packing, klass, nodes, others, dep):
+    """Over random pools of either packing, the scheduler places every replica on the
+    pool grown as the what-if says, and not on one a node smaller."""
+    grown = lambda k: [cluster("a", {"p": (klass, nodes + k)}, packing=packing)]  # noqa: E731
+    fleet: list[dict] = []
+    for i, o in enumerate(others):
+        o["metadata"]["name"] = f"other-{i}"
+        fleet = apply(fleet, o, schedule(o, grown(0), fleet), i)
+    before = schedule(dep, grown(0), fleet)
+    if not before.what_if:
+        assume(False)
+    (answer,) = before.what_if
+    (addition,) = answer.additions
+    assert len(schedule(dep, grown(addition.nodes), fleet).replicas) == dep["spec"]["replicas"]
+    assert len(schedule(dep, grown(addition.nodes - 1), fleet).replicas) < dep["spec"]["replicas"]
