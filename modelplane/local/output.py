@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 from collections.abc import Iterable
@@ -33,7 +34,7 @@ class _Dumper(_BaseDumper):  # type: ignore[valid-type,misc]
         return True
 
 
-def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+def _str(dumper: yaml.representer.SafeRepresenter, value: str) -> yaml.ScalarNode:
     style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
@@ -41,16 +42,131 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _str)
 
 
+# The events PyYAML's representer and serializer would produce for these
+# dumper settings, built directly: for a large render the generic per-node
+# machinery (representing, resolving every scalar twice) cost more than the C
+# emitter itself. Types other than plain JSON ones go through the representer.
+_STR = "tag:yaml.org,2002:str"
+_RESOLVER = yaml.resolver.Resolver()
+_implicit: dict[str, str] = {}
+
+
+def _plain_tag(value: str) -> str:
+    """The tag a plain scalar would resolve to (memoized: values repeat a lot)."""
+    tag = _implicit.get(value)
+    if tag is None:
+        tag = _implicit[value] = _RESOLVER.resolve(yaml.ScalarNode, value, (True, False))
+    return tag
+
+
+def _scalar(tag: str, value: str, style: str | None = None) -> yaml.ScalarEvent:
+    implicit = (_plain_tag(value) == tag, tag == _STR)
+    return yaml.ScalarEvent(None, tag, implicit, value, style=style)
+
+
+_str_events: dict[str, yaml.ScalarEvent] = {}
+
+
+def _str_event(value: str) -> yaml.ScalarEvent:
+    """One (immutable, shared) event per distinct string: keys and values repeat a lot."""
+    event = _str_events.get(value)
+    if event is None:
+        event = _str_events[value] = _scalar(_STR, value, "|" if "\n" in value else None)
+    return event
+
+
+_CONSTANTS = {
+    True: _scalar("tag:yaml.org,2002:bool", "true"),
+    False: _scalar("tag:yaml.org,2002:bool", "false"),
+    None: _scalar("tag:yaml.org,2002:null", "null"),
+}
+
+
+_MAP_START = yaml.MappingStartEvent(None, "tag:yaml.org,2002:map", True, flow_style=False)
+_MAP_END = yaml.MappingEndEvent()
+_SEQ_START = yaml.SequenceStartEvent(None, "tag:yaml.org,2002:seq", True, flow_style=False)
+_SEQ_END = yaml.SequenceEndEvent()
+
+
+def _mapping(data: dict[Any, Any], out: list[yaml.Event]) -> None:
+    out.append(_MAP_START)
+    items = list(data.items())
+    # As PyYAML's representer: keys of mixed types stay in insertion order.
+    with contextlib.suppress(TypeError):
+        items = sorted(items)
+    for key, value in items:
+        _events(key, out)
+        _events(value, out)
+    out.append(_MAP_END)
+
+
+def _events(data: Any, out: list[yaml.Event]) -> None:
+    """Append the events of one value, as `_Dumper` would serialize it."""
+    kind = type(data)
+    if kind is str:
+        out.append(_str_event(data))
+    elif kind is dict:
+        _mapping(data, out)
+    elif kind is list:
+        out.append(_SEQ_START)
+        for item in data:
+            _events(item, out)
+        out.append(_SEQ_END)
+    elif kind is bool or data is None:
+        out.append(_CONSTANTS[data])
+    elif kind is int:
+        out.append(_scalar("tag:yaml.org,2002:int", str(data)))
+    else:
+        _node_events(_REPRESENTER.represent_data(data), out)
+
+
+def _node_events(node: yaml.Node, out: list[yaml.Event]) -> None:
+    """Events of a node from the representer (floats, dates, anything unusual)."""
+    if isinstance(node, yaml.ScalarNode):
+        out.append(_scalar(node.tag, node.value, node.style))
+    elif isinstance(node, yaml.SequenceNode):
+        out.append(yaml.SequenceStartEvent(None, node.tag, True, flow_style=False))
+        for item in node.value:
+            _node_events(item, out)
+        out.append(yaml.SequenceEndEvent())
+    else:
+        out.append(yaml.MappingStartEvent(None, node.tag, True, flow_style=False))
+        for key, value in node.value:
+            _node_events(key, out)
+            _node_events(value, out)
+        out.append(yaml.MappingEndEvent())
+
+
+class _Representer(yaml.representer.SafeRepresenter):
+    """`_Dumper`'s representer alone, for values outside the fast path."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        """Never anchors, as in `_Dumper`."""
+        return True
+
+
+_Representer.add_representer(str, _str)
+_REPRESENTER = _Representer(default_flow_style=False, sort_keys=True)
+
+
 def dump_yaml(objects: Iterable[Obj]) -> str:
-    """A multi-document YAML stream; keys sorted, the way kubectl prints objects."""
-    return yaml.dump_all(
-        list(objects),
-        Dumper=_Dumper,
-        sort_keys=True,
-        default_flow_style=False,
-        allow_unicode=True,
-        explicit_start=True,
-    )
+    """A multi-document YAML stream; keys sorted, the way kubectl prints objects.
+
+    Byte for byte what `yaml.dump_all(..., Dumper=_Dumper, sort_keys=True,
+    default_flow_style=False, allow_unicode=True, explicit_start=True)` writes.
+    """
+    events: list[yaml.Event] = [yaml.StreamStartEvent()]
+    try:
+        for obj in objects:
+            events.append(yaml.DocumentStartEvent(explicit=True))
+            _events(obj, events)
+            events.append(yaml.DocumentEndEvent(explicit=False))
+    finally:
+        # The memos live for one stream only: memory stays bounded by one render.
+        _str_events.clear()
+        _implicit.clear()
+    events.append(yaml.StreamEndEvent())
+    return str(yaml.emit(events, Dumper=_Dumper, allow_unicode=True))
 
 
 def dump_json(objects: Iterable[Obj]) -> str:

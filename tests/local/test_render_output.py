@@ -8,6 +8,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from modelplane.local import output
 from modelplane.local.output import dump_yaml
 
 # Strings that stress the emitter's style choices: YAML keywords and numbers
@@ -71,3 +72,34 @@ def test_objects_are_written_out_whole_even_when_shared() -> None:
     text = dump_yaml([{"a": shared, "b": shared}])
     assert "&" not in text and "*" not in text
     assert text == "---\na:\n  app: chat\nb:\n  app: chat\n"
+
+
+def _pyyaml_reference(docs: list[Any]) -> str:
+    """The writer before events were built directly: PyYAML's representer and serializer."""
+    return yaml.dump_all(
+        docs,
+        Dumper=output._Dumper,
+        sort_keys=True,
+        default_flow_style=False,
+        allow_unicode=True,
+        explicit_start=True,
+    )
+
+
+_ANY = st.one_of(_JSON, st.dates(), st.lists(_JSON, max_size=3))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.dictionaries(st.text(max_size=12) | _TRICKY, _ANY, max_size=5), max_size=3))
+def test_the_writer_is_byte_identical_to_pyyamls_dumper(docs: list[dict[str, Any]]) -> None:
+    assert dump_yaml(docs) == _pyyaml_reference(docs)
+
+
+@given(st.lists(_JSON, max_size=3))
+def test_any_top_level_value_is_written_as_pyyaml_would(docs: list[Any]) -> None:
+    assert dump_yaml(docs) == _pyyaml_reference(docs)
+
+
+def test_mixed_key_types_stay_unsorted_and_floats_keep_their_spelling() -> None:
+    docs: list[Any] = [{"b": 1.0, 1: 1e20, "a": [float("inf"), float("nan"), -0.5]}, {}, [], "x\ny"]
+    assert dump_yaml(docs) == _pyyaml_reference(docs)
