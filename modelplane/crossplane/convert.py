@@ -158,6 +158,8 @@ def _json(v: Any, frozen: bool) -> Any:
     t = type(v)
     if t is str or t is bool or v is None:
         return v
+    if t is int and -_EXACT <= v <= _EXACT:
+        return v
     if t is dict or t is FrozenDict:
         fields = {k if type(k) is str else _field(k): _json(x, frozen) for k, x in v.items()}
         return FrozenDict(fields) if frozen else fields

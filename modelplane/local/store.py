@@ -30,11 +30,16 @@ class Key(NamedTuple):
     def of(cls, obj: Mapping[str, Any]) -> Key:
         """The key of an object."""
         m = obj.get("metadata") or {}
-        return cls(
-            str(obj.get("apiVersion", "")),
-            str(obj.get("kind", "")),
-            str(m.get("namespace") or ""),
-            str(m.get("name", "")),
+        # tuple.__new__ directly: the named tuple's own constructor is a Python
+        # frame, and keys are computed hundreds of thousands of times a render.
+        return tuple.__new__(
+            cls,
+            (
+                str(obj.get("apiVersion", "")),
+                str(obj.get("kind", "")),
+                str(m.get("namespace") or ""),
+                str(m.get("name", "")),
+            ),
         )
 
 
@@ -60,11 +65,12 @@ def owned_by(obj: Mapping[str, Any], xr: Mapping[str, Any]) -> bool:
     live in its namespace.
     """
     xm, om = xr.get("metadata") or {}, obj.get("metadata") or {}
-    if labels_of(obj).get(COMPOSITE_LABEL) != xm.get("name"):
+    if (om.get("labels") or {}).get(COMPOSITE_LABEL) != xm.get("name"):
         return False
     if xm.get("namespace") and om.get("namespace") != xm.get("namespace"):
         return False
-    if Key.of(obj) == Key.of(xr):
+    # Names first: the whole keys are only built when they could be equal.
+    if str(om.get("name", "")) == str(xm.get("name", "")) and Key.of(obj) == Key.of(xr):
         return False
     for ref in om.get("ownerReferences") or []:
         if ref.get("controller"):
