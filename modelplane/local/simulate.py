@@ -34,6 +34,21 @@ def _group(obj: Obj) -> str:
     return api_version.rsplit("/", 1)[0] if "/" in api_version else ""
 
 
+def _of_kinds(store: ObjectStore, kinds: dict[str, tuple[str, ...]]) -> list[tuple[Key, Obj]]:
+    """The store's objects of the given kinds (kind → API groups), in key order.
+
+    Read kind by kind from the store's index rather than by scanning (and
+    sorting) every object: keys sort by apiVersion and kind first, so the
+    concatenation is in key order.
+    """
+    return [
+        pair
+        for api_version, kind in store.kinds()
+        if _group({"apiVersion": api_version}) in kinds.get(kind, ())
+        for pair in store.select(api_version, kind)
+    ]
+
+
 def _replicas(manifest: Obj) -> int:
     value = (manifest.get("spec") or {}).get("replicas", 1)
     return value if isinstance(value, int) and value >= 0 else 1
@@ -338,7 +353,9 @@ def simulate_hydration(store: ObjectStore) -> None:
     creation time as completion time: deterministic, so a fixed point exists.
     """
     objects = [
-        o for _, o in store.items() if o.get("kind") == "Object" and _group(o) in OBJECT_GROUPS
+        o
+        for _, o in _of_kinds(store, {"Object": OBJECT_GROUPS})
+        if o.get("kind") == "Object" and _group(o) in OBJECT_GROUPS
     ]
     for obj in objects:
         job = _wrapped(obj)
@@ -381,7 +398,7 @@ def simulate(store: ObjectStore, clock: Clock) -> list[Key]:
     """
     stuck = stuck_replicas(store)
     touched: list[Key] = []
-    for key, obj in store.items():
+    for key, obj in _of_kinds(store, {"Object": OBJECT_GROUPS, "Release": RELEASE_GROUPS}):
         group, kind = _group(obj), obj.get("kind")
         if group in OBJECT_GROUPS and kind == "Object":
             _simulate_object(store, obj, clock, stuck)

@@ -531,7 +531,8 @@ def simulate_cloud(store: ObjectStore, clock: Clock) -> list[Key]:
     for obj in managed:
         simulate_managed(store, obj, clock, found.stockouts)
     touched = [Key.of(obj) for obj in managed]
-    for key, obj in store.items():
+    # Inventory Objects are of one kind: only that kind is looked at (same order).
+    for key, obj in store.select(OBJECT_API_VERSION, "Object"):
         if _is_inventory(obj):
             _simulate_inventory(store, obj, managed, found)
             touched.append(key)

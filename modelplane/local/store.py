@@ -146,6 +146,7 @@ class ObjectStore:
         self._by_label: dict[tuple[str, str, str, str], set[Key]] = {}
         self._by_kind: dict[tuple[str, str], set[Key]] = {}
         self._sorted: dict[tuple[str, str], tuple[Key, ...]] = {}
+        self._all_sorted: tuple[Key, ...] | None = None
         self._fingerprints: dict[Key, bytes] = {}
         self._quick: dict[Key, bytes | None] = {}
         self._versions: dict[Key, int] = {}
@@ -159,7 +160,7 @@ class ObjectStore:
         return key in self._objects
 
     def __iter__(self) -> Iterator[Key]:
-        return iter(sorted(self._objects))
+        return iter(self._keys())
 
     def get(self, key: Key) -> Obj | None:
         """The stored object (not a copy), or None."""
@@ -172,6 +173,7 @@ class ObjectStore:
         if old is None:
             self._by_kind.setdefault(key[:2], set()).add(key)
             self._sorted.pop(key[:2], None)
+            self._all_sorted = None
         self._objects[key] = obj
         self._index(key, obj)
         if self._note(key, obj) or old is None:
@@ -205,6 +207,7 @@ class ObjectStore:
         self._owners.pop(key, None)
         self._by_kind.get(key[:2], set()).discard(key)
         self._sorted.pop(key[:2], None)
+        self._all_sorted = None
         self._fingerprints.pop(key, None)
         self._quick.pop(key, None)
         self._versions.pop(key, None)
@@ -279,11 +282,17 @@ class ObjectStore:
 
     def items(self) -> list[tuple[Key, Obj]]:
         """Every (key, object) pair in key order."""
-        return [(k, self._objects[k]) for k in sorted(self._objects)]
+        return [(k, self._objects[k]) for k in self._keys()]
 
     def objects(self) -> list[Obj]:
         """Every object in key order."""
-        return [self._objects[k] for k in sorted(self._objects)]
+        return [self._objects[k] for k in self._keys()]
+
+    def _keys(self) -> tuple[Key, ...]:
+        """Every key in order; sorted again only after a key was added or removed."""
+        if self._all_sorted is None:
+            self._all_sorted = tuple(sorted(self._objects))
+        return self._all_sorted
 
     def list(
         self,
