@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
 from collections.abc import Iterable
@@ -90,14 +89,22 @@ _SEQ_END = yaml.SequenceEndEvent()
 
 def _mapping(data: dict[Any, Any], out: list[yaml.Event]) -> None:
     out.append(_MAP_START)
-    items = list(data.items())
-    # As PyYAML's representer: keys of mixed types stay in insertion order.
-    with contextlib.suppress(TypeError):
-        items = sorted(items)
+    try:
+        items = sorted(data.items())
+    except TypeError:  # as PyYAML's representer: keys of mixed types stay in insertion order
+        items = list(data.items())
+    append = out.append
     for key, value in items:
-        _events(key, out)
-        _events(value, out)
-    out.append(_MAP_END)
+        # String keys and values (most of them) skip a call, from the memo.
+        if type(key) is str:
+            append(_str_events.get(key) or _str_event(key))
+        else:
+            _events(key, out)
+        if type(value) is str:
+            append(_str_events.get(value) or _str_event(value))
+        else:
+            _events(value, out)
+    append(_MAP_END)
 
 
 def _events(data: Any, out: list[yaml.Event]) -> None:
