@@ -93,15 +93,11 @@ def filter_pools(state: CycleState) -> None:
     The refusals are recorded in the cycle state, whose lazy matching hands out
     such a pool unmatched with the rule's reason and words, so the fill, the
     explanation and the what-if all see it refused; retained replicas are
-    judged against their pools afresh.
+    judged against their pools afresh. It runs before any step matches a pool.
     """
     for rule in POOL_FILTERS:
         for key, rejection in rule.refusals(state.inp).items():
             state.refused.setdefault(key, rejection)
-    for (cluster, role), entries in state.matches.items():  # any matched already
-        state.matches[(cluster, role)] = [
-            (pool, state.refuse((cluster, pool), match)) for pool, match in entries
-        ]
 
 
 def bind(state: CycleState, changes: tuple[WhatIf, ...] = ()) -> ScheduleResult:
