@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import builtins
 import copy
-import hashlib
 import itertools
-import json
 import marshal
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
@@ -88,29 +86,17 @@ never shares (uid, version) with a different object of another, so a cache
 keyed by them (the function's decode cache) cannot mix renders up."""
 
 
-def fingerprint(obj: Mapping[str, Any]) -> bytes:
-    """A digest of an object's content: equal for objects that compare equal.
+def _marshalled(obj: Obj) -> bytes | None:
+    """The object's exact serialization (done in C), or None when marshal cannot write it.
 
-    Keys are sorted, as dict equality ignores their order; serializing is done
-    in C, so fingerprinting a store is far cheaper than deep-copying it.
-    """
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.blake2b(text.encode(), digest_size=16).digest()
-
-
-def quick_digest(obj: Obj) -> bytes | None:
-    """A digest of the object's exact serialization, or None when marshal cannot write it.
-
-    Equal digests mean equal content, but equal content may differ in key
-    order (and so digest): a cheap first test of "unchanged", never the
-    last word. Version 2 of marshal shares no references, so the bytes
-    depend on the content alone, not on what else holds the same strings.
+    Version 2 of marshal shares no references, so the bytes depend on the
+    content alone, not on what else holds the same strings. Equal bytes mean
+    equal content; equal content may still differ in key order.
     """
     try:
-        data = marshal.dumps(obj, 2)
+        return marshal.dumps(obj, 2)
     except ValueError:  # a dict or list subclass, or a value JSON turns into a string
         return None
-    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 def json_copy(obj: Obj) -> Obj:
@@ -147,8 +133,8 @@ class ObjectStore:
         self._by_kind: dict[tuple[str, str], set[Key]] = {}
         self._sorted: dict[tuple[str, str], tuple[Key, ...]] = {}
         self._all_sorted: tuple[Key, ...] | None = None
-        self._fingerprints: dict[Key, bytes] = {}
-        self._quick: dict[Key, bytes | None] = {}
+        self._content: dict[Key, bytes | Obj] = {}
+        self._kind_versions: dict[tuple[str, str], int] = {}
         self._versions: dict[Key, int] = {}
         for obj in (objects or {}).values():
             self.put(obj)
@@ -183,19 +169,18 @@ class ObjectStore:
     def _note(self, key: Key, obj: Obj) -> bool:
         """Record the object's content; returns whether it differs from the last recorded.
 
-        The exact serialization (`quick_digest`) is several times cheaper than
-        the fingerprint; equal exact serializations mean equal content, so the
-        fingerprint is only computed again when it differs.
+        The content is kept as marshal's bytes (a copy, when marshal refuses
+        the object): equal bytes settle it at once; otherwise the recorded
+        content is read back and compared as dicts are, key order aside.
         """
-        quick = quick_digest(obj)
-        if quick is not None and self._quick.get(key) == quick:
+        data = _marshalled(obj)
+        old = self._content.get(key)
+        if data is not None and data == old:
             return False
-        self._quick[key] = quick
-        digest = fingerprint(obj)
-        if self._fingerprints.get(key) == digest:
-            return False
-        self._fingerprints[key] = digest
-        return True
+        self._content[key] = data if data is not None else json_copy(obj)
+        if old is None:
+            return True
+        return (marshal.loads(old) if isinstance(old, bytes) else old) != obj
 
     def delete(self, key: Key) -> None:
         """Remove an object if present."""
@@ -208,9 +193,9 @@ class ObjectStore:
         self._by_kind.get(key[:2], set()).discard(key)
         self._sorted.pop(key[:2], None)
         self._all_sorted = None
-        self._fingerprints.pop(key, None)
-        self._quick.pop(key, None)
+        self._content.pop(key, None)
         self._versions.pop(key, None)
+        self._kind_versions[key[:2]] = next(_VERSIONS)
 
     def _index(self, key: Key, obj: Obj) -> None:
         """Index the object's owners and labels, unless they are those indexed already."""
@@ -243,7 +228,11 @@ class ObjectStore:
             self._by_composite.get(old[COMPOSITE_LABEL], set()).discard(key)
 
     def _bump(self, key: Key) -> None:
-        self._versions[key] = next(_VERSIONS)
+        self._versions[key] = self._kind_versions[key[:2]] = next(_VERSIONS)
+
+    def kind_version(self, api_version: str, kind: str) -> int | None:
+        """A number that changes whenever an object of the kind is added, changed or removed."""
+        return self._kind_versions.get((api_version, kind))
 
     def version(self, key: Key) -> int | None:
         """The object's current version, or None when it is absent."""
@@ -264,9 +253,9 @@ class ObjectStore:
         """Take note of in-place changes to every object; returns the keys that changed."""
         return [key for key in list(self._objects) if self.touch(key)]
 
-    def fingerprints(self) -> dict[Key, bytes]:
-        """The content digest of every object (a copy), for change detection."""
-        return dict(self._fingerprints)
+    def versions(self) -> dict[Key, int]:
+        """The version of every object (a copy): two maps differ exactly where content did."""
+        return dict(self._versions)
 
     def labelled_composite(self, name: str) -> list[Obj]:
         """Objects whose `crossplane.io/composite` label is `name`, in key order."""

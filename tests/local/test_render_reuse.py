@@ -46,7 +46,7 @@ def test_a_version_changes_exactly_when_the_content_does() -> None:
     assert store.version(key) not in (v1, v2)
     assert store.touch(key) is False and store.refresh() == []
     store.delete(key)
-    assert store.version(key) is None and store.fingerprints() == {}
+    assert store.version(key) is None and store.versions() == {}
 
 
 def test_a_kind_is_listed_in_key_order_without_scanning_others() -> None:
@@ -191,13 +191,13 @@ def test_a_reordered_or_unmarshallable_object_is_versioned_by_content() -> None:
     store = ObjectStore()
     key = store.put(configmap("a", x="1", y="2"))
     v1 = store.version(key)
-    # Equal content in another key order: the quick digest differs, the content does not.
+    # Equal content in another key order: the bytes differ, the content does not.
     cm = configmap("a")
     reordered = {"data": {"y": "2", "x": "1"}, "metadata": cm["metadata"], "kind": "ConfigMap"}
     reordered["apiVersion"] = "v1"
     store.put(reordered)
     assert store.version(key) == v1
-    # Marshal refuses dict subclasses: the content fingerprint alone decides.
+    # Marshal refuses dict subclasses: a copy of the content decides.
     store.put({**configmap("a"), "data": FrozenDict({"x": "1", "y": "2"})})
     assert store.version(key) == v1
     store.put({**configmap("a"), "data": FrozenDict({"x": "1", "y": "3"})})
