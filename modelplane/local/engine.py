@@ -57,7 +57,7 @@ from modelplane.crossplane.convert import (
 from modelplane.local.conditions import Clock, set_condition
 from modelplane.local.deletion import UNDESIRED, Collector, Wave
 from modelplane.local.loader import is_composite, scope_of
-from modelplane.local.simulate import simulate
+from modelplane.local.simulate import Simulated, simulate
 from modelplane.local.store import Key, Obj, ObjectStore, owned_by
 
 __all__ = ["ControlPlane", "Event", "NotConvergedError", "RenderResult", "owned_by"]
@@ -151,15 +151,33 @@ class Reply(NamedTuple):
     """
 
     rsp: fnv1.RunFunctionResponse
-    resources: dict[str, tuple[Obj, bool | None]]
-    """Desired composed resources by name, each with the function's readiness."""
+    resources: dict[str, tuple[Obj | None, bool | None]]
+    """Desired composed resources by name, each with the function's readiness.
+    None: the composer's object equals the one last applied under that name
+    (`Applied`), and is converted only if it must be applied again."""
     status: dict[str, Any]
     """The desired composite's status."""
+    raw: Mapping[str, Any] = {}
+    """The composer's own desired objects by name (in-process calls only)."""
+
+
+class Applied(NamedTuple):
+    """What applying one desired composed resource last left in the store.
+
+    Applying is idempotent: an equal desired object applied to the object
+    this left, unchanged since, leaves it as it is, so it is not applied again.
+    """
+
+    raw: Any
+    """The composer's desired object (never changed: the engine applies a copy)."""
+    key: Key
+    version: int | None
+    """The applied object's store version right after it was applied."""
 
 
 def decoded(rsp: fnv1.RunFunctionResponse) -> Reply:
     """A response from the servicer, its desired objects decoded."""
-    resources = {
+    resources: dict[str, tuple[Obj | None, bool | None]] = {
         name: (struct_to_dict(entry.resource), _READY_FROM_PB.get(entry.ready))
         for name, entry in sorted(rsp.desired.resources.items())
     }
@@ -170,18 +188,25 @@ def decoded(rsp: fnv1.RunFunctionResponse) -> Reply:
 _READY_FROM_RESULT: dict[str, bool] = {"True": True, "False": False}
 
 
-def reply_of(runner: FunctionRunner, composite: Resource, result: ComposeResult) -> Reply:
+def reply_of(
+    runner: FunctionRunner,
+    composite: Resource,
+    result: ComposeResult,
+    last: Mapping[str, Applied] | None = None,
+) -> Reply:
     """A composer's result as the servicer would answer it, without protobuf Structs.
 
     The desired objects are copied exactly as a Struct would carry them
     (`convert.as_json`); a result no Struct could carry is fatal, as it is
-    in `FunctionRunner.run`.
+    in `FunctionRunner.run`. An object equal to the one `last` applied under
+    its name is left unconverted (None): an equal object converts the same.
     """
     rsp = fnv1.RunFunctionResponse()
     if result.fatal is None:
+        last = last or {}
         try:
             resources = {
-                name: (as_json(d.resource), _READY_FROM_RESULT.get(d.ready))
+                name: (_converted(d.resource, last.get(name)), _READY_FROM_RESULT.get(d.ready))
                 for name, d in sorted(result.desired.items())
             }
             status = as_json({"status": dict(result.status)})["status"] if result.status else {}
@@ -189,13 +214,26 @@ def reply_of(runner: FunctionRunner, composite: Resource, result: ComposeResult)
             result = ComposeResult(fatal=runner.not_json(composite, exc))
         else:
             add_outcome(rsp, result)
-            return Reply(rsp, resources, status)
+            raw = {name: d.resource for name, d in result.desired.items()}
+            return Reply(rsp, resources, status, raw)
     rsp.results.append(
         fnv1.Result(
             severity=fnv1.SEVERITY_FATAL, message=result.fatal, target=fnv1.TARGET_COMPOSITE
         )
     )
     return Reply(rsp, {}, {})
+
+
+def _converted(desired: Resource, last: Applied | None) -> Obj | None:
+    """`as_json(desired)`, or None when it equals the object `last` applied.
+
+    Equal by Python's `==`, which also holds between True and 1 (or 1.0):
+    a composer's typed output never changes one field between a bool and a
+    number, so that is not guarded against.
+    """
+    if last is not None and last.raw == desired:
+        return None
+    return as_json(desired)
 
 
 @dataclass(frozen=True)
@@ -286,6 +324,12 @@ class ControlPlane:
         self.readiness: dict[Key, bool | None] = {}
         self._structs: dict[Key, tuple[int, structpb.Struct]] = {}
         self._last: dict[Key, Inputs] = {}
+        self._applied: dict[tuple[Key, str], dict[str, Applied]] = {}
+        """What each XR (by key and uid) last applied, by composed resource name."""
+        self._settled: dict[Key, fnv1.Requirements] = {}
+        self._simulated: Simulated = {}
+        self._found_by_selector: dict[bytes, tuple[int | None, tuple[Version, ...]]] = {}
+        """The requirements each XR's last call settled on."""
         self.calls = 0
         """Function calls made (each iteration of a requirements loop counts)."""
         self.reconciled = 0
@@ -318,14 +362,14 @@ class ControlPlane:
         `progress`, when given, is told what each round did.
         """
         rounds = 0
-        after = self.store.fingerprints()
+        after = self.store.versions()
         try:
             while rounds < max_rounds:
                 rounds += 1
                 self.round = rounds
                 before = after
                 self._round()
-                after = self.store.fingerprints()
+                after = self.store.versions()
                 if progress is not None:
                     progress(self._report(rounds, before, after))
                 if after == before:
@@ -365,13 +409,10 @@ class ControlPlane:
             self.store.refresh()
             return
         # Every other change went through the store (put, delete, or touch after
-        # a reconcile); the simulator says which objects it changed in place.
-        for key in simulate(self.store, self.clock):
-            self.store.touch(key)
+        # a reconcile); the simulator notes what it changed in place itself.
+        simulate(self.store, self.clock, self._simulated)
 
-    def _report(
-        self, rounds: int, before: dict[Key, bytes], after: dict[Key, bytes]
-    ) -> RoundReport:
+    def _report(self, rounds: int, before: dict[Key, int], after: dict[Key, int]) -> RoundReport:
         return RoundReport(
             round=rounds,
             reconciled=self.reconciled - self._round_reconciled,
@@ -470,6 +511,17 @@ class ControlPlane:
             selector.api_version, selector.kind, namespace or None, labels or None
         )
 
+    def _found(self, selector: fnv1.ResourceSelector) -> tuple[Version, ...]:
+        """What `selector` fetches now, by version; listed again only after its kind changed."""
+        signature = selector.SerializeToString(deterministic=True)
+        kind = self.store.kind_version(selector.api_version, selector.kind)
+        cached = self._found_by_selector.get(signature)
+        if cached is not None and cached[0] == kind:
+            return cached[1]
+        found = self._versions(self._fetch(selector))
+        self._found_by_selector[signature] = (kind, found)
+        return found
+
     def _versions(self, found: list[tuple[Key, Obj]]) -> tuple[Version, ...]:
         version = self.store.version
         return tuple((key, version(key)) for key, _ in found)
@@ -490,16 +542,20 @@ class ControlPlane:
         return fetches
 
     def _call(
-        self, xr: Obj, observed: Mapping[str, Obj]
+        self, key: Key, xr: Obj, observed: Mapping[str, Obj]
     ) -> tuple[Reply | None, str, tuple[tuple[Fetch, ...], ...]]:
         """Call the function until its requirements stabilize, like Crossplane.
 
+        Unlike Crossplane, the first call already gets what the requirements
+        the XR's last call settled on fetch now: when the function asks for
+        the same again, its answer is the one Crossplane's last iteration
+        would get (the function is pure), without the iterations before it.
         Also returns what each iteration fetched, by version.
         """
         ask = self._asker(xr, observed)
-        previous: fnv1.Requirements | None = None
-        fetched: list[tuple[Fetch, ...]] = []
-        required: Fetched = []
+        previous = self._settled.get(key)
+        required: Fetched = self._require(previous) if previous is not None else []
+        fetched = [tuple(fetch for fetch, _ in required)] if required else []
         for _ in range(MAX_REQUIREMENTS_ITERATIONS):
             self.calls += 1
             reply = ask(required)
@@ -510,6 +566,7 @@ class ControlPlane:
                 return reply, "", tuple(fetched)
             previous = fnv1.Requirements()
             previous.CopyFrom(rsp.requirements)
+            self._settled[key] = previous
             if not rsp.requirements.resources and not rsp.requirements.extra_resources:
                 return reply, "", tuple(fetched)
             required = self._require(rsp.requirements)
@@ -554,6 +611,7 @@ class ControlPlane:
         runner = self._composer
         composite = self._frozen(xr)
         seen = {name: self._frozen(obj) for name, obj in sorted(observed.items())}
+        last = self._applied.get(_identity(xr))
 
         def in_process(required: Fetched) -> Reply:
             got: dict[str, list[Resource]] = {}
@@ -564,7 +622,7 @@ class ControlPlane:
                     if fetch.field == field_name and fetch.name not in got:
                         got[fetch.name] = [self._frozen(o) for o in objs]
             inp = ComposeInput(composite=composite, observed=seen, required=got)
-            return reply_of(runner, composite, runner.compose(composite, lambda: inp))
+            return reply_of(runner, composite, runner.compose(composite, lambda: inp), last)
 
         return in_process
 
@@ -600,7 +658,7 @@ class ControlPlane:
             composite=self._version(xr),
             observed=tuple((name, self._version(obj)) for name, obj in sorted(observed.items())),
             fetched=tuple(
-                tuple(f._replace(found=self._versions(self._fetch(f.selector))) for f in iteration)
+                tuple(f._replace(found=self._found(f.selector)) for f in iteration)
                 for iteration in fetched
             ),
         )
@@ -621,7 +679,7 @@ class ControlPlane:
             self._last[key] = last
             self.skipped += 1
             return
-        rsp, error, fetched = self._call(xr, observed)
+        rsp, error, fetched = self._call(key, xr, observed)
         called = Inputs(
             composite=self._version(xr),
             observed=tuple((name, self._version(obj)) for name, obj in sorted(observed.items())),
@@ -664,7 +722,7 @@ class ControlPlane:
             self.events[key] = events
             return
 
-        applied, errors = self._apply(xr, reply.resources, observed)
+        applied, errors = self._apply(xr, reply, observed)
         for name, obj in observed.items():
             if name not in reply.resources:
                 self._delete(obj)
@@ -758,70 +816,101 @@ class ControlPlane:
     # -- applying composed resources -------------------------------------
 
     def _apply(
-        self,
-        xr: Obj,
-        resources: Mapping[str, tuple[Obj, bool | None]],
-        observed: Mapping[str, Obj],
+        self, xr: Obj, reply: Reply, observed: Mapping[str, Obj]
     ) -> tuple[dict[str, tuple[Obj, bool | None]], list[str]]:
         """Apply desired composed resources; returns {name: (object, function readiness)}.
 
-        The desired objects are the reply's own and are taken as they are.
+        The desired objects are the reply's own and are taken as they are. One
+        equal to what was last applied under its name, onto an object nobody
+        changed since, is not applied again (applying is idempotent).
         """
         applied: dict[str, tuple[Obj, bool | None]] = {}
         errors: list[str] = []
-        xm = xr["metadata"]
-        for name, (desired, ready) in sorted(resources.items()):
-            desired.pop("status", None)
-            if not desired.get("apiVersion") or not desired.get("kind"):
-                errors.append(f"composed resource {name!r} has no apiVersion/kind")
-                continue
-            meta = dict(desired.get("metadata") or {})
+        identity = _identity(xr)
+        last = self._applied.pop(identity, {})
+        now: dict[str, Applied] = {}
+        for name, (converted, ready) in sorted(reply.resources.items()):
             current = observed.get(name)
-            if current is not None:
-                meta["name"] = current["metadata"]["name"]
-            elif not meta.get("name"):
-                digest = hashlib.sha256("/".join((*Key.of(xr), name)).encode()).hexdigest()[:5]
-                # Like Crossplane's generateName: the XR's name plus a suffix,
-                # kept within a DNS label so any kind accepts it.
-                meta["name"] = f"{str(xm['name'])[:57].rstrip('-.')}-{digest}"
-            if xm.get("namespace"):
-                meta["namespace"] = xm["namespace"]
-            elif current is not None and current["metadata"].get("namespace"):
-                meta["namespace"] = current["metadata"]["namespace"]
-            if scope_of(desired) == "Namespaced" and not meta.get("namespace"):
-                meta["namespace"] = "default"
-            meta["labels"] = {**(meta.get("labels") or {}), c.XP_LABEL_COMPOSITE: xm["name"]}
-            meta["annotations"] = {
-                **(meta.get("annotations") or {}),
-                c.XP_ANNOTATION_RESOURCE_NAME: name,
-            }
-            meta["ownerReferences"] = [
-                {
-                    "apiVersion": xr["apiVersion"],
-                    "kind": xr["kind"],
-                    "name": xm["name"],
-                    "uid": xm.get("uid", ""),
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ]
-            desired["metadata"] = meta
-            key = Key.of(desired)
-            existing = self.store.get(key)
-            owner = _controller(existing) if existing is not None else None
-            if owner is not None and existing is not current and not owned_by(existing or {}, xr):
-                errors.append(
-                    f"cannot apply composed resource {name!r}: {key} is controlled by {owner}"
-                )
-                continue
-            if current is not None and Key.of(current) != key:
-                self._delete(current)
-            obj = self._merge(existing, desired)
-            self.store.put(obj)
+            unchanged = self._unchanged(last.get(name), current) if converted is None else None
+            if unchanged is None:
+                desired = converted if converted is not None else as_json(reply.raw[name])
+                obj, error = self._apply_one(xr, name, desired, current)
+                if obj is None:
+                    errors.append(error)
+                    continue
+                key = Key.of(obj)
+                if name in reply.raw:
+                    now[name] = Applied(reply.raw[name], key, self.store.version(key))
+            else:
+                obj, key = observed[name], unchanged.key
+                now[name] = unchanged
             self.collector.applied(key)
             applied[name] = (obj, ready)
-            self.readiness[Key.of(obj)] = applied[name][1]
+            self.readiness[key] = ready
+        if now:
+            self._applied[identity] = now
         return applied, errors
+
+    def _apply_one(
+        self, xr: Obj, name: str, desired: Obj, current: Obj | None
+    ) -> tuple[Obj | None, str]:
+        """Apply one desired composed resource: the object stored, or None and why not."""
+        desired.pop("status", None)
+        if not desired.get("apiVersion") or not desired.get("kind"):
+            return None, f"composed resource {name!r} has no apiVersion/kind"
+        desired["metadata"] = self._composed_meta(xr, name, desired, current)
+        key = Key.of(desired)
+        existing = self.store.get(key)
+        owner = _controller(existing) if existing is not None else None
+        if owner is not None and existing is not current and not owned_by(existing or {}, xr):
+            return None, f"cannot apply composed resource {name!r}: {key} is controlled by {owner}"
+        if current is not None and Key.of(current) != key:
+            self._delete(current)
+        obj = self._merge(existing, desired)
+        self.store.put(obj)
+        return obj, ""
+
+    def _composed_meta(
+        self, xr: Obj, name: str, desired: Obj, current: Obj | None
+    ) -> dict[str, Any]:
+        """A composed resource's metadata as Crossplane sets it: name, namespace, owner."""
+        xm = xr["metadata"]
+        meta = dict(desired.get("metadata") or {})
+        if current is not None:
+            meta["name"] = current["metadata"]["name"]
+        elif not meta.get("name"):
+            digest = hashlib.sha256("/".join((*Key.of(xr), name)).encode()).hexdigest()[:5]
+            # Like Crossplane's generateName: the XR's name plus a suffix,
+            # kept within a DNS label so any kind accepts it.
+            meta["name"] = f"{str(xm['name'])[:57].rstrip('-.')}-{digest}"
+        if xm.get("namespace"):
+            meta["namespace"] = xm["namespace"]
+        elif current is not None and current["metadata"].get("namespace"):
+            meta["namespace"] = current["metadata"]["namespace"]
+        if scope_of(desired) == "Namespaced" and not meta.get("namespace"):
+            meta["namespace"] = "default"
+        meta["labels"] = {**(meta.get("labels") or {}), c.XP_LABEL_COMPOSITE: xm["name"]}
+        meta["annotations"] = {
+            **(meta.get("annotations") or {}),
+            c.XP_ANNOTATION_RESOURCE_NAME: name,
+        }
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": xr["apiVersion"],
+                "kind": xr["kind"],
+                "name": xm["name"],
+                "uid": xm.get("uid", ""),
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
+        return meta
+
+    def _unchanged(self, last: Applied | None, current: Obj | None) -> Applied | None:
+        """`last`, if the object it applied is still the XR's, unchanged since."""
+        if last is None or current is None or Key.of(current) != last.key:
+            return None
+        return last if self.store.version(last.key) == last.version else None
 
     def _merge(self, existing: Obj | None, desired: Obj) -> Obj:
         """Server-side-apply, simplified: desired fields win; status and identity stay."""
@@ -854,8 +943,13 @@ class ControlPlane:
         return _ordered_object(obj)
 
 
-def _changed(before: Mapping[Key, bytes], after: Mapping[Key, bytes]) -> list[Key]:
-    """The keys created, changed or deleted between two fingerprint maps, in key order."""
+def _identity(xr: Obj) -> tuple[Key, str]:
+    """An XR's key and uid: a deleted and recreated XR applies afresh."""
+    return Key.of(xr), str((xr.get("metadata") or {}).get("uid", ""))
+
+
+def _changed(before: Mapping[Key, int], after: Mapping[Key, int]) -> list[Key]:
+    """The keys created, changed or deleted between two version maps, in key order."""
     return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
 
 

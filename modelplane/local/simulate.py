@@ -344,7 +344,7 @@ def _secret_unsynced(objects: list[Obj], pc: Any, names: set[str]) -> bool:
     return False
 
 
-def simulate_hydration(store: ObjectStore) -> None:
+def simulate_hydration(store: ObjectStore) -> list[Key]:
     """Report what each completed ModelCache hydration Job would have measured.
 
     The Job's result ConfigMap (an Object on the same provider config) gets a
@@ -352,11 +352,13 @@ def simulate_hydration(store: ObjectStore) -> None:
     byte count, both derived from the Job's environment, and the Job's
     creation time as completion time: deterministic, so a fixed point exists.
     """
-    objects = [
-        o
-        for _, o in _of_kinds(store, {"Object": OBJECT_GROUPS})
+    pairs = [
+        (key, o)
+        for key, o in _of_kinds(store, {"Object": OBJECT_GROUPS})
         if o.get("kind") == "Object" and _group(o) in OBJECT_GROUPS
     ]
+    objects = [o for _, o in pairs]
+    written: list[Key] = []
     for obj in objects:
         job = _wrapped(obj)
         complete = any(
@@ -378,7 +380,7 @@ def simulate_hydration(store: ObjectStore) -> None:
         pc = (obj.get("spec") or {}).get("providerConfigRef")
         if _secret_unsynced(objects, pc, _job_secrets(job)):
             continue  # the pod cannot start: nothing is staged
-        for other in objects:
+        for key, other in pairs:
             cm = _wrapped(other)
             if (
                 cm.get("kind") == "ConfigMap"
@@ -387,25 +389,56 @@ def simulate_hydration(store: ObjectStore) -> None:
                 and (cm.get("metadata") or {}).get("labels", {}).get(c.LABEL_CACHE)
             ):
                 cm["data"] = result.to_data()
+                written.append(key)
+    return written
 
 
-def simulate(store: ObjectStore, clock: Clock) -> list[Key]:
+Simulated = dict[Key, tuple["int | None", tuple[Any, ...]]]
+"""Per Object: its store version right after it was last simulated, and what that read."""
+
+
+def _object_reads(store: ObjectStore, obj: Obj, stuck: frozenset[str]) -> tuple[Any, ...]:
+    """Everything simulating an Object reads besides the Object itself."""
+    manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
+    labels = (manifest.get("metadata") or {}).get("labels") if isinstance(manifest, dict) else None
+    replica = labels.get(c.LABEL_REPLICA) if isinstance(labels, dict) else None
+    return (
+        _provider_config_exists(store, obj),
+        _missing_reference(store, obj),
+        replica in stuck,
+    )
+
+
+def simulate(store: ObjectStore, clock: Clock, memo: Simulated | None = None) -> list[Key]:
     """Update every provider object in the store as its provider would.
 
-    Returns the keys of the objects changed in place (every Object, Release
-    and cloud managed resource, changed or not); what else it creates or
-    replaces goes through `store.put`.
+    Every object it changes in place is noted in the store (`store.touch`)
+    once the whole pass is done; what else it creates or replaces goes
+    through `store.put`. An Object that `memo` shows unchanged since its last
+    pass, whose reads are unchanged too, is left as it is: simulating is
+    idempotent. Returns the keys it noted.
     """
+    memo = {} if memo is None else memo
     stuck = stuck_replicas(store)
     touched: list[Key] = []
+    simulated: dict[Key, tuple[Any, ...]] = {}
     for key, obj in _of_kinds(store, {"Object": OBJECT_GROUPS, "Release": RELEASE_GROUPS}):
         group, kind = _group(obj), obj.get("kind")
         if group in OBJECT_GROUPS and kind == "Object":
+            reads = _object_reads(store, obj, stuck)
+            if memo.get(key) == (store.version(key), reads):
+                continue
             _simulate_object(store, obj, clock, stuck)
+            simulated[key] = reads
             touched.append(key)
         elif group in RELEASE_GROUPS and kind == "Release":
             _simulate_release(obj, clock)
             touched.append(key)
     touched += simulate_cloud(store, clock)
-    simulate_hydration(store)  # changes wrapped manifests of Objects, listed above
+    touched += simulate_hydration(store)  # changes wrapped manifests of Objects
+    for key in touched:
+        store.touch(key)
+    # After every change of the pass: the version the next pass must still find.
+    for key, reads in simulated.items():
+        memo[key] = (store.version(key), reads)
     return touched
