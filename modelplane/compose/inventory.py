@@ -105,7 +105,7 @@ def _short(name: str) -> str:
 
 def _attributes(raw: Any) -> dict[str, DeviceAttribute]:
     out: dict[str, DeviceAttribute] = {}
-    for name, value in sorted(_map(raw).items()):
+    for name, value in sorted(_map(raw).items(), key=lambda kv: str(kv[0])):
         if _short(str(name)) in IDENTITY_ATTRIBUTES or len(out) >= MAX_ATTRIBUTES:
             continue
         try:
@@ -117,7 +117,7 @@ def _attributes(raw: Any) -> dict[str, DeviceAttribute]:
 
 def _capacity(raw: Any) -> dict[str, DeviceCapacity]:
     out: dict[str, DeviceCapacity] = {}
-    for name, value in sorted(_map(raw).items()):
+    for name, value in sorted(_map(raw).items(), key=lambda kv: str(kv[0])):
         if len(out) >= MAX_ATTRIBUTES:
             break
         try:
@@ -131,6 +131,39 @@ def _shape_key(driver: str, device: Any) -> ShapeKey:
     attrs = {k: v.to_dict() for k, v in _attributes(_map(device).get("attributes")).items()}
     caps = {k: v.value for k, v in _capacity(_map(device).get("capacity")).items()}
     return driver, json.dumps(attrs, sort_keys=True), json.dumps(caps, sort_keys=True)
+
+
+def _raw_shape(driver: str, device: Any) -> str | None:
+    """What a device's shape is read from, as text (None: not JSON text can name).
+
+    Identity attributes are left out, so a node's identical devices share it.
+    """
+    d = _map(device)
+    attrs = {
+        k: v
+        for k, v in _map(d.get("attributes")).items()
+        if _short(str(k)) not in IDENTITY_ATTRIBUTES
+    }
+    try:
+        return json.dumps([driver, attrs, d.get("capacity")], sort_keys=True)
+    except (TypeError, ValueError):
+        return None
+
+
+class _ShapeKeys:
+    """`_shape_key`, read once per distinct raw shape: nodes repeat the same devices."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, ShapeKey] = {}
+
+    def __call__(self, driver: str, device: Any) -> ShapeKey:
+        raw = _raw_shape(driver, device)
+        if raw is None:
+            return _shape_key(driver, device)
+        key = self._seen.get(raw)
+        if key is None:
+            key = self._seen[raw] = _shape_key(driver, device)
+        return key
 
 
 def _devices_by_node(slices: Iterable[Obj]) -> dict[str, dict[str, list[Any]]]:
@@ -169,7 +202,10 @@ def _shapes(counts: Counter[tuple[ShapeKey, int]]) -> tuple[list[DeviceShape], b
 
 
 def _pool(
-    name: str, nodes: list[Obj], published: Mapping[str, Mapping[str, list[Any]]]
+    name: str,
+    nodes: list[Obj],
+    published: Mapping[str, Mapping[str, list[Any]]],
+    shape_key: _ShapeKeys,
 ) -> PoolInventory:
     zones: Counter[str] = Counter()
     drivers: Counter[tuple[str, int]] = Counter()
@@ -183,7 +219,7 @@ def _pool(
             zones[zone] += 1
         for driver, devices in sorted(published.get(str(meta.get("name")), {}).items()):
             drivers[(driver, len(devices))] += 1
-            for key, per_node in Counter(_shape_key(driver, d) for d in devices).items():
+            for key, per_node in Counter(shape_key(driver, d) for d in devices).items():
                 shapes[(key, per_node)] += 1
     kept, truncated = _shapes(shapes)
     return PoolInventory(
@@ -251,7 +287,8 @@ def summarize(
             by_pool[where[1]].append(node)
     published = _devices_by_node(slices)
     names = sorted(by_pool)
-    pools = [_pool(name, by_pool[name], published) for name in names[:MAX_POOLS]]
+    shape_key = _ShapeKeys()
+    pools = [_pool(name, by_pool[name], published, shape_key) for name in names[:MAX_POOLS]]
     stuck = _unschedulable(pods, epoch_seconds(now) or 0, max(0, grace_seconds))
     return InventorySummary(
         observed_at=now,

@@ -40,7 +40,7 @@ from typing import Any
 from modelplane.api import constants as c
 from modelplane.api.model_replica import ModelReplicaSpec
 from modelplane.api.objects import label_value, replica_base, short_hash
-from modelplane.api.readers import read_inference_cluster
+from modelplane.api.readers import ObservedInferenceCluster, read_inference_cluster
 from modelplane.compose.inventory import summarize
 from modelplane.compose.objects import dns_label
 from modelplane.local.conditions import EPOCH, Clock, set_condition
@@ -295,10 +295,8 @@ def _requested(obj: Obj) -> int:
     return 0
 
 
-def _pool_devices(store: ObjectStore, cluster: str, pool: str) -> list[dict[str, Any]]:
+def _pool_devices(observed: ObservedInferenceCluster | None, pool: str) -> list[dict[str, Any]]:
     """The class devices the InferenceCluster publishes for `pool` (wire form)."""
-    ic = store.get(Key(c.API_VERSION, "InferenceCluster", "", cluster))
-    observed = read_inference_cluster(ic) if ic is not None else None
     published = observed.pool(pool) if observed is not None else None
     if published is None or not published.known:
         return []
@@ -322,11 +320,13 @@ def _node(name: str, pool: str, zone: str | None) -> Obj:
 
 
 def _slice_device(device: dict[str, Any], index: int, drifts: list[DriftFixture]) -> Obj:
-    attributes = copy.deepcopy(device.get("attributes") or {})
-    capacity = copy.deepcopy(device.get("capacity") or {})
-    for d in drifts:
-        if d.device != device.get("name"):
-            continue
+    mine = [d for d in drifts if d.device == device.get("name")]
+    # Shared with the class's devices unless a drift edits them: only read.
+    attributes = device.get("attributes") or {}
+    capacity = device.get("capacity") or {}
+    if mine:
+        attributes, capacity = copy.deepcopy(attributes), copy.deepcopy(capacity)
+    for d in mine:
         if d.field == "capacity":
             capacity[d.name] = {"value": d.value}
         else:
@@ -370,9 +370,14 @@ PoolPlan = tuple[str, int, str | None, list[dict[str, Any]], list[tuple[str, ...
 
 
 def _pool_plan(
-    store: ObjectStore, cluster: str, pool: str, count: int, zone: str | None, drifts: list
+    observed: ObservedInferenceCluster | None,
+    cluster: str,
+    pool: str,
+    count: int,
+    zone: str | None,
+    drifts: list,
 ) -> PoolPlan:
-    devices = _pool_devices(store, cluster, pool)
+    devices = _pool_devices(observed, pool)
     mine = [astuple(d) for d in drifts if (d.cluster, d.pool) == (cluster, pool)]
     return pool, count, zone, devices, mine
 
@@ -388,7 +393,9 @@ def _pool_world(cluster: str, plan: PoolPlan) -> World:
     return nodes, slices
 
 
-def _node_pool_plan(store: ObjectStore, obj: Obj, found: Fixtures) -> PoolPlan | None:
+def _node_pool_plan(
+    observed: ObservedInferenceCluster | None, obj: Obj, found: Fixtures
+) -> PoolPlan | None:
     """What a provisioned node pool brought up (None: nothing yet)."""
     cluster, pool = _pool_of(obj) or ("", "")
     fixture = _stocked_out(obj, found.stockouts)
@@ -396,7 +403,7 @@ def _node_pool_plan(store: ObjectStore, obj: Obj, found: Fixtures) -> PoolPlan |
         return None
     count = min(fixture.nodes_up, _requested(obj)) if fixture else _requested(obj)
     zone = fixture.zone if fixture else None
-    return _pool_plan(store, cluster, pool, count, zone, found.drifts)
+    return _pool_plan(observed, cluster, pool, count, zone, found.drifts)
 
 
 def _cluster_plan(
@@ -404,15 +411,16 @@ def _cluster_plan(
 ) -> list[PoolPlan]:
     """The simulated cluster's pools: its node pools, or an Existing cluster's declared pools."""
     node_pools = [o for o in managed if (_pool_of(o) or ("",))[0] == cluster]
-    plans = [_node_pool_plan(store, obj, found) for obj in node_pools]
+    ic = store.get(Key(c.API_VERSION, "InferenceCluster", "", cluster))
+    observed = read_inference_cluster(ic) if ic is not None else None
+    plans = [_node_pool_plan(observed, obj, found) for obj in node_pools]
     out = [p for p in plans if p is not None]
-    ic = store.get(Key(c.API_VERSION, "InferenceCluster", "", cluster)) or {}
-    spec = ic.get("spec") or {}
+    spec = (ic or {}).get("spec") or {}
     if node_pools or spec.get("source") != "Existing":
         return out
     for pool in spec.get("pools") or []:
         name, count = str(pool.get("name", "")), _int(pool.get("nodeCount"), 1)
-        out.append(_pool_plan(store, cluster, name, count, None, found.drifts))
+        out.append(_pool_plan(observed, cluster, name, count, None, found.drifts))
     return out
 
 

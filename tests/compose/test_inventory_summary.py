@@ -291,3 +291,16 @@ def test_bad_durations(text: str) -> None:
 )
 def test_epoch_seconds(stamp: str, seconds: int | None) -> None:
     assert epoch_seconds(stamp) == seconds
+
+
+def test_devices_json_cannot_write_are_still_summarized() -> None:
+    # Shapes are read once per distinct device text; a device that has no such
+    # text (a value or key JSON cannot write) is read on its own, never raised on.
+    odd = _gpu(2, extra={"string": {1, 2}})
+    odd["attributes"][3] = {"bogus": 3}  # not a DRA attribute value: skipped
+    nodes = [_node("a", "h100")]
+    summary = summarize(nodes, [_slice("a", _gpu(0), odd, _gpu(1))], [], NOW, 300)
+    (pool,) = summary.to_dict()["pools"]
+    assert [(s["attributes"], s["devicesPerNode"]) for s in pool["shapes"]] == [
+        (H100_SHAPE["attributes"], 3)
+    ]
