@@ -182,8 +182,12 @@ def instrument(phases: Phases) -> None:
 
 def run_one(spec: str) -> dict[str, Any]:
     """Render one fleet (`CLUSTERSxDEPLOYMENTS`, or a path) in this process and measure it."""
+    import gc
+
+    from modelplane.cli.main import GC_THRESHOLDS
     from modelplane.local import ControlPlane, load_paths
 
+    gc.set_threshold(*GC_THRESHOLDS)  # as the `modelplane` command runs
     phases = Phases()
     instrument(phases)
     if "x" in spec and spec.replace("x", "").isdigit():

@@ -8,6 +8,7 @@ summary from `COMMANDS` (a test keeps it equal to the command's own).
 
 from __future__ import annotations
 
+import gc
 import importlib
 from typing import Any
 
@@ -98,6 +99,17 @@ def cli() -> None:
     """Modelplane: place and serve open-weight models across a fleet of GPU clusters."""
 
 
+GC_THRESHOLDS = (100_000, 50, 100)
+"""The cyclic collector's thresholds for the command (CPython's are 700, 10, 10).
+
+A render builds large trees of dicts and lists that hold no reference cycles
+and live to the end; at CPython's defaults the collector walks them again
+and again (a fifth of a 200-cluster render's CPU time). Cycles are still
+collected, only less often.
+"""
+
+
 def main() -> None:
     """Console-script entry point."""
+    gc.set_threshold(*GC_THRESHOLDS)
     cli()
