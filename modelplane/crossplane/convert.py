@@ -211,6 +211,31 @@ def freeze(d: Mapping[str, Any]) -> FrozenDict:
     return FrozenDict({_field(k): _json(v, True) for k, v in dict(d).items()})
 
 
+def refreeze(d: Mapping[str, Any], previous: FrozenDict) -> FrozenDict:
+    """`freeze(d)`, sharing every value of `previous` that `d` holds equal at the same place.
+
+    A new version of an object usually changes a few fields (its status):
+    the rest, and what was remembered on it (`memoized` readings), carry
+    over. Mappings that differ are rebuilt field by field; lists whole.
+    Equal is Python's `==`, so a value that changed only between True and 1
+    would keep its old form; no object's field changes type that way.
+    """
+    return FrozenDict(
+        {_field(k): _refrozen(v, previous.get(k, _ABSENT)) for k, v in dict(d).items()}
+    )
+
+
+def _refrozen(v: Any, old: Any) -> Any:
+    if old is not _ABSENT and old == v:
+        return old
+    if type(v) is dict and type(old) is FrozenDict:
+        return FrozenDict({_field(k): _refrozen(x, old.get(k, _ABSENT)) for k, x in v.items()})
+    return _json(v, True)
+
+
+_ABSENT = object()
+
+
 def dict_to_struct(d: Mapping[str, Any]) -> structpb.Struct:
     """Convert a JSON-compatible mapping to a protobuf Struct."""
     s = structpb.Struct()

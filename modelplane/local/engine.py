@@ -52,6 +52,7 @@ from modelplane.crossplane.convert import (
     as_json,
     dict_to_struct,
     freeze,
+    refreeze,
     struct_to_dict,
 )
 from modelplane.local.conditions import Clock, set_condition
@@ -475,7 +476,8 @@ class ControlPlane:
         if version is None:
             return freeze(obj)
         meta = {**(obj.get("metadata") or {}), "resourceVersion": str(version)}
-        frozen = freeze({**obj, "metadata": meta})
+        versioned = {**obj, "metadata": meta}
+        frozen = freeze(versioned) if cached is None else refreeze(versioned, cached[1])
         self._read[key] = (version, frozen)
         return frozen
 

@@ -8,7 +8,7 @@ from typing import Any
 import crossplane.function.proto.v1.run_function_pb2 as fnv1
 import pytest
 
-from modelplane.api.frozen import FrozenDict, FrozenList, thaw
+from modelplane.api.frozen import FrozenDict, FrozenList, memoized, thaw
 from modelplane.compose import registry
 from modelplane.compose.types import ComposeInput, ComposeResult
 from modelplane.crossplane import FunctionRunner
@@ -17,6 +17,7 @@ from modelplane.crossplane.convert import (
     as_json,
     dict_to_struct,
     freeze,
+    refreeze,
     struct_to_dict,
     to_input,
 )
@@ -233,6 +234,35 @@ def test_as_json_and_freeze_are_the_struct_round_trip(value: dict[str, Any]) -> 
     assert typed(plain) == typed(through)  # ints stay ints, tuples become lists, everywhere
     frozen = freeze(value)
     assert isinstance(frozen, FrozenDict) and typed(thaw(frozen)) == typed(through)
+
+
+@pytest.mark.parametrize("value", JSON_VALUES)
+def test_refreezing_a_new_version_is_freezing_it_sharing_what_is_unchanged(
+    value: dict[str, Any],
+) -> None:
+    previous = freeze(value)
+    new = {**copy.deepcopy(value), "status": {"n": 2.0}, "extra": [1]}
+    refrozen = refreeze(new, previous)
+    assert typed(thaw(refrozen)) == typed(thaw(freeze(new)))
+    assert list(refrozen) == list(new)  # the new version's field order
+    for k in value:
+        # A field equal to its frozen form is shared (a tuple never equals its list).
+        assert (refrozen[k] is previous[k]) == (value[k] == previous[k])
+
+
+def test_a_reading_remembered_on_an_unchanged_part_survives_a_new_version() -> None:
+    old = {"spec": {"pools": [{"name": "a"}], "region": "eu"}, "status": {"n": 1}}
+    previous = freeze(old)
+    spec = previous["spec"]
+    first = memoized(spec, "test", lambda s: [s["region"]])
+    changed = refreeze({**old, "status": {"n": 2}}, previous)
+    assert changed["spec"] is spec and memoized(spec, "test", list) is first
+    # A changed mapping is rebuilt field by field: its equal parts stay shared.
+    moved = refreeze({**old, "spec": {**old["spec"], "region": "us"}}, previous)
+    assert moved["spec"] is not spec and moved["spec"]["pools"] is spec["pools"]
+    assert typed(thaw(moved)) == typed(
+        thaw(freeze({**old, "spec": {**old["spec"], "region": "us"}}))
+    )
 
 
 def typed(v: Any) -> Any:
