@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from modelplane.api.common import format_validation_error
+from modelplane.api.frozen import memoized
 from modelplane.compose.types import ComposeInput, DesiredResource, Resource
 
 M = TypeVar("M", bound=BaseModel)
@@ -33,14 +35,26 @@ def without_crossplane_spec(composite: Resource) -> Resource:
 
 
 def parse_spec(model: type[M], composite: Resource) -> tuple[M | None, str]:
-    """Validate the composite's spec; return `(spec, "")` or `(None, message naming the field)`."""
-    spec = spec_body(composite)
-    if spec is None:
-        return None, "spec: must be an object"
-    try:
-        return model.model_validate(spec), ""
-    except ValidationError as err:
-        return None, format_validation_error(err, "spec")
+    """Validate the composite's spec; return `(spec, "")` or `(None, message naming the field)`.
+
+    Remembered on a decoded (read-only) spec, so a spec many calls see is
+    validated once; callers never change the model they get.
+    """
+    raw = composite.get("spec")
+    return memoized(raw, f"parse_spec:{model.__module__}.{model.__qualname__}", _parser(model))
+
+
+def _parser(model: type[M]) -> Callable[[Any], tuple[M | None, str]]:
+    def parse(raw: Any) -> tuple[M | None, str]:
+        if not isinstance(raw, dict):
+            return None, "spec: must be an object"
+        spec = {k: v for k, v in raw.items() if k != _CROSSPLANE_SPEC_KEY}
+        try:
+            return model.model_validate(spec), ""
+        except ValidationError as err:
+            return None, format_validation_error(err, "spec")
+
+    return parse
 
 
 def meta(obj: Resource) -> dict[str, Any]:

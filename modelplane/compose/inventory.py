@@ -31,6 +31,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from modelplane.api import constants as c
+from modelplane.api.frozen import memoized
 from modelplane.api.inference_class import DeviceAttribute, DeviceCapacity
 from modelplane.api.inference_cluster import UnschedulableReplica
 from modelplane.api.inventory import (
@@ -351,7 +352,8 @@ def read_observed_inventory(observed: Resource | None) -> InventoryReading:
     data = live.get("data")
     if not isinstance(data, Mapping) or c.INVENTORY_DATA_KEY not in data:
         return InventoryReading(None, f"{OBSERVED_FIELD} {DATA_FIELD}: missing", missing=True)
-    summary, problem = read_inventory(data)
+    # Read once per decoded ConfigMap data (remembered on it): every call sees it.
+    summary, problem = memoized(data, "read_inventory", read_inventory)
     if summary is None:
         return InventoryReading(None, f"{OBSERVED_FIELD} {problem}")
     return InventoryReading(summary)
