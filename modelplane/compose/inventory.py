@@ -152,12 +152,29 @@ def _raw_shape(driver: str, device: Any) -> str | None:
 
 
 class _ShapeKeys:
-    """`_shape_key`, read once per distinct raw shape: nodes repeat the same devices."""
+    """`_shape_key`, read once per distinct raw shape: nodes repeat the same devices.
+
+    Devices that share their attribute and capacity objects (as one class's
+    simulated devices do) are known equal without writing them out.
+    """
 
     def __init__(self) -> None:
         self._seen: dict[str, ShapeKey] = {}
+        # By the ids of the objects read; the objects are held, so ids stay theirs.
+        self._shared: dict[tuple[str, int, int], tuple[ShapeKey, Any, Any]] = {}
 
     def __call__(self, driver: str, device: Any) -> ShapeKey:
+        d = _map(device)
+        attributes, capacity = d.get("attributes"), d.get("capacity")
+        same = (driver, id(attributes), id(capacity))
+        hit = self._shared.get(same)
+        if hit is not None:
+            return hit[0]
+        key = self._read(driver, device)
+        self._shared[same] = (key, attributes, capacity)
+        return key
+
+    def _read(self, driver: str, device: Any) -> ShapeKey:
         raw = _raw_shape(driver, device)
         if raw is None:
             return _shape_key(driver, device)

@@ -58,7 +58,8 @@ from modelplane.crossplane.convert import (
 from modelplane.local.conditions import Clock, set_condition
 from modelplane.local.deletion import UNDESIRED, Collector, Wave
 from modelplane.local.loader import is_composite, scope_of
-from modelplane.local.simulate import Simulated, simulate
+from modelplane.local.passes import Passes
+from modelplane.local.simulate import simulate
 from modelplane.local.store import Key, Obj, ObjectStore, owned_by
 
 __all__ = ["ControlPlane", "Event", "NotConvergedError", "RenderResult", "owned_by"]
@@ -328,7 +329,7 @@ class ControlPlane:
         self._applied: dict[tuple[Key, str], dict[str, Applied]] = {}
         """What each XR (by key and uid) last applied, by composed resource name."""
         self._settled: dict[Key, fnv1.Requirements] = {}
-        self._simulated: Simulated = {}
+        self._passes = Passes()
         self._found_by_selector: dict[bytes, tuple[int | None, tuple[Version, ...]]] = {}
         """The requirements each XR's last call settled on."""
         self.calls = 0
@@ -411,7 +412,7 @@ class ControlPlane:
             return
         # Every other change went through the store (put, delete, or touch after
         # a reconcile); the simulator notes what it changed in place itself.
-        simulate(self.store, self.clock, self._simulated)
+        simulate(self.store, self.clock, self._passes)
 
     def _report(self, rounds: int, before: dict[Key, int], after: dict[Key, int]) -> RoundReport:
         return RoundReport(

@@ -22,6 +22,7 @@ from modelplane.api.objects import short_hash
 from modelplane.local.conditions import Clock, set_condition
 from modelplane.local.gateway_sim import GATEWAY_STATUS
 from modelplane.local.loader import scope_of
+from modelplane.local.passes import Passes
 from modelplane.local.simulate_cloud import simulate_cloud, stuck_replicas
 from modelplane.local.store import Key, Obj, ObjectStore, json_copy
 
@@ -393,10 +394,6 @@ def simulate_hydration(store: ObjectStore) -> list[Key]:
     return written
 
 
-Simulated = dict[Key, tuple["int | None", tuple[Any, ...]]]
-"""Per Object: its store version right after it was last simulated, and what that read."""
-
-
 def _object_reads(store: ObjectStore, obj: Obj, stuck: frozenset[str]) -> tuple[Any, ...]:
     """Everything simulating an Object reads besides the Object itself."""
     manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
@@ -409,36 +406,38 @@ def _object_reads(store: ObjectStore, obj: Obj, stuck: frozenset[str]) -> tuple[
     )
 
 
-def simulate(store: ObjectStore, clock: Clock, memo: Simulated | None = None) -> list[Key]:
+def simulate(store: ObjectStore, clock: Clock, passes: Passes | None = None) -> list[Key]:
     """Update every provider object in the store as its provider would.
 
     Every object it changes in place is noted in the store (`store.touch`)
     once the whole pass is done; what else it creates or replaces goes
-    through `store.put`. An Object that `memo` shows unchanged since its last
-    pass, whose reads are unchanged too, is left as it is: simulating is
-    idempotent. Returns the keys it noted.
+    through `store.put`. An Object or Release that `passes` shows unchanged
+    since its last pass, with unchanged reads, is left as it is. Returns the
+    keys it noted.
     """
-    memo = {} if memo is None else memo
+    passes = Passes() if passes is None else passes
     stuck = stuck_replicas(store)
     touched: list[Key] = []
-    simulated: dict[Key, tuple[Any, ...]] = {}
     for key, obj in _of_kinds(store, {"Object": OBJECT_GROUPS, "Release": RELEASE_GROUPS}):
         group, kind = _group(obj), obj.get("kind")
         if group in OBJECT_GROUPS and kind == "Object":
             reads = _object_reads(store, obj, stuck)
-            if memo.get(key) == (store.version(key), reads):
+            if passes.unchanged("Object", store, key, reads):
                 continue
             _simulate_object(store, obj, clock, stuck)
-            simulated[key] = reads
-            touched.append(key)
         elif group in RELEASE_GROUPS and kind == "Release":
+            reads = ()  # a release reads only itself
+            if passes.unchanged("Release", store, key, reads):
+                continue
             _simulate_release(obj, clock)
-            touched.append(key)
-    touched += simulate_cloud(store, clock)
+        else:
+            continue
+        passes.simulated(str(kind), key, reads)
+        touched.append(key)
+    touched += simulate_cloud(store, clock, passes)
     touched += simulate_hydration(store)  # changes wrapped manifests of Objects
     for key in touched:
         store.touch(key)
     # After every change of the pass: the version the next pass must still find.
-    for key, reads in simulated.items():
-        memo[key] = (store.version(key), reads)
+    passes.settle(store)
     return touched

@@ -44,6 +44,7 @@ from modelplane.api.readers import ObservedInferenceCluster, read_inference_clus
 from modelplane.compose.inventory import summarize
 from modelplane.compose.objects import dns_label
 from modelplane.local.conditions import EPOCH, Clock, set_condition
+from modelplane.local.passes import Passes
 from modelplane.local.store import Key, Obj, ObjectStore, labels_of
 
 CLOUD_SUFFIXES = (".aws.m.upbound.io", ".gcp.m.upbound.io")
@@ -509,11 +510,11 @@ def _is_inventory(obj: Obj) -> bool:
     )
 
 
-def _simulate_inventory(store: ObjectStore, obj: Obj, managed: list[Obj], found: Fixtures) -> None:
-    """Write the simulated agent's summary where the Object observes the ConfigMap."""
-    live = ((obj.get("status") or {}).get("atProvider") or {}).get("manifest")
-    if not isinstance(live, dict):
-        return  # the Object did not sync (no provider config): nothing is observed
+def _inventory_key(store: ObjectStore, obj: Obj, managed: list[Obj], found: Fixtures) -> str | None:
+    """What the simulated agent's summary is made of (its JSON key), or None when the
+    Object did not sync (no provider config): nothing is observed."""
+    if not isinstance(_live(obj), dict):
+        return None
     cluster = labels_of(obj).get(c.LABEL_CLUSTER, "")
     plans = _cluster_plan(store, cluster, managed, found)
     pods = _stuck_pods(store, cluster, found)
@@ -524,16 +525,27 @@ def _simulate_inventory(store: ObjectStore, obj: Obj, managed: list[Obj], found:
         [created or EPOCH.strftime("%Y-%m-%dT%H:%M:%SZ")]
         + [f.since for f in found.unschedulable if f.cluster == cluster and f.since]
     )
-    key = json.dumps([cluster, plans, pods, now], sort_keys=True)
-    live["data"] = json.loads(_summary_text(key))
+    return json.dumps([cluster, plans, pods, now], sort_keys=True)
 
 
-def simulate_cloud(store: ObjectStore, clock: Clock) -> list[Key]:
+def _live(obj: Obj) -> Any:
+    return ((obj.get("status") or {}).get("atProvider") or {}).get("manifest")
+
+
+def _write_inventory(obj: Obj, key: str) -> None:
+    """Write the simulated agent's summary where the Object observes the ConfigMap."""
+    _live(obj)["data"] = json.loads(_summary_text(key))
+
+
+def simulate_cloud(store: ObjectStore, clock: Clock, passes: Passes | None = None) -> list[Key]:
     """Update every cloud managed resource, connection Secret and observed inventory.
 
     Managed resources and inventory Objects change in place: their keys are
-    returned. Secrets are put into the store.
+    returned. Secrets are put into the store. An inventory Object `passes`
+    shows unchanged since its last pass, with the same simulated cluster,
+    keeps the summary that pass wrote.
     """
+    passes = Passes() if passes is None else passes
     found = fixtures(store)
     managed = [obj for _, obj in store.items() if is_cloud_managed(obj)]
     for obj in managed:
@@ -542,6 +554,10 @@ def simulate_cloud(store: ObjectStore, clock: Clock) -> list[Key]:
     # Inventory Objects are of one kind: only that kind is looked at (same order).
     for key, obj in store.select(OBJECT_API_VERSION, "Object"):
         if _is_inventory(obj):
-            _simulate_inventory(store, obj, managed, found)
+            reads = _inventory_key(store, obj, managed, found)
+            if reads is None or passes.unchanged("inventory", store, key, reads):
+                continue
+            _write_inventory(obj, reads)
+            passes.simulated("inventory", key, reads)
             touched.append(key)
     return touched

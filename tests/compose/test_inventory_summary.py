@@ -304,3 +304,16 @@ def test_devices_json_cannot_write_are_still_summarized() -> None:
     assert [(s["attributes"], s["devicesPerNode"]) for s in pool["shapes"]] == [
         (H100_SHAPE["attributes"], 3)
     ]
+
+
+def test_devices_sharing_their_attribute_objects_summarize_as_copies_do() -> None:
+    # The render's simulated nodes share one class's attribute and capacity
+    # objects; that shortcut must not change the summary.
+    shared = _gpu(0)
+    a100 = _gpu(1, "40Gi", productName={"string": "A100"})
+    copies = [_slice("a", *[json.loads(json.dumps(d)) for d in (shared, shared, a100)])]
+    sharing = [_slice("a", shared, dict(shared), a100)]
+    nodes = [_node("a", "h100")]
+    want = summarize(nodes, copies, [], NOW, 300).to_dict()
+    assert summarize(nodes, sharing, [], NOW, 300).to_dict() == want
+    assert sorted(s["devicesPerNode"] for s in want["pools"][0]["shapes"]) == [1, 2]

@@ -1,0 +1,36 @@
+"""What the simulated providers read in their last pass over each object.
+
+Simulating an object is idempotent: against the same reads it leaves the
+object exactly as the last pass did. So an object unchanged since its last
+pass (by store version), whose reads are unchanged too, is not simulated
+again, and not digested again either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from modelplane.local.store import Key, ObjectStore
+
+
+class Passes:
+    """Per simulation step and object: the reads of its last pass and its version after it."""
+
+    def __init__(self) -> None:
+        """Start with no pass recorded: everything is simulated."""
+        self._last: dict[tuple[str, Key], tuple[int | None, Hashable]] = {}
+        self._pending: dict[tuple[str, Key], Hashable] = {}
+
+    def unchanged(self, step: str, store: ObjectStore, key: Key, reads: Hashable) -> bool:
+        """Whether `step` last simulated the object at its current version, with these reads."""
+        return self._last.get((step, key)) == (store.version(key), reads)
+
+    def simulated(self, step: str, key: Key, reads: Hashable) -> None:
+        """Record that `step` simulated the object now, with these reads."""
+        self._pending[(step, key)] = reads
+
+    def settle(self, store: ObjectStore) -> None:
+        """Once the pass's changes are noted: remember each object's version after it."""
+        for (step, key), reads in self._pending.items():
+            self._last[(step, key)] = (store.version(key), reads)
+        self._pending.clear()
