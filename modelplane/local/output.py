@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
@@ -161,19 +162,207 @@ def dump_yaml(objects: Iterable[Obj]) -> str:
 
     Byte for byte what `yaml.dump_all(..., Dumper=_Dumper, sort_keys=True,
     default_flow_style=False, allow_unicode=True, explicit_start=True)` writes.
+    Written by `_BlockWriter` when it can write every document; otherwise by
+    libyaml's emitter from events.
     """
-    events: list[yaml.Event] = [yaml.StreamStartEvent()]
+    docs = list(objects)
+    writer = _BlockWriter()
+    parts: list[str] = []
     try:
-        for obj in objects:
-            events.append(yaml.DocumentStartEvent(explicit=True))
-            _events(obj, events)
-            events.append(yaml.DocumentEndEvent(explicit=False))
+        for obj in docs:
+            text = writer.document(obj)
+            if text is None:
+                # The emitter carries state from one document to the next (an
+                # open end), so the whole stream goes through it.
+                return _emitted(docs)
+            parts.append(text)
     finally:
         # The memos live for one stream only: memory stays bounded by one render.
         _str_events.clear()
         _implicit.clear()
+    return "".join(parts)
+
+
+def _emitted(objects: Iterable[Any]) -> str:
+    """The documents as libyaml's emitter writes them, from events built directly."""
+    events: list[yaml.Event] = [yaml.StreamStartEvent()]
+    for obj in objects:
+        events.append(yaml.DocumentStartEvent(explicit=True))
+        _events(obj, events)
+        events.append(yaml.DocumentEndEvent(explicit=False))
     events.append(yaml.StreamEndEvent())
     return str(yaml.emit(events, Dumper=_Dumper, allow_unicode=True))
+
+
+_WIDTH = 80
+"""libyaml's line width (PyYAML's default): it breaks a scalar at a space past it."""
+_SIMPLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:-]*(?<!:)\Z")
+"""Strings libyaml writes the same wherever they stand: no indicator, space, quote
+or line break, no `:` at the end. As they are when they read back as strings,
+else in single quotes (timestamps, numbers, booleans)."""
+
+
+_MAX_SIMPLE_KEY = 128
+"""The longest key libyaml writes as a simple key (`key: value`)."""
+
+
+class _UnwritableError(Exception):
+    """A document `_BlockWriter` leaves to the emitter (a shape it does not write)."""
+
+
+class _BlockWriter:
+    """Writes JSON documents as block YAML text, exactly as `_emitted` would.
+
+    The layout of block mappings and (indentless) sequences is fixed; what
+    is not, the text of each scalar, comes from libyaml itself: a scalar is
+    emitted once in a small document that puts it at the same indentation and
+    column, and its text is remembered. Scalars that cannot be broken across
+    lines (no space) or that end before the line width read the same at any
+    column, so most are emitted once per stream. A document of another shape
+    (a sequence in a sequence, keys that are not strings, values of other
+    types, text that ends in a line break) is left to the emitter.
+    """
+
+    def __init__(self) -> None:
+        """Start with nothing remembered (the memos live for one stream)."""
+        self._keys: dict[str, str] = {}
+        self._fixed: dict[str, str] = {}  # strings whose text is the same anywhere
+        self._free: dict[tuple[type, Any], str | None] = {}
+        self._placed: dict[tuple[str, str, int, int], str] = {}
+
+    def document(self, obj: Any) -> str | None:
+        """The document's text (from `---`), or None when it is left to the emitter."""
+        if type(obj) is not dict or not obj:
+            return None
+        out = ["---\n"]
+        try:
+            self._mapping(obj, 0, out)
+        except _UnwritableError:
+            return None
+        return "".join(out)
+
+    def _mapping(self, data: dict[Any, Any], indent: int, out: list[str]) -> None:
+        pad = " " * indent
+        try:
+            items = sorted(data.items())
+        except TypeError:
+            raise _UnwritableError from None
+        keys, fixed = self._keys, self._fixed
+        for key, value in items:
+            name = keys.get(key) if type(key) is str else None
+            head = pad + (name if name is not None else self._key(key)) + ":"
+            kind = type(value)
+            if kind is str:
+                text = fixed.get(value)
+                if text is not None:  # most values: remembered, the same anywhere
+                    out.append(f"{head} {text}\n")
+                    continue
+            if kind is dict and value:
+                out.append(head + "\n")
+                self._mapping(value, indent + 2, out)
+            elif kind is list and value:
+                out.append(head + "\n")
+                self._sequence(value, indent, out)
+            else:
+                out.append(head + " " + self._scalar(value, "map", indent, len(head) + 1) + "\n")
+
+    def _sequence(self, items: list[Any], indent: int, out: list[str]) -> None:
+        """An indentless sequence: the value of a key of the mapping at `indent`."""
+        dash = " " * indent + "- "
+        for item in items:
+            kind = type(item)
+            if kind is dict and item:
+                sub: list[str] = []
+                self._mapping(item, indent + 2, sub)
+                out.append(dash + sub[0][indent + 2 :])
+                out.extend(sub[1:])
+            elif kind is list and item:
+                raise _UnwritableError
+            else:
+                out.append(dash + self._scalar(item, "seq", indent, indent + 2) + "\n")
+
+    def _key(self, key: Any) -> str:
+        if type(key) is not str:
+            raise _UnwritableError
+        text = self._keys.get(key)
+        if text is None:
+            text = self._keys[key] = self._emitted_key(key)
+        return text
+
+    def _emitted_key(self, key: str) -> str:
+        if _SIMPLE.match(key):
+            return key if _plain_tag(key) == _STR else f"'{key}'"
+        lines = _emitted([{key: 0}]).split("\n")
+        # "---", "<key>: 0", "": a key that is written on one line, as a simple key.
+        if len(lines) != 3 or not lines[1].endswith(": 0"):
+            raise _UnwritableError
+        return lines[1][:-3]
+
+    def _scalar(self, value: Any, slot: str, indent: int, column: int) -> str:
+        kind = type(value)
+        if kind is str:
+            return self._str(value, slot, indent, column)
+        if kind is bool:
+            return "true" if value else "false"
+        if value is None:
+            return "null"
+        if kind is int:
+            return str(value)
+        if kind is float or kind is dict or kind is list:  # {} and [] too
+            return self._free_text(value, (kind, repr(value)))
+        raise _UnwritableError
+
+    def _str(self, value: str, slot: str, indent: int, column: int) -> str:
+        text = self._fixed.get(value)
+        if text is not None:
+            return text
+        if _SIMPLE.match(value):
+            text = self._fixed[value] = value if _plain_tag(value) == _STR else f"'{value}'"
+            return text
+        free = self._free_text(value, (str, value))
+        if free is not None and " " not in value:
+            self._fixed[value] = free  # one line, never broken: the same anywhere
+            return free
+        if free is not None and column + len(free) <= _WIDTH:
+            return free
+        if value.endswith("\n") and (len(value) == 1 or value[-2] in "\n\r"):
+            raise _UnwritableError  # a block scalar kept open ("|+") ends the document open
+        key = (value, slot, indent, column)
+        text = self._placed.get(key)
+        if text is None:
+            text = self._placed[key] = self._placed_text(value, slot, indent, column)
+        return text
+
+    def _free_text(self, value: Any, memo: tuple[type, Any]) -> Any:
+        """The value's one-line text when it stands right after `k: ` (None: not one line)."""
+        if memo in self._free:
+            return self._free[memo]
+        lines = _emitted([{"k": value}]).split("\n")
+        text = lines[1][3:] if len(lines) == 3 and lines[1].startswith("k: ") else None
+        if text is None and type(value) is not str:
+            raise _UnwritableError
+        self._free[memo] = text
+        return text
+
+    def _placed_text(self, value: str, slot: str, indent: int, column: int) -> str:
+        """The value's text where it stands: emitted in a document that puts it there."""
+        depth, lead = divmod(indent, 2)
+        if lead or (slot == "map" and not 1 <= column - indent - 2 <= _MAX_SIMPLE_KEY):
+            raise _UnwritableError  # no simple key puts a value there
+        if slot == "map":
+            key = "k" * (column - indent - 2)
+            doc: Any = {key: value}
+            prefix = " " * indent + key + ": "
+        else:
+            doc, prefix = {"k": [value]}, " " * indent + "- "
+        for _ in range(depth):
+            doc = {"k": doc}
+        lines = _emitted([doc]).split("\n")
+        skip = 1 + depth + (0 if slot == "map" else 1)
+        text = "\n".join(lines[skip:]).rstrip("\n")
+        if not text.startswith(prefix):
+            raise _UnwritableError
+        return text[len(prefix) :]
 
 
 def dump_json(objects: Iterable[Obj]) -> str:

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from modelplane.local import output
+from modelplane.local import ControlPlane, load_paths, output
 from modelplane.local.output import dump_yaml
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 # Strings that stress the emitter's style choices: YAML keywords and numbers
 # that must be quoted, indicators, leading/trailing spaces, line breaks
@@ -103,3 +107,48 @@ def test_any_top_level_value_is_written_as_pyyaml_would(docs: list[Any]) -> None
 def test_mixed_key_types_stay_unsorted_and_floats_keep_their_spelling() -> None:
     docs: list[Any] = [{"b": 1.0, 1: 1e20, "a": [float("inf"), float("nan"), -0.5]}, {}, [], "x\ny"]
     assert dump_yaml(docs) == _pyyaml_reference(docs)
+
+
+# Documents shaped like Kubernetes objects (string keys, nested mappings and
+# sequences of mappings or scalars), with text of every kind at every depth:
+# what the block writer writes itself rather than leaving to the emitter.
+_WORDS = st.lists(st.sampled_from(["a", "bb", "word", "x" * 30, "ü", "#", ":", "-"]), max_size=25)
+_TEXT = st.one_of(
+    _TRICKY,
+    st.text(max_size=30),
+    _WORDS.map(" ".join),
+    _WORDS.map("\n".join),
+    st.from_regex(r"[a-z0-9][a-z0-9.\-/]{0,40}", fullmatch=True),
+)
+_LEAF = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**53), 2**53), st.floats(allow_nan=False), _TEXT
+)
+_KEY = st.one_of(st.from_regex(r"[a-zA-Z][a-zA-Z0-9.\-/]{0,20}", fullmatch=True), _TRICKY)
+_NODE = st.recursive(
+    _LEAF,
+    lambda inner: st.one_of(
+        st.dictionaries(_KEY, inner, max_size=4),
+        st.lists(st.one_of(_LEAF, st.dictionaries(_KEY, inner, max_size=3)), max_size=3),
+    ),
+    max_leaves=30,
+)
+_OBJECTS = st.lists(st.dictionaries(_KEY, _NODE, min_size=1, max_size=5), min_size=1, max_size=3)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_OBJECTS)
+def test_the_block_writer_writes_what_the_emitter_writes(docs: list[dict[str, Any]]) -> None:
+    assert dump_yaml(docs) == _pyyaml_reference(docs)
+
+
+@pytest.mark.parametrize(
+    "example", ["quickstart", "clusters", "caches/huggingface", "kserve/multi-node"]
+)
+def test_the_block_writer_writes_every_rendered_object_itself(example: str) -> None:
+    # Rendered objects are the writer's own, not the emitter's (otherwise the
+    # property above would mostly compare the emitter with itself), and the
+    # stream is still the emitter's byte for byte.
+    objects = ControlPlane(load_paths([str(EXAMPLES / example)])).run().store.objects()
+    writer = output._BlockWriter()
+    assert all(writer.document(obj) is not None for obj in objects)
+    assert dump_yaml(objects) == _pyyaml_reference(objects)
