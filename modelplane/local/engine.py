@@ -7,7 +7,10 @@ changing), apply the desired composed resources, garbage-collect the
 undesired ones, and write the XR's status and conditions. Then it simulates
 what providers and workload clusters would report. Rounds repeat until one
 changes nothing. An XR none of whose inputs changed (by version) since its
-last call is not called again: the function is pure.
+last call is not called again: the function is pure. For the same reason a
+call starts with what the XR's last call settled on already fetched, and a
+desired object equal to the one last applied, onto an object unchanged since,
+is not applied again.
 
 The function is the servicer `modelplane function serve` runs. By default its
 composers are called in-process on read-only dicts, each object frozen once
