@@ -206,6 +206,14 @@ _MAX_SIMPLE_KEY = 128
 """The longest key libyaml writes as a simple key (`key: value`)."""
 
 
+_BREAKS = frozenset("\r\x85\u2028\u2029")
+"""Line breaks to libyaml besides "\n": text after one is indented where it stands."""
+
+
+def _has_break(text: str) -> bool:
+    return not _BREAKS.isdisjoint(text)
+
+
 class _UnwritableError(Exception):
     """A document `_BlockWriter` leaves to the emitter (a shape it does not write)."""
 
@@ -290,11 +298,13 @@ class _BlockWriter:
         return text
 
     def _emitted_key(self, key: str) -> str:
+        if len(key) > _MAX_SIMPLE_KEY:
+            raise _UnwritableError  # written as a complex key (`? key`)
         if _SIMPLE.match(key):
             return key if _plain_tag(key) == _STR else f"'{key}'"
         lines = _emitted([{key: 0}]).split("\n")
         # "---", "<key>: 0", "": a key that is written on one line, as a simple key.
-        if len(lines) != 3 or not lines[1].endswith(": 0"):
+        if len(lines) != 3 or not lines[1].endswith(": 0") or _has_break(lines[1]):
             raise _UnwritableError
         return lines[1][:-3]
 
@@ -338,7 +348,8 @@ class _BlockWriter:
         if memo in self._free:
             return self._free[memo]
         lines = _emitted([{"k": value}]).split("\n")
-        text = lines[1][3:] if len(lines) == 3 and lines[1].startswith("k: ") else None
+        one_line = len(lines) == 3 and lines[1].startswith("k: ") and not _has_break(lines[1])
+        text = lines[1][3:] if one_line else None
         if text is None and type(value) is not str:
             raise _UnwritableError
         self._free[memo] = text

@@ -152,3 +152,22 @@ def test_the_block_writer_writes_every_rendered_object_itself(example: str) -> N
     writer = output._BlockWriter()
     assert all(writer.document(obj) is not None for obj in objects)
     assert dump_yaml(objects) == _pyyaml_reference(objects)
+
+
+@pytest.mark.parametrize(
+    "docs",
+    [
+        pytest.param([{"metadata": {"labels": {"a" * n: "v"}}}], id=f"key-of-{n}")
+        for n in (127, 128, 129, 200)
+    ]
+    + [
+        pytest.param([{"spec": {"a": {"b": text}, "list": [text]}}], id=repr(text))
+        for text in ("\u2028", "\u2029", "a\u2028b", "x\u2028 y", "\x85", "\r", "a\rb")
+    ],
+)
+def test_long_keys_and_other_line_breaks_are_written_as_the_emitter_writes_them(
+    docs: list[Any],
+) -> None:
+    # Keys past 128 characters are complex keys (`? key`); U+2028/U+2029, NEL
+    # and CR break lines, so the text after them is indented where it stands.
+    assert dump_yaml(docs) == _pyyaml_reference(docs)
