@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import marshal
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -211,26 +212,52 @@ def freeze(d: Mapping[str, Any]) -> FrozenDict:
     return FrozenDict({_field(k): _json(v, True) for k, v in dict(d).items()})
 
 
-def refreeze(d: Mapping[str, Any], previous: FrozenDict) -> FrozenDict:
-    """`freeze(d)`, sharing every value of `previous` that `d` holds equal at the same place.
+Parts = dict[str, "bytes | dict[str, bytes]"]
+"""What `refreeze` compares an object's versions by: a digest of each top-level
+field's exact serialization, and of each field of a top-level mapping."""
 
-    A new version of an object usually changes a few fields (its status):
-    the rest, and what was remembered on it (`memoized` readings), carry
-    over. Mappings that differ are rebuilt field by field; lists whole.
-    Equal is Python's `==`, so a value that changed only between True and 1
-    would keep its old form; no object's field changes type that way.
+
+def parts_of(d: Mapping[str, Any]) -> Parts | None:
+    """The object's `Parts`, or None when marshal cannot write it (nothing is shared then)."""
+    try:
+        return {
+            k: {k2: _digest(v2) for k2, v2 in v.items()} if type(v) is dict else _digest(v)
+            for k, v in d.items()
+        }
+    except ValueError:  # a container subclass, or a value JSON would not hold
+        return None
+
+
+def _digest(v: Any) -> bytes:
+    return hashlib.blake2b(marshal.dumps(v, 2), digest_size=16).digest()
+
+
+def refreeze(d: Mapping[str, Any], parts: Parts, previous: FrozenDict, before: Parts) -> FrozenDict:
+    """`freeze(d)`, sharing `previous`'s frozen values whose serialization `d` repeats.
+
+    `previous` is the frozen copy of an earlier version whose parts were
+    `before`. A new version usually changes a few fields (its status): the
+    rest, and what was remembered on them (`memoized` readings), carry over.
+    Equal serializations are equal in value, type (1, 1.0 and True differ)
+    and key order, so the result is exactly `freeze(d)`'s.
     """
-    return FrozenDict(
-        {_field(k): _refrozen(v, previous.get(k, _ABSENT)) for k, v in dict(d).items()}
-    )
-
-
-def _refrozen(v: Any, old: Any) -> Any:
-    if old is not _ABSENT and old == v:
-        return old
-    if type(v) is dict and type(old) is FrozenDict:
-        return FrozenDict({_field(k): _refrozen(x, old.get(k, _ABSENT)) for k, x in v.items()})
-    return _json(v, True)
+    fields = {}
+    for k, v in dict(d).items():
+        now, then, old = parts.get(k), before.get(k), previous.get(k, _ABSENT)
+        if old is _ABSENT or now is None or then is None:
+            fields[_field(k)] = _json(v, True)
+        elif isinstance(now, bytes) or isinstance(then, bytes):
+            fields[_field(k)] = old if now == then else _json(v, True)
+        elif list(now.items()) == list(then.items()):
+            fields[_field(k)] = old
+        else:
+            fields[_field(k)] = FrozenDict(
+                {
+                    _field(k2): old[k2] if then.get(k2) == b else _json(v[k2], True)
+                    for k2, b in now.items()
+                }
+            )
+    return FrozenDict(fields)
 
 
 _ABSENT = object()

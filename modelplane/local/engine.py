@@ -51,10 +51,12 @@ from modelplane.api.objects import is_condition_true
 from modelplane.compose.types import ComposeInput, ComposeResult, Resource
 from modelplane.crossplane import FunctionRunner
 from modelplane.crossplane.convert import (
+    Parts,
     add_outcome,
     as_json,
     dict_to_struct,
     freeze,
+    parts_of,
     refreeze,
     struct_to_dict,
 )
@@ -162,8 +164,9 @@ class Reply(NamedTuple):
     (`Applied`), and is converted only if it must be applied again."""
     status: dict[str, Any]
     """The desired composite's status."""
-    raw: Mapping[str, Any] = {}
-    """The composer's own desired objects by name (in-process calls only)."""
+    raw: Mapping[str, tuple[Any, str]] = {}
+    """The composer's own desired objects by name, each with its `repr` (in-process
+    calls only)."""
 
 
 class Applied(NamedTuple):
@@ -173,8 +176,9 @@ class Applied(NamedTuple):
     this left, unchanged since, leaves it as it is, so it is not applied again.
     """
 
-    raw: Any
-    """The composer's desired object (never changed: the engine applies a copy)."""
+    text: str
+    """The composer's desired object's `repr`: equal texts are equal objects, value
+    types (1, 1.0 and True differ) and key order included."""
     key: Key
     version: int | None
     """The applied object's store version right after it was applied."""
@@ -209,9 +213,13 @@ def reply_of(
     rsp = fnv1.RunFunctionResponse()
     if result.fatal is None:
         last = last or {}
+        texts = {name: repr(d.resource) for name, d in result.desired.items()}
         try:
             resources = {
-                name: (_converted(d.resource, last.get(name)), _READY_FROM_RESULT.get(d.ready))
+                name: (
+                    _converted(d.resource, texts[name], last.get(name)),
+                    _READY_FROM_RESULT.get(d.ready),
+                )
                 for name, d in sorted(result.desired.items())
             }
             status = as_json({"status": dict(result.status)})["status"] if result.status else {}
@@ -219,7 +227,7 @@ def reply_of(
             result = ComposeResult(fatal=runner.not_json(composite, exc))
         else:
             add_outcome(rsp, result)
-            raw = {name: d.resource for name, d in result.desired.items()}
+            raw = {name: (d.resource, texts[name]) for name, d in result.desired.items()}
             return Reply(rsp, resources, status, raw)
     rsp.results.append(
         fnv1.Result(
@@ -229,14 +237,9 @@ def reply_of(
     return Reply(rsp, {}, {})
 
 
-def _converted(desired: Resource, last: Applied | None) -> Obj | None:
-    """`as_json(desired)`, or None when it equals the object `last` applied.
-
-    Equal by Python's `==`, which also holds between True and 1 (or 1.0):
-    a composer's typed output never changes one field between a bool and a
-    number, so that is not guarded against.
-    """
-    if last is not None and last.raw == desired:
+def _converted(desired: Resource, text: str, last: Applied | None) -> Obj | None:
+    """`as_json(desired)`, or None when its `repr` is the one `last` applied had."""
+    if last is not None and last.text == text:
         return None
     return as_json(desired)
 
@@ -319,7 +322,7 @@ class ControlPlane:
         # exception anyway.
         self.runner = runner
         self._composer = FunctionRunner(log_errors=False)
-        self._read: dict[Key, tuple[int, FrozenDict]] = {}
+        self._read: dict[Key, tuple[int, FrozenDict, Parts | None]] = {}
         self.clock = Clock()
         self.store = ObjectStore()
         self.collector = Collector(self.store)
@@ -481,8 +484,12 @@ class ControlPlane:
             return freeze(obj)
         meta = {**(obj.get("metadata") or {}), "resourceVersion": str(version)}
         versioned = {**obj, "metadata": meta}
-        frozen = freeze(versioned) if cached is None else refreeze(versioned, cached[1])
-        self._read[key] = (version, frozen)
+        parts = parts_of(versioned)
+        if cached is None or cached[2] is None or parts is None:
+            frozen = freeze(versioned)
+        else:
+            frozen = refreeze(versioned, parts, cached[1], cached[2])
+        self._read[key] = (version, frozen, parts)
         return frozen
 
     def _version(self, obj: Obj) -> Version:
@@ -839,14 +846,14 @@ class ControlPlane:
             current = observed.get(name)
             unchanged = self._unchanged(last.get(name), current) if converted is None else None
             if unchanged is None:
-                desired = converted if converted is not None else as_json(reply.raw[name])
+                desired = converted if converted is not None else as_json(reply.raw[name][0])
                 obj, error = self._apply_one(xr, name, desired, current)
                 if obj is None:
                     errors.append(error)
                     continue
                 key = Key.of(obj)
                 if name in reply.raw:
-                    now[name] = Applied(reply.raw[name], key, self.store.version(key))
+                    now[name] = Applied(reply.raw[name][1], key, self.store.version(key))
             else:
                 obj, key = observed[name], unchanged.key
                 now[name] = unchanged

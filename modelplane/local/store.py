@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import copy
 import itertools
+import json
 import marshal
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
@@ -99,6 +100,10 @@ def _marshalled(obj: Obj) -> bytes | None:
         return None
 
 
+def _text(obj: Obj) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=repr)
+
+
 def json_copy(obj: Obj) -> Obj:
     """A deep copy of a JSON object: marshal's round trip (done in C), else deepcopy."""
     try:
@@ -171,7 +176,8 @@ class ObjectStore:
 
         The content is kept as marshal's bytes (a copy, when marshal refuses
         the object): equal bytes settle it at once; otherwise the recorded
-        content is read back and compared as dicts are, key order aside.
+        content is read back and compared, key order aside and value types
+        not (1, 1.0 and True differ).
         """
         data = _marshalled(obj)
         old = self._content.get(key)
@@ -180,7 +186,10 @@ class ObjectStore:
         self._content[key] = data if data is not None else json_copy(obj)
         if old is None:
             return True
-        return (marshal.loads(old) if isinstance(old, bytes) else old) != obj
+        previous = marshal.loads(old) if isinstance(old, bytes) else old
+        # `==` alone would take 1, 1.0 and True for one value: equal dicts are
+        # told apart by their key-sorted JSON text, as a reader of the object would.
+        return previous != obj or _text(previous) != _text(obj)
 
     def delete(self, key: Key) -> None:
         """Remove an object if present."""

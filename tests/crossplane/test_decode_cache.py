@@ -17,6 +17,7 @@ from modelplane.crossplane.convert import (
     as_json,
     dict_to_struct,
     freeze,
+    parts_of,
     refreeze,
     struct_to_dict,
     to_input,
@@ -236,33 +237,63 @@ def test_as_json_and_freeze_are_the_struct_round_trip(value: dict[str, Any]) -> 
     assert isinstance(frozen, FrozenDict) and typed(thaw(frozen)) == typed(through)
 
 
-@pytest.mark.parametrize("value", JSON_VALUES)
-def test_refreezing_a_new_version_is_freezing_it_sharing_what_is_unchanged(
+def _refrozen(new: dict[str, Any], old: dict[str, Any]) -> Any:
+    before, parts = parts_of(old), parts_of(new)
+    assert before is not None and parts is not None
+    previous = freeze(old)
+    return previous, refreeze(new, parts, previous, before)
+
+
+PLAIN_VALUES = [v for v in JSON_VALUES if "frozen" not in v]  # what a store holds
+
+
+@pytest.mark.parametrize("value", PLAIN_VALUES)
+def test_refreezing_a_new_version_is_freezing_it_sharing_what_it_repeats(
     value: dict[str, Any],
 ) -> None:
-    previous = freeze(value)
     new = {**copy.deepcopy(value), "status": {"n": 2.0}, "extra": [1]}
-    refrozen = refreeze(new, previous)
+    previous, refrozen = _refrozen(new, value)
     assert typed(thaw(refrozen)) == typed(thaw(freeze(new)))
     assert list(refrozen) == list(new)  # the new version's field order
     for k in value:
-        # A field equal to its frozen form is shared (a tuple never equals its list).
-        assert (refrozen[k] is previous[k]) == (value[k] == previous[k])
+        assert refrozen[k] is previous[k]  # an unchanged field is the old frozen value
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        pytest.param({"x": 1}, {"x": True}, id="1-to-True"),
+        pytest.param({"x": 1}, {"x": 1.0}, id="1-to-1.0"),
+        pytest.param({"x": {"a": 1, "b": 2}}, {"x": {"b": 2, "a": 1}}, id="reordered"),
+        pytest.param({"x": [0]}, {"x": [False]}, id="in-a-list"),
+    ],
+)
+def test_a_value_equal_only_to_python_is_frozen_anew(
+    old: dict[str, Any], new: dict[str, Any]
+) -> None:
+    # 1 == 1.0 == True to Python, and dicts compare without order; a reader
+    # of the new version must still see exactly the new version.
+    spec_old, spec_new = {"spec": old, "status": {}}, {"spec": new, "status": {}}
+    _, refrozen = _refrozen(spec_new, spec_old)
+    assert typed(thaw(refrozen)) == typed(thaw(freeze(spec_new)))
+    if isinstance(new["x"], dict):
+        assert list(refrozen["spec"]["x"]) == list(new["x"])  # the new key order
 
 
 def test_a_reading_remembered_on_an_unchanged_part_survives_a_new_version() -> None:
-    old = {"spec": {"pools": [{"name": "a"}], "region": "eu"}, "status": {"n": 1}}
-    previous = freeze(old)
+    old: dict[str, Any] = {"spec": {"pools": [{"name": "a"}], "region": "eu"}, "status": {"n": 1}}
+    previous, changed = _refrozen({**old, "status": {"n": 2}}, old)
     spec = previous["spec"]
-    first = memoized(spec, "test", lambda s: [s["region"]])
-    changed = refreeze({**old, "status": {"n": 2}}, previous)
-    assert changed["spec"] is spec and memoized(spec, "test", list) is first
-    # A changed mapping is rebuilt field by field: its equal parts stay shared.
-    moved = refreeze({**old, "spec": {**old["spec"], "region": "us"}}, previous)
+    assert changed["spec"] is spec
+    # A changed mapping is rebuilt field by field: its unchanged parts stay shared.
+    us = {**old, "spec": {**old["spec"], "region": "us"}}
+    before, parts = parts_of(old), parts_of(us)
+    assert before is not None and parts is not None
+    moved = refreeze(us, parts, previous, before)
     assert moved["spec"] is not spec and moved["spec"]["pools"] is spec["pools"]
-    assert typed(thaw(moved)) == typed(
-        thaw(freeze({**old, "spec": {**old["spec"], "region": "us"}}))
-    )
+    first = memoized(spec["pools"][0], "test", lambda p: [p["name"]])
+    assert memoized(moved["spec"]["pools"][0], "test", list) is first
+    assert typed(thaw(moved)) == typed(thaw(freeze(us)))
 
 
 def typed(v: Any) -> Any:

@@ -49,6 +49,22 @@ def test_a_version_changes_exactly_when_the_content_does() -> None:
     assert store.version(key) is None and store.versions() == {}
 
 
+def test_a_version_changes_when_a_value_changes_only_in_type() -> None:
+    # 1 == 1.0 == True to Python; to a reader of the object they differ.
+    store = ObjectStore()
+    key = store.put({**configmap("a"), "data": {"x": 1}})
+    seen = [store.version(key)]
+    for value in (1.0, True, 1):
+        store.put({**configmap("a"), "data": {"x": value}})
+        seen.append(store.version(key))
+    obj = store.get(key)
+    assert obj is not None
+    obj["data"]["x"] = True  # in place, as the simulator changes objects
+    store.touch(key)
+    seen.append(store.version(key))
+    assert len(set(seen)) == len(seen)
+
+
 def test_a_kind_is_listed_in_key_order_without_scanning_others() -> None:
     store = ObjectStore()
     for name in ("c", "a", "b"):

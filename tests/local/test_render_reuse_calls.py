@@ -185,3 +185,25 @@ def test_an_object_whose_provider_config_appears_is_simulated_again() -> None:
     )
     plane.run()
     assert synced()["status"] == "True"
+
+
+def passthrough(inp: ComposeInput) -> ComposeResult:
+    """A ConfigMap carrying the composite's `spec.x` as it is."""
+    cm = {**configmap("made"), "spec": {"x": inp.composite["spec"]["x"]}}
+    return ComposeResult(desired={"cm": DesiredResource(cm, ready="True")})
+
+
+def test_a_desired_value_equal_only_to_python_is_applied_again(install: Install) -> None:
+    # 1 == 1.0 == True to Python; the applied object must still follow the type.
+    install({"Widget": passthrough})
+    plane = ControlPlane([{**widget(), "spec": {"x": 1}}])
+    plane.run()
+    made = Key("v1", "ConfigMap", "default", "made")
+    for value in (True, 1.0, 1):
+        xr = plane.store.get(WIDGET)
+        assert xr is not None
+        plane.store.put({**xr, "spec": {"x": value}})
+        plane.run()
+        got = (plane.store.get(made) or {})["spec"]["x"]
+        # A Struct carries numbers as doubles: 1.0 arrives as 1, like `as_json`.
+        assert (type(got), got) == ((bool, True) if value is True else (int, 1))
