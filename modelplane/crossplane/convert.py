@@ -213,23 +213,23 @@ def freeze(d: Mapping[str, Any]) -> FrozenDict:
 
 
 Parts = dict[str, "bytes | dict[str, bytes]"]
-"""What `refreeze` compares an object's versions by: a digest of each top-level
-field's exact serialization, and of each field of a top-level mapping."""
+"""What `refreeze` compares an object's versions by: each top-level field's exact
+serialization (marshal's), and each field's of a top-level mapping."""
 
 
 def parts_of(d: Mapping[str, Any]) -> Parts | None:
     """The object's `Parts`, or None when marshal cannot write it (nothing is shared then)."""
     try:
         return {
-            k: {k2: _digest(v2) for k2, v2 in v.items()} if type(v) is dict else _digest(v)
+            k: {k2: _serialized(v2) for k2, v2 in v.items()} if type(v) is dict else _serialized(v)
             for k, v in d.items()
         }
     except ValueError:  # a container subclass, or a value JSON would not hold
         return None
 
 
-def _digest(v: Any) -> bytes:
-    return hashlib.blake2b(marshal.dumps(v, 2), digest_size=16).digest()
+def _serialized(v: Any) -> bytes:
+    return marshal.dumps(v, 2)
 
 
 def refreeze(d: Mapping[str, Any], parts: Parts, previous: FrozenDict, before: Parts) -> FrozenDict:
