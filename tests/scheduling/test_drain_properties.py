@@ -30,6 +30,23 @@ Obj = dict[str, Any]
 DRAIN = [{"key": "maintenance", "effect": "NoExecute"}]
 
 
+def _lagged_view(
+    history: list[list[Obj]], dep: Obj, lag: int
+) -> tuple[list[Obj], list[Obj], set[str]]:
+    """The fleet now; what `dep`'s reconcile sees (other deployments' replicas `lag`
+    rounds old, its own current); and the names of its own replicas Ready now."""
+    ns, name = dep["metadata"]["namespace"], dep["metadata"]["name"]
+
+    def mine(r: Obj) -> bool:
+        return (r["metadata"]["namespace"], r["spec"]["deploymentName"]) == (ns, name)
+
+    current = history[-1]
+    stale = history[max(0, len(history) - 1 - lag)]
+    view = [r for r in stale if not mine(r)] + [r for r in current if mine(r)]
+    ready_before = {r["metadata"]["name"] for r in current if mine(r) and _ready(r)}
+    return current, view, ready_before
+
+
 def _ready(r: Obj) -> bool:
     return bool(r["status"]["conditions"][0]["status"] == "True")
 
@@ -112,15 +129,7 @@ def test_several_deployments_draining_one_cluster_never_oversubscribe(clusters, 
     def step(i: int, lag: int) -> None:
         state["clock"] += 1
         dep = deps[i % len(deps)]
-        ns, name = dep["metadata"]["namespace"], dep["metadata"]["name"]
-
-        def mine(r: Obj) -> bool:
-            return (r["metadata"]["namespace"], r["spec"]["deploymentName"]) == (ns, name)
-
-        current = history[-1]
-        stale = history[max(0, len(history) - 1 - lag)]
-        view = [r for r in stale if not mine(r)] + [r for r in current if mine(r)]
-        ready_before = {r["metadata"]["name"] for r in current if mine(r) and _ready(r)}
+        current, view, ready_before = _lagged_view(history, dep, lag)
         result = schedule(dep, state["clusters"], view)
         assert not ready_before & {w.name for w in result.withdrawn}
         fleet = apply(current, dep, result, state["clock"])
@@ -318,15 +327,7 @@ def test_several_deployments_with_stuck_replicas_never_oversubscribe(clusters, d
     def step(i: int, lag: int) -> None:
         state["clock"] += 1
         dep = deps[i % len(deps)]
-        ns, name = dep["metadata"]["namespace"], dep["metadata"]["name"]
-
-        def mine(r: Obj) -> bool:
-            return (r["metadata"]["namespace"], r["spec"]["deploymentName"]) == (ns, name)
-
-        current = history[-1]
-        stale = history[max(0, len(history) - 1 - lag)]
-        view = [r for r in stale if not mine(r)] + [r for r in current if mine(r)]
-        ready_before = {r["metadata"]["name"] for r in current if mine(r) and _ready(r)}
+        current, view, ready_before = _lagged_view(history, dep, lag)
         result = schedule(dep, _reported(clusters, current, stuck), view)
         assert not ready_before & {w.name for w in result.withdrawn}
         assert not _new_pools(result) & _reported_pools(current, stuck, dep)
