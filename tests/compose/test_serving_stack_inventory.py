@@ -10,6 +10,7 @@ from modelplane import __version__
 from modelplane.api.xrd import DEFAULT_FUNCTION_PACKAGE
 from modelplane.compose.serving_stack import compose
 from modelplane.compose.types import ComposeInput, ComposeResult
+from tests.compose.test_serving_stack import _stack
 
 LABELS = {
     "app.kubernetes.io/name": "modelplane-inventory",
@@ -139,16 +140,6 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         },
     ),
 }
-
-
-def _stack(**spec: Any) -> dict[str, Any]:
-    body = {"clusterName": "us-east", "providerConfigName": "modelplane-us-east", **spec}
-    return {
-        "apiVersion": "infrastructure.modelplane.ai/v1alpha1",
-        "kind": "ServingStack",
-        "metadata": {"name": "us-east", "namespace": "modelplane-system"},
-        "spec": body,
-    }
 
 
 def _compose(composite: dict[str, Any]) -> ComposeResult:
