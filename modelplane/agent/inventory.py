@@ -18,10 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from modelplane.agent.kube import KubeClient, KubeError, configmap_path
 from modelplane.api import constants as c
 from modelplane.api.inventory import InventorySummary
 from modelplane.compose.inventory import summarize
+from modelplane.kube.client import KubeClient, KubeError, configmap_path
 
 NODES = "/api/v1/nodes"
 SLICES = f"/apis/{c.DRA_API_VERSION}/resourceslices"

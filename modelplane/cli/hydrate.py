@@ -18,9 +18,10 @@ import click
 
 from modelplane.api.model_cache import HydrateEnv, HydrationResult
 from modelplane.hydrate import sources
-from modelplane.hydrate.report import KubeAPI, ReportError, write_result
+from modelplane.hydrate.report import write_result
 from modelplane.hydrate.run import hydrate as run_hydration
 from modelplane.hydrate.staging import Fetch, HydrationError
+from modelplane.kube.client import KubeClient, KubeError
 
 E = HydrateEnv
 
@@ -38,7 +39,7 @@ def _common(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _reporter(configmap: str | None, namespace: str | None) -> Callable[[HydrationResult], None]:
-    api = KubeAPI.in_cluster() if configmap and namespace else None
+    api = KubeClient.in_cluster() if configmap and namespace else None
 
     def report(result: HydrationResult) -> None:
         click.echo(json.dumps(result.to_data(), sort_keys=True))
@@ -52,7 +53,7 @@ def _run(fetch: Fetch, dest: Path, key: str, configmap: str | None, namespace: s
     try:
         report = _reporter(configmap, namespace)
         run_hydration(fetch, dest, key, report)
-    except (HydrationError, ReportError, OSError) as err:
+    except (HydrationError, KubeError, OSError) as err:
         raise click.ClickException(str(err)) from None
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import click
 
 from modelplane.agent.inventory import Settings, run
-from modelplane.agent.kube import KubeClient, KubeError
 from modelplane.api import constants as c
 from modelplane.api.inventory import parse_duration
+from modelplane.kube.client import KubeClient, KubeError
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str) -> int:

@@ -1,12 +1,13 @@
-"""A minimal Kubernetes API client for the inventory agent (stdlib only).
+"""A minimal Kubernetes API client for the programs that run in a workload cluster (stdlib only).
 
-It does what the agent needs and nothing else: paginated LISTs (`limit` and
-`continue`) and one server-side apply (PATCH with
-`application/apply-patch+yaml`, a field manager and `force`). In a pod it
-reaches the API server the standard way — `KUBERNETES_SERVICE_HOST`/`_PORT`,
-the ServiceAccount token (re-read on every request, because projected tokens
-rotate) and the cluster CA. Plain `http://` is accepted only for a loopback
-server, so tests can run a real HTTP server on 127.0.0.1 without TLS.
+It does what they need and nothing else: paginated LISTs (`limit` and
+`continue`) and server-side apply (`application/apply-patch+yaml`, a field
+manager and `force`) for the inventory agent, a JSON merge patch for the
+hydration Job's result. In a pod it reaches the API server the standard way —
+`KUBERNETES_SERVICE_HOST`/`_PORT`, the ServiceAccount token (re-read on every
+request, because projected tokens rotate) and the cluster CA. Plain `http://`
+is accepted only for a loopback server, so tests can run a real HTTP server on
+127.0.0.1 without TLS.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 APPLY_PATCH = "application/apply-patch+yaml"
+MERGE_PATCH = "application/merge-patch+json"
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 PAGE_SIZE = 500
 MAX_PAGES = 1000  # a runaway `continue` chain ends as an error, not a hang
@@ -129,6 +131,10 @@ class KubeClient:
         # JSON is YAML: the apply-patch+yaml content type accepts it as is.
         body = json.dumps(manifest, sort_keys=True).encode()
         return self.request("PATCH", f"{path}?{query}", body, APPLY_PATCH)
+
+    def merge_patch(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Send a JSON merge patch to `path` (keys it does not name are left alone)."""
+        return self.request("PATCH", path, json.dumps(body).encode(), MERGE_PATCH)
 
 
 def configmap_path(namespace: str, name: str) -> str:

@@ -20,11 +20,11 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from click.testing import CliRunner
 
-from modelplane.agent import kube
 from modelplane.agent.inventory import Settings, run
-from modelplane.agent.kube import KubeClient, KubeError
 from modelplane.api.inventory import read_inventory
 from modelplane.cli.main import cli
+from modelplane.kube import client as kube
+from modelplane.kube.client import KubeClient, KubeError
 
 TOKEN = "s3cret-token"
 NOW = datetime.datetime(2026, 3, 1, 12, 0, 0, tzinfo=datetime.UTC)

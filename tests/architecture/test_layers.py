@@ -17,13 +17,25 @@ ALLOWED: dict[str, set[str]] = {
     "compose": {"api", "dra", "scheduling"},
     "crossplane": {"api", "dra", "scheduling", "compose"},
     "local": {"api", "dra", "scheduling", "compose", "crossplane"},
+    # The Kubernetes API client of the programs that run in workload clusters.
+    "kube": set(),
     # The inventory agent on each workload cluster: the Kubernetes API, and the
     # inventory contract and summarizer it shares with the control plane.
-    "agent": {"api", "dra", "scheduling", "compose"},
+    "agent": {"api", "dra", "scheduling", "compose", "kube"},
     # The hydration Job's adapter: downloads and the Kubernetes API; it shares
     # only the hydration contract (`api.model_cache`) with the control plane.
-    "hydrate": {"api"},
-    "cli": {"api", "dra", "scheduling", "compose", "crossplane", "local", "hydrate", "agent"},
+    "hydrate": {"api", "kube"},
+    "cli": {
+        "api",
+        "dra",
+        "scheduling",
+        "compose",
+        "crossplane",
+        "local",
+        "kube",
+        "hydrate",
+        "agent",
+    },
 }
 # Only the composers and what they build on must stay free of I/O and clocks.
 PURE = ("api", "dra", "scheduling", "compose")

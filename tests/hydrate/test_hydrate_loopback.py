@@ -18,9 +18,10 @@ from loopback import FakeKubeAPI, FileServer
 
 from modelplane.api.model_cache import HydrateEnv, HydrationResult
 from modelplane.hydrate import sources
-from modelplane.hydrate.report import KubeAPI, ReportError, configmap_path, write_result
+from modelplane.hydrate.report import write_result
 from modelplane.hydrate.run import hydrate
 from modelplane.hydrate.staging import MARKER, PREVIOUS, STAGING, HydrationError, stage
+from modelplane.kube.client import KubeClient, KubeError, configmap_path
 
 NOW = "2026-01-02T03:04:05Z"
 
@@ -305,8 +306,12 @@ def test_a_new_key_replaces_the_previous_artifact_atomically(tmp_path: Path) -> 
     assert _files(tmp_path / PREVIOUS) == {"b.txt": b"two"}
 
 
-def test_report_patches_only_the_named_configmap_with_a_merge_patch(kube_api: FakeKubeAPI) -> None:
-    api = KubeAPI(kube_api.url, token="sa-token")
+def test_report_patches_only_the_named_configmap_with_a_merge_patch(
+    tmp_path: Path, kube_api: FakeKubeAPI
+) -> None:
+    token = tmp_path / "token"
+    token.write_text("sa-token\n", encoding="utf-8")
+    api = KubeClient(kube_api.url, token_file=str(token))
     result = HydrationResult(
         source_hash="k1", phase="Ready", resolved_digest="sha256:ab", bytes_staged="12"
     )
@@ -329,16 +334,16 @@ def test_report_patches_only_the_named_configmap_with_a_merge_patch(kube_api: Fa
 
 def test_report_refused_by_rbac_is_an_error_naming_the_configmap(kube_api: FakeKubeAPI) -> None:
     kube_api.forbidden = True
-    with pytest.raises(ReportError, match="HTTP 403"):
+    with pytest.raises(KubeError, match="configmaps/x: HTTP 403"):
         write_result(
-            KubeAPI(kube_api.url), "ns", "x", HydrationResult(source_hash="k", phase="Hydrating")
+            KubeClient(kube_api.url), "ns", "x", HydrationResult(source_hash="k", phase="Hydrating")
         )
 
 
 def test_run_reports_hydrating_then_ready_and_failed_on_error(
     tmp_path: Path, kube_api: FakeKubeAPI, file_server: FileServer
 ) -> None:
-    api = KubeAPI(kube_api.url)
+    api = KubeClient(kube_api.url)
 
     def report(r: HydrationResult) -> None:
         write_result(api, "ml-team", "cache-hydration", r)
