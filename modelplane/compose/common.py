@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -20,7 +21,10 @@ _CROSSPLANE_SPEC_KEY = "crossplane"
 
 def spec_body(composite: Resource) -> dict[str, Any] | None:
     """The composite's spec without Crossplane's bookkeeping, or None if it is not a mapping."""
-    raw = composite.get("spec")
+    return _body(composite.get("spec"))
+
+
+def _body(raw: Any) -> dict[str, Any] | None:
     if not isinstance(raw, dict):
         return None
     return {k: v for k, v in raw.items() if k != _CROSSPLANE_SPEC_KEY}
@@ -40,21 +44,24 @@ def parse_spec(model: type[M], composite: Resource) -> tuple[M | None, str]:
     Remembered on a decoded (read-only) spec, so a spec many calls see is
     validated once; callers never change the model they get.
     """
-    raw = composite.get("spec")
-    return memoized(raw, f"parse_spec:{model.__module__}.{model.__qualname__}", _parser(model))
+    key, parse = _parser(model)
+    return memoized(composite.get("spec"), key, parse)
 
 
-def _parser(model: type[M]) -> Callable[[Any], tuple[M | None, str]]:
+@functools.cache
+def _parser(model: type[M]) -> tuple[str, Callable[[Any], tuple[M | None, str]]]:
+    """The memo key and the parse of one spec model (built once per model)."""
+
     def parse(raw: Any) -> tuple[M | None, str]:
-        if not isinstance(raw, dict):
+        spec = _body(raw)
+        if spec is None:
             return None, "spec: must be an object"
-        spec = {k: v for k, v in raw.items() if k != _CROSSPLANE_SPEC_KEY}
         try:
             return model.model_validate(spec), ""
         except ValidationError as err:
             return None, format_validation_error(err, "spec")
 
-    return parse
+    return f"parse_spec:{model.__module__}.{model.__qualname__}", parse
 
 
 def meta(obj: Resource) -> dict[str, Any]:
