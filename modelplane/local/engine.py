@@ -335,9 +335,11 @@ class ControlPlane:
         self._applied: dict[tuple[Key, str], dict[str, Applied]] = {}
         """What each XR (by key and uid) last applied, by composed resource name."""
         self._settled: dict[Key, fnv1.Requirements] = {}
-        self._passes = Passes()
-        self._found_by_selector: dict[bytes, tuple[int | None, tuple[Version, ...]]] = {}
         """The requirements each XR's last call settled on."""
+        self._found_by_selector: dict[bytes, tuple[int | None, tuple[Version, ...]]] = {}
+        """What each selector last fetched, by version, with its kind's version then."""
+        self._passes = Passes()
+        """What the simulated providers read in their last pass over each object."""
         self.calls = 0
         """Function calls made (each iteration of a requirements loop counts)."""
         self.reconciled = 0
