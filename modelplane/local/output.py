@@ -214,6 +214,14 @@ def _has_break(text: str) -> bool:
     return not _BREAKS.isdisjoint(text)
 
 
+def _simple_text(value: str) -> str | None:
+    """A `_SIMPLE` string's text: as it is, or single-quoted when it would read back
+    as another type; None for any other string."""
+    if not _SIMPLE.match(value):
+        return None
+    return value if _plain_tag(value) == _STR else f"'{value}'"
+
+
 class _UnwritableError(Exception):
     """A document `_BlockWriter` leaves to the emitter (a shape it does not write)."""
 
@@ -300,8 +308,9 @@ class _BlockWriter:
     def _emitted_key(self, key: str) -> str:
         if len(key) > _MAX_SIMPLE_KEY:
             raise _UnwritableError  # written as a complex key (`? key`)
-        if _SIMPLE.match(key):
-            return key if _plain_tag(key) == _STR else f"'{key}'"
+        simple = _simple_text(key)
+        if simple is not None:
+            return simple
         lines = _emitted([{key: 0}]).split("\n")
         # "---", "<key>: 0", "": a key that is written on one line, as a simple key.
         if len(lines) != 3 or not lines[1].endswith(": 0") or _has_break(lines[1]):
@@ -326,8 +335,9 @@ class _BlockWriter:
         text = self._fixed.get(value)
         if text is not None:
             return text
-        if _SIMPLE.match(value):
-            text = self._fixed[value] = value if _plain_tag(value) == _STR else f"'{value}'"
+        text = _simple_text(value)
+        if text is not None:
+            self._fixed[value] = text
             return text
         free = self._free_text(value, (str, value))
         if free is not None and " " not in value:
