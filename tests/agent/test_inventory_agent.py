@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import datetime
 import json
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from click.testing import CliRunner
+from loopback_http import serving
 
 from modelplane.agent.inventory import Settings, run
 from modelplane.api.inventory import read_inventory
@@ -136,13 +136,8 @@ def _handler(state: FakeAPI) -> type[BaseHTTPRequestHandler]:
 @pytest.fixture
 def api() -> Iterator[FakeAPI]:
     state = FakeAPI()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield state
-    server.shutdown()
-    server.server_close()
+    with serving(_handler(state)) as state.url:
+        yield state
 
 
 @pytest.fixture

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
+from loopback_http import serving
 
 
 @dataclass
@@ -75,15 +75,8 @@ def _file_handler(state: FileServer) -> type[BaseHTTPRequestHandler]:
 @pytest.fixture
 def file_server() -> Iterator[FileServer]:
     state = FileServer(payload=bytes(range(256)) * 4096 + b"tail")  # 1 MiB + 4 bytes
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _file_handler(state))
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(_file_handler(state)) as state.url:
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @dataclass
@@ -125,15 +118,8 @@ def _api_handler(state: FakeKubeAPI) -> type[BaseHTTPRequestHandler]:
 @pytest.fixture
 def kube_api() -> Iterator[FakeKubeAPI]:
     state = FakeKubeAPI()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _api_handler(state))
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(_api_handler(state)) as state.url:
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture
