@@ -50,6 +50,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "modelplane.cli.inventory:inventory",
         "Report this cluster's nodes, devices and unschedulable replicas to the control plane.",
     ),
+    "dev": (
+        "modelplane.cli.dev:dev",
+        "Run a real local fleet: Kubernetes, Crossplane and Modelplane as processes.",
+    ),
     "validate": (
         "modelplane.cli.validate:validate",
         "Validate manifests offline: XRD schemas, CEL rules, selectors and references.",

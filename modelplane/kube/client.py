@@ -33,7 +33,15 @@ DETAIL_MAX = 300
 
 
 class KubeError(Exception):
-    """An API call failed; the message names the method, path and cause."""
+    """An API call failed; the message names the method, path and cause.
+
+    `code` is the HTTP status when the server answered, so callers can tell
+    "not found" (404) or "conflict" (409) from a failure to reach it.
+    """
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -103,7 +111,7 @@ class KubeClient:
                 decoded = json.loads(response.read() or b"{}")
         except urllib.error.HTTPError as err:
             detail = err.read().decode(errors="replace")[:DETAIL_MAX]
-            raise KubeError(f"{where}: HTTP {err.code}: {detail}") from err
+            raise KubeError(f"{where}: HTTP {err.code}: {detail}", err.code) from err
         except (OSError, ValueError) as err:
             raise KubeError(f"{where}: {err}") from err
         if not isinstance(decoded, dict):

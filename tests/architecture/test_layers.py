@@ -25,6 +25,9 @@ ALLOWED: dict[str, set[str]] = {
     # The hydration Job's adapter: downloads and the Kubernetes API; it shares
     # only the hydration contract (`api.model_cache`) with the control plane.
     "hydrate": {"api", "kube"},
+    # The local fleet (`modelplane dev`): processes, certificates and the API;
+    # it shares only the generated package files (`api.xrd`).
+    "dev": {"api", "kube"},
     "cli": {
         "api",
         "dra",
@@ -35,6 +38,7 @@ ALLOWED: dict[str, set[str]] = {
         "kube",
         "hydrate",
         "agent",
+        "dev",
     },
 }
 # Only the composers and what they build on must stay free of I/O and clocks.

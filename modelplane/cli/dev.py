@@ -1,0 +1,122 @@
+"""`modelplane dev up|status|down|parts`: a real local fleet, no cloud and no GPU."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+DEFAULT_DIR = Path(".modelplane-dev")
+
+_dir_option = click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_DIR,
+    show_default=True,
+    envvar="MODELPLANE_DEV_DIR",
+    help="Where the fleet keeps its state, certificates, data and logs.",
+)
+
+
+@click.group("dev")
+def dev() -> None:
+    """Run a real local fleet: Kubernetes, Crossplane and Modelplane as processes."""
+
+
+def _say(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def _print(status: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(status, indent=2))
+        return
+    click.echo(f"control plane   {status['controlPlane']['server']}")
+    click.echo(f"  export KUBECONFIG={status['controlPlane']['kubeconfig']}")
+    for c in status["clusters"]:
+        click.echo(f"cluster {c['name']:<8}{c['server']}  kubeconfig {c['kubeconfig']}")
+        click.echo(f"  (Secret {c['secret']} on the control plane, for an InferenceCluster)")
+    down = [n for n, p in status["processes"].items() if not p["running"]]
+    click.echo(f"logs            {status['logs']}")
+    click.echo(
+        f"processes       {len(status['processes']) - len(down)} running"
+        + (f", not running: {', '.join(down)}" if down else "")
+    )
+
+
+@dev.command("up")
+@_dir_option
+@click.option(
+    "--clusters",
+    type=click.IntRange(min=0, max=16),
+    default=2,
+    show_default=True,
+    help="Workload clusters, each its own kube-apiserver.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print kubeconfig paths and logs as JSON.")
+def up(directory: Path, clusters: int, as_json: bool) -> None:
+    """Start the fleet (building its parts first if they are not cached) and install Modelplane."""
+    from modelplane.dev.fleet import Fleet, FleetError
+    from modelplane.dev.kubeapi import NotReadyError
+    from modelplane.dev.parts import PartsError
+
+    started = time.monotonic()
+    try:
+        status = Fleet(directory, _say).up(clusters)
+    except (FleetError, PartsError, NotReadyError) as err:
+        raise click.ClickException(str(err)) from err
+    _say(f"fleet ready in {time.monotonic() - started:.0f} s")
+    _print(status, as_json)
+
+
+@dev.command("status")
+@_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def status(directory: Path, as_json: bool) -> None:
+    """Show the fleet's clusters, kubeconfigs, processes and logs."""
+    from modelplane.dev.fleet import STATE_FILE, Fleet
+
+    if not (directory / STATE_FILE).is_file():
+        raise click.ClickException(f"no fleet in {directory}: run `modelplane dev up` first")
+    result = Fleet(directory).status()
+    _print(result, as_json)
+    if any(not p["running"] for p in result["processes"].values()):
+        raise SystemExit(1)
+
+
+@dev.command("down")
+@_dir_option
+def down(directory: Path) -> None:
+    """Stop every process of the fleet and remove its directory (built parts stay cached)."""
+    from modelplane.dev.fleet import Fleet
+
+    stopped = Fleet(directory).down()
+    click.echo(f"stopped {len(stopped)} processes; removed {directory}")
+
+
+@dev.command("parts")
+@click.option("--build", "do_build", is_flag=True, help="Build every part not cached yet.")
+@click.option(
+    "--sync",
+    "do_sync",
+    is_flag=True,
+    help="Regenerate the wrapper modules' go.mod from versions.toml (needs the network).",
+)
+def parts_cmd(do_build: bool, do_sync: bool) -> None:
+    """List the real parts, their versions and whether they are built."""
+    from modelplane.dev import parts
+
+    if do_sync:
+        for part in parts.parts().values():
+            parts.sync(part)
+    go = parts.go_version()
+    for name, part in parts.parts().items():
+        if do_build:
+            parts.build(part, progress=_say)
+        where = parts.part_dir(part, go=go)
+        mark = "built" if parts.is_built(part, go=go) else "not built"
+        click.echo(f"{name:<20}{part.version:<10}{mark:<10}{where}")

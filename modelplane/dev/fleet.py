@@ -1,0 +1,549 @@
+"""`modelplane dev up|status|down`: a real control plane and workload clusters as local processes.
+
+One etcd serves every API server under its own prefix. The control plane runs
+kube-apiserver, kube-controller-manager (garbage collection and namespaces:
+Crossplane v2 deletes composed resources through owner references), Crossplane
+core (webhooks off, the External package runtime), provider-kubernetes and
+`modelplane function serve` over mutual TLS. Each workload cluster is its own
+kube-apiserver with the same two controllers. Modelplane is installed through
+Crossplane's package manager from the local package cache, and the active
+FunctionRevision is pointed at the local function, as the External runtime
+expects of whoever runs the function.
+
+Every step checks before it acts, so `up` on a running fleet changes nothing,
+`up --clusters N` on a smaller one adds clusters, and a dead process is started
+again. The fleet's ports, pids and paths live in `<dir>/state.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from modelplane.dev import parts as partsmod
+from modelplane.dev import pki, procs, xpkg
+from modelplane.dev.kubeapi import Api, Kubeconfig, NotReadyError, condition, wait
+from modelplane.kube.client import KubeError
+
+STATE_FILE = "state.json"
+CONTROL_PLANE = "control-plane"
+CROSSPLANE_NAMESPACE = "crossplane-system"
+MODELPLANE_NAMESPACE = "modelplane-system"
+# The conversion webhook this CRD names needs the provider's Service, which a
+# local process has not: the cluster-scoped Object is left out.
+SKIP_CRDS = frozenset({"kubernetes.crossplane.io_objects.yaml"})
+SERVICE_RANGE = "10.0.0.0/24"
+API_TIMEOUT = 120.0
+PACKAGE_TIMEOUT = 300.0
+
+Say = Callable[[str], None]
+
+
+def workload_name(index: int) -> str:
+    """The name of the index-th workload cluster (1-based)."""
+    return f"wl-{index}"
+
+
+@dataclass
+class State:
+    """What `up` started and where: read from and written to state.json."""
+
+    directory: Path
+    ports: dict[str, int] = field(default_factory=dict)
+    procs: dict[str, procs.Proc] = field(default_factory=dict)
+    clusters: list[str] = field(default_factory=list)
+    started: float = 0.0
+
+    @classmethod
+    def load(cls, directory: Path) -> State:
+        """The saved state, or an empty one for a new directory."""
+        path = directory / STATE_FILE
+        if not path.is_file():
+            return cls(directory)
+        data = json.loads(path.read_text())
+        return cls(
+            directory,
+            {k: int(v) for k, v in data.get("ports", {}).items()},
+            {k: procs.Proc.from_json(v) for k, v in data.get("procs", {}).items()},
+            list(data.get("clusters", [])),
+            float(data.get("started", 0.0)),
+        )
+
+    def save(self) -> None:
+        """Write state.json (atomically)."""
+        data = {
+            "ports": self.ports,
+            "procs": {k: p.to_json() for k, p in self.procs.items()},
+            "clusters": self.clusters,
+            "started": self.started,
+        }
+        tmp = self.directory / (STATE_FILE + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+        tmp.replace(self.directory / STATE_FILE)
+
+    def port(self, name: str) -> int:
+        """A port kept for one listener, chosen on first use."""
+        if name not in self.ports:
+            taken = set(self.ports.values())
+            self.ports[name] = next(p for p in procs.free_ports(8) if p not in taken)
+        return self.ports[name]
+
+    @property
+    def pki(self) -> Path:
+        """The certificates directory."""
+        return self.directory / "pki"
+
+    @property
+    def logs(self) -> Path:
+        """Where every process writes its log."""
+        return self.directory / "logs"
+
+    def kubeconfig(self, cluster: str) -> Kubeconfig:
+        """The admin credentials of one cluster."""
+        return Kubeconfig(
+            cluster,
+            f"https://127.0.0.1:{self.ports[f'{cluster}-apiserver']}",
+            self.pki / "ca.crt",
+            self.pki / "token",
+        )
+
+    def kubeconfig_path(self, cluster: str) -> Path:
+        """The kubeconfig file of one cluster."""
+        return self.directory / "kubeconfig" / f"{cluster}.yaml"
+
+    def api(self, cluster: str) -> Api:
+        """A client of one cluster's API server."""
+        return Api(self.kubeconfig(cluster))
+
+
+class Fleet:
+    """Bring a local fleet up, report on it and take it down."""
+
+    def __init__(self, directory: Path, say: Say | None = None) -> None:
+        self.directory = directory.resolve()
+        self.say: Say = say or (lambda _m: None)
+
+    # --- up ------------------------------------------------------------------------
+
+    def up(self, clusters: int = 2) -> dict[str, Any]:
+        """Start whatever is not running yet and wait until Modelplane is installed."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        built = partsmod.build_all(progress=self.say)
+        state = State.load(self.directory)
+        state.started = state.started or time.time()
+        self._pki(state)
+        wanted = [CONTROL_PLANE] + [workload_name(i + 1) for i in range(clusters)]
+        state.clusters = list(dict.fromkeys(state.clusters + wanted))
+        self._etcd(state, built)
+        for cluster in state.clusters:
+            self._apiserver(state, built, cluster)
+        for cluster in state.clusters:
+            self._controllers(state, built, cluster)
+        self._crossplane(state, built)
+        self._provider_crds(state, built)
+        self._provider_kubernetes(state, built)
+        self._function(state)
+        self._install(state)
+        self._workload_secrets(state)
+        state.save()
+        return self.status()
+
+    def _ensure(
+        self, state: State, name: str, argv: list[str], env: dict[str, str] | None = None
+    ) -> bool:
+        """Start a process unless it already runs; True when it was started now."""
+        running = state.procs.get(name)
+        if running and running.alive():
+            return False
+        self.say(f"starting {name}")
+        state.procs[name] = procs.start(name, argv, state.logs, env, cwd=self.directory)
+        state.save()
+        return True
+
+    def _wait_alive(
+        self, state: State, name: str, what: str, probe: Callable[[], bool], timeout: float
+    ) -> None:
+        proc = state.procs[name]
+
+        def check() -> bool | None:
+            if not proc.alive():
+                raise FleetError(
+                    f"{name} exited while waiting for {what}; {proc.log}:\n{proc.log_tail()}"
+                )
+            return True if probe() else None
+
+        try:
+            wait(what, check, timeout, interval=0.5)
+        except NotReadyError as err:
+            raise FleetError(f"{err}; {proc.log}:\n{proc.log_tail()}") from err
+
+    def _pki(self, state: State) -> None:
+        if (state.pki / "ca.crt").is_file():
+            return
+        ca = pki.CA.create()
+        ca.write(state.pki)
+        ca.issue(state.pki / "apiserver", "127.0.0.1", server=True, client=False)
+        ca.issue(state.pki / "function", "function-modelplane", server=True, client=False)
+        ca.issue(state.pki / "crossplane", "crossplane", server=False, client=True)
+        ca.issue(
+            state.pki / "provider-kubernetes", "provider-kubernetes", server=True, client=False
+        )
+        pki.write_signing_key(state.pki / "service-accounts.key")
+        token = pki.new_token()
+        (state.pki / "token").write_text(token + "\n")
+        (state.pki / "token").chmod(0o600)
+        (state.pki / "tokens.csv").write_text(f"{token},admin,admin,system:masters\n")
+        (state.pki / "tokens.csv").chmod(0o600)
+
+    def _etcd(self, state: State, built: dict[str, Path]) -> None:
+        client, peer = state.port("etcd-client"), state.port("etcd-peer")
+        argv = [
+            str(partsmod.binary(built, "etcd", "etcd")),
+            "--name=modelplane-dev",
+            f"--data-dir={self.directory / 'etcd'}",
+            f"--listen-client-urls=http://127.0.0.1:{client}",
+            f"--advertise-client-urls=http://127.0.0.1:{client}",
+            f"--listen-peer-urls=http://127.0.0.1:{peer}",
+            f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+            f"--initial-cluster=modelplane-dev=http://127.0.0.1:{peer}",
+            # A throwaway development store: durability is not worth the disk syncs.
+            "--unsafe-no-fsync",
+            "--quota-backend-bytes=4294967296",
+        ]
+        if self._ensure(state, "etcd", argv):
+            self._wait_alive(state, "etcd", "etcd to listen", lambda: procs.listening(client), 60)
+
+    def _apiserver(self, state: State, built: dict[str, Path], cluster: str) -> None:
+        port = state.port(f"{cluster}-apiserver")
+        tls = state.pki / "apiserver"
+        argv = [
+            str(partsmod.binary(built, "kubernetes", "kube-apiserver")),
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={port}",
+            f"--tls-cert-file={tls / 'tls.crt'}",
+            f"--tls-private-key-file={tls / 'tls.key'}",
+            f"--client-ca-file={state.pki / 'ca.crt'}",
+            f"--token-auth-file={state.pki / 'tokens.csv'}",
+            "--authorization-mode=AlwaysAllow",
+            f"--etcd-servers=http://127.0.0.1:{state.ports['etcd-client']}",
+            # Every cluster shares the one etcd under its own prefix.
+            f"--etcd-prefix=/modelplane-dev/{cluster}",
+            f"--service-cluster-ip-range={SERVICE_RANGE}",
+            f"--service-account-issuer=https://127.0.0.1:{port}",
+            f"--service-account-key-file={state.pki / 'service-accounts.key'}",
+            f"--service-account-signing-key-file={state.pki / 'service-accounts.key'}",
+            # No kubelet or kube-proxy: nothing to reconcile endpoints for, no
+            # ServiceAccount token controller behind the admission plugin.
+            "--endpoint-reconciler-type=none",
+            "--disable-admission-plugins=ServiceAccount",
+            "--allow-privileged=true",
+            f"--cert-dir={self.directory / 'apiserver' / cluster}",
+            "--profiling=false",
+        ]
+        started = self._ensure(state, f"{cluster}-apiserver", argv)
+        api = state.api(cluster)
+        if started:
+            self._wait_alive(
+                state, f"{cluster}-apiserver", f"{cluster}'s API server", api.healthy, API_TIMEOUT
+            )
+        path = state.kubeconfig_path(cluster)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(state.kubeconfig(cluster).text())
+        path.chmod(0o600)
+
+    def _controllers(self, state: State, built: dict[str, Path], cluster: str) -> None:
+        argv = [
+            str(partsmod.binary(built, "kubernetes", "kube-controller-manager")),
+            f"--kubeconfig={state.kubeconfig_path(cluster)}",
+            f"--authentication-kubeconfig={state.kubeconfig_path(cluster)}",
+            f"--authorization-kubeconfig={state.kubeconfig_path(cluster)}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={state.port(f'{cluster}-controllers')}",
+            f"--cert-dir={self.directory / 'controllers' / cluster}",
+            "--leader-elect=false",
+            "--controllers=garbagecollector,namespace",
+            "--use-service-account-credentials=false",
+        ]
+        self._ensure(state, f"{cluster}-controllers", argv)
+
+    def _crossplane(self, state: State, built: dict[str, Path]) -> None:
+        api = state.api(CONTROL_PLANE)
+        api.apply(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CROSSPLANE_NAMESPACE}}
+        )
+        xp = str(partsmod.binary(built, "crossplane", "crossplane"))
+        env = {
+            "KUBECONFIG": str(state.kubeconfig_path(CONTROL_PLANE)),
+            "POD_NAMESPACE": CROSSPLANE_NAMESPACE,
+        }
+        if not (self.directory / "crossplane-init.done").is_file():
+            self.say("crossplane core init")
+            init = [
+                xp,
+                "core",
+                "init",
+                f"--crds-path={built['crossplane'] / 'crds'}",
+                "--enable-webhooks=false",
+                # init always writes these Secrets; the local fleet does not read them.
+                "--tls-ca-secret-name=crossplane-root-ca",
+                "--tls-client-secret-name=crossplane-tls-client",
+                "--tls-server-secret-name=crossplane-tls-server",
+            ]
+            _run_once("crossplane-init", init, env, state.logs)
+            (self.directory / "crossplane-init.done").write_text("")
+        start = [
+            xp,
+            "core",
+            "start",
+            "--package-runtime=External",
+            "--enable-webhooks=false",
+            f"--cache-dir={self.directory / 'xpkg'}",
+            f"--tls-client-certs-dir={state.pki / 'crossplane'}",
+            f"--metrics-port={state.port('crossplane-metrics')}",
+            f"--health-probe-port={state.port('crossplane-health')}",
+            f"--webhook-port={state.port('crossplane-webhook')}",
+            "--poll-interval=10s",
+        ]
+        (self.directory / "xpkg").mkdir(exist_ok=True)
+        self._ensure(state, "crossplane", start, env)
+
+    def _provider_crds(self, state: State, built: dict[str, Path]) -> None:
+        api = state.api(CONTROL_PLANE)
+        for part in ("provider-kubernetes", "provider-helm"):
+            for crd_file in sorted((built[part] / "crds").glob("*.yaml")):
+                if crd_file.name in SKIP_CRDS:
+                    continue
+                for doc in yaml.safe_load_all(crd_file.read_text()):
+                    if doc:
+                        api.apply(doc)
+        wait_established(api, "kubernetes.m.crossplane.io", PACKAGE_TIMEOUT)
+
+    def _provider_kubernetes(self, state: State, built: dict[str, Path]) -> None:
+        argv = [
+            str(partsmod.binary(built, "provider-kubernetes", "provider")),
+            "--poll=10s",
+            f"--webhook-port={state.port('provider-kubernetes-webhook')}",
+            f"--metrics-bind-address=127.0.0.1:{state.port('provider-kubernetes-metrics')}",
+            f"--health-probe-bind-addr=127.0.0.1:{state.port('provider-kubernetes-health')}",
+        ]
+        env = {
+            "KUBECONFIG": str(state.kubeconfig_path(CONTROL_PLANE)),
+            "TLS_SERVER_CERTS_DIR": str(state.pki / "provider-kubernetes"),
+        }
+        self._ensure(state, "provider-kubernetes", argv, env)
+
+    def _function(self, state: State) -> None:
+        port = state.port("function")
+        argv = [
+            sys.executable,
+            "-m",
+            "modelplane",
+            "function",
+            "serve",
+            f"--address=127.0.0.1:{port}",
+            f"--tls-certs-dir={state.pki / 'function'}",
+        ]
+        if self._ensure(state, "function", argv):
+            self._wait_alive(
+                state, "function", "the function to listen", lambda: procs.listening(port), 60
+            )
+
+    def _install(self, state: State) -> None:
+        api = state.api(CONTROL_PLANE)
+        function, configuration = xpkg.packages()
+        xpkg.write_cache(self.directory / "xpkg", (function, configuration))
+        wait(
+            "Crossplane's package CRDs",
+            lambda: api.get(
+                "apiextensions.k8s.io/v1", "CustomResourceDefinition", "functions.pkg.crossplane.io"
+            ),
+            API_TIMEOUT,
+        )
+        wait_established(api, "pkg.crossplane.io", API_TIMEOUT)
+        self.say("installing Modelplane through Crossplane's package manager")
+        api.apply_all(xpkg.package_objects(function, configuration))
+        endpoint = f"127.0.0.1:{state.ports['function']}"
+        wait(
+            "the FunctionRevision to point at the local function",
+            lambda: point_function(api, endpoint),
+            PACKAGE_TIMEOUT,
+        )
+        self._wait_healthy(api, state)
+
+    def _wait_healthy(self, api: Api, state: State) -> None:
+        endpoint = f"127.0.0.1:{state.ports['function']}"
+
+        def installed() -> bool | None:
+            point_function(api, endpoint)  # the revision reconciler may have rewritten it
+            fn = api.get("pkg.crossplane.io/v1", "Function", xpkg.FUNCTION_NAME)
+            conf = api.get("pkg.crossplane.io/v1", "Configuration", xpkg.CONFIGURATION_NAME)
+            if condition(fn, "Healthy") != "True" or condition(conf, "Healthy") != "True":
+                return None
+            xrds = api.list("apiextensions.crossplane.io/v2", "CompositeResourceDefinition")
+            if not xrds or any(condition(x, "Established") != "True" for x in xrds):
+                return None
+            return True
+
+        try:
+            wait(
+                "the Function and Configuration to be Healthy and every XRD Established",
+                installed,
+                PACKAGE_TIMEOUT,
+                interval=2.0,
+            )
+        except NotReadyError as err:
+            raise FleetError(f"{err}\n{package_report(api)}") from err
+
+    def _workload_secrets(self, state: State) -> None:
+        api = state.api(CONTROL_PLANE)
+        api.apply(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MODELPLANE_NAMESPACE}}
+        )
+        for cluster in state.clusters:
+            if cluster == CONTROL_PLANE:
+                continue
+            api.apply(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "metadata": {
+                        "name": f"{cluster}-kubeconfig",
+                        "namespace": MODELPLANE_NAMESPACE,
+                    },
+                    "type": "Opaque",
+                    "stringData": {"kubeconfig": state.kubeconfig(cluster).portable_text()},
+                }
+            )
+
+    # --- status and down -------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """Where each cluster's kubeconfig and each log is, and what runs."""
+        state = State.load(self.directory)
+        return {
+            "directory": str(self.directory),
+            "controlPlane": {
+                "name": CONTROL_PLANE,
+                "kubeconfig": str(state.kubeconfig_path(CONTROL_PLANE)),
+                "server": state.kubeconfig(CONTROL_PLANE).server if state.ports else "",
+            },
+            "clusters": [
+                {
+                    "name": c,
+                    "kubeconfig": str(state.kubeconfig_path(c)),
+                    "server": state.kubeconfig(c).server,
+                    "secret": f"{MODELPLANE_NAMESPACE}/{c}-kubeconfig",
+                }
+                for c in state.clusters
+                if c != CONTROL_PLANE
+            ],
+            "logs": str(state.logs),
+            "processes": {
+                name: {"pid": p.pid, "running": p.alive(), "log": p.log}
+                for name, p in state.procs.items()
+            },
+        }
+
+    def down(self) -> list[str]:
+        """Stop every process (newest first) and remove the fleet's directory."""
+        state = State.load(self.directory)
+        stopped = []
+        for name, proc in reversed(list(state.procs.items())):
+            procs.stop(proc)
+            stopped.append(name)
+        if (self.directory / STATE_FILE).is_file() or self.directory.is_dir():
+            shutil.rmtree(self.directory, ignore_errors=True)
+        return stopped
+
+
+class FleetError(RuntimeError):
+    """The fleet could not be brought up; the message says which part and shows its log."""
+
+
+def _run_once(name: str, argv: list[str], env: dict[str, str], logs: Path) -> None:
+    """Run a command to completion, its output in logs/<name>.log."""
+    logs.mkdir(parents=True, exist_ok=True)
+    log = logs / f"{name}.log"
+    with log.open("ab") as out:
+        try:
+            done = subprocess.run(
+                argv,
+                env={**os.environ, **env},
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=API_TIMEOUT,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as err:
+            raise FleetError(f"{name} did not finish in {API_TIMEOUT:.0f} s; see {log}") from err
+    if done.returncode != 0:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-20:])
+        raise FleetError(f"{name} failed ({done.returncode}); {log}:\n{tail}")
+
+
+def wait_established(api: Api, group: str, timeout: float) -> None:
+    """Wait until every CRD of an API group is Established."""
+
+    def established() -> bool | None:
+        crds = [
+            c
+            for c in api.list("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+            if c["spec"]["group"] == group
+        ]
+        return True if crds and all(condition(c, "Established") == "True" for c in crds) else None
+
+    wait(f"the {group} CRDs to be Established", established, timeout)
+
+
+def point_function(api: Api, endpoint: str) -> bool | None:
+    """Set the active FunctionRevision's endpoint to the local function; True once it reads back."""
+    revisions = api.list(
+        "pkg.crossplane.io/v1",
+        "FunctionRevision",
+        selector=f"pkg.crossplane.io/package={xpkg.FUNCTION_NAME}",
+    )
+    active = [r for r in revisions if (r.get("spec") or {}).get("desiredState") == "Active"]
+    if not active:
+        return None
+    for rev in active:
+        if (rev.get("status") or {}).get("endpoint") != endpoint:
+            try:
+                api.merge_status(rev, {"endpoint": endpoint})
+            except KubeError:
+                return None
+    again = [
+        api.get("pkg.crossplane.io/v1", "FunctionRevision", r["metadata"]["name"]) for r in active
+    ]
+    return (
+        True
+        if all((r or {}).get("status", {}).get("endpoint") == endpoint for r in again)
+        else None
+    )
+
+
+def package_report(api: Api) -> str:
+    """The conditions of the packages, their revisions and the XRDs, for an error message."""
+    lines = []
+    for kind in ("Function", "FunctionRevision", "Configuration", "ConfigurationRevision"):
+        for obj in api.list("pkg.crossplane.io/v1", kind):
+            for c in (obj.get("status") or {}).get("conditions") or []:
+                lines.append(
+                    f"{kind} {obj['metadata']['name']}: {c.get('type')}={c.get('status')} "
+                    f"{c.get('reason', '')} {c.get('message', '')}".rstrip()
+                )
+    for xrd in api.list("apiextensions.crossplane.io/v2", "CompositeResourceDefinition"):
+        lines.append(
+            f"XRD {xrd['metadata']['name']}: Established={condition(xrd, 'Established') or '?'}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,15 @@
+// Command kube-scheduler is Kubernetes' scheduler with its default plugins,
+// DynamicResources (DRA allocation) among them.
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+)
+
+func main() {
+	os.Exit(cli.Run(app.NewSchedulerCommand()))
+}
