@@ -1,10 +1,11 @@
-# Two commands for a fresh machine: `make demo` and `make test`.
+# Two commands for a fresh machine: `make demo` and `make test`; `make e2e` runs
+# the end-to-end suite on a real local fleet (docs/dev.md).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit package-check install clean lock image mutation
+.PHONY: demo test lint typecheck unit package-check install clean lock image mutation e2e parts
 
 # The schema oracles beside the project (../shared/conformance) are optional:
 # tests that use them skip when they are absent.
@@ -13,7 +14,7 @@ CONFORMANCE := ../shared/conformance
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,hydrate]'
+	$(BIN)/pip install --quiet -e '.[test,hydrate,dev]'
 	if [ -f $(CONFORMANCE)/requirements.txt ]; then \
 	  $(BIN)/pip install --quiet -r $(CONFORMANCE)/requirements.txt; fi
 	touch $(STAMP)
@@ -37,6 +38,19 @@ package-check: $(STAMP)
 	$(BIN)/modelplane package build --check
 
 test: lint typecheck unit package-check
+	@command -v go >/dev/null 2>&1 || echo "make test: Go is not installed, so the end-to-end suite (make e2e) was not run"
+
+# The real parts of a local fleet (etcd, Kubernetes, Crossplane, provider-kubernetes),
+# built from Go modules into a cache outside the repository; a second run builds nothing.
+parts: $(STAMP)
+	$(BIN)/modelplane dev parts --build
+
+# The end-to-end suite: one `modelplane dev up` fleet, every scenario under tests/e2e.
+e2e: $(STAMP)
+	@if ! command -v go >/dev/null 2>&1; then \
+	  echo "make e2e: Go is not installed: the real fleet cannot be built, e2e not run"; exit 0; fi; \
+	$(BIN)/modelplane dev parts --build && \
+	$(BIN)/pytest -m e2e tests/e2e -p no:cacheprovider
 
 # The image's dependency locks, resolved from pyproject.toml by pip-tools with a
 # hash for every file; the runtime lock includes the [hydrate] extra (the image

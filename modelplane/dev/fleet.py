@@ -45,6 +45,7 @@ SKIP_CRDS = frozenset({"kubernetes.crossplane.io_objects.yaml"})
 SERVICE_RANGE = "10.0.0.0/24"
 API_TIMEOUT = 120.0
 PACKAGE_TIMEOUT = 300.0
+INIT_ATTEMPTS = 5
 
 Say = Callable[[str], None]
 
@@ -289,18 +290,27 @@ class Fleet:
         }
         if not (self.directory / "crossplane-init.done").is_file():
             self.say("crossplane core init")
-            init = [
-                xp,
-                "core",
-                "init",
-                f"--crds-path={built['crossplane'] / 'crds'}",
-                "--enable-webhooks=false",
+            # By environment: kong derives odd flag names from these fields
+            # (--cr-ds-path, --tlsca-secret-name); the variables are what the chart sets.
+            init_env = {
+                **env,
+                "CRDS_PATH": str(built["crossplane"] / "crds"),
+                "ENABLE_WEBHOOKS": "false",
                 # init always writes these Secrets; the local fleet does not read them.
-                "--tls-ca-secret-name=crossplane-root-ca",
-                "--tls-client-secret-name=crossplane-tls-client",
-                "--tls-server-secret-name=crossplane-tls-server",
-            ]
-            _run_once("crossplane-init", init, env, state.logs)
+                "TLS_CA_SECRET_NAME": "crossplane-root-ca",
+                "TLS_CLIENT_SECRET_NAME": "crossplane-tls-client",
+                "TLS_SERVER_SECRET_NAME": "crossplane-tls-server",
+            }
+            # init applies the core CRDs and then objects of those kinds; its
+            # client can miss a CRD that is not served yet. It is idempotent.
+            for attempt in range(INIT_ATTEMPTS):
+                try:
+                    _run_once("crossplane-init", [xp, "core", "init"], init_env, state.logs)
+                    break
+                except FleetError:
+                    if attempt == INIT_ATTEMPTS - 1:
+                        raise
+                    time.sleep(2)
             (self.directory / "crossplane-init.done").write_text("")
         start = [
             xp,
@@ -333,8 +343,6 @@ class Fleet:
         argv = [
             str(partsmod.binary(built, "provider-kubernetes", "provider")),
             "--poll=10s",
-            f"--webhook-port={state.port('provider-kubernetes-webhook')}",
-            f"--metrics-bind-address=127.0.0.1:{state.port('provider-kubernetes-metrics')}",
             f"--health-probe-bind-addr=127.0.0.1:{state.port('provider-kubernetes-health')}",
         ]
         env = {
@@ -371,6 +379,20 @@ class Fleet:
             API_TIMEOUT,
         )
         wait_established(api, "pkg.crossplane.io", API_TIMEOUT)
+        tls = state.pki / "function"
+        api.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": FUNCTION_TLS_SECRET, "namespace": CROSSPLANE_NAMESPACE},
+                "type": "kubernetes.io/tls",
+                "stringData": {
+                    "tls.crt": (tls / "tls.crt").read_text(),
+                    "tls.key": (tls / "tls.key").read_text(),
+                    "ca.crt": (tls / "ca.crt").read_text(),
+                },
+            }
+        )
         self.say("installing Modelplane through Crossplane's package manager")
         api.apply_all(xpkg.package_objects(function, configuration))
         endpoint = f"127.0.0.1:{state.ports['function']}"
@@ -506,8 +528,17 @@ def wait_established(api: Api, group: str, timeout: float) -> None:
     wait(f"the {group} CRDs to be Established", established, timeout)
 
 
+FUNCTION_TLS_SECRET = "function-modelplane-tls-server"
+
+
 def point_function(api: Api, endpoint: str) -> bool | None:
-    """Set the active FunctionRevision's endpoint to the local function; True once it reads back."""
+    """Hand the active FunctionRevision the local function; True once it reads back.
+
+    With the External runtime nothing else writes what the Deployment runtime
+    would: `status.endpoint` (where Crossplane dials the function) and
+    `status.tlsServerSecretName` (the revision reconciler waits for it before
+    it takes control of the package's objects).
+    """
     revisions = api.list(
         "pkg.crossplane.io/v1",
         "FunctionRevision",
@@ -516,20 +547,20 @@ def point_function(api: Api, endpoint: str) -> bool | None:
     active = [r for r in revisions if (r.get("spec") or {}).get("desiredState") == "Active"]
     if not active:
         return None
+    want = {"endpoint": endpoint, "tlsServerSecretName": FUNCTION_TLS_SECRET}
+
+    def handed(rev: dict[str, Any] | None) -> bool:
+        status = (rev or {}).get("status") or {}
+        return all(status.get(k) == v for k, v in want.items())
+
     for rev in active:
-        if (rev.get("status") or {}).get("endpoint") != endpoint:
+        if not handed(rev):
             try:
-                api.merge_status(rev, {"endpoint": endpoint})
+                api.merge_status(rev, want)
             except KubeError:
                 return None
-    again = [
-        api.get("pkg.crossplane.io/v1", "FunctionRevision", r["metadata"]["name"]) for r in active
-    ]
-    return (
-        True
-        if all((r or {}).get("status", {}).get("endpoint") == endpoint for r in again)
-        else None
-    )
+    name = "pkg.crossplane.io/v1", "FunctionRevision"
+    return True if all(handed(api.get(*name, r["metadata"]["name"])) for r in active) else None
 
 
 def package_report(api: Api) -> str:

@@ -126,8 +126,15 @@ class CA:
 
 
 def write_signing_key(path: Path) -> None:
-    """A private key for an API server to sign and verify ServiceAccount tokens with."""
-    _write_secret(path, _key_pem(_key()))
+    """A private key for an API server to sign and verify ServiceAccount tokens with.
+
+    In the traditional "EC PRIVATE KEY" form: kube-apiserver reads the public
+    half from it, and its PEM reader does not take PKCS#8 for that.
+    """
+    pem = _key().private_bytes(
+        _PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    )
+    _write_secret(path, pem)
 
 
 def new_token() -> str:

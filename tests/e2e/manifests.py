@@ -1,0 +1,136 @@
+"""The e2e scenarios' inputs, as plain documents: each scenario has its own names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+Doc = dict[str, Any]
+API = "modelplane.ai/v1alpha1"
+L4_SELECTOR = 'device.attributes["gpu.nvidia.com"].productName == "NVIDIA L4"'
+
+
+def namespace(name: str) -> Doc:
+    """A Namespace."""
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def inference_class(name: str, gpus: int = 1) -> Doc:
+    """A node recipe of `gpus` NVIDIA L4s claimed through DRA."""
+    return {
+        "apiVersion": API,
+        "kind": "InferenceClass",
+        "metadata": {"name": name},
+        "spec": {
+            "devices": [
+                {
+                    "name": "gpu",
+                    "claim": "DRA",
+                    "driver": "gpu.nvidia.com",
+                    "deviceClassName": "gpu.nvidia.com",
+                    "count": gpus,
+                    "attributes": {"productName": {"string": "NVIDIA L4"}},
+                    "capacity": {"memory": {"value": "23034Mi"}},
+                }
+            ]
+        },
+    }
+
+
+def inference_cluster(
+    name: str, secret_ref: dict[str, str], class_name: str, nodes: int = 2
+) -> Doc:
+    """An existing cluster reached through a kubeconfig Secret, serving stack off."""
+    return {
+        "apiVersion": API,
+        "kind": "InferenceCluster",
+        "metadata": {"name": name, "labels": {"e2e.modelplane.ai/fleet": "yes"}},
+        "spec": {
+            "source": "Existing",
+            "existing": {"kubeconfigSecretRef": secret_ref},
+            "pools": [{"name": "l4", "className": class_name, "nodeCount": nodes}],
+            "servingStack": {"enabled": False},
+        },
+    }
+
+
+def deployment(
+    name: str,
+    ns: str,
+    replicas: int = 2,
+    gpus: int = 1,
+    labels: dict[str, str] | None = None,
+    topology: dict[str, int] | None = None,
+    cache: str | None = None,
+) -> Doc:
+    """A ModelDeployment of `replicas` replicas of one vLLM engine on L4s."""
+    workers: Doc = {
+        "count": 1,
+        "template": {
+            "metadata": {"labels": {"app": name, **(labels or {})}},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "engine",
+                        "image": "vllm/vllm-openai:v0.11.0",
+                        "args": ["--model=Qwen/Qwen2.5-0.5B-Instruct"],
+                    }
+                ]
+            },
+        },
+    }
+    if topology:
+        workers["topology"] = topology
+    spec: Doc = {
+        "replicas": replicas,
+        "nodeSelector": {
+            "devices": [{"name": "gpu", "count": gpus, "selectors": [{"cel": L4_SELECTOR}]}]
+        },
+        "workers": workers,
+    }
+    if cache:
+        spec["caches"] = [{"name": cache}]
+    return {
+        "apiVersion": API,
+        "kind": "ModelDeployment",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": spec,
+    }
+
+
+def device_class() -> Doc:
+    """The DeviceClass the NVIDIA DRA driver installs, which our ResourceClaimTemplates name."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu.nvidia.com"},
+        "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]},
+    }
+
+
+def model_cache(name: str, ns: str) -> Doc:
+    """A ModelCache of a Hugging Face model on a claim per matching cluster."""
+    return {
+        "apiVersion": API,
+        "kind": "ModelCache",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "artifact": {
+                "kind": "Weights",
+                "source": {
+                    "huggingFace": {"repo": "Qwen/Qwen2.5-0.5B-Instruct", "revision": "main"}
+                },
+            },
+            "storage": {"backend": "PVC", "size": "5Gi"},
+            "replication": "AllMatchingClusters",
+        },
+    }
+
+
+def model_service(name: str, ns: str, model: str) -> Doc:
+    """A ModelService routing to every ModelEndpoint labelled model=<model>."""
+    return {
+        "apiVersion": API,
+        "kind": "ModelService",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"endpoints": [{"selector": {"matchLabels": {"model": model}}, "weight": 1}]},
+    }

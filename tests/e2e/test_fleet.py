@@ -1,0 +1,155 @@
+"""End to end on a real fleet: the package installs, a fleet becomes Ready, replicas land for real.
+
+Scenarios run in file order on the one fleet of the run (`world`); each uses
+its own namespace and cluster names.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from e2e import manifests as m
+from e2e.conftest import TIMINGS
+from e2e.harness import World
+
+from modelplane.dev import xpkg
+from modelplane.dev.kubeapi import condition
+
+pytestmark = pytest.mark.e2e
+
+CLASS = "e2e-l4"
+CLUSTERS = {"e2e-a": "wl-1", "e2e-b": "wl-2"}
+
+
+def test_the_package_installs(world: World) -> None:
+    fn = world.cp.get("pkg.crossplane.io/v1", "Function", xpkg.FUNCTION_NAME)
+    conf = world.cp.get("pkg.crossplane.io/v1", "Configuration", xpkg.CONFIGURATION_NAME)
+    assert condition(fn, "Healthy") == "True"
+    assert condition(conf, "Healthy") == "True"
+    xrds = world.cp.list("apiextensions.crossplane.io/v2", "CompositeResourceDefinition")
+    assert len(xrds) == 11
+    assert {condition(x, "Established") for x in xrds} == {"True"}
+    compositions = world.cp.list("apiextensions.crossplane.io/v1", "Composition")
+    assert len(compositions) == 11
+    functions = {f["metadata"]["name"] for f in world.cp.list("pkg.crossplane.io/v1", "Function")}
+    refs = {
+        step["functionRef"]["name"] for comp in compositions for step in comp["spec"]["pipeline"]
+    }
+    assert refs and refs <= functions
+
+
+@pytest.fixture(scope="module")
+def fleet(world: World) -> World:
+    """Prerequisites in every workload cluster, then one class and two InferenceClusters."""
+    for api in world.workloads.values():
+        world.install_crds(api, "lws", "gateway-api")
+        api.apply(m.device_class())
+    world.install_crds(world.cp, "gateway-api", "envoy-gateway")
+    world.apply([m.inference_class(CLASS)])
+    world.apply(
+        [m.inference_cluster(name, world.secret_ref(wl), CLASS) for name, wl in CLUSTERS.items()]
+    )
+    return world
+
+
+def test_the_fleet_becomes_ready_and_publishes_its_pools(fleet: World) -> None:
+    for name in CLUSTERS:
+        ready = fleet.settle(
+            f"InferenceCluster {name} Ready",
+            lambda n=name: fleet.ready(m.API, "InferenceCluster", n),
+        )
+        pools = ready["status"]["gpuPools"]
+        assert [(p["name"], p["className"], p["nodes"]) for p in pools] == [("l4", CLASS, 2)]
+
+
+def _replicas(world: World, ns: str, deployment: str) -> list[dict[str, Any]]:
+    return [
+        r
+        for r in world.cp.list(m.API, "ModelReplica", ns)
+        if r["metadata"]["name"].startswith(f"{deployment}-")
+    ]
+
+
+def test_a_deployment_lands_in_the_workload_clusters(fleet: World) -> None:
+    ns = "e2e-one"
+    fleet.apply([m.namespace(ns), m.deployment("qwen", ns, replicas=2)])
+    replicas = fleet.settle(
+        "two ModelReplicas composed",
+        lambda: r if len(r := _replicas(fleet, ns, "qwen")) == 2 else None,
+    )
+    clusters = sorted(r["spec"]["cluster"] for r in replicas)
+    assert clusters == sorted(CLUSTERS)  # spread over both clusters' l4 pools
+    for replica in replicas:
+        api = fleet.workloads[CLUSTERS[replica["spec"]["cluster"]]]
+        name = replica["metadata"]["name"]
+
+        def landed(api: Any = api, name: str = name) -> bool | None:
+            kinds = [
+                api.get("apps/v1", "Deployment", name, ns),
+                api.get("v1", "Service", f"{name}-engine", ns),
+                api.get("gateway.networking.k8s.io/v1", "HTTPRoute", name, ns),
+            ]
+            claims = api.list("resource.k8s.io/v1", "ResourceClaimTemplate", ns)
+            mine = [c for c in claims if c["metadata"]["name"].startswith(f"{name}-")]
+            return True if all(kinds) and mine else None
+
+        fleet.settle(f"{name}'s objects in {CLUSTERS[replica['spec']['cluster']]}", landed)
+    ready = fleet.settle(
+        "ModelDeployment qwen Ready", lambda: fleet.ready(m.API, "ModelDeployment", "qwen", ns)
+    )
+    TIMINGS.setdefault("dev up → first Ready ModelDeployment", time.monotonic() - fleet.started)
+    assert condition(ready, "Scheduled") == "True"
+
+
+def test_a_multi_node_replica_is_a_leader_worker_set(fleet: World) -> None:
+    ns = "e2e-multi"
+    fleet.apply(
+        [
+            m.namespace(ns),
+            m.deployment("big", ns, replicas=1, topology={"tensor": 1, "pipeline": 2}),
+        ]
+    )
+    replica = fleet.settle(
+        "one ModelReplica composed",
+        lambda: r[0] if len(r := _replicas(fleet, ns, "big")) == 1 else None,
+    )
+    api = fleet.workloads[CLUSTERS[replica["spec"]["cluster"]]]
+    lws = fleet.settle(
+        "the LeaderWorkerSet in the workload cluster",
+        lambda: api.get(
+            "leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", replica["metadata"]["name"], ns
+        ),
+    )
+    assert lws["spec"]["leaderWorkerTemplate"]["size"] == 2
+
+
+def test_a_model_cache_creates_its_claim_and_job(fleet: World) -> None:
+    ns = "e2e-cache"
+    fleet.apply([m.namespace(ns), m.model_cache("weights", ns)])
+
+    def staged() -> bool | None:
+        for api in fleet.workloads.values():
+            if not api.list("v1", "PersistentVolumeClaim", ns) or not api.list(
+                "batch/v1", "Job", ns
+            ):
+                return None
+        return True
+
+    fleet.settle("a PVC and a hydration Job in each workload cluster", staged)
+
+
+def test_a_model_service_composes_routes_on_the_control_plane(fleet: World) -> None:
+    ns = "e2e-routing"
+    fleet.apply(
+        [m.namespace(ns), m.deployment("svc", ns, replicas=1, labels={"model": "svc-model"})]
+    )
+    fleet.apply([m.model_service("svc", ns, "svc-model")])
+
+    def composed() -> bool | None:
+        routes = fleet.cp.list("gateway.networking.k8s.io/v1", "HTTPRoute", ns)
+        backends = fleet.cp.list("gateway.envoyproxy.io/v1alpha1", "Backend", ns)
+        return True if routes and backends else None
+
+    fleet.settle("the ModelService's HTTPRoute and Backends", composed)
