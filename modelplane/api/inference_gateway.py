@@ -101,8 +101,12 @@ class EnvoyProxySettings(KubeModel):
 
 def _default_listeners() -> list[Any]:
     # Wire form, so the XRD default carries no null fields; validated into
-    # Listeners like any input (validate_default).
-    return [{"name": "http"}]
+    # Listeners like any input (validate_default). Every field the listener's
+    # CEL rules read is spelled out: the API server checks a default against
+    # those rules without applying the item schema's own defaults first, so a
+    # bare {"name": "http"} made the whole CRD invalid (found on a real
+    # kube-apiserver; the XRD never became Established).
+    return [{"name": "http", "protocol": "HTTP", "port": 80}]
 
 
 class InferenceGatewaySpec(KubeModel):
