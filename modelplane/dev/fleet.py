@@ -551,16 +551,35 @@ def point_function(api: Api, endpoint: str) -> bool | None:
 
     def handed(rev: dict[str, Any] | None) -> bool:
         status = (rev or {}).get("status") or {}
-        return all(status.get(k) == v for k, v in want.items())
+        return all(status.get(k) == v for k, v in want.items()) and (
+            condition(rev, "RuntimeHealthy") == "True"
+        )
 
     for rev in active:
         if not handed(rev):
             try:
-                api.merge_status(rev, want)
+                api.merge_status(rev, {**want, "conditions": _runtime_healthy(rev, endpoint)})
             except KubeError:
-                return None
+                return None  # a conflict with the revision reconciler: try again
     name = "pkg.crossplane.io/v1", "FunctionRevision"
     return True if all(handed(api.get(*name, r["metadata"]["name"])) for r in active) else None
+
+
+def _runtime_healthy(rev: dict[str, Any], endpoint: str) -> list[dict[str, Any]]:
+    """The revision's conditions with RuntimeHealthy=True, which the runtime's owner reports."""
+    kept = [
+        c
+        for c in (rev.get("status") or {}).get("conditions") or []
+        if c.get("type") != "RuntimeHealthy"
+    ]
+    healthy = {
+        "type": "RuntimeHealthy",
+        "status": "True",
+        "reason": "HealthyPackageRevision",
+        "message": f"modelplane dev serves the function at {endpoint}",
+        "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    return [*kept, healthy]
 
 
 def package_report(api: Api) -> str:

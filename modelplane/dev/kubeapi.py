@@ -170,8 +170,16 @@ class Api:
         return True
 
     def merge_status(self, obj: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:
-        """Merge-patch an object's status subresource."""
-        return self.client.merge_patch(self._obj_path(obj) + "/status", {"status": status})
+        """Merge-patch an object's status subresource, at the version read (409 if it moved).
+
+        A merge patch replaces lists whole, so a patch computed from a stale read
+        must not land: the resourceVersion makes the server refuse it.
+        """
+        body: dict[str, Any] = {"status": status}
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        if version:
+            body["metadata"] = {"resourceVersion": version}
+        return self.client.merge_patch(self._obj_path(obj) + "/status", body)
 
     def healthy(self) -> bool:
         """True once the server serves the `default` Namespace its bootstrap creates."""
