@@ -16,11 +16,12 @@ import pytest
 from replicas import NAME, cluster, cond, manifest, observed_from, replica, run
 
 from modelplane.api.model_replica import PlacedRole
-from modelplane.compose import backends, readiness, workload
-from modelplane.compose.backends.base import BackendBuild, Entry
+from modelplane.compose import readiness
 from modelplane.compose.objects import Item
+from modelplane.compose.replica import backends, workload
+from modelplane.compose.replica.backends.base import BackendBuild, Entry
+from modelplane.compose.replica.workload import ReplicaContext
 from modelplane.compose.types import Resource
-from modelplane.compose.workload import ReplicaContext
 
 # Not registered: a hold would read it through the Object's Ready condition;
 # a real backend registers its rule (`readiness.register`) in its module.

@@ -8,7 +8,7 @@ import pytest
 from oracles import conformance_module
 
 from modelplane.api.serving_stack import read_serving_stack
-from modelplane.compose.serving_stack import compose
+from modelplane.compose.clusters.serving_stack import compose
 from modelplane.compose.types import ComposeInput, ComposeResult
 
 TOLERATE_GPU = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
