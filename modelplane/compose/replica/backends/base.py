@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from modelplane.api.backends import BackendDeclaration
 from modelplane.api.model_replica import PlacedRole
 from modelplane.compose.objects import Item
 from modelplane.compose.replica.workload import ReplicaContext
@@ -50,9 +51,14 @@ class BackendBuild:
 
 
 class ServingBackend(Protocol):
-    """One way to run a replica's engine on its cluster."""
+    """One way to run a replica's engine on its cluster.
+
+    `declaration` is its entry in `api.backends`: its name and the cluster
+    setting that enables it (which the scheduler checks before placing).
+    """
 
     name: str
+    declaration: BackendDeclaration
 
     def build(
         self,

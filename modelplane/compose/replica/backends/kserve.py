@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
+from modelplane.api import backends as api_backends
 from modelplane.api import constants as c
 from modelplane.api.model_deployment import Topology
 from modelplane.api.model_replica import ModelReplicaSpec, PlacedRole
@@ -50,7 +51,7 @@ from modelplane.compose.replica.stamping import dra
 from modelplane.compose.replica.workload import ReplicaContext
 from modelplane.compose.types import Resource
 
-NAME = c.BACKEND_KSERVE
+NAME = api_backends.KSERVE.name
 MAIN_CONTAINER = "main"  # the container KServe's LLMInferenceServiceConfig presets merge into
 WORKLOAD_SERVICE_SUFFIX = "-kserve-workload-svc"
 INFERENCE_POOL_SUFFIX = "-inference-pool"
@@ -205,6 +206,7 @@ class KServeBackend:
     """One LLMInferenceService (plus the roles' DRA claim templates) per replica."""
 
     name = NAME
+    declaration = api_backends.KSERVE
 
     def spec_errors(self, spec: ModelReplicaSpec) -> list[str]:
         """Why the replica cannot run on KServe (see the module function)."""

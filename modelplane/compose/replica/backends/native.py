@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from modelplane.api import backends as api_backends
 from modelplane.api import constants as c
 from modelplane.api.model_replica import PlacedRole
 from modelplane.compose import readiness
@@ -33,7 +34,7 @@ from modelplane.compose.replica.stamping import dra
 from modelplane.compose.replica.workload import ReplicaContext
 from modelplane.compose.types import Resource
 
-NAME = "Native"
+NAME = api_backends.NATIVE.name
 LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 
 
@@ -186,6 +187,7 @@ class NativeBackend:
     """Deployment or LeaderWorkerSet + DRA claim templates + Service, per role."""
 
     name = NAME
+    declaration = api_backends.NATIVE
 
     def build(
         self,
