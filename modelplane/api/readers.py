@@ -491,6 +491,25 @@ class ObservedRole:
         return tuple((r.device_class_name, r.count, r.selectors) for r in self.requests)
 
 
+class ReplayOrder(NamedTuple):
+    """The order replicas are replayed in when they contend for capacity.
+
+    Compared as a tuple, field by field: Ready replicas first, then those with
+    a creation time, oldest first, then by namespace and name (a total order,
+    so every replay is deterministic).
+    """
+
+    not_ready: int  # 0 for a Ready replica
+    no_created: int  # 0 when the creation time is known
+    created: str  # creationTimestamp: RFC 3339 in UTC, so text order is time order
+    namespace: str
+    name: str
+
+
+UNKNOWN_ORDER = ReplayOrder(1, 1, "", "", "")
+"""The order of a replica nothing is known about: after every known one."""
+
+
 @dataclass(frozen=True)
 class ObservedModelReplica:
     """A ModelReplica as the scheduler and the deployment composer see it."""
@@ -520,9 +539,9 @@ class ObservedModelReplica:
         return next((r for r in self.roles if r.role == name), None)
 
     @property
-    def order(self) -> tuple[int, int, str, str, str]:
+    def order(self) -> ReplayOrder:
         """Contention order: Ready first, then oldest, then (namespace, name)."""
-        return (
+        return ReplayOrder(
             0 if self.ready else 1,
             0 if self.created else 1,
             self.created,

@@ -62,7 +62,11 @@ class ReadinessRule:
 
 
 def wrapped(observed: Resource | None) -> Resource | None:
-    """The wrapped object as the provider last observed it (`status.atProvider.manifest`)."""
+    """The wrapped object as the provider last observed it (`status.atProvider.manifest`).
+
+    The one reader of a provider-kubernetes Object's observed manifest: None
+    when any level is absent, null or not an object, never an exception.
+    """
     status = (observed or {}).get("status")
     at = status.get("atProvider") if isinstance(status, dict) else None
     manifest = at.get("manifest") if isinstance(at, dict) else None

@@ -106,10 +106,7 @@ def read_targets(objs: list[Resource]) -> list[Target]:
 
 
 def _wrapped(observed: Resource | None) -> Mapping[str, Any]:
-    status = (observed or {}).get("status")
-    at = status.get("atProvider") if isinstance(status, Mapping) else None
-    manifest = at.get("manifest") if isinstance(at, Mapping) else None
-    return manifest if isinstance(manifest, Mapping) else {}
+    return readiness.wrapped(observed) or {}
 
 
 def _job_failure(observed: Resource | None) -> str | None:

@@ -35,7 +35,7 @@ from modelplane.compose.clusters.inventory_agent import DEPLOYMENT_KEY, agent_ob
 from modelplane.compose.clusters.managed import Ref, labels, ready, resource_name, usage
 from modelplane.compose.common import meta, parse_spec
 from modelplane.compose.objects import Item, wrap
-from modelplane.compose.readiness import EXISTS, PROGRAMMED, WORKLOAD_AVAILABLE
+from modelplane.compose.readiness import EXISTS, PROGRAMMED, WORKLOAD_AVAILABLE, wrapped
 from modelplane.compose.types import ComposeInput, ComposeResult, DesiredResource, Resource
 
 GPU_TOLERATION = {"key": c.GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
@@ -294,9 +294,14 @@ def _usages(
 
 
 def _gateway_address(observed: Resource | None) -> str | None:
-    wrapped = ((observed or {}).get("status") or {}).get("atProvider", {}).get("manifest") or {}
-    addresses = (wrapped.get("status") or {}).get("addresses") or []
-    for addr in addresses:
+    """The first address the observed Gateway reports; None while it reports none.
+
+    Every level may be absent or null (`atProvider: null` before the provider
+    first observes the Gateway): that is "no address yet", never an exception.
+    """
+    status = (wrapped(observed) or {}).get("status")
+    addresses = status.get("addresses") if isinstance(status, dict) else None
+    for addr in addresses if isinstance(addresses, list) else ():
         if isinstance(addr, dict) and addr.get("value"):
             return str(addr["value"])
     return None
