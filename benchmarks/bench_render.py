@@ -158,7 +158,8 @@ class Phases:
 
 def instrument(phases: Phases) -> None:
     """Wrap decode, encode, schedule and every composer where the engine and function call them."""
-    from modelplane.compose import model_deployment, registry
+    from modelplane.compose import registry
+    from modelplane.compose.deployments import model_deployment
     from modelplane.crossplane import convert, servicer
     from modelplane.local import engine
 

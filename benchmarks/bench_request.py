@@ -32,7 +32,10 @@ from typing import Any
 import crossplane.function.proto.v1.run_function_pb2 as fnv1
 from bench_scheduler import DEPLOYMENT, cluster, other_replica
 
-from modelplane.compose.model_deployment import CLUSTERS_REQUIREMENT, REPLICAS_REQUIREMENT
+from modelplane.compose.deployments.model_deployment import (
+    CLUSTERS_REQUIREMENT,
+    REPLICAS_REQUIREMENT,
+)
 from modelplane.crossplane import FunctionRunner
 from modelplane.crossplane.convert import dict_to_struct, to_input
 from modelplane.crossplane.pool import WorkerPool

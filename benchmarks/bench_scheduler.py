@@ -36,7 +36,10 @@ from crossplane.function.resource import struct_to_dict as sdk_struct_to_dict
 from modelplane.api import constants as c
 from modelplane.api.inference_class import Device
 from modelplane.api.inference_cluster import GPUPool, InferenceClusterStatus
-from modelplane.compose.model_deployment import CLUSTERS_REQUIREMENT, REPLICAS_REQUIREMENT
+from modelplane.compose.deployments.model_deployment import (
+    CLUSTERS_REQUIREMENT,
+    REPLICAS_REQUIREMENT,
+)
 from modelplane.crossplane import FunctionRunner
 from modelplane.crossplane.convert import DECODE_CACHE, DecodeCache, to_input
 from modelplane.scheduling import replica_name, schedule

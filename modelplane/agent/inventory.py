@@ -3,7 +3,7 @@
 Each round lists the cluster's Nodes, its DRA ResourceSlices
 (`resource.k8s.io/v1`) and the Pending pods of Modelplane replicas (label
 `modelplane.ai/replica`), summarises them with the same pure summarizer
-`modelplane render` uses (`compose.inventory.summarize`), and writes the
+`modelplane render` uses (`api.inventory_summary.summarize`), and writes the
 summary to ConfigMap `modelplane-system/modelplane-inventory` with server-side
 apply. A failed round is logged as one JSON line and retried at the next
 interval: the agent never crashes on what the API server answers.
@@ -20,7 +20,7 @@ from typing import Any
 
 from modelplane.api import constants as c
 from modelplane.api.inventory import InventorySummary
-from modelplane.compose.inventory import summarize
+from modelplane.api.inventory_summary import summarize
 from modelplane.kube.client import KubeClient, KubeError, configmap_path
 
 NODES = "/api/v1/nodes"

@@ -65,8 +65,8 @@ DEFAULT_GATEWAY_NAMESPACE: Final = "modelplane-system"
 DEFAULT_KUBECONFIG_KEY: Final = "kubeconfig"
 DEFAULT_EKS_KUBERNETES_VERSION: Final = "1.36"
 
-# Provisioned clusters and their serving stack (compose/eks_cluster.py,
-# gke_cluster.py, serving_stack.py). Internal composites live in the function's
+# Provisioned clusters and their serving stack (compose/clusters/: clouds/eks.py,
+# clouds/gke.py, serving_stack.py). Internal composites live in the function's
 # system namespace; the managed resources they compose land there too.
 SYSTEM_NAMESPACE: Final = "modelplane-system"
 LABEL_COMPONENT: Final = "modelplane.ai/component"
@@ -116,7 +116,7 @@ REASON_UNSUPPORTED_SOURCE: Final = "UnsupportedSource"
 REASON_CLUSTER_NOT_FOUND: Final = "ClusterNotFound"
 REASON_CLUSTER_NOT_READY: Final = "ClusterNotReady"
 
-# ModelDeployment scheduling (compose/model_deployment.py). Scheduled says
+# ModelDeployment scheduling (compose/deployments/model_deployment.py). Scheduled says
 # whether every desired replica has a place; ReplicasReady whether they serve.
 CONDITION_CACHE_RESOLVED: Final = "CacheResolved"
 REASON_ALL_REPLICAS_SCHEDULED: Final = "AllReplicasScheduled"
@@ -158,7 +158,7 @@ DNS_SUBDOMAIN_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z
 _DOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 QUALIFIED_NAME_PATTERN: Final = rf"^({_DOMAIN}/)?[A-Za-z_][A-Za-z0-9_]{{0,31}}$"
 
-# ModelReplica composition (compose/model_replica.py and its workload modules).
+# ModelReplica composition (compose/replica/).
 REASON_AVAILABLE: Final = "Available"
 REASON_WORKLOAD_NOT_AVAILABLE: Final = "WorkloadNotAvailable"
 REASON_INVALID_SCHEDULING_TEMPLATE: Final = "InvalidSchedulingTemplate"
@@ -173,7 +173,7 @@ ENGINE_HEALTH_PATH: Final = "/health"
 CACHE_MOUNT_PATH: Final = "/mnt/models"
 GPU_RESOURCE_NAME: Final = "nvidia.com/gpu"
 
-# ModelCache hydration (compose/model_cache.py, modelplane/hydrate). The Job
+# ModelCache hydration (compose/caches/model_cache.py, modelplane/hydrate). The Job
 # runs the function image's `modelplane hydrate`; it mounts the cache's PVC at
 # HYDRATE_MOUNT and stages the artifact in its HYDRATE_SUBPATH folder, which
 # replicas mount read-only at CACHE_MOUNT_PATH.
@@ -187,7 +187,7 @@ HYDRATE_SUBPATH: Final = "model"
 HYDRATE_HEADERS_DIR: Final = "/var/run/modelplane/headers"
 
 # In-cluster GPU schedulers' documented contracts (SPEC §5; sources cited in
-# modelplane/compose/schedulers.py).
+# modelplane/compose/replica/schedulers.py).
 KAI_SCHEDULER_NAME: Final = "kai-scheduler"
 KAI_QUEUE_LABEL: Final = "kai.scheduler/queue"
 KAI_LEGACY_QUEUE_LABEL: Final = "runai/queue"
@@ -225,7 +225,7 @@ CONDITION_ENDPOINTS_READY: Final = "EndpointsReady"
 LABEL_SERVICE: Final = "modelplane.ai/service"
 LABEL_ENDPOINT: Final = "modelplane.ai/endpoint"
 # The Envoy data plane's Service (fixed through the EnvoyProxy) and the internal
-# hostnames of a ModelService's second hop (see compose/model_service.py).
+# hostnames of a ModelService's second hop (see compose/routing/model_service.py).
 ENVOY_SERVICE_NAME: Final = "modelplane-gateway"
 HOP_DOMAIN: Final = "hop.modelplane.internal"
 # Serving backends (ModelDeployment.spec.backend): Native composes a Deployment or

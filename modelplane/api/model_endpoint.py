@@ -2,7 +2,7 @@
 
 Composed by a ModelDeployment for each Ready replica, or written by hand for an
 external provider. The credential is a Secret reference only: Modelplane never
-reads its value (the gateway injects it, see `compose/model_service.py`).
+reads its value (the gateway injects it, see `compose/routing/model_service.py`).
 """
 
 from __future__ import annotations

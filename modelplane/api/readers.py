@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, ValidationError
 
 from modelplane.api import constants as c
+from modelplane.api.backends import DECLARED
 from modelplane.api.common import Condition, format_validation_error
 from modelplane.api.frozen import memoized
 from modelplane.api.inference_class import Device
@@ -352,20 +353,19 @@ _SERVING_STACK = _wire(InferenceClusterSpec, "serving_stack")
 def read_backends(spec: Mapping[str, Any]) -> tuple[frozenset[str] | None, str | None]:
     """The serving backends a cluster runs, from its `spec.servingStack`.
 
-    Native always; KServe when `servingStack.kserve.enabled` is true (the
-    serving stack installs KServe's LLMInferenceService controller, or the
-    platform team did when the stack is disabled). An unreadable block gives
-    None (unknown) and the error naming the field.
+    Each backend declared in `api.backends` whose enabling setting is true
+    (Native needs none; KServe `servingStack.kserve.enabled`, set when the
+    platform team installed KServe's LLMInferenceService controller). An
+    unreadable block gives None (unknown) and the error naming the field.
     """
     raw = spec.get(_SERVING_STACK)
-    if raw is None:
-        return frozenset({c.BACKEND_NATIVE}), None
-    try:
-        stack = ServingStackConfig.model_validate(raw)
-    except ValidationError as err:
-        return None, format_validation_error(err, f"spec.{_SERVING_STACK}")
-    kserve = stack.kserve is not None and stack.kserve.enabled
-    return frozenset({c.BACKEND_NATIVE, *([c.BACKEND_KSERVE] if kserve else [])}), None
+    stack = None
+    if raw is not None:
+        try:
+            stack = ServingStackConfig.model_validate(raw)
+        except ValidationError as err:
+            return None, format_validation_error(err, f"spec.{_SERVING_STACK}")
+    return frozenset(b.name for b in DECLARED.values() if b.enabled(stack)), None
 
 
 def read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster | None:
@@ -491,6 +491,25 @@ class ObservedRole:
         return tuple((r.device_class_name, r.count, r.selectors) for r in self.requests)
 
 
+class ReplayOrder(NamedTuple):
+    """The order replicas are replayed in when they contend for capacity.
+
+    Compared as a tuple, field by field: Ready replicas first, then those with
+    a creation time, oldest first, then by namespace and name (a total order,
+    so every replay is deterministic).
+    """
+
+    not_ready: int  # 0 for a Ready replica
+    no_created: int  # 0 when the creation time is known
+    created: str  # creationTimestamp: RFC 3339 in UTC, so text order is time order
+    namespace: str
+    name: str
+
+
+UNKNOWN_ORDER = ReplayOrder(1, 1, "", "", "")
+"""The order of a replica nothing is known about: after every known one."""
+
+
 @dataclass(frozen=True)
 class ObservedModelReplica:
     """A ModelReplica as the scheduler and the deployment composer see it."""
@@ -520,9 +539,9 @@ class ObservedModelReplica:
         return next((r for r in self.roles if r.role == name), None)
 
     @property
-    def order(self) -> tuple[int, int, str, str, str]:
+    def order(self) -> ReplayOrder:
         """Contention order: Ready first, then oldest, then (namespace, name)."""
-        return (
+        return ReplayOrder(
             0 if self.ready else 1,
             0 if self.created else 1,
             self.created,

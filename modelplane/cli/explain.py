@@ -23,8 +23,7 @@ from modelplane.api.readers import read_model_deployment
 from modelplane.api.roles import role_label
 from modelplane.cli.options import max_rounds_option
 from modelplane.compose.common import parse_spec, without_crossplane_spec
-from modelplane.compose.deployment_explain import explanation_rows
-from modelplane.compose.model_deployment import (
+from modelplane.compose.deployments.model_deployment import (
     INFERENCE_CLUSTER_KIND,
     MODEL_CACHE_KIND,
     MODEL_REPLICA_KIND,
@@ -32,6 +31,7 @@ from modelplane.compose.model_deployment import (
 from modelplane.local import ControlPlane, Key, LoadError, NotConvergedError, load_paths
 from modelplane.local.store import ObjectStore
 from modelplane.scheduling import PlannedReplica, ScheduleResult, schedule
+from modelplane.scheduling.explanation import explanation_rows
 from modelplane.scheduling.words import stuck_text, unverifiable_text
 
 # Piped output is sized to its content, within these bounds (a table cell

@@ -31,7 +31,10 @@ from modelplane.api.readers import (
     read_model_replica,
 )
 from modelplane.cli.explain import explain_deployment
-from modelplane.compose.model_deployment import INFERENCE_CLUSTER_KIND, MODEL_REPLICA_KIND
+from modelplane.compose.deployments.model_deployment import (
+    INFERENCE_CLUSTER_KIND,
+    MODEL_REPLICA_KIND,
+)
 from modelplane.local.store import ObjectStore
 from modelplane.scheduling import words
 from modelplane.scheduling.types import ScheduleResult

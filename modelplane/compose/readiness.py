@@ -22,7 +22,10 @@ The rules today:
 - `ROUTE_ACCEPTED`: an HTTPRoute: a parent Gateway `Accepted` it (a created but
   rejected route serves nothing);
 - `EXISTS`: config-only objects (Namespace, Service, claim templates,
-  PodGroups): created on the cluster.
+  PodGroups): created on the cluster;
+- `ACCEPTED`, `PROGRAMMED`: Gateway API objects (a GatewayClass or Envoy
+  Gateway Backend is `Accepted`, a Gateway `Programmed`), used by the routing
+  wing on the control plane and by the serving stack on workload clusters.
 A new kind of item adds its rule with `condition_rule` (a wrapped condition,
 e.g. KServe's `Ready`) or a `ReadinessRule` of its own, and `register`s it.
 """
@@ -59,7 +62,11 @@ class ReadinessRule:
 
 
 def wrapped(observed: Resource | None) -> Resource | None:
-    """The wrapped object as the provider last observed it (`status.atProvider.manifest`)."""
+    """The wrapped object as the provider last observed it (`status.atProvider.manifest`).
+
+    The one reader of a provider-kubernetes Object's observed manifest: None
+    when any level is absent, null or not an object, never an exception.
+    """
     status = (observed or {}).get("status")
     at = status.get("atProvider") if isinstance(status, dict) else None
     manifest = at.get("manifest") if isinstance(at, dict) else None
@@ -148,6 +155,8 @@ ROUTE_ACCEPTED = ReadinessRule(
     "RouteAccepted", {"policy": POLICY_CEL, "celQuery": ROUTE_ACCEPTED_CEL}, route_accepted
 )
 EXISTS = ReadinessRule("Exists", {"policy": POLICY_CREATED}, exists)
+ACCEPTED = condition_rule("Accepted", "Accepted")
+PROGRAMMED = condition_rule("Programmed", "Programmed")
 OBJECT_READY = ReadinessRule("ObjectReady", {}, object_ready)
 """The fallback for an Object whose declared policy no registered rule knows."""
 
@@ -175,7 +184,7 @@ def register(rule: ReadinessRule) -> ReadinessRule:
     return rule
 
 
-for _rule in (WORKLOAD_AVAILABLE, ROUTE_ACCEPTED, EXISTS):
+for _rule in (WORKLOAD_AVAILABLE, ROUTE_ACCEPTED, EXISTS, ACCEPTED, PROGRAMMED):
     register(_rule)
 
 

@@ -16,19 +16,12 @@ from modelplane.api.kinds import (
     SERVING_STACK,
     Kind,
 )
-from modelplane.compose import (
-    eks_cluster,
-    gke_cluster,
-    inference_class,
-    inference_cluster,
-    inference_gateway,
-    model_cache,
-    model_deployment,
-    model_endpoint,
-    model_replica,
-    model_service,
-    serving_stack,
-)
+from modelplane.compose.caches import model_cache
+from modelplane.compose.clusters import inference_class, inference_cluster, serving_stack
+from modelplane.compose.clusters.clouds import eks, gke
+from modelplane.compose.deployments import model_deployment
+from modelplane.compose.replica import model_replica
+from modelplane.compose.routing import inference_gateway, model_endpoint, model_service
 from modelplane.compose.types import Composer
 
 COMPOSERS: dict[tuple[str, str], tuple[Kind, Composer]] = {
@@ -38,8 +31,8 @@ COMPOSERS: dict[tuple[str, str], tuple[Kind, Composer]] = {
         (INFERENCE_CLUSTER, inference_cluster.compose),
         (MODEL_DEPLOYMENT, model_deployment.compose),
         (MODEL_REPLICA, model_replica.compose),
-        (EKS_CLUSTER, eks_cluster.compose),
-        (GKE_CLUSTER, gke_cluster.compose),
+        (EKS_CLUSTER, eks.compose),
+        (GKE_CLUSTER, gke.compose),
         (SERVING_STACK, serving_stack.compose),
         (MODEL_CACHE, model_cache.compose),
         (MODEL_ENDPOINT, model_endpoint.compose),

@@ -5,8 +5,8 @@ For `modelplane render`: upjet managed resources (`*.aws.m.upbound.io`,
 a control plane that writes a connection secret gets its kubeconfig Secret.
 
 Each workload cluster's inventory agent is simulated too: the Observe-only
-Object of its ConfigMap (`compose/inventory.py`) observes the summary the
-SAME summarizer the agent runs (`compose.inventory.summarize`) makes of the
+Object of its ConfigMap (`compose/clusters/inventory.py`) observes the summary the
+SAME summarizer the agent runs (`api.inventory_summary.summarize`) makes of the
 simulated cluster: the nodes of each Ready node pool of a provisioned cluster
 (or `nodeCount` nodes per pool of an Existing one), labelled with their pool,
 and the ResourceSlices the NVIDIA DRA driver would publish from the pool's class.
@@ -38,10 +38,10 @@ from dataclasses import astuple, dataclass
 from typing import Any
 
 from modelplane.api import constants as c
+from modelplane.api.inventory_summary import summarize
 from modelplane.api.model_replica import ModelReplicaSpec
 from modelplane.api.objects import label_value, replica_base, short_hash
 from modelplane.api.readers import ObservedInferenceCluster, read_inference_cluster
-from modelplane.compose.inventory import summarize
 from modelplane.compose.objects import dns_label
 from modelplane.local.conditions import EPOCH, Clock, set_condition
 from modelplane.local.passes import Passes

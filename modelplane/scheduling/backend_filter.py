@@ -1,14 +1,14 @@
 """The serving-backend filter: a replica goes only where its backend runs.
 
-`spec.backend: KServe` needs KServe's LLMInferenceService controller on the
-cluster, which an InferenceCluster declares with
-`spec.servingStack.kserve.enabled: true` (read by `api.readers.read_backends`).
+A backend other than Native needs its controller on the cluster, which an
+InferenceCluster declares with the setting `api.backends` names for it (KServe:
+`spec.servingStack.kserve.enabled: true`), read by `api.readers.read_backends`.
 Native runs everywhere.
 """
 
 from __future__ import annotations
 
-from modelplane.api import constants as c
+from modelplane.api.backends import runs_everywhere
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
 from modelplane.scheduling.framework import Eviction, Rejection, ScheduleInput
 
@@ -21,7 +21,7 @@ class BackendFilter:
     def admit(self, inp: ScheduleInput, cluster: ObservedInferenceCluster) -> Rejection | None:
         """Refuse a cluster not declaring the backend (or whose declaration is unreadable)."""
         backend = inp.spec.backend
-        if backend == c.BACKEND_NATIVE:
+        if runs_everywhere(backend):
             return None
         if cluster.backends is not None and backend in cluster.backends:
             return None
@@ -36,6 +36,6 @@ class BackendFilter:
         An unreadable `spec.servingStack` cannot be verified: the replica stays.
         """
         backend = inp.spec.backend
-        if backend == c.BACKEND_NATIVE or cluster.backends is None or backend in cluster.backends:
+        if runs_everywhere(backend) or cluster.backends is None or backend in cluster.backends:
             return None
         return Eviction("BackendUnsupported", (cluster.name, backend))

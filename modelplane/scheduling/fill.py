@@ -6,14 +6,13 @@ import heapq
 import itertools
 from collections import defaultdict
 
+from modelplane.api.readers import ReplayOrder
 from modelplane.scheduling.ledger import PoolLedger
 from modelplane.scheduling.matching import RoleMatch, observed_demand
 from modelplane.scheduling.names import replica_name
 from modelplane.scheduling.scores import SCORES
 from modelplane.scheduling.state import Charge, CycleState, PoolKey, PoolOptions, Slot
 from modelplane.scheduling.types import RoleAssignment
-
-Order = tuple[int, int, str, str, str]
 
 
 def build_ledger(state: CycleState) -> None:
@@ -26,7 +25,7 @@ def build_ledger(state: CycleState) -> None:
     unschedulable are charged while the fill runs: their replacements are
     placed without counting on the place they hold (make before break).
     """
-    charges: list[tuple[Order, str, Charge]] = []
+    charges: list[tuple[ReplayOrder, str, Charge]] = []
     for r in state.others:
         if r.cluster not in state.inp.candidates:
             continue

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from modelplane.api.readers import ObservedModelReplica, StuckReplica
+from modelplane.api.readers import UNKNOWN_ORDER, ObservedModelReplica, ReplayOrder, StuckReplica
 from modelplane.scheduling import words
 from modelplane.scheduling.framework import Eviction, PoolKey, Rejection, RuleStates, ScheduleInput
 from modelplane.scheduling.ledger import PoolLedger, Vector
@@ -62,7 +62,7 @@ class Slot:
     charges: tuple[Charge, ...]
     retained: bool
     ready: bool = False
-    order: tuple[int, int, str, str, str] = (1, 1, "", "", "")
+    order: ReplayOrder = UNKNOWN_ORDER
     drain: Eviction | None = None  # why a draining replica must leave (make-before-break)
     stuck: Stuck | None = None  # its cluster reports it unschedulable (see `unschedulable`)
 

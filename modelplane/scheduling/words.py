@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from modelplane.api.backends import enabling_setting
 from modelplane.api.readers import GPU_POOLS_PATH
 from modelplane.api.roles import role_label
 from modelplane.scheduling.framework import Eviction, Rejection
@@ -41,6 +42,15 @@ def truncate(text: str, limit: int) -> str:
 
 # ── Filters ─────────────────────────────────────────────────────────────────
 
+
+def _backend_unsupported(backend: str, why: str) -> str:
+    if why == "unreadable":
+        return f"spec.backend {backend}: the cluster's spec.servingStack cannot be read"
+    setting = enabling_setting(backend)
+    because = f" ({setting} is not true)" if setting else ""
+    return f"spec.backend {backend}: the cluster does not run it{because}"
+
+
 _REJECTIONS = {
     "NotSelected": lambda d: "labels do not match spec.clusterSelector",
     "Tainted": lambda d: "untolerated taint " + ", ".join(d),
@@ -57,12 +67,7 @@ _REJECTIONS = {
         "(its clusterSelector, or the cluster is not Ready for it)"
     ),
     "InvalidNodeSelector": lambda d: "the node selector does not compile: " + "; ".join(d),
-    "BackendUnsupported": lambda d: (
-        f"spec.backend {d[0]}: the cluster's spec.servingStack cannot be read"
-        if d[1] == "unreadable"
-        else f"spec.backend {d[0]}: the cluster does not run it "
-        "(spec.servingStack.kserve.enabled is not true)"
-    ),
+    "BackendUnsupported": lambda d: _backend_unsupported(d[0], d[1]),
     "ReplicaUnschedulable": lambda d: (
         f"the cluster reports replica {d[0]} of this deployment unschedulable on this pool "
         f"since {d[1] or 'an unknown time'}; no new replica goes here while it does"

@@ -47,7 +47,6 @@ def test_the_contract_keys_are_the_ones_other_kinds_read() -> None:
     ]
 
 
-# compose/model_replica.py moves onto the readers on the i9-compose branch.
 def _params() -> list[object]:
     out: list[object] = []
     for p in sorted(PACKAGE.rglob("*.py")):

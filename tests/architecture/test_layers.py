@@ -20,8 +20,9 @@ ALLOWED: dict[str, set[str]] = {
     # The Kubernetes API client of the programs that run in workload clusters.
     "kube": set(),
     # The inventory agent on each workload cluster: the Kubernetes API, and the
-    # inventory contract and summarizer it shares with the control plane.
-    "agent": {"api", "dra", "scheduling", "compose", "kube"},
+    # inventory contract and summarizer (`api.inventory_summary`) it shares with
+    # the control plane.
+    "agent": {"api", "kube"},
     # The hydration Job's adapter: downloads and the Kubernetes API; it shares
     # only the hydration contract (`api.model_cache`) with the control plane.
     "hydrate": {"api", "kube"},
@@ -46,14 +47,29 @@ PURE = ("api", "dra", "scheduling", "compose")
 IMPURE_MODULES = {"os", "time", "datetime", "random", "socket", "subprocess", "pathlib", "grpc"}
 
 
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
 def _imports(path: Path) -> list[str]:
+    """Every module `path` imports, absolute; `from pkg import mod` names `pkg.mod` too."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = _module_name(path)
+    if path.name != "__init__.py":
+        package = package.rpartition(".")[0]
     names: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.extend(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.append(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                module = f"{base}.{node.module}" if node.module else base
+            else:
+                module = node.module or ""
+            names.append(module)
+            names.extend(f"{module}.{a.name}" for a in node.names)
     return names
 
 
@@ -105,3 +121,73 @@ def test_the_function_and_the_cli_never_load_the_hydrators_download_libraries() 
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip() == "[]"
+
+
+# The composer layer's wings (`modelplane/compose/<wing>/`): each owns one
+# domain's composers and their helpers. A wing imports the shared core, the
+# layers left of `compose`, anything inside itself, and of another wing only
+# the modules this table names (its documented entry points).
+WING_IMPORTS: dict[str, dict[str, set[str]]] = {
+    # The replica mounts its ModelCache's claim, and its workload must not
+    # outlive its cluster's serving-stack releases.
+    "replica": {"caches": {"manifests"}, "clusters": {"infra"}},
+    "clusters": {},
+    "caches": {},
+    "routing": {},
+    # A deployment checks the pod templates its replicas will run.
+    "deployments": {"replica": {"workload"}},
+}
+# The shared core: flat modules of `modelplane/compose/`. Only the registry,
+# which maps every kind to its composer, imports a wing.
+CORE = {"__init__", "types", "outcome", "common", "objects", "readiness", "registry"}
+COMPOSE = PACKAGE / "compose"
+
+
+def test_compose_is_a_small_core_and_known_wings() -> None:
+    flat = {p.stem for p in COMPOSE.glob("*.py")}
+    wings = {p.name for p in COMPOSE.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert flat == CORE
+    assert wings == set(WING_IMPORTS)
+    for wing in wings:
+        init = COMPOSE / wing / "__init__.py"
+        assert init.exists() and ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+
+
+def _wing_of(module: str) -> tuple[str, str] | None:
+    """(wing, its module under the wing) of a `modelplane.compose.<wing>...` name."""
+    parts = module.split(".")
+    if parts[:2] != ["modelplane", "compose"] or len(parts) < 3 or parts[2] not in WING_IMPORTS:
+        return None
+    return parts[2], ".".join(parts[3:])
+
+
+def _wing_violations(path: Path, own: str | None) -> list[str]:
+    out = []
+    for name in _imports(path):
+        target = _wing_of(name)
+        if target is None or target[0] == own:
+            continue
+        wing, module = target
+        allowed = WING_IMPORTS[own].get(wing) if own is not None else None
+        if own is None and path.name == "registry.py":
+            continue
+        # `from modelplane.compose.<wing> import mod` also names the bare package.
+        if module == "" or (allowed is not None and module.split(".")[0] in allowed):
+            continue
+        out.append(f"{path.relative_to(PACKAGE.parent)} imports {name}")
+    return out
+
+
+@pytest.mark.parametrize("wing", sorted(WING_IMPORTS))
+def test_a_wing_imports_another_only_where_the_table_allows(wing: str) -> None:
+    violations = []
+    for path in sorted((COMPOSE / wing).rglob("*.py")):
+        violations.extend(_wing_violations(path, wing))
+    assert violations == []
+
+
+def test_the_core_imports_no_wing_but_the_registry() -> None:
+    violations = []
+    for path in sorted(COMPOSE.glob("*.py")):
+        violations.extend(_wing_violations(path, None))
+    assert violations == []

@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from modelplane.compose.model_replica import compose
+from modelplane.compose.replica.model_replica import compose
 from modelplane.compose.types import ComposeInput, ComposeResult
 
 NS = "team-a"

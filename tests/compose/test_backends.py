@@ -10,17 +10,21 @@ rules, conditions naming the backend's items.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from replicas import NAME, cluster, cond, manifest, observed_from, replica, run
 
+from modelplane.api import constants as c
+from modelplane.api.backends import DECLARED, BackendDeclaration
+from modelplane.api.model_deployment import Backend
 from modelplane.api.model_replica import PlacedRole
-from modelplane.compose import backends, readiness, workload
-from modelplane.compose.backends.base import BackendBuild, Entry
+from modelplane.compose import readiness
 from modelplane.compose.objects import Item
+from modelplane.compose.replica import backends, workload
+from modelplane.compose.replica.backends.base import BackendBuild, Entry
+from modelplane.compose.replica.workload import ReplicaContext
 from modelplane.compose.types import Resource
-from modelplane.compose.workload import ReplicaContext
 
 # Not registered: a hold would read it through the Object's Ready condition;
 # a real backend registers its rule (`readiness.register`) in its module.
@@ -31,6 +35,7 @@ class StandIn:
     """One `example.com/v1 Server` per replica, ready on its `Ready` condition."""
 
     name = "StandIn"
+    declaration = BackendDeclaration("StandIn", "kserve")
 
     def build(
         self,
@@ -98,3 +103,21 @@ def test_its_declared_rule_decides_readiness(stand_in: None) -> None:
     wrapped["status"] = {"conditions": [{"type": "Ready", "status": "False"}]}
     res = run(replica(), cluster(), observed=observed)
     assert res.desired["server"].ready == "False" and res.ready == "False"
+
+
+def test_the_backend_enum_the_declarations_and_the_registry_name_the_same_backends() -> None:
+    # `spec.backend`'s enum (the XRD's), the API's declarations (what the reader
+    # and the scheduler's words use) and the composer's registry must agree:
+    # a backend in one and not the others would be accepted and never served,
+    # or served and never placed.
+    assert get_args(Backend) == tuple(DECLARED) == c.BACKENDS
+    assert set(backends.BACKENDS) == set(DECLARED)
+    for name, backend in backends.BACKENDS.items():
+        assert backend.name == name
+        assert backend.declaration is DECLARED[name]
+    assert backends.DEFAULT in DECLARED
+
+
+def test_each_backend_but_native_names_the_cluster_setting_that_enables_it() -> None:
+    settings = {name: d.setting for name, d in DECLARED.items()}
+    assert settings == {"Native": None, "KServe": "spec.servingStack.kserve.enabled"}

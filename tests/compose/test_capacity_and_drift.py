@@ -7,9 +7,14 @@ from typing import Any
 import pytest
 
 from modelplane.api.inference_class import Device
-from modelplane.compose.capacity import nodes_up, pool_stockout, stockout_message, zone_in
-from modelplane.compose.drift import Drift, hardware_drift
-from modelplane.compose.inventory import summarize
+from modelplane.api.inventory_summary import summarize
+from modelplane.compose.clusters.clouds.capacity import (
+    nodes_up,
+    pool_stockout,
+    stockout_message,
+    zone_in,
+)
+from modelplane.compose.clusters.drift import Drift, hardware_drift
 
 NOW = "2026-01-01T00:00:00Z"
 

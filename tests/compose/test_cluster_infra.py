@@ -7,7 +7,7 @@ from typing import Any
 from modelplane.api.inference_class import InferenceClassSpec
 from modelplane.api.inference_cluster import Pool
 from modelplane.api.provisioning import read_provisioned_cluster
-from modelplane.compose.cluster_infra import (
+from modelplane.compose.clusters.infra import (
     node_pool_refs,
     node_pools,
     provider_configs,
@@ -138,7 +138,7 @@ def test_a_workload_usage_points_across_namespaces_at_the_release(oracle: Any) -
 
 
 def test_cluster_usages_of_same_named_resources_of_two_kinds_both_survive() -> None:
-    from modelplane.compose.cloud import Ref, cluster_usage
+    from modelplane.compose.clusters.managed import Ref, cluster_usage
 
     plan: dict[str, Any] = {}
     eks = Ref("eks.aws.m.upbound.io/v1beta1", "Cluster", "c-eks")

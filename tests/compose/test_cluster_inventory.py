@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from modelplane.api.inventory_summary import summarize
 from modelplane.api.readers import read_inference_cluster, read_unschedulable
-from modelplane.compose import inference_cluster
-from modelplane.compose.inventory import summarize
+from modelplane.compose.clusters import inference_cluster
 from modelplane.compose.types import ComposeInput, ComposeResult
 
 GPU = {

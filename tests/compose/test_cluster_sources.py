@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from modelplane.compose import inference_cluster
+from modelplane.compose.clusters import inference_cluster
 from modelplane.compose.types import ComposeInput, ComposeResult
 
 GPU = {"name": "gpu", "driver": "gpu.nvidia.com", "deviceClassName": "gpu.nvidia.com", "count": 8}

@@ -11,8 +11,8 @@ import copy
 from typing import Any
 
 from modelplane.api.model_replica import ResolvedDeviceRequest
-from modelplane.compose import model_deployment as md
-from modelplane.compose import model_service
+from modelplane.compose.deployments import model_deployment as md
+from modelplane.compose.routing import model_service
 from modelplane.compose.types import ComposeInput, ComposeResult
 from modelplane.scheduling.types import PlannedReplica, RoleAssignment, ScheduleResult
 

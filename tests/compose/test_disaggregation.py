@@ -10,8 +10,8 @@ from typing import Any
 import yaml
 from replicas import ready_caches
 
-from modelplane.compose import disaggregation
-from modelplane.compose.model_replica import compose
+from modelplane.compose.replica import disaggregation
+from modelplane.compose.replica.model_replica import compose
 from modelplane.compose.types import ComposeInput
 
 HERE = Path(__file__).resolve().parent

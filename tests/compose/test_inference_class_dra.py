@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from modelplane.api import constants as c
-from modelplane.compose import inference_class
+from modelplane.compose.clusters import inference_class
 from modelplane.compose.types import ComposeInput, ConditionOut, EventOut
 from modelplane.dra import SemverError, device_errors, parse_semver
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from modelplane.compose import inference_class, inference_cluster
+from modelplane.compose.clusters import inference_class, inference_cluster
 from modelplane.compose.common import keep_observed
 from modelplane.compose.types import (
     ComposeInput,

@@ -11,8 +11,8 @@ import pytest
 import yaml
 from replicas import ready_caches
 
-from modelplane.compose.backends import kserve
-from modelplane.compose.model_replica import compose
+from modelplane.compose.replica.backends import kserve
+from modelplane.compose.replica.model_replica import compose
 from modelplane.compose.types import ComposeInput, ComposeResult
 
 HERE = Path(__file__).resolve().parent

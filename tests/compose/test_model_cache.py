@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from modelplane.api.model_cache import ModelCacheSpec, read_model_cache
-from modelplane.compose import model_cache
-from modelplane.compose.cache_manifests import source_hash
-from modelplane.compose.model_cache import CLUSTERS_REQUIREMENT, DEPLOYMENTS_REQUIREMENT
+from modelplane.compose.caches import model_cache
+from modelplane.compose.caches.manifests import source_hash
+from modelplane.compose.caches.model_cache import CLUSTERS_REQUIREMENT, DEPLOYMENTS_REQUIREMENT
 from modelplane.compose.types import ComposeInput, ComposeResult
 
 NS = "ml-team"

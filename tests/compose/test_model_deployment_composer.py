@@ -17,7 +17,7 @@ import pytest
 
 from modelplane.api.model_deployment import ModelDeploymentStatus
 from modelplane.api.model_replica import ResolvedDeviceRequest
-from modelplane.compose import model_deployment as md
+from modelplane.compose.deployments import model_deployment as md
 from modelplane.compose.types import (
     ComposeInput,
     ComposeResult,

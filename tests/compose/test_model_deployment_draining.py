@@ -10,7 +10,7 @@ import copy
 from dataclasses import replace
 from typing import Any
 
-from modelplane.compose import model_deployment as md
+from modelplane.compose.deployments import model_deployment as md
 from modelplane.compose.types import ComposeInput, ConditionOut, EventOut
 from modelplane.scheduling.types import ClusterVerdict, ScheduleResult
 from tests.compose.test_model_deployment_composer import (

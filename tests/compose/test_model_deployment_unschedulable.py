@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from modelplane.api.objects import replica_base
-from modelplane.compose import model_deployment as md
+from modelplane.compose.deployments import model_deployment as md
 from modelplane.compose.types import ComposeInput, ConditionOut, EventOut
 from modelplane.scheduling.types import (
     ClusterVerdict,

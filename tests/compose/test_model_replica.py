@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from replicas import NAME, NS, cluster, cond, manifest, observed_from, parent, replica, run
 
 from modelplane.compose import objects
-from modelplane.compose.engines import ray
-from modelplane.compose.model_replica import compose
-from modelplane.compose.templates import TemplateVars, render, render_map
+from modelplane.compose.replica.engines import ray
+from modelplane.compose.replica.model_replica import compose
+from modelplane.compose.replica.templates import TemplateVars, render, render_map
 from modelplane.compose.types import ComposeInput, ComposeResult
 
 # --- the InferenceCluster: not fetched, absent, unusable -------------------------------

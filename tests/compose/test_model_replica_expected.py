@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from modelplane.compose.model_replica import compose
+from modelplane.compose.replica.model_replica import compose
 from modelplane.compose.types import ComposeInput, ComposeResult
 
 HERE = Path(__file__).resolve().parent

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from replicas import cluster, cond, manifest, replica, run
 
-from modelplane.compose import workload
+from modelplane.compose.replica import workload
 
 VLLM = "vllm/vllm-openai:v0.9.0"
 PROBE = {"httpGet": {"path": "/v1/models", "port": 8000}, "periodSeconds": 5}

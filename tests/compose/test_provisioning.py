@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 import yaml
 
+from modelplane.api.inventory_summary import summarize
 from modelplane.api.provisioning import read_provisioned_cluster
-from modelplane.compose import eks_cluster, gke_cluster
-from modelplane.compose.inventory import summarize
-from modelplane.compose.provisioned import INVENTORY_REQUIREMENT, SECRET_REQUIREMENT
+from modelplane.compose.clusters.clouds import eks as eks_cluster
+from modelplane.compose.clusters.clouds import gke as gke_cluster
+from modelplane.compose.clusters.clouds.provisioned import INVENTORY_REQUIREMENT, SECRET_REQUIREMENT
 from modelplane.compose.types import ComposeInput, ComposeResult
 
 HERE = Path(__file__).resolve().parent

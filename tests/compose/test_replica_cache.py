@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from replicas import NS, cluster, cond, manifest, replica
 
-from modelplane.compose.model_replica import compose
+from modelplane.compose.replica.model_replica import compose
 from modelplane.compose.types import ComposeInput, ComposeResult
 
 

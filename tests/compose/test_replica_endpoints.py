@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from modelplane.compose.replica_endpoints import ReplicaView, endpoint_for
+from modelplane.compose.deployments.endpoints import ReplicaView, endpoint_for
 
 URL = "http://203.0.113.10/team-a/qwen/0"
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracles import conformance_module
 
-from modelplane.compose import inference_gateway, model_endpoint, model_service
+from modelplane.compose.routing import inference_gateway, model_endpoint, model_service
 from modelplane.compose.types import ComposeInput, ComposeResult
 
 NS = "team-a"

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from modelplane.api.model_endpoint import ModelEndpointSpec, ObservedEndpoint
 from modelplane.api.model_service import WEIGHT_TOTAL, ModelServiceSpec
-from modelplane.compose import weights
-from modelplane.compose.model_service import plan
+from modelplane.compose.routing import weights
+from modelplane.compose.routing.model_service import plan
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import pytest
 from oracles import conformance_module
 
 from modelplane.api.serving_stack import read_serving_stack
-from modelplane.compose.serving_stack import compose
+from modelplane.compose.clusters.serving_stack import compose
 from modelplane.compose.types import ComposeInput, ComposeResult
 
 TOLERATE_GPU = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
@@ -242,3 +242,30 @@ def test_an_invalid_spec_holds() -> None:
     status, reason, message = _cond(res, "Valid")
     assert (status, reason) == ("False", "InvalidSpec")
     assert "spec.cloud" in message
+
+
+@pytest.mark.parametrize(
+    "gateway_status",
+    [
+        {"atProvider": None},  # before the provider first observes the Gateway
+        {"atProvider": {"manifest": None}},
+        {"atProvider": {"manifest": {"status": None}}},
+        {"atProvider": {"manifest": {"status": {"addresses": None}}}},
+        {"atProvider": {"manifest": {"status": {"addresses": "203.0.113.7"}}}},
+    ],
+)
+def test_a_gateway_without_a_readable_address_reports_none_and_does_not_crash(
+    gateway_status: dict[str, Any],
+) -> None:
+    # Regression: `atProvider: null` raised AttributeError in _gateway_address,
+    # which the servicer turns into a fatal result for the whole stack.
+    composite = _stack()
+    first = _compose(composite)
+    observed = {k: {**d.resource, **_ready()} for k, d in first.desired.items()}
+    observed["gateway"] = {
+        **observed["gateway"],
+        "status": {**gateway_status, **_ready()["status"]},
+    }
+    res = _compose(composite, observed)
+    assert "gatewayAddress" not in res.status
+    assert _cond(res, "ServingStackReady")[:2] == ("True", "Ready")

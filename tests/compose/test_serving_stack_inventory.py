@@ -8,7 +8,7 @@ import pytest
 
 from modelplane import __version__
 from modelplane.api.xrd import DEFAULT_FUNCTION_PACKAGE
-from modelplane.compose.serving_stack import compose
+from modelplane.compose.clusters.serving_stack import compose
 from modelplane.compose.types import ComposeInput, ComposeResult
 from tests.compose.test_serving_stack import _stack
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from modelplane.api.model_replica import ReplicaRole
-from modelplane.compose.engines import ray
-from modelplane.compose.stamping import dra
+from modelplane.compose.replica.engines import ray
+from modelplane.compose.replica.stamping import dra
 
 
 def _workload(claim_template: str, updated: int, total: int) -> dict[str, Any]:

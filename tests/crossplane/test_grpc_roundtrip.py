@@ -17,7 +17,10 @@ from crossplane.function.proto.v1.run_function_pb2_grpc import FunctionRunnerSer
 
 from modelplane import __version__
 from modelplane.api import constants as c
-from modelplane.compose.model_deployment import CLUSTERS_REQUIREMENT, REPLICAS_REQUIREMENT
+from modelplane.compose.deployments.model_deployment import (
+    CLUSTERS_REQUIREMENT,
+    REPLICAS_REQUIREMENT,
+)
 from modelplane.crossplane.convert import dict_to_struct, struct_to_dict
 
 

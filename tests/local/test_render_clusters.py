@@ -149,8 +149,8 @@ def test_a_node_group_a_live_stack_still_uses_is_not_deleted() -> None:
 
 def test_a_drift_fixture_changes_what_the_simulated_slices_publish() -> None:
     from modelplane.api.inference_class import Device
-    from modelplane.compose.drift import Drift, hardware_drift
-    from modelplane.compose.inventory import inventory_observation, observed_inventory
+    from modelplane.compose.clusters.drift import Drift, hardware_drift
+    from modelplane.compose.clusters.inventory import inventory_observation, observed_inventory
     from modelplane.local.conditions import Clock
     from modelplane.local.simulate_cloud import simulate_cloud
     from modelplane.local.store import ObjectStore

@@ -10,7 +10,7 @@ import pytest
 from modelplane.api import constants as c
 from modelplane.api.objects import replica_base
 from modelplane.api.readers import read_unschedulable
-from modelplane.compose.inventory import observed_inventory
+from modelplane.compose.clusters.inventory import observed_inventory
 from modelplane.local import ControlPlane, RenderResult, load_paths
 
 ROOT = Path(__file__).resolve().parents[2]

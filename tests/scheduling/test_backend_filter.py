@@ -93,3 +93,26 @@ def test_the_same_fleet_places_a_native_deployment_everywhere() -> None:
     fleet = [_cluster("a", None), _cluster("b", KSERVE_ON), _cluster("c", KSERVE_OFF)]
     result = schedule(_deployment(None, replicas=3), fleet, [])
     assert sorted(cl for cl, _, _ in placements(result)) == ["a", "b", "c"]
+
+
+def test_a_third_backend_is_read_and_refused_by_its_own_setting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The reader and the refusal text follow the backend's declaration; nothing
+    # points a third backend's users at KServe's setting. (A stand-in enabled by
+    # an existing block with an `enabled` field, `servingStack.inventory`.)
+    from modelplane.api import backends as api_backends
+    from modelplane.api.readers import read_backends
+    from modelplane.scheduling.words import rejection_text
+
+    third = api_backends.BackendDeclaration("Third", "inventory")
+    monkeypatch.setitem(api_backends.DECLARED, "Third", third)
+    on, _ = read_backends({"servingStack": {"inventory": {"enabled": True}}})
+    off, _ = read_backends({"servingStack": {"kserve": {"enabled": True}}})
+    assert on is not None and "Third" in on and "KServe" not in on
+    assert off is not None and "Third" not in off and "KServe" in off
+    text = rejection_text(Rejection("BackendUnsupported", ("Third", "not-enabled")))
+    assert text == (
+        "spec.backend Third: the cluster does not run it "
+        "(spec.servingStack.inventory.enabled is not true)"
+    )

@@ -11,7 +11,7 @@ import pytest
 from schedfleet import ANY_GPU, cluster, deployment, request
 
 from modelplane.api.model_deployment import MAX_UNSCHEDULABLE_ENTRIES, ModelDeploymentStatus
-from modelplane.compose import model_deployment as md
+from modelplane.compose.deployments import model_deployment as md
 from modelplane.compose.types import ComposeInput
 from modelplane.scheduling import explain as explain_module
 from modelplane.scheduling import schedule

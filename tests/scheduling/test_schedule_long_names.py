@@ -15,7 +15,7 @@ from typing import Any
 from schedfleet import L4, cluster, deployment, placements, replica, request, resolved, verdicts
 
 from modelplane.api import constants as c
-from modelplane.compose import model_deployment as md
+from modelplane.compose.deployments import model_deployment as md
 from modelplane.compose.types import ComposeInput
 from modelplane.scheduling import replica_name, schedule
 

@@ -1,0 +1,242 @@
+"""What EKSCluster and GKECluster share: inputs, status, conditions, readiness.
+
+Both composers build their cloud's managed resources and hand them here with
+the names of the control plane and of each pool's node group. This module
+fetches the connection Secret and the cluster's observed inventory (the
+Observe-only Object the InferenceCluster composes of the inventory agent's
+ConfigMap, `clusters/inventory.py`), publishes
+`status.kubeconfigSecret` only once the control plane is Ready and its Secret
+exists, reports each pool's nodes and stock-out, and sets ControlPlaneReady,
+NodePoolsReady and InsufficientGPUCapacity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from modelplane.api import constants as c
+from modelplane.api.common import KubeModel
+from modelplane.api.inventory import InventorySummary
+from modelplane.api.provisioning import (
+    KubeconfigSecret,
+    ProvisionedClusterStatus,
+    ProvisionedPoolStatus,
+)
+from modelplane.api.provisioning import StockOut as StockOutStatus
+from modelplane.api.reasons import (
+    ControlPlaneReadyReason,
+    InsufficientGPUCapacityReason,
+    NodePoolsReadyReason,
+    ValidReason,
+)
+from modelplane.compose import outcome
+from modelplane.compose.clusters.clouds.capacity import Cloud, StockOut, nodes_up, pool_stockout
+from modelplane.compose.clusters.inventory import inventory_object_name, observed_inventory
+from modelplane.compose.clusters.managed import ready, resource_name
+from modelplane.compose.common import meta, parse_spec
+from modelplane.compose.types import (
+    ComposeInput,
+    ComposeResult,
+    DesiredResource,
+    Requirement,
+    Resource,
+)
+
+SECRET_REQUIREMENT = "connection-secret"
+INVENTORY_REQUIREMENT = "observed-inventory"
+CONTROL_PLANE_KEY = "cluster"
+SYSTEM_POOL_KEY = "nodepool-system"
+
+
+def pool_key(pool: str) -> str:
+    """The composition resource name of a pool's node group / node pool."""
+    return f"nodepool-{pool}"
+
+
+def connection_secret_name(cluster: str) -> str:
+    """The Secret the control plane's managed resource writes its kubeconfig to."""
+    return resource_name(cluster, "kubeconfig")
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """A pool as its composer planned it: what to compare the cloud's answer with."""
+
+    name: str
+    accelerator: str | None
+    requested: int
+    zone: str | None = None
+
+
+@dataclass
+class Plan:
+    """Everything a cloud composer decided for one call."""
+
+    resources: dict[str, Resource] = field(default_factory=dict)
+    pools: list[PoolPlan] = field(default_factory=list)
+    network: str | None = None
+    shared_filesystem_id: str | None = None
+
+
+Builder = Callable[[Any, str, str, ComposeInput], Plan]
+"""(spec, cluster name, namespace, input) → plan; raises ValueError on a spec it cannot build."""
+
+
+def compose_provisioned(
+    inp: ComposeInput, cloud: Cloud, spec_model: type[KubeModel], build: Builder
+) -> ComposeResult:
+    """Compose one provisioned cluster: parse, fetch, build, publish status."""
+    result = ComposeResult()
+    kind = "EKSCluster" if cloud == "EKS" else "GKECluster"
+    spec, error = parse_spec(spec_model, inp.composite)
+    if spec is None:
+        return outcome.hold(
+            inp, result, c.CONDITION_VALID, ValidReason.INVALID_SPEC, f"invalid {kind}: {error}"
+        )
+    cluster = str(spec.cluster_name)  # type: ignore[attr-defined]
+    namespace = str(meta(inp.composite).get("namespace") or c.SYSTEM_NAMESPACE)
+    result.requirements[SECRET_REQUIREMENT] = Requirement(
+        "v1", "Secret", match_name=connection_secret_name(cluster), namespace=namespace
+    )
+    result.requirements[INVENTORY_REQUIREMENT] = Requirement(
+        c.PROVIDER_KUBERNETES_API_VERSION,
+        "Object",
+        match_name=inventory_object_name(cluster),
+        namespace=c.SYSTEM_NAMESPACE,
+    )
+    if not all(inp.fetched(r) for r in result.requirements):
+        return outcome.wait(inp, result)
+    try:
+        plan = build(spec, cluster, namespace, inp)
+    except ValueError as err:
+        return outcome.hold(inp, result, c.CONDITION_VALID, ValidReason.INVALID_SPEC, str(err))
+    result.condition(c.CONDITION_VALID, True, ValidReason.VALID, f"{kind} spec is valid")
+    for key, resource in plan.resources.items():
+        obs = inp.observed.get(key)
+        is_usage = resource.get("kind") == "Usage"
+        result.desired[key] = DesiredResource(
+            resource, "True" if is_usage or ready(obs) else "False"
+        )
+    _publish(inp, result, cloud, cluster, namespace, plan)
+    return result
+
+
+def _control_plane(
+    inp: ComposeInput, result: ComposeResult, cluster: str, namespace: str
+) -> KubeconfigSecret | None:
+    """ControlPlaneReady, and the kubeconfig Secret once the cluster is reachable."""
+    up = ready(inp.observed.get(CONTROL_PLANE_KEY))
+    secret = bool(inp.required.get(SECRET_REQUIREMENT))
+    name = connection_secret_name(cluster)
+    if up and secret:
+        result.condition(
+            c.CONDITION_CONTROL_PLANE_READY,
+            True,
+            ControlPlaneReadyReason.READY,
+            f"control plane is Ready; kubeconfig in Secret {namespace}/{name}",
+        )
+        return KubeconfigSecret(namespace=namespace, name=name)
+    if up:
+        reason, message = (
+            ControlPlaneReadyReason.CONNECTION_SECRET_MISSING,
+            f"control plane is Ready but its connection Secret {namespace}/{name} does not exist",
+        )
+    else:
+        reason, message = ControlPlaneReadyReason.PROVISIONING, "waiting for the control plane"
+    result.condition(c.CONDITION_CONTROL_PLANE_READY, False, reason, message)
+    return None
+
+
+def _pool_status(
+    inp: ComposeInput, cloud: Cloud, pool: PoolPlan, inventory: InventorySummary | None
+) -> tuple[ProvisionedPoolStatus, StockOut | None]:
+    managed = inp.observed.get(pool_key(pool.name))
+    up = nodes_up(pool.name, inventory)
+    stock = pool_stockout(
+        cloud,
+        pool.name,
+        pool.accelerator,
+        pool.requested,
+        managed,
+        declared_zone=pool.zone,
+        up=up,
+    )
+    status = ProvisionedPoolStatus(
+        name=pool.name,
+        desired_nodes=pool.requested,
+        nodes_up=stock.nodes_up if stock else up,
+        ready=ready(managed) and stock is None,
+        stock_out=(
+            StockOutStatus(zone=stock.zone, accelerator=stock.accelerator, message=stock.message)
+            if stock
+            else None
+        ),
+    )
+    return status, stock
+
+
+def _pools(
+    inp: ComposeInput, result: ComposeResult, cloud: Cloud, plan: Plan
+) -> tuple[list[ProvisionedPoolStatus], bool]:
+    """Per-pool status plus NodePoolsReady and InsufficientGPUCapacity; True if all ready."""
+    observed = inp.required.get(INVENTORY_REQUIREMENT) or []
+    inventory, _ = observed_inventory(observed[0] if observed else None)
+    statuses, stockouts = [], []
+    for pool in plan.pools:
+        status, stock = _pool_status(inp, cloud, pool, inventory)
+        statuses.append(status)
+        if stock is not None:
+            stockouts.append(stock)
+    waiting = [s.name for s in statuses if not s.ready]
+    if not ready(inp.observed.get(SYSTEM_POOL_KEY)):
+        waiting.append("system")
+    if stockouts:
+        message = "; ".join(s.describe() for s in stockouts)
+        result.condition(
+            c.CONDITION_INSUFFICIENT_GPU_CAPACITY,
+            True,
+            InsufficientGPUCapacityReason.STOCK_OUT,
+            message,
+        )
+        result.warn(str(InsufficientGPUCapacityReason.STOCK_OUT), message)
+    else:
+        result.condition(
+            c.CONDITION_INSUFFICIENT_GPU_CAPACITY,
+            False,
+            InsufficientGPUCapacityReason.CAPACITY_AVAILABLE,
+            "no pool reports a cloud stock-out",
+        )
+    if not waiting:
+        result.condition(
+            c.CONDITION_NODE_POOLS_READY,
+            True,
+            NodePoolsReadyReason.READY,
+            "every node pool is Ready",
+        )
+    else:
+        reason = NodePoolsReadyReason.DEGRADED if stockouts else NodePoolsReadyReason.PROVISIONING
+        result.condition(
+            c.CONDITION_NODE_POOLS_READY,
+            False,
+            reason,
+            f"node pool(s) not Ready: {', '.join(waiting)}",
+        )
+    return statuses, not waiting
+
+
+def _publish(
+    inp: ComposeInput, result: ComposeResult, cloud: Cloud, cluster: str, namespace: str, plan: Plan
+) -> None:
+    secret = _control_plane(inp, result, cluster, namespace)
+    pools, pools_ready = _pools(inp, result, cloud, plan)
+    status = ProvisionedClusterStatus(
+        kubeconfig_secret=secret,
+        reachable=secret is not None,
+        pools=pools,
+        network=plan.network,
+        shared_filesystem_id=plan.shared_filesystem_id,
+    )
+    result.status.update(status.to_dict())
+    result.ready = "True" if secret is not None and pools_ready else "False"

@@ -1,0 +1,152 @@
+"""Hardware drift: what a cluster's DRA driver publishes versus what the pool's class says.
+
+A pure comparison of a pool's inventory (the distinct device shapes its nodes'
+ResourceSlices publish, as the cluster's inventory agent summarised them,
+`api/inventory_summary.py`) with the devices an InferenceClass declares. Placement
+keeps using the declared class; a drift only tells the platform team that,
+say, a class promising 80Gi GPUs sits on a pool whose slices publish 40Gi.
+
+Matching: a declared DRA device is compared with the shapes of its driver;
+every node of the pool must publish `count` devices of that driver, and every
+published shape must carry the declared attributes and capacities. Attribute
+and capacity names are compared without the driver's own domain prefix (a
+slice may publish `productName` where the class says
+`gpu.nvidia.com/productName`). Synthetic devices have no driver publishing
+them and are never compared.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from modelplane.api.inference_class import Device
+from modelplane.api.inventory import PoolInventory
+from modelplane.dra.quantity import QuantityError, parse_quantity
+
+
+@dataclass(frozen=True)
+class Drift:
+    """One difference between a declared device and what the cluster publishes."""
+
+    pool: str
+    device: str
+    field: str
+    declared: str
+    observed: str
+    nodes: int = 1
+
+    def describe(self) -> str:
+        """One sentence naming pool, device, field and both values."""
+        return (
+            f"pool {self.pool!r} device {self.device!r}: {self.field} is {self.observed} on "
+            f"{self.nodes} node(s), the class declares {self.declared}"
+        )
+
+
+def _short(name: str, driver: str) -> str:
+    prefix = f"{driver}/"
+    return name[len(prefix) :] if name.startswith(prefix) else name
+
+
+def _attr_value(attr: Any) -> str | None:
+    if not isinstance(attr, dict):
+        return None
+    for key in ("string", "int", "bool", "version"):
+        if key in attr and attr[key] is not None:
+            value = attr[key]
+            return str(value).lower() if isinstance(value, bool) else str(value)
+    return None
+
+
+def _same_quantity(a: str, b: str) -> bool:
+    try:
+        return parse_quantity(a) == parse_quantity(b)
+    except QuantityError:
+        return a == b
+
+
+def _declared(device: Device) -> tuple[dict[str, str], dict[str, str]]:
+    attrs = {
+        _short(k, device.driver): v
+        for k, a in (device.attributes or {}).items()
+        if (v := _attr_value(a.to_dict())) is not None
+    }
+    caps = {_short(k, device.driver): q.value for k, q in (device.capacity or {}).items()}
+    return attrs, caps
+
+
+def _published(slice_device: dict[str, Any], driver: str) -> tuple[dict[str, str], dict[str, str]]:
+    attrs = {
+        _short(str(k), driver): v
+        for k, a in (slice_device.get("attributes") or {}).items()
+        if (v := _attr_value(a)) is not None
+    }
+    caps = {}
+    for k, q in (slice_device.get("capacity") or {}).items():
+        if isinstance(q, dict) and q.get("value") is not None:
+            caps[_short(str(k), driver)] = str(q["value"])
+    return attrs, caps
+
+
+def _compare(device: Device, slice_device: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(field, declared, observed) for each declared attribute/capacity that differs."""
+    want_attrs, want_caps = _declared(device)
+    have_attrs, have_caps = _published(slice_device, device.driver)
+    out = []
+    for name, value in sorted(want_attrs.items()):
+        got = have_attrs.get(name, "absent")
+        if got != value:
+            out.append((f"attribute {name}", value, got))
+    for name, value in sorted(want_caps.items()):
+        published = have_caps.get(name)
+        if published is None or not _same_quantity(value, published):
+            out.append((f"capacity {name}", value, published or "absent"))
+    return out
+
+
+def _count_drift(device: Device, pool: PoolInventory) -> dict[tuple[str, str, str], int]:
+    """Nodes publishing another number of the device's driver than the class declares."""
+    found: dict[tuple[str, str, str], int] = {}
+    publishing = 0
+    for entry in pool.driver_counts:
+        if entry.driver != device.driver:
+            continue
+        publishing += entry.nodes
+        if entry.devices != device.count:
+            key = ("count", str(device.count), str(entry.devices))
+            found[key] = found.get(key, 0) + entry.nodes
+    silent = pool.nodes - publishing
+    if silent > 0:
+        key = ("count", str(device.count), "0")
+        found[key] = found.get(key, 0) + silent
+    return found
+
+
+def _device_drift(pool: PoolInventory, device: Device) -> list[Drift]:
+    found = _count_drift(device, pool)
+    for shape in pool.shapes:
+        if shape.driver != device.driver:
+            continue
+        # Identical devices are declared once: every published shape must match.
+        for diff in _compare(device, shape.to_dict()):
+            found[diff] = min(pool.nodes, found.get(diff, 0) + shape.nodes)
+    return [Drift(pool.name, device.name, f, d, o, n) for (f, d, o), n in sorted(found.items())]
+
+
+def hardware_drift(
+    pool: str, devices: list[Device], inventory: PoolInventory | None
+) -> list[Drift]:
+    """Every difference between `devices` and what the pool's nodes publish.
+
+    `inventory` is the pool's entry of the cluster's inventory summary; a pool
+    the agent saw no node of reports nothing: there is nothing published to
+    compare yet.
+    """
+    if inventory is None or inventory.nodes == 0:
+        return []
+    out: list[Drift] = []
+    for device in devices:
+        if device.claim == "DRA":
+            out += _device_drift(inventory, device)
+    return out

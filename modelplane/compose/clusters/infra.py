@@ -1,0 +1,191 @@
+"""What an InferenceCluster composes for its infrastructure, as pure builders.
+
+The InferenceCluster composer decides; these functions build: the provisioning
+composite (EKSCluster / GKECluster) from the cluster's pools and their classes'
+`provisioning` blocks, the ServingStack composite, the ClusterProviderConfigs
+(provider-kubernetes and provider-helm) that reach the workload cluster, the
+capacity a pool publishes while the cloud is stocked out, and the Usage that
+keeps a replica's workload from outliving the releases it needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from modelplane.api import constants as c
+from modelplane.api.inference_class import InferenceClassSpec
+from modelplane.api.inference_cluster import Pool
+from modelplane.api.objects import condition
+from modelplane.api.provisioning import ProvisionedClusterView
+from modelplane.api.serving_stack import NodePoolRef
+from modelplane.compose.clusters.managed import USAGE_API_VERSION, resource_name
+from modelplane.compose.types import Resource
+
+Cloud = Literal["EKS", "GKE"]
+NODE_POOL_API = {
+    "EKS": ("eks.aws.m.upbound.io/v1beta1", "NodeGroup"),
+    "GKE": ("container.gcp.m.upbound.io/v1beta1", "NodePool"),
+}
+# The Releases a replica's workload cannot run without (ServingStack chart keys).
+WORKLOAD_RELEASES = ("nvidia-dra-driver", "leaderworkerset", "envoy-gateway")
+
+
+@dataclass(frozen=True)
+class PoolProblem:
+    """Why a pool cannot be provisioned: the field and a message naming it."""
+
+    field: str
+    message: str
+
+
+def node_pools(
+    cloud: Cloud, pools: list[Pool], classes: Mapping[str, InferenceClassSpec]
+) -> tuple[list[dict[str, Any]], list[PoolProblem]]:
+    """The provisioning composite's `pools` (wire form) from each pool's class.
+
+    A pool whose class has no `provisioning` block, or one for another cloud,
+    cannot be provisioned here: it is reported, never silently dropped.
+    """
+    out, problems = [], []
+    for i, pool in enumerate(pools):
+        field = f"spec.pools[{i}].className"
+        klass = classes.get(pool.class_name)
+        prov = klass.provisioning if klass else None
+        block = (prov.eks if cloud == "EKS" else prov.gke) if prov else None
+        if prov is None or prov.provider != cloud or block is None:
+            problems.append(
+                PoolProblem(
+                    field,
+                    f"{field}: InferenceClass {pool.class_name!r} of pool {pool.name!r} has no "
+                    f"spec.provisioning for {cloud}; a {cloud} cluster can only provision pools "
+                    "whose class says how",
+                )
+            )
+            continue
+        entry = block.to_dict()
+        entry.update(name=pool.name, nodeCount=pool.node_count)
+        if pool.max_node_count is not None:
+            entry["maxNodeCount"] = pool.max_node_count
+        out.append(entry)
+    return out, problems
+
+
+def node_pool_refs(cloud: Cloud, cluster: str, pools: list[Pool]) -> list[NodePoolRef]:
+    """The node groups / node pools a provisioning composite names (for the stack's Usages)."""
+    api_version, kind = NODE_POOL_API[cloud]
+    refs = [
+        NodePoolRef(
+            api_version=api_version,
+            kind=kind,
+            name=resource_name(cluster, "pool", p.name),
+            gpu=True,
+        )
+        for p in pools
+    ]
+    refs.append(
+        NodePoolRef(api_version=api_version, kind=kind, name=resource_name(cluster, "system"))
+    )
+    return refs
+
+
+def provider_configs(cluster: str, name: str, secret: Mapping[str, str]) -> dict[str, Resource]:
+    """provider-kubernetes and provider-helm ClusterProviderConfigs reading one kubeconfig Secret.
+
+    `secret` is `{namespace, name, key}`; the credential itself is never copied.
+    """
+    ref = {"namespace": secret["namespace"], "name": secret["name"], "key": secret["key"]}
+    out = {}
+    for key, api_version in (
+        ("provider-config", c.PROVIDER_KUBERNETES_API_VERSION),
+        ("provider-config-helm", c.PROVIDER_HELM_API_VERSION),
+    ):
+        out[key] = {
+            "apiVersion": api_version,
+            "kind": "ClusterProviderConfig",
+            "metadata": {
+                "name": name,
+                "labels": {c.LABEL_CLUSTER: cluster, c.LABEL_MANAGED_BY: c.MANAGED_BY},
+            },
+            "spec": {"credentials": {"source": "Secret", "secretRef": dict(ref)}},
+        }
+    return out
+
+
+def published_nodes(view: ProvisionedClusterView, pool: Pool) -> int:
+    """Nodes a pool offers the scheduler: its capacity, or only the nodes up while stocked out."""
+    status = view.pool(pool.name)
+    if status is not None and status.stock_out is not None:
+        return status.nodes_up or 0
+    return pool.capacity_nodes
+
+
+def stockout_message(view: ProvisionedClusterView, pool: str) -> str | None:
+    """One sentence naming the stocked-out pool, zone, accelerator and nodes up (else None)."""
+    p = view.pool(pool)
+    if p is None or p.stock_out is None:
+        return None
+    zone = f" in zone {p.stock_out.zone}" if p.stock_out.zone else ""
+    what = f" {p.stock_out.accelerator}" if p.stock_out.accelerator else ""
+    return (
+        f"pool {p.name!r}: the cloud has no{what} capacity{zone}; "
+        f"{p.nodes_up or 0} of {p.desired_nodes} node(s) up"
+    )
+
+
+def stockout_messages(view: ProvisionedClusterView) -> list[str]:
+    """One sentence per stocked-out pool: pool, zone, accelerator, nodes up."""
+    pools = view.status.pools or [] if view.status else []
+    return [m for p in pools if (m := stockout_message(view, p.name)) is not None]
+
+
+def has_serving_stack(cluster: Resource | None) -> bool:
+    """Whether an InferenceCluster runs Modelplane's ServingStack (its Releases exist to use).
+
+    Read from its `ServingStackReady` condition: present and not `Disabled`.
+    """
+    cond = condition(cluster, c.CONDITION_SERVING_STACK_READY)
+    return cond is not None and cond.get("reason") != "Disabled"
+
+
+def workload_usages(
+    namespace: str, cluster: str, workload_objects: list[str]
+) -> dict[str, Resource]:
+    """Every Usage keeping the replica's workload Objects from outliving the stack's releases."""
+    return {
+        f"usage-{obj}-{release}": workload_usage(namespace, obj, cluster, release)
+        for obj in workload_objects
+        for release in WORKLOAD_RELEASES
+    }
+
+
+def workload_usage(namespace: str, workload_object: str, cluster: str, release: str) -> Resource:
+    """A Usage keeping a replica's workload Object from outliving one of its cluster's releases.
+
+    Lives beside the workload (the replica's namespace); the Release is in the
+    function's system namespace, named as ServingStack names it.
+    """
+    release_name = resource_name(cluster, release)
+    return {
+        "apiVersion": USAGE_API_VERSION,
+        "kind": "Usage",
+        "metadata": {
+            "name": resource_name(workload_object, "uses", release),
+            "namespace": namespace,
+        },
+        "spec": {
+            "of": {
+                "apiVersion": c.PROVIDER_HELM_API_VERSION,
+                "kind": "Release",
+                "resourceRef": {"name": release_name, "namespace": c.SYSTEM_NAMESPACE},
+            },
+            "by": {
+                "apiVersion": c.PROVIDER_KUBERNETES_API_VERSION,
+                "kind": "Object",
+                "resourceRef": {"name": workload_object},
+            },
+            "reason": "replica workloads go before the cluster's serving stack",
+            "replayDeletion": True,
+        },
+    }

@@ -1,0 +1,432 @@
+"""An InferenceCluster's infrastructure: provisioning, serving stack, capacity and drift.
+
+The InferenceCluster composer calls these steps after it has resolved its
+pools' classes:
+- `provision` (source EKS/GKE): composes the EKSCluster/GKECluster composite in
+  the function's system namespace and, once that cluster is reachable, the
+  provider-kubernetes and provider-helm ClusterProviderConfigs that read its
+  kubeconfig Secret; only then is a provider config name returned to publish;
+- `serving_stack`: composes the ServingStack (unless `spec.servingStack.enabled`
+  is false) and mirrors its ServingStackReady onto the cluster;
+- `capacity`: a stocked-out pool publishes the nodes actually up, and
+  InsufficientGPUCapacity names pool, zone and accelerator;
+- `observe`: once the cluster is reachable, an Observe-only provider-kubernetes
+  Object of the inventory agent's ConfigMap (`clusters/inventory.py`), so
+  Crossplane watches it; its summary is the one live view of the cluster;
+- `drift`: HardwareDrift compares the device shapes the inventory reports
+  with the devices each pool's class declares (placement keeps the class), and
+  the inventory's unschedulable replicas are published in status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from modelplane.api import constants as c
+from modelplane.api.common import format_validation_error
+from modelplane.api.inference_class import InferenceClassSpec
+from modelplane.api.inference_cluster import GPUPool, InferenceClusterSpec, InferenceClusterStatus
+from modelplane.api.inventory import InventorySummary
+from modelplane.api.objects import condition, condition_status
+from modelplane.api.provisioning import (
+    EKSClusterSpec,
+    GKEClusterSpec,
+    ProvisionedClusterView,
+    read_provisioned_cluster,
+)
+from modelplane.api.reasons import (
+    CredentialsResolvedReason,
+    HardwareDriftReason,
+    InsufficientGPUCapacityReason,
+    ServingStackReadyReason,
+)
+from modelplane.api.serving_stack import (
+    ChartVersions,
+    InventoryConfig,
+    ServingStackSpec,
+    StackGateway,
+    StackStorage,
+    read_serving_stack,
+)
+from modelplane.compose.clusters.drift import hardware_drift
+from modelplane.compose.clusters.infra import (
+    node_pool_refs,
+    node_pools,
+    provider_configs,
+    published_nodes,
+    stockout_message,
+    stockout_messages,
+)
+from modelplane.compose.clusters.inventory import (
+    INVENTORY_KEY,
+    inventory_observation,
+    read_observed_inventory,
+)
+from modelplane.compose.common import as_desired, meta, parse_spec
+from modelplane.compose.types import ComposeInput, ComposeResult, DesiredResource, Resource
+
+INFRA_KEY = "infrastructure"
+STACK_KEY = "serving-stack"
+HELM_PROVIDER_CONFIG_KEY = "provider-config-helm"
+PROVIDER_CONFIG_KEYS = ("provider-config", HELM_PROVIDER_CONFIG_KEY)
+GPU_SCHEDULERS: dict[str, Literal["KAI", "Volcano"]] = {
+    c.KAI_SCHEDULER_NAME: "KAI",
+    c.VOLCANO_SCHEDULER_NAME: "Volcano",
+}
+
+
+def parse_classes(objects: Iterable[Resource]) -> dict[str, InferenceClassSpec]:
+    """The fetched InferenceClasses that parse, by name (the others are reported elsewhere)."""
+    out = {}
+    for obj in objects:
+        spec, _ = parse_spec(InferenceClassSpec, obj)
+        if spec is not None:
+            out[str(meta(obj).get("name", ""))] = spec
+    return out
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How far provisioning got: the provider config to publish (when reachable)."""
+
+    provider_config: str | None
+    view: ProvisionedClusterView | None
+    problem: str | None = None  # why it cannot be composed, naming the field
+
+
+def _eks_spec(name: str, spec: InferenceClusterSpec, pools: list[dict[str, Any]]) -> dict:
+    eks = spec.eks
+    assert eks is not None
+    network: dict[str, Any] = {}
+    if eks.vpc_cidr:
+        network["vpcCidr"] = eks.vpc_cidr
+    if eks.zones:
+        network["zones"] = list(eks.zones)
+    if eks.existing_vpc is not None:
+        network["existing"] = eks.existing_vpc.to_dict()
+    body: dict[str, Any] = {
+        "clusterName": name,
+        "region": eks.region,
+        "kubernetesVersion": eks.kubernetes_version,
+        "network": network,
+        "pools": pools,
+    }
+    for key, value in (
+        ("systemPool", eks.system_pool),
+        ("providerConfigRef", eks.provider_config_ref),
+    ):
+        if value is not None:
+            body[key] = value.to_dict()
+    if eks.access_principal_arns:
+        body["accessPrincipalArns"] = list(eks.access_principal_arns)
+    return body
+
+
+def _gke_spec(name: str, spec: InferenceClusterSpec, pools: list[dict[str, Any]]) -> dict:
+    gke = spec.gke
+    assert gke is not None
+    body: dict[str, Any] = {
+        "clusterName": name,
+        "project": gke.project,
+        "region": gke.region,
+        "zones": list(gke.zones or []),
+        "kubernetesVersion": gke.kubernetes_version or c.DEFAULT_EKS_KUBERNETES_VERSION,
+        "pools": pools,
+    }
+    for key, value in (
+        ("network", gke.network),
+        ("systemPool", gke.system_pool),
+        ("providerConfigRef", gke.provider_config_ref),
+    ):
+        if value is not None:
+            body[key] = value.to_dict()
+    return body
+
+
+def provisioning_composite(
+    name: str, spec: InferenceClusterSpec, pools: list[dict[str, Any]]
+) -> tuple[Resource | None, str]:
+    """The EKSCluster/GKECluster to compose, or None and why (naming the InferenceCluster field)."""
+    cloud = spec.source
+    builder, model, block = (
+        (_eks_spec, EKSClusterSpec, "spec.eks")
+        if cloud == "EKS"
+        else (_gke_spec, GKEClusterSpec, "spec.gke")
+    )
+    body = builder(name, spec, pools)
+    if spec.storage and spec.storage.csi_drivers:
+        body["csiDrivers"] = list(spec.storage.csi_drivers)
+    try:
+        model.model_validate(body)
+    except ValidationError as err:
+        text = format_validation_error(err, block).replace(f"{block}.network.", f"{block}.")
+        return None, text
+    kind = "EKSCluster" if cloud == "EKS" else "GKECluster"
+    return {
+        "apiVersion": c.INFRA_API_VERSION,
+        "kind": kind,
+        "metadata": {
+            "name": name,
+            "namespace": c.SYSTEM_NAMESPACE,
+            "labels": {c.LABEL_CLUSTER: name, c.LABEL_MANAGED_BY: c.MANAGED_BY},
+        },
+        "spec": body,
+    }, ""
+
+
+def provision(
+    inp: ComposeInput,
+    result: ComposeResult,
+    name: str,
+    spec: InferenceClusterSpec,
+    classes: Mapping[str, InferenceClassSpec],
+    pc_name: str,
+) -> Reach:
+    """Compose the provisioning composite and, once reachable, the provider configs."""
+    cloud: Literal["EKS", "GKE"] = "EKS" if spec.source == "EKS" else "GKE"
+    pools, problems = node_pools(cloud, spec.pools, classes)
+    if problems:
+        return Reach(None, None, "; ".join(p.message for p in problems))
+    xr, why = provisioning_composite(name, spec, pools)
+    if xr is None:
+        return Reach(None, None, why)
+    observed = inp.observed.get(INFRA_KEY)
+    ready = condition_status(observed, c.CONDITION_READY) == "True"
+    result.desired[INFRA_KEY] = DesiredResource(xr, "True" if ready else "False")
+    view = read_provisioned_cluster(observed)
+    status = view.status
+    secret = status.kubeconfig_secret if status is not None else None
+    if view.reachable and secret is not None:
+        configs = provider_configs(name, pc_name, secret.to_dict())
+        for key, obj in configs.items():
+            result.desired[key] = DesiredResource(obj, "True" if key in inp.observed else "False")
+        result.condition(
+            c.CONDITION_CREDENTIALS_RESOLVED,
+            True,
+            CredentialsResolvedReason.RESOLVED,
+            f"kubeconfig of the provisioned {cloud} cluster from Secret "
+            f"{secret.namespace}/{secret.name} key {secret.key!r}",
+        )
+        return Reach(pc_name, view)
+    # Not (or no longer) reachable: provider configs already composed stay,
+    # because replicas' Objects use them; nothing new is published.
+    for key in PROVIDER_CONFIG_KEYS:
+        if key in inp.observed:
+            result.desired[key] = DesiredResource(as_desired(inp.observed[key]), "False")
+    waiting = _message(observed, c.CONDITION_CONTROL_PLANE_READY) or view.problem
+    result.condition(
+        c.CONDITION_CREDENTIALS_RESOLVED,
+        False,
+        CredentialsResolvedReason.WAITING_FOR_CLUSTER,
+        f"waiting for the {cloud} cluster to be reachable" + (f": {waiting}" if waiting else ""),
+    )
+    return Reach(None, view)
+
+
+def _message(obj: Resource | None, type_: str) -> str | None:
+    cond = condition(obj, type_)
+    message = cond.get("message") if cond is not None else None
+    return str(message) if message else None
+
+
+def _stack_storage(
+    spec: InferenceClusterSpec, view: ProvisionedClusterView | None
+) -> StackStorage | None:
+    status = view.status if view is not None else None
+    drivers = list(spec.storage.csi_drivers or []) if spec.storage else []
+    storage = StackStorage(
+        csi_drivers=drivers or None,
+        shared_filesystem_id=status.shared_filesystem_id if status else None,
+        network=status.network if status is not None and spec.source == "GKE" else None,
+    )
+    return storage if storage.to_dict() else None
+
+
+def _stack_spec(
+    name: str, spec: InferenceClusterSpec, pc_name: str, view: ProvisionedClusterView | None
+) -> ServingStackSpec:
+    sched = spec.scheduling
+    scheduler = GPU_SCHEDULERS.get(sched.scheduler_name or "") if sched and sched.install else None
+    gateway = (
+        StackGateway(name=spec.gateway.name, namespace=spec.gateway.namespace)
+        if spec.gateway is not None
+        else StackGateway()
+    )
+    refs = None
+    if spec.source in ("EKS", "GKE"):
+        cloud: Literal["EKS", "GKE"] = "EKS" if spec.source == "EKS" else "GKE"
+        refs = node_pool_refs(cloud, name, spec.pools)
+    return ServingStackSpec(
+        cluster_name=name,
+        provider_config_name=pc_name,
+        cloud=spec.source,
+        charts=(spec.serving_stack.charts if spec.serving_stack else None) or ChartVersions(),
+        gateway=gateway,
+        gpu_scheduler=scheduler,
+        storage=_stack_storage(spec, view),
+        node_pools=refs,
+        inventory=inventory_config(spec),
+    )
+
+
+def serving_stack(
+    inp: ComposeInput,
+    result: ComposeResult,
+    name: str,
+    spec: InferenceClusterSpec,
+    pc_name: str,
+    view: ProvisionedClusterView | None,
+) -> tuple[bool, str | None]:
+    """Compose the ServingStack; return (ready, the gateway address it reports)."""
+    if spec.serving_stack is not None and not spec.serving_stack.enabled:
+        result.condition(
+            c.CONDITION_SERVING_STACK_READY,
+            True,
+            ServingStackReadyReason.DISABLED,
+            "spec.servingStack.enabled is false: the platform team installs the serving stack",
+        )
+        return True, None
+    stack = {
+        "apiVersion": c.INFRA_API_VERSION,
+        "kind": "ServingStack",
+        "metadata": {
+            "name": name,
+            "namespace": c.SYSTEM_NAMESPACE,
+            "labels": {c.LABEL_CLUSTER: name, c.LABEL_MANAGED_BY: c.MANAGED_BY},
+        },
+        "spec": _stack_spec(name, spec, pc_name, view).to_dict(),
+    }
+    observed = inp.observed.get(STACK_KEY)
+    cond = condition(observed, c.CONDITION_SERVING_STACK_READY)
+    ready = cond is not None and cond.get("status") == "True"
+    result.desired[STACK_KEY] = DesiredResource(stack, "True" if ready else "False")
+    if cond is None:
+        result.condition(
+            c.CONDITION_SERVING_STACK_READY,
+            False,
+            ServingStackReadyReason.WAITING_FOR_CLUSTER,
+            f"waiting for ServingStack {c.SYSTEM_NAMESPACE}/{name}",
+        )
+    else:
+        reason = str(cond.get("reason") or ServingStackReadyReason.RELEASE_NOT_READY)
+        message = str(cond.get("message") or "")
+        result.condition(c.CONDITION_SERVING_STACK_READY, ready, reason, message)
+        if reason == ServingStackReadyReason.INSTALL_UNSUPPORTED:
+            # The fix is in this cluster's spec: say so where the platform team looks.
+            result.warn(reason, message)
+    stack_view = read_serving_stack(observed)
+    address = stack_view.status.gateway_address if stack_view.status else None
+    return ready, address
+
+
+def capacity(
+    result: ComposeResult,
+    spec: InferenceClusterSpec,
+    pools: list[GPUPool],
+    view: ProvisionedClusterView,
+) -> None:
+    """Publish only the nodes up of a stocked-out pool; set InsufficientGPUCapacity."""
+    messages = stockout_messages(view)
+    by_name = {p.name: p for p in spec.pools}
+    for published in pools:
+        pool = by_name.get(published.name)
+        if pool is not None:
+            published.nodes = min(published.nodes, published_nodes(view, pool))
+            note = stockout_message(view, pool.name)
+            # The scheduler's explanation says why this pool is short.
+            published.capacity_note = f"cloud stock-out: {note}" if note else None
+    if messages:
+        message = "; ".join(messages)
+        result.condition(
+            c.CONDITION_INSUFFICIENT_GPU_CAPACITY,
+            True,
+            InsufficientGPUCapacityReason.STOCK_OUT,
+            message,
+        )
+        result.warn(str(InsufficientGPUCapacityReason.STOCK_OUT), message)
+        return
+    result.condition(
+        c.CONDITION_INSUFFICIENT_GPU_CAPACITY,
+        False,
+        InsufficientGPUCapacityReason.CAPACITY_AVAILABLE,
+        "no pool reports a cloud stock-out",
+    )
+
+
+def inventory_config(spec: InferenceClusterSpec) -> InventoryConfig:
+    """`spec.servingStack.inventory`, defaulted."""
+    stack = spec.serving_stack
+    return (stack.inventory if stack is not None else None) or InventoryConfig()
+
+
+def observes_inventory(spec: InferenceClusterSpec) -> bool:
+    """Whether an inventory agent runs: the stack's, unless disabled; with the stack
+    disabled, only one the platform team runs and declares with `inventory.enabled`."""
+    stack = spec.serving_stack
+    if stack is None:
+        return True
+    if stack.inventory is not None:
+        return stack.inventory.enabled
+    return stack.enabled
+
+
+def observe(
+    inp: ComposeInput, result: ComposeResult, name: str, spec: InferenceClusterSpec, pc: str | None
+) -> tuple[InventorySummary | None, tuple[HardwareDriftReason, str]]:
+    """Compose the inventory observation; return its summary, or why there is none."""
+    if not observes_inventory(spec):
+        return None, (
+            HardwareDriftReason.NOT_OBSERVED,
+            "no inventory agent reports this cluster: spec.servingStack.inventory.enabled is "
+            "false (or the serving stack is disabled and the inventory is not enabled)",
+        )
+    observed = inp.observed.get(INVENTORY_KEY)
+    if pc is None and observed is None:
+        return None, (HardwareDriftReason.NOT_OBSERVED, "waiting for the cluster to be reachable")
+    # Kept while the cluster is unreachable: it only observes, and its last
+    # answer is still the best one.
+    obj = inventory_observation(name, pc) if pc is not None else as_desired(observed or {})
+    result.desired[INVENTORY_KEY] = DesiredResource(obj, "True" if observed else "False")
+    reading = read_observed_inventory(observed)
+    if reading.summary is not None:
+        return reading.summary, (HardwareDriftReason.NO_DRIFT, "")
+    missing = HardwareDriftReason.NOT_OBSERVED
+    reason = missing if reading.missing else HardwareDriftReason.INVENTORY_INVALID
+    return None, (reason, reading.problem)
+
+
+def drift(
+    result: ComposeResult,
+    status: InferenceClusterStatus,
+    pools: list[GPUPool],
+    inventory: InventorySummary | None,
+    why: tuple[HardwareDriftReason, str],
+) -> None:
+    """HardwareDrift from the inventory's device shapes; its unschedulable replicas in status."""
+    if inventory is None:
+        result.condition(c.CONDITION_HARDWARE_DRIFT, None, why[0], why[1])
+        if why[0] == HardwareDriftReason.INVENTORY_INVALID:
+            result.warn(str(why[0]), why[1])
+        return
+    status.unschedulable_replicas = list(inventory.unschedulable) or None
+    found = [
+        d
+        for p in pools
+        if p.devices
+        for d in hardware_drift(p.name, p.devices, inventory.pool(p.name))
+    ]
+    if not found:
+        result.condition(
+            c.CONDITION_HARDWARE_DRIFT,
+            False,
+            HardwareDriftReason.NO_DRIFT,
+            "the published ResourceSlices match every pool's class",
+        )
+        return
+    message = "; ".join(d.describe() for d in found)
+    result.condition(c.CONDITION_HARDWARE_DRIFT, True, HardwareDriftReason.DRIFTED, message)
+    result.warn(str(HardwareDriftReason.DRIFTED), message)

@@ -1,0 +1,10 @@
+"""The deployments wing: a ModelDeployment placed across the fleet.
+
+Entry points:
+- `model_deployment.compose`: the ModelDeployment composer (reads clusters,
+  replicas and caches, places replicas with `modelplane.scheduling`, composes
+  one ModelReplica per placement); `CLUSTERS_REQUIREMENT`,
+  `REPLICAS_REQUIREMENT` and the kind constants name what it requires.
+
+Inside: `endpoints` (one ModelEndpoint per replica, only while it can serve).
+"""

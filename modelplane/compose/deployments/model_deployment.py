@@ -1,0 +1,583 @@
+"""ModelDeployment composer: place the replicas, compose one ModelReplica each.
+
+Inputs it requires from the control plane:
+
+- every InferenceCluster (cluster-scoped, no selector). `clusterSelector` is
+  applied by the scheduler, not by the requirement, so that a cluster left out
+  by labels is still explained as NotSelected;
+- every ModelReplica in the fleet, across all namespaces: the scheduler charges
+  other deployments' replicas against pool capacity. A requirement without a
+  namespace that matches by labels selects across all namespaces (Crossplane's
+  ResourceSelector semantics), and every ModelReplica this composer writes
+  carries `app.kubernetes.io/managed-by: modelplane`, so that label is the
+  selector;
+- the ModelCache named in `spec.caches` (same namespace), when set.
+
+While any of them has not been fetched yet, the answer is the requirements
+plus every observed composed resource unchanged: an empty desired state would
+make Crossplane delete the serving replicas, and a fatal result would carry
+no requirements, so the control plane could never fetch them. Crossplane and
+the local engine both call again at once with the requirements resolved, and
+only that answer is acted on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from modelplane.api import constants as c
+from modelplane.api.common import format_validation_error
+from modelplane.api.model_deployment import (
+    MAX_UNSCHEDULABLE_ENTRIES,
+    MAX_UNSCHEDULABLE_MESSAGE,
+    ClusterRejection,
+    ModelDeploymentSpec,
+    ModelDeploymentStatus,
+    Placement,
+    RolePlacement,
+)
+from modelplane.api.model_endpoint import read_endpoint
+from modelplane.api.model_replica import ModelReplicaSpec
+from modelplane.api.objects import is_condition_true, label_value
+from modelplane.api.readers import read_inference_cluster, read_model_replica
+from modelplane.api.reasons import ScheduledReason
+from modelplane.api.roles import put_role_fields
+from modelplane.compose import outcome
+from modelplane.compose.common import as_desired, meta, parse_spec, without_crossplane_spec
+from modelplane.compose.deployments.endpoints import ReplicaView, endpoint_for, endpoint_key
+from modelplane.compose.replica.workload import template_errors
+from modelplane.compose.types import (
+    ComposeInput,
+    ComposeResult,
+    DesiredResource,
+    Requirement,
+    Resource,
+)
+from modelplane.scheduling import schedule, words
+from modelplane.scheduling.types import PlannedReplica, ScheduleResult
+from modelplane.scheduling.words import cluster_message, truncate
+
+CLUSTERS_REQUIREMENT = "inference-clusters"
+REPLICAS_REQUIREMENT = "model-replicas"
+MODEL_REPLICA_KIND = "ModelReplica"
+MODEL_CACHE_KIND = "ModelCache"
+INFERENCE_CLUSTER_KIND = "InferenceCluster"
+
+# Condition messages are read by people in `kubectl describe`; bound them so a
+# fleet of thousands of clusters cannot bloat the object.
+MAX_CONDITION_MESSAGE = 1024
+
+Scheduler = Callable[
+    [
+        Mapping[str, Any],
+        Sequence[Mapping[str, Any]],
+        Sequence[Mapping[str, Any]],
+        Sequence[Mapping[str, Any]] | None,
+    ],
+    ScheduleResult,
+]
+
+_LABEL_NAME = r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)"
+_LABEL_KEY = re.compile(
+    rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{_LABEL_NAME}$"
+)
+# Verdicts of clusters the scheduler tried to fit a replica on; any other
+# rejection (labels, taints, readiness) is decided before capacity matters.
+_CAPACITY_VERDICTS = frozenset({"NoMatchingPool", "InsufficientCapacity"})
+
+
+def cache_requirement(name: str) -> str:
+    """The requirement name under which a ModelCache is fetched."""
+    return f"cache-{name}"
+
+
+def replica_key(cluster: str, index: int) -> str:
+    """The desired-resource key of the replica at `(cluster, index)`."""
+    return f"replica-{cluster}-{index}"
+
+
+def replica_selector(deployment: str) -> str:
+    """The label selector of a deployment's replicas (its scale subresource's selector)."""
+    return f"{c.LABEL_DEPLOYMENT}={label_value(deployment)}"
+
+
+def requirements(namespace: str, spec: ModelDeploymentSpec | None) -> dict[str, Requirement]:
+    """What the composer needs fetched to schedule a deployment."""
+    reqs = {
+        CLUSTERS_REQUIREMENT: Requirement(api_version=c.API_VERSION, kind=INFERENCE_CLUSTER_KIND),
+        REPLICAS_REQUIREMENT: Requirement(
+            api_version=c.API_VERSION,
+            kind=MODEL_REPLICA_KIND,
+            match_labels={c.LABEL_MANAGED_BY: c.MANAGED_BY},
+        ),
+    }
+    for cache in (spec.caches or []) if spec is not None else []:
+        reqs[cache_requirement(cache.name)] = Requirement(
+            api_version=c.API_VERSION,
+            kind=MODEL_CACHE_KIND,
+            match_name=cache.name,
+            namespace=namespace,
+        )
+    return reqs
+
+
+def compose(inp: ComposeInput) -> ComposeResult:
+    """Schedule the deployment and compose one ModelReplica per placed replica."""
+    return compose_with(inp, _schedule)
+
+
+def _schedule(
+    deployment: Mapping[str, Any],
+    clusters: Sequence[Mapping[str, Any]],
+    replicas: Sequence[Mapping[str, Any]],
+    caches: Sequence[Mapping[str, Any]] | None,
+) -> ScheduleResult:
+    # The status explains only what is missing: every cluster's verdict (a
+    # trial placement each) is computed only when some replica is unplaced.
+    return schedule(deployment, clusters, replicas, caches, explain_all=False)
+
+
+def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
+    """`compose`, with the scheduler passed in (tests script its answer)."""
+    result = ComposeResult()
+    m = meta(inp.composite)
+    name = str(m.get("name", ""))
+    namespace = str(m.get("namespace", ""))
+
+    spec, error = parse_spec(ModelDeploymentSpec, inp.composite)
+    if spec is None:
+        # Keep every replica that serves today; the user fixes the spec.
+        return outcome.hold(inp, result, c.CONDITION_SCHEDULED, ScheduledReason.INVALID_SPEC, error)
+
+    shape_errors = [
+        err
+        for role in spec.roles().values()
+        for err in template_errors(role.workers.template, f"{role.workers_path}.template")
+    ]
+    if shape_errors:
+        # Checked here, not only by the ModelReplica composer, so a template it
+        # cannot stamp is never placed; serving replicas keep their old one.
+        msg = truncate(
+            "; ".join(shape_errors) + " (no new replicas are placed; existing ones are kept)",
+            MAX_CONDITION_MESSAGE,
+        )
+        return outcome.hold(inp, result, c.CONDITION_SCHEDULED, ScheduledReason.INVALID_SPEC, msg)
+
+    result.requirements = requirements(namespace, spec)
+    if not all(inp.fetched(r) for r in result.requirements):
+        return outcome.wait(inp, result)
+
+    clusters = list(inp.required[CLUSTERS_REQUIREMENT])
+    replicas = _fleet_replicas(inp, namespace)
+    found = _found_caches(inp, spec)
+    names = frozenset(str(meta(x).get("name")) for x in found)
+    try:
+        plan = scheduler(without_crossplane_spec(inp.composite), clusters, replicas, found)
+    except Exception as err:  # a scheduler bug must not tear down serving replicas
+        return outcome.fatal(
+            f"{ScheduledReason.SCHEDULER_ERROR}: scheduling {namespace}/{name} failed: {err}"
+        )
+    _cache_condition(result, spec, names, namespace)
+    inconsistent = _compose_replicas(inp, result, spec, plan)
+    if inconsistent is not None:
+        return outcome.fatal(
+            f"{ScheduledReason.SCHEDULER_ERROR}: {inconsistent[0]} of {namespace}/{name} "
+            f"is inconsistent with the spec: {inconsistent[1]}"
+        )
+    placed = plan.placed
+    _status(result, name, spec, plan)
+    _scheduled_condition(result, spec, plan, placed)
+    _events(result, plan)
+    _replicas_ready(result, spec.replicas, placed)
+    _compose_endpoints(inp, result, spec, plan, clusters)
+    return result
+
+
+def _found_caches(inp: ComposeInput, spec: ModelDeploymentSpec) -> list[Resource]:
+    """The ModelCaches of `spec.caches` the control plane found (the scheduler's input)."""
+    return [
+        obj
+        for x in spec.caches or ()
+        for obj in inp.required.get(cache_requirement(x.name), [])[:1]
+    ]
+
+
+def _cache_condition(
+    result: ComposeResult, spec: ModelDeploymentSpec, found: frozenset[str], namespace: str
+) -> None:
+    if not spec.caches:
+        return
+    missing = [x.name for x in spec.caches if x.name not in found]
+    if missing:
+        msg = words.cache_not_found(missing, namespace)
+        result.condition(c.CONDITION_CACHE_RESOLVED, False, c.REASON_CACHE_NOT_FOUND, msg)
+        result.warn(c.REASON_CACHE_NOT_FOUND, msg)
+        return
+    found_msg = words.caches_found([x.name for x in spec.caches])
+    result.condition(c.CONDITION_CACHE_RESOLVED, True, c.REASON_RESOLVED, found_msg)
+
+
+def _compose_replicas(
+    inp: ComposeInput, result: ComposeResult, spec: ModelDeploymentSpec, plan: ScheduleResult
+) -> tuple[str, str] | None:
+    """One ModelReplica per planned replica; (which, why) when one is inconsistent."""
+    m = meta(inp.composite)
+    name, namespace = str(m.get("name", "")), str(m.get("namespace", ""))
+    labels = _user_labels(spec, result)
+    for planned in plan.replicas:
+        key = replica_key(planned.cluster, planned.index)
+        try:
+            manifest = _draining_manifest(inp, planned, key) or _replica_manifest(
+                name, namespace, spec, planned, labels
+            )
+        except (ValidationError, KeyError) as err:
+            detail = (
+                format_validation_error(err, "spec") if isinstance(err, ValidationError) else err
+            )
+            return f"replica {planned.cluster}/{planned.index}", str(detail)
+        ready = is_condition_true(inp.observed.get(key), c.CONDITION_READY)
+        result.desired[key] = DesiredResource(manifest, "True" if ready else "False")
+    return None
+
+
+def _compose_endpoints(
+    inp: ComposeInput,
+    result: ComposeResult,
+    spec: ModelDeploymentSpec,
+    plan: ScheduleResult,
+    clusters: Sequence[Resource],
+) -> None:
+    """One ModelEndpoint per replica that is Ready behind its cluster's gateway.
+
+    Added after readiness is counted: endpoints are not replicas. A replica
+    that is not Ready (warming up, draining) has none, so it is withdrawn from
+    every ModelService at once (`deployments/endpoints.py`).
+    """
+    m = meta(inp.composite)
+    name, namespace = str(m.get("name", "")), str(m.get("namespace", ""))
+    gateways = {
+        x.name: x.gateway_address
+        for x in (read_inference_cluster(obj) for obj in clusters)
+        if x is not None
+    }
+    # Labels are read again without warnings: `_compose_replicas` reported them.
+    labels = _user_labels(spec, ComposeResult())
+    for planned in plan.replicas:
+        key = replica_key(planned.cluster, planned.index)
+        observed = inp.observed.get(key)
+        replica = read_model_replica(observed) if observed is not None else None
+        view = ReplicaView(
+            name=planned.name,
+            ready=replica is not None and replica.ready,
+            endpoint=replica.endpoint if replica is not None else None,
+            cluster_gateway=gateways.get(planned.cluster),
+        )
+        manifest = endpoint_for(view, name, namespace, labels)
+        if manifest is None:
+            continue
+        ekey = endpoint_key(key)
+        ready = ekey in inp.observed and read_endpoint(inp.observed[ekey]).ready
+        result.desired[ekey] = DesiredResource(manifest, "True" if ready else "False")
+
+
+def _draining_manifest(inp: ComposeInput, planned: PlannedReplica, key: str) -> Resource | None:
+    """A draining replica exactly as observed: it keeps serving what it serves today.
+
+    Re-composing it from the (edited) spec would roll its pods, which is the
+    break make-before-break avoids. None when it is not draining or not observed
+    (then it is composed from the plan like any other).
+    """
+    if not planned.draining:
+        return None
+    observed = inp.observed.get(key)
+    if observed is None or meta(observed).get("name") != planned.name:
+        fleet = inp.required.get(REPLICAS_REQUIREMENT, [])
+        observed = next((r for r in fleet if meta(r).get("name") == planned.name), None)
+    if observed is None or not isinstance(observed.get("spec"), dict):
+        return None
+    desired = without_crossplane_spec(as_desired(observed))
+    desired["metadata"].pop("annotations", None)
+    return desired
+
+
+def _replicas_ready(result: ComposeResult, want: int, placed: int) -> None:
+    # Draining replicas still serve: they count as Ready replicas until replaced,
+    # so a make-before-break move never shows the deployment short of replicas.
+    serving = sum(1 for d in result.desired.values() if d.ready == "True")
+    ready_count = min(want, serving)
+    all_ready = serving >= want
+    result.condition(
+        c.CONDITION_REPLICAS_READY,
+        all_ready,
+        c.REASON_ALL_REPLICAS_READY if all_ready else c.REASON_REPLICAS_NOT_READY,
+        f"{ready_count} of {want} replicas ready",
+    )
+    result.ready = "True" if all_ready else "False"
+
+
+def _fleet_replicas(inp: ComposeInput, namespace: str) -> list[Resource]:
+    """Every ModelReplica of the fleet, this deployment's observed ones taking precedence.
+
+    The composed resources are the freshest view of this deployment's own
+    replicas; merging them in means a lagging fleet listing can never make
+    the scheduler forget (and so replace) a replica that exists.
+    """
+    by_id: dict[tuple[str, str], Resource] = {}
+    for obj in inp.required.get(REPLICAS_REQUIREMENT, []):
+        om = meta(obj)
+        by_id[(str(om.get("namespace", "")), str(om.get("name", "")))] = obj
+    for obj in inp.observed.values():
+        if obj.get("kind") != MODEL_REPLICA_KIND:
+            continue
+        om = dict(meta(obj))
+        om.setdefault("namespace", namespace)
+        by_id[(str(om["namespace"]), str(om.get("name", "")))] = {**obj, "metadata": om}
+    return [by_id[k] for k in sorted(by_id)]
+
+
+def _user_labels(spec: ModelDeploymentSpec, result: ComposeResult) -> dict[str, str]:
+    """The workers' template labels a replica inherits, minus reserved and invalid ones."""
+    labels: dict[str, str] = {}
+    for role in spec.roles().values():
+        tmeta = role.workers.template.get("metadata")
+        raw = tmeta.get("labels") if isinstance(tmeta, dict) else None
+        if not isinstance(raw, dict):
+            continue
+        for key, value in sorted(raw.items()):
+            if str(key).startswith(c.LABEL_PREFIX):
+                continue
+            if (
+                not isinstance(value, str)
+                or not _LABEL_KEY.match(str(key))
+                or len(str(key).rsplit("/", 1)[-1]) > 63
+                or len(str(key)) > 316
+                or label_value(value) != value
+            ):
+                msg = (
+                    f"{role.workers_path}.template.metadata.labels: {key!r}={value!r} "
+                    "is not a valid Kubernetes label; it is not copied to the replicas"
+                )
+                result.warn(c.REASON_INVALID_LABEL, msg)
+                continue
+            labels[str(key)] = value
+    return labels
+
+
+def _replica_manifest(
+    deployment: str,
+    namespace: str,
+    spec: ModelDeploymentSpec,
+    planned: PlannedReplica,
+    user_labels: dict[str, str],
+) -> Resource:
+    """The ModelReplica XR of one planned replica, validated against its own schema."""
+    roles = spec.roles()
+    body: dict[str, Any] = {
+        "deploymentName": deployment,
+        "clusterName": planned.cluster,
+        "index": planned.index,
+    }
+    if spec.priority:
+        body["priority"] = spec.priority
+    if spec.caches:
+        body["caches"] = [x.to_dict() for x in spec.caches]
+    if spec.backend != c.BACKEND_NATIVE:
+        body["backend"] = spec.backend
+    assigned = {ra.role for ra in planned.roles}
+    if assigned != set(roles):
+        raise KeyError(f"planned roles {sorted(assigned)} != spec roles {sorted(roles)}")
+    for ra in planned.roles:
+        role_body = {
+            "nodePoolName": ra.pool,
+            "deviceRequests": [d.to_dict() for d in ra.device_requests],
+            "workers": roles[ra.role].workers.to_dict(),
+        }
+        put_role_fields(body, ra.role, role_body)
+    ModelReplicaSpec.model_validate(body)
+    labels = {
+        **user_labels,
+        c.LABEL_MANAGED_BY: c.MANAGED_BY,
+        c.LABEL_DEPLOYMENT: label_value(deployment),
+        c.LABEL_CLUSTER: label_value(planned.cluster),
+        c.LABEL_REPLICA_INDEX: str(planned.index),
+    }
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": MODEL_REPLICA_KIND,
+        "metadata": {"name": planned.name, "namespace": namespace, "labels": labels},
+        "spec": body,
+    }
+
+
+def _status(
+    result: ComposeResult, name: str, spec: ModelDeploymentSpec, plan: ScheduleResult
+) -> None:
+    """Write the deployment's status by constructing its model."""
+    placements = [
+        Placement(
+            cluster=planned.cluster,
+            index=planned.index,
+            replica_name=planned.name,
+            pools=[RolePlacement(role=ra.role, pool=ra.pool) for ra in planned.roles],
+            ready=result.desired[replica_key(planned.cluster, planned.index)].ready == "True",
+            draining=True if planned.draining else None,
+            drain_reason=planned.drain_reason,
+            unschedulable=True if planned.unschedulable else None,
+            unschedulable_since=planned.unschedulable_since or None,
+        )
+        for planned in plan.replicas
+    ]
+    counted = [p for p in placements if not p.draining and not p.unschedulable]
+    status = ModelDeploymentStatus(
+        replicas=len(counted),
+        ready_replicas=sum(1 for p in counted if p.ready),
+        draining_replicas=sum(1 for p in placements if p.draining) or None,
+        selector=replica_selector(name),
+        placements=placements,
+        unschedulable=[],
+        unschedulable_omitted=0,
+    )
+    if len(counted) < spec.replicas and not plan.invalid_selectors:
+        rejections = words.rejections(plan.clusters)
+        changes = {
+            w.cluster: truncate(words.what_if_change(w), MAX_UNSCHEDULABLE_MESSAGE)
+            for w in plan.what_if
+        }
+        status.unschedulable = [
+            ClusterRejection(
+                cluster=v.cluster,
+                reason=v.reason or "Rejected",
+                message=truncate(cluster_message(v), MAX_UNSCHEDULABLE_MESSAGE),
+                what_if=changes.get(v.cluster),
+            )
+            for v in rejections[:MAX_UNSCHEDULABLE_ENTRIES]
+        ]
+        status.unschedulable_omitted = max(0, len(rejections) - MAX_UNSCHEDULABLE_ENTRIES)
+    result.status = status.to_dict()
+
+
+def _scheduled_condition(
+    result: ComposeResult, spec: ModelDeploymentSpec, plan: ScheduleResult, placed: int
+) -> None:
+    """The `Scheduled` condition: the first answer that applies, most actionable first."""
+    summary = words.placed_summary(placed, spec.replicas)
+    answers = (
+        _invalid_selectors,
+        _waiting_for_cache,
+        _replica_unschedulable,
+        _draining,
+        _unverifiable,
+        _all_scheduled,
+    )
+    for answer in answers:
+        out = answer(plan, summary, spec.replicas - placed)
+        if out is not None:
+            _set_scheduled(result, *out)
+            return
+    _set_scheduled(result, *_shortfall(plan, summary, placed))
+
+
+# (status, reason, message, warn): a Scheduled answer.
+Scheduled = tuple[bool | None, ScheduledReason, str, bool]
+
+
+def _set_scheduled(
+    result: ComposeResult, ok: bool | None, reason: ScheduledReason, msg: str, warn: bool
+) -> None:
+    msg = truncate(msg, MAX_CONDITION_MESSAGE)
+    result.condition(c.CONDITION_SCHEDULED, ok, str(reason), msg)
+    if warn:
+        result.warn(str(reason), msg)
+
+
+def _invalid_selectors(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
+    if not plan.invalid_selectors:
+        return None
+    msg = words.invalid_selectors(plan.invalid_selectors, summary)
+    return False, ScheduledReason.INVALID_NODE_SELECTOR, msg, True
+
+
+def _waiting_for_cache(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
+    if not plan.missing_caches or missing <= 0:
+        return None
+    msg = words.cache_hold(summary, missing, plan.missing_caches)
+    return False, ScheduledReason.WAITING_FOR_CACHE, msg, False
+
+
+def _replica_unschedulable(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
+    """Replicas their clusters report unschedulable: moved, or kept for want of another place.
+
+    True once every one has moved (the replacements are placed); False, with a
+    warning and the clusters' reasons, while one is kept or withdrawn unreplaced.
+    """
+    if not plan.stuck:
+        return None
+    ok = missing <= 0 and all(s.outcome == "Moved" for s in plan.stuck)
+    why = ""
+    if not ok:
+        why = words.rejection_summary(plan.clusters)
+        if plan.what_if:
+            why = f"{words.what_if_summary(plan.what_if)}; {why}"
+    msg = words.replica_unschedulable(summary, plan.stuck, why)
+    return ok, ScheduledReason.REPLICA_UNSCHEDULABLE, msg, not ok
+
+
+def _draining(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
+    """Replicas draining make-before-break: in progress, or stuck for want of capacity."""
+    draining = plan.draining
+    if not draining:
+        return None
+    if missing <= 0:
+        return True, ScheduledReason.DRAINING, words.draining(summary, draining), False
+    if len(plan.replicas) >= plan.desired + plan.surge:
+        # The fill stopped at spec.replicas + maxSurge: replacements are on their way.
+        msg = words.draining(summary, draining, plan.surge)
+        return False, ScheduledReason.DRAINING, msg, False
+    why = words.rejection_summary(plan.clusters)
+    msg = words.replacement_unschedulable(summary, draining, why)
+    return False, ScheduledReason.REPLACEMENT_UNSCHEDULABLE, msg, True
+
+
+def _unverifiable(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
+    # Each kept replica has its own warning event (`_events`); the condition sums up.
+    if not plan.unverifiable or missing > 0:
+        return None
+    msg = words.unverifiable_summary(summary, plan.unverifiable)
+    return None, ScheduledReason.PLACEMENT_UNVERIFIABLE, msg, False
+
+
+def _all_scheduled(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
+    if missing > 0:
+        return None
+    return True, ScheduledReason.ALL_REPLICAS_SCHEDULED, summary, False
+
+
+def _shortfall(plan: ScheduleResult, summary: str, placed: int) -> Scheduled:
+    candidates = [v for v in plan.clusters if v.reason != "NotSelected"]
+    if not plan.clusters:
+        reason, why = ScheduledReason.NO_CLUSTERS, words.NO_CLUSTER_EXISTS
+    elif not candidates:
+        reason, why = ScheduledReason.NO_CLUSTERS, words.NO_CLUSTER_SELECTED
+    elif not placed and not any(v.reason in _CAPACITY_VERDICTS for v in plan.clusters):
+        reason, why = ScheduledReason.NO_CLUSTERS, words.no_usable_cluster(plan.clusters)
+    else:
+        reason = ScheduledReason.PARTIAL if placed else ScheduledReason.INSUFFICIENT_CAPACITY
+        why = words.rejection_summary(plan.clusters)
+        if plan.what_if:
+            # The actionable answer first: the message is truncated at its end.
+            why = f"{words.what_if_summary(plan.what_if)}; {why}"
+    return False, reason, words.shortfall(summary, why), True
+
+
+def _events(result: ComposeResult, plan: ScheduleResult) -> None:
+    for u in plan.unverifiable[:MAX_UNSCHEDULABLE_ENTRIES]:
+        reason = str(ScheduledReason.PLACEMENT_UNVERIFIABLE)
+        result.warn(reason, truncate(words.unverifiable_text(u), 512))
+    for what, why in plan.replaced[:MAX_UNSCHEDULABLE_ENTRIES]:
+        result.normal(c.REASON_REPLICA_REPLACED, truncate(words.replaced_event(what, why), 512))
+    for w in plan.withdrawn[:MAX_UNSCHEDULABLE_ENTRIES]:
+        result.normal(c.REASON_REPLICA_WITHDRAWN, truncate(words.withdrawn_event(w), 512))

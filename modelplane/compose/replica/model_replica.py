@@ -1,0 +1,407 @@
+"""ModelReplica composer: one serving instance composed onto its workload cluster.
+
+One reconcile runs four phases, each a small function:
+
+1. **validate** the replica's spec and its pod templates (`Valid`);
+2. **resolve the cluster**: require the InferenceCluster by name and read its
+   provider config, gateway and scheduling (`ClusterResolved`); the in-cluster
+   scheduler's plan comes from its `spec.scheduling` (`schedulers.py`);
+3. **build**: the serving backend (`backends/`: native, kserve) composes the
+   workload and what it needs; the composer adds the workload namespace, one
+   HTTPRoute to the backend's entry Service on the cluster's Gateway, and the
+   scheduler's PodGroup where the cluster gangs pods;
+4. **readiness and status**: every item declared its readiness rule
+   (`readiness.py`); each is marked ready from its observed Object only, the
+   replica when every item is. `WorkloadReady` reports the serving items,
+   `RouteAccepted` the route; each says when it is the one the replica's
+   readiness waits for. `status.endpoint` is the route's path under the
+   cluster's `status.gatewayAddress`.
+
+Everything lands on the cluster wrapped in provider-kubernetes Objects
+(`objects.py`). The workload namespace on the cluster has the ModelReplica's
+namespace's name, so one team's namespace maps to one namespace on every
+cluster; its Object never deletes it (replicas of several deployments share it).
+
+Names: control-plane Objects are `<replica>-[<role>-]<kind>` (e.g.
+`qwen-3f2a9c1b-deployment`), cut to 63 characters with a hash of the replica
+name when longer; a claim template's Object, its wrapped template and its
+composed-resource key also carry the digest of the template's spec
+(`...-prefill-claims-<digest>`, key `prefill-claims-<digest>`; see
+`stamping/dra.py`). Wrapped objects are named `<base>[-<role>]` (the Service
+`...-engine`), where `base` is the replica name as an RFC 1035 label of at most
+40 characters, so LeaderWorkerSet pod and StatefulSet names stay within
+Kubernetes' limits. The HTTPRoute matches the path prefix
+`/<namespace>/<deployment>/<index>` (unique per cluster, since a replica is
+(namespace, deployment, cluster, index)) and rewrites it to `/`.
+
+Every early stop goes through `outcome` and keeps every observed composed
+resource (a resource missing from desired state is deleted by Crossplane):
+- the InferenceCluster not fetched yet: `wait` (the requirement goes out; the
+  replica stays Ready while what it observed is ready);
+- the spec invalid, or the cluster absent, without a provider config, or with
+  a bad scheduling template: `hold` with the condition naming the cause;
+- the replica without a name or namespace: `fatal`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from modelplane.api import constants as c
+from modelplane.api.inference_cluster import GatewayRef
+from modelplane.api.model_replica import ModelReplicaSpec, ModelReplicaStatus
+from modelplane.api.objects import label_value, replica_base
+from modelplane.api.readers import ObservedInferenceCluster, read_inference_cluster
+from modelplane.api.reasons import (
+    ClusterResolvedReason,
+    RouteAcceptedReason,
+    ValidReason,
+    WorkloadReadyReason,
+)
+from modelplane.compose import outcome, readiness
+from modelplane.compose.clusters.infra import has_serving_stack, workload_usages
+from modelplane.compose.common import as_desired, meta, parse_spec
+from modelplane.compose.objects import Item, wrap
+from modelplane.compose.replica import backends, schedulers, workload
+from modelplane.compose.replica import cache as replica_cache
+from modelplane.compose.replica.schedulers import SchedulingPlan
+from modelplane.compose.replica.templates import TemplateVars
+from modelplane.compose.replica.workload import ReplicaContext
+from modelplane.compose.types import (
+    ComposeInput,
+    ComposeResult,
+    DesiredResource,
+    Requirement,
+    Resource,
+)
+
+CLUSTER_REQUIREMENT = "cluster"
+
+
+# --- reading the InferenceCluster --------------------------------------------------------
+
+
+def read_cluster(fetched: list[Resource], name: str) -> ObservedInferenceCluster | None:
+    """The InferenceCluster called `name` among the fetched objects, read by its typed reader."""
+    clusters = (read_inference_cluster(x) for x in fetched)
+    return next((x for x in clusters if x is not None and x.name == name), None)
+
+
+# --- phase 1: validate -------------------------------------------------------------------
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _identity(xr: Resource) -> tuple[str, str] | None:
+    name, ns = _text(meta(xr).get("name")), _text(meta(xr).get("namespace"))
+    return (name, ns) if name and ns else None
+
+
+def _validate(inp: ComposeInput, res: ComposeResult) -> ModelReplicaSpec | ComposeResult:
+    spec, msg = parse_spec(ModelReplicaSpec, inp.composite)
+    if spec is not None:
+        msg = "; ".join(
+            [
+                err
+                for role in spec.roles().values()
+                for err in workload.template_errors(
+                    role.workers.template, workload.template_path(role)
+                )
+            ]
+            or backends.spec_errors(spec)
+        )
+    if spec is None or msg:
+        return outcome.hold(
+            inp,
+            res,
+            c.CONDITION_VALID,
+            ValidReason.INVALID_SPEC,
+            msg,
+            readiness=readiness.observed_ready,
+        )
+    res.condition(c.CONDITION_VALID, True, ValidReason.VALID)
+    return spec
+
+
+# --- phase 2: resolve the cluster --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """A resolved cluster: how composed resources reach it and how its pods are stamped."""
+
+    cluster: ObservedInferenceCluster
+    provider_config: str
+    gateway: GatewayRef
+    plan: SchedulingPlan
+
+
+def _hold_cluster(
+    inp: ComposeInput, res: ComposeResult, reason: ClusterResolvedReason, message: str
+) -> ComposeResult:
+    return outcome.hold(
+        inp,
+        res,
+        c.CONDITION_CLUSTER_RESOLVED,
+        reason,
+        message,
+        readiness=readiness.observed_ready,
+    )
+
+
+def _resolve_cluster(
+    inp: ComposeInput, res: ComposeResult, spec: ModelReplicaSpec, base: str, ns: str
+) -> Target | ComposeResult:
+    name = spec.cluster_name
+    res.requirements[CLUSTER_REQUIREMENT] = Requirement(
+        api_version=c.API_VERSION, kind="InferenceCluster", match_name=name
+    )
+    if not inp.fetched(CLUSTER_REQUIREMENT):
+        return outcome.wait(
+            inp,
+            res,
+            readiness=readiness.observed_ready,
+            condition=c.CONDITION_CLUSTER_RESOLVED,
+            reason=ClusterResolvedReason.WAITING_FOR_RESOURCES,
+            message=f"waiting for InferenceCluster {name!r}",
+        )
+    cluster = read_cluster(inp.required.get(CLUSTER_REQUIREMENT, []), name)
+    if cluster is None:
+        return _hold_cluster(
+            inp,
+            res,
+            ClusterResolvedReason.CLUSTER_NOT_FOUND,
+            f"spec.clusterName: InferenceCluster {name!r} not found",
+        )
+    if cluster.provider_config_name is None:
+        return _hold_cluster(
+            inp,
+            res,
+            ClusterResolvedReason.PROVIDER_CONFIG_MISSING,
+            f"InferenceCluster {name!r} publishes no status.providerConfigName yet: "
+            "nothing can reach the cluster",
+        )
+    variables = TemplateVars(namespace=ns, name=spec.deployment_name, cluster=name)
+    plan, errors = schedulers.plan(cluster.scheduling, spec.priority, variables, base)
+    if cluster.scheduling_error is not None:
+        errors = [cluster.scheduling_error, *errors]
+    if errors:
+        return _hold_cluster(
+            inp,
+            res,
+            ClusterResolvedReason.INVALID_SCHEDULING_TEMPLATE,
+            f"InferenceCluster {name!r}: " + "; ".join(errors),
+        )
+    res.condition(
+        c.CONDITION_CLUSTER_RESOLVED,
+        True,
+        ClusterResolvedReason.RESOLVED,
+        f"InferenceCluster {name!r} through ClusterProviderConfig {cluster.provider_config_name!r}",
+    )
+    gateway = cluster.gateway or GatewayRef()
+    return Target(cluster, cluster.provider_config_name, gateway, plan)
+
+
+# --- phase 3: build ----------------------------------------------------------------------
+
+
+def _context(
+    name: str,
+    ns: str,
+    base: str,
+    spec: ModelReplicaSpec,
+    plan: SchedulingPlan,
+    cache: replica_cache.ReplicaCache | None,
+) -> ReplicaContext:
+    labels = {
+        c.LABEL_MANAGED_BY: c.MANAGED_BY,
+        c.LABEL_DEPLOYMENT: label_value(spec.deployment_name),
+        c.LABEL_CLUSTER: label_value(spec.cluster_name),
+        c.LABEL_REPLICA_INDEX: str(spec.index),
+        c.LABEL_REPLICA: base,
+    }
+    return ReplicaContext(
+        replica=name,
+        base=base,
+        namespace=ns,
+        deployment=spec.deployment_name,
+        cluster=spec.cluster_name,
+        index=spec.index,
+        plan=plan,
+        cache=cache.mount if cache is not None else None,
+        labels=labels,
+    )
+
+
+def _route(ctx: ReplicaContext, target: Target, entry: backends.Entry) -> Item:
+    gw = target.gateway
+    ref = workload.backend_ref(entry.service, entry.port, entry.kind, entry.group)
+    route = workload.http_route(ctx, entry.service, entry.port, gw.name, gw.namespace, ref)
+    return Item(
+        "route",
+        workload.object_name(ctx, None, "route"),
+        route,
+        readiness.ROUTE_ACCEPTED,
+        f"HTTPRoute {route['metadata']['name']}",
+    )
+
+
+def _items(ctx: ReplicaContext, target: Target, build: backends.BackendBuild) -> list[Item]:
+    namespace = Item(
+        "namespace",
+        workload.object_name(ctx, None, "namespace"),
+        workload.namespace(ctx),
+        readiness.EXISTS,
+        f"Namespace {ctx.namespace}",
+        deletable=False,
+    )
+    items = [namespace, *build.items, _route(ctx, target, build.entry)]
+    group = schedulers.pod_group(ctx.plan, ctx.base, ctx.namespace, build.pods, ctx.labels)
+    if group is not None:
+        name = workload.object_name(ctx, None, "podgroup")
+        items.append(Item("podgroup", name, group, readiness.EXISTS, "PodGroup"))
+    return items
+
+
+# --- phase 4: readiness and status -------------------------------------------------------
+
+
+def _desire(
+    inp: ComposeInput,
+    res: ComposeResult,
+    ctx: ReplicaContext,
+    target: Target,
+    items: list[Item],
+    retained: list[str],
+) -> None:
+    for item in items:
+        obj = wrap(item, ctx.namespace, target.provider_config, ctx.labels)
+        res.desired[item.key] = DesiredResource(obj, item.rule.ready(inp.observed.get(item.key)))
+    for key in retained:
+        obs = inp.observed[key]
+        res.desired[key] = DesiredResource(as_desired(obs), readiness.declared(obs).ready(obs))
+    res.ready = "True" if all(res.desired[i.key].ready == "True" for i in items) else "False"
+
+
+def _usages(
+    inp: ComposeInput, res: ComposeResult, ns: str, cluster: str, items: list[Item]
+) -> None:
+    """Usages: the workload goes before its cluster's DRA driver, LWS and gateway releases."""
+    fetched = inp.required.get(CLUSTER_REQUIREMENT) or []
+    if not fetched or not has_serving_stack(fetched[0]):
+        return
+    names = [i.name for i in items if i.serves]
+    for key, usage in workload_usages(ns, cluster, names).items():
+        res.desired[key] = DesiredResource(usage, "True")
+
+
+def _workload_condition(
+    inp: ComposeInput, res: ComposeResult, items: list[Item], route: Item
+) -> None:
+    serving = [i for i in items if i.serves]
+    waiting = [
+        f"{i.what} {'not Available' if i.key in inp.observed else 'not created yet'}"
+        for i in serving
+        if i.key not in res.desired or res.desired[i.key].ready != "True"
+    ]
+    if waiting:
+        res.condition(
+            c.CONDITION_WORKLOAD_READY,
+            False,
+            WorkloadReadyReason.WORKLOAD_NOT_AVAILABLE,
+            "; ".join(waiting) + ": the replica is not Ready until it is Available",
+        )
+        return
+    route_waits = res.desired[route.key].ready != "True"
+    waits = f"; the replica still waits for {route.what} (RouteAccepted)" if route_waits else ""
+    res.condition(
+        c.CONDITION_WORKLOAD_READY,
+        True,
+        WorkloadReadyReason.AVAILABLE,
+        "; ".join(f"{i.what} Available" for i in serving) + waits,
+    )
+
+
+def _route_condition(inp: ComposeInput, res: ComposeResult, route: Item, gw: GatewayRef) -> None:
+    # Ready waits for both the workload and its route: a serving workload
+    # behind a rejected route is unreachable.
+    gateway = f"Gateway {gw.namespace}/{gw.name}"
+    observed = inp.observed.get(route.key)
+    if res.desired[route.key].ready == "True":
+        res.condition(
+            c.CONDITION_ROUTE_ACCEPTED,
+            True,
+            RouteAcceptedReason.ACCEPTED,
+            f"{route.what} accepted by {gateway}",
+        )
+        return
+    rejection = readiness.route_rejection(observed)
+    if observed is None:
+        why = f"{route.what} not created yet"
+    elif rejection is not None:
+        why = f"{route.what} rejected by {gateway} ({rejection})"
+    else:
+        why = f"{route.what} not accepted by {gateway} yet"
+    res.condition(
+        c.CONDITION_ROUTE_ACCEPTED,
+        False,
+        RouteAcceptedReason.ROUTE_NOT_ACCEPTED,
+        f"{why}: the replica is not Ready until it is accepted",
+    )
+
+
+def _status(ctx: ReplicaContext, cluster: ObservedInferenceCluster) -> Resource:
+    address = cluster.gateway_address
+    endpoint = None
+    if address:
+        base = address if "://" in address else f"http://{address}"
+        endpoint = base.rstrip("/") + workload.route_path(ctx)
+    return ModelReplicaStatus(namespace=ctx.namespace, endpoint=endpoint).to_dict()
+
+
+# --- the composer ------------------------------------------------------------------------
+
+
+def compose(inp: ComposeInput) -> ComposeResult:
+    """Compose the replica's serving workload on its cluster."""
+    res = ComposeResult()
+    identity = _identity(inp.composite)
+    if identity is None:
+        return outcome.fatal("ModelReplica has no metadata.name or metadata.namespace")
+    name, ns = identity
+    spec = _validate(inp, res)
+    if isinstance(spec, ComposeResult):
+        return spec
+    base = replica_base(name)
+    target = _resolve_cluster(inp, res, spec, base, ns)
+    if isinstance(target, ComposeResult):
+        return target
+    backend = backends.backend(spec.backend)
+    if backend is None:
+        return outcome.fatal(f"no serving backend {spec.backend!r} registered")
+    cache_req = replica_cache.requirement(spec, ns)
+    if cache_req is not None:
+        res.requirements[replica_cache.CACHE_REQUIREMENT] = cache_req
+        if not inp.fetched(replica_cache.CACHE_REQUIREMENT):
+            return outcome.wait(inp, res, readiness=readiness.observed_ready)
+    cache = replica_cache.resolve(inp, res, spec)
+    ctx = _context(name, ns, base, spec, target.plan, cache)
+    build = backend.build(ctx, list(spec.roles().values()), inp.observed)
+    for warning in build.warnings:
+        res.warn(c.REASON_GPU_LIMIT_IGNORED, warning)
+    items = _items(ctx, target, build)
+    route = next(i for i in items if i.key == "route")
+    held = replica_cache.held(inp, items, cache)
+    _desire(inp, res, ctx, target, [i for i in items if i.key not in held], build.retained)
+    for key, usage in replica_cache.usages(items, held, cache, spec.cluster_name, ns).items():
+        res.desired[key] = DesiredResource(usage, "True" if key in inp.observed else "False")
+    if cache is not None and not cache.ready:
+        res.ready = "False"
+    _usages(inp, res, ns, spec.cluster_name, items)
+    _workload_condition(inp, res, items, route)
+    _route_condition(inp, res, route, target.gateway)
+    res.status = _status(ctx, target.cluster)
+    return res
