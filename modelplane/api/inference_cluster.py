@@ -229,9 +229,9 @@ class KServeConfig(KubeModel):
 
     enabled: bool = Field(
         default=False,
-        description="KServe's LLMInferenceService controller runs on the cluster (installed "
-        "by the serving stack, or by the platform team when servingStack.enabled is false); "
-        "only then may KServe deployments place replicas here.",
+        description="KServe's LLMInferenceService controller runs on the cluster (the "
+        "platform team installs KServe; the serving stack does not); only then may KServe "
+        "deployments place replicas here.",
     )
 
 

@@ -353,8 +353,8 @@ def read_backends(spec: Mapping[str, Any]) -> tuple[frozenset[str] | None, str |
     """The serving backends a cluster runs, from its `spec.servingStack`.
 
     Native always; KServe when `servingStack.kserve.enabled` is true (the
-    serving stack installs KServe's LLMInferenceService controller, or the
-    platform team did when the stack is disabled). An unreadable block gives
+    platform team says KServe's LLMInferenceService controller runs there; the
+    serving stack does not install it). An unreadable block gives
     None (unknown) and the error naming the field.
     """
     raw = spec.get(_SERVING_STACK)
