@@ -21,8 +21,13 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The README's commands are written `modelplane ...`: the last lines say how to
+# get it on PATH (make cannot change the caller's shell).
 demo: $(STAMP)
 	$(BIN)/modelplane render -o tree examples/quickstart
+	@echo
+	@echo "modelplane is installed in $(VENV). To run the README's commands, put it on PATH:"
+	@echo "  . $(VENV)/bin/activate"
 
 lint: $(STAMP)
 	$(BIN)/ruff check modelplane tests benchmarks

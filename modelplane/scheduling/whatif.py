@@ -169,13 +169,20 @@ def _combo_change(
 
 
 def _signature(state: CycleState, cluster: str, per_role: PoolOptions) -> Any:
-    """Equal for clusters whose answer must be equal: untouched, same pools; else None."""
+    """Equal for clusters whose answer must be equal, else None.
+
+    The answer depends on the matched pools (name, shape, nodes), on what they
+    already hold and on how the cluster packs (worst-fit strands devices that
+    best-fit would use, so a grown Spread pool may need more nodes). A cluster
+    whose pools hold anything gets no signature: its ledger is its own.
+    """
     if any((cluster, p.name) in state.ledgers for p in state.inp.clusters[cluster].pools):
         return None
-    return tuple(
-        tuple((pool, id(match), state.pool_nodes[(cluster, pool)]) for pool, match in pools)
-        for pools in per_role
+    pools = tuple(
+        tuple((pool, id(match), state.pool_nodes[(cluster, pool)]) for pool, match in options)
+        for options in per_role
     )
+    return state.inp.clusters[cluster].packing, pools
 
 
 def cluster_change(

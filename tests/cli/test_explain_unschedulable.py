@@ -29,7 +29,7 @@ from tests.cli.test_explain_cli import table_rows
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = str(ROOT / "examples" / "operations" / "unschedulable")
 SINCE = "2026-11-01T00:05:00Z"
-SAID = "0/2 nodes are available: 2 Insufficient nvidia.com/gpu"
+SAID = "0/2 nodes are available: 2 cannot allocate all claims"
 GPU = ResolvedDeviceRequest.model_validate(
     {"name": "gpu", "deviceClassName": "gpu.nvidia.com", "count": 1, "selectors": [{"cel": "true"}]}
 )

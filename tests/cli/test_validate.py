@@ -227,7 +227,9 @@ def test_skip_references_for_a_partial_set(tmp_path: Path) -> None:
 
 def test_every_schema_oracle_rejection_is_caught() -> None:
     # The invalid instances the schema oracles reject (tests/package) fail here too.
-    for path in sorted(INVALID.glob("*.yaml")):
+    paths = sorted(INVALID.glob("*.yaml"))
+    assert paths, f"no invalid instances under {INVALID}"
+    for path in paths:
         code, out = _validate("--skip-references", str(path))
         assert code == 1, path.name
         assert out.startswith(f"{path}: document 1 ("), out

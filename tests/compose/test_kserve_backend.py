@@ -68,6 +68,7 @@ def test_expected_manifests(path: Path) -> None:
 def test_conformance(path: Path, oracle: Any) -> None:
     case = _load(path)
     res = _compose(case["replica"], case["cluster"])
+    assert res.desired, "nothing composed: nothing checked"
     for key, desired in res.desired.items():
         issues = oracle.validate(desired.resource)
         assert not issues, f"{key}: {[(i.path, i.message) for i in issues]}"

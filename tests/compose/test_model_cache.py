@@ -609,13 +609,15 @@ def test_adversarial_values_reach_the_job_only_as_whole_env_values(source: dict[
     assert "args" not in ctr
     defined = {e["name"]: "PWNED" for e in ctr["env"]} | {"id": "PWNED", "HOME": "PWNED"}
     values = {e["name"]: k8s_expand(e["value"], defined) for e in ctr["env"] if "value" in e}
-    for text in _user_strings(source):
+    texts = _user_strings(source)
+    assert texts, "the case carries no user string"
+    for text in texts:
         # Each user string arrives whole, byte for byte, as exactly one env value...
         assert list(values.values()).count(text) == 1, text
     # ...and appears in no command, arg or other manifest field.
     for key, desired in res.desired.items():
         body = json.dumps(desired.resource)
-        for text in _user_strings(source):
+        for text in texts:
             hits = body.count(json.dumps(text)[1:-1].replace("$", "$$"))
             assert hits == (1 if key == job_key else 0), (key, text)
     assert " -c" not in json.dumps(ctr["command"]) and "sh" not in ctr["command"]

@@ -33,7 +33,7 @@ from tests.compose.test_model_deployment_composer import (
 )
 
 SINCE = "2026-11-23T10:00:00Z"
-SAID = "0/2 nodes are available: 2 Insufficient nvidia.com/gpu"
+SAID = "0/2 nodes are available: 2 cannot allocate all claims"
 
 
 def _stuck(outcome: Any, moved_to: tuple[str, int] | None = None) -> StuckPlacement:

@@ -136,15 +136,19 @@ def test_multi_node_runs_vllm_on_ray() -> None:
 
 @pytest.mark.parametrize("example", sorted(EXPECTED))
 def test_no_gpu_resource_anywhere(example: str) -> None:
-    for _, manifest in rendered(example):
-        for pod in _pods(manifest):
-            for ctr in pod["spec"]["containers"]:
-                res = ctr.get("resources") or {}
-                assert "nvidia.com/gpu" not in {**res.get("limits", {}), **res.get("requests", {})}
+    pods = [pod for _, manifest in rendered(example) for pod in _pods(manifest)]
+    assert pods, f"{example} renders no pod template"
+    for pod in pods:
+        assert pod["spec"]["containers"]
+        for ctr in pod["spec"]["containers"]:
+            res = ctr.get("resources") or {}
+            assert "nvidia.com/gpu" not in {**res.get("limits", {}), **res.get("requests", {})}
 
 
 @pytest.mark.parametrize("example", sorted(EXPECTED))
 def test_conformance(example: str, oracle: Any) -> None:
-    for cluster, manifest in rendered(example):
+    manifests = list(rendered(example))
+    assert manifests, f"{example} renders nothing"
+    for cluster, manifest in manifests:
         issues = oracle.validate(manifest)
         assert not issues, f"{cluster} {manifest['kind']}: {[(i.path, i.message) for i in issues]}"

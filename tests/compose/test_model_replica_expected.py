@@ -89,7 +89,9 @@ def test_expected_manifests(path: Path) -> None:
             if k.startswith(f"{role}-")
             and (w["manifest"]["kind"] in ("Deployment", "LeaderWorkerSet"))
         ]
-        for pod in _pod_specs(workload["manifest"]):
+        pods = _pod_specs(workload["manifest"])
+        assert pods, key
+        for pod in pods:
             claims = [x["resourceClaimTemplateName"] for x in pod["resourceClaims"]]
             assert claims == [template], key
     assert res.status == case["status"]
@@ -144,6 +146,7 @@ def test_no_pod_template_carries_a_gpu_resource(path: Path) -> None:
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_conformance(path: Path, oracle: Any) -> None:
     res = _compose(_load(path))
+    assert res.desired, "nothing composed: nothing checked"
     for key, desired in res.desired.items():
         issues = oracle.validate(desired.resource)
         assert not issues, f"{key}: {[(i.path, i.message) for i in issues]}"

@@ -90,7 +90,9 @@ def test_fatal_carries_only_the_message() -> None:
 
 
 def test_every_condition_type_has_camelcase_reasons() -> None:
+    assert REASONS
     for enum in REASONS.values():
+        assert list(enum), enum
         for reason in enum:
             assert reason.value[:1].isupper() and " " not in reason.value
 

@@ -59,6 +59,7 @@ def test_expected_managed_resources(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_composed_resources_pass_the_oracles(name: str, oracle: Any) -> None:
     res = _compose(_case(name)["composite"])
+    assert res.desired, "nothing composed: nothing checked"
     for key, desired in res.desired.items():
         assert [str(i) for i in oracle.validate(desired.resource)] == [], key
 

@@ -843,14 +843,14 @@ _JUNK = st.recursive(
 def test_junk_input_never_raises(
     spec, endpoint_specs, endpoint_status, gateway_status, observed
 ) -> None:
+    """Junk anywhere in the input gets an answer, never an exception: either a fatal
+    result that says why, or desired resources each either built whole (an
+    apiVersion, a kind and a name) or observed and kept as they are."""
     eps = [
         {"metadata": {"name": f"e{i}", "namespace": NS}, "spec": s, "status": endpoint_status}
         for i, s in enumerate(endpoint_specs)
     ]
-    for composite in (
-        service(endpoints=spec),
-        {"metadata": {"name": "q", "namespace": NS}, "spec": spec},
-    ):
+    results = [
         model_service.compose(
             ComposeInput(
                 composite=composite,
@@ -858,14 +858,35 @@ def test_junk_input_never_raises(
                 required={"gateway": [{**GATEWAY, "status": gateway_status}], "endpoints": eps},
             )
         )
-    model_endpoint.compose(
-        ComposeInput(
-            composite={"metadata": {"name": "e", "namespace": NS}, "spec": spec},
-            required={"auth-secret": [{"data": spec}]},
+        for composite in (
+            service(endpoints=spec),
+            {"metadata": {"name": "q", "namespace": NS}, "spec": spec},
+        )
+    ]
+    results.append(
+        model_endpoint.compose(
+            ComposeInput(
+                composite={"metadata": {"name": "e", "namespace": NS}, "spec": spec},
+                required={"auth-secret": [{"data": spec}]},
+            )
         )
     )
-    inference_gateway.compose(
-        ComposeInput(
-            composite=gateway_xr(**({"listeners": spec} if spec else {})), observed=observed
+    results.append(
+        inference_gateway.compose(
+            ComposeInput(
+                composite=gateway_xr(**({"listeners": spec} if spec else {})), observed=observed
+            )
         )
     )
+    assert len(results) == 4
+    for res in results:
+        assert isinstance(res, ComposeResult)
+        if res.fatal is not None:
+            assert res.fatal.strip(), "a fatal result must say why"
+            continue
+        for key, desired in res.desired.items():
+            body = desired.resource
+            if key in observed and body.get("spec") == observed[key].get("spec"):
+                continue  # an observed resource kept as it is, junk included
+            assert body.get("apiVersion") and body.get("kind"), key
+            assert body.get("metadata", {}).get("name"), key

@@ -129,13 +129,17 @@ STACKS = [
 @pytest.mark.parametrize("composite", STACKS)
 def test_every_release_passes_the_helm_values_oracle(composite: dict[str, Any]) -> None:
     helmvalues = conformance_module("helmvalues")
-    for key, release in _releases(_compose(composite)).items():
+    releases = _releases(_compose(composite))
+    assert releases, "no Release composed: nothing checked"
+    for key, release in releases.items():
         assert [str(i) for i in helmvalues.check_release(release)] == [], key
 
 
 @pytest.mark.parametrize("composite", STACKS)
 def test_everything_composed_passes_the_oracles(composite: dict[str, Any], oracle: Any) -> None:
-    for key, desired in _compose(composite).desired.items():
+    desired_state = _compose(composite).desired
+    assert desired_state, "nothing composed: nothing checked"
+    for key, desired in desired_state.items():
         assert [str(i) for i in oracle.validate(desired.resource)] == [], key
 
 

@@ -218,6 +218,7 @@ def test_the_grace_period_is_validated(bad: str) -> None:
 
 
 def test_the_manifests_pass_the_schema_oracles(oracle: Any) -> None:
+    assert EXPECTED
     for _, manifest in EXPECTED.values():
         issues = oracle.validate(manifest)
         assert not issues, [(i.path, i.message) for i in issues]

@@ -255,6 +255,7 @@ def test_refreezing_a_new_version_is_freezing_it_sharing_what_it_repeats(
     previous, refrozen = _refrozen(new, value)
     assert typed(thaw(refrozen)) == typed(thaw(freeze(new)))
     assert list(refrozen) == list(new)  # the new version's field order
+    assert value, "an empty value repeats nothing"
     for k in value:
         assert refrozen[k] is previous[k]  # an unchanged field is the old frozen value
 

@@ -63,7 +63,9 @@ def test_install_guide_states_the_package_constraints_and_names() -> None:
     ):
         assert f"`{constraint}`" in text
     # Every upjet provider package is in the table with the package's constraint.
-    for package, version in upjet_packages():
+    packages = upjet_packages()
+    assert packages
+    for package, version in packages:
         assert f"| `{package}` | `{version}` |" in text, package
     # The guide lists exactly what the activation policy activates.
     listed = set(re.findall(r"`([a-z]+\.[a-z0-9.]+\.(?:io|ai))`", text))

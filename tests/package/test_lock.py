@@ -104,7 +104,9 @@ def test_lock_matches_pyproject(path: Path, via: str, key: str) -> None:
 
 def test_runtime_dependencies_are_exact_pins() -> None:
     # The image is reproducible only if pyproject.toml pins what the lock pins.
-    for name, req in _requirements("runtime").items():
+    requirements = _requirements("runtime")
+    assert requirements
+    for name, req in requirements.items():
         assert str(req.specifier).startswith("=="), f"{name}: pin it ({req})"
 
 
@@ -151,6 +153,8 @@ def test_dockerfile_installs_the_locks_on_pinned_bases_as_non_root() -> None:
     assert users and users[-1] == "65532:65532"
     # Everything the build copies in must get past .dockerignore.
     ignore = (ROOT / ".dockerignore").read_text(encoding="utf-8")
-    for copied in re.findall(r"^COPY (?!--from)(.+) \S+$", text, flags=re.M):
+    copies = re.findall(r"^COPY (?!--from)(.+) \S+$", text, flags=re.M)
+    assert copies, "the Dockerfile copies nothing in"
+    for copied in copies:
         for name in copied.split():
             assert f"!{name.rstrip('/')}" in ignore.replace("/\n", "\n"), name

@@ -161,7 +161,9 @@ def test_fixtures_cover_every_kind() -> None:
 
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.yaml")), ids=lambda p: p.name)
 def test_valid_fixtures_pass_the_xrds_and_pydantic(oracle: Any, path: Path) -> None:
-    for doc in load_documents(path):
+    docs = load_documents(path)
+    assert docs, path
+    for doc in docs:
         name = doc["metadata"]["name"]
         assert [str(i) for i in oracle.validate(doc)] == [], name
         assert _pydantic_errors(doc) is None, name

@@ -256,7 +256,7 @@ def materialize(
 
 
 SINCE = "2026-11-23T10:00:00Z"
-STUCK_MESSAGE = "0/2 nodes are available: 2 Insufficient nvidia.com/gpu"
+STUCK_MESSAGE = "0/2 nodes are available: 2 cannot allocate all claims"
 
 
 def report_unschedulable(

@@ -107,6 +107,23 @@ def test_a_report_without_a_pool_holds_against_the_replicas_pool() -> None:
     assert result.stuck[0].pool == "l4"
 
 
+def test_a_report_naming_a_pool_the_replica_does_not_hold_holds_against_its_own_pool() -> None:
+    """A report is about the replica, whatever pool it names: a pool the replica does
+    not hold (a stale or garbled report) is no evidence against that pool. The
+    refusal lands on the pool the replica holds, and the replacement goes to the
+    named one."""
+    fleet = [_l4("llm", "a", 0)]
+    a = cluster("a", {"l4": ("l4-1x", 4), "spare": ("l4-1x", 1)})
+    reported = report_unschedulable(a, fleet[0], "spare")
+    inp = read_input(deployment(1, [request("gpu", L4)]), [reported], fleet)
+    assert dict(UNSCHEDULABLE.refusals(inp)) == {
+        ("a", "l4"): Rejection("ReplicaUnschedulable", (fleet[0]["metadata"]["name"], SINCE))
+    }
+    result = schedule(deployment(1, [request("gpu", L4)]), [reported], fleet)
+    assert _state(result) == [("a", 1, ("spare",), "new")]
+    assert result.stuck[0].pool == "l4"
+
+
 def test_with_nowhere_else_to_go_the_stuck_replica_is_kept_and_says_why() -> None:
     fleet = [_l4("llm", "a", 0, ready=True), _l4("llm", "a", 1)]
     a = report_unschedulable(cluster("a", {"l4": ("l4-1x", 4)}), fleet[1], "l4")

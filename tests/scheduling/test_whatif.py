@@ -12,11 +12,12 @@ from hypothesis import strategies as st
 from schedfleet import ANY_GPU, cluster, deployment, replica, request, resolved, workers
 from test_schedule_properties import apply, contenders
 
-from modelplane.scheduling import schedule
+from modelplane.scheduling import schedule, scheduler
+from modelplane.scheduling.framework import read_input
 from modelplane.scheduling.ledger import PoolLedger
 from modelplane.scheduling.matching import RoleDef, RoleMatch
 from modelplane.scheduling.types import PoolAddition, WhatIf
-from modelplane.scheduling.whatif import counted_growth, searched_growth
+from modelplane.scheduling.whatif import counted_growth, searched_growth, what_if
 from modelplane.scheduling.words import what_if_summary, what_if_text
 
 NOEXEC = [{"key": "maint", "value": "x", "effect": "NoExecute"}]
@@ -249,3 +250,58 @@ def test_growing_as_answered_places_every_replica(packing, klass, nodes, others,
     (addition,) = answer.additions
     assert len(schedule(dep, grown(addition.nodes), fleet).replicas) == dep["spec"]["replicas"]
     assert len(schedule(dep, grown(addition.nodes - 1), fleet).replicas) < dep["spec"]["replicas"]
+
+
+def _what_if_before_fill(dep: dict, fleet: list[dict], others: list[dict]) -> list[WhatIf]:
+    """The what-if over a cycle whose fill placed nothing: every step but the fill runs.
+
+    That is the state a surge-limited rollout leaves (no room to place, replicas
+    still missing), the one case in which clusters reach the what-if untouched
+    and its memo answers for them; the fill itself would give every matched pool
+    a ledger and the memo would stand aside.
+    """
+    state = scheduler.new_state(read_input(dep, fleet, others))
+    for step in (
+        scheduler.filter_clusters,
+        scheduler.check_selectors,
+        scheduler.match_pools,
+        scheduler.filter_pools,
+        scheduler.resolve_contention,
+        scheduler.retain,
+        scheduler.scale_down,
+        scheduler.settle_drains,
+        scheduler.build_ledger,
+    ):
+        step(state)
+    return list(what_if(state))
+
+
+@pytest.mark.parametrize("first", ["BinPack", "Spread"])
+def test_the_memo_never_answers_for_a_cluster_that_packs_otherwise(first: str) -> None:
+    """Two untouched clusters with the same pools but different packing need different
+    growth: 4 replicas of prefill 1 GPU + decode 3 GPUs take 2 fresh 8-GPU nodes
+    packed, 3 spread (worst-fit strands a GPU per node). The memo keyed on the
+    pools alone handed the first cluster's answer to the second."""
+    other_packing = "Spread" if first == "BinPack" else "BinPack"
+    fleet = [
+        cluster("a", {"h100": ("h100-8x", 0)}, packing=first),
+        cluster("b", {"h100": ("h100-8x", 0)}, packing=other_packing),
+    ]
+    dep = deployment(4, prefill=(GPUS(1), workers()), decode=(GPUS(3), workers()))
+    nodes = {
+        w.cluster: sum(a.nodes for a in w.additions) for w in _what_if_before_fill(dep, fleet, [])
+    }
+    expected = {"BinPack": 2, "Spread": 3}
+    assert nodes == {"a": expected[first], "b": expected[other_packing]}
+
+
+def test_the_memo_never_answers_for_a_cluster_others_use() -> None:
+    """Same pools, one cluster partly used by another deployment: each gets its own
+    answer (the used one needs more nodes), whichever comes first."""
+    for used, fresh in (("a", "b"), ("b", "a")):
+        fleet = [cluster(n, {"h100": ("h100-8x", 1)}) for n in ("a", "b")]
+        found = _what_if_before_fill(deployment(3, GPUS(4)), fleet, [other(used, "h100", 5)])
+        nodes = {w.cluster: sum(a.nodes for a in w.additions) for w in found}
+        # Unused: its free node takes 2 of the 3, one more node the third. Used: 3
+        # GPUs free take none, so 2 fresh nodes for 3 replicas of 4 GPUs.
+        assert nodes == {fresh: 1, used: 2}
