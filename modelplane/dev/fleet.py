@@ -160,14 +160,19 @@ class Fleet:
         return self.status()
 
     def _ensure(
-        self, state: State, name: str, argv: list[str], env: dict[str, str] | None = None
+        self,
+        state: State,
+        name: str,
+        argv: list[str],
+        env: dict[str, str] | None = None,
+        exe: str | None = None,
     ) -> bool:
         """Start a process unless it already runs; True when it was started now."""
         running = state.procs.get(name)
         if running and running.alive():
             return False
         self.say(f"starting {name}")
-        state.procs[name] = procs.start(name, argv, state.logs, env, cwd=self.directory)
+        state.procs[name] = procs.start(name, argv, state.logs, env, cwd=self.directory, exe=exe)
         state.save()
         return True
 
@@ -340,16 +345,36 @@ class Fleet:
         wait_established(api, "kubernetes.m.crossplane.io", PACKAGE_TIMEOUT)
 
     def _provider_kubernetes(self, state: State, built: dict[str, Path]) -> None:
+        provider = str(partsmod.binary(built, "provider-kubernetes", "provider"))
         argv = [
-            str(partsmod.binary(built, "provider-kubernetes", "provider")),
+            provider,
             "--poll=10s",
             f"--health-probe-bind-addr=127.0.0.1:{state.port('provider-kubernetes-health')}",
         ]
         env = {
             "KUBECONFIG": str(state.kubeconfig_path(CONTROL_PLANE)),
             "TLS_SERVER_CERTS_DIR": str(state.pki / "provider-kubernetes"),
+            # InjectedIdentity (the InferenceGateway's objects on the control
+            # plane itself) reads these and the token a pod would have.
+            "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+            "KUBERNETES_SERVICE_PORT": str(state.ports[f"{CONTROL_PLANE}-apiserver"]),
         }
-        self._ensure(state, "provider-kubernetes", argv, env)
+        if shutil.which("unshare"):
+            argv = [
+                "unshare",
+                "--mount",
+                "--map-root-user",
+                "--",
+                sys.executable,
+                "-m",
+                "modelplane.dev.injected",
+                str(state.pki),
+                "--",
+                *argv,
+            ]
+        else:
+            self.say("unshare not found: InjectedIdentity provider configs will not work")
+        self._ensure(state, "provider-kubernetes", argv, env, exe=provider)
 
     def _function(self, state: State) -> None:
         port = state.port("function")

@@ -156,7 +156,9 @@ class Api:
                 return []
             raise
         query = {"labelSelector": selector} if selector else {}
-        return self.client.list_all(path, **query)
+        items = self.client.list_all(path, **query)
+        # A LIST's items leave out their apiVersion and kind; callers use them.
+        return [{"apiVersion": api_version, "kind": kind, **item} for item in items]
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str = "") -> bool:
         """Delete one object (background propagation); False when it was not there."""

@@ -65,8 +65,13 @@ def start(
     log_dir: Path,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    exe: str | None = None,
 ) -> Proc:
-    """Start argv detached, its output appended to log_dir/<name>.log."""
+    """Start argv detached, its output appended to log_dir/<name>.log.
+
+    `exe` names the program the process ends up running when argv[0] is a
+    launcher that executes it (so `alive` recognises it).
+    """
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / f"{name}.log"
     full_env = dict(os.environ)
@@ -81,7 +86,7 @@ def start(
             cwd=cwd,
             start_new_session=True,
         )
-    return Proc(name, child.pid, str(argv[0]), str(log))
+    return Proc(name, child.pid, exe or str(argv[0]), str(log))
 
 
 def stop(proc: Proc, grace: float = STOP_GRACE_SECONDS) -> None:

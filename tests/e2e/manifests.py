@@ -37,7 +37,7 @@ def inference_class(name: str, gpus: int = 1) -> Doc:
 
 
 def inference_cluster(
-    name: str, secret_ref: dict[str, str], class_name: str, nodes: int = 2
+    name: str, secret_ref: dict[str, str], class_name: str, nodes: int = 4
 ) -> Doc:
     """An existing cluster reached through a kubeconfig Secret, serving stack off."""
     return {
@@ -134,3 +134,8 @@ def model_service(name: str, ns: str, model: str) -> Doc:
         "metadata": {"name": name, "namespace": ns},
         "spec": {"endpoints": [{"selector": {"matchLabels": {"model": model}}, "weight": 1}]},
     }
+
+
+def inference_gateway() -> Doc:
+    """The control plane's InferenceGateway `default` (one HTTP listener)."""
+    return {"apiVersion": API, "kind": "InferenceGateway", "metadata": {"name": "default"}, "spec": {}}

@@ -61,7 +61,7 @@ def test_the_fleet_becomes_ready_and_publishes_its_pools(fleet: World) -> None:
             lambda n=name: fleet.ready(m.API, "InferenceCluster", n),
         )
         pools = ready["status"]["gpuPools"]
-        assert [(p["name"], p["className"], p["nodes"]) for p in pools] == [("l4", CLASS, 2)]
+        assert [(p["name"], p["className"], p["nodes"]) for p in pools] == [("l4", CLASS, 4)]
 
 
 def _replicas(world: World, ns: str, deployment: str) -> list[dict[str, Any]]:
@@ -79,10 +79,10 @@ def test_a_deployment_lands_in_the_workload_clusters(fleet: World) -> None:
         "two ModelReplicas composed",
         lambda: r if len(r := _replicas(fleet, ns, "qwen")) == 2 else None,
     )
-    clusters = sorted(r["spec"]["cluster"] for r in replicas)
+    clusters = sorted(r["spec"]["clusterName"] for r in replicas)
     assert clusters == sorted(CLUSTERS)  # spread over both clusters' l4 pools
     for replica in replicas:
-        api = fleet.workloads[CLUSTERS[replica["spec"]["cluster"]]]
+        api = fleet.workloads[CLUSTERS[replica["spec"]["clusterName"]]]
         name = replica["metadata"]["name"]
 
         def landed(api: Any = api, name: str = name) -> bool | None:
@@ -95,7 +95,7 @@ def test_a_deployment_lands_in_the_workload_clusters(fleet: World) -> None:
             mine = [c for c in claims if c["metadata"]["name"].startswith(f"{name}-")]
             return True if all(kinds) and mine else None
 
-        fleet.settle(f"{name}'s objects in {CLUSTERS[replica['spec']['cluster']]}", landed)
+        fleet.settle(f"{name}'s objects in {CLUSTERS[replica['spec']['clusterName']]}", landed)
     ready = fleet.settle(
         "ModelDeployment qwen Ready", lambda: fleet.ready(m.API, "ModelDeployment", "qwen", ns)
     )
@@ -115,7 +115,7 @@ def test_a_multi_node_replica_is_a_leader_worker_set(fleet: World) -> None:
         "one ModelReplica composed",
         lambda: r[0] if len(r := _replicas(fleet, ns, "big")) == 1 else None,
     )
-    api = fleet.workloads[CLUSTERS[replica["spec"]["cluster"]]]
+    api = fleet.workloads[CLUSTERS[replica["spec"]["clusterName"]]]
     lws = fleet.settle(
         "the LeaderWorkerSet in the workload cluster",
         lambda: api.get(
@@ -145,6 +145,7 @@ def test_a_model_service_composes_routes_on_the_control_plane(fleet: World) -> N
     fleet.apply(
         [m.namespace(ns), m.deployment("svc", ns, replicas=1, labels={"model": "svc-model"})]
     )
+    fleet.apply([m.namespace("crossplane-system"), m.inference_gateway()])
     fleet.apply([m.model_service("svc", ns, "svc-model")])
 
     def composed() -> bool | None:
