@@ -20,7 +20,7 @@ from modelplane.api.model_cache import HydrateEnv, HydrationResult
 from modelplane.hydrate import sources
 from modelplane.hydrate.report import write_result
 from modelplane.hydrate.run import hydrate
-from modelplane.hydrate.staging import MARKER, PREVIOUS, STAGING, HydrationError, stage
+from modelplane.hydrate.staging import PREVIOUS, STAGING, HydrationError, marker, stage, workspace
 from modelplane.kube.client import KubeClient, KubeError, configmap_path
 
 NOW = "2026-01-02T03:04:05Z"
@@ -31,10 +31,9 @@ def _now() -> str:
 
 
 def _files(root: Path) -> dict[str, bytes]:
+    """Every file under `root` (the published tree holds nothing but the source's files)."""
     return {
-        str(p.relative_to(root)): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and p.name != MARKER
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
     }
 
 
@@ -69,13 +68,14 @@ def test_http_resumes_an_interrupted_download_with_a_range_request(
     file_server.cut_after = 300_000
     with pytest.raises(HydrationError):
         stage(dest, "k1", sources.http(url, file_server.sha256), _now)
-    part = tmp_path / STAGING / "k1" / "model.gguf.part"
+    part = workspace(dest, "k1").work / sources.PART
     assert part.stat().st_size == 300_000 and not dest.exists()
 
     file_server.cut_after = None
     done = stage(dest, "k1", sources.http(url, file_server.sha256), _now)
 
     assert file_server.requests[-1]["range"] == "bytes=300000-"
+    assert file_server.requests[-1]["if-range"] == file_server.etag
     assert _files(dest) == {"model.gguf": file_server.payload}
     assert done.digest == f"sha256:{file_server.sha256}"
 
@@ -88,7 +88,8 @@ def test_http_sha256_mismatch_fails_and_publishes_nothing(
     with pytest.raises(HydrationError, match="does not match the expected"):
         stage(dest, "k1", sources.http(f"{file_server.url}/files/x.bin", wrong), _now)
     assert not dest.exists()
-    assert list((tmp_path / STAGING / "k1").iterdir()) == []
+    assert list(workspace(dest, "k1").tree.iterdir()) == []
+    assert not (workspace(dest, "k1").work / sources.PART).exists()
 
 
 @pytest.mark.parametrize(
@@ -300,7 +301,10 @@ def test_a_new_key_replaces_the_previous_artifact_atomically(tmp_path: Path) -> 
     assert second.digest == "sha256:" + hashlib.sha256(b"two").hexdigest()
     # The replaced artifact stays as the previous one (pods that mounted it keep
     # reading it); a third publish replaces it.
-    assert sorted(p.name for p in tmp_path.iterdir()) == [PREVIOUS, STAGING, "model"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [marker(dest).name, PREVIOUS, STAGING, "model"]
+    )
+    assert list((tmp_path / STAGING).iterdir()) == []  # the workspace goes once published
     assert _files(tmp_path / PREVIOUS) == {"a.txt": b"one"}
     stage(dest, "k3", sources.inline("three", "c.txt"), _now)
     assert _files(tmp_path / PREVIOUS) == {"b.txt": b"two"}
