@@ -19,7 +19,7 @@ from hydration import COMMIT, files, hf_cache, now, run
 from loopback import FileServer
 
 from modelplane.api.model_cache import HydrateEnv
-from modelplane.hydrate import sources
+from modelplane.hydrate import sources, staging
 from modelplane.hydrate.staging import HydrationError, marker, published, stage, workspace
 
 # The names the hydrator keeps (or kept) for itself, as a source's files.
@@ -236,16 +236,21 @@ def test_a_run_killed_after_publishing_leaves_a_workspace_the_next_run_removes(
     assert again.reused and not left.tree.parent.exists()
 
 
-def test_publishing_removes_the_old_record_before_the_folder_changes(tmp_path: Path) -> None:
+def test_a_run_killed_between_publishing_and_recording_is_never_taken_for_the_old_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     dest = tmp_path / "model"
     stage(dest, "k1", sources.inline("one", "a"), now)
-    seen: list[bool] = []
 
-    def fetch(space: sources.Workspace) -> str:
-        seen.append(marker(dest).exists())
-        (space.tree / "b").write_text("two")
-        return "sha256:x"
+    def killed(dest: Path, staged: object) -> None:
+        raise KeyboardInterrupt  # the pod dies after the rename, before the new record
 
-    stage(dest, "k2", fetch, now)
-    assert seen == [True]
-    assert json.loads(marker(dest).read_text())["key"] == "k2"
+    monkeypatch.setattr(staging, "_write_record", killed)
+    with pytest.raises(KeyboardInterrupt):
+        stage(dest, "k2", sources.inline("two", "b"), now)
+    monkeypatch.undo()
+
+    assert files(dest) == {"b": b"two"}
+    assert published(dest, "k1") is None and published(dest, "k2") is None
+    again = stage(dest, "k1", sources.inline("one", "a"), now)  # the spec went back to k1
+    assert not again.reused and files(dest) == {"a": b"one"}
