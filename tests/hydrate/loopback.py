@@ -6,6 +6,7 @@ import hashlib
 import json
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any, ClassVar
@@ -34,7 +35,7 @@ class FileServer:
     last_modified: str | None = None
     honour_range: bool = True  # False: answer a range request with 200 and the whole file
     honour_if_range: bool = True  # False: serve the range even when If-Range does not match
-    range_shift: int = 0  # a 206 whose Content-Range claims to start this many bytes later
+    range_shift: int = 0  # a 206 that starts this many bytes after the byte asked for
     send_length: bool = True  # False: no Content-Length; the body ends when the connection does
     head_length: bool = True  # False: a HEAD reports no Content-Length
     chunked: bool = False  # Transfer-Encoding: chunked (64 KiB chunks)
@@ -138,10 +139,12 @@ class FileHandler(BaseHTTPRequestHandler):
         if start is not None and start >= len(body):
             self._unsatisfiable(len(body))
             return
+        if start is not None:
+            # A server that serves another range than the one asked (and says so).
+            start = max(0, min(start + state.range_shift, len(body) - 1))
         self.send_response(200 if start is None else 206)
         if start is not None:
-            first = start + state.range_shift
-            self.send_header("Content-Range", f"bytes {first}-{len(body) - 1}/{len(body)}")
+            self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
         self._validators()
         rest = body[start or 0 :]
         self._body(rest, head)
@@ -167,11 +170,17 @@ def _file_handler(state: FileServer) -> type[BaseHTTPRequestHandler]:
     return type("Handler", (FileHandler,), {"state": state})
 
 
-@pytest.fixture
-def file_server() -> Iterator[FileServer]:
-    state = FileServer(payload=bytes(range(256)) * 4096 + b"tail")  # 1 MiB + 4 bytes
+@contextmanager
+def serving_files(state: FileServer) -> Iterator[FileServer]:
+    """Serve `state` on loopback for the duration of the block (its `url` set)."""
     with serving(_file_handler(state)) as state.url:
         yield state
+
+
+@pytest.fixture
+def file_server() -> Iterator[FileServer]:
+    with serving_files(FileServer(payload=bytes(range(256)) * 4096 + b"tail")) as state:
+        yield state  # 1 MiB + 4 bytes
 
 
 @dataclass
