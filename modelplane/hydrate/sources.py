@@ -402,8 +402,11 @@ def _chunks(response: Any, url: str) -> Iterator[bytes]:
         try:
             chunk = response.read(CHUNK)
         except (OSError, ValueError, HTTPException) as err:
-            # A truncated chunked body ends in IncompleteRead or in a ValueError
-            # from parsing a chunk size; a reset connection in an OSError.
+            # A truncated chunked body ends in IncompleteRead (whose `partial`
+            # holds what this read got before the break, not written: the
+            # next run fetches it again) or in a ValueError from parsing a
+            # chunk size; a reset connection in an OSError.
+            received += len(getattr(err, "partial", b""))
             raise HydrationError(
                 f"{url}: the body broke off after {received} bytes "
                 f"({type(err).__name__}: {err}); the next run resumes or restarts"

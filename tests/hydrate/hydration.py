@@ -51,17 +51,19 @@ def run(fetch: Fetch, dest: Path, key: str = "k1") -> Run:
 COMMIT = "4f6c0e1d2b3a49586776a5b4c3d2e1f0a9b8c7d6"
 
 
-def hf_cache(cache: Path, repo: str, content: dict[str, bytes], revision: str = "main") -> Path:
+def hf_cache(
+    cache: Path, repo: str, content: dict[str, bytes], revision: str = "main", commit: str = COMMIT
+) -> Path:
     """A Hub cache as huggingface_hub lays it out (refs → commit → snapshot links to blobs).
 
     Returns the snapshot folder.
     """
     folder = cache / ("models--" + repo.replace("/", "--"))
     (folder / "refs").mkdir(parents=True)
-    (folder / "refs" / revision).write_text(COMMIT)
+    (folder / "refs" / revision).write_text(commit)
     blobs = folder / "blobs"
     blobs.mkdir()
-    snapshot = folder / "snapshots" / COMMIT
+    snapshot = folder / "snapshots" / commit
     for name, body in content.items():
         blob = blobs / hashlib.sha256(body).hexdigest()
         blob.write_bytes(body)

@@ -39,6 +39,7 @@ class FileServer:
     send_length: bool = True  # False: no Content-Length; the body ends when the connection does
     head_length: bool = True  # False: a HEAD reports no Content-Length
     chunked: bool = False  # Transfer-Encoding: chunked (64 KiB chunks)
+    status: int | None = None  # answer every request for a file with this error status
 
     @property
     def sha256(self) -> str:
@@ -101,15 +102,23 @@ class FileHandler(BaseHTTPRequestHandler):
             self.send_header("Last-Modified", self.state.last_modified)
 
     def _not_a_file(self) -> bool:
-        """Answer a redirect or a 404 for anything but /files/…; True when it did."""
+        """Answer a redirect, a 404 or the configured error instead of a file; True when it did."""
         if self.path.startswith("/redirect-to-"):
             scheme = self.path.removeprefix("/redirect-to-")
             self.send_response(302)
             self.send_header("Location", f"{scheme}:///etc/passwd")
             self.end_headers()
             return True
+        if self.path.startswith("/moved/"):
+            self.send_response(301)
+            self.send_header("Location", self.path.replace("/moved/", "/files/", 1))
+            self.end_headers()
+            return True
         if not self.path.startswith("/files/"):
             self.send_error(404)
+            return True
+        if self.state.status is not None:
+            self.send_error(self.state.status)
             return True
         return False
 

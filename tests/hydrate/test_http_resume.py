@@ -401,3 +401,65 @@ def test_sha256_of_reads_the_whole_file(tmp_path: Path) -> None:
     big = os.urandom(sources.CHUNK + 17)
     (tmp_path / "f").write_bytes(big)
     assert sources._sha256_of(tmp_path / "f") == hashlib.sha256(big).hexdigest()
+
+
+# ── Messages name the URL; redirects within http(s) are followed ──────────────
+
+
+def test_a_resume_refused_by_the_server_fails_naming_the_url_and_status(
+    tmp_path: Path, file_server: FileServer
+) -> None:
+    dest = tmp_path / "model"
+    _cut_first_run(file_server, dest)
+    file_server.status = 503
+
+    second = run(sources.http(_url(file_server)), dest)
+
+    assert file_server.gets()[-1]["range"] == f"bytes={HALF}-"
+    assert second.final.message == f"{_url(file_server)}: HTTP 503 Service Unavailable"
+
+
+def test_a_resumed_chunked_body_that_breaks_off_names_the_url(
+    tmp_path: Path, file_server: FileServer
+) -> None:
+    dest = tmp_path / "model"
+    _cut_first_run(file_server, dest)
+    file_server.chunked = True
+    file_server.cut_after = 100_000
+
+    second = run(sources.http(_url(file_server)), dest)
+
+    assert file_server.gets()[-1]["range"] == f"bytes={HALF}-"
+    assert str(second.final.message).startswith(
+        f"{_url(file_server)}: the body broke off after 65536 bytes (IncompleteRead"
+    )
+
+
+def test_a_redirect_to_http_is_followed(tmp_path: Path, file_server: FileServer) -> None:
+    done = run(sources.http(f"{file_server.url}/moved/model.bin"), tmp_path / "model")
+    assert done.final.phase == "Ready", done.final.message
+    assert [r["method"] for r in file_server.requests] == ["GET", "GET"]
+    assert files(tmp_path / "model") == {"model.bin": file_server.payload}
+
+
+def test_a_ready_result_says_staged_then_already_staged(
+    tmp_path: Path, file_server: FileServer
+) -> None:
+    fetch = sources.http(_url(file_server))
+    assert run(fetch, tmp_path / "model").final.message == "staged"
+    assert run(fetch, tmp_path / "model").final.message == "already staged (no-op)"
+
+
+def test_file_names_are_decoded_and_refused_at_the_length_a_file_system_allows() -> None:
+    assert sources.file_name("https://h/%2E") == "download"
+    assert sources.file_name("https://h/a%2Fb") == "download"
+    assert sources.file_name("https://h/" + "é" * 127 + "x") == "é" * 127 + "x"  # 255 bytes
+    with pytest.raises(HydrationError, match="longer than 255 bytes"):
+        sources.file_name("https://h/" + "é" * 128)  # 256 bytes
+
+
+def test_request_headers_skip_the_secret_volumes_hidden_entries(tmp_path: Path) -> None:
+    (tmp_path / "Authorization").write_text("Bearer abc\n")
+    (tmp_path / ".hidden").write_text("not a header")
+    assert sources.read_headers(str(tmp_path)) == {"Authorization": "Bearer abc"}
+    assert sources.read_headers(None) == {}
