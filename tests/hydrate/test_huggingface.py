@@ -103,3 +103,24 @@ def test_a_revision_that_resolves_to_no_commit_fails(tmp_path: Path) -> None:
     failed = run(sources.huggingface(REPO, "main"), dest)
     assert failed.final.message == "huggingFace acme/tiny@main: no commit resolved (not-a-commit)"
     assert not dest.exists()
+
+
+@pytest.mark.parametrize(("token", "sent"), [("hf_secret", "hf_secret"), ("", None), (None, None)])
+def test_the_token_reaches_huggingface_hub_and_an_empty_one_is_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, token: str | None, sent: str | None
+) -> None:
+    import huggingface_hub
+
+    snapshot = hf_cache(tmp_path / "hub", REPO, CONTENT)
+    calls: list[dict[str, object]] = []
+
+    def snapshot_download(**kwargs: object) -> str:
+        calls.append(kwargs)
+        return str(snapshot)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    done = run(sources.huggingface(REPO, "v1", token), tmp_path / "model")
+
+    assert done.final.phase == "Ready", done.final.message
+    (call,) = calls
+    assert (call["repo_id"], call["revision"], call["token"]) == (REPO, "v1", sent)
