@@ -85,7 +85,8 @@ image:
 	docker build -t $(IMAGE) .
 
 # Mutation testing (tests/README.md): MUTANTS narrows the run to mutant-name
-# globs, e.g. make mutation MUTANTS='modelplane.scheduling.ledger.*'.
+# globs, e.g. make mutation MUTANTS='modelplane.scheduling.ledger.*' or
+# MUTANTS='modelplane.hydrate.*'.
 MUTANTS ?=
 MUTATION_JOBS ?= 1
 

@@ -20,7 +20,7 @@ from modelplane.api.model_cache import HydrateEnv, HydrationResult
 from modelplane.hydrate import sources
 from modelplane.hydrate.report import write_result
 from modelplane.hydrate.run import hydrate as run_hydration
-from modelplane.hydrate.staging import Fetch, HydrationError
+from modelplane.hydrate.staging import Fetch, HydrationError, Workspace
 from modelplane.kube.client import KubeClient, KubeError
 
 E = HydrateEnv
@@ -50,11 +50,18 @@ def _reporter(configmap: str | None, namespace: str | None) -> Callable[[Hydrati
 
 
 def _run(fetch: Fetch, dest: Path, key: str, configmap: str | None, namespace: str | None) -> None:
+    """Run one hydration; any failure ends as an error message and exit code 1.
+
+    The run itself has reported it as Failed (when it got as far as reporting);
+    what is left is to fail the pod without a traceback.
+    """
     try:
         report = _reporter(configmap, namespace)
         run_hydration(fetch, dest, key, report)
     except (HydrationError, KubeError, OSError) as err:
         raise click.ClickException(str(err)) from None
+    except Exception as err:
+        raise click.ClickException(f"unexpected {type(err).__name__}: {err}") from None
 
 
 @click.group("hydrate")
@@ -117,7 +124,12 @@ def http(
     headers_dir: str | None,
 ) -> None:
     """One file over HTTP(S), verified against its sha256 when given."""
-    fetch = sources.http(url, sha256, sources.read_headers(headers_dir))
+
+    def fetch(space: Workspace) -> str:
+        # The headers are read inside the run, so an unreadable Secret folder
+        # is reported as Failed like any other failure.
+        return sources.http(url, sha256, sources.read_headers(headers_dir))(space)
+
     _run(fetch, dest, key, result_configmap, result_namespace)
 
 

@@ -18,6 +18,19 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def failure_message(err: Exception) -> str:
+    """What a Failed result says about `err`, within the result's length limit.
+
+    An expected failure says why in its own words; any other exception is
+    named by its type too, since its text alone ("'size'", "0") may say nothing.
+    """
+    if isinstance(err, HydrationError | OSError):
+        text = str(err)
+    else:
+        text = f"unexpected {type(err).__name__}: {err}"
+    return (text or type(err).__name__)[:MAX_MESSAGE]
+
+
 def hydrate(
     fetch: Fetch,
     dest: Path,
@@ -27,16 +40,18 @@ def hydrate(
 ) -> Staged:
     """Stage `fetch`'s artifact at `dest` under `key` and report each step.
 
-    A failure is reported (phase Failed, with its message) and raised again so
-    the Job's pod fails and the Job retries it.
+    Any failure — a download that cannot be trusted, a full disk, a bug — is
+    reported (phase Failed, with its message) and raised again so the Job's
+    pod fails and the Job retries it: a run never ends with the result still
+    saying Hydrating.
     """
     report(HydrationResult(source_hash=key, phase="Hydrating", message="staging"))
     try:
         staged = stage(dest, key, fetch, now)
-    except (HydrationError, OSError) as err:
+    except Exception as err:
         report(
             HydrationResult(
-                source_hash=key, phase="Failed", message=str(err)[:MAX_MESSAGE], completed_at=now()
+                source_hash=key, phase="Failed", message=failure_message(err), completed_at=now()
             )
         )
         raise

@@ -14,29 +14,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from hydration import COMMIT, NOW, files, hf_cache, now
 from loopback import FakeKubeAPI, FileServer
 
 from modelplane.api.model_cache import HydrateEnv, HydrationResult
 from modelplane.hydrate import sources
 from modelplane.hydrate.report import write_result
 from modelplane.hydrate.run import hydrate
-from modelplane.hydrate.staging import MARKER, PREVIOUS, STAGING, HydrationError, stage
+from modelplane.hydrate.staging import PREVIOUS, STAGING, HydrationError, marker, stage, workspace
 from modelplane.kube.client import KubeClient, KubeError, configmap_path
-
-NOW = "2026-01-02T03:04:05Z"
-
-
-def _now() -> str:
-    return NOW
-
-
-def _files(root: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(root)): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and p.name != MARKER
-    }
-
 
 # ── HTTP ─────────────────────────────────────────────────────────────────────
 
@@ -48,15 +34,15 @@ def test_http_downloads_verifies_sha256_and_a_rerun_is_a_noop(
     url = f"{file_server.url}/files/model.gguf"
     fetch = sources.http(url, file_server.sha256, {"Authorization": "Bearer s3cr3t"})
 
-    first = stage(dest, "k1", fetch, _now)
+    first = stage(dest, "k1", fetch, now)
 
-    assert _files(dest) == {"model.gguf": file_server.payload}
+    assert files(dest) == {"model.gguf": file_server.payload}
     assert first.digest == "sha256:" + hashlib.sha256(file_server.payload).hexdigest()
     assert first.bytes == len(file_server.payload) == 1048580
     assert (first.completed_at, first.reused) == (NOW, False)
     assert file_server.requests[0]["authorization"] == "Bearer s3cr3t"
 
-    again = stage(dest, "k1", fetch, _now)
+    again = stage(dest, "k1", fetch, now)
     assert again.reused and (again.digest, again.bytes) == (first.digest, first.bytes)
     assert len(file_server.requests) == 1  # no second download
 
@@ -68,15 +54,16 @@ def test_http_resumes_an_interrupted_download_with_a_range_request(
     url = f"{file_server.url}/files/model.gguf"
     file_server.cut_after = 300_000
     with pytest.raises(HydrationError):
-        stage(dest, "k1", sources.http(url, file_server.sha256), _now)
-    part = tmp_path / STAGING / "k1" / "model.gguf.part"
+        stage(dest, "k1", sources.http(url, file_server.sha256), now)
+    part = workspace(dest, "k1").work / sources.PART
     assert part.stat().st_size == 300_000 and not dest.exists()
 
     file_server.cut_after = None
-    done = stage(dest, "k1", sources.http(url, file_server.sha256), _now)
+    done = stage(dest, "k1", sources.http(url, file_server.sha256), now)
 
     assert file_server.requests[-1]["range"] == "bytes=300000-"
-    assert _files(dest) == {"model.gguf": file_server.payload}
+    assert file_server.requests[-1]["if-range"] == file_server.etag
+    assert files(dest) == {"model.gguf": file_server.payload}
     assert done.digest == f"sha256:{file_server.sha256}"
 
 
@@ -86,9 +73,10 @@ def test_http_sha256_mismatch_fails_and_publishes_nothing(
     dest = tmp_path / "model"
     wrong = "0" * 64
     with pytest.raises(HydrationError, match="does not match the expected"):
-        stage(dest, "k1", sources.http(f"{file_server.url}/files/x.bin", wrong), _now)
+        stage(dest, "k1", sources.http(f"{file_server.url}/files/x.bin", wrong), now)
     assert not dest.exists()
-    assert list((tmp_path / STAGING / "k1").iterdir()) == []
+    assert list(workspace(dest, "k1").tree.iterdir()) == []
+    assert not (workspace(dest, "k1").work / sources.PART).exists()
 
 
 @pytest.mark.parametrize(
@@ -102,7 +90,7 @@ def test_http_refuses_a_redirect_that_leaves_http(
     tmp_path: Path, file_server: FileServer, scheme: str, message: str
 ) -> None:
     with pytest.raises(HydrationError, match=message):
-        stage(tmp_path / "m", "k", sources.http(f"{file_server.url}/redirect-to-{scheme}"), _now)
+        stage(tmp_path / "m", "k", sources.http(f"{file_server.url}/redirect-to-{scheme}"), now)
 
 
 def test_http_headers_come_from_a_mounted_secret_folder(tmp_path: Path) -> None:
@@ -156,14 +144,14 @@ def test_s3_compatible_endpoint_downloads_the_prefix_and_a_rerun_is_a_noop(
     dest = tmp_path / "model"
     fetch = sources.s3("models", "tiny/v1/", "us-east-1", s3_endpoint)
 
-    first = stage(dest, "k1", fetch, _now)
+    first = stage(dest, "k1", fetch, now)
 
     expected = {k.removeprefix("tiny/v1/"): v for k, v in objects.items() if "tiny/v1/" in k}
-    assert _files(dest) == expected
+    assert files(dest) == expected
     assert first.bytes == sum(len(v) for v in expected.values()) == 120_013
     assert first.digest == _etag_manifest(s3_endpoint, "tiny/v1/")
 
-    again = stage(dest, "k1", fetch, _now)
+    again = stage(dest, "k1", fetch, now)
     assert again.reused and again.digest == first.digest
 
 
@@ -190,8 +178,8 @@ def test_s3_resume_skips_objects_an_interrupted_run_already_staged(
 
     fetch = sources.s3("models", "tiny/v1/", "us-east-1", s3_endpoint, counting_client)
     with pytest.raises(HydrationError, match="pod killed"):
-        stage(tmp_path / "model", "k1", fetch, _now)
-    done = stage(tmp_path / "model", "k1", fetch, _now)
+        stage(tmp_path / "model", "k1", fetch, now)
+    done = stage(tmp_path / "model", "k1", fetch, now)
 
     assert fetched == [
         "tiny/v1/config.json",
@@ -207,9 +195,9 @@ def test_s3_empty_prefix_and_missing_bucket_fail_with_a_message(
 ) -> None:
     _bucket(s3_endpoint)
     with pytest.raises(HydrationError, match="no objects under this prefix"):
-        stage(tmp_path / "a", "k", sources.s3("models", "nope/", None, s3_endpoint), _now)
+        stage(tmp_path / "a", "k", sources.s3("models", "nope/", None, s3_endpoint), now)
     with pytest.raises(HydrationError, match="NoSuchBucket"):
-        stage(tmp_path / "b", "k", sources.s3("absent", "", "us-east-1", s3_endpoint), _now)
+        stage(tmp_path / "b", "k", sources.s3("absent", "", "us-east-1", s3_endpoint), now)
 
 
 def test_s3_keys_that_would_escape_the_folder_are_refused() -> None:
@@ -220,24 +208,12 @@ def test_s3_keys_that_would_escape_the_folder_are_refused() -> None:
 
 # ── Hugging Face (offline, over a prepared cache) ─────────────────────────────
 
-COMMIT = "4f6c0e1d2b3a49586776a5b4c3d2e1f0a9b8c7d6"
-
 
 def _hf_cache(root: Path) -> dict[str, bytes]:
-    """A Hub cache as huggingface_hub lays it out: refs/main → commit → snapshot files."""
-    repo = root / "models--acme--tiny-llm"
-    (repo / "refs").mkdir(parents=True)
-    (repo / "refs" / "main").write_text(COMMIT)
-    files = {"config.json": b'{"model_type": "llama"}', "model.safetensors": os.urandom(40_000)}
-    blobs = repo / "blobs"
-    blobs.mkdir()
-    snapshot = repo / "snapshots" / COMMIT
-    snapshot.mkdir(parents=True)
-    for name, body in files.items():
-        blob = blobs / hashlib.sha256(body).hexdigest()
-        blob.write_bytes(body)
-        (snapshot / name).symlink_to(os.path.relpath(blob, snapshot))
-    return files
+    """A Hub cache holding acme/tiny-llm at COMMIT (refs/main points at it)."""
+    content = {"config.json": b'{"model_type": "llama"}', "model.safetensors": os.urandom(40_000)}
+    hf_cache(root, "acme/tiny-llm", content)
+    return content
 
 
 def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -252,7 +228,7 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_huggingface_resolves_the_revision_to_its_commit_through_the_cli(tmp_path: Path) -> None:
-    files = _hf_cache(tmp_path / "hub")
+    content = _hf_cache(tmp_path / "hub")
     env = {
         "HF_HUB_OFFLINE": "1",
         "HF_HUB_CACHE": str(tmp_path / "hub"),
@@ -265,8 +241,8 @@ def test_huggingface_resolves_the_revision_to_its_commit_through_the_cli(tmp_pat
     assert first.returncode == 0, first.stderr
     ready = json.loads(first.stdout.splitlines()[-1])
     assert ready["phase"] == "Ready" and ready["resolvedDigest"] == COMMIT
-    assert int(ready["bytesStaged"]) == sum(len(b) for b in files.values())
-    assert _files(tmp_path / "pvc" / "model") == files  # real files, not links to the cache
+    assert int(ready["bytesStaged"]) == sum(len(b) for b in content.values())
+    assert files(tmp_path / "pvc" / "model") == content  # real files, not links to the cache
 
     again = _cli(env, "huggingface")
     assert json.loads(again.stdout.splitlines()[-1])["message"] == "already staged (no-op)"
@@ -294,16 +270,19 @@ def test_huggingface_unknown_revision_fails_with_the_libraries_message(tmp_path:
 
 def test_a_new_key_replaces_the_previous_artifact_atomically(tmp_path: Path) -> None:
     dest = tmp_path / "model"
-    stage(dest, "k1", sources.inline("one", "a.txt"), _now)
-    second = stage(dest, "k2", sources.inline("two", "b.txt"), _now)
-    assert _files(dest) == {"b.txt": b"two"}
+    stage(dest, "k1", sources.inline("one", "a.txt"), now)
+    second = stage(dest, "k2", sources.inline("two", "b.txt"), now)
+    assert files(dest) == {"b.txt": b"two"}
     assert second.digest == "sha256:" + hashlib.sha256(b"two").hexdigest()
     # The replaced artifact stays as the previous one (pods that mounted it keep
     # reading it); a third publish replaces it.
-    assert sorted(p.name for p in tmp_path.iterdir()) == [PREVIOUS, STAGING, "model"]
-    assert _files(tmp_path / PREVIOUS) == {"a.txt": b"one"}
-    stage(dest, "k3", sources.inline("three", "c.txt"), _now)
-    assert _files(tmp_path / PREVIOUS) == {"b.txt": b"two"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [marker(dest).name, PREVIOUS, STAGING, "model"]
+    )
+    assert list((tmp_path / STAGING).iterdir()) == []  # the workspace goes once published
+    assert files(tmp_path / PREVIOUS) == {"a.txt": b"one"}
+    stage(dest, "k3", sources.inline("three", "c.txt"), now)
+    assert files(tmp_path / PREVIOUS) == {"b.txt": b"two"}
 
 
 def test_report_patches_only_the_named_configmap_with_a_merge_patch(
@@ -348,7 +327,7 @@ def test_run_reports_hydrating_then_ready_and_failed_on_error(
     def report(r: HydrationResult) -> None:
         write_result(api, "ml-team", "cache-hydration", r)
 
-    hydrate(sources.inline("x", "f"), tmp_path / "a", "k1", report, _now)
+    hydrate(sources.inline("x", "f"), tmp_path / "a", "k1", report, now)
     phases = [p[2]["data"]["phase"] for p in kube_api.patches]
     assert phases == ["Hydrating", "Ready"]
     final = kube_api.configmaps["/api/v1/namespaces/ml-team/configmaps/cache-hydration"]
@@ -356,7 +335,7 @@ def test_run_reports_hydrating_then_ready_and_failed_on_error(
     assert final["completedAt"] == NOW
 
     with pytest.raises(HydrationError):
-        hydrate(sources.http(f"{file_server.url}/missing"), tmp_path / "b", "k2", report, _now)
+        hydrate(sources.http(f"{file_server.url}/missing"), tmp_path / "b", "k2", report, now)
     assert kube_api.patches[-1][2]["data"]["phase"] == "Failed"
     assert "HTTP 404" in kube_api.patches[-1][2]["data"]["message"]
 
