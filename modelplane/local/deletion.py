@@ -136,7 +136,7 @@ def _store_usages(store: ObjectStore) -> list[Obj]:
 def dependents(store: ObjectStore, owner: Obj) -> list[Obj]:
     """The objects `owner` owns directly: its composed resources and anything naming it owner."""
     name = str((owner.get("metadata") or {}).get("name", ""))
-    found = {Key.of(o): o for o in store.labelled_composite(name) if owned_by(o, owner)}
+    found = {Key.of(o): o for o in store.candidates_of(owner) if owned_by(o, owner)}
     for obj in store.owned_by_name(name):
         if _names_owner(obj, owner):
             found.setdefault(Key.of(obj), obj)

@@ -119,8 +119,7 @@ class RenderResult:
 
     def composed_of(self, xr: Mapping[str, Any]) -> list[Obj]:
         """The composed resources of an XR, in key order."""
-        name = str((xr.get("metadata") or {}).get("name", ""))
-        return [o for o in self.store.labelled_composite(name) if owned_by(o, xr)]
+        return [o for o in self.store.candidates_of(xr) if owned_by(o, xr)]
 
     def composed_ready(self, obj: Mapping[str, Any]) -> bool:
         """Whether a composed resource counts as ready for its XR: the function's
@@ -446,7 +445,7 @@ class ControlPlane:
 
     def _observed(self, xr: Obj) -> dict[str, Obj]:
         observed: dict[str, Obj] = {}
-        for obj in self.store.labelled_composite(str(xr["metadata"]["name"])):
+        for obj in self.store.candidates_of(xr):
             name = resource_name(obj)
             # Crossplane cannot address a composed resource without the
             # annotation, so such objects are left alone (not observed, not GC'd).
@@ -904,7 +903,12 @@ class ControlPlane:
             meta["namespace"] = current["metadata"]["namespace"]
         if scope_of(desired) == "Namespaced" and not meta.get("namespace"):
             meta["namespace"] = "default"
-        meta["labels"] = {**(meta.get("labels") or {}), c.XP_LABEL_COMPOSITE: xm["name"]}
+        # Crossplane labels a composed resource with the root composite: the
+        # XR's own composite label when it is itself composed, else its name
+        # (a real control plane showed the ModelReplicas' Objects labelled
+        # with their ModelDeployment).
+        root = (xm.get("labels") or {}).get(c.XP_LABEL_COMPOSITE) or xm["name"]
+        meta["labels"] = {**(meta.get("labels") or {}), c.XP_LABEL_COMPOSITE: root}
         meta["annotations"] = {
             **(meta.get("annotations") or {}),
             c.XP_ANNOTATION_RESOURCE_NAME: name,

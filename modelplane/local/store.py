@@ -58,14 +58,14 @@ def _owner_names(obj: Mapping[str, Any]) -> set[str]:
 def owned_by(obj: Mapping[str, Any], xr: Mapping[str, Any]) -> bool:
     """Whether `obj` is a composed resource of `xr`.
 
-    Crossplane's composite label names the XR; a controller ownerReference, if
-    present, must point at it too (its uid may come from a live cluster, so
-    only apiVersion/kind/name are compared), and a namespaced XR's resources
-    live in its namespace.
+    A controller ownerReference decides when there is one (its uid may come
+    from a live cluster, so only apiVersion/kind/name are compared). Without
+    one, Crossplane's composite label must name the XR. The label alone is not
+    enough when there is a reference: Crossplane labels a nested composite's
+    resources with the root composite, not with their own parent. A
+    namespaced XR's resources live in its namespace.
     """
     xm, om = xr.get("metadata") or {}, obj.get("metadata") or {}
-    if (om.get("labels") or {}).get(COMPOSITE_LABEL) != xm.get("name"):
-        return False
     if xm.get("namespace") and om.get("namespace") != xm.get("namespace"):
         return False
     # Names first: the whole keys are only built when they could be equal.
@@ -78,7 +78,7 @@ def owned_by(obj: Mapping[str, Any], xr: Mapping[str, Any]) -> bool:
                 xr.get("kind"),
                 xm.get("name"),
             )
-    return True
+    return (om.get("labels") or {}).get(COMPOSITE_LABEL) == xm.get("name")
 
 
 _VERSIONS = itertools.count(1)
@@ -266,9 +266,11 @@ class ObjectStore:
         """The version of every object (a copy): two maps differ exactly where content did."""
         return dict(self._versions)
 
-    def labelled_composite(self, name: str) -> list[Obj]:
-        """Objects whose `crossplane.io/composite` label is `name`, in key order."""
-        return [self._objects[k] for k in sorted(self._by_composite.get(name, ()))]
+    def candidates_of(self, xr: Mapping[str, Any]) -> list[Obj]:
+        """Objects that may be composed by xr: labelled with its name or owned by its name."""
+        name = str((xr.get("metadata") or {}).get("name", ""))
+        keys = self._by_composite.get(name, set()) | self._by_owner.get(name, set())
+        return [self._objects[k] for k in sorted(keys)]
 
     def owned_by_name(self, name: str) -> list[Obj]:
         """Objects with an ownerReference to an object called `name`, in key order."""

@@ -37,6 +37,7 @@ PLAYED: dict[tuple[str, str], str] = {
     ("batch", "Job"): "batch/v1",
     ("gateway.networking.k8s.io", "HTTPRoute"): "gateway.networking.k8s.io/v1",
     ("gateway.networking.k8s.io", "Gateway"): "gateway.networking.k8s.io/v1",
+    ("gateway.networking.k8s.io", "GatewayClass"): "gateway.networking.k8s.io/v1",
     ("gateway.envoyproxy.io", "Backend"): "gateway.envoyproxy.io/v1alpha1",
 }
 
@@ -57,7 +58,8 @@ def _settled(kind: str, obj: Mapping[str, Any]) -> bool:
         return conditions.get("Complete") == "True"
     if kind == "HTTPRoute":
         return bool(status.get("parents"))
-    return bool(conditions)
+    # Gateway API CRDs default a status of Accepted=Unknown ("Pending").
+    return conditions.get("Accepted") == "True"
 
 
 def now() -> str:

@@ -49,6 +49,9 @@ def inference_cluster(
             "existing": {"kubeconfigSecretRef": secret_ref},
             "pools": [{"name": "l4", "className": class_name, "nodeCount": nodes}],
             "servingStack": {"enabled": False},
+            # The address of the platform's gateway in front of the cluster:
+            # ModelEndpoints (and so ModelServices) need one.
+            "gateway": {"address": f"{name}.inference.test"},
         },
     }
 
@@ -138,4 +141,9 @@ def model_service(name: str, ns: str, model: str) -> Doc:
 
 def inference_gateway() -> Doc:
     """The control plane's InferenceGateway `default` (one HTTP listener)."""
-    return {"apiVersion": API, "kind": "InferenceGateway", "metadata": {"name": "default"}, "spec": {}}
+    return {
+        "apiVersion": API,
+        "kind": "InferenceGateway",
+        "metadata": {"name": "default"},
+        "spec": {},
+    }

@@ -7,10 +7,13 @@ its own namespace and cluster names.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from e2e import manifests as m
+from e2e import parity
 from e2e.conftest import TIMINGS
 from e2e.harness import World
 
@@ -145,7 +148,8 @@ def test_a_model_service_composes_routes_on_the_control_plane(fleet: World) -> N
     fleet.apply(
         [m.namespace(ns), m.deployment("svc", ns, replicas=1, labels={"model": "svc-model"})]
     )
-    fleet.apply([m.namespace("crossplane-system"), m.inference_gateway()])
+    # The namespace the Envoy Gateway Release would create (no Helm here).
+    fleet.apply([m.namespace("envoy-gateway-system"), m.inference_gateway()])
     fleet.apply([m.model_service("svc", ns, "svc-model")])
 
     def composed() -> bool | None:
@@ -154,3 +158,74 @@ def test_a_model_service_composes_routes_on_the_control_plane(fleet: World) -> N
         return True if routes and backends else None
 
     fleet.settle("the ModelService's HTTPRoute and Backends", composed)
+
+
+def test_render_parity(fleet: World, tmp_path: Path) -> None:
+    """The same inputs rendered offline predict what the real fleet holds (e2e-one)."""
+    ns = "e2e-one"
+    fleet.settle(
+        "ModelDeployment qwen Ready", lambda: fleet.ready(m.API, "ModelDeployment", "qwen", ns)
+    )
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    docs = [
+        m.namespace("modelplane-system"),
+        *[
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": f"{wl}-kubeconfig", "namespace": "modelplane-system"},
+                "type": "Opaque",
+                "stringData": {"kubeconfig": "apiVersion: v1\nkind: Config\n"},
+            }
+            for wl in CLUSTERS.values()
+        ],
+        m.inference_class(CLASS),
+        *[m.inference_cluster(name, fleet.secret_ref(wl), CLASS) for name, wl in CLUSTERS.items()],
+        m.namespace(ns),
+        m.deployment("qwen", ns, replicas=2),
+    ]
+    (inputs / "fleet.yaml").write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    out = tmp_path / "out"
+    parity.render(inputs, out)
+    counts: dict[str, int] = {}
+    diffs: list[parity.Difference] = []
+
+    def check(part: str, api: Any) -> None:
+        n, found = parity.differences(out, part, api)
+        counts[part] = n
+        diffs.extend(found)
+
+    # Settle once more so every composite has had a reconcile after its last change.
+    fleet.settle("a quiet round", lambda: True if fleet.play() == 0 else None, 60)
+    check("control-plane", fleet.cp)
+    for name, wl in CLUSTERS.items():
+        check(f"clusters/{name}", fleet.workloads[wl])
+    TIMINGS["render parity: objects compared"] = float(sum(counts.values()))
+    assert counts["control-plane"] >= 15 and all(counts[f"clusters/{n}"] >= 5 for n in CLUSTERS)
+    assert not diffs, "\n".join(str(d) for d in diffs)
+
+
+def test_deleting_the_deployment_removes_its_objects_from_the_workload_clusters(
+    fleet: World,
+) -> None:
+    ns = "e2e-one"
+    before = {wl: api.list("apps/v1", "Deployment", ns) for wl, api in fleet.workloads.items()}
+    assert all(before.values())
+    assert fleet.cp.delete(m.API, "ModelDeployment", "qwen", ns)
+
+    def gone() -> bool | None:
+        if fleet.cp.list(m.API, "ModelReplica", ns):
+            return None
+        for api in fleet.workloads.values():
+            kinds = [
+                api.list("apps/v1", "Deployment", ns),
+                api.list("v1", "Service", ns),
+                api.list("gateway.networking.k8s.io/v1", "HTTPRoute", ns),
+                api.list("resource.k8s.io/v1", "ResourceClaimTemplate", ns),
+            ]
+            if any(kinds):
+                return None
+        return True
+
+    fleet.settle("the replicas and their workload objects gone", gone)
