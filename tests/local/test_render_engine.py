@@ -429,3 +429,34 @@ def test_composer_exception_is_a_fatal_result_not_a_crash(install, tmp_path) -> 
     assert res.output.startswith("---\napiVersion: test.modelplane.ai/v1\n")
     assert "Traceback" not in res.output
     assert "ZeroDivisionError: division by zero" in res.output
+
+
+def test_a_nested_composites_resources_carry_the_root_composite_label() -> None:
+    """As Crossplane labels them: a real control plane labelled a ModelReplica's Objects
+    with their ModelDeployment, not the ModelReplica; ownership stays with the parent."""
+    from pathlib import Path
+
+    from modelplane.local import load_paths
+    from modelplane.local.store import owned_by
+
+    root = Path(__file__).resolve().parents[2]
+    plane = ControlPlane(load_paths([root / "examples" / "quickstart"]))
+    plane.run()
+    replicas = [o for o in plane.store.objects() if o["kind"] == "ModelReplica"]
+    assert replicas
+    for replica in replicas:
+        deployment = replica["metadata"]["labels"]["modelplane.ai/deployment"]
+        objects = [
+            o
+            for o in plane.store.objects()
+            if o["kind"] == "Object"
+            and any(
+                r.get("name") == replica["metadata"]["name"]
+                for r in o["metadata"].get("ownerReferences") or []
+            )
+        ]
+        assert objects, replica["metadata"]["name"]
+        for obj in objects:
+            assert obj["metadata"]["labels"][COMPOSITE] == deployment
+            assert owned_by(obj, replica)
+            assert not any(owned_by(obj, other) for other in replicas if other is not replica)
