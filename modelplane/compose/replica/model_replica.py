@@ -293,8 +293,8 @@ def _usages(
     fetched = inp.required.get(CLUSTER_REQUIREMENT) or []
     if not fetched or not has_serving_stack(fetched[0]):
         return
-    names = [i.name for i in items if i.serves]
-    for key, usage in workload_usages(ns, cluster, names).items():
+    kinds = {i.name: str(i.manifest.get("kind") or "") for i in items if i.serves}
+    for key, usage in workload_usages(ns, cluster, kinds).items():
         res.desired[key] = DesiredResource(usage, "True")
 
 
