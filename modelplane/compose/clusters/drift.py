@@ -138,13 +138,13 @@ def _compare(device: Device, slice_device: dict[str, Any]) -> list[tuple[str, st
     """(field, declared, observed) for each declared attribute/capacity that differs."""
     want_attrs, want_caps = _declared(device)
     have_attrs, have_caps = _published(slice_device, device.driver)
-    out = []
-    for name, value in sorted(want_attrs.items()):
+    out: list[tuple[str, str, str]] = []
+    for name, attr in sorted(want_attrs.items()):
         got = have_attrs.get(name)
         if got is None:
-            out.append((f"attribute {name}", value.text(), "absent"))
-        elif got != value:
-            out.append((f"attribute {name}", *_shown(value, got)))
+            out.append((f"attribute {name}", attr.text(), "absent"))
+        elif got != attr:
+            out.append((f"attribute {name}", *_shown(attr, got)))
     for name, value in sorted(want_caps.items()):
         published = have_caps.get(name)
         if published is None or not _same_quantity(value, published):
