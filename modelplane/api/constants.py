@@ -102,6 +102,10 @@ CONDITION_REPLICAS_READY: Final = "ReplicasReady"
 CONDITION_WORKLOAD_READY: Final = "WorkloadReady"
 CONDITION_CLUSTER_RESOLVED: Final = "ClusterResolved"
 CONDITION_ARTIFACT_READY: Final = "ArtifactReady"
+# Can the composite read every observed and required object it depends on? Set
+# False naming each unreadable object and field (kept as it is, never taken
+# as absent); set True again only once it was False.
+CONDITION_INPUTS_READABLE: Final = "InputsReadable"
 
 # Reasons (CamelCase), shared where more than one composer uses them.
 REASON_VALID: Final = "Valid"

@@ -267,7 +267,11 @@ class GatewayRef(KubeModel):
     address: str | None = Field(
         default=None,
         max_length=253,
-        description="The gateway's external address (host or URL), published in status.",
+        description=(
+            "The gateway's external address (host or URL), e.g. a DNS name in front of its "
+            "load balancer. When set it wins over the address the Gateway reports: "
+            "status.gatewayAddress is this, status.observedGatewayAddress what the Gateway reports."
+        ),
     )
 
 
@@ -381,7 +385,15 @@ class InferenceClusterStatus(ConditionedStatus):
         default=None, description="ClusterProviderConfig through which composed objects reach it."
     )
     gateway_address: str | None = Field(
-        default=None, description="External address of the cluster's inference gateway."
+        default=None,
+        description=(
+            "External address of the cluster's inference gateway, as replicas publish it: "
+            "spec.gateway.address when given, else the address the Gateway reports."
+        ),
+    )
+    observed_gateway_address: str | None = Field(
+        default=None,
+        description="The address the cluster's inference Gateway reports (its load balancer).",
     )
     unschedulable_replicas: list[UnschedulableReplica] | None = Field(
         default=None,

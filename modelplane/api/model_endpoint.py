@@ -145,6 +145,14 @@ class ObservedEndpoint:
     `spec` is None when the spec does not parse; `problem` then says why. Such
     an endpoint is kept as known-but-unusable: it is never routed to, and it
     still shows in a service's `status.endpoints`.
+
+    `unknown` is set when the spec reads but the status does not (a status or
+    condition of the wrong shape, a `ready` that is not a boolean): whether it
+    is Ready cannot be told, so `ready` is False and a reader keeps what it
+    did with the endpoint before (`unknown` names the field). `unreadable` is
+    set when the metadata does not read (name, namespace or labels of the
+    wrong shape): which endpoint it is, and which selector it matches, cannot
+    be told either.
     """
 
     name: str
@@ -153,17 +161,54 @@ class ObservedEndpoint:
     spec: ModelEndpointSpec | None = None
     ready: bool = False
     problem: str | None = None
+    unknown: str | None = None
+    unreadable: str | None = None  # metadata does not read: which endpoint it is is unknown
+
+
+def _metadata_problem(meta: Any) -> str | None:
+    """What makes an endpoint's metadata unreadable (name, namespace, labels); None if it reads."""
+    if not isinstance(meta, Mapping):
+        return f"metadata: {type(meta).__name__}, not an object"
+    for key in ("name", "namespace"):
+        if not isinstance(meta.get(key), str) or not meta.get(key):
+            return f"metadata.{key}: {meta.get(key)!r} is not a name"
+    labels = meta.get("labels")
+    if labels is not None and not (
+        isinstance(labels, Mapping) and all(isinstance(v, str) for v in labels.values())
+    ):
+        return "metadata.labels: not an object of strings"
+    return None
+
+
+def _status_problem(status: Any) -> str | None:
+    """What makes a ModelEndpoint's status unreadable, naming the field; None when it reads."""
+    if status is None:
+        return None
+    if not isinstance(status, Mapping):
+        return f"status: {type(status).__name__}, not an object"
+    ready = status.get("ready")
+    if ready is not None and not isinstance(ready, bool):
+        return f"status.ready: {ready!r} is not a boolean"
+    found = status.get("conditions")
+    if found is not None and not (
+        isinstance(found, list) and all(isinstance(x, Mapping) for x in found)
+    ):
+        return "status.conditions: not a list of objects"
+    return None
 
 
 def read_endpoint(obj: Mapping[str, Any]) -> ObservedEndpoint:
     """The one tolerant reader of an observed ModelEndpoint."""
     meta = obj.get("metadata")
+    bad_meta = _metadata_problem(meta)
     meta = meta if isinstance(meta, Mapping) else {}
     raw_labels = meta.get("labels")
     labels = (
         {str(k): str(v) for k, v in raw_labels.items()} if isinstance(raw_labels, Mapping) else {}
     )
     name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "")
+    if bad_meta is not None:
+        return ObservedEndpoint(name, namespace, labels, problem=bad_meta, unreadable=bad_meta)
     raw_spec = obj.get("spec")
     body = (
         {k: v for k, v in raw_spec.items() if k != "crossplane"}
@@ -179,10 +224,12 @@ def read_endpoint(obj: Mapping[str, Any]) -> ObservedEndpoint:
             name, namespace, labels, problem=format_validation_error(err, "spec")
         )
     status = obj.get("status")
-    try:
-        parsed = ModelEndpointStatus.model_validate(status if isinstance(status, Mapping) else {})
-    except ValidationError as err:
-        return ObservedEndpoint(
-            name, namespace, labels, spec, problem=format_validation_error(err, "status")
-        )
-    return ObservedEndpoint(name, namespace, labels, spec, ready=parsed.ready is True)
+    unknown = _status_problem(status)
+    if unknown is None:
+        try:
+            parsed = ModelEndpointStatus.model_validate(status or {})
+        except ValidationError as err:
+            unknown = format_validation_error(err, "status")
+        else:
+            return ObservedEndpoint(name, namespace, labels, spec, ready=parsed.ready is True)
+    return ObservedEndpoint(name, namespace, labels, spec, problem=unknown, unknown=unknown)

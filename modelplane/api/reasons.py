@@ -170,6 +170,17 @@ class HardwareDriftReason(StrEnum):
     INVENTORY_INVALID = "InventoryInvalid"
 
 
+class InputsReadableReason(StrEnum):
+    """`InputsReadable`: does every object the composite reads read?
+
+    False (`Unreadable`) names each malformed object and field; what depends
+    on it is kept as it is (unknown, not absent) until it reads again.
+    """
+
+    READABLE = "Readable"
+    UNREADABLE = "Unreadable"
+
+
 class GatewayReadyReason(StrEnum):
     """`GatewayReady`: does the InferenceGateway's Gateway answer at an address?"""
 
@@ -224,6 +235,7 @@ REASONS: Final[dict[str, type[StrEnum]]] = {
     c.CONDITION_CACHE_READY: CacheReadyReason,
     c.CONDITION_GATEWAY_READY: GatewayReadyReason,
     c.CONDITION_ENDPOINTS_READY: EndpointsReadyReason,
+    c.CONDITION_INPUTS_READABLE: InputsReadableReason,
 }
 """Condition type → the enum of its reasons. A new condition type adds its enum here."""
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from modelplane.api import constants as c
 from modelplane.api.common import format_validation_error
 from modelplane.api.frozen import memoized
 from modelplane.compose.types import ComposeInput, DesiredResource, Resource
@@ -62,6 +64,65 @@ def _parser(model: type[M]) -> tuple[str, Callable[[Any], tuple[M | None, str]]]
             return None, format_validation_error(err, "spec")
 
     return f"parse_spec:{model.__module__}.{model.__qualname__}", parse
+
+
+_SUBDOMAIN = re.compile(c.DNS_SUBDOMAIN_PATTERN)
+_LABEL = re.compile(c.DNS_LABEL_PATTERN)
+_MAX_NAME = 253
+_MAX_NAMESPACE = 63
+
+
+def _shown(value: Any) -> str:
+    """A value and its JSON type, for a message."""
+    kinds = {bool: "a boolean", int: "a number", float: "a number", str: "a string"}
+    for base, word in kinds.items():
+        if type(value) is base:
+            return f"{value!r} ({word})"
+    if value is None:
+        return "null"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def _name_problem(value: Any, field: str, pattern: re.Pattern[str], limit: int) -> str | None:
+    if isinstance(value, str) and value and len(value) <= limit and pattern.match(value):
+        return None
+    what = "a DNS subdomain" if pattern is _SUBDOMAIN else "a DNS label"
+    return f"{field} is {_shown(value)}, not {what} of at most {limit} characters"
+
+
+def _map_problem(value: Any, field: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        return f"{field} is {_shown(value)}, not an object of strings"
+    for key, item in value.items():
+        if not isinstance(item, str):
+            return f"{field}[{key}] is {_shown(item)}, not a string"
+    return None
+
+
+def identity_problem(composite: Resource) -> str | None:
+    """What is wrong with the composite's own metadata, naming the field; None when it reads.
+
+    The API server never admits such a composite; a composer must still not
+    compose from one (every composed name derives from it). `metadata` must be
+    an object, `metadata.name` a DNS subdomain, `metadata.namespace` (when set)
+    a DNS label, labels and annotations objects of strings. A missing
+    namespace is each composer's own check (it knows whether its kind is
+    namespaced).
+    """
+    m = composite.get("metadata")
+    if not isinstance(m, dict):
+        return f"metadata is {_shown(m)}, not an object"
+    checks = [
+        _name_problem(m.get("name"), "metadata.name", _SUBDOMAIN, _MAX_NAME),
+        _map_problem(m.get("labels"), "metadata.labels"),
+        _map_problem(m.get("annotations"), "metadata.annotations"),
+    ]
+    if m.get("namespace") not in (None, ""):
+        namespace = m["namespace"]
+        checks.insert(1, _name_problem(namespace, "metadata.namespace", _LABEL, _MAX_NAMESPACE))
+    return next((p for p in checks if p is not None), None)
 
 
 def meta(obj: Resource) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import crossplane.function.proto.v1.run_function_pb2 as fnv1
 from google.protobuf.message import DecodeError
 
 from modelplane.compose import registry
+from modelplane.compose.common import identity_problem
 from modelplane.compose.types import ComposeInput, ComposeResult, Resource
 from modelplane.crossplane import convert
 
@@ -114,7 +115,8 @@ class FunctionRunner:
     def compose(self, composite: Resource, read: Callable[[], ComposeInput]) -> ComposeResult:
         """Run the composer for `composite` on the input `read()` builds; never raises.
 
-        What cannot be composed — a composite without identity, a kind no
+        What cannot be composed — a composite without identity or whose
+        metadata does not read (`compose.common.identity_problem`), a kind no
         composer serves, a composer that raises (a bug: composers turn bad
         input into conditions) — is a fatal result, which keeps every
         composed resource. The embedded control plane calls this directly,
@@ -124,6 +126,12 @@ class FunctionRunner:
             api_version, kind, _, _ = _identity(composite)
         except BadRequestError as exc:
             return ComposeResult(fatal=f"{exc}: cannot compose it")
+        problem = identity_problem(composite)
+        if problem is not None:
+            return ComposeResult(
+                fatal=f"the observed {kind}'s {problem}: cannot compose it; every composed "
+                "resource is kept as it is"
+            )
         # Looked up through the module so tests can monkeypatch the registry.
         composer = registry.composer_for(api_version, kind)
         if composer is None:

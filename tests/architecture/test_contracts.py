@@ -42,6 +42,7 @@ def test_the_contract_keys_are_the_ones_other_kinds_read() -> None:
         "devices",
         "gatewayAddress",
         "gpuPools",
+        "observedGatewayAddress",
         "providerConfigName",
         "unschedulableReplicas",
     ]
@@ -61,6 +62,7 @@ def _params() -> list[object]:
 def test_no_status_wire_name_outside_api(path: Path) -> None:
     leaked = _string_constants(path) & {
         "gpuPools",
+        "observedGatewayAddress",
         "providerConfigName",
         "gatewayAddress",
         "unschedulableReplicas",

@@ -139,7 +139,7 @@ WING_IMPORTS: dict[str, dict[str, set[str]]] = {
 }
 # The shared core: flat modules of `modelplane/compose/`. Only the registry,
 # which maps every kind to its composer, imports a wing.
-CORE = {"__init__", "types", "outcome", "common", "objects", "readiness", "registry"}
+CORE = {"__init__", "types", "outcome", "common", "objects", "readiness", "registry", "unreadable"}
 COMPOSE = PACKAGE / "compose"
 
 

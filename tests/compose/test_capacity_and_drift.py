@@ -14,7 +14,7 @@ from modelplane.compose.clusters.clouds.capacity import (
     stockout_message,
     zone_in,
 )
-from modelplane.compose.clusters.drift import Drift, hardware_drift
+from modelplane.compose.clusters.drift import Drift, _compare, hardware_drift
 
 NOW = "2026-01-01T00:00:00Z"
 
@@ -308,11 +308,28 @@ def test_drift_on_typed_missing_and_valueless_attributes(
     assert _typed_drift(attributes, capacity) == want
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="compose/drift.py compares attribute values as text, so a string '132' "
-    "passes for the int 132 (a selector comparing with 132 would not match it)",
+@pytest.mark.parametrize(
+    ("published", "declared", "observed"),
+    [
+        ({"string": "132"}, "132 (int)", "132 (string)"),
+        ({"bool": True}, "132 (int)", "true (bool)"),
+    ],
+    ids=["string-for-int", "bool-for-int"],
 )
-def test_an_attribute_published_with_another_type_is_a_drift() -> None:
-    drifts = _typed_drift({**TYPED_ATTRS, "cores": {"string": "132"}}, MEMORY)
-    assert [d.field for d in drifts] == ["attribute cores"]
+def test_an_attribute_published_with_another_type_is_a_drift(
+    published: dict[str, Any], declared: str, observed: str
+) -> None:
+    # A selector comparing with the int 132 would not match any of these.
+    drifts = _typed_drift({**TYPED_ATTRS, "cores": published}, MEMORY)
+    assert drifts == [_drift("attribute cores", declared, observed)]
+
+
+def test_an_int_attribute_carried_as_a_whole_float_is_the_same_int() -> None:
+    # protobuf Structs carry every number as a double.
+    assert _typed_drift({**TYPED_ATTRS, "cores": {"int": 132.0}}, MEMORY) == []
+
+
+def test_a_published_value_not_of_its_own_key_type_keeps_its_own_type() -> None:
+    # The summarizer normalizes slices; a raw shape can still hold a string under `int`.
+    shape = {"attributes": {**TYPED_ATTRS, "cores": {"int": "132"}}, "capacity": MEMORY}
+    assert _compare(TYPED, shape) == [("attribute cores", "132 (int)", "132 (str)")]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from modelplane.compose.clusters import inference_cluster
 from modelplane.compose.types import ComposeInput, ComposeResult
 
@@ -225,3 +227,23 @@ def test_asking_to_install_volcano_surfaces_on_the_cluster_with_what_to_do() -> 
     # install: false (Volcano installed by the platform team) asks for nothing.
     xr = _cluster(scheduling={"schedulerName": "volcano", "install": False})
     assert "gpuScheduler" not in _compose(xr).desired["serving-stack"].resource["spec"]
+
+
+GATEWAY_ADDRESSES = [
+    # (spec.gateway.address, what the Gateway reports) → (gatewayAddress, observedGatewayAddress)
+    ("llm.example.com", "203.0.113.7", "llm.example.com", "203.0.113.7"),
+    ("llm.example.com", None, "llm.example.com", None),
+    (None, "203.0.113.7", "203.0.113.7", "203.0.113.7"),
+    (None, None, None, None),
+]
+
+
+@pytest.mark.parametrize(("given", "reported", "effective", "observed"), GATEWAY_ADDRESSES)
+def test_a_given_gateway_address_wins_and_the_reported_one_is_shown_beside_it(
+    given: str | None, reported: str | None, effective: str | None, observed: str | None
+) -> None:
+    xr = _cluster(**({"gateway": {"address": given}} if given else {}))
+    stack = {"status": {"gatewayAddress": reported} if reported else {}}
+    res = _compose(xr, {"serving-stack": stack})
+    assert res.status.get("gatewayAddress") == effective
+    assert res.status.get("observedGatewayAddress") == observed

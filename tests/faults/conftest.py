@@ -7,9 +7,14 @@ and how many Ready workloads they cost (the goal is 0).
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
+
+# test_xr_fuzz.py imports its harness, `xr_fuzz`, from this folder.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 @dataclass
@@ -41,6 +46,8 @@ class FaultLog:
 
 
 _LOG = FaultLog()
+FUZZ_REPORT: list[str] = []
+"""The XR fuzz's summary lines (test_xr_fuzz.py), printed after the run."""
 
 
 @pytest.fixture(scope="session")
@@ -49,8 +56,16 @@ def fault_log() -> FaultLog:
     return _LOG
 
 
+@pytest.fixture(scope="session")
+def fuzz_report() -> list[str]:
+    """Where the XR fuzz puts its summary lines, printed after the run."""
+    return FUZZ_REPORT
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Print the tally when any fault ran."""
+    """Print the tally when any fault ran, and the XR fuzz's counts when it ran."""
     if _LOG.lost:
         for line in _LOG.summary():
             terminalreporter.write_line(line)
+    for line in FUZZ_REPORT:
+        terminalreporter.write_line(line)

@@ -154,6 +154,12 @@ def test_deleting_an_eks_cluster_goes_workloads_releases_node_groups_cluster_net
         order[Key(helm, "Release", NS, f"us-east-{r}")]
         for r in ("nvidia-dra-driver", "leaderworkerset", "envoy-gateway")
     ]
+    # The workloads are Deployments: they use the DRA driver and the gateway,
+    # not the LeaderWorkerSet controller (no Usage holds that one for them).
+    used = [
+        order[Key(helm, "Release", NS, f"us-east-{r}")]
+        for r in ("nvidia-dra-driver", "envoy-gateway")
+    ]
     groups = [
         order[Key(eks, "NodeGroup", NS, f"us-east-{g}")]
         for g in ("pool-h100", "pool-l40s", "system")
@@ -211,7 +217,7 @@ def test_deleting_an_eks_cluster_goes_workloads_releases_node_groups_cluster_net
             ("Route", "public-default"),
         )
     )
-    assert max(order[w] for w in workloads) < min(releases)
+    assert max(order[w] for w in workloads) < min(used)
     assert max(releases) < min(groups)
     assert groups[-1] < min(cluster_children) and max(cluster_children) < control_plane
     assert max(groups) < control_plane < min(after_control_plane)
@@ -234,6 +240,12 @@ def test_deleting_a_gke_cluster_goes_workloads_releases_node_pools_cluster_netwo
         order[Key(helm, "Release", NS, f"eu-west-{r}")]
         for r in ("nvidia-dra-driver", "leaderworkerset", "envoy-gateway")
     ]
+    # The workloads are Deployments: they use the DRA driver and the gateway,
+    # not the LeaderWorkerSet controller (no Usage holds that one for them).
+    used = [
+        order[Key(helm, "Release", NS, f"eu-west-{r}")]
+        for r in ("nvidia-dra-driver", "envoy-gateway")
+    ]
     pools = [
         order[Key(container, "NodePool", NS, f"eu-west-{p}")]
         for p in ("pool-a100", "pool-l4", "system")
@@ -249,7 +261,7 @@ def test_deleting_a_gke_cluster_goes_workloads_releases_node_pools_cluster_netwo
             (compute, "Router", "router"),
         )
     ]
-    assert max(order[w] for w in workloads) < min(releases)
+    assert max(order[w] for w in workloads) < min(used)
     assert max(releases) < min(pools)
     assert max(pools) < control_plane < min(after_control_plane)
     nat, router = after_control_plane[2:]

@@ -11,8 +11,10 @@ every node of the pool must publish `count` devices of that driver, and every
 published shape must carry the declared attributes and capacities. Attribute
 and capacity names are compared without the driver's own domain prefix (a
 slice may publish `productName` where the class says
-`gpu.nvidia.com/productName`). Synthetic devices have no driver publishing
-them and are never compared.
+`gpu.nvidia.com/productName`). Attributes are compared by type and value: a
+string "132" is not the int 132 (a selector comparing with 132 would not
+match it), and the message then names both types. Synthetic devices have no
+driver publishing them and are never compared.
 """
 
 from __future__ import annotations
@@ -49,14 +51,55 @@ def _short(name: str, driver: str) -> str:
     return name[len(prefix) :] if name.startswith(prefix) else name
 
 
-def _attr_value(attr: Any) -> str | None:
+_ATTR_TYPES = ("string", "int", "bool", "version")
+
+
+@dataclass(frozen=True)
+class _Attr:
+    """A DRA attribute's type (its one-of key) and value, compared together."""
+
+    type: str
+    value: Any
+
+    def text(self) -> str:
+        """The value as a drift message shows it (`true`, `132`, `1.2.3`)."""
+        return str(self.value).lower() if isinstance(self.value, bool) else str(self.value)
+
+
+def _typed(kind: str, value: Any) -> Any:
+    """`value` normalized for comparison within its type; None when it is not of that type.
+
+    An `int` may arrive as a whole float (protobuf Structs carry numbers as
+    doubles); a string is never an int, an int never a bool.
+    """
+    if kind == "bool":
+        return value if isinstance(value, bool) else None
+    if kind == "int":
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if isinstance(value, str) else None
+
+
+def _attr_value(attr: Any) -> _Attr | None:
+    """The attribute's type and value; a value not of its declared type keeps its own type."""
     if not isinstance(attr, dict):
         return None
-    for key in ("string", "int", "bool", "version"):
+    for key in _ATTR_TYPES:
         if key in attr and attr[key] is not None:
             value = attr[key]
-            return str(value).lower() if isinstance(value, bool) else str(value)
+            typed = _typed(key, value)
+            if typed is None:  # e.g. {"int": "132"}: a string under the int key
+                return _Attr(type(value).__name__, value)
+            return _Attr(key, typed)
     return None
+
+
+def _shown(want: _Attr, got: _Attr) -> tuple[str, str]:
+    """Both values as a message shows them, with their types when only the types differ."""
+    if want.type == got.type and want.text() != got.text():
+        return want.text(), got.text()
+    return f"{want.text()} ({want.type})", f"{got.text()} ({got.type})"
 
 
 def _same_quantity(a: str, b: str) -> bool:
@@ -66,7 +109,7 @@ def _same_quantity(a: str, b: str) -> bool:
         return a == b
 
 
-def _declared(device: Device) -> tuple[dict[str, str], dict[str, str]]:
+def _declared(device: Device) -> tuple[dict[str, _Attr], dict[str, str]]:
     attrs = {
         _short(k, device.driver): v
         for k, a in (device.attributes or {}).items()
@@ -76,7 +119,9 @@ def _declared(device: Device) -> tuple[dict[str, str], dict[str, str]]:
     return attrs, caps
 
 
-def _published(slice_device: dict[str, Any], driver: str) -> tuple[dict[str, str], dict[str, str]]:
+def _published(
+    slice_device: dict[str, Any], driver: str
+) -> tuple[dict[str, _Attr], dict[str, str]]:
     attrs = {
         _short(str(k), driver): v
         for k, a in (slice_device.get("attributes") or {}).items()
@@ -93,11 +138,13 @@ def _compare(device: Device, slice_device: dict[str, Any]) -> list[tuple[str, st
     """(field, declared, observed) for each declared attribute/capacity that differs."""
     want_attrs, want_caps = _declared(device)
     have_attrs, have_caps = _published(slice_device, device.driver)
-    out = []
-    for name, value in sorted(want_attrs.items()):
-        got = have_attrs.get(name, "absent")
-        if got != value:
-            out.append((f"attribute {name}", value, got))
+    out: list[tuple[str, str, str]] = []
+    for name, attr in sorted(want_attrs.items()):
+        got = have_attrs.get(name)
+        if got is None:
+            out.append((f"attribute {name}", attr.text(), "absent"))
+        elif got != attr:
+            out.append((f"attribute {name}", *_shown(attr, got)))
     for name, value in sorted(want_caps.items()):
         published = have_caps.get(name)
         if published is None or not _same_quantity(value, published):

@@ -57,6 +57,19 @@ def provider_config_name(cluster: str) -> str:
     return label_value(f"modelplane-{cluster}")
 
 
+def gateway_addresses(
+    spec: InferenceClusterSpec, observed: str | None
+) -> tuple[str | None, str | None]:
+    """(effective, observed) gateway address: `spec.gateway.address` wins when given.
+
+    The given address is what clients and the control plane use (a DNS name in
+    front of the load balancer); the address the composed Gateway reports is
+    used otherwise, and is published beside it either way.
+    """
+    given = spec.gateway.address if spec.gateway is not None else None
+    return (given or observed), observed
+
+
 def compose(inp: ComposeInput) -> ComposeResult:
     """Compose the cluster's infrastructure and provider configs; publish pools and readiness."""
     result = ComposeResult()
@@ -92,7 +105,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
     sources.drift(result, status, pools, inventory, why)
     if reachable:
         status.provider_config_name = pc_name
-    status.gateway_address = address or (spec.gateway.address if spec.gateway else None)
+    status.gateway_address, status.observed_gateway_address = gateway_addresses(spec, address)
     status.gpu_pools = pools
     result.status = status.to_dict()
     configs_up = all(k in inp.observed for k in sources.PROVIDER_CONFIG_KEYS if k in result.desired)

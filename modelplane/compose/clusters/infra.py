@@ -30,6 +30,19 @@ NODE_POOL_API = {
 }
 # The Releases a replica's workload cannot run without (ServingStack chart keys).
 WORKLOAD_RELEASES = ("nvidia-dra-driver", "leaderworkerset", "envoy-gateway")
+# A release only some workloads need, by the release: the wrapped kinds that need it.
+RELEASE_ONLY_FOR = {"leaderworkerset": frozenset({"LeaderWorkerSet"})}
+
+
+def releases_for(kind: str) -> tuple[str, ...]:
+    """The releases of `WORKLOAD_RELEASES` a workload Object wrapping a `kind` needs.
+
+    Every workload needs the DRA driver and the gateway; only a LeaderWorkerSet
+    needs the LeaderWorkerSet controller.
+    """
+    return tuple(
+        r for r in WORKLOAD_RELEASES if r not in RELEASE_ONLY_FOR or kind in RELEASE_ONLY_FOR[r]
+    )
 
 
 @dataclass(frozen=True)
@@ -150,13 +163,17 @@ def has_serving_stack(cluster: Resource | None) -> bool:
 
 
 def workload_usages(
-    namespace: str, cluster: str, workload_objects: list[str]
+    namespace: str, cluster: str, workload_objects: Mapping[str, str]
 ) -> dict[str, Resource]:
-    """Every Usage keeping the replica's workload Objects from outliving the stack's releases."""
+    """Every Usage keeping the replica's workload Objects from outliving the releases they need.
+
+    `workload_objects` maps each workload Object's name to the kind of the
+    manifest it wraps (`releases_for` says which releases that kind needs).
+    """
     return {
         f"usage-{obj}-{release}": workload_usage(namespace, obj, cluster, release)
-        for obj in workload_objects
-        for release in WORKLOAD_RELEASES
+        for obj, kind in workload_objects.items()
+        for release in releases_for(kind)
     }
 
 

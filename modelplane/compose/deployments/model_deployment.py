@@ -324,19 +324,55 @@ def _fleet_replicas(inp: ComposeInput, namespace: str) -> list[Resource]:
 
     The composed resources are the freshest view of this deployment's own
     replicas; merging them in means a lagging fleet listing can never make
-    the scheduler forget (and so replace) a replica that exists.
+    the scheduler forget (and so replace) a replica that exists. A replica
+    whose metadata does not read (a name or namespace that is not a string) is
+    unknown, never absent and never a second replica: it is matched to its
+    other copy by its spec's slot (deployment, cluster, index) and that copy's
+    name is used; with no other copy it is kept under its slot.
     """
+    listed = list(inp.required.get(REPLICAS_REQUIREMENT, []))
+    owned = [o for o in inp.observed.values() if o.get("kind") == MODEL_REPLICA_KIND]
+    readable = {_slot(o): o for o in listed if _readable_name(o)}
     by_id: dict[tuple[str, str], Resource] = {}
-    for obj in inp.required.get(REPLICAS_REQUIREMENT, []):
-        om = meta(obj)
-        by_id[(str(om.get("namespace", "")), str(om.get("name", "")))] = obj
-    for obj in inp.observed.values():
-        if obj.get("kind") != MODEL_REPLICA_KIND:
-            continue
+    for obj in listed:
+        if _readable_name(obj):
+            om = meta(obj)
+            by_id[(str(om.get("namespace", "")), str(om["name"]))] = obj
+    owned_slots = set()
+    for obj in owned:
         om = dict(meta(obj))
+        twin = readable.get(_slot(obj))
+        if not _readable_name(obj):
+            om = dict(meta(twin)) if twin is not None else {"name": _slot_name(obj)}
         om.setdefault("namespace", namespace)
+        owned_slots.add(_slot(obj))
         by_id[(str(om["namespace"]), str(om.get("name", "")))] = {**obj, "metadata": om}
+    for obj in listed:
+        if not _readable_name(obj) and _slot(obj) not in owned_slots:
+            om = {**meta(obj), "name": _slot_name(obj)}
+            om["namespace"] = om.get("namespace") if isinstance(om.get("namespace"), str) else ""
+            by_id[(om["namespace"], om["name"])] = {**obj, "metadata": om}
     return [by_id[k] for k in sorted(by_id)]
+
+
+def _readable_name(obj: Resource) -> bool:
+    """Whether a replica's metadata names it: a name, and a namespace string when set."""
+    om = obj.get("metadata")
+    if not isinstance(om, dict) or not isinstance(om.get("name"), str) or not om["name"]:
+        return False
+    return isinstance(om.get("namespace", ""), str)
+
+
+def _slot(obj: Resource) -> tuple[str, str, str]:
+    """A replica's place by its spec: (deployment, cluster, index), as text."""
+    spec = obj.get("spec")
+    spec = spec if isinstance(spec, dict) else {}
+    return str(spec.get("deploymentName")), str(spec.get("clusterName")), str(spec.get("index"))
+
+
+def _slot_name(obj: Resource) -> str:
+    """A stand-in name for a replica whose metadata does not name it."""
+    return "unreadable-" + "-".join(_slot(obj))
 
 
 def _user_labels(spec: ModelDeploymentSpec, result: ComposeResult) -> dict[str, str]:

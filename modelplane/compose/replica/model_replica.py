@@ -51,7 +51,7 @@ from typing import Any
 from modelplane.api import constants as c
 from modelplane.api.inference_cluster import GatewayRef
 from modelplane.api.model_replica import ModelReplicaSpec, ModelReplicaStatus
-from modelplane.api.objects import label_value, replica_base
+from modelplane.api.objects import condition, label_value, replica_base
 from modelplane.api.readers import ObservedInferenceCluster, read_inference_cluster
 from modelplane.api.reasons import (
     ClusterResolvedReason,
@@ -59,8 +59,8 @@ from modelplane.api.reasons import (
     ValidReason,
     WorkloadReadyReason,
 )
-from modelplane.compose import outcome, readiness
-from modelplane.compose.clusters.infra import has_serving_stack, workload_usages
+from modelplane.compose import outcome, readiness, unreadable
+from modelplane.compose.clusters.infra import WORKLOAD_RELEASES, has_serving_stack, workload_usages
 from modelplane.compose.common import as_desired, meta, parse_spec
 from modelplane.compose.objects import Item, wrap
 from modelplane.compose.replica import backends, schedulers, workload
@@ -286,15 +286,36 @@ def _desire(
     res.ready = "True" if all(res.desired[i.key].ready == "True" for i in items) else "False"
 
 
+_RELEASE_SUFFIXES = tuple(f"-{release}" for release in WORKLOAD_RELEASES)
+Unreadable = unreadable.Unreadable
+
+
 def _usages(
     inp: ComposeInput, res: ComposeResult, ns: str, cluster: str, items: list[Item]
 ) -> None:
     """Usages: the workload goes before its cluster's DRA driver, LWS and gateway releases."""
     fetched = inp.required.get(CLUSTER_REQUIREMENT) or []
-    if not fetched or not has_serving_stack(fetched[0]):
+    if not fetched:
         return
-    names = [i.name for i in items if i.serves]
-    for key, usage in workload_usages(ns, cluster, names).items():
+    problem = unreadable.conditions_problem(fetched[0])
+    kept = [k for k in inp.observed if k.startswith("usage-") and k.endswith(_RELEASE_SUFFIXES)]
+    if problem is not None:
+        # Whether the cluster runs the stack is unknown: its Usages stay as they are.
+        field, why = unreadable.split(problem)
+        unreadable.keep(inp, res, sorted(kept))
+        kept_what = "the replica's Usages of its releases are kept as they are"
+        found = Unreadable(f"InferenceCluster {cluster}", field, why, kept_what)
+        unreadable.report(inp, res, [found])
+        return
+    unreadable.report(inp, res, [])
+    if condition(fetched[0], c.CONDITION_SERVING_STACK_READY) is None:
+        # Not reported (yet, or any more): unknown, not Disabled; keep what exists.
+        unreadable.keep(inp, res, sorted(kept))
+        return
+    if not has_serving_stack(fetched[0]):
+        return
+    kinds = {i.name: str(i.manifest.get("kind") or "") for i in items if i.serves}
+    for key, usage in workload_usages(ns, cluster, kinds).items():
         res.desired[key] = DesiredResource(usage, "True")
 
 

@@ -40,7 +40,7 @@ Without an internal address the service holds
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from modelplane.api import constants as c
@@ -53,8 +53,13 @@ from modelplane.api.model_service import (
     ServiceEndpointStatus,
 )
 from modelplane.api.objects import label_value
-from modelplane.api.reasons import EndpointsReadyReason, GatewayReadyReason, ValidReason
-from modelplane.compose import objects, outcome
+from modelplane.api.reasons import (
+    EndpointsReadyReason,
+    GatewayReadyReason,
+    InputsReadableReason,
+    ValidReason,
+)
+from modelplane.compose import objects, outcome, unreadable
 from modelplane.compose import readiness as rd
 from modelplane.compose.common import meta, parse_spec
 from modelplane.compose.routing import gateway_objects as gwo
@@ -135,6 +140,24 @@ def compose(inp: ComposeInput) -> ComposeResult:
     if gateway is None:
         return outcome.hold(inp, result, *_gateway_problem(inp), readiness=_ready)
     endpoints = [read_endpoint(o) for o in inp.required.get(ENDPOINTS_REQUIREMENT) or []]
+    nameless = [e.unreadable for e in endpoints if e.unreadable is not None]
+    if nameless:
+        # An endpoint that cannot be named may be any of them: route as before.
+        message = (
+            "a ModelEndpoint fetched for this service does not read ("
+            + "; ".join(sorted(set(nameless)))
+            + "): which endpoint it is cannot be told, so the route and backends are kept as "
+            "they are until it reads"
+        )
+        return outcome.hold(
+            inp,
+            result,
+            c.CONDITION_INPUTS_READABLE,
+            InputsReadableReason.UNREADABLE,
+            message,
+            readiness=_ready,
+        )
+    endpoints = _last_known(inp, result, endpoints, namespace)
     selected = plan(spec, endpoints, namespace)
     status = ModelServiceStatus(
         endpoints=[
@@ -144,6 +167,29 @@ def compose(inp: ComposeInput) -> ComposeResult:
         endpoints_ready=f"{sum(s.ready for s in selected)}/{len(selected)}",
     )
     return _route(inp, result, spec, name, namespace, gateway, selected, status)
+
+
+def _last_known(
+    inp: ComposeInput, result: ComposeResult, endpoints: list[ObservedEndpoint], namespace: str
+) -> list[ObservedEndpoint]:
+    """Endpoints whose status does not read, as the service last routed them.
+
+    Whether such an endpoint is Ready is unknown, so it is neither dropped nor
+    added: it keeps receiving traffic when the service routes to it now (its
+    Backend is observed) and stays without otherwise. Each is reported
+    (`InputsReadable`).
+    """
+    out, found = [], []
+    for e in endpoints:
+        if e.unknown is not None and e.spec is not None and e.namespace == namespace:
+            routed = f"backend-{e.name}" in inp.observed
+            field, _, why = e.unknown.partition(": ")
+            e = replace(e, ready=routed)
+            kept = "routed to as before" if routed else "not routed to, as before"
+            found.append(unreadable.Unreadable(f"ModelEndpoint {e.name}", field, why, kept))
+        out.append(e)
+    unreadable.report(inp, result, found)
+    return out
 
 
 def without_secret_data(inp: ComposeInput) -> ComposeInput:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from modelplane.api.inventory import InventorySummary
+from modelplane.api.objects import conditions
 from modelplane.compose.types import Resource
 
 Cloud = Literal["EKS", "GKE"]
@@ -61,10 +62,8 @@ class StockOut:
 def _messages(managed: Resource) -> list[str]:
     status = managed.get("status")
     status = status if isinstance(status, dict) else {}
-    out = []
-    for cond in status.get("conditions") or []:
-        if isinstance(cond, dict) and isinstance(cond.get("message"), str):
-            out.append(cond["message"])
+    # Only well-formed conditions: a malformed list says nothing about stock.
+    out = [cond["message"] for cond in conditions(managed) if isinstance(cond.get("message"), str)]
     at = status.get("atProvider")
     if isinstance(at, dict):
         for key in ("status", "statusMessage", "health"):

@@ -48,7 +48,7 @@ from modelplane.compose.clusters.managed import (
     selector,
     split_cidr,
 )
-from modelplane.compose.types import ComposeInput, ComposeResult
+from modelplane.compose.types import ComposeInput, ComposeResult, Resource
 
 EKS = "eks.aws.m.upbound.io/v1beta1"
 EC2 = "ec2.aws.m.upbound.io/v1beta1"
@@ -285,7 +285,7 @@ def _network(b: _Build) -> _Net:
             "tags": {"Name": b.cluster},
         },
     )
-    b.plan.network = at_provider(b.inp.observed.get("vpc")).get("id")
+    b.plan.network = _provider_id(b.inp.observed.get("vpc"))
     igw = b.add(
         "internet-gateway",
         b.ref(EC2, "InternetGateway", "igw"),
@@ -457,11 +457,10 @@ def _efs(b: _Build) -> list[Ref]:
         "efs",
         {"encrypted": True, "performanceMode": "generalPurpose", "throughputMode": "elastic"},
     )
-    b.plan.shared_filesystem_id = at_provider(b.inp.observed.get("efs")).get("id")
+    b.plan.shared_filesystem_id = _provider_id(b.inp.observed.get("efs"))
     # Mount targets join the cluster security group EKS creates, which admits
     # every node; its id exists only once the control plane is up.
-    vpc_config = at_provider(b.inp.observed.get(CONTROL_PLANE_KEY)).get("vpcConfig") or {}
-    group = vpc_config.get("clusterSecurityGroupId") if isinstance(vpc_config, dict) else None
+    group = _security_group(b)
     if not group:
         return []
     existing = b.spec.network.existing
@@ -495,6 +494,34 @@ def _efs(b: _Build) -> list[Ref]:
         b.use(efs, mount, "EFS refuses to delete a file system that has mount targets")
         mounts.append(mount)
     return mounts
+
+
+def _provider_id(observed: Resource | None) -> str | None:
+    """A managed resource's `status.atProvider.id`; None when absent or not a string."""
+    value = at_provider(observed).get("id")
+    return value if isinstance(value, str) and value else None
+
+
+def _security_group(b: _Build) -> str | None:
+    """The cluster security group the mount targets join, or None while it is not known.
+
+    Read from the control plane's `status.atProvider.vpcConfig`; when that does
+    not read (absent or malformed) but mount targets exist, the group they
+    were composed with: an unreadable status keeps them as they are rather
+    than withdrawing them.
+    """
+    vpc_config = at_provider(b.inp.observed.get(CONTROL_PLANE_KEY)).get("vpcConfig")
+    group = vpc_config.get("clusterSecurityGroupId") if isinstance(vpc_config, dict) else None
+    if isinstance(group, str) and group:
+        return group
+    for key, obj in sorted(b.inp.observed.items()):
+        if key.startswith("efs-mount-"):
+            spec = obj.get("spec")
+            provider = spec.get("forProvider") if isinstance(spec, dict) else None
+            groups = provider.get("securityGroups") if isinstance(provider, dict) else None
+            if isinstance(groups, list) and groups and isinstance(groups[0], str):
+                return groups[0]
+    return None
 
 
 def _use_all(b: _Build, of: list[Ref], by: Ref, reason: str) -> None:
