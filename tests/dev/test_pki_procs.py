@@ -6,6 +6,7 @@ import socket
 import ssl
 import sys
 import threading
+import time
 from pathlib import Path
 
 import yaml
@@ -74,6 +75,10 @@ def test_kubeconfig_texts(tmp_path: Path) -> None:
 def test_a_started_process_is_found_alive_and_stopped_with_its_children(tmp_path: Path) -> None:
     code = "import subprocess,time; subprocess.Popen(['sleep','60']); time.sleep(60)"
     proc = procs.start("sleeper", [sys.executable, "-c", code], tmp_path)
+    # Between fork and exec the child still shows its parent's command line.
+    deadline = time.monotonic() + 10
+    while not proc.alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert proc.alive()
     again = procs.Proc.from_json(proc.to_json())
     assert again == proc and again.alive()
