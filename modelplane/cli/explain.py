@@ -22,16 +22,18 @@ from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.api.readers import read_model_deployment
 from modelplane.api.roles import role_label
 from modelplane.cli.options import max_rounds_option
-from modelplane.compose.common import parse_spec, without_crossplane_spec
+from modelplane.compose.common import parse_spec
 from modelplane.compose.deployments.model_deployment import (
     INFERENCE_CLUSTER_KIND,
     MODEL_CACHE_KIND,
     MODEL_REPLICA_KIND,
 )
+from modelplane.compose.deployments.observed import scheduler_input
 from modelplane.local import ControlPlane, Key, LoadError, NotConvergedError, load_paths
 from modelplane.local.store import ObjectStore
-from modelplane.scheduling import PlannedReplica, ScheduleResult, schedule
+from modelplane.scheduling import PlannedReplica, ScheduleResult
 from modelplane.scheduling.explanation import explanation_rows
+from modelplane.scheduling.scheduler import schedule_input
 from modelplane.scheduling.words import stuck_text, unverifiable_text
 
 # Piped output is sized to its content, within these bounds (a table cell
@@ -78,15 +80,28 @@ def explain_deployment(store: ObjectStore, namespace: str, name: str) -> Schedul
     spec, error = parse_spec(ModelDeploymentSpec, deployment)
     if spec is None:
         raise click.ClickException(f"ModelDeployment {namespace}/{name} is invalid: {error}")
-    clusters = store.list(c.API_VERSION, INFERENCE_CLUSTER_KIND, None, None)
-    replicas = store.list(c.API_VERSION, MODEL_REPLICA_KIND, None, None)
-    # The same caches the composer looks up, so explain and status agree.
-    caches = [
-        obj
-        for x in spec.caches or ()
-        if (obj := store.get(Key(c.API_VERSION, MODEL_CACHE_KIND, namespace, x.name))) is not None
-    ]
-    return schedule(without_crossplane_spec(deployment), clusters, replicas, caches)
+    # The input the composer builds, from the store: explain and status agree.
+    return schedule_input(scheduler_input(deployment, spec, _StoreFleet(store, namespace)))
+
+
+class _StoreFleet:
+    """The fleet as the local control plane's store holds it."""
+
+    def __init__(self, store: ObjectStore, namespace: str) -> None:
+        self._store = store
+        self._namespace = namespace
+
+    def clusters(self) -> Sequence[Mapping[str, Any]]:
+        """Every InferenceCluster in the store."""
+        return self._store.list(c.API_VERSION, INFERENCE_CLUSTER_KIND, None, None)
+
+    def replicas(self) -> Sequence[Mapping[str, Any]]:
+        """Every ModelReplica in the store, every namespace."""
+        return self._store.list(c.API_VERSION, MODEL_REPLICA_KIND, None, None)
+
+    def cache(self, name: str) -> Mapping[str, Any] | None:
+        """The ModelCache `name` in the deployment's namespace."""
+        return self._store.get(Key(c.API_VERSION, MODEL_CACHE_KIND, self._namespace, name))
 
 
 def _summary(ref: str, deployment: Mapping[str, Any], result: ScheduleResult) -> Text:

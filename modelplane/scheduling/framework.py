@@ -100,16 +100,20 @@ def _caches(objects: Sequence[Mapping[str, Any]]) -> dict[str, ObservedModelCach
     return {c.name: c for c in sorted(seen, key=lambda c: c.name) if c.name}
 
 
-def read_input(
-    deployment: Mapping[str, Any],
+def build_input(
+    namespace: str,
+    name: str,
+    spec: ModelDeploymentSpec,
     clusters: Sequence[Mapping[str, Any]],
     replicas: Sequence[Mapping[str, Any]],
     caches: Sequence[Mapping[str, Any]] | None = None,
 ) -> ScheduleInput:
-    """Read raw objects into a ScheduleInput (the deployment is already validated)."""
-    meta = deployment.get("metadata")
-    meta = meta if isinstance(meta, Mapping) else {}
-    spec = ModelDeploymentSpec.model_validate(dict(deployment.get("spec") or {}))
+    """The typed input of one cycle: a parsed spec and the raw objects observed around it.
+
+    The spec is the caller's, parsed once (the composer validated it before
+    asking for anything); the clusters, replicas and caches are read here.
+    `caches` is None when they were not looked up.
+    """
     parsed = _unique_clusters(clusters)
     by_label = {label_value(k): k for k in sorted(parsed, reverse=True)}
     found = None if caches is None else _caches(caches)
@@ -117,8 +121,8 @@ def read_input(
         () if found is None else tuple(x.name for x in spec.caches or () if x.name not in found)
     )
     return ScheduleInput(
-        namespace=str(meta.get("namespace") or ""),
-        name=str(meta.get("name") or ""),
+        namespace=namespace,
+        name=name,
         spec=spec,
         clusters=parsed,
         candidates=frozenset(
@@ -129,6 +133,25 @@ def read_input(
         tolerations=tuple(spec.tolerations or ()),
         missing_caches=missing,
     )
+
+
+def read_input(
+    deployment: Mapping[str, Any],
+    clusters: Sequence[Mapping[str, Any]],
+    replicas: Sequence[Mapping[str, Any]],
+    caches: Sequence[Mapping[str, Any]] | None = None,
+) -> ScheduleInput:
+    """Read raw objects into a ScheduleInput, parsing the (already validated) deployment.
+
+    For callers holding only the raw deployment (tests, benchmarks, `schedule`);
+    the composer and `modelplane explain` build theirs with
+    `modelplane.compose.deployments.observed.scheduler_input`.
+    """
+    meta = deployment.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    spec = ModelDeploymentSpec.model_validate(dict(deployment.get("spec") or {}))
+    namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+    return build_input(namespace, name, spec, clusters, replicas, caches)
 
 
 @dataclass(frozen=True)
