@@ -12,8 +12,9 @@ a tuple (`modelplane.scheduling.filters.FILTERS`, `scores.SCORES`):
   replicas (`filters.POOL_FILTERS`): a refused pool does not match any role
   of the deployment for the fill, the explanation and the what-if, and the
   verdict names the rule's reason.
-- a `ClusterScore` orders the fill: the cluster with the lowest score tuple
-  (rules in registration order, then the cluster name) takes the next replica.
+- a `ClusterScore` orders the fill: each rule scores a cluster from 0 to 100
+  and carries a weight; the cluster with the highest weighted sum (then the
+  first name) takes the next replica (see `scores`).
 
 A rule keeps whatever it computes under its own key (`CycleState.rule_state`)
 rather than in new CycleState fields, so adding a rule touches only its module,
@@ -211,19 +212,25 @@ class PoolFilter(Protocol):
 
 
 class ClusterScore(Protocol):
-    """A score rule: orders the clusters the fill places the next replica on (lower first).
+    """A score rule: how much the fill wants the next replica on a cluster (higher first).
 
-    A score may depend only on the cluster's own state: after a placement the
-    fill re-scores just the cluster that took it.
+    The score is normalised, within [0, 100]; the fill sums the rules' scores
+    times their weights. A score may depend only on the cluster's own state and
+    what `prepare` fixed for the cycle: after a placement the fill re-scores
+    just the cluster that took it.
     """
 
     name: str
 
+    @property
+    def weight(self) -> int:
+        """How much this rule counts against the others (a positive integer)."""
+
     def prepare(self, states: RuleStates, inp: ScheduleInput) -> None:
         """Read what the rule needs from the cycle's input, once, before the fill."""
 
-    def score(self, states: RuleStates, cluster: str) -> int:
-        """The cluster's score now."""
+    def score(self, states: RuleStates, cluster: str) -> float:
+        """The cluster's normalised score now, within [0, 100]."""
 
     def placed(self, states: RuleStates, cluster: str) -> None:
         """Note that one replica (new or kept) now counts on `cluster`."""
