@@ -158,6 +158,31 @@ def _kept(r: PlannedReplica) -> str:
     return "yes" if r.retained else "new"
 
 
+def _number(x: float) -> str:
+    """A score as people read it: whole when it is, else one decimal."""
+    return f"{x:.0f}" if x == round(x) else f"{x:.1f}"
+
+
+def scores_table(result: ScheduleResult) -> Table | None:
+    """Where one more replica would go and the runner-up: each rule's 0-100 score, its
+    weight in the column header, and the weighted total the fill maximises.
+
+    None when no cluster could take one more (the explanation says why).
+    """
+    if not result.ranking:
+        return None
+    table = Table(title="Scores for one more replica", title_justify="left")
+    table.add_column("")
+    table.add_column("Cluster")
+    for s in result.ranking[0].scores:
+        table.add_column(f"{s.rule} ×{s.weight}")
+    table.add_column("Total")
+    for label, card in zip(("chosen", "runner-up"), result.ranking, strict=False):
+        cells = [_number(s.score) for s in card.scores]
+        table.add_row(label, card.cluster, *cells, _number(card.total))
+    return table
+
+
 def what_if_table(result: ScheduleResult) -> Table:
     """The what-if answers: per eligible cluster, the pools to grow to place what is missing."""
     table = Table(
@@ -237,6 +262,9 @@ def explain(paths: tuple[str, ...], ref: str, max_rounds: int) -> None:
         )
     deployment = store.get(Key(c.API_VERSION, "ModelDeployment", namespace, name)) or {}
     out: list[RenderableType] = [_summary(ref, deployment, result), *_notes(result)]
+    scores = scores_table(result)
+    if scores is not None:
+        out.append(scores)
     out.append(_explanation(result))
     if result.what_if:
         out.append(what_if_table(result))
