@@ -22,16 +22,18 @@ from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.api.readers import read_model_deployment
 from modelplane.api.roles import role_label
 from modelplane.cli.options import max_rounds_option
-from modelplane.compose.common import parse_spec, without_crossplane_spec
+from modelplane.compose.common import parse_spec
 from modelplane.compose.deployments.model_deployment import (
     INFERENCE_CLUSTER_KIND,
     MODEL_CACHE_KIND,
     MODEL_REPLICA_KIND,
 )
+from modelplane.compose.deployments.observed import scheduler_input
 from modelplane.local import ControlPlane, Key, LoadError, NotConvergedError, load_paths
 from modelplane.local.store import ObjectStore
-from modelplane.scheduling import PlannedReplica, ScheduleResult, schedule
+from modelplane.scheduling import PlannedReplica, ScheduleResult
 from modelplane.scheduling.explanation import explanation_rows
+from modelplane.scheduling.scheduler import schedule_input
 from modelplane.scheduling.words import stuck_text, unverifiable_text
 
 # Piped output is sized to its content, within these bounds (a table cell
@@ -78,15 +80,28 @@ def explain_deployment(store: ObjectStore, namespace: str, name: str) -> Schedul
     spec, error = parse_spec(ModelDeploymentSpec, deployment)
     if spec is None:
         raise click.ClickException(f"ModelDeployment {namespace}/{name} is invalid: {error}")
-    clusters = store.list(c.API_VERSION, INFERENCE_CLUSTER_KIND, None, None)
-    replicas = store.list(c.API_VERSION, MODEL_REPLICA_KIND, None, None)
-    # The same caches the composer looks up, so explain and status agree.
-    caches = [
-        obj
-        for x in spec.caches or ()
-        if (obj := store.get(Key(c.API_VERSION, MODEL_CACHE_KIND, namespace, x.name))) is not None
-    ]
-    return schedule(without_crossplane_spec(deployment), clusters, replicas, caches)
+    # The input the composer builds, from the store: explain and status agree.
+    return schedule_input(scheduler_input(deployment, spec, _StoreFleet(store, namespace)))
+
+
+class _StoreFleet:
+    """The fleet as the local control plane's store holds it."""
+
+    def __init__(self, store: ObjectStore, namespace: str) -> None:
+        self._store = store
+        self._namespace = namespace
+
+    def clusters(self) -> Sequence[Mapping[str, Any]]:
+        """Every InferenceCluster in the store."""
+        return self._store.list(c.API_VERSION, INFERENCE_CLUSTER_KIND, None, None)
+
+    def replicas(self) -> Sequence[Mapping[str, Any]]:
+        """Every ModelReplica in the store, every namespace."""
+        return self._store.list(c.API_VERSION, MODEL_REPLICA_KIND, None, None)
+
+    def cache(self, name: str) -> Mapping[str, Any] | None:
+        """The ModelCache `name` in the deployment's namespace."""
+        return self._store.get(Key(c.API_VERSION, MODEL_CACHE_KIND, self._namespace, name))
 
 
 def _summary(ref: str, deployment: Mapping[str, Any], result: ScheduleResult) -> Text:
@@ -141,6 +156,31 @@ def _kept(r: PlannedReplica) -> str:
     if r.unschedulable:
         return f"unschedulable since {r.unschedulable_since or '?'}"
     return "yes" if r.retained else "new"
+
+
+def _number(x: float) -> str:
+    """A score as people read it: whole when it is, else one decimal."""
+    return f"{x:.0f}" if x == round(x) else f"{x:.1f}"
+
+
+def scores_table(result: ScheduleResult) -> Table | None:
+    """Where one more replica would go and the runner-up: each rule's 0-100 score, its
+    weight in the column header, and the weighted total the fill maximises.
+
+    None when no cluster could take one more (the explanation says why).
+    """
+    if not result.ranking:
+        return None
+    table = Table(title="Scores for one more replica", title_justify="left")
+    table.add_column("")
+    table.add_column("Cluster")
+    for s in result.ranking[0].scores:
+        table.add_column(f"{s.rule} ×{s.weight}")
+    table.add_column("Total")
+    for label, card in zip(("chosen", "runner-up"), result.ranking, strict=False):
+        cells = [_number(s.score) for s in card.scores]
+        table.add_row(label, card.cluster, *cells, _number(card.total))
+    return table
 
 
 def what_if_table(result: ScheduleResult) -> Table:
@@ -222,6 +262,9 @@ def explain(paths: tuple[str, ...], ref: str, max_rounds: int) -> None:
         )
     deployment = store.get(Key(c.API_VERSION, "ModelDeployment", namespace, name)) or {}
     out: list[RenderableType] = [_summary(ref, deployment, result), *_notes(result)]
+    scores = scores_table(result)
+    if scores is not None:
+        out.append(scores)
     out.append(_explanation(result))
     if result.what_if:
         out.append(what_if_table(result))

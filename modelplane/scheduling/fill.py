@@ -10,9 +10,9 @@ from modelplane.api.readers import ReplayOrder
 from modelplane.scheduling.ledger import PoolLedger
 from modelplane.scheduling.matching import RoleMatch, observed_demand
 from modelplane.scheduling.names import replica_name
-from modelplane.scheduling.scores import SCORES
+from modelplane.scheduling.scores import weighted
 from modelplane.scheduling.state import Charge, CycleState, PoolKey, PoolOptions, Slot
-from modelplane.scheduling.types import RoleAssignment
+from modelplane.scheduling.types import RoleAssignment, RuleScore, ScoreCard
 
 
 def build_ledger(state: CycleState) -> None:
@@ -88,8 +88,42 @@ def try_place(
     return None
 
 
-def _key(state: CycleState, cluster: str) -> tuple[tuple[int, ...], str]:
-    return tuple([rule.score(state.rules, cluster) for rule in SCORES]), cluster
+def _key(state: CycleState, cluster: str) -> tuple[float, str]:
+    """The fill's order: the highest weighted score first, then the first name (a min-heap)."""
+    return -weighted(state.scores, state.rules, cluster), cluster
+
+
+def prepare_scores(state: CycleState) -> None:
+    """Prepare the score rules and count the kept replicas on them, once per cycle."""
+    if state.scored:
+        return
+    state.scored = True
+    for rule in state.scores:
+        rule.prepare(state.rules, state.inp)
+    for s in state.slots:
+        for rule in state.scores:
+            rule.placed(state.rules, s.cluster)
+
+
+def rank(state: CycleState, limit: int = 2) -> tuple[ScoreCard, ...]:
+    """The first `limit` eligible clusters in the fill's order for one more replica.
+
+    Eligible is the explain step's verdict (a trial placement fits), so run it
+    first; each card carries every rule's score as the fill weighs it now.
+    """
+    prepare_scores(state)
+    eligible = [k for k, v in state.verdicts.items() if v.eligible]
+    best = sorted(_key(state, k) for k in eligible)[:limit]
+    return tuple(
+        ScoreCard(
+            cluster,
+            tuple(
+                RuleScore(rule.name, rule.score(state.rules, cluster), rule.weight)
+                for rule in state.scores
+            ),
+        )
+        for _, cluster in best
+    )
 
 
 def _place(state: CycleState, cluster: str, combo: list[tuple[str, RoleMatch]], index: int) -> None:
@@ -102,7 +136,7 @@ def _place(state: CycleState, cluster: str, combo: list[tuple[str, RoleMatch]], 
     for role, (pool, match) in zip(state.roles, combo, strict=True):
         charge = Charge(pool, match.demands, role.nodes_per_worker, role.workers)
         state.charged.setdefault((cluster, pool), []).append(charge)
-    for rule in SCORES:
+    for rule in state.scores:
         rule.placed(state.rules, cluster)
 
 
@@ -150,11 +184,7 @@ def fill(state: CycleState) -> None:
     wanted = state.plain + swaps
     if wanted <= 0 or state.invalid:
         return
-    for rule in SCORES:
-        rule.prepare(state.rules, state.inp)
-    for s in state.slots:
-        for rule in SCORES:
-            rule.placed(state.rules, s.cluster)
+    prepare_scores(state)
     used: dict[str, set[int]] = defaultdict(set)
     for r in state.own:
         used[r.cluster].add(r.index)

@@ -12,8 +12,9 @@ a tuple (`modelplane.scheduling.filters.FILTERS`, `scores.SCORES`):
   replicas (`filters.POOL_FILTERS`): a refused pool does not match any role
   of the deployment for the fill, the explanation and the what-if, and the
   verdict names the rule's reason.
-- a `ClusterScore` orders the fill: the cluster with the lowest score tuple
-  (rules in registration order, then the cluster name) takes the next replica.
+- a `ClusterScore` orders the fill: each rule scores a cluster from 0 to 100
+  and carries a weight; the cluster with the highest weighted sum (then the
+  first name) takes the next replica (see `scores`).
 
 A rule keeps whatever it computes under its own key (`CycleState.rule_state`)
 rather than in new CycleState fields, so adding a rule touches only its module,
@@ -100,16 +101,20 @@ def _caches(objects: Sequence[Mapping[str, Any]]) -> dict[str, ObservedModelCach
     return {c.name: c for c in sorted(seen, key=lambda c: c.name) if c.name}
 
 
-def read_input(
-    deployment: Mapping[str, Any],
+def build_input(
+    namespace: str,
+    name: str,
+    spec: ModelDeploymentSpec,
     clusters: Sequence[Mapping[str, Any]],
     replicas: Sequence[Mapping[str, Any]],
     caches: Sequence[Mapping[str, Any]] | None = None,
 ) -> ScheduleInput:
-    """Read raw objects into a ScheduleInput (the deployment is already validated)."""
-    meta = deployment.get("metadata")
-    meta = meta if isinstance(meta, Mapping) else {}
-    spec = ModelDeploymentSpec.model_validate(dict(deployment.get("spec") or {}))
+    """The typed input of one cycle: a parsed spec and the raw objects observed around it.
+
+    The spec is the caller's, parsed once (the composer validated it before
+    asking for anything); the clusters, replicas and caches are read here.
+    `caches` is None when they were not looked up.
+    """
     parsed = _unique_clusters(clusters)
     by_label = {label_value(k): k for k in sorted(parsed, reverse=True)}
     found = None if caches is None else _caches(caches)
@@ -117,8 +122,8 @@ def read_input(
         () if found is None else tuple(x.name for x in spec.caches or () if x.name not in found)
     )
     return ScheduleInput(
-        namespace=str(meta.get("namespace") or ""),
-        name=str(meta.get("name") or ""),
+        namespace=namespace,
+        name=name,
         spec=spec,
         clusters=parsed,
         candidates=frozenset(
@@ -129,6 +134,25 @@ def read_input(
         tolerations=tuple(spec.tolerations or ()),
         missing_caches=missing,
     )
+
+
+def read_input(
+    deployment: Mapping[str, Any],
+    clusters: Sequence[Mapping[str, Any]],
+    replicas: Sequence[Mapping[str, Any]],
+    caches: Sequence[Mapping[str, Any]] | None = None,
+) -> ScheduleInput:
+    """Read raw objects into a ScheduleInput, parsing the (already validated) deployment.
+
+    For callers holding only the raw deployment (tests, benchmarks, `schedule`);
+    the composer and `modelplane explain` build theirs with
+    `modelplane.compose.deployments.observed.scheduler_input`.
+    """
+    meta = deployment.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    spec = ModelDeploymentSpec.model_validate(dict(deployment.get("spec") or {}))
+    namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+    return build_input(namespace, name, spec, clusters, replicas, caches)
 
 
 @dataclass(frozen=True)
@@ -188,19 +212,25 @@ class PoolFilter(Protocol):
 
 
 class ClusterScore(Protocol):
-    """A score rule: orders the clusters the fill places the next replica on (lower first).
+    """A score rule: how much the fill wants the next replica on a cluster (higher first).
 
-    A score may depend only on the cluster's own state: after a placement the
-    fill re-scores just the cluster that took it.
+    The score is normalised, within [0, 100]; the fill sums the rules' scores
+    times their weights. A score may depend only on the cluster's own state and
+    what `prepare` fixed for the cycle: after a placement the fill re-scores
+    just the cluster that took it.
     """
 
     name: str
 
+    @property
+    def weight(self) -> int:
+        """How much this rule counts against the others (a positive integer)."""
+
     def prepare(self, states: RuleStates, inp: ScheduleInput) -> None:
         """Read what the rule needs from the cycle's input, once, before the fill."""
 
-    def score(self, states: RuleStates, cluster: str) -> int:
-        """The cluster's score now."""
+    def score(self, states: RuleStates, cluster: str) -> float:
+        """The cluster's normalised score now, within [0, 100]."""
 
     def placed(self, states: RuleStates, cluster: str) -> None:
         """Note that one replica (new or kept) now counts on `cluster`."""

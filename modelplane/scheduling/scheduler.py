@@ -30,9 +30,9 @@ from typing import Any
 from modelplane.api.model_deployment import MAX_UNSCHEDULABLE_ENTRIES
 from modelplane.scheduling import words
 from modelplane.scheduling.explain import explain
-from modelplane.scheduling.fill import build_ledger, fill, surge
+from modelplane.scheduling.fill import build_ledger, fill, rank, surge
 from modelplane.scheduling.filters import FILTERS, POOL_FILTERS
-from modelplane.scheduling.framework import ScheduleInput, read_input
+from modelplane.scheduling.framework import ClusterScore, ScheduleInput, read_input
 from modelplane.scheduling.retain import (
     resolve_contention,
     retain,
@@ -40,6 +40,7 @@ from modelplane.scheduling.retain import (
     settle_drains,
     settle_stuck,
 )
+from modelplane.scheduling.scores import SCORES
 from modelplane.scheduling.state import CycleState, new_state
 from modelplane.scheduling.types import ClusterVerdict, PlannedReplica, ScheduleResult, WhatIf
 from modelplane.scheduling.whatif import what_if
@@ -131,20 +132,24 @@ def bind(state: CycleState, changes: tuple[WhatIf, ...] = ()) -> ScheduleResult:
         what_if=changes,
         surge=surge(state),
         stuck=tuple(sorted(state.stuck_report, key=lambda x: (x.cluster, x.index))),
+        ranking=state.ranking,
     )
 
 
-def schedule_input(inp: ScheduleInput, *, explain_all: bool = True) -> ScheduleResult:
-    """Run one scheduling cycle over a typed input.
+def schedule_input(
+    inp: ScheduleInput, *, explain_all: bool = True, scores: tuple[ClusterScore, ...] = SCORES
+) -> ScheduleResult:
+    """Run one scheduling cycle over a typed input, ranking clusters by `scores`.
 
     The per-cluster verdicts of the explain step (a trial placement per
     cluster) are computed when some replica is missing, or always with
     `explain_all`; otherwise the result carries only the filters' verdicts.
     Without `explain_all`, only the rejections status lists
     (`MAX_UNSCHEDULABLE_ENTRIES`) are spelled out pool by pool; every other
-    cluster's verdict carries its reason alone.
+    cluster's verdict carries its reason alone. With `explain_all` the result
+    also ranks the eligible clusters for one more replica (`ranking`).
     """
-    state = new_state(inp)
+    state = new_state(inp, scores)
     filter_clusters(state)
     check_selectors(state)
     match_pools(state)
@@ -158,6 +163,8 @@ def schedule_input(inp: ScheduleInput, *, explain_all: bool = True) -> ScheduleR
     settle_stuck(state)
     if explain_all or len(state.slots) < inp.spec.replicas:
         explain(state, None if explain_all else MAX_UNSCHEDULABLE_ENTRIES)
+    if explain_all:
+        state.ranking = rank(state)
     return bind(state, what_if(state))
 
 

@@ -6,7 +6,14 @@ from dataclasses import dataclass, field, replace
 
 from modelplane.api.readers import UNKNOWN_ORDER, ObservedModelReplica, ReplayOrder, StuckReplica
 from modelplane.scheduling import words
-from modelplane.scheduling.framework import Eviction, PoolKey, Rejection, RuleStates, ScheduleInput
+from modelplane.scheduling.framework import (
+    ClusterScore,
+    Eviction,
+    PoolKey,
+    Rejection,
+    RuleStates,
+    ScheduleInput,
+)
 from modelplane.scheduling.ledger import PoolLedger, Vector
 from modelplane.scheduling.matching import (
     Evaluator,
@@ -17,9 +24,11 @@ from modelplane.scheduling.matching import (
     Shapes,
     match_role,
 )
+from modelplane.scheduling.scores import SCORES
 from modelplane.scheduling.types import (
     ClusterVerdict,
     RoleAssignment,
+    ScoreCard,
     StuckPlacement,
     Unverifiable,
     Withdrawal,
@@ -75,6 +84,9 @@ class CycleState:
     roles: tuple[RoleDef, ...]
     own: list[ObservedModelReplica]  # this deployment's replicas, by (cluster, index)
     others: list[ObservedModelReplica]  # everyone else's, in contention order
+    scores: tuple[ClusterScore, ...] = SCORES  # the score profile: rules and weights
+    scored: bool = False  # the score rules are prepared and count the kept replicas
+    ranking: tuple[ScoreCard, ...] = ()  # one more replica's best clusters (explain_all)
     shapes: Shapes = field(default_factory=Shapes)
     ev: Evaluator = field(default_factory=Evaluator)
     rules: RuleStates = field(default_factory=RuleStates)
@@ -176,12 +188,15 @@ def role_defs(inp: ScheduleInput) -> tuple[RoleDef, ...]:
     )
 
 
-def new_state(inp: ScheduleInput) -> CycleState:
-    """The cycle's state: this deployment's replicas apart from everyone else's."""
+def new_state(inp: ScheduleInput, scores: tuple[ClusterScore, ...] = SCORES) -> CycleState:
+    """The cycle's state: this deployment's replicas apart from everyone else's.
+
+    `scores` is the profile the fill ranks clusters by (the default: `SCORES`).
+    """
     own: list[ObservedModelReplica] = []
     others: list[ObservedModelReplica] = []
     for r in inp.replicas:
         (own if r.belongs_to(inp.namespace, inp.name) else others).append(r)
     own.sort(key=lambda r: (r.cluster, r.index, r.order))
     others.sort(key=lambda r: r.order)
-    return CycleState(inp=inp, roles=role_defs(inp), own=own, others=others)
+    return CycleState(inp=inp, roles=role_defs(inp), own=own, others=others, scores=scores)

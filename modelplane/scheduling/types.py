@@ -226,6 +226,28 @@ class WhatIf:
 
 
 @dataclass(frozen=True)
+class RuleScore:
+    """One score rule's say about one cluster: its normalised score and its weight."""
+
+    rule: str
+    score: float  # within [0, 100], higher is better
+    weight: int
+
+
+@dataclass(frozen=True)
+class ScoreCard:
+    """Every score rule's say about one cluster, and their weighted sum (the fill's key)."""
+
+    cluster: str
+    scores: tuple[RuleScore, ...]
+
+    @property
+    def total(self) -> float:
+        """The weighted sum the fill maximises (ties go to the first name)."""
+        return sum(s.weight * s.score for s in self.scores)
+
+
+@dataclass(frozen=True)
 class ScheduleResult:
     """The desired replicas of one deployment and why any are missing."""
 
@@ -251,6 +273,9 @@ class ScheduleResult:
     surge: int = 0  # rollout.maxSurge resolved for spec.replicas (0 under Immediate)
     # Replicas of the deployment their clusters report unschedulable, and what was done.
     stuck: tuple[StuckPlacement, ...] = ()
+    # With every verdict explained: the eligible cluster the fill would give one more
+    # replica, then the runner-up, with each rule's score (empty when none is eligible).
+    ranking: tuple[ScoreCard, ...] = ()
 
     @property
     def placed(self) -> int:

@@ -12,6 +12,7 @@ from modelplane.cli.main import cli
 ROOT = Path(__file__).resolve().parents[2]
 UNSCHEDULABLE = str(ROOT / "examples" / "scheduling" / "unschedulable")
 PACK = str(ROOT / "examples" / "scheduling" / "pack")
+SPREAD = str(ROOT / "examples" / "scheduling" / "spread")
 H100 = 'device.attributes["gpu.nvidia.com"].productName.startsWith("NVIDIA H100")'
 IB = 'device.attributes["fabric.modelplane.ai"].type == "InfiniBand"'
 
@@ -181,3 +182,25 @@ def test_a_placed_deployment_has_no_what_if_table() -> None:
     code, out = run(PACK, "--deployment", "ml-team/chat")
     assert code == 0, out
     assert "What if" not in out
+
+
+def test_the_scores_of_one_more_replica_show_each_rule_and_its_weight() -> None:
+    code, out = run(SPREAD, "--deployment", "ml-team/chat")
+    assert code == 0, out
+    lines = [line.rstrip() for line in out.splitlines()]
+    title = lines.index("Scores for one more replica")
+    header = [cell.strip() for cell in lines[title + 2].split("┃")[1:-1]]
+    assert header == ["", "Cluster", "CacheReadiness ×2", "SpreadByLoad ×1", "Total"]
+    # One replica on each of three clusters: each holds a third of the deployment,
+    # so the next goes to the first by name, and the second ties with it.
+    scores = [r for r in table_rows(out) if r[0] in ("chosen", "runner-up")]
+    assert scores == [
+        ["chosen", "eu-west", "100", "66.7", "266.7"],
+        ["runner-up", "us-east", "100", "66.7", "266.7"],
+    ]
+
+
+def test_no_scores_when_no_cluster_could_take_one_more() -> None:
+    code, out = run(PACK, "--deployment", "ml-team/chat")
+    assert code == 0, out
+    assert "Scores for one more replica" not in out

@@ -10,12 +10,11 @@ test_model_deployment_e2e.py.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
 
-from modelplane.api.model_deployment import ModelDeploymentStatus
+from modelplane.api.model_deployment import ModelDeploymentSpec, ModelDeploymentStatus
 from modelplane.api.model_replica import ResolvedDeviceRequest
 from modelplane.compose.deployments import model_deployment as md
 from modelplane.compose.types import (
@@ -26,6 +25,7 @@ from modelplane.compose.types import (
     EventOut,
     Requirement,
 )
+from modelplane.scheduling.framework import ScheduleInput
 from modelplane.scheduling.types import (
     ClusterVerdict,
     DeviceVerdict,
@@ -169,22 +169,14 @@ FETCHED = {"inference-clusters": [icluster("a"), icluster("b")], "model-replicas
 
 
 class Scripted:
-    """A scheduler stand-in that records what it was given and returns a fixed plan."""
+    """A scheduler stand-in that records the typed input it was given and returns a fixed plan."""
 
     def __init__(self, plan: ScheduleResult | Exception) -> None:
         self.plan = plan
-        self.calls: list[tuple[Any, list[Any], list[Any]]] = []
-        self.caches: list[list[Mapping[str, Any]] | None] = []
+        self.calls: list[ScheduleInput] = []
 
-    def __call__(
-        self,
-        dep: Mapping[str, Any],
-        clusters: Sequence[Mapping[str, Any]],
-        replicas: Sequence[Mapping[str, Any]],
-        caches: Sequence[Mapping[str, Any]] | None = None,
-    ) -> ScheduleResult:
-        self.calls.append((dep, list(clusters), list(replicas)))
-        self.caches.append(None if caches is None else list(caches))
+    def __call__(self, inp: ScheduleInput) -> ScheduleResult:
+        self.calls.append(inp)
         if isinstance(self.plan, Exception):
             raise self.plan
         return self.plan
@@ -292,10 +284,13 @@ def test_all_scheduled_composes_one_replica_each_with_readiness_from_observed() 
     ModelDeploymentStatus.model_validate(got.status)
     # The scheduler sees the spec without Crossplane's bookkeeping, and the
     # deployment's own observed replica even though the fleet listing lags.
-    (dep, clusters, replicas) = sched.calls[0]
-    assert "crossplane" not in dep["spec"]
-    assert [x["metadata"]["name"] for x in clusters] == ["a", "b"]
-    assert [x["metadata"]["name"] for x in replicas] == ["chat-a0"]
+    (seen,) = sched.calls
+    assert (seen.namespace, seen.name) == ("team-a", "chat")
+    assert seen.spec == ModelDeploymentSpec.model_validate(
+        {k: v for k, v in deployment()["spec"].items() if k != "crossplane"}
+    )
+    assert list(seen.clusters) == ["a", "b"]
+    assert [x.name for x in seen.replicas] == ["chat-a0"]
 
 
 def test_every_replica_ready_makes_the_deployment_ready() -> None:
@@ -537,7 +532,8 @@ def test_missing_cache_holds_new_placements_and_keeps_existing() -> None:
     required = {**FETCHED, "cache-weights": []}
     sched = Scripted(plan)
     got = md.compose_with(ComposeInput(dep, observed=observed, required=required), sched)
-    assert sched.caches == [[]]
+    assert sched.calls[0].caches == {}
+    assert sched.calls[0].missing_caches == ("weights",)
     cache_msg = (
         "spec.caches: ModelCache weights not found in namespace team-a; new replicas are held "
         "until it exists, existing ones are kept"
@@ -678,7 +674,7 @@ def test_other_namespaces_replicas_reach_the_scheduler_once() -> None:
         ),
         sched,
     )
-    names = [(x["metadata"]["namespace"], x["metadata"]["name"]) for x in sched.calls[0][2]]
+    names = [(x.namespace, x.name) for x in sched.calls[0].replicas]
     assert names == [("team-a", "chat-a0"), ("team-b", "other-a0")]
 
 

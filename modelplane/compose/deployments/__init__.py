@@ -6,5 +6,9 @@ Entry points:
   one ModelReplica per placement); `CLUSTERS_REQUIREMENT`,
   `REPLICAS_REQUIREMENT` and the kind constants name what it requires.
 
+- `observed.scheduler_input`: the scheduler's typed input from an
+  `ObservedFleet` (the composer's required resources, `modelplane explain`'s
+  store), so both schedule the same thing.
+
 Inside: `endpoints` (one ModelEndpoint per replica, only while it can serve).
 """

@@ -24,7 +24,7 @@ only that answer is acted on.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -49,6 +49,7 @@ from modelplane.api.roles import put_role_fields
 from modelplane.compose import outcome
 from modelplane.compose.common import as_desired, meta, parse_spec, without_crossplane_spec
 from modelplane.compose.deployments.endpoints import ReplicaView, endpoint_for, endpoint_key
+from modelplane.compose.deployments.observed import scheduler_input
 from modelplane.compose.replica.workload import template_errors
 from modelplane.compose.types import (
     ComposeInput,
@@ -57,7 +58,9 @@ from modelplane.compose.types import (
     Requirement,
     Resource,
 )
-from modelplane.scheduling import schedule, words
+from modelplane.scheduling import words
+from modelplane.scheduling.framework import ScheduleInput
+from modelplane.scheduling.scheduler import schedule_input
 from modelplane.scheduling.types import PlannedReplica, ScheduleResult
 from modelplane.scheduling.words import cluster_message, truncate
 
@@ -71,15 +74,8 @@ INFERENCE_CLUSTER_KIND = "InferenceCluster"
 # fleet of thousands of clusters cannot bloat the object.
 MAX_CONDITION_MESSAGE = 1024
 
-Scheduler = Callable[
-    [
-        Mapping[str, Any],
-        Sequence[Mapping[str, Any]],
-        Sequence[Mapping[str, Any]],
-        Sequence[Mapping[str, Any]] | None,
-    ],
-    ScheduleResult,
-]
+# The scheduler seam: one typed input in, the plan out (tests script it).
+Scheduler = Callable[[ScheduleInput], ScheduleResult]
 
 _LABEL_NAME = r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)"
 _LABEL_KEY = re.compile(
@@ -130,15 +126,30 @@ def compose(inp: ComposeInput) -> ComposeResult:
     return compose_with(inp, _schedule)
 
 
-def _schedule(
-    deployment: Mapping[str, Any],
-    clusters: Sequence[Mapping[str, Any]],
-    replicas: Sequence[Mapping[str, Any]],
-    caches: Sequence[Mapping[str, Any]] | None,
-) -> ScheduleResult:
+def _schedule(inp: ScheduleInput) -> ScheduleResult:
     # The status explains only what is missing: every cluster's verdict (a
     # trial placement each) is computed only when some replica is unplaced.
-    return schedule(deployment, clusters, replicas, caches, explain_all=False)
+    return schedule_input(inp, explain_all=False)
+
+
+class _RequiredFleet:
+    """The fleet as the function's required resources deliver it (see `requirements`)."""
+
+    def __init__(self, inp: ComposeInput, namespace: str) -> None:
+        self._inp = inp
+        self._namespace = namespace
+
+    def clusters(self) -> Sequence[Resource]:
+        """Every InferenceCluster fetched."""
+        return list(self._inp.required[CLUSTERS_REQUIREMENT])
+
+    def replicas(self) -> Sequence[Resource]:
+        """The fleet's replicas, this deployment's observed ones taking precedence."""
+        return _fleet_replicas(self._inp, self._namespace)
+
+    def cache(self, name: str) -> Resource | None:
+        """The ModelCache fetched under `cache_requirement(name)`, if found."""
+        return next(iter(self._inp.required.get(cache_requirement(name), [])), None)
 
 
 def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
@@ -172,16 +183,14 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
         return outcome.wait(inp, result)
 
     clusters = list(inp.required[CLUSTERS_REQUIREMENT])
-    replicas = _fleet_replicas(inp, namespace)
-    found = _found_caches(inp, spec)
-    names = frozenset(str(meta(x).get("name")) for x in found)
     try:
-        plan = scheduler(without_crossplane_spec(inp.composite), clusters, replicas, found)
+        observed = scheduler_input(inp.composite, spec, _RequiredFleet(inp, namespace))
+        plan = scheduler(observed)
     except Exception as err:  # a scheduler bug must not tear down serving replicas
         return outcome.fatal(
             f"{ScheduledReason.SCHEDULER_ERROR}: scheduling {namespace}/{name} failed: {err}"
         )
-    _cache_condition(result, spec, names, namespace)
+    _cache_condition(result, spec, observed.missing_caches, namespace)
     inconsistent = _compose_replicas(inp, result, spec, plan)
     if inconsistent is not None:
         return outcome.fatal(
@@ -197,21 +206,11 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
     return result
 
 
-def _found_caches(inp: ComposeInput, spec: ModelDeploymentSpec) -> list[Resource]:
-    """The ModelCaches of `spec.caches` the control plane found (the scheduler's input)."""
-    return [
-        obj
-        for x in spec.caches or ()
-        for obj in inp.required.get(cache_requirement(x.name), [])[:1]
-    ]
-
-
 def _cache_condition(
-    result: ComposeResult, spec: ModelDeploymentSpec, found: frozenset[str], namespace: str
+    result: ComposeResult, spec: ModelDeploymentSpec, missing: Sequence[str], namespace: str
 ) -> None:
     if not spec.caches:
         return
-    missing = [x.name for x in spec.caches if x.name not in found]
     if missing:
         msg = words.cache_not_found(missing, namespace)
         result.condition(c.CONDITION_CACHE_RESOLVED, False, c.REASON_CACHE_NOT_FOUND, msg)
