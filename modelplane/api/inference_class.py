@@ -8,6 +8,7 @@ from pydantic import Field, model_validator
 
 from modelplane.api import constants as c
 from modelplane.api.clouds import CloudName, cloud_named, source_rules
+from modelplane.api.clouds.aks import AKSProvisioning
 from modelplane.api.clouds.eks import EKSProvisioning
 from modelplane.api.clouds.gke import GKEProvisioning
 from modelplane.api.common import (
@@ -116,6 +117,7 @@ class Provisioning(KubeModel):
     # One block per registered cloud (api/clouds/), named by its `block`.
     eks: EKSProvisioning | None = None
     gke: GKEProvisioning | None = None
+    aks: AKSProvisioning | None = None
 
     def block(self) -> KubeModel | None:
         """The block of the cloud `provider` names."""

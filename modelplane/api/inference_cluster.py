@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from modelplane.api import constants as c
 from modelplane.api.clouds import EXISTING, SourceName, cloud_named, source_rules
+from modelplane.api.clouds.aks import AKSSource
 from modelplane.api.clouds.eks import EKSSource
 from modelplane.api.clouds.gke import GKESource
 from modelplane.api.common import (
@@ -232,6 +233,7 @@ class InferenceClusterSpec(KubeModel):
     # One block per registered cloud (api/clouds/), named by its `block`.
     eks: EKSSource | None = None
     gke: GKESource | None = None
+    aks: AKSSource | None = None
     pools: list[Pool] = Field(
         min_length=1, max_length=16, description="The cluster's GPU node pools."
     )

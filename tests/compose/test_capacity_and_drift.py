@@ -78,6 +78,32 @@ STOCKOUTS = [
         id="aws-code-on-gcp-is-not-a-stockout",
     ),
     pytest.param("GKE", {}, False, None, id="no-status"),
+    pytest.param(
+        "AKS",
+        _mr(
+            'polling after CreateOrUpdate: Code="SkuNotAvailable" Message="The requested VM '
+            "size for resource 'Following SKUs have failed for Capacity Restrictions: "
+            "Standard_ND96isr_H100_v5' is currently not available in location 'eastus2'.\""
+        ),
+        True,
+        None,
+        id="azure-sku-not-available",
+    ),
+    pytest.param(
+        "AKS",
+        _mr('Code="OverconstrainedZonalAllocationRequest" Message="Allocation failed."'),
+        True,
+        None,
+        id="azure-overconstrained-zonal",
+    ),
+    pytest.param(
+        "AKS",
+        _mr('Code="QuotaExceeded" Message="Operation could not be completed"'),
+        False,
+        None,
+        id="azure-quota-is-not-a-stockout",
+    ),
+    pytest.param("AKS", _mr("ZONE_RESOURCE_POOL_EXHAUSTED"), False, None, id="gcp-code-on-azure"),
 ]
 
 

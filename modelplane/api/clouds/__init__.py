@@ -1,6 +1,6 @@
 """The clouds that provision InferenceClusters: one module per cloud, one registry.
 
-Each cloud module (`eks`, `gke`) holds its API blocks and its `CLOUD`
+Each cloud module (`eks`, `gke`, `aks`) holds its API blocks and its `CLOUD`
 declaration (`base.Cloud`: capabilities as data); `CLOUDS` below is the one
 place a cloud is registered. Everything that varies by cloud is read from
 here: the `source`/`provider`/`cloud` enums (`SOURCES`, `CLOUD_NAMES`), the
@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from modelplane.api.clouds import eks, gke
+from modelplane.api.clouds import aks, eks, gke
 from modelplane.api.clouds.base import Cloud
 
-CLOUDS: tuple[Cloud, ...] = (eks.CLOUD, gke.CLOUD)
+CLOUDS: tuple[Cloud, ...] = (eks.CLOUD, gke.CLOUD, aks.CLOUD)
 
 CLOUD_NAMES: tuple[str, ...] = tuple(cloud.name for cloud in CLOUDS)
 EXISTING = "Existing"
