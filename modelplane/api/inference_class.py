@@ -7,6 +7,10 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from modelplane.api import constants as c
+from modelplane.api.clouds import CloudName, cloud_named, source_rules
+from modelplane.api.clouds.aks import AKSProvisioning
+from modelplane.api.clouds.eks import EKSProvisioning
+from modelplane.api.clouds.gke import GKEProvisioning
 from modelplane.api.common import (
     ConditionedStatus,
     DNSLabel,
@@ -102,53 +106,30 @@ class Device(KubeModel):
         return self
 
 
-class Accelerator(KubeModel):
-    """A cloud accelerator type and how many a machine carries."""
-
-    type: str = Field(min_length=1, max_length=128, description="Cloud accelerator type.")
-    count: int = Field(ge=1, le=64, description="Accelerators per machine.")
-
-
-class EKSProvisioning(KubeModel):
-    """How EKS provisions a node of this class."""
-
-    instance_type: str = Field(
-        min_length=1, max_length=128, description="EC2 instance type, e.g. p5.48xlarge."
-    )
-    accelerator: Accelerator | None = None
-
-
-class GKEProvisioning(KubeModel):
-    """How GKE provisions a node of this class."""
-
-    machine_type: str = Field(
-        min_length=1, max_length=128, description="Compute Engine machine type, e.g. a3-highgpu-8g."
-    )
-    accelerator: Accelerator | None = None
-    disk_size_gb: int | None = Field(default=None, ge=10, description="Boot disk size in GB.")
-    spot: bool | None = Field(default=None, description="Whether the nodes are Spot VMs.")
-
-
 class Provisioning(KubeModel):
     """Cloud provisioning of the class's nodes; absent for bring-your-own pools."""
 
     model_config = KubeModel.model_config | {
-        "json_schema_extra": cel_rules(
-            ("self.provider != 'EKS' || has(self.eks)", "eks is required when provider is EKS"),
-            ("self.provider != 'GKE' || has(self.gke)", "gke is required when provider is GKE"),
-        )
+        "json_schema_extra": cel_rules(*source_rules("provider"))
     }
 
-    provider: Literal["EKS", "GKE"] = Field(description="The cloud that provisions the nodes.")
+    provider: CloudName = Field(description="The cloud that provisions the nodes.")
+    # One block per registered cloud (api/clouds/), named by its `block`.
     eks: EKSProvisioning | None = None
     gke: GKEProvisioning | None = None
+    aks: AKSProvisioning | None = None
+
+    def block(self) -> KubeModel | None:
+        """The block of the cloud `provider` names."""
+        cloud = cloud_named(self.provider)
+        found: KubeModel | None = getattr(self, cloud.block) if cloud is not None else None
+        return found
 
     @model_validator(mode="after")
     def _block_for_provider(self) -> Provisioning:
-        if self.provider == "EKS" and self.eks is None:
-            raise ValueError("eks is required when provider is EKS")
-        if self.provider == "GKE" and self.gke is None:
-            raise ValueError("gke is required when provider is GKE")
+        cloud = cloud_named(self.provider)
+        if cloud is not None and self.block() is None:
+            raise ValueError(f"{cloud.block} is required when provider is {cloud.name}")
         return self
 
 

@@ -8,6 +8,10 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from modelplane.api import constants as c
+from modelplane.api.clouds import EXISTING, SourceName, cloud_named, source_rules
+from modelplane.api.clouds.aks import AKSSource
+from modelplane.api.clouds.eks import EKSSource
+from modelplane.api.clouds.gke import GKESource
 from modelplane.api.common import (
     ConditionedStatus,
     DNSLabel,
@@ -18,13 +22,6 @@ from modelplane.api.common import (
     cel_rules,
 )
 from modelplane.api.inference_class import Device
-from modelplane.api.provisioning import (
-    CloudProviderConfigRef,
-    EKSSystemPool,
-    ExistingAWSNetwork,
-    GKENetwork,
-    GKESystemPool,
-)
 from modelplane.api.reasons import UnknownReason
 from modelplane.api.serving_stack import ChartVersions, InventoryConfig
 
@@ -53,63 +50,6 @@ class ExistingSource(KubeModel):
     """A cluster that already exists, reached through a kubeconfig Secret."""
 
     kubeconfig_secret_ref: SecretKeyRef
-
-
-class EKSSource(KubeModel):
-    """An EKS cluster Modelplane provisions."""
-
-    region: str = Field(min_length=1, max_length=64, description="AWS region of the cluster.")
-    kubernetes_version: str = Field(
-        default=c.DEFAULT_EKS_KUBERNETES_VERSION,
-        max_length=16,
-        description="Kubernetes version of the cluster.",
-    )
-    vpc_cidr: str | None = Field(
-        default=None, max_length=32, description="CIDR block of the cluster's VPC."
-    )
-    zones: list[str] | None = Field(
-        default=None,
-        max_length=6,
-        description="Availability zones of a new VPC (two or more; required without existingVpc).",
-    )
-    existing_vpc: ExistingAWSNetwork | None = Field(
-        default=None, description="Join this VPC and its subnets instead of creating one."
-    )
-    access_principal_arns: list[str] | None = Field(
-        default=None,
-        max_length=8,
-        description="IAM principals given cluster admin through access entries.",
-    )
-    system_pool: EKSSystemPool | None = Field(
-        default=None, description="The untainted node group for system pods."
-    )
-    provider_config_ref: CloudProviderConfigRef | None = Field(
-        default=None, description="The provider-upjet-aws config; `default` if absent."
-    )
-
-
-class GKESource(KubeModel):
-    """A GKE cluster Modelplane provisions."""
-
-    project: str = Field(min_length=1, max_length=64, description="GCP project of the cluster.")
-    region: str = Field(min_length=1, max_length=64, description="GCP region of the cluster.")
-    zones: list[str] | None = Field(
-        default=None, max_length=16, description="Zones of the region the node pools use."
-    )
-    kubernetes_version: str | None = Field(
-        default=None,
-        max_length=16,
-        description="Kubernetes version; the release channel's default if absent.",
-    )
-    network: GKENetwork | None = Field(
-        default=None, description="The network to create, or an existing one to join."
-    )
-    system_pool: GKESystemPool | None = Field(
-        default=None, description="The untainted node pool for system pods."
-    )
-    provider_config_ref: CloudProviderConfigRef | None = Field(
-        default=None, description="The provider-upjet-gcp config; `default` if absent."
-    )
 
 
 class Pool(KubeModel):
@@ -284,8 +224,7 @@ class InferenceClusterSpec(KubeModel):
                 "self.source != 'Existing' || has(self.existing)",
                 "existing is required when source is Existing",
             ),
-            ("self.source != 'EKS' || has(self.eks)", "eks is required when source is EKS"),
-            ("self.source != 'GKE' || has(self.gke)", "gke is required when source is GKE"),
+            *source_rules("source"),
             (
                 "self.pools.all(p, self.pools.exists_one(q, q.name == p.name))",
                 "pool names must be unique",
@@ -293,10 +232,12 @@ class InferenceClusterSpec(KubeModel):
         )
     }
 
-    source: Literal["Existing", "EKS", "GKE"] = Field(description="Where the cluster comes from.")
+    source: SourceName = Field(description="Where the cluster comes from.")
     existing: ExistingSource | None = None
+    # One block per registered cloud (api/clouds/), named by its `block`.
     eks: EKSSource | None = None
     gke: GKESource | None = None
+    aks: AKSSource | None = None
     pools: list[Pool] = Field(
         min_length=1, max_length=16, description="The cluster's GPU node pools."
     )
@@ -312,10 +253,17 @@ class InferenceClusterSpec(KubeModel):
         default=None, description="The serving stack; installed unless enabled is false."
     )
 
+    def source_block(self) -> KubeModel | None:
+        """The block `source` names: `existing`, or the cloud's (`eks`, `gke`, ...)."""
+        cloud = cloud_named(self.source)
+        if cloud is None:
+            return self.existing if self.source == EXISTING else None
+        block: KubeModel | None = getattr(self, cloud.block)
+        return block
+
     @model_validator(mode="after")
     def _source_block(self) -> InferenceClusterSpec:
-        block = {"Existing": self.existing, "EKS": self.eks, "GKE": self.gke}[self.source]
-        if block is None:
+        if self.source_block() is None:
             raise ValueError(f"{self.source.lower()} is required when source is {self.source}")
         seen: set[str] = set()
         for p in self.pools:

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from modelplane.api import constants as c
+from modelplane.api.clouds import CLOUDS, Cloud
 from modelplane.api.inference_class import InferenceClassSpec, InferenceClassStatus
 from modelplane.api.inference_cluster import InferenceClusterSpec, InferenceClusterStatus
 from modelplane.api.inference_gateway import InferenceGatewaySpec, InferenceGatewayStatus
@@ -16,7 +17,7 @@ from modelplane.api.model_deployment import ModelDeploymentSpec, ModelDeployment
 from modelplane.api.model_endpoint import ModelEndpointSpec, ModelEndpointStatus
 from modelplane.api.model_replica import ModelReplicaSpec, ModelReplicaStatus
 from modelplane.api.model_service import ModelServiceSpec, ModelServiceStatus
-from modelplane.api.provisioning import EKSClusterSpec, GKEClusterSpec, ProvisionedClusterStatus
+from modelplane.api.provisioning import ProvisionedClusterStatus
 from modelplane.api.serving_stack import ServingStackSpec, ServingStackStatus
 
 
@@ -237,7 +238,7 @@ INFERENCE_GATEWAY = Kind(
 )
 
 _CLUSTER_COLUMN = PrinterColumn("Cluster", ".spec.clusterName")
-# EKSCluster and GKECluster answer the same questions in `kubectl get`.
+# Every provisioning composite answers the same questions in `kubectl get`.
 _PROVISIONED_COLUMNS = (
     _CLUSTER_COLUMN,
     PrinterColumn("Region", ".spec.region"),
@@ -247,29 +248,24 @@ _PROVISIONED_COLUMNS = (
     _AGE,
 )
 
-EKS_CLUSTER = Kind(
-    group=c.INFRA_GROUP,
-    kind="EKSCluster",
-    plural="eksclusters",
-    scope="Namespaced",
-    spec=EKSClusterSpec,
-    status=ProvisionedClusterStatus,
-    description="An EKS cluster an InferenceCluster provisions (internal).",
-    categories=("modelplane", "modelplane-infrastructure"),
-    printer_columns=_PROVISIONED_COLUMNS,
-)
 
-GKE_CLUSTER = Kind(
-    group=c.INFRA_GROUP,
-    kind="GKECluster",
-    plural="gkeclusters",
-    scope="Namespaced",
-    spec=GKEClusterSpec,
-    status=ProvisionedClusterStatus,
-    description="A GKE cluster an InferenceCluster provisions (internal).",
-    categories=("modelplane", "modelplane-infrastructure"),
-    printer_columns=_PROVISIONED_COLUMNS,
-)
+def provisioning_kind(cloud: Cloud) -> Kind:
+    """The internal composite a cloud provisions clusters through (EKSCluster, ...)."""
+    return Kind(
+        group=c.INFRA_GROUP,
+        kind=cloud.composite_kind,
+        plural=cloud.composite_plural,
+        scope="Namespaced",
+        spec=cloud.spec_model,
+        status=ProvisionedClusterStatus,
+        description=cloud.description,
+        categories=("modelplane", "modelplane-infrastructure"),
+        printer_columns=_PROVISIONED_COLUMNS,
+    )
+
+
+# One per registered cloud (api/clouds/), in the registry's order.
+CLOUD_KINDS: tuple[Kind, ...] = tuple(provisioning_kind(cloud) for cloud in CLOUDS)
 
 SERVING_STACK = Kind(
     group=c.INFRA_GROUP,
@@ -300,8 +296,7 @@ KINDS: tuple[Kind, ...] = (
     MODEL_ENDPOINT,
     MODEL_SERVICE,
     INFERENCE_GATEWAY,
-    EKS_CLUSTER,
-    GKE_CLUSTER,
+    *CLOUD_KINDS,
     SERVING_STACK,
 )
 

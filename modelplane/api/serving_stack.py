@@ -17,6 +17,8 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from modelplane.api import constants as c
+from modelplane.api.clouds import StackCloudName
+from modelplane.api.clouds.base import CSIDriver
 from modelplane.api.common import (
     ConditionedStatus,
     DNSLabel,
@@ -25,7 +27,6 @@ from modelplane.api.common import (
     StatusModel,
     format_validation_error,
 )
-from modelplane.api.provisioning import CSIDriver
 
 ChartVersion = str
 
@@ -123,7 +124,7 @@ class ServingStackSpec(KubeModel):
     provider_config_name: DNSSubdomain = Field(
         description="The provider-helm and provider-kubernetes ClusterProviderConfig name."
     )
-    cloud: Literal["EKS", "GKE", "Existing"] = Field(
+    cloud: StackCloudName = Field(
         default="Existing", description="Where the cluster runs: maps CSI drivers and drivers."
     )
     charts: ChartVersions = Field(

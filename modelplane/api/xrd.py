@@ -24,6 +24,7 @@ from pydantic_core import core_schema
 
 from modelplane import __version__
 from modelplane.api import constants as c
+from modelplane.api.clouds import CLOUDS
 from modelplane.api.common import _PATTERN_NAMES as PATTERN_NAMES
 from modelplane.api.kinds import KINDS, Kind
 
@@ -46,52 +47,18 @@ PROVIDER_KUBERNETES_VERSION = ">=v1.2.1, <v2.0.0"
 # Release the InferenceGateway composes (Envoy Gateway); v2 may change that API.
 PROVIDER_HELM_PACKAGE = "xpkg.crossplane.io/crossplane-contrib/provider-helm"
 PROVIDER_HELM_VERSION = ">=v1.4.0, <v2.0.0"
-# The upjet family providers EKSCluster and GKECluster compose through, and
-# the managed resources (ManagedResourceDefinition names, `<plural>.<group>`)
-# each serves: the one table the Configuration's dependsOn, the activation
-# policy and docs/install.md are built from. v2.6.0 is the release whose CRDs
+# The upjet family providers the clouds' composites compose through, and the
+# managed resources (ManagedResourceDefinition names, `<plural>.<group>`) each
+# serves, gathered from each cloud's `upjet_providers` (api/clouds/): the one
+# table the Configuration's dependsOn, the activation policy and
+# docs/install.md are built from. v2.6.0 is the release whose CRDs
 # the conformance oracles hold (every composed resource is checked against
 # them); v3 may change the namespaced `.m.` APIs. Filestore needs no provider:
 # GKE's Filestore CSI driver provisions instances itself.
 UPJET_REGISTRY = "xpkg.upbound.io/upbound"
 UPJET_VERSION = ">=v2.6.0, <v3.0.0"
 UPJET_PROVIDERS: dict[str, tuple[str, ...]] = {
-    "provider-aws-eks": (
-        "clusters.eks.aws.m.upbound.io",
-        "nodegroups.eks.aws.m.upbound.io",
-        "addons.eks.aws.m.upbound.io",
-        "accessentries.eks.aws.m.upbound.io",
-        "accesspolicyassociations.eks.aws.m.upbound.io",
-    ),
-    "provider-aws-ec2": (
-        "vpcs.ec2.aws.m.upbound.io",
-        "subnets.ec2.aws.m.upbound.io",
-        "internetgateways.ec2.aws.m.upbound.io",
-        "eips.ec2.aws.m.upbound.io",
-        "natgateways.ec2.aws.m.upbound.io",
-        "routetables.ec2.aws.m.upbound.io",
-        "routes.ec2.aws.m.upbound.io",
-        "routetableassociations.ec2.aws.m.upbound.io",
-    ),
-    "provider-aws-iam": (
-        "roles.iam.aws.m.upbound.io",
-        "rolepolicyattachments.iam.aws.m.upbound.io",
-    ),
-    "provider-aws-efs": (
-        "filesystems.efs.aws.m.upbound.io",
-        "mounttargets.efs.aws.m.upbound.io",
-    ),
-    "provider-gcp-container": (
-        "clusters.container.gcp.m.upbound.io",
-        "nodepools.container.gcp.m.upbound.io",
-    ),
-    "provider-gcp-compute": (
-        "networks.compute.gcp.m.upbound.io",
-        "subnetworks.compute.gcp.m.upbound.io",
-        "routers.compute.gcp.m.upbound.io",
-        "routernats.compute.gcp.m.upbound.io",
-    ),
-    "provider-gcp-cloudplatform": ("serviceaccounts.cloudplatform.gcp.m.upbound.io",),
+    name: mrds for cloud in CLOUDS for name, mrds in cloud.upjet_providers.items()
 }
 # Managed resource kinds the package composes, by ManagedResourceDefinition name
 # (`<plural>.<group>`): what the package's activation policy turns on.
@@ -511,7 +478,7 @@ def configuration(function_package: str = DEFAULT_FUNCTION_PACKAGE) -> dict[str,
     It depends only on what the Compositions call or compose: the function,
     provider-kubernetes (Objects), provider-helm (the ServingStack's and the
     InferenceGateway's Releases) and the upjet family providers of the
-    EKSCluster and GKECluster managed resources (`UPJET_PROVIDERS`).
+    clouds' managed resources (`UPJET_PROVIDERS`).
     """
     return {
         "apiVersion": "meta.pkg.crossplane.io/v1",

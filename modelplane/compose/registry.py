@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from modelplane.api.kinds import (
-    EKS_CLUSTER,
-    GKE_CLUSTER,
     INFERENCE_CLASS,
     INFERENCE_CLUSTER,
     INFERENCE_GATEWAY,
@@ -15,10 +13,11 @@ from modelplane.api.kinds import (
     MODEL_SERVICE,
     SERVING_STACK,
     Kind,
+    provisioning_kind,
 )
 from modelplane.compose.caches import model_cache
 from modelplane.compose.clusters import inference_class, inference_cluster, serving_stack
-from modelplane.compose.clusters.clouds import eks, gke
+from modelplane.compose.clusters.clouds import PROVISIONERS
 from modelplane.compose.deployments import model_deployment
 from modelplane.compose.replica import model_replica
 from modelplane.compose.routing import inference_gateway, model_endpoint, model_service
@@ -31,8 +30,8 @@ COMPOSERS: dict[tuple[str, str], tuple[Kind, Composer]] = {
         (INFERENCE_CLUSTER, inference_cluster.compose),
         (MODEL_DEPLOYMENT, model_deployment.compose),
         (MODEL_REPLICA, model_replica.compose),
-        (EKS_CLUSTER, eks.compose),
-        (GKE_CLUSTER, gke.compose),
+        # One provisioning composite per cloud (compose/clusters/clouds/).
+        *((provisioning_kind(p.cloud), p.compose) for p in PROVISIONERS),
         (SERVING_STACK, serving_stack.compose),
         (MODEL_CACHE, model_cache.compose),
         (MODEL_ENDPOINT, model_endpoint.compose),

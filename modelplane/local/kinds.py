@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from modelplane.api.clouds import CLOUDS
+
 Scope = Literal["Namespaced", "Cluster"]
 
 _N: Scope = "Namespaced"
@@ -115,40 +117,6 @@ COMPOSED: dict[str, dict[str, Scope]] = {
         "DeploymentRuntimeConfig": _C,
         "ImageConfig": _C,
     },
-    # Cloud managed resources of provider-upjet-aws / provider-upjet-gcp (v2
-    # namespaced groups) that EKSCluster and GKECluster compose.
-    "aws.m.upbound.io": {"ProviderConfig": _N, "ClusterProviderConfig": _C},
-    "eks.aws.m.upbound.io": {
-        "Cluster": _N,
-        "NodeGroup": _N,
-        "Addon": _N,
-        "AccessEntry": _N,
-        "AccessPolicyAssociation": _N,
-        "PodIdentityAssociation": _N,
-    },
-    "ec2.aws.m.upbound.io": {
-        "VPC": _N,
-        "Subnet": _N,
-        "InternetGateway": _N,
-        "RouteTable": _N,
-        "Route": _N,
-        "RouteTableAssociation": _N,
-        "SecurityGroup": _N,
-        "NATGateway": _N,
-        "EIP": _N,
-    },
-    "iam.aws.m.upbound.io": {"Role": _N, "RolePolicyAttachment": _N},
-    "efs.aws.m.upbound.io": {"FileSystem": _N, "MountTarget": _N, "AccessPoint": _N},
-    "gcp.m.upbound.io": {"ProviderConfig": _N, "ClusterProviderConfig": _C},
-    "container.gcp.m.upbound.io": {"Cluster": _N, "NodePool": _N},
-    "compute.gcp.m.upbound.io": {
-        "Network": _N,
-        "Subnetwork": _N,
-        "Router": _N,
-        "RouterNAT": _N,
-    },
-    "cloudplatform.gcp.m.upbound.io": {"ServiceAccount": _N},
-    "filestore.gcp.m.upbound.io": {"Instance": _N},
     # The serving stack inside workload clusters (normally wrapped in Objects).
     "leaderworkerset.x-k8s.io": {"LeaderWorkerSet": _N},
     "gateway.networking.k8s.io": {
@@ -171,6 +139,15 @@ COMPOSED: dict[str, dict[str, Scope]] = {
     "scheduling.run.ai": {"PodGroup": _N, "Queue": _C},
     "scheduling.volcano.sh": {"PodGroup": _N, "Queue": _C},
 }
+
+# Cloud managed resources (v2 namespaced groups) the provisioning composites
+# compose, and each cloud provider's configs: from the cloud registry.
+for _cloud in CLOUDS:
+    COMPOSED.setdefault(_cloud.provider_group, {}).update(
+        {"ProviderConfig": _N, "ClusterProviderConfig": _C}
+    )
+    for _group, _kinds in _cloud.render_kinds.items():
+        COMPOSED.setdefault(_group, {}).update(dict.fromkeys(_kinds, _N))
 
 
 def group_of(api_version: str) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from modelplane.api import constants as c
+from modelplane.api.clouds import cloud_managing
 from modelplane.api.readers import read_inference_cluster
 from modelplane.local.engine import RenderResult
 from modelplane.local.simulate import OBJECT_GROUPS
@@ -457,20 +458,18 @@ def cluster_manifests(result: RenderResult) -> list[tuple[str, Obj]]:
     return out
 
 
-PROVIDER_DIRS = {
-    ".aws.m.upbound.io": "provider-upjet-aws",
-    ".gcp.m.upbound.io": "provider-upjet-gcp",
-    "helm.m.crossplane.io": "provider-helm",
-}
+HELM_GROUP = "helm.m.crossplane.io"
 
 
 def provider_of(obj: Obj) -> str | None:
     """The provider that reconciles a managed resource (cloud MRs and Releases), if any."""
-    api_version = str(obj.get("apiVersion", ""))
+    api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
+    cloud = cloud_managing(api_version, kind)
+    if cloud is not None:
+        return cloud.provider
     group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
-    for suffix, provider in PROVIDER_DIRS.items():
-        if group.endswith(suffix) and not obj.get("kind", "").endswith("ProviderConfig"):
-            return provider
+    if group == HELM_GROUP and not kind.endswith("ProviderConfig"):
+        return "provider-helm"
     return None
 
 

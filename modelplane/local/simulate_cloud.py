@@ -1,8 +1,10 @@
 """What the cloud providers and a provisioned cluster would report, simulated.
 
-For `modelplane render`: upjet managed resources (`*.aws.m.upbound.io`,
-`*.gcp.m.upbound.io`) become Synced and Ready with plausible external ids, and
-a control plane that writes a connection secret gets its kubeconfig Secret.
+For `modelplane render`: every cloud's upjet managed resources (its
+`Cloud.render_kinds`) become Synced and Ready with what the cloud's composer
+says its provider reports (`ProviderReports`: plausible external ids,
+endpoints, stock-out messages), and a control plane that writes a connection
+secret gets its kubeconfig Secret.
 
 Each workload cluster's inventory agent is simulated too: the Observe-only
 Object of its ConfigMap (`compose/clusters/inventory.py`) observes the summary the
@@ -38,31 +40,23 @@ from dataclasses import astuple, dataclass
 from typing import Any
 
 from modelplane.api import constants as c
+from modelplane.api.clouds import cloud_managing
 from modelplane.api.inventory_summary import summarize
 from modelplane.api.model_replica import ModelReplicaSpec
 from modelplane.api.objects import label_value, replica_base, short_hash
 from modelplane.api.readers import ObservedInferenceCluster, read_inference_cluster
+from modelplane.compose.clusters.clouds import PROVISIONERS
+from modelplane.compose.clusters.clouds.provisioned import ProviderReports
 from modelplane.compose.objects import dns_label
 from modelplane.local.conditions import EPOCH, Clock, set_condition
 from modelplane.local.passes import Passes
 from modelplane.local.store import Key, Obj, ObjectStore, labels_of
 
-CLOUD_SUFFIXES = (".aws.m.upbound.io", ".gcp.m.upbound.io")
 FIXTURE_LABEL = "modelplane.ai/render-fixture"
 OBJECT_API_VERSION = c.PROVIDER_KUBERNETES_API_VERSION
 NODE_POOL_COMPONENT = "node-pool"
-# External id prefixes the clouds use, for plausible `status.atProvider.id`s.
-_ID_PREFIX = {
-    "VPC": "vpc-",
-    "Subnet": "subnet-",
-    "InternetGateway": "igw-",
-    "NATGateway": "nat-",
-    "EIP": "eipalloc-",
-    "RouteTable": "rtb-",
-    "SecurityGroup": "sg-",
-    "FileSystem": "fs-",
-    "MountTarget": "fsmt-",
-}
+# What each cloud's provider reports, by cloud name.
+_REPORTS: dict[str, ProviderReports] = {p.cloud.name: p.reports for p in PROVISIONERS}
 
 
 @dataclass(frozen=True)
@@ -113,8 +107,15 @@ def _group(obj: Obj) -> str:
 
 
 def is_cloud_managed(obj: Obj) -> bool:
-    """Whether an object is an upjet managed resource of the v2 namespaced AWS/GCP groups."""
-    return _group(obj).endswith(CLOUD_SUFFIXES)
+    """Whether an object is a managed resource of a registered cloud's provider."""
+    return cloud_managing(str(obj.get("apiVersion", "")), str(obj.get("kind", ""))) is not None
+
+
+def _reports(obj: Obj) -> ProviderReports:
+    cloud = cloud_managing(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+    if cloud is None:
+        raise ValueError(f"{obj.get('apiVersion')} {obj.get('kind')} is no cloud's resource")
+    return _REPORTS[cloud.name]
 
 
 def _int(value: Any, default: int = 0) -> int:
@@ -180,47 +181,20 @@ def _stocked_out(obj: Obj, stockouts: list[StockOutFixture]) -> StockOutFixture 
 
 
 def _stockout_message(obj: Obj, fixture: StockOutFixture) -> str:
-    for_provider = (obj.get("spec") or {}).get("forProvider") or {}
-    name = (obj.get("metadata") or {}).get("name", "")
-    if _group(obj).endswith(".aws.m.upbound.io"):
-        instance = (for_provider.get("instanceTypes") or ["the requested"])[0]
-        return (
-            f"async create failed: waiting for EKS Node Group ({fixture.cluster}:{name}) create: "
-            "unexpected state 'CREATE_FAILED', wanted target 'ACTIVE'. last error: "
-            "AsgInstanceLaunchFailures: Could not launch On-Demand Instances. "
-            f"InsufficientInstanceCapacity - We currently do not have sufficient {instance} "
-            f"capacity in the Availability Zone you requested ({fixture.zone})."
-        )
-    project = for_provider.get("project", "project")
-    return (
-        "async create failed: error waiting for creating GKE NodePool: "
-        f"code=ZONE_RESOURCE_POOL_EXHAUSTED: The zone 'projects/{project}/zones/{fixture.zone}' "
-        "does not have enough resources available to fulfill the request. "
-        "Try a different zone, or try again later."
-    )
+    return _reports(obj).stockout(obj, fixture.cluster, fixture.zone)
 
 
 def _at_provider(obj: Obj) -> dict[str, Any]:
     kind = str(obj.get("kind", ""))
     name = str((obj.get("metadata") or {}).get("name", ""))
     digest = short_hash(_group(obj), kind, name, length=17)
-    at: dict[str, Any] = {"id": _ID_PREFIX.get(kind, "") + digest if kind in _ID_PREFIX else name}
-    if kind == "Cluster" and _group(obj).startswith("eks."):
-        at.update(
-            status="ACTIVE",
-            endpoint=f"https://{digest.upper()}.gr7.eks.amazonaws.com",
-            vpcConfig={"clusterSecurityGroupId": "sg-" + short_hash(name, "cluster-sg", length=17)},
-        )
-    elif kind == "Cluster":
-        at.update(endpoint="34.0.0." + str(int(digest[:2], 16) % 250 + 1))
-    elif kind == "NodeGroup":
-        at["status"] = "ACTIVE"
-    return at
+    return _reports(obj).at_provider(obj, digest)
 
 
 def _kubeconfig(cluster_obj: Obj) -> str:
     name = str((cluster_obj.get("metadata") or {}).get("name", ""))
-    endpoint = _at_provider(cluster_obj).get("endpoint", "https://127.0.0.1")
+    at = _at_provider(cluster_obj)
+    endpoint = at.get("endpoint") or at.get("fqdn") or "https://127.0.0.1"
     server = endpoint if str(endpoint).startswith("https://") else f"https://{endpoint}"
     text = (
         "apiVersion: v1\nkind: Config\n"
@@ -230,6 +204,11 @@ def _kubeconfig(cluster_obj: Obj) -> str:
         f"users:\n- name: {name}\n  user:\n    token: simulated\n"
     )
     return base64.b64encode(text.encode()).decode()
+
+
+def _kubeconfig_key(obj: Obj) -> str:
+    cloud = cloud_managing(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+    return cloud.kubeconfig_key if cloud is not None else c.KUBECONFIG_CONNECTION_KEY
 
 
 def _connection_secret(store: ObjectStore, obj: Obj) -> None:
@@ -257,7 +236,7 @@ def _connection_secret(store: ObjectStore, obj: Obj) -> None:
             ],
         },
         "type": "connection.crossplane.io/v1alpha1",
-        "data": {c.KUBECONFIG_CONNECTION_KEY: _kubeconfig(obj)},
+        "data": {_kubeconfig_key(obj): _kubeconfig(obj)},
     }
     existing = store.get(Key.of(secret))
     if existing is None or existing.get("data") != secret["data"]:

@@ -190,7 +190,8 @@ def test_defaults_apply_before_cel_rules(tmp_path: Path) -> None:
         (
             "source: Existing",
             "source: Exsting",
-            "spec.source: 'Exsting' is not one of Existing, EKS, GKE; did you mean 'Existing'?",
+            "spec.source: 'Exsting' is not one of Existing, EKS, GKE, AKS; "
+            "did you mean 'Existing'?",
         ),
         ("nodeCount: 2", "nodeCount: two", "spec.pools[0].nodeCount: 'two' is not of type integer"),
         ("nodeCount: 2", "nodeCount: -1", "spec.pools[0].nodeCount: -1 is below the minimum 0"),

@@ -6,8 +6,10 @@ from typing import Any
 
 import pytest
 
+from modelplane.api.clouds import Cloud, cloud_named
 from modelplane.api.inference_class import Device
 from modelplane.api.inventory_summary import summarize
+from modelplane.compose.clusters.clouds import PROVISIONERS
 from modelplane.compose.clusters.clouds.capacity import (
     nodes_up,
     pool_stockout,
@@ -76,20 +78,62 @@ STOCKOUTS = [
         id="aws-code-on-gcp-is-not-a-stockout",
     ),
     pytest.param("GKE", {}, False, None, id="no-status"),
+    pytest.param(
+        "AKS",
+        _mr(
+            'polling after CreateOrUpdate: Code="SkuNotAvailable" Message="The requested VM '
+            "size for resource 'Following SKUs have failed for Capacity Restrictions: "
+            "Standard_ND96isr_H100_v5' is currently not available in location 'eastus2'.\""
+        ),
+        True,
+        None,
+        id="azure-sku-not-available",
+    ),
+    pytest.param(
+        "AKS",
+        _mr('Code="OverconstrainedZonalAllocationRequest" Message="Allocation failed."'),
+        True,
+        None,
+        id="azure-overconstrained-zonal",
+    ),
+    pytest.param(
+        "AKS",
+        _mr('Code="QuotaExceeded" Message="Operation could not be completed"'),
+        False,
+        None,
+        id="azure-quota-is-not-a-stockout",
+    ),
+    pytest.param("AKS", _mr("ZONE_RESOURCE_POOL_EXHAUSTED"), False, None, id="gcp-code-on-azure"),
 ]
 
 
+def _cloud(name: str) -> Cloud:
+    cloud = cloud_named(name)
+    assert cloud is not None
+    return cloud
+
+
 @pytest.mark.parametrize(("cloud", "managed", "stocked", "zone"), STOCKOUTS)
-def test_stockout_detection(cloud: Any, managed: dict[str, Any], stocked: bool, zone: Any) -> None:
-    message = stockout_message(cloud, managed)
+def test_stockout_detection(cloud: str, managed: dict[str, Any], stocked: bool, zone: Any) -> None:
+    message = stockout_message(_cloud(cloud), managed)
     assert (message is not None) == stocked
     if message is not None:
-        assert zone_in(cloud, message) == zone
+        assert zone_in(_cloud(cloud), message) == zone
+
+
+@pytest.mark.parametrize("provisioner", PROVISIONERS, ids=lambda p: p.cloud.name)
+def test_every_cloud_recognises_the_stockout_its_provider_reports(provisioner: Any) -> None:
+    # The render simulation writes this message; the composer must read it back.
+    pool = {"metadata": {"name": "c-pool-gpu"}, "spec": {"forProvider": {}}}
+    message = provisioner.reports.stockout(pool, "c", "zone-1")
+    assert stockout_message(provisioner.cloud, _mr(message)) == message
 
 
 def test_a_stockout_counts_only_ready_nodes_of_the_pool_and_never_more_than_requested() -> None:
     managed = _mr("GCE_STOCKOUT")
-    found = pool_stockout("GKE", "a100", "nvidia-tesla-a100", 2, managed, declared_zone="z-1", up=5)
+    found = pool_stockout(
+        _cloud("GKE"), "a100", "nvidia-tesla-a100", 2, managed, declared_zone="z-1", up=5
+    )
     assert found is not None
     assert (found.zone, found.accelerator, found.nodes_up, found.requested) == (
         "z-1",
@@ -97,7 +141,7 @@ def test_a_stockout_counts_only_ready_nodes_of_the_pool_and_never_more_than_requ
         2,
         2,
     )
-    assert pool_stockout("GKE", "a100", None, 2, _mr("quota exceeded")) is None
+    assert pool_stockout(_cloud("GKE"), "a100", None, 2, _mr("quota exceeded")) is None
 
 
 def _node(name: str, pool: str | None, ready: str = "True") -> dict[str, Any]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from modelplane.api.clouds.eks import CLOUD as EKS
+from modelplane.api.clouds.gke import CLOUD as GKE
 from modelplane.api.inference_class import InferenceClassSpec
 from modelplane.api.inference_cluster import Pool
 from modelplane.api.provisioning import read_provisioned_cluster
@@ -53,7 +55,7 @@ def test_eks_pools_come_from_the_classes_provisioning_blocks() -> None:
         Pool(name="byo", class_name="byo", node_count=1),
         Pool(name="gke", class_name="a100-gke", node_count=1),
     ]
-    out, problems = node_pools("EKS", pools, CLASSES)
+    out, problems = node_pools(EKS, pools, CLASSES)
     assert out == [
         {
             "name": "h100",
@@ -68,7 +70,7 @@ def test_eks_pools_come_from_the_classes_provisioning_blocks() -> None:
 
 
 def test_gke_pools_carry_the_gke_block() -> None:
-    out, problems = node_pools("GKE", [Pool(name="a", class_name="a100-gke")], CLASSES)
+    out, problems = node_pools(GKE, [Pool(name="a", class_name="a100-gke")], CLASSES)
     assert problems == []
     assert out == [
         {
@@ -82,7 +84,7 @@ def test_gke_pools_carry_the_gke_block() -> None:
 
 
 def test_node_pool_refs_name_what_the_provisioning_composers_name() -> None:
-    refs = node_pool_refs("GKE", "eu-west", [Pool(name="a100", class_name="x")])
+    refs = node_pool_refs(GKE, "eu-west", [Pool(name="a100", class_name="x")])
     assert [(r.kind, r.name, r.gpu) for r in refs] == [
         ("NodePool", "eu-west-pool-a100", True),
         ("NodePool", "eu-west-system", False),

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import yaml
 
+from modelplane.api.kinds import KINDS
 from modelplane.dev import xpkg
 
 
@@ -39,7 +40,7 @@ def test_packages_are_one_meta_object_first_and_the_rest_of_their_root() -> None
     assert [d["kind"] for d in fdocs] == ["Function"]
     assert cdocs[0]["kind"] == "Configuration"
     kinds = [d["kind"] for d in cdocs[1:]]
-    assert kinds.count("CompositeResourceDefinition") == kinds.count("Composition") == 11
+    assert kinds.count("CompositeResourceDefinition") == kinds.count("Composition") == len(KINDS)
     assert "ManagedResourceActivationPolicy" in kinds
     assert configuration.digest.startswith("sha256:") and len(configuration.digest) == 71
 

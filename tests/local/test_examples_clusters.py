@@ -1,8 +1,9 @@
-"""examples/clusters: provisioned clusters end to end (issue 13's acceptance).
+"""examples/clusters: provisioned clusters end to end (issues 13 and 23's acceptance).
 
-An EKS and a GKE cluster, each with two GPU pools, their ServingStacks, a
-simulated stock-out (us-east's h100 pool) and a drifted pool (eu-west's l4),
-and a deployment that would spread over both clusters.
+An EKS and a GKE cluster, each with two GPU pools, an AKS cluster with one,
+their ServingStacks, a simulated stock-out (us-east's h100 pool) and a drifted
+pool (eu-west's l4), a deployment that would spread over the first two and one
+only the AKS cluster's A10s fit.
 """
 
 from __future__ import annotations
@@ -34,14 +35,25 @@ def _cond(obj: dict[str, Any] | None, type_: str) -> tuple[str, str, str]:
     raise AssertionError(type_)
 
 
+def _clusters_of(replicas: list[dict[str, Any]], deployment: str) -> list[str]:
+    """The clusters a deployment's replicas run on, sorted."""
+    return sorted(
+        r["spec"]["clusterName"] for r in replicas if r["spec"]["deploymentName"] == deployment
+    )
+
+
 def _cluster(rendered: RenderResult, name: str) -> dict[str, Any]:
     obj = rendered.get(c.API_VERSION, "InferenceCluster", name)
     assert obj is not None
     return obj
 
 
-def test_both_clusters_are_provisioned_reachable_and_serve_a_stack(rendered: RenderResult) -> None:
-    for name, kind in (("us-east", "EKSCluster"), ("eu-west", "GKECluster")):
+def test_every_cluster_is_provisioned_reachable_and_serves_a_stack(rendered: RenderResult) -> None:
+    for name, kind in (
+        ("us-east", "EKSCluster"),
+        ("eu-west", "GKECluster"),
+        ("us-central", "AKSCluster"),
+    ):
         cluster = _cluster(rendered, name)
         assert rendered.get(c.INFRA_API_VERSION, kind, name, NS) is not None
         assert rendered.get(c.INFRA_API_VERSION, "ServingStack", name, NS) is not None
@@ -82,7 +94,7 @@ def test_new_replicas_go_to_the_other_cluster_and_the_explanation_says_why(
     rendered: RenderResult,
 ) -> None:
     replicas = rendered.store.list(c.API_VERSION, "ModelReplica", "ml-team", None)
-    assert sorted(r["spec"]["clusterName"] for r in replicas) == ["eu-west", "eu-west"]
+    assert _clusters_of(replicas, "llama-70b") == ["eu-west", "eu-west"]
     from click.testing import CliRunner
 
     from modelplane.cli.main import cli
@@ -225,7 +237,7 @@ def test_deleting_an_eks_cluster_goes_workloads_releases_node_groups_cluster_net
     assert _last_managed(order, ".aws.m.upbound.io/v1beta1") == [vpc]
     # The deployment re-placed the replica it lost: both now run on eu-west.
     replicas = result.store.list(c.API_VERSION, "ModelReplica", "ml-team", None)
-    assert sorted(r["spec"]["clusterName"] for r in replicas) == ["eu-west", "eu-west"]
+    assert _clusters_of(replicas, "llama-70b") == ["eu-west", "eu-west"]
     assert not [k for k in result.store if k.name.startswith("us-east")]
 
 
@@ -268,3 +280,48 @@ def test_deleting_a_gke_cluster_goes_workloads_releases_node_pools_cluster_netwo
     assert nat < router
     network = Key(compute, "Network", NS, "eu-west-network")
     assert _last_managed(order, ".gcp.m.upbound.io/v1beta1") == [network]
+
+
+def test_the_aks_cluster_takes_the_replica_only_its_a10s_fit(rendered: RenderResult) -> None:
+    replicas = rendered.store.list(c.API_VERSION, "ModelReplica", "ml-team", None)
+    assert _clusters_of(replicas, "qwen-7b") == ["us-central"]
+    stack = rendered.get(c.INFRA_API_VERSION, "ServingStack", "us-central", NS)
+    assert stack is not None and stack["spec"]["cloud"] == "AKS"
+    classes = {
+        o["spec"]["forProvider"]["manifest"]["metadata"]["name"]: o["spec"]["forProvider"][
+            "manifest"
+        ]["provisioner"]
+        for o in rendered.store.list(c.PROVIDER_KUBERNETES_API_VERSION, "Object", NS, None)
+        if o["metadata"]["name"].startswith("us-central-modelplane-")
+    }
+    assert classes == {
+        "modelplane-shared": "file.csi.azure.com",
+        "modelplane-block": "disk.csi.azure.com",
+    }
+
+
+def test_deleting_an_aks_cluster_goes_pools_cluster_identity_network_group() -> None:
+    result, workloads = _delete_cluster(load_paths([EXAMPLE]), "us-central")
+    assert result.stuck == [] and len(workloads) == 1
+    order = _order(result)
+    cs, net = "containerservice.azure.m.upbound.io/v1beta1", "network.azure.m.upbound.io/v1beta1"
+    releases = [
+        order[Key(c.PROVIDER_HELM_API_VERSION, "Release", NS, f"us-central-{r}")]
+        for r in ("nvidia-dra-driver", "leaderworkerset", "envoy-gateway")
+    ]
+    pool = order[Key(cs, "KubernetesClusterNodePool", NS, "us-central-pool-a10")]
+    control_plane = order[Key(cs, "KubernetesCluster", NS, "us-central-aks")]
+    after_control_plane = [
+        order[Key(api, kind, NS, f"us-central-{name}")]
+        for api, kind, name in (
+            ("authorization.azure.m.upbound.io/v1beta1", "RoleAssignment", "network-contributor"),
+            ("managedidentity.azure.m.upbound.io/v1beta1", "UserAssignedIdentity", "identity"),
+            (net, "Subnet", "nodes"),
+            (net, "VirtualNetwork", "vnet"),
+        )
+    ]
+    assert max(order[w] for w in workloads) < min(releases)
+    assert max(releases) < pool < control_plane < min(after_control_plane)
+    group = Key("azure.m.upbound.io/v1beta1", "ResourceGroup", NS, "us-central-rg")
+    assert _last_managed(order, "azure.m.upbound.io/v1beta1") == [group]
+    assert not [k for k in result.store if k.name.startswith("us-central")]

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 
 from modelplane.api import constants as c
+from modelplane.api.clouds import CLOUDS
 from modelplane.api.common import KubeModel, cel_rules
 from modelplane.api.kinds import KINDS, MODEL_DEPLOYMENT, Kind, PrinterColumn
 from modelplane.api.xrd import (
@@ -440,7 +441,7 @@ def test_scale_paths_point_at_integer_fields() -> None:
 
 
 # SPEC §2: the provisioning and serving-stack kinds are internal, in their own group.
-INTERNAL_INFRA_KINDS = {"EKSCluster", "GKECluster", "ServingStack"}
+INTERNAL_INFRA_KINDS = {cloud.composite_kind for cloud in CLOUDS} | {"ServingStack"}
 
 
 def test_internal_kinds_are_namespaced_in_the_infrastructure_group() -> None:
@@ -475,8 +476,8 @@ def test_configuration_declares_crossplane_and_its_dependencies() -> None:
         "xpkg.crossplane.io/crossplane-contrib/provider-kubernetes": ">=v1.2.1, <v2.0.0",
         # The InferenceGateway installs Envoy Gateway through a Release.
         "xpkg.crossplane.io/crossplane-contrib/provider-helm": ">=v1.4.0, <v2.0.0",
-        # EKSCluster / GKECluster: the upjet family providers, at the release the
-        # conformance CRDs come from (v2.6.0) up to the next major.
+        # EKSCluster / GKECluster / AKSCluster: the upjet family providers, at the
+        # release the conformance CRDs come from (v2.6.0) up to the next major.
         **{
             f"xpkg.upbound.io/upbound/provider-{service}": ">=v2.6.0, <v3.0.0"
             for service in (
@@ -487,6 +488,11 @@ def test_configuration_declares_crossplane_and_its_dependencies() -> None:
                 "gcp-container",
                 "gcp-compute",
                 "gcp-cloudplatform",
+                "azure-containerservice",
+                "azure-network",
+                "azure-managedidentity",
+                "azure-authorization",
+                "azure-azure",
             )
         },
     }
@@ -503,7 +509,8 @@ def test_activation_policy_activates_what_the_composers_emit() -> None:
     # provider-helm's Release: the serving stack.
     assert activate[:2] == ["objects.kubernetes.m.crossplane.io", "releases.helm.m.crossplane.io"]
     # Provisioning: only the v2 namespaced upjet groups.
-    assert all(a.endswith((".aws.m.upbound.io", ".gcp.m.upbound.io")) for a in activate[2:])
+    clouds = (".aws.m.upbound.io", ".gcp.m.upbound.io", "azure.m.upbound.io")
+    assert all(a.endswith(clouds) for a in activate[2:])
 
 
 # xpkg.ToDNSLabel's own test table (crossplane-runtime v2.3.3 pkg/xpkg/name_test.go)
@@ -555,6 +562,7 @@ def test_package_files_layout_and_determinism() -> None:
         "modelreplicas",
         "eksclusters",
         "gkeclusters",
+        "aksclusters",
         "servingstacks",
         "modelcaches",
         "modelendpoints",
@@ -658,7 +666,8 @@ def test_each_activated_upjet_kind_is_served_by_the_provider_package_depended_on
     # Against the upjet CRDs the oracles hold (provider-upjet-aws/gcp v2.6.0): the
     # CRD of every activated `<plural>.<group>` exists, spells that plural, and its
     # group `<service>.<cloud>.m.upbound.io` is the family member
-    # `provider-<cloud>-<service>` the Configuration depends on.
+    # `provider-<cloud>-<service>` the Configuration depends on (a cloud's own
+    # group `<cloud>.m.upbound.io`, Azure's ResourceGroup, is `provider-<cloud>-<cloud>`).
     import yaml
     from oracles import CONFORMANCE
 
@@ -669,7 +678,8 @@ def test_each_activated_upjet_kind_is_served_by_the_provider_package_depended_on
     for package, mrds in UPJET_PROVIDERS.items():
         for mrd in mrds:
             plural, group = mrd.split(".", 1)
-            service, cloud = group.split(".")[:2]
+            parts = group.removesuffix(".m.upbound.io").split(".")
+            service, cloud = parts[0], parts[-1]
             assert package == f"provider-{cloud}-{service}", mrd
             crd = yaml.safe_load(
                 (crds / f"provider-upjet-{cloud}" / f"{group}_{plural}.yaml").read_text()

@@ -1,10 +1,10 @@
 """What an InferenceCluster composes for its infrastructure, as pure builders.
 
 The InferenceCluster composer decides; these functions build: the provisioning
-composite (EKSCluster / GKECluster) from the cluster's pools and their classes'
-`provisioning` blocks, the ServingStack composite, the ClusterProviderConfigs
-(provider-kubernetes and provider-helm) that reach the workload cluster, the
-capacity a pool publishes while the cloud is stocked out, and the Usage that
+composite of its cloud (EKSCluster, GKECluster, AKSCluster) from the cluster's
+pools and their classes' `provisioning` blocks, the ServingStack composite, the
+ClusterProviderConfigs (provider-kubernetes and provider-helm) that reach the
+workload cluster, the capacity a pool publishes while the cloud is stocked out, and the Usage that
 keeps a replica's workload from outliving the releases it needs.
 """
 
@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from modelplane.api import constants as c
+from modelplane.api.clouds import Cloud
 from modelplane.api.inference_class import InferenceClassSpec
 from modelplane.api.inference_cluster import Pool
 from modelplane.api.objects import condition
@@ -23,11 +24,6 @@ from modelplane.api.serving_stack import NodePoolRef
 from modelplane.compose.clusters.managed import USAGE_API_VERSION, resource_name
 from modelplane.compose.types import Resource
 
-Cloud = Literal["EKS", "GKE"]
-NODE_POOL_API = {
-    "EKS": ("eks.aws.m.upbound.io/v1beta1", "NodeGroup"),
-    "GKE": ("container.gcp.m.upbound.io/v1beta1", "NodePool"),
-}
 # The Releases a replica's workload cannot run without (ServingStack chart keys).
 WORKLOAD_RELEASES = ("nvidia-dra-driver", "leaderworkerset", "envoy-gateway")
 # A release only some workloads need, by the release: the wrapped kinds that need it.
@@ -66,14 +62,14 @@ def node_pools(
         field = f"spec.pools[{i}].className"
         klass = classes.get(pool.class_name)
         prov = klass.provisioning if klass else None
-        block = (prov.eks if cloud == "EKS" else prov.gke) if prov else None
-        if prov is None or prov.provider != cloud or block is None:
+        block = prov.block() if prov is not None and prov.provider == cloud.name else None
+        if block is None:
             problems.append(
                 PoolProblem(
                     field,
                     f"{field}: InferenceClass {pool.class_name!r} of pool {pool.name!r} has no "
-                    f"spec.provisioning for {cloud}; a {cloud} cluster can only provision pools "
-                    "whose class says how",
+                    f"spec.provisioning for {cloud.name}; a {cloud.name} cluster can only "
+                    "provision pools whose class says how",
                 )
             )
             continue
@@ -86,19 +82,27 @@ def node_pools(
 
 
 def node_pool_refs(cloud: Cloud, cluster: str, pools: list[Pool]) -> list[NodePoolRef]:
-    """The node groups / node pools a provisioning composite names (for the stack's Usages)."""
-    api_version, kind = NODE_POOL_API[cloud]
+    """The node groups / node pools a provisioning composite names (for the stack's Usages).
+
+    The last is what the system nodes belong to: a system node pool, or the
+    control plane when the cloud keeps them there.
+    """
+    pool, system = cloud.node_pool, cloud.system_pool
     refs = [
         NodePoolRef(
-            api_version=api_version,
-            kind=kind,
+            api_version=pool.api_version,
+            kind=pool.kind,
             name=resource_name(cluster, "pool", p.name),
             gpu=True,
         )
         for p in pools
     ]
     refs.append(
-        NodePoolRef(api_version=api_version, kind=kind, name=resource_name(cluster, "system"))
+        NodePoolRef(
+            api_version=system.api_version,
+            kind=system.kind,
+            name=resource_name(cluster, cloud.system_pool_suffix),
+        )
     )
     return refs
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from modelplane.api import constants as c
+from modelplane.api.clouds.base import CloudProviderConfigRef
 from modelplane.api.objects import condition_status
-from modelplane.api.provisioning import CloudProviderConfigRef
 from modelplane.compose.objects import dns_label
 from modelplane.compose.types import Resource
 

@@ -14,7 +14,8 @@ provider-kubernetes Objects, all in the composite's namespace):
   pins a chart version the Helm values oracle knows, and it knows no Volcano
   chart, so asking for it sets ServingStackReady=False (InstallUnsupported)
   with what to do instead, rather than guessing a chart;
-- one StorageClass per CSI driver, mapped to the cloud's own driver;
+- one StorageClass per CSI driver, mapped to the cloud's own driver (its
+  `Cloud.storage_classes`, api/clouds/);
 - the inventory agent (`inventory_agent.py`) that reports the cluster's nodes,
   devices and unschedulable replicas to the InferenceCluster;
 - Usages so releases go before the node pools they run on, and the Gateway
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from modelplane.api import constants as c
+from modelplane.api.clouds import cloud_named
 from modelplane.api.reasons import ServingStackReadyReason, ValidReason
 from modelplane.api.serving_stack import NodePoolRef, ReleaseStatus, ServingStackSpec
 from modelplane.api.serving_stack import ServingStackStatus as StackStatus
@@ -44,9 +46,6 @@ GATEWAY_CLASS = "modelplane-envoy"
 # A Gateway is ready to route once its implementation reports it Programmed
 # (the same readiness rule as the InferenceGateway's Gateway).
 GATEWAY_PROGRAMMED = PROGRAMMED
-# Where each cloud's node image puts the NVIDIA driver (the DRA driver's
-# `nvidiaDriverRoot`): GKE installs it under /home/kubernetes/bin/nvidia.
-DRIVER_ROOT = {"GKE": "/home/kubernetes/bin/nvidia"}
 
 
 @dataclass(frozen=True)
@@ -80,22 +79,6 @@ ENVOY_GATEWAY = Chart(
 )
 KAI = Chart("kai-scheduler", "kai-scheduler", "oci://ghcr.io/nvidia/kai-scheduler", "kai-scheduler")
 
-# csiDrivers entry → StorageClass per cloud: (name suffix, provisioner, parameters).
-STORAGE_CLASSES: dict[str, dict[str, tuple[str, dict[str, str]]]] = {
-    "EKS": {
-        "SharedFilesystem": (
-            "efs.csi.aws.com",
-            {"provisioningMode": "efs-ap", "directoryPerms": "700"},
-        ),
-        "ObjectStorageMount": ("s3.csi.aws.com", {}),
-        "BlockDevice": ("ebs.csi.aws.com", {"type": "gp3"}),
-    },
-    "GKE": {
-        "SharedFilesystem": ("filestore.csi.storage.gke.io", {"tier": "standard"}),
-        "ObjectStorageMount": ("gcsfuse.csi.storage.gke.io", {}),
-        "BlockDevice": ("pd.csi.storage.gke.io", {"type": "pd-balanced"}),
-    },
-}
 STORAGE_CLASS_NAMES = {
     "SharedFilesystem": "modelplane-shared",
     "ObjectStorageMount": "modelplane-object",
@@ -130,7 +113,9 @@ def _values(chart: Chart, spec: ServingStackSpec) -> dict[str, Any]:
             "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
             "kubeletPlugin": {"tolerations": [dict(GPU_TOLERATION)]},
         }
-        root = DRIVER_ROOT.get(spec.cloud)
+        # Where the cloud's node image puts the NVIDIA driver, when not at `/`.
+        cloud = cloud_named(spec.cloud)
+        root = cloud.driver_root if cloud is not None else None
         if root:
             values["nvidiaDriverRoot"] = root
         return values
@@ -215,20 +200,17 @@ def _gateway_objects(spec: ServingStackSpec, namespace: str) -> dict[str, Resour
 
 def _storage_class(spec: ServingStackSpec, driver: str) -> tuple[dict[str, Any] | None, str | None]:
     """The StorageClass for one csiDrivers entry, or why it cannot be made yet."""
-    mapping = STORAGE_CLASSES.get(spec.cloud)
-    if mapping is None:
+    cloud = cloud_named(spec.cloud)
+    if cloud is None:
         return None, f"{driver}: an Existing cluster brings its own StorageClass"
-    provisioner, params = mapping[driver]
-    parameters = dict(params)
-    storage = spec.storage
-    if driver == "SharedFilesystem" and spec.cloud == "EKS":
-        if not (storage and storage.shared_filesystem_id):
-            return None, "SharedFilesystem: waiting for the EFS file system id"
-        parameters["fileSystemId"] = storage.shared_filesystem_id
-    if driver == "SharedFilesystem" and spec.cloud == "GKE":
-        if not (storage and storage.network):
-            return None, "SharedFilesystem: waiting for the cluster's network"
-        parameters["network"] = storage.network
+    wanted = cloud.storage_classes[driver]
+    parameters = dict(wanted.parameters)
+    if wanted.needs is not None:
+        fact = getattr(spec.storage, wanted.needs.fact, None) if spec.storage else None
+        if not fact:
+            return None, f"{driver}: waiting for {wanted.needs.waiting_for}"
+        parameters[wanted.needs.parameter] = fact
+    provisioner = wanted.provisioner
     sc: dict[str, Any] = {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "StorageClass",

@@ -2,8 +2,9 @@
 
 The InferenceCluster composer calls these steps after it has resolved its
 pools' classes:
-- `provision` (source EKS/GKE): composes the EKSCluster/GKECluster composite in
-  the function's system namespace and, once that cluster is reachable, the
+- `provision` (a cloud `source`, api/clouds/): composes that cloud's
+  provisioning composite (EKSCluster, GKECluster, AKSCluster) in the function's
+  system namespace and, once that cluster is reachable, the
   provider-kubernetes and provider-helm ClusterProviderConfigs that read its
   kubeconfig Secret; only then is a provider config name returned to publish;
 - `serving_stack`: composes the ServingStack (unless `spec.servingStack.enabled`
@@ -27,17 +28,13 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from modelplane.api import constants as c
+from modelplane.api.clouds import Cloud, cloud_named
 from modelplane.api.common import format_validation_error
 from modelplane.api.inference_class import InferenceClassSpec
 from modelplane.api.inference_cluster import GPUPool, InferenceClusterSpec, InferenceClusterStatus
 from modelplane.api.inventory import InventorySummary
 from modelplane.api.objects import condition, condition_status
-from modelplane.api.provisioning import (
-    EKSClusterSpec,
-    GKEClusterSpec,
-    ProvisionedClusterView,
-    read_provisioned_cluster,
-)
+from modelplane.api.provisioning import ProvisionedClusterView, read_provisioned_cluster
 from modelplane.api.reasons import (
     CredentialsResolvedReason,
     HardwareDriftReason,
@@ -98,77 +95,23 @@ class Reach:
     problem: str | None = None  # why it cannot be composed, naming the field
 
 
-def _eks_spec(name: str, spec: InferenceClusterSpec, pools: list[dict[str, Any]]) -> dict:
-    eks = spec.eks
-    assert eks is not None
-    network: dict[str, Any] = {}
-    if eks.vpc_cidr:
-        network["vpcCidr"] = eks.vpc_cidr
-    if eks.zones:
-        network["zones"] = list(eks.zones)
-    if eks.existing_vpc is not None:
-        network["existing"] = eks.existing_vpc.to_dict()
-    body: dict[str, Any] = {
-        "clusterName": name,
-        "region": eks.region,
-        "kubernetesVersion": eks.kubernetes_version,
-        "network": network,
-        "pools": pools,
-    }
-    for key, value in (
-        ("systemPool", eks.system_pool),
-        ("providerConfigRef", eks.provider_config_ref),
-    ):
-        if value is not None:
-            body[key] = value.to_dict()
-    if eks.access_principal_arns:
-        body["accessPrincipalArns"] = list(eks.access_principal_arns)
-    return body
-
-
-def _gke_spec(name: str, spec: InferenceClusterSpec, pools: list[dict[str, Any]]) -> dict:
-    gke = spec.gke
-    assert gke is not None
-    body: dict[str, Any] = {
-        "clusterName": name,
-        "project": gke.project,
-        "region": gke.region,
-        "zones": list(gke.zones or []),
-        "kubernetesVersion": gke.kubernetes_version or c.DEFAULT_EKS_KUBERNETES_VERSION,
-        "pools": pools,
-    }
-    for key, value in (
-        ("network", gke.network),
-        ("systemPool", gke.system_pool),
-        ("providerConfigRef", gke.provider_config_ref),
-    ):
-        if value is not None:
-            body[key] = value.to_dict()
-    return body
-
-
 def provisioning_composite(
-    name: str, spec: InferenceClusterSpec, pools: list[dict[str, Any]]
+    cloud: Cloud, name: str, spec: InferenceClusterSpec, pools: list[dict[str, Any]]
 ) -> tuple[Resource | None, str]:
-    """The EKSCluster/GKECluster to compose, or None and why (naming the InferenceCluster field)."""
-    cloud = spec.source
-    builder, model, block = (
-        (_eks_spec, EKSClusterSpec, "spec.eks")
-        if cloud == "EKS"
-        else (_gke_spec, GKEClusterSpec, "spec.gke")
-    )
-    body = builder(name, spec, pools)
+    """The cloud's provisioning composite, or None and why (naming the InferenceCluster field)."""
+    source = getattr(spec, cloud.block)
+    block = f"spec.{cloud.block}"
+    body = source.composite_spec(name, pools)
     if spec.storage and spec.storage.csi_drivers:
         body["csiDrivers"] = list(spec.storage.csi_drivers)
     try:
-        model.model_validate(body)
+        cloud.spec_model.model_validate(body)
     except ValidationError as err:
         text = format_validation_error(err, block).replace(f"{block}.network.", f"{block}.")
         return None, text
-    kind = "EKSCluster" if cloud == "EKS" else "GKECluster"
     return {
         "apiVersion": c.INFRA_API_VERSION,
-        "kind": kind,
+        "kind": cloud.composite_kind,
         "metadata": {
             "name": name,
             "namespace": c.SYSTEM_NAMESPACE,
@@ -187,11 +130,13 @@ def provision(
     pc_name: str,
 ) -> Reach:
     """Compose the provisioning composite and, once reachable, the provider configs."""
-    cloud: Literal["EKS", "GKE"] = "EKS" if spec.source == "EKS" else "GKE"
+    cloud = cloud_named(spec.source)
+    if cloud is None:
+        raise ValueError(f"source {spec.source!r} is not a cloud: nothing to provision")
     pools, problems = node_pools(cloud, spec.pools, classes)
     if problems:
         return Reach(None, None, "; ".join(p.message for p in problems))
-    xr, why = provisioning_composite(name, spec, pools)
+    xr, why = provisioning_composite(cloud, name, spec, pools)
     if xr is None:
         return Reach(None, None, why)
     observed = inp.observed.get(INFRA_KEY)
@@ -208,7 +153,7 @@ def provision(
             c.CONDITION_CREDENTIALS_RESOLVED,
             True,
             CredentialsResolvedReason.RESOLVED,
-            f"kubeconfig of the provisioned {cloud} cluster from Secret "
+            f"kubeconfig of the provisioned {cloud.name} cluster from Secret "
             f"{secret.namespace}/{secret.name} key {secret.key!r}",
         )
         return Reach(pc_name, view)
@@ -222,7 +167,8 @@ def provision(
         c.CONDITION_CREDENTIALS_RESOLVED,
         False,
         CredentialsResolvedReason.WAITING_FOR_CLUSTER,
-        f"waiting for the {cloud} cluster to be reachable" + (f": {waiting}" if waiting else ""),
+        f"waiting for the {cloud.name} cluster to be reachable"
+        + (f": {waiting}" if waiting else ""),
     )
     return Reach(None, view)
 
@@ -238,10 +184,13 @@ def _stack_storage(
 ) -> StackStorage | None:
     status = view.status if view is not None else None
     drivers = list(spec.storage.csi_drivers or []) if spec.storage else []
+    cloud = cloud_named(spec.source)
+    # The network only travels to a cloud whose StorageClasses need it.
+    needs_network = cloud is not None and "network" in cloud.storage_facts
     storage = StackStorage(
         csi_drivers=drivers or None,
         shared_filesystem_id=status.shared_filesystem_id if status else None,
-        network=status.network if status is not None and spec.source == "GKE" else None,
+        network=status.network if status is not None and needs_network else None,
     )
     return storage if storage.to_dict() else None
 
@@ -256,10 +205,8 @@ def _stack_spec(
         if spec.gateway is not None
         else StackGateway()
     )
-    refs = None
-    if spec.source in ("EKS", "GKE"):
-        cloud: Literal["EKS", "GKE"] = "EKS" if spec.source == "EKS" else "GKE"
-        refs = node_pool_refs(cloud, name, spec.pools)
+    cloud = cloud_named(spec.source)
+    refs = node_pool_refs(cloud, name, spec.pools) if cloud is not None else None
     return ServingStackSpec(
         cluster_name=name,
         provider_config_name=pc_name,

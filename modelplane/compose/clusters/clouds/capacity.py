@@ -2,40 +2,24 @@
 
 Pure functions over what the providers report. An upjet managed resource
 carries the cloud's error in its conditions (Synced/LastAsyncOperation
-messages) and, for EKS, the node group's `status.atProvider.status`; a
-stock-out is recognised by the clouds' own error codes:
+messages) and, for some kinds, in `status.atProvider` (an EKS node group's
+`status`); a stock-out is recognised by the cloud's own error codes, which each
+cloud declares (`Cloud.stockout_codes`, api/clouds/).
 
-- AWS: `InsufficientInstanceCapacity` (an Auto Scaling launch failure that
-  EKS reports as the node group health issue `AsgInstanceLaunchFailures`);
-- GCP: `ZONE_RESOURCE_POOL_EXHAUSTED` (also `..._WITH_DETAILS`) and `GCE_STOCKOUT`.
-
-The zone comes from the message when the cloud names it, else the pool's own
-zone. The nodes actually up are the pool's `readyNodes` in the workload
+The zone comes from the message when the cloud names it (`Cloud.zone_pattern`),
+else the pool's own zone. The nodes actually up are the pool's `readyNodes` in the workload
 cluster's inventory summary (Nodes carrying the pool's label, counted by the
 cluster's inventory agent), never guessed from the requested size.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import Literal
 
+from modelplane.api.clouds import Cloud
 from modelplane.api.inventory import InventorySummary
 from modelplane.api.objects import conditions
 from modelplane.compose.types import Resource
-
-Cloud = Literal["EKS", "GKE"]
-
-STOCKOUT_CODES: dict[Cloud, tuple[str, ...]] = {
-    "EKS": ("InsufficientInstanceCapacity",),
-    "GKE": ("ZONE_RESOURCE_POOL_EXHAUSTED", "GCE_STOCKOUT"),
-}
-# "... capacity in the Availability Zone you requested (us-east-1a)"; an EC2 zone
-# name anywhere else in the message; a GCE zone ("zones/us-central1-a").
-_AWS_ZONE = re.compile(r"\b([a-z]{2}(?:-gov)?-[a-z]+-\d[a-z])\b")
-_GCP_ZONE = re.compile(r"\b([a-z]+-[a-z]+\d+-[a-z])\b")
-_ZONE = {"EKS": _AWS_ZONE, "GKE": _GCP_ZONE}
 
 
 @dataclass(frozen=True)
@@ -78,14 +62,14 @@ def stockout_message(cloud: Cloud, managed: Resource | None) -> str | None:
     if managed is None:
         return None
     for message in _messages(managed):
-        if any(code in message for code in STOCKOUT_CODES[cloud]):
+        if any(code in message for code in cloud.stockout_codes):
             return message
     return None
 
 
 def zone_in(cloud: Cloud, message: str) -> str | None:
     """The first zone the cloud's message names, if any."""
-    found = _ZONE[cloud].search(message)
+    found = cloud.zone_pattern.search(message) if cloud.zone_pattern else None
     return found.group(1) if found else None
 
 

@@ -26,14 +26,18 @@ from __future__ import annotations
 import ipaddress
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from modelplane.api import constants as c
-from modelplane.api.provisioning import EKSClusterSpec, EKSNodePool
+from modelplane.api.clouds.eks import CLOUD, EKSClusterSpec, EKSNodePool
+from modelplane.api.objects import short_hash
 from modelplane.compose.clusters.clouds.provisioned import (
     CONTROL_PLANE_KEY,
     SYSTEM_POOL_KEY,
     Plan,
     PoolPlan,
+    ProviderReports,
+    Provisioner,
     compose_provisioned,
     connection_secret_name,
     pool_key,
@@ -378,7 +382,7 @@ def _control_plane(b: _Build) -> tuple[Ref, list[Ref]]:
 def _scaling(pool: EKSNodePool) -> tuple[dict[str, object], dict[str, object]]:
     """(forProvider, initProvider) scaling: an autoscaled group owns its desired size."""
     low, high = pool.node_count, max(pool.ceiling, 1)
-    if pool.max_node_count is not None and pool.max_node_count > pool.node_count:
+    if pool.autoscaled:
         return {"minSize": low, "maxSize": high}, {"desiredSize": low}
     return {"minSize": low, "maxSize": high, "desiredSize": low}, {}
 
@@ -565,4 +569,52 @@ def build(spec: EKSClusterSpec, cluster: str, namespace: str, inp: ComposeInput)
 
 def compose(inp: ComposeInput) -> ComposeResult:
     """Compose an EKSCluster's managed resources and publish its status."""
-    return compose_provisioned(inp, "EKS", EKSClusterSpec, build)
+    return compose_provisioned(inp, CLOUD, build)
+
+
+# External id prefixes EC2 and EFS use, for plausible `status.atProvider.id`s.
+_ID_PREFIX = {
+    "VPC": "vpc-",
+    "Subnet": "subnet-",
+    "InternetGateway": "igw-",
+    "NATGateway": "nat-",
+    "EIP": "eipalloc-",
+    "RouteTable": "rtb-",
+    "SecurityGroup": "sg-",
+    "FileSystem": "fs-",
+    "MountTarget": "fsmt-",
+}
+
+
+def reported_at_provider(obj: Resource, digest: str) -> dict[str, Any]:
+    """What provider-upjet-aws reports: ids, an ACTIVE cluster and node group, the
+    cluster's endpoint and security group (EFS mount targets join it)."""
+    kind = str(obj.get("kind", ""))
+    name = str((obj.get("metadata") or {}).get("name", ""))
+    at: dict[str, Any] = {"id": _ID_PREFIX[kind] + digest if kind in _ID_PREFIX else name}
+    if kind == "Cluster":
+        at.update(
+            status="ACTIVE",
+            endpoint=f"https://{digest.upper()}.gr7.eks.amazonaws.com",
+            vpcConfig={"clusterSecurityGroupId": "sg-" + short_hash(name, "cluster-sg", length=17)},
+        )
+    elif kind == "NodeGroup":
+        at["status"] = "ACTIVE"
+    return at
+
+
+def reported_stockout(obj: Resource, cluster: str, zone: str) -> str:
+    """EKS's message for a node group Auto Scaling could not launch for lack of capacity."""
+    for_provider = (obj.get("spec") or {}).get("forProvider") or {}
+    name = (obj.get("metadata") or {}).get("name", "")
+    instance = (for_provider.get("instanceTypes") or ["the requested"])[0]
+    return (
+        f"async create failed: waiting for EKS Node Group ({cluster}:{name}) create: "
+        "unexpected state 'CREATE_FAILED', wanted target 'ACTIVE'. last error: "
+        "AsgInstanceLaunchFailures: Could not launch On-Demand Instances. "
+        f"InsufficientInstanceCapacity - We currently do not have sufficient {instance} "
+        f"capacity in the Availability Zone you requested ({zone})."
+    )
+
+
+PROVISIONER = Provisioner(CLOUD, compose, ProviderReports(reported_at_provider, reported_stockout))

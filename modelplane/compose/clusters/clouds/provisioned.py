@@ -1,7 +1,10 @@
-"""What EKSCluster and GKECluster share: inputs, status, conditions, readiness.
+"""What every cloud's composer shares: inputs, status, conditions, readiness.
 
-Both composers build their cloud's managed resources and hand them here with
-the names of the control plane and of each pool's node group. This module
+Each composer (`eks`, `gke`, `aks`) builds its cloud's managed resources and
+hands them here with the names of the control plane and of each pool's node
+group. A cloud's composer is registered as a `Provisioner`: its `Cloud`
+declaration, its compose function, and what its provider reports back
+(`ProviderReports`, which the render simulation plays). This module
 fetches the connection Secret and the cluster's observed inventory (the
 Observe-only Object the InferenceCluster composes of the inventory agent's
 ConfigMap, `clusters/inventory.py`), publishes
@@ -17,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from modelplane.api import constants as c
-from modelplane.api.common import KubeModel
+from modelplane.api.clouds import Cloud
 from modelplane.api.inventory import InventorySummary
 from modelplane.api.provisioning import (
     KubeconfigSecret,
@@ -32,7 +35,7 @@ from modelplane.api.reasons import (
     ValidReason,
 )
 from modelplane.compose import outcome
-from modelplane.compose.clusters.clouds.capacity import Cloud, StockOut, nodes_up, pool_stockout
+from modelplane.compose.clusters.clouds.capacity import StockOut, nodes_up, pool_stockout
 from modelplane.compose.clusters.inventory import inventory_object_name, observed_inventory
 from modelplane.compose.clusters.managed import ready, resource_name
 from modelplane.compose.common import meta, parse_spec
@@ -78,19 +81,43 @@ class Plan:
     pools: list[PoolPlan] = field(default_factory=list)
     network: str | None = None
     shared_filesystem_id: str | None = None
+    system_pool_key: str = SYSTEM_POOL_KEY
+    """The resource the system nodes belong to (a cloud may keep them in its control plane)."""
 
 
 Builder = Callable[[Any, str, str, ComposeInput], Plan]
 """(spec, cluster name, namespace, input) → plan; raises ValueError on a spec it cannot build."""
 
 
-def compose_provisioned(
-    inp: ComposeInput, cloud: Cloud, spec_model: type[KubeModel], build: Builder
-) -> ComposeResult:
+@dataclass(frozen=True)
+class ProviderReports:
+    """What a cloud's provider writes back on its managed resources.
+
+    The render simulation (`local/simulate_cloud.py`) plays it on the cloud's
+    managed kinds (`Cloud.render_kinds`), and the tests check the composer
+    recognises it (a stock-out is found in `stockout`'s text).
+    """
+
+    at_provider: Callable[[Resource, str], dict[str, Any]]
+    """(managed resource, a stable digest of it) → a plausible `status.atProvider`."""
+    stockout: Callable[[Resource, str, str], str]
+    """(node pool's managed resource, cluster, zone) → the cloud's capacity error message."""
+
+
+@dataclass(frozen=True)
+class Provisioner:
+    """One cloud's composer as the registry lists it."""
+
+    cloud: Cloud
+    compose: Callable[[ComposeInput], ComposeResult]
+    reports: ProviderReports
+
+
+def compose_provisioned(inp: ComposeInput, cloud: Cloud, build: Builder) -> ComposeResult:
     """Compose one provisioned cluster: parse, fetch, build, publish status."""
     result = ComposeResult()
-    kind = "EKSCluster" if cloud == "EKS" else "GKECluster"
-    spec, error = parse_spec(spec_model, inp.composite)
+    kind = cloud.composite_kind
+    spec, error = parse_spec(cloud.spec_model, inp.composite)
     if spec is None:
         return outcome.hold(
             inp, result, c.CONDITION_VALID, ValidReason.INVALID_SPEC, f"invalid {kind}: {error}"
@@ -124,7 +151,7 @@ def compose_provisioned(
 
 
 def _control_plane(
-    inp: ComposeInput, result: ComposeResult, cluster: str, namespace: str
+    inp: ComposeInput, result: ComposeResult, cloud: Cloud, cluster: str, namespace: str
 ) -> KubeconfigSecret | None:
     """ControlPlaneReady, and the kubeconfig Secret once the cluster is reachable."""
     up = ready(inp.observed.get(CONTROL_PLANE_KEY))
@@ -137,7 +164,7 @@ def _control_plane(
             ControlPlaneReadyReason.READY,
             f"control plane is Ready; kubeconfig in Secret {namespace}/{name}",
         )
-        return KubeconfigSecret(namespace=namespace, name=name)
+        return KubeconfigSecret(namespace=namespace, name=name, key=cloud.kubeconfig_key)
     if up:
         reason, message = (
             ControlPlaneReadyReason.CONNECTION_SECRET_MISSING,
@@ -190,7 +217,7 @@ def _pools(
         if stock is not None:
             stockouts.append(stock)
     waiting = [s.name for s in statuses if not s.ready]
-    if not ready(inp.observed.get(SYSTEM_POOL_KEY)):
+    if not ready(inp.observed.get(plan.system_pool_key)):
         waiting.append("system")
     if stockouts:
         message = "; ".join(s.describe() for s in stockouts)
@@ -229,7 +256,7 @@ def _pools(
 def _publish(
     inp: ComposeInput, result: ComposeResult, cloud: Cloud, cluster: str, namespace: str, plan: Plan
 ) -> None:
-    secret = _control_plane(inp, result, cluster, namespace)
+    secret = _control_plane(inp, result, cloud, cluster, namespace)
     pools, pools_ready = _pools(inp, result, cloud, plan)
     status = ProvisionedClusterStatus(
         kubeconfig_secret=secret,
