@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 STOP_GRACE_SECONDS = 10.0
+EXEC_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,20 @@ def start(
             cwd=cwd,
             start_new_session=True,
         )
-    return Proc(name, child.pid, exe or str(argv[0]), str(log))
+    proc = Proc(name, child.pid, exe or str(argv[0]), str(log))
+    _await_exec(proc, child)
+    return proc
+
+
+def _await_exec(proc: Proc, child: subprocess.Popen[bytes], timeout: float = EXEC_SECONDS) -> None:
+    """Wait until the child runs its program (or has exited).
+
+    Between fork and exec the child still shows its parent's command line, so
+    `alive` would call a process that is about to start dead.
+    """
+    deadline = time.monotonic() + timeout
+    while not proc.alive() and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def stop(proc: Proc, grace: float = STOP_GRACE_SECONDS) -> None:

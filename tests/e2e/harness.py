@@ -53,6 +53,7 @@ def _release(obj: Mapping[str, Any], at: str) -> dict[str, Any]:
     ready = {"status": "True", "lastTransitionTime": at}
     return {
         "atProvider": provider,
+        "synced": True,
         "conditions": [
             {"type": "Synced", "reason": "ReconcileSuccess", **ready},
             {"type": "Ready", "reason": "Available", **ready},
@@ -80,7 +81,7 @@ def _settled(kind: str, obj: Mapping[str, Any]) -> bool:
     if kind == "HTTPRoute":
         return bool(status.get("parents"))
     if kind == "Release":
-        return conditions.get("Ready") == "True"
+        return conditions.get("Ready") == "True" and status.get("synced") is True
     # Gateway API CRDs default a status of Accepted=Unknown ("Pending").
     return conditions.get("Accepted") == "True"
 
