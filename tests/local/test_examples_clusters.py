@@ -320,7 +320,13 @@ def test_deleting_an_aks_cluster_goes_pools_cluster_identity_network_group() -> 
             (net, "VirtualNetwork", "vnet"),
         )
     ]
-    assert max(order[w] for w in workloads) < min(releases)
+    # The workload is a Deployment: it uses the DRA driver and the gateway,
+    # not the LeaderWorkerSet controller (no Usage holds that one for it).
+    used = [
+        order[Key(c.PROVIDER_HELM_API_VERSION, "Release", NS, f"us-central-{r}")]
+        for r in ("nvidia-dra-driver", "envoy-gateway")
+    ]
+    assert max(order[w] for w in workloads) < min(used)
     assert max(releases) < pool < control_plane < min(after_control_plane)
     group = Key("azure.m.upbound.io/v1beta1", "ResourceGroup", NS, "us-central-rg")
     assert _last_managed(order, "azure.m.upbound.io/v1beta1") == [group]
