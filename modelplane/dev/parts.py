@@ -190,16 +190,36 @@ def _go_env() -> dict[str, str]:
     return env
 
 
-def _run(cmd: list[str], cwd: Path | None, log: Path) -> None:
+HEARTBEAT_SECONDS = 60.0
+
+
+def _run(
+    cmd: list[str],
+    cwd: Path | None,
+    log: Path,
+    say: Progress | None = None,
+    env: dict[str, str] | None = None,
+) -> None:
+    """Run a build command, its output in log; a line of progress every minute."""
+    started = time.monotonic()
     with log.open("a") as out:
         out.write(f"$ {' '.join(cmd)}\n")
         out.flush()
-        done = subprocess.run(cmd, cwd=cwd, env=_go_env(), stdout=out, stderr=subprocess.STDOUT)
-    if done.returncode != 0:
-        tail = log.read_text(errors="replace").splitlines()[-15:]
-        raise PartsError(
-            f"{cmd[0]} {cmd[1]} failed ({done.returncode}); {log}:\n" + "\n".join(tail)
+        child = subprocess.Popen(
+            cmd, cwd=cwd, env=_go_env() | (env or {}), stdout=out, stderr=subprocess.STDOUT
         )
+        while True:
+            try:
+                code = child.wait(timeout=HEARTBEAT_SECONDS)
+                break
+            except subprocess.TimeoutExpired:
+                if say:
+                    say(
+                        f"  still building ({(time.monotonic() - started) / 60:.0f} min; log {log})"
+                    )
+    if code != 0:
+        tail = log.read_text(errors="replace").splitlines()[-15:]
+        raise PartsError(f"{' '.join(cmd[:2])} failed ({code}); {log}:\n" + "\n".join(tail))
 
 
 def module_dir(module: str, version: str) -> Path:
@@ -219,7 +239,7 @@ def module_dir(module: str, version: str) -> Path:
     return Path(info["Dir"])
 
 
-def _build_into(part: Part, tmp: Path) -> None:
+def _build_into(part: Part, tmp: Path, say: Progress | None = None) -> None:
     bin_dir = tmp / "bin"
     bin_dir.mkdir(parents=True)
     log = tmp / "build.log"
@@ -228,13 +248,14 @@ def _build_into(part: Part, tmp: Path) -> None:
         pass
     elif part.install is None:
         target = "./cmd/..." if (part.wrapper / "cmd").is_dir() else "."
-        _run(["go", "build", "-trimpath", *ld, "-o", f"{bin_dir}/", target], part.wrapper, log)
+        _run(["go", "build", "-trimpath", *ld, "-o", f"{bin_dir}/", target], part.wrapper, log, say)
     else:
-        env_bin = ["env", f"GOBIN={bin_dir}"]
         _run(
-            [*env_bin, "go", "install", "-trimpath", *ld, f"{part.install}@{part.version}"],
+            ["go", "install", "-trimpath", *ld, f"{part.install}@{part.version}"],
             None,
             log,
+            say,
+            {"GOBIN": str(bin_dir)},
         )
     missing = [b for b in part.binaries if not (bin_dir / b).is_file()]
     if missing:
@@ -258,8 +279,9 @@ def build(part: Part, root: Path | None = None, progress: Progress | None = None
     tmp = final.with_name(final.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     started = time.monotonic()
-    say(f"building {part.name} {part.version} ({', '.join(part.binaries)}) with {go}")
-    _build_into(part, tmp)
+    what = ", ".join(part.binaries) or "CRDs only"
+    say(f"building {part.name} {part.version} ({what}) with {go}")
+    _build_into(part, tmp, say)
     (tmp / COMPLETE).write_text(f"{time.monotonic() - started:.0f}s\n")
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
