@@ -151,6 +151,30 @@ def test_the_role_assignment_waits_for_the_identitys_principal_and_the_subnets_i
     assert body["roleDefinitionName"] == "Network Contributor"
 
 
+@pytest.mark.parametrize(
+    ("key", "status"),
+    [
+        ("identity", None),
+        ("identity", {"atProvider": None}),
+        ("identity", {"atProvider": {"principalId": 7}}),
+        ("subnet", "not a mapping"),
+        ("subnet", {"atProvider": {"id": ["a", "list"]}}),
+    ],
+)
+def test_an_unreadable_report_keeps_the_role_assignment_as_composed(key: str, status: Any) -> None:
+    """Found by the XR fuzz: a malformed identity or subnet status withdrew the role
+    assignment and the Usages ordering its deletion."""
+    composed = _compose(observed=REPORTED)
+    observed = {
+        **REPORTED,
+        "role-assignment": composed.desired["role-assignment"].resource,
+        key: {"status": status},
+    }
+    res = _compose(observed=observed)
+    assert _for_provider(res, "role-assignment") == _for_provider(composed, "role-assignment")
+    assert _usages(res) == _usages(composed)
+
+
 def test_an_existing_subnet_composes_no_network_and_scopes_the_role_to_it() -> None:
     subnet = "/subscriptions/s/resourceGroups/net/providers/Microsoft.Network/vnets/v/subnets/n"
     res = _compose(

@@ -188,7 +188,9 @@ def _role_assignment(b: _Build, identity: Ref, scope: str | None) -> Ref | None:
     Neither has a reference field in the RoleAssignment's schema, so both are
     read from what Azure reported.
     """
-    principal = at_provider(b.inp.observed.get("identity")).get("principalId")
+    principal = _text(at_provider(b.inp.observed.get("identity")).get("principalId"))
+    principal = principal or _composed_with(b, "principalId")
+    scope = _text(scope) or _composed_with(b, "scope")
     if not principal or not scope:
         return None
     ref = b.add(
@@ -205,6 +207,22 @@ def _role_assignment(b: _Build, identity: Ref, scope: str | None) -> Ref | None:
     )
     b.use(identity, ref, "a role assignment goes before its identity")
     return ref
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _composed_with(b: _Build, field: str) -> str | None:
+    """What the observed role assignment was composed with, when Azure's report does not read.
+
+    An identity or subnet whose status is absent or malformed keeps an
+    existing role assignment as it is rather than withdrawing it (and with it
+    the Usages that order the deletion).
+    """
+    spec = (b.inp.observed.get("role-assignment") or {}).get("spec")
+    provider = spec.get("forProvider") if isinstance(spec, dict) else None
+    return _text(provider.get(field)) if isinstance(provider, dict) else None
 
 
 def _default_pool(b: _Build) -> dict[str, object]:
