@@ -17,6 +17,7 @@ from e2e import parity
 from e2e.conftest import TIMINGS
 from e2e.harness import World
 
+from modelplane.api.kinds import KINDS
 from modelplane.dev import xpkg
 from modelplane.dev.kubeapi import condition
 
@@ -32,10 +33,10 @@ def test_the_package_installs(world: World) -> None:
     assert condition(fn, "Healthy") == "True"
     assert condition(conf, "Healthy") == "True"
     xrds = world.cp.list("apiextensions.crossplane.io/v2", "CompositeResourceDefinition")
-    assert len(xrds) == 11
+    assert len(xrds) == len(KINDS)
     assert {condition(x, "Established") for x in xrds} == {"True"}
     compositions = world.cp.list("apiextensions.crossplane.io/v1", "Composition")
-    assert len(compositions) == 11
+    assert len(compositions) == len(KINDS)
     functions = {f["metadata"]["name"] for f in world.cp.list("pkg.crossplane.io/v1", "Function")}
     refs = {
         step["functionRef"]["name"] for comp in compositions for step in comp["spec"]["pipeline"]
