@@ -46,6 +46,9 @@ SERVICE_RANGE = "10.0.0.0/24"
 API_TIMEOUT = 120.0
 PACKAGE_TIMEOUT = 300.0
 INIT_ATTEMPTS = 5
+# provider-kubernetes v1.2.1 binds its metrics and webhook servers here with no
+# flag to move them: one local fleet per machine.
+PROVIDER_FIXED_PORTS = (8080, 9443)
 
 Say = Callable[[str], None]
 
@@ -374,7 +377,24 @@ class Fleet:
             ]
         else:
             self.say("unshare not found: InjectedIdentity provider configs will not work")
-        self._ensure(state, "provider-kubernetes", argv, env, exe=provider)
+        running = state.procs.get("provider-kubernetes")
+        if not (running and running.alive()):
+            busy = [p for p in PROVIDER_FIXED_PORTS if procs.listening(p)]
+            if busy:
+                raise FleetError(
+                    f"provider-kubernetes binds ports {', '.join(map(str, PROVIDER_FIXED_PORTS))} "
+                    f"(it has no flags to move them) and {busy} already in use: "
+                    "stop what listens there (another `modelplane dev` fleet?) and run up again"
+                )
+        health = state.ports["provider-kubernetes-health"]
+        if self._ensure(state, "provider-kubernetes", argv, env, exe=provider):
+            self._wait_alive(
+                state,
+                "provider-kubernetes",
+                "provider-kubernetes to serve its health probe",
+                lambda: procs.listening(health),
+                API_TIMEOUT,
+            )
 
     def _function(self, state: State) -> None:
         port = state.port("function")
