@@ -29,7 +29,27 @@ def _docs() -> list[dict[str, Any]]:
     return [d for path in sorted(QUICKSTART.glob("*.yaml")) for d in load_docs(path)]
 
 
+API = "modelplane.ai/v1alpha1"
+
+
+def _clear_other_scenarios(world: World) -> None:
+    """Delete what other scenarios left, so the control plane holds what the render is given."""
+    for kind in ("ModelService", "ModelDeployment", "ModelCache"):
+        for obj in world.cp.list(API, kind):
+            world.cp.delete(API, kind, obj["metadata"]["name"], obj["metadata"]["namespace"])
+    for kind in ("InferenceCluster", "InferenceGateway", "InferenceClass"):
+        for obj in world.cp.list(API, kind):
+            world.cp.delete(API, kind, obj["metadata"]["name"])
+
+    def cleared() -> bool | None:
+        kinds = ("ModelReplica", "ModelEndpoint", "InferenceCluster", "ModelDeployment")
+        return None if any(world.cp.list(API, k) for k in kinds) else True
+
+    world.settle("the other scenarios' objects gone", cleared, 300)
+
+
 def test_quickstart_render_parity(world: World, tmp_path: Path) -> None:
+    _clear_other_scenarios(world)
     for api in world.workloads.values():
         world.install_crds(api, "lws", "gateway-api")
     real_kubeconfigs = {
