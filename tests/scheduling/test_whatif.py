@@ -305,3 +305,24 @@ def test_the_memo_never_answers_for_a_cluster_others_use() -> None:
         # Unused: its free node takes 2 of the 3, one more node the third. Used: 3
         # GPUs free take none, so 2 fresh nodes for 3 replicas of 4 GPUs.
         assert nodes == {fresh: 1, used: 2}
+
+
+def test_the_memo_answers_an_identical_untouched_cluster_with_the_same_growth() -> None:
+    """Two untouched clusters alike in every respect: the second is answered from the
+    memo, and gets the same growth as the first (not none)."""
+    fleet = [cluster(n, {"h100": ("h100-8x", 0)}) for n in ("a", "b")]
+    found = _what_if_before_fill(deployment(3, GPUS(4)), fleet, [])
+    assert {w.cluster: sum(a.nodes for a in w.additions) for w in found} == {"a": 2, "b": 2}
+
+
+def test_the_memo_never_answers_for_clusters_used_differently() -> None:
+    """Same pools, both used by another deployment, one more than the other: a
+    used cluster gets no memo answer, each its own growth, whichever comes first."""
+    for heavy, light in (("a", "b"), ("b", "a")):
+        fleet = [cluster(n, {"h100": ("h100-8x", 1)}) for n in ("a", "b")]
+        others = [other(heavy, "h100", 5), other(light, "h100", 1, index=1)]
+        found = _what_if_before_fill(deployment(3, GPUS(4)), fleet, others)
+        nodes = {w.cluster: sum(a.nodes for a in w.additions) for w in found}
+        # Heavy: 3 GPUs free take none of 3 replicas of 4, so 2 fresh nodes. Light:
+        # 7 free take one, one fresh node the other two.
+        assert nodes == {heavy: 2, light: 1}
