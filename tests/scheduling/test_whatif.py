@@ -326,3 +326,16 @@ def test_the_memo_never_answers_for_clusters_used_differently() -> None:
         # Heavy: 3 GPUs free take none of 3 replicas of 4, so 2 fresh nodes. Light:
         # 7 free take one, one fresh node the other two.
         assert nodes == {heavy: 2, light: 1}
+
+
+def test_a_grown_spreading_pool_replays_even_the_charges_that_overdraw_it() -> None:
+    """A spreading pool holding more than it has (4 replicas of 7 GPUs on one 8-GPU
+    node, observed): grown by one node, 2 of them fit and 2 overdraw the two nodes,
+    so a 1-GPU replica fits nowhere; by two, one node keeps a GPU for it. Dropping
+    the charges that do not fit would answer one node."""
+    fleet = [cluster("a", {"h100": ("h100-8x", 1)}, packing="Spread")]
+    others = [other("a", "h100", 7, index=i) for i in range(4)]
+    found = _what_if_before_fill(deployment(1, GPUS(1)), fleet, others)
+    assert [(w.cluster, [(a.pool, a.nodes) for a in w.additions]) for w in found] == [
+        ("a", [("h100", 2)])
+    ]
