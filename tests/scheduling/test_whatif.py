@@ -339,3 +339,14 @@ def test_a_grown_spreading_pool_replays_even_the_charges_that_overdraw_it() -> N
     assert [(w.cluster, [(a.pool, a.nodes) for a in w.additions]) for w in found] == [
         ("a", [("h100", 2)])
     ]
+
+
+def test_a_pool_without_nodes_grows_by_the_one_node_two_roles_need() -> None:
+    """Prefill and decode of one replica on an untouched pool of no node: searched
+    (two roles on one pool), the answer is one node, never zero."""
+    fleet = [cluster("a", {"h100": ("h100-8x", 0)})]
+    dep = deployment(1, prefill=(GPUS(1), workers()), decode=(GPUS(3), workers()))
+    found = _what_if_before_fill(dep, fleet, [])
+    assert [(w.cluster, [(a.pool, a.nodes) for a in w.additions]) for w in found] == [
+        ("a", [("h100", 1)])
+    ]
