@@ -358,3 +358,15 @@ def test_an_eviction_of_a_replica_holding_no_pool_names_the_pool_unknown() -> No
     assert UNSCHEDULABLE.evict(inp, observed, poolless) == Eviction(
         "Unschedulable", ("a", "?", SINCE, STUCK_MESSAGE)
     )
+
+
+def test_another_deployments_replica_listed_first_does_not_hide_this_ones_report() -> None:
+    # A mutation survivor (issue 24): skipping another deployment's replica must not
+    # end the scan; the deployment's own stuck replica, listed after it, still refuses.
+    theirs, stuck = _l4("aaa", "a", 0), _l4("llm", "a", 0)
+    cl = report_unschedulable(cluster("a", {"l4": ("l4-1x", 2)}), stuck)
+    inp = read_input(deployment(1, [request("gpu", L4)]), [cl], [theirs, stuck])
+    assert [r.name for r in inp.replicas] == [theirs["metadata"]["name"], stuck["metadata"]["name"]]
+    assert dict(UNSCHEDULABLE.refusals(inp)) == {
+        ("a", "l4"): Rejection("ReplicaUnschedulable", (stuck["metadata"]["name"], SINCE))
+    }
