@@ -377,3 +377,115 @@ def test_a_published_value_not_of_its_own_key_type_keeps_its_own_type() -> None:
     # The summarizer normalizes slices; a raw shape can still hold a string under `int`.
     shape = {"attributes": {**TYPED_ATTRS, "cores": {"int": "132"}}, "capacity": MEMORY}
     assert _compare(TYPED, shape) == [("attribute cores", "132 (int)", "132 (str)")]
+
+
+# Killers for survivors of a mutation sample (issue 24).
+
+
+def _pool_drift(observed: list[dict[str, Any]], devices: list[Device]) -> list[Drift]:
+    nodes = [o for o in observed if o["kind"] == "Node"]
+    slices = [o for o in observed if o["kind"] == "ResourceSlice"]
+    return hardware_drift("h100", devices, summarize(nodes, slices, [], NOW, 0).pool("h100"))
+
+
+def test_names_published_only_with_the_drivers_domain_are_compared_without_it() -> None:
+    # Only prefixed names on the slice: stripping the driver's domain is what matches them.
+    prefixed = {f"gpu.nvidia.com/{k}": v for k, v in TYPED_ATTRS.items()}
+    assert _typed_drift(prefixed, {"gpu.nvidia.com/memory": {"value": "80Gi"}}) == []
+
+
+def test_a_capacity_declared_with_the_drivers_domain_matches_the_bare_published_name() -> None:
+    declared = Device.model_validate(
+        {
+            **TYPED.model_dump(by_alias=True, exclude_none=True),
+            "capacity": {"gpu.nvidia.com/memory": {"value": "80Gi"}},
+        }
+    )
+    shape = {"attributes": TYPED_ATTRS, "capacity": MEMORY}
+    assert _compare(declared, shape) == []
+    assert _compare(declared, {**shape, "capacity": {"memory": {"value": "40Gi"}}}) == [
+        ("capacity memory", "80Gi", "40Gi")
+    ]
+
+
+def test_a_driver_sorting_before_the_class_driver_does_not_hide_the_count() -> None:
+    # driver_counts is sorted by driver: "a.example.com" comes first and must be skipped,
+    # not end the count (the gpu driver publishes one device of two).
+    observed = [
+        _node("n1", "h100"),
+        _slice("n1", {"name": "x0"}, driver="a.example.com"),
+        _slice("n1", _gpu("g0")),
+    ]
+    assert _pool_drift(observed, [GPU]) == [Drift("h100", "gpu", "count", "2", "1")]
+    observed[-1] = _slice("n1", _gpu("g0"), _gpu("g1"))
+    assert _pool_drift(observed, [GPU]) == []
+
+
+def test_nodes_publishing_no_device_and_silent_nodes_add_up_on_one_count_drift() -> None:
+    # n1's slice lists no device (0 published), n2 publishes no slice at all: both count 0.
+    observed = [
+        _node("n1", "h100"),
+        _node("n2", "h100"),
+        _node("n3", "h100"),
+        _slice("n1"),
+        _slice("n3", _gpu("g0"), _gpu("g1")),
+    ]
+    assert _pool_drift(observed, [GPU]) == [Drift("h100", "gpu", "count", "2", "0", nodes=2)]
+
+
+def test_a_shape_drifting_on_one_node_of_two_counts_one_node() -> None:
+    observed = [
+        _node("n1", "h100"),
+        _node("n2", "h100"),
+        _slice("n1", _gpu("g0", "40Gi"), _gpu("g1", "40Gi")),
+        _slice("n2", _gpu("g0"), _gpu("g1")),
+    ]
+    assert _pool_drift(observed, [GPU]) == [
+        Drift("h100", "gpu", "capacity memory", "80Gi", "40Gi", nodes=1)
+    ]
+
+
+def test_every_dra_device_of_the_class_reports_its_drift() -> None:
+    nic = Device.model_validate(
+        {"name": "nic", "driver": "nic.example.com", "deviceClassName": "nic", "count": 1}
+    )
+    observed = [_node("n1", "h100"), _slice("n1", _gpu("g0", "40Gi"), _gpu("g1", "40Gi"))]
+    assert _pool_drift(observed, [GPU, nic]) == [
+        Drift("h100", "gpu", "capacity memory", "80Gi", "40Gi"),
+        Drift("h100", "nic", "count", "1", "0"),
+    ]
+
+
+# A raw shape (not through the summarizer, which drops what does not validate).
+RAW_SHAPES = [
+    pytest.param({"cores": {"int": 132.0}}, MEMORY, [], id="whole-float-is-the-int"),
+    pytest.param(
+        {"arch": {"string": 7}},
+        MEMORY,
+        [("attribute arch", "hopper (string)", "7 (int)")],
+        id="int-under-string-keeps-its-type",
+    ),
+    pytest.param(
+        {"fast": {"bool": "yes"}},
+        MEMORY,
+        [("attribute fast", "true (bool)", "yes (str)")],
+        id="str-under-bool-keeps-its-type",
+    ),
+    pytest.param(
+        {}, {"memory": {"value": None}}, [("capacity memory", "80Gi", "absent")], id="null-value"
+    ),
+    pytest.param(
+        {},
+        {"memory": {"value": "lots"}},
+        [("capacity memory", "80Gi", "lots")],
+        id="not-a-quantity-differs",
+    ),
+]
+
+
+@pytest.mark.parametrize(("attributes", "capacity", "want"), RAW_SHAPES)
+def test_raw_shapes_compare_by_type_and_value(
+    attributes: dict[str, Any], capacity: dict[str, Any], want: list[tuple[str, str, str]]
+) -> None:
+    shape = {"attributes": {**TYPED_ATTRS, **attributes}, "capacity": capacity}
+    assert _compare(TYPED, shape) == want

@@ -890,3 +890,161 @@ def test_junk_input_never_raises(
                 continue  # an observed resource kept as it is, junk included
             assert body.get("apiVersion") and body.get("kind"), key
             assert body.get("metadata", {}).get("name"), key
+
+
+def _message(res: ComposeResult, type_: str) -> str:
+    return next(x.message for x in res.conditions if x.type == type_)
+
+
+class TestModelServiceRules:
+    """Killers for survivors of a mutation sample (issue 24): messages, names, readiness."""
+
+    def test_a_service_without_name_or_without_namespace_is_fatal(self) -> None:
+        for metadata in ({"name": "qwen"}, {"namespace": NS}, {}):
+            res = run_service({**CANARY, "metadata": metadata}, [])
+            assert res.fatal == "ModelService has no metadata.name or metadata.namespace"
+
+    def test_routing_says_valid_and_names_each_endpoints_weight(self) -> None:
+        res = run_service(
+            CANARY,
+            [
+                endpoint("stable-0", "http://203.0.113.10", {"track": "stable"}),
+                endpoint("canary-0", "http://203.0.113.11", {"track": "canary"}),
+            ],
+        )
+        assert conditions(res)["Valid"] == ("True", "Valid")
+        assert _message(res, "EndpointsReady") == "routing to canary-0=100, stable-0=900"
+
+    def test_routing_names_the_endpoints_that_receive_no_traffic(self) -> None:
+        bad = endpoint("bad", "ftp://x", {"track": "stable"})
+        good = endpoint("good", "http://203.0.113.1", {"track": "stable"})
+        res = run_service(CANARY, [bad, good])
+        assert _message(res, "EndpointsReady") == (
+            "routing to good=1000; not Ready (no traffic): bad"
+        )
+
+    def test_no_ready_endpoint_names_each_and_only_a_real_problem(self) -> None:
+        res = run_service(
+            CANARY, [endpoint("stable-0", "http://203.0.113.10", {"track": "stable"}, ready=False)]
+        )
+        assert _message(res, "EndpointsReady") == (
+            "none of the selected endpoints is Ready: stable-0; the service does not route "
+            "until one is"
+        )
+
+    def test_conflicting_upstream_paths_name_each_endpoints_path(self) -> None:
+        res = run_service(
+            CANARY,
+            [
+                endpoint("stable-0", "http://203.0.113.10/team-a/a/0", {"track": "stable"}),
+                endpoint("canary-0", "http://203.0.113.11/team-a/b/0", {"track": "canary"}),
+            ],
+        )
+        assert _message(res, "EndpointsReady").startswith(
+            "Ready endpoints disagree on their upstream path prefix "
+            "(canary-0: /team-a/b/0, stable-0: /team-a/a/0); "
+        )
+
+    def test_the_address_under_a_host_keeps_the_gateways_port(self) -> None:
+        eps = [endpoint("stable-0", "http://203.0.113.10", {"track": "stable"})]
+        xr = {**CANARY, "spec": {**CANARY["spec"], "host": "qwen.example.com"}}
+        for address, want in (
+            ("http://198.51.100.7:8080", "http://qwen.example.com:8080"),
+            ("https://198.51.100.7", "https://qwen.example.com"),
+        ):
+            gateway = {**GATEWAY, "status": {**GATEWAY["status"], "address": address}}
+            assert run_service(xr, eps, gateway).status["address"] == want
+
+    def test_the_two_hop_loopback_is_an_envoy_gateway_backend_on_the_internal_address(
+        self,
+    ) -> None:
+        gateway = {
+            **GATEWAY,
+            "status": {**GATEWAY["status"], "internalAddress": "envoy.gw.svc.cluster.local:80"},
+        }
+        res = run_service(
+            CANARY,
+            [
+                endpoint("stable-0", "http://203.0.113.10/team-a/a/0", {"track": "stable"}),
+                endpoint("canary-0", "http://203.0.113.11/team-a/b/0", {"track": "canary"}),
+            ],
+            gateway,
+        )
+        hop = manifest(res, "backend-hop")
+        assert (hop["apiVersion"], hop["kind"]) == ("gateway.envoyproxy.io/v1alpha1", "Backend")
+        assert hop["spec"] == {
+            "endpoints": [{"fqdn": {"hostname": "envoy.gw.svc.cluster.local", "port": 80}}]
+        }
+
+    def test_a_kept_secret_copy_is_judged_by_its_conditions_not_its_reported_data(self) -> None:
+        xr = service(endpoints=[{"selector": {"matchLabels": {"model": "qwen"}}}])
+        saas = endpoint(
+            "saas",
+            "https://api.provider.example.com",
+            {"model": "qwen"},
+            authSecretRef={"name": "provider-key", "key": "api-key"},
+        )
+        copy = run_service(xr, [saas]).desired["credential-saas"].resource
+        failing = {
+            **copy,
+            "status": {
+                "atProvider": {"manifest": {"data": {"credential": "c2VjcmV0"}}},
+                "conditions": [{"type": "Ready", "status": "False"}],
+            },
+        }
+        inp = ComposeInput(
+            composite=xr,
+            observed={"credential-saas": failing},
+            required={"gateway": [GATEWAY], "endpoints": [{**saas, "status": {"ready": False}}]},
+        )
+        res = model_service.compose(inp)
+        # Ready=False says the copy does not exist yet, whatever the provider reported.
+        assert res.desired["credential-saas"].ready == "False"
+
+    def test_an_unreadable_endpoint_not_routed_to_stays_without_traffic_and_says_so(
+        self,
+    ) -> None:
+        stable = endpoint("stable-0", "http://203.0.113.10", {"track": "stable"})
+        odd = {
+            **endpoint("canary-0", "http://203.0.113.11", {"track": "canary"}),
+            "status": {"ready": "yes"},
+        }
+        res = run_service(CANARY, [stable, odd])
+        assert sorted(res.desired) == ["backend-stable-0", "route"]
+        assert conditions(res)["InputsReadable"] == ("False", "Unreadable")
+        assert _message(res, "InputsReadable") == (
+            "ModelEndpoint canary-0: status.ready 'yes' is not a boolean; not routed to, as before"
+        )
+
+    def test_an_endpoint_that_cannot_be_named_holds_with_a_message_saying_so(self) -> None:
+        stable = endpoint("stable-0", "http://203.0.113.10", {"track": "stable"})
+        nameless = {**stable, "metadata": {**stable["metadata"], "labels": ["x"]}}
+        res = run_service(CANARY, [nameless])
+        assert _message(res, "InputsReadable") == (
+            "a ModelEndpoint fetched for this service does not read (metadata.labels: not an "
+            "object of strings): which endpoint it is cannot be told, so the route and "
+            "backends are kept as they are until it reads"
+        )
+
+    def test_each_composed_object_is_ready_exactly_when_observed_so(self) -> None:
+        eps = [endpoint("stable-0", "http://203.0.113.10", {"track": "stable"})]
+        first = run_service(CANARY, eps)
+        assert {k: d.ready for k, d in first.desired.items()} == {
+            "backend-stable-0": "False",
+            "route": "False",
+        }
+        accepted = {"status": {"conditions": [{"type": "Accepted", "status": "True"}]}}
+        observed = {
+            "backend-stable-0": {
+                **first.desired["backend-stable-0"].resource,
+                "status": {"atProvider": {"manifest": accepted}},
+            },
+        }
+        inp = ComposeInput(
+            composite=CANARY, observed=observed, required={"gateway": [GATEWAY], "endpoints": eps}
+        )
+        res = model_service.compose(inp)
+        assert {k: d.ready for k, d in res.desired.items()} == {
+            "backend-stable-0": "True",
+            "route": "False",
+        }

@@ -10,6 +10,7 @@ InferenceCluster (`schedfleet.report_unschedulable`).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -344,3 +345,28 @@ def test_the_operations_example_moves_the_stuck_replica_to_west() -> None:
     result = schedule(dep, [east, cluster("west", {"l4": ("l4-1x", 1)})], replicas)
     assert _state(result) == [("east", 0, ("l4",), "unschedulable"), ("west", 0, ("l4",), "kept")]
     assert [(w.cluster, w.nodes) for w in result.what_if] == [("west", 1)]
+
+
+def test_an_eviction_of_a_replica_holding_no_pool_names_the_pool_unknown() -> None:
+    # A mutation survivor (issue 24): the "?" for a replica whose roles name no pool.
+    stuck = _l4("llm", "a", 0)
+    cl = report_unschedulable(cluster("a", {"l4": ("l4-1x", 1)}), stuck)
+    inp = read_input(deployment(1, [request("gpu", L4)]), [cl], [stuck])
+    observed, r0 = read_inference_cluster(cl), read_model_replica(stuck)
+    assert observed is not None and r0 is not None
+    poolless = dataclasses.replace(r0, roles=())
+    assert UNSCHEDULABLE.evict(inp, observed, poolless) == Eviction(
+        "Unschedulable", ("a", "?", SINCE, STUCK_MESSAGE)
+    )
+
+
+def test_another_deployments_replica_listed_first_does_not_hide_this_ones_report() -> None:
+    # A mutation survivor (issue 24): skipping another deployment's replica must not
+    # end the scan; the deployment's own stuck replica, listed after it, still refuses.
+    theirs, stuck = _l4("aaa", "a", 0), _l4("llm", "a", 0)
+    cl = report_unschedulable(cluster("a", {"l4": ("l4-1x", 2)}), stuck)
+    inp = read_input(deployment(1, [request("gpu", L4)]), [cl], [theirs, stuck])
+    assert [r.name for r in inp.replicas] == [theirs["metadata"]["name"], stuck["metadata"]["name"]]
+    assert dict(UNSCHEDULABLE.refusals(inp)) == {
+        ("a", "l4"): Rejection("ReplicaUnschedulable", (stuck["metadata"]["name"], SINCE))
+    }

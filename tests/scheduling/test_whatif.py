@@ -305,3 +305,48 @@ def test_the_memo_never_answers_for_a_cluster_others_use() -> None:
         # Unused: its free node takes 2 of the 3, one more node the third. Used: 3
         # GPUs free take none, so 2 fresh nodes for 3 replicas of 4 GPUs.
         assert nodes == {fresh: 1, used: 2}
+
+
+def test_the_memo_answers_an_identical_untouched_cluster_with_the_same_growth() -> None:
+    """Two untouched clusters alike in every respect: the second is answered from the
+    memo, and gets the same growth as the first (not none)."""
+    fleet = [cluster(n, {"h100": ("h100-8x", 0)}) for n in ("a", "b")]
+    found = _what_if_before_fill(deployment(3, GPUS(4)), fleet, [])
+    assert {w.cluster: sum(a.nodes for a in w.additions) for w in found} == {"a": 2, "b": 2}
+
+
+def test_the_memo_never_answers_for_clusters_used_differently() -> None:
+    """Same pools, both used by another deployment, one more than the other: a
+    used cluster gets no memo answer, each its own growth, whichever comes first."""
+    for heavy, light in (("a", "b"), ("b", "a")):
+        fleet = [cluster(n, {"h100": ("h100-8x", 1)}) for n in ("a", "b")]
+        others = [other(heavy, "h100", 5), other(light, "h100", 1, index=1)]
+        found = _what_if_before_fill(deployment(3, GPUS(4)), fleet, others)
+        nodes = {w.cluster: sum(a.nodes for a in w.additions) for w in found}
+        # Heavy: 3 GPUs free take none of 3 replicas of 4, so 2 fresh nodes. Light:
+        # 7 free take one, one fresh node the other two.
+        assert nodes == {heavy: 2, light: 1}
+
+
+def test_a_grown_spreading_pool_replays_even_the_charges_that_overdraw_it() -> None:
+    """A spreading pool holding more than it has (4 replicas of 7 GPUs on one 8-GPU
+    node, observed): grown by one node, 2 of them fit and 2 overdraw the two nodes,
+    so a 1-GPU replica fits nowhere; by two, one node keeps a GPU for it. Dropping
+    the charges that do not fit would answer one node."""
+    fleet = [cluster("a", {"h100": ("h100-8x", 1)}, packing="Spread")]
+    others = [other("a", "h100", 7, index=i) for i in range(4)]
+    found = _what_if_before_fill(deployment(1, GPUS(1)), fleet, others)
+    assert [(w.cluster, [(a.pool, a.nodes) for a in w.additions]) for w in found] == [
+        ("a", [("h100", 2)])
+    ]
+
+
+def test_a_pool_without_nodes_grows_by_the_one_node_two_roles_need() -> None:
+    """Prefill and decode of one replica on an untouched pool of no node: searched
+    (two roles on one pool), the answer is one node, never zero."""
+    fleet = [cluster("a", {"h100": ("h100-8x", 0)})]
+    dep = deployment(1, prefill=(GPUS(1), workers()), decode=(GPUS(3), workers()))
+    found = _what_if_before_fill(dep, fleet, [])
+    assert [(w.cluster, [(a.pool, a.nodes) for a in w.additions]) for w in found] == [
+        ("a", [("h100", 1)])
+    ]
