@@ -15,9 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e.harness import World
-
-TIMINGS: dict[str, float] = {}
+from e2e.harness import COUNTS, TIMINGS, World
 
 
 @pytest.fixture(scope="session")
@@ -50,3 +48,5 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     terminalreporter.write_line(f"e2e: {passed} scenarios passed, {failed} failed")
     for name, seconds in TIMINGS.items():
         terminalreporter.write_line(f"e2e: {name}: {seconds:.1f} s")
+    for name, count in COUNTS.items():
+        terminalreporter.write_line(f"e2e: {name}: {count}")

@@ -31,6 +31,12 @@ CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "conformance"
 CRDS = CONFORMANCE / "crds"
 
 # apiVersion of each (group, kind) the harness plays a controller for.
+# What the run is judged by, printed at its end (conftest's terminal summary):
+# durations in seconds, counts as they are. Kept here, not in conftest, so the
+# test modules and the conftest share one dict.
+TIMINGS: dict[str, float] = {}
+COUNTS: dict[str, int] = {}
+
 PLAYED: dict[tuple[str, str], str] = {
     ("apps", "Deployment"): "apps/v1",
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): "leaderworkerset.x-k8s.io/v1",
