@@ -26,7 +26,7 @@ Composes (all in the composite's namespace, `*.azure.m.upbound.io`):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from modelplane.api import constants as c
@@ -34,6 +34,7 @@ from modelplane.api.clouds.aks import CLOUD, AKSClusterSpec, AKSNetwork, AKSNode
 from modelplane.api.objects import short_hash
 from modelplane.compose.clusters.clouds.provisioned import (
     CONTROL_PLANE_KEY,
+    CloudBuild,
     Plan,
     PoolPlan,
     ProviderReports,
@@ -45,9 +46,6 @@ from modelplane.compose.clusters.clouds.provisioned import (
 from modelplane.compose.clusters.managed import (
     Ref,
     at_provider,
-    cluster_usage,
-    labels,
-    managed,
     resource_name,
     selector,
 )
@@ -88,38 +86,12 @@ def agent_pool_name(pool: str) -> str:
 
 
 @dataclass
-class _Build:
-    spec: AKSClusterSpec
-    cluster: str
-    namespace: str
-    inp: ComposeInput
-    plan: Plan
+class _Build(CloudBuild):
+    spec: AKSClusterSpec = field(kw_only=True)
 
     @property
     def net(self) -> AKSNetwork:
         return self.spec.network or AKSNetwork()
-
-    def ref(self, api_version: str, kind: str, *suffix: str) -> Ref:
-        return Ref(api_version, kind, resource_name(self.cluster, *suffix))
-
-    def add(
-        self,
-        key: str,
-        ref: Ref,
-        component: str,
-        for_provider: dict[str, object],
-        extra_labels: dict[str, str] | None = None,
-        **kwargs: object,
-    ) -> Ref:
-        self.plan.resources[key] = managed(
-            ref,
-            self.namespace,
-            labels(self.cluster, component, **(extra_labels or {})),
-            for_provider,
-            self.spec.provider_config_ref,
-            **kwargs,  # type: ignore[arg-type]
-        )
-        return ref
 
     def in_group(self, located: bool = True) -> dict[str, object]:
         """The resource group reference (and location) every top-level Azure resource needs."""
@@ -129,10 +101,6 @@ class _Build:
         if located:
             out["location"] = self.spec.location
         return out
-
-    def use(self, of: Ref, by: Ref, reason: str) -> None:
-        """A Usage named after its user (`by`): `of` waits for `by` to be deleted."""
-        cluster_usage(self.plan.resources, self.cluster, self.namespace, of, by, reason)
 
     def subnet(self) -> dict[str, object]:
         """How a node pool names the nodes' subnet: by id, or by selector."""
@@ -333,7 +301,14 @@ def build(spec: AKSClusterSpec, cluster: str, namespace: str, inp: ComposeInput)
     resource group last. A Usage a chain of others already implies is left out
     (the subnet waits for the control plane, the network for the subnet).
     """
-    b = _Build(spec, cluster, namespace, inp, Plan(system_pool_key=CONTROL_PLANE_KEY))
+    b = _Build(
+        cluster,
+        namespace,
+        inp,
+        Plan(system_pool_key=CONTROL_PLANE_KEY),
+        spec.provider_config_ref,
+        spec=spec,
+    )
     group = b.add(
         "resource-group",
         b.ref(AZURE, "ResourceGroup", "rg"),

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from modelplane.api import constants as c
@@ -34,6 +34,7 @@ from modelplane.api.objects import short_hash
 from modelplane.compose.clusters.clouds.provisioned import (
     CONTROL_PLANE_KEY,
     SYSTEM_POOL_KEY,
+    CloudBuild,
     Plan,
     PoolPlan,
     ProviderReports,
@@ -45,10 +46,6 @@ from modelplane.compose.clusters.clouds.provisioned import (
 from modelplane.compose.clusters.managed import (
     Ref,
     at_provider,
-    cluster_usage,
-    labels,
-    managed,
-    resource_name,
     selector,
     split_cidr,
 )
@@ -98,41 +95,14 @@ def _trust(service: str) -> str:
 
 
 @dataclass
-class _Build:
-    spec: EKSClusterSpec
-    cluster: str
-    namespace: str
-    inp: ComposeInput
-    plan: Plan
+class _Build(CloudBuild):
+    spec: EKSClusterSpec = field(kw_only=True)
 
-    def ref(self, api_version: str, kind: str, *suffix: str) -> Ref:
-        return Ref(api_version, kind, resource_name(self.cluster, *suffix))
-
-    def add(
-        self,
-        key: str,
-        ref: Ref,
-        component: str,
-        for_provider: dict[str, object],
-        extra_labels: dict[str, str] | None = None,
-        **kwargs: object,
-    ) -> Ref:
-        body = dict(for_provider)
-        if ref.api_version != IAM:
-            body["region"] = self.spec.region
-        self.plan.resources[key] = managed(
-            ref,
-            self.namespace,
-            labels(self.cluster, component, **(extra_labels or {})),
-            body,
-            self.spec.provider_config_ref,
-            **kwargs,  # type: ignore[arg-type]
-        )
-        return ref
-
-    def use(self, of: Ref, by: Ref, reason: str) -> None:
-        """A Usage named after its user (`by`): `of` waits for `by` to be deleted."""
-        cluster_usage(self.plan.resources, self.cluster, self.namespace, of, by, reason)
+    def located(self, ref: Ref, for_provider: dict[str, object]) -> dict[str, object]:
+        """Every EKS resource but IAM's (global) names the cluster's region."""
+        if ref.api_version == IAM:
+            return for_provider
+        return {**for_provider, "region": self.spec.region}
 
     def private_subnets(self) -> dict[str, object]:
         existing = self.spec.network.existing
@@ -542,7 +512,7 @@ def build(spec: EKSClusterSpec, cluster: str, namespace: str, inp: ComposeInput)
     every node group goes before. A Usage a chain of others already implies
     is left out (a node group's subnets wait for the control plane too).
     """
-    b = _Build(spec, cluster, namespace, inp, Plan())
+    b = _Build(cluster, namespace, inp, Plan(), spec.provider_config_ref, spec=spec)
     net = _network(b)
     cluster_policies, node_policies = _iam(b)
     control_plane, access = _control_plane(b)

@@ -21,7 +21,7 @@ Composes (all in the composite's namespace, `*.gcp.m.upbound.io`):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from modelplane.api import constants as c
@@ -29,6 +29,7 @@ from modelplane.api.clouds.gke import CLOUD, GKEClusterSpec, GKENetwork, GKENode
 from modelplane.compose.clusters.clouds.provisioned import (
     CONTROL_PLANE_KEY,
     SYSTEM_POOL_KEY,
+    CloudBuild,
     Plan,
     PoolPlan,
     ProviderReports,
@@ -39,10 +40,6 @@ from modelplane.compose.clusters.clouds.provisioned import (
 )
 from modelplane.compose.clusters.managed import (
     Ref,
-    cluster_usage,
-    labels,
-    managed,
-    resource_name,
     selector,
 )
 from modelplane.compose.objects import dns_label
@@ -71,41 +68,16 @@ _ACCOUNT_ID_MAX = 30
 
 
 @dataclass
-class _Build:
-    spec: GKEClusterSpec
-    cluster: str
-    namespace: str
-    plan: Plan
+class _Build(CloudBuild):
+    spec: GKEClusterSpec = field(kw_only=True)
 
     @property
     def net(self) -> GKENetwork:
         return self.spec.network or GKENetwork()
 
-    def ref(self, api_version: str, kind: str, *suffix: str) -> Ref:
-        return Ref(api_version, kind, resource_name(self.cluster, *suffix))
-
-    def add(
-        self,
-        key: str,
-        ref: Ref,
-        component: str,
-        for_provider: dict[str, object],
-        extra_labels: dict[str, str] | None = None,
-        **kwargs: object,
-    ) -> Ref:
-        self.plan.resources[key] = managed(
-            ref,
-            self.namespace,
-            labels(self.cluster, component, **(extra_labels or {})),
-            {"project": self.spec.project, **for_provider},
-            self.spec.provider_config_ref,
-            **kwargs,  # type: ignore[arg-type]
-        )
-        return ref
-
-    def use(self, of: Ref, by: Ref, reason: str) -> None:
-        """A Usage named after its user (`by`): `of` waits for `by` to be deleted."""
-        cluster_usage(self.plan.resources, self.cluster, self.namespace, of, by, reason)
+    def located(self, ref: Ref, for_provider: dict[str, object]) -> dict[str, object]:
+        """Every GCP resource names the cluster's project (first, as before)."""
+        return {"project": self.spec.project, **for_provider}
 
     def network_refs(self) -> dict[str, object]:
         existing = self.net.existing
@@ -310,7 +282,7 @@ def build(spec: GKEClusterSpec, cluster: str, namespace: str, inp: ComposeInput)
     control plane, which every node pool goes before; a Usage a chain of others
     already implies is left out.
     """
-    b = _Build(spec, cluster, namespace, Plan())
+    b = _Build(cluster, namespace, inp, Plan(), spec.provider_config_ref, spec=spec)
     placement, egress = _network(b)
     account = _service_account(b)
     control_plane = _control_plane(b)

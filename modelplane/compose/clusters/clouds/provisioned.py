@@ -21,6 +21,7 @@ from typing import Any
 
 from modelplane.api import constants as c
 from modelplane.api.clouds import Cloud
+from modelplane.api.clouds.base import CloudProviderConfigRef
 from modelplane.api.inventory import InventorySummary
 from modelplane.api.provisioning import (
     KubeconfigSecret,
@@ -37,7 +38,14 @@ from modelplane.api.reasons import (
 from modelplane.compose import outcome
 from modelplane.compose.clusters.clouds.capacity import StockOut, nodes_up, pool_stockout
 from modelplane.compose.clusters.inventory import inventory_object_name, observed_inventory
-from modelplane.compose.clusters.managed import ready, resource_name
+from modelplane.compose.clusters.managed import (
+    Ref,
+    cluster_usage,
+    labels,
+    managed,
+    ready,
+    resource_name,
+)
 from modelplane.compose.common import meta, parse_spec
 from modelplane.compose.types import (
     ComposeInput,
@@ -83,6 +91,53 @@ class Plan:
     shared_filesystem_id: str | None = None
     system_pool_key: str = SYSTEM_POOL_KEY
     """The resource the system nodes belong to (a cloud may keep them in its control plane)."""
+
+
+@dataclass
+class CloudBuild:
+    """What every cloud's build shares: resource names, managed resources, deletion Usages.
+
+    A cloud's build adds its spec (keyword-only) and may place cloud-wide
+    fields (a region, a project) into each resource through `located`.
+    """
+
+    cluster: str
+    namespace: str
+    inp: ComposeInput
+    plan: Plan
+    provider_config: CloudProviderConfigRef
+
+    def ref(self, api_version: str, kind: str, *suffix: str) -> Ref:
+        """A managed resource named after the cluster."""
+        return Ref(api_version, kind, resource_name(self.cluster, *suffix))
+
+    def located(self, ref: Ref, for_provider: dict[str, object]) -> dict[str, object]:
+        """The resource's forProvider with what the cloud adds to every resource."""
+        return for_provider
+
+    def add(
+        self,
+        key: str,
+        ref: Ref,
+        component: str,
+        for_provider: dict[str, object],
+        extra_labels: dict[str, str] | None = None,
+        **kwargs: object,
+    ) -> Ref:
+        """Add one managed resource to the plan under `key`."""
+        self.plan.resources[key] = managed(
+            ref,
+            self.namespace,
+            labels(self.cluster, component, **(extra_labels or {})),
+            self.located(ref, for_provider),
+            self.provider_config,
+            **kwargs,  # type: ignore[arg-type]
+        )
+        return ref
+
+    def use(self, of: Ref, by: Ref, reason: str) -> None:
+        """A Usage named after its user (`by`): `of` waits for `by` to be deleted."""
+        cluster_usage(self.plan.resources, self.cluster, self.namespace, of, by, reason)
 
 
 Builder = Callable[[Any, str, str, ComposeInput], Plan]
