@@ -8,13 +8,14 @@ while the fleet comes up).
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 import yaml
 
@@ -57,8 +58,6 @@ class Kubeconfig:
 
     def portable_text(self) -> str:
         """The kubeconfig with the CA inlined, for a Secret read by another process."""
-        import base64
-
         doc = yaml.safe_load(self.text())
         cluster = doc["clusters"][0]["cluster"]
         del cluster["certificate-authority"]
@@ -190,10 +189,6 @@ class Api:
         except KubeError:
             return False
         return True
-
-    def query(self, path: str, **params: str) -> dict[str, Any]:
-        """A GET with query parameters."""
-        return self.request("GET", f"{path}?{urlencode(params)}" if params else path)
 
 
 def condition(obj: Mapping[str, Any] | None, kind: str) -> str:

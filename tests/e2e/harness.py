@@ -110,7 +110,6 @@ class World:
     started: float
     cp: Api = field(init=False)
     workloads: dict[str, Api] = field(init=False)
-    ready_at: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.cp = self.state.api(CONTROL_PLANE)
