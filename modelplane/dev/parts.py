@@ -88,8 +88,16 @@ def parts(versions: dict[str, dict[str, str]] | None = None) -> dict[str, Part]:
     def pin(name: str) -> tuple[str, str]:
         return v[name]["module"], v[name]["version"]
 
-    etcd, kube, xp, pk, helm = (
-        pin(n) for n in ("etcd", "kubernetes", "crossplane", "provider-kubernetes", "provider-helm")
+    etcd, kube, xp, pk, helm, kwok = (
+        pin(n)
+        for n in (
+            "etcd",
+            "kubernetes",
+            "crossplane",
+            "provider-kubernetes",
+            "provider-helm",
+            "kwok",
+        )
     )
     return {
         "etcd": Part("etcd", *etcd, ("etcd",), about="the control plane's store"),
@@ -127,6 +135,13 @@ def parts(versions: dict[str, dict[str, str]] | None = None) -> dict[str, Part]:
             crds_only=True,
             assets={"crds": "package/crds"},
             about="CRDs only: the kinds InferenceClusters compose",
+        ),
+        "kwok": Part(
+            "kwok",
+            *kwok,
+            ("kwok",),
+            install=f"{kwok[0]}/cmd/kwok",
+            about="the kubelet of the workload clusters' fake GPU nodes",
         ),
     }
 
