@@ -56,7 +56,18 @@ CP_CONTROLLERS = "garbagecollector,namespace"
 # What turns a composed Deployment into Pods and a claim template into claims.
 # No job or persistentvolume-binder controllers: the harness plays the hydration
 # Job and its claim, whose Pods could never finish under kwok.
-WORKLOAD_CONTROLLERS = "garbagecollector,namespace,deployment,replicaset,resourceclaim,podgc"
+WORKLOAD_CONTROLLERS = ",".join(
+    f"{name}-controller"
+    for name in (
+        "garbage-collector",
+        "namespace",
+        "deployment",
+        "replicaset",
+        "resourceclaim",
+        "pod-garbage-collector",
+    )
+)
+KWOK_STAGES = Path(__file__).resolve().parent / "kwok" / "stages.yaml"
 # The agent's defaults are a minute and five: a local fleet answers in seconds.
 INVENTORY_INTERVAL = "5s"
 INVENTORY_GRACE = "20s"
@@ -335,6 +346,7 @@ class Fleet:
             f"--node-port={state.port(f'{cluster}-kwok-node')}",
             f"--server-address=127.0.0.1:{state.port(f'{cluster}-kwok')}",
             "--cidr=10.0.0.1/16",
+            f"--config={KWOK_STAGES}",
         ]
         self._ensure(state, f"{cluster}-kwok", argv)
 
@@ -364,6 +376,9 @@ class Fleet:
         for cluster in workloads(state):
             api = state.api(cluster)
             wait(f"{cluster}'s API server", partial(_healthy, api), API_TIMEOUT)
+            # The agent writes its ConfigMap there; the serving stack would create it.
+            system = {"name": MODELPLANE_NAMESPACE}
+            api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": system})
             nodesmod.publish(api, by_cluster.get(cluster, ()))
 
     def _crossplane(self, state: State, built: dict[str, Path]) -> None:
