@@ -14,7 +14,7 @@ import pytest
 import yaml
 from e2e import manifests as m
 from e2e import parity
-from e2e.conftest import CLASS, CLASS8, CLUSTERS
+from e2e.conftest import CLASS, CLASS8, CLUSTERS, e2e_pools
 from e2e.harness import COUNTS, TIMINGS, World
 
 from modelplane.api.kinds import KINDS
@@ -173,7 +173,11 @@ def test_render_parity(fleet: World, tmp_path: Path) -> None:
             for wl in CLUSTERS.values()
         ],
         m.inference_class(CLASS),
-        *[m.inference_cluster(name, fleet.secret_ref(wl), CLASS) for name, wl in CLUSTERS.items()],
+        m.inference_class(CLASS8, gpus=8),
+        *[
+            m.inference_cluster(name, fleet.secret_ref(wl), CLASS, pools=e2e_pools())
+            for name, wl in CLUSTERS.items()
+        ],
         m.namespace(ns),
         m.deployment("qwen", ns, replicas=2),
     ]

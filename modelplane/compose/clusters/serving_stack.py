@@ -37,7 +37,7 @@ from modelplane.compose.clusters.inventory_agent import DEPLOYMENT_KEY, agent_ob
 from modelplane.compose.clusters.managed import Ref, labels, ready, resource_name, usage
 from modelplane.compose.common import meta, parse_spec
 from modelplane.compose.objects import Item, wrap
-from modelplane.compose.readiness import EXISTS, PROGRAMMED, WORKLOAD_AVAILABLE, wrapped
+from modelplane.compose.readiness import DEPLOYMENT_ROLLED_OUT, EXISTS, PROGRAMMED, wrapped
 from modelplane.compose.types import ComposeInput, ComposeResult, DesiredResource, Resource
 
 GPU_TOLERATION = {"key": c.GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
@@ -302,7 +302,7 @@ def _readiness(inp: ComposeInput, key: str, resource: Resource) -> bool:
     if key == "gateway":
         return _gateway_programmed(obs)
     if key == DEPLOYMENT_KEY:
-        return obs is not None and WORKLOAD_AVAILABLE.reads(obs)
+        return obs is not None and DEPLOYMENT_ROLLED_OUT.reads(obs)
     return obs is not None and EXISTS.reads(obs)
 
 
