@@ -355,7 +355,8 @@ def read_backends(spec: Mapping[str, Any]) -> tuple[frozenset[str] | None, str |
 
     Each backend declared in `api.backends` whose enabling setting is true
     (Native needs none; KServe `servingStack.kserve.enabled`, set when the
-    platform team installed KServe's LLMInferenceService controller). An
+    serving stack installs KServe's LLMInferenceService controller, or the platform
+    team did when the stack is disabled). An
     unreadable block gives None (unknown) and the error naming the field.
     """
     raw = spec.get(_SERVING_STACK)

@@ -137,7 +137,11 @@ def test_kserve_installs_its_three_charts_beside_cert_manager() -> None:
     }
     for key, (chart, namespace, values) in want.items():
         fp = releases[key]["spec"]["forProvider"]
-        assert (fp["chart"]["name"], fp["namespace"], fp.get("values")) == (chart, namespace, values)
+        assert (fp["chart"]["name"], fp["namespace"], fp.get("values")) == (
+            chart,
+            namespace,
+            values,
+        )
     assert releases["release-cert-manager"]["metadata"]["name"] == "us-east-cert-manager"
     plain = _releases(_compose(_stack()))
     assert not [k for k in plain if "kserve" in k]

@@ -288,9 +288,6 @@ def serving_stack(
         reason = str(cond.get("reason") or ServingStackReadyReason.RELEASE_NOT_READY)
         message = str(cond.get("message") or "")
         result.condition(c.CONDITION_SERVING_STACK_READY, ready, reason, message)
-        if reason == ServingStackReadyReason.INSTALL_UNSUPPORTED:
-            # The fix is in this cluster's spec: say so where the platform team looks.
-            result.warn(reason, message)
     stack_view = read_serving_stack(observed)
     address = stack_view.status.gateway_address if stack_view.status else None
     return ready, address
