@@ -143,6 +143,13 @@ def test_kserve_installs_its_three_charts_beside_cert_manager() -> None:
             values,
         )
     assert releases["release-cert-manager"]["metadata"]["name"] == "us-east-cert-manager"
+    usages = {
+        (u["spec"]["by"]["resourceRef"]["name"], u["spec"]["of"]["resourceRef"]["name"])
+        for u in (d.resource for d in _compose(_stack(kserve=True)).desired.values())
+        if u["kind"] == "Usage"
+    }
+    # KServe's Certificates go before cert-manager.
+    assert ("us-east-kserve-llmisvc", "us-east-cert-manager") in usages
     plain = _releases(_compose(_stack()))
     assert not [k for k in plain if "kserve" in k]
 

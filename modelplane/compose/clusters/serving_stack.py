@@ -50,6 +50,7 @@ from modelplane.compose.clusters.stack.charts import (
     CERT_MANAGER,
     ENVOY_GATEWAY,
     KAI,
+    KSERVE_CONTROLLER,
     KUEUE,
     VOLCANO,
     Chart,
@@ -236,6 +237,15 @@ def _usages(
         _add_usage(
             out, spec, namespace, envoy, gw, "the Gateway goes before the Envoy Gateway release"
         )
+    if spec.kserve:
+        # KServe's controller chart holds cert-manager Certificates.
+        key, resource = cert_manager_usage(
+            spec,
+            namespace,
+            release_ref(spec, KSERVE_CONTROLLER),
+            "KServe's certificates go before cert-manager",
+        )
+        out[key] = resource
     for obj in objects.values():
         system = _queue_system(obj)
         if system is not None:
