@@ -219,6 +219,19 @@ class KServeConfig(KubeModel):
     )
 
 
+class InferencePoolConfig(KubeModel):
+    """InferencePool support on the cluster: what a disaggregated replica routes through."""
+
+    enabled: bool = Field(
+        default=True,
+        description="The cluster serves InferencePools: the serving stack installs the "
+        "Gateway API Inference Extension's InferencePool CRD and Envoy AI Gateway, whose "
+        "extension server Envoy Gateway hands InferencePool backends to (with the stack "
+        "disabled, the platform team did). False: neither is installed, and no "
+        "disaggregated (prefill/decode) replica is placed here (BackendUnsupported).",
+    )
+
+
 class ServingStackConfig(KubeModel):
     """The in-cluster software Modelplane installs (SPEC §7)."""
 
@@ -231,6 +244,16 @@ class ServingStackConfig(KubeModel):
     kserve: KServeConfig | None = Field(
         default=None, description="KServe's LLMInferenceService controller; absent means off."
     )
+    inference_pool: InferencePoolConfig | None = Field(
+        default=None,
+        description="InferencePool support for disaggregated replicas; absent means on.",
+    )
+
+    @property
+    def serves_inference_pools(self) -> bool:
+        """Whether the cluster serves InferencePools: on unless `inferencePool.enabled` is false."""
+        return self.inference_pool is None or self.inference_pool.enabled
+
     inventory: InventoryConfig | None = Field(
         default=None,
         description="The inventory agent that reports nodes, devices and unschedulable "

@@ -193,6 +193,10 @@ class ServingStackSpec(KubeModel):
     gpu_scheduler: Literal["KAI", "Volcano"] | None = Field(
         default=None, description="The in-cluster GPU scheduler to install, if any."
     )
+    inference_pool: bool = Field(
+        default=True,
+        description="Install InferencePool support: the InferencePool CRD and Envoy AI Gateway.",
+    )
     kueue: bool = Field(default=False, description="Install Kueue.")
     kserve: bool = Field(
         default=False, description="Install KServe's LLMInferenceService controller."

@@ -235,6 +235,7 @@ def _stack_spec(
         gateway=gateway,
         gpu_scheduler=scheduler,
         kueue=kueue,
+        inference_pool=spec.serving_stack is None or spec.serving_stack.serves_inference_pools,
         kserve=bool(
             spec.serving_stack and spec.serving_stack.kserve and spec.serving_stack.kserve.enabled
         ),

@@ -88,10 +88,10 @@ def charts(spec: ServingStackSpec) -> list[tuple[Chart, str]]:
         (DRA_DRIVER, v.nvidia_dra_driver),
         (LWS, v.leader_worker_set),
         (ENVOY_GATEWAY, v.envoy_gateway),
-        (AI_GATEWAY_CRDS, v.envoy_ai_gateway),
-        (AI_GATEWAY, v.envoy_ai_gateway),
         (CERT_MANAGER, v.cert_manager),
     ]
+    if spec.inference_pool:
+        out += [(AI_GATEWAY_CRDS, v.envoy_ai_gateway), (AI_GATEWAY, v.envoy_ai_gateway)]
     if spec.kserve:
         out += [(KSERVE_CRD, v.kserve), (KSERVE_CONTROLLER, v.kserve), (KSERVE_RUNTIMES, v.kserve)]
     if spec.gpu_scheduler == "KAI":
@@ -177,7 +177,7 @@ def _values(chart: Chart, spec: ServingStackSpec) -> dict[str, Any]:
     if chart is DRA_DRIVER:
         return _dra_values(spec)
     if chart is ENVOY_GATEWAY:
-        return _envoy_gateway_values()
+        return _envoy_gateway_values() if spec.inference_pool else {}
     return fixed.get(chart.key, {})
 
 

@@ -5,8 +5,8 @@ InferencePool and routes its HTTPRoute to it. Gateway API Inference Extension
 v1.6.0 ships the CRD only as a release manifest (no chart at that tag), so the
 stack applies the CRD itself as an Object; Envoy Gateway serves pools through
 Envoy AI Gateway's extension server (`charts.AI_GATEWAY`, `_envoy_gateway_values`).
-Every cluster with the stack gets both, since any cluster may receive a
-disaggregated replica.
+Every cluster with the stack gets both unless `spec.servingStack.inferencePool.enabled`
+is false; then the fleet scheduler places no disaggregated replica there.
 """
 
 from __future__ import annotations
@@ -24,11 +24,13 @@ KEY = "inference-pool-crd"
 
 
 def crd_object(spec: ServingStackSpec, namespace: str) -> dict[str, Resource]:
-    """The InferencePool CRD (GIE `VERSION`) wrapped in an Object.
+    """The InferencePool CRD (GIE `VERSION`) wrapped in an Object, when the stack serves pools.
 
     Left on the cluster when the Object goes (deleting a CRD deletes every pool),
     as Helm leaves the CRDs it installs.
     """
+    if not spec.inference_pool:
+        return {}
     item = Item(
         KEY,
         resource_name(spec.cluster_name, KEY),
