@@ -35,12 +35,31 @@ EXPECTED: dict[str, tuple[str, dict[str, int]]] = {
             "RoleBinding": 1,
         },
     ),
-    "kai": ("kai-east", {**BASE, "LeaderWorkerSet": 1, "PodGroup": 1}),
-    "volcano": ("volcano-east", {**BASE, "LeaderWorkerSet": 1, "PodGroup": 1}),
-    "kueue": ("kueue-east", {**BASE, "LeaderWorkerSet": 1}),
+    # With `install: true` the stack also sends the queues the pods name (KAI: the
+    # parent and one leaf) and the two PriorityClasses the example declares.
+    "kai": (
+        "kai-east",
+        {**BASE, "LeaderWorkerSet": 1, "PodGroup": 1, "Queue": 2, "PriorityClass": 2},
+    ),
+    "volcano": (
+        "volcano-east",
+        {**BASE, "LeaderWorkerSet": 1, "PodGroup": 1, "Queue": 1, "PriorityClass": 2},
+    ),
+    "kueue": (
+        "kueue-east",
+        {
+            **BASE,
+            "LeaderWorkerSet": 1,
+            "ResourceFlavor": 1,
+            "ClusterQueue": 1,
+            "LocalQueue": 1,
+            "PriorityClass": 2,
+        },
+    ),
 }
 
-STACK = {"Namespace": 1, "GatewayClass": 1, "Gateway": 1}
+# The stack's inference Gateway (its class, its namespace) and the InferencePool CRD.
+STACK = {"Namespace": 1, "GatewayClass": 1, "Gateway": 1, "CustomResourceDefinition": 1}
 # The inventory agent (its namespace, account, RBAC, Deployment) and the
 # Observe-only Object of the ConfigMap it writes (a manifest naming it, never applied).
 AGENT = {
@@ -117,6 +136,11 @@ def test_kai_acceptance() -> None:
         "queue": "ml-team-prod",
         "priorityClassName": "production-critical",
     }
+    # What the pods name exists on the cluster: the queue (a leaf of the stack's
+    # parent queue) and the PriorityClass.
+    names = {(m["kind"], m["metadata"]["name"]): m for m in manifests}
+    assert names[("Queue", "ml-team-prod")]["spec"]["parentQueue"] == "modelplane"
+    assert ("PriorityClass", "production-critical") in names
 
 
 def test_multi_node_runs_vllm_on_ray() -> None:
