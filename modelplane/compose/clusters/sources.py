@@ -146,7 +146,8 @@ def provision(
     status = view.status
     secret = status.kubeconfig_secret if status is not None else None
     if view.reachable and secret is not None:
-        configs = provider_configs(name, pc_name, secret.to_dict())
+        identity = status.identity if status is not None else None
+        configs = provider_configs(name, pc_name, secret.to_dict(), identity)
         for key, obj in configs.items():
             result.desired[key] = DesiredResource(obj, "True" if key in inp.observed else "False")
         result.condition(
@@ -154,7 +155,8 @@ def provision(
             True,
             CredentialsResolvedReason.RESOLVED,
             f"kubeconfig of the provisioned {cloud.name} cluster from Secret "
-            f"{secret.namespace}/{secret.name} key {secret.key!r}",
+            f"{secret.namespace}/{secret.name} key {secret.key!r}"
+            + (f", token from identity {identity.type}" if identity else ""),
         )
         return Reach(pc_name, view)
     # Not (or no longer) reachable: provider configs already composed stay,
