@@ -327,7 +327,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
         **releases,
         **_gateway_objects(spec, namespace),
         **_storage(spec, namespace, result),
-        **agent_objects(spec, namespace),
+        **agent_objects(spec, namespace, inp.image),
         **_usages(spec, namespace, releases),
     }
     unsupported = unsupported_install(spec)

@@ -219,6 +219,7 @@ def _stack_spec(
         storage=_stack_storage(spec, view),
         node_pools=refs,
         inventory=inventory_config(spec),
+        modelplane_image=spec.serving_stack.modelplane_image if spec.serving_stack else None,
     )
 
 
