@@ -403,3 +403,30 @@ def test_the_eks_control_plane_writes_no_kubeconfig(rendered: RenderResult) -> N
     auth = rendered.get("eks.aws.m.upbound.io/v1beta1", "ClusterAuth", "us-east-auth", NS)
     assert auth is not None
     assert auth["spec"]["forProvider"]["refreshPeriod"] == "10m0s"
+
+
+def test_every_cluster_has_its_own_gateway_address(rendered: RenderResult) -> None:
+    """Three clusters whose Gateways share namespace and name: three load balancers,
+    three addresses (a render once gave them one, so they looked like one cluster)."""
+    addresses = {
+        name: _cluster(rendered, name)["status"]["gatewayAddress"]
+        for name in ("us-east", "eu-west", "us-central")
+    }
+    assert all(addresses.values())
+    assert len(set(addresses.values())) == 3, addresses
+
+
+def test_gateway_addresses_stay_distinct_when_their_names_collide() -> None:
+    from modelplane.local.gateway_sim import ADDRESSES, allocate, gateway_address
+
+    taken: set[str] = set()
+    # Many clusters' Gateways of one namespace/name: every one gets its own.
+    for i in range(300):
+        preferred = gateway_address("modelplane-system", "modelplane-inference", f"c{i}")
+        address = allocate(preferred, None, taken)
+        assert address not in taken and address in ADDRESSES
+        taken.add(address)
+    assert len(taken) == 300
+    # A Gateway keeps the address it has while nobody else holds it.
+    assert allocate(ADDRESSES[0], "192.0.2.7", {"192.0.2.8"}) == "192.0.2.7"
+    assert allocate(ADDRESSES[0], "192.0.2.7", {"192.0.2.7", ADDRESSES[0]}) == ADDRESSES[1]

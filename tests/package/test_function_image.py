@@ -111,3 +111,15 @@ def test_the_function_reads_the_image_from_its_request_input() -> None:
     # A malformed input never stops a reconcile: the release's own image.
     req.input.update({"image": "not an image; rm -rf /"})
     assert to_input(req, None).image == c.FUNCTION_IMAGE
+
+
+def test_render_takes_the_same_ref() -> None:
+    from click.testing import CliRunner
+
+    from modelplane.cli.main import cli
+
+    scenario = str(SCENARIOS[0])
+    out = CliRunner().invoke(cli, ["render", scenario, "-o", "yaml", "--function-package", REF])
+    assert out.exit_code == 0, out.output
+    ours = _ours(list(yaml.safe_load_all(out.output)))
+    assert ours and {image for _, image in ours} == {IMAGE}
