@@ -199,6 +199,7 @@ _PATTERN_NAMES = {
     c.DNS_LABEL_PATTERN: "a DNS label (lower-case alphanumerics and '-')",
     c.DNS_SUBDOMAIN_PATTERN: "a DNS subdomain (lower-case alphanumerics, '-' and '.')",
     c.QUALIFIED_NAME_PATTERN: "a qualified name ([domain/]identifier of at most 32 characters)",
+    c.IMAGE_PATTERN: "an image reference (registry/path[:tag][@sha256:digest])",
     c.DURATION_PATTERN: "a duration of hours, minutes and seconds (e.g. 5m, 1h30m, 90s)",
 }
 

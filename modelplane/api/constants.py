@@ -184,8 +184,13 @@ GPU_RESOURCE_NAME: Final = "nvidia.com/gpu"
 FUNCTION_PACKAGE: Final = "xpkg.crossplane.io/modelplane/function-modelplane"
 """Where the Function package (and the image it runs) is published by default."""
 FUNCTION_IMAGE: Final = f"{FUNCTION_PACKAGE}:v{__version__}"
-"""The function image of this release; hydration Jobs and the inventory agent run it too."""
-HYDRATOR_IMAGE: Final = FUNCTION_IMAGE
+"""The default function image of this release. What runs is the image the Composition's
+input names (`api/function_input.py`); hydration Jobs and the inventory agent run it too."""
+IMAGE_PATTERN: Final = (
+    r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-]+[a-z0-9]+)*)+"
+    r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$"
+)
+"""An OCI image reference: registry and path, then a tag and/or a digest."""
 HYDRATE_MOUNT: Final = "/cache"
 HYDRATE_SUBPATH: Final = "model"
 HYDRATE_HEADERS_DIR: Final = "/var/run/modelplane/headers"
@@ -250,7 +255,6 @@ INFERENCE_POOL_API_VERSION: Final = f"{INFERENCE_GROUP}/v1"
 # The inventory agent (modelplane/agent, installed by the ServingStack): it
 # summarises each workload cluster's Nodes, ResourceSlices and unschedulable
 # replica pods into one ConfigMap the InferenceCluster observes.
-INVENTORY_IMAGE: Final = FUNCTION_IMAGE
 INVENTORY_CONFIGMAP: Final = "modelplane-inventory"
 INVENTORY_NAMESPACE: Final = SYSTEM_NAMESPACE
 INVENTORY_DATA_KEY: Final = "inventory.json"

@@ -259,6 +259,16 @@ class ServingStackConfig(KubeModel):
         description="The inventory agent that reports nodes, devices and unschedulable "
         "replicas; on (unschedulableAfter 5m) unless enabled is false.",
     )
+    modelplane_image: str | None = Field(
+        default=None,
+        max_length=512,
+        pattern=c.IMAGE_PATTERN,
+        description=(
+            "The image of Modelplane's own programs on this cluster (the inventory agent, "
+            "ModelCache hydration Jobs), e.g. a mirror its nodes pull from; absent: the "
+            "image the function runs (`modelplane package build --function-package`)."
+        ),
+    )
 
 
 class GatewayRef(KubeModel):

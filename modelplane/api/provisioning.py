@@ -51,11 +51,37 @@ class KubeconfigSecret(StatusModel):
     key: str = Field(default=c.KUBECONFIG_CONNECTION_KEY, description="Key holding the kubeconfig.")
 
 
+class SecretKey(StatusModel):
+    """One key of a Secret (never its value)."""
+
+    namespace: str = Field(description="Namespace of the Secret.")
+    name: str = Field(description="Name of the Secret.")
+    key: str = Field(description="Key of the Secret's data.")
+
+
+class ProviderIdentity(StatusModel):
+    """The cloud identity provider-kubernetes and provider-helm add to the kubeconfig.
+
+    Their provider configs' `identity`: the kubeconfig then only names the API
+    server and its CA, and the identity supplies a short-lived token.
+    """
+
+    type: str = Field(description="Identity type, e.g. GoogleApplicationCredentials.")
+    source: str = Field(description="Secret, or InjectedIdentity (the providers' own).")
+    secret_ref: SecretKey | None = Field(
+        default=None, description="The identity's credentials when `source` is Secret."
+    )
+
+
 class ProvisionedClusterStatus(ConditionedStatus):
     """What a provisioning composite tells its InferenceCluster."""
 
     kubeconfig_secret: KubeconfigSecret | None = Field(
         default=None, description="The kubeconfig Secret, once the cluster is reachable."
+    )
+    identity: ProviderIdentity | None = Field(
+        default=None,
+        description="The cloud identity the providers add to the kubeconfig, when it needs one.",
     )
     reachable: bool | None = Field(
         default=None, description="Whether the control plane is Ready and its kubeconfig exists."

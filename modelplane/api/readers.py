@@ -21,6 +21,7 @@ writers (which construct those models) and the readers cannot drift apart.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -222,6 +223,9 @@ class ObservedInferenceCluster:
     # Replicas whose pods the cluster could not schedule past the grace period
     # (`status.unschedulableReplicas`), by replica name.
     unschedulable: Mapping[str, StuckReplica] = field(default_factory=dict)
+    # `spec.servingStack.modelplaneImage`: what Modelplane's programs run there
+    # instead of the function's image; None when absent or not an image.
+    modelplane_image: str | None = None
 
     @property
     def packing(self) -> Packing:
@@ -439,7 +443,16 @@ def _read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster 
         backends=backends,
         inference_pools=read_inference_pools(spec),
         unschedulable=read_unschedulable(status),
+        modelplane_image=read_modelplane_image(spec),
     )
+
+
+def read_modelplane_image(spec: Mapping[str, Any]) -> str | None:
+    """A cluster's `spec.servingStack.modelplaneImage`; None when absent or not an image."""
+    image = _map(spec.get(_SERVING_STACK)).get("modelplaneImage")
+    if isinstance(image, str) and re.match(c.IMAGE_PATTERN, image):
+        return image
+    return None
 
 
 @dataclass(frozen=True)

@@ -218,6 +218,12 @@ class ServingStackSpec(KubeModel):
     inventory: InventoryConfig = Field(
         default_factory=InventoryConfig, description="The inventory agent."
     )
+    modelplane_image: str | None = Field(
+        default=None,
+        max_length=512,
+        pattern=c.IMAGE_PATTERN,
+        description="The inventory agent's image; the function's image if absent.",
+    )
 
 
 class ReleaseStatus(StatusModel):

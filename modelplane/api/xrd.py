@@ -26,6 +26,7 @@ from modelplane import __version__
 from modelplane.api import constants as c
 from modelplane.api.clouds import CLOUDS
 from modelplane.api.common import _PATTERN_NAMES as PATTERN_NAMES
+from modelplane.api.function_input import function_input
 from modelplane.api.kinds import KINDS, Kind
 
 # Crossplane v2.3 is the first release whose XRDs can declare the scale
@@ -450,9 +451,15 @@ def xrd(kind: Kind) -> dict[str, Any]:
 def composition(kind: Kind, function_package: str = DEFAULT_FUNCTION_PACKAGE) -> dict[str, Any]:
     """Return the kind's pipeline Composition: one step calling Modelplane's function.
 
-    The step names the Function as Crossplane installs it from `function_package`.
+    The step names the Function as Crossplane installs it from `function_package`,
+    and its input the image that package runs (what the composers place on
+    workload clusters too).
     """
-    step = {"step": COMPOSE_STEP, "functionRef": {"name": installed_name(function_package)}}
+    step = {
+        "step": COMPOSE_STEP,
+        "functionRef": {"name": installed_name(function_package)},
+        "input": function_input(function_package),
+    }
     return {
         "apiVersion": COMPOSITION_API_VERSION,
         "kind": "Composition",

@@ -201,6 +201,9 @@ def what_if_table(result: ScheduleResult) -> Table:
                 str(a.nodes),
                 str(w.replicas) if i == 0 else "",
             )
+    # Pools an answer would have grown but whose cloud has no capacity: never suggested.
+    for s in result.stocked_out:
+        table.add_row(s.cluster, s.pool, "", "", "0 (stocked out)", s.note)
     return table
 
 
@@ -266,7 +269,7 @@ def explain(paths: tuple[str, ...], ref: str, max_rounds: int) -> None:
     if scores is not None:
         out.append(scores)
     out.append(_explanation(result))
-    if result.what_if:
+    if result.what_if or result.stocked_out:
         out.append(what_if_table(result))
     console = _console(out)
     for renderable in out:

@@ -3,8 +3,10 @@
 Renders the manifests with the embedded control plane (as `render` and
 `explain` do), reads the steady state through the typed readers and shows,
 per cluster and pool: capacity, the devices each deployment holds, free
-devices, draining replicas and what-if suggestions — as a table, JSON or
-YAML, and optionally as one self-contained HTML page (`--html FILE`).
+devices, draining replicas, what the clusters report as wrong (cloud
+stock-outs, hardware drift, unschedulable replicas) and what-if suggestions —
+as a table, JSON or YAML, and optionally as one self-contained HTML page
+(`--html FILE`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,23 @@ def _usage(p: PoolView) -> Text:
     return text
 
 
+def _alerts(cl: ClusterView, p: PoolView, first: bool) -> Text:
+    """What the cluster reports as wrong: the pool's stock-out; on its first row the
+    cluster's drift and unschedulable replicas."""
+    text = Text()
+    lines: list[tuple[str, str]] = []
+    if p.stock_out:
+        lines.append((p.stock_out, "red"))
+    lines += [(f"drift: {d}", "yellow") for d in p.drift]
+    if first and cl.drift and not any(q.drift for q in cl.pools):
+        lines.append((f"drift: {cl.drift}", "yellow"))
+    if first:
+        lines += [(f"unschedulable: {s}", "red") for s in cl.unschedulable]
+    for i, (line, style) in enumerate(lines):
+        text.append(("\n" if i else "") + line, style=style)
+    return text
+
+
 def _pool_row(cl: ClusterView, p: PoolView, first: bool) -> list[Text | str]:
     cluster = Text(cl.name if first else "", style="" if cl.ready else "red")
     if first and not cl.ready:
@@ -52,6 +71,7 @@ def _pool_row(cl: ClusterView, p: PoolView, first: bool) -> list[Text | str]:
         str(p.capacity),
         _usage(p),
         free,
+        _alerts(cl, p, first),
         Text(p.unknown or hints, style="yellow" if p.unknown else "green"),
     ]
 
@@ -61,10 +81,13 @@ def fleet_table(view: FleetView) -> Table:
     table = Table(title="Fleet: devices per cluster and pool", title_justify="left")
     for col in ("Cluster", "Pool", "Class", "Nodes × devices", "Capacity", "Used by", "Free"):
         table.add_column(col)
+    table.add_column("Reported", overflow="fold")
     table.add_column("What if", overflow="fold")
     for cl in view.clusters:
         if not cl.pools:
-            table.add_row(cl.name, "—", "", "", "0", "", "0", "")
+            table.add_row(
+                cl.name, "—", "", "", "0", "", "0", _alerts(cl, PoolView("", "", 0, 0, 0), True), ""
+            )
         for i, p in enumerate(cl.pools):
             table.add_row(*_pool_row(cl, p, i == 0))
     return table
@@ -73,13 +96,14 @@ def fleet_table(view: FleetView) -> Table:
 def deployments_table(view: FleetView) -> Table:
     """One row per deployment; the unplaced ones with their best what-if answer."""
     table = Table(title="Deployments", title_justify="left")
-    for col in ("Deployment", "Placed", "Ready", "Draining", "Unplaced: what if"):
+    for col in ("Deployment", "Placed", "Ready", "Draining", "Unschedulable", "Unplaced: what if"):
         table.add_column(col, overflow="fold")
     for d in view.deployments:
-        hint = d.what_if[0] if d.what_if else ""
+        hint = "\n".join(d.what_if)
         if d.missing and not hint:
             hint = "no pool growth on an eligible cluster places it (see modelplane explain)"
-        table.add_row(d.name, f"{d.placed}/{d.desired}", str(d.ready), str(d.draining), hint)
+        stuck = Text(str(d.unschedulable), style="red" if d.unschedulable else "")
+        table.add_row(d.name, f"{d.placed}/{d.desired}", str(d.ready), str(d.draining), stuck, hint)
     return table
 
 

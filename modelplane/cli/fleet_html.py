@@ -1,8 +1,9 @@
 """The fleet view as one self-contained HTML page.
 
 A grid of clusters × pools, each pool with a usage bar coloured by deployment
-(draining replicas hatched), its free devices and what-if suggestions, then
-every deployment with missing replicas and each cluster's reason (expand it).
+(draining replicas hatched), its free devices, its cloud stock-out and what-if
+suggestions, each cluster with its hardware drift and unschedulable replicas,
+then every deployment with missing replicas and each cluster's reason (expand it).
 Everything is inline — CSS, a few lines of script, no fonts or images — and a
 Content-Security-Policy forbids any fetch, so the page opens offline. Every
 string that comes from a manifest goes through `html.escape`.
@@ -23,7 +24,9 @@ h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:24px 0 8px}
 .cluster{background:#fff;border:1px solid #d8dce3;border-radius:8px;padding:12px}
 .cluster h3{margin:0 0 8px;font-size:15px}.cluster.notready{border-color:#d9534f}
 .tag{font-size:11px;padding:1px 6px;border-radius:8px;background:#eef0f4;margin-left:6px}
-.tag.bad{background:#fbe3e2;color:#a12622}
+.tag.bad{background:#fbe3e2;color:#a12622}.tag.warn{background:#fff3cd;color:#7a5a00}
+.alert{font-size:12px;margin-top:2px}.alert.stockout,.alert.stuck{color:#a12622}
+.alert.drift{color:#7a5a00}
 .pool{margin:8px 0 12px}.pool .head{display:flex;justify-content:space-between}
 .bar{display:flex;height:18px;background:#e9ecf1;border-radius:4px;overflow:hidden;margin:4px 0}
 .seg{height:100%;border-right:1px solid #fff}
@@ -84,6 +87,9 @@ def _pool(p: PoolView) -> str:
     ]
     if p.unknown:
         lines.append(f'<div class="free over">{escape(p.unknown)}</div>')
+    if p.stock_out:
+        lines.append(f'<div class="alert stockout">{escape(p.stock_out)}</div>')
+    lines += [f'<div class="alert drift">drift: {escape(d)}</div>' for d in p.drift]
     lines += [
         f'<div class="whatif">what if: {escape(s.deployment)}: {escape(s.text)}</div>'
         for s in p.suggestions
@@ -95,9 +101,20 @@ def _pool(p: PoolView) -> str:
 def _cluster(cl: ClusterView) -> str:
     tags = "" if cl.ready else '<span class="tag bad">NotReady</span>'
     tags += "".join(f'<span class="tag bad">{escape(t)}</span>' for t in cl.taints)
+    if cl.drift:
+        tags += '<span class="tag warn">HardwareDrift</span>'
     cls = "cluster" if cl.ready else "cluster notready"
     pools = "\n".join(_pool(p) for p in cl.pools) or '<div class="free">no pools published</div>'
-    return f'<section class="{cls}"><h3>{escape(cl.name)}{tags}</h3>\n{pools}\n</section>'
+    shown = any(p.drift for p in cl.pools)
+    alerts = (
+        f'<div class="alert drift">drift: {escape(cl.drift)}</div>'
+        if cl.drift and not shown
+        else ""
+    )
+    alerts += "".join(
+        f'<div class="alert stuck">unschedulable: {escape(s)}</div>' for s in cl.unschedulable
+    )
+    return f'<section class="{cls}"><h3>{escape(cl.name)}{tags}</h3>\n{pools}\n{alerts}</section>'
 
 
 def _legend(view: FleetView) -> str:
@@ -127,12 +144,12 @@ def _unplaced(d: DeploymentView, expanded: bool) -> str:
 def _deployments(view: FleetView) -> str:
     rows = "".join(
         f"<tr><td>{escape(d.name)}</td><td>{d.placed} / {d.desired}</td><td>{d.ready}</td>"
-        f"<td>{d.draining}</td></tr>"
+        f"<td>{d.draining}</td><td>{d.unschedulable}</td></tr>"
         for d in view.deployments
     )
     return (
-        "<table><tr><th>deployment</th><th>placed</th><th>ready</th><th>draining</th></tr>"
-        f"{rows}</table>"
+        "<table><tr><th>deployment</th><th>placed</th><th>ready</th><th>draining</th>"
+        f"<th>unschedulable</th></tr>{rows}</table>"
     )
 
 

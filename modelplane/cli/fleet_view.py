@@ -5,8 +5,10 @@ steady state) through the typed readers in `modelplane.api.readers` and
 returns plain data: every cluster and pool with its device capacity, the
 devices each deployment's replicas hold, what is free, which replicas are
 draining, and for every deployment with missing replicas the scheduler's
-reasons and what-if answers. The table, JSON/YAML and HTML outputs all render
-this one model.
+reasons and what-if answers. It also says what the clusters themselves report
+as wrong: a pool whose cloud is stocked out (it offers only the nodes up, and
+no what-if grows it), hardware drift, and replicas a cluster could not
+schedule. The table, JSON/YAML and HTML outputs all render this one model.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import click
 from pydantic.alias_generators import to_camel
 
 from modelplane.api import constants as c
-from modelplane.api.objects import label_value
+from modelplane.api.objects import condition, label_value
 from modelplane.api.readers import (
     ObservedInferenceCluster,
     ObservedModelReplica,
@@ -74,6 +76,8 @@ class PoolView:
     used: list[Usage] = field(default_factory=list)
     suggestions: list[Suggestion] = field(default_factory=list)
     unknown: str | None = None  # why the pool cannot be verified, when it cannot
+    stock_out: str | None = None  # the cloud has no capacity: the cluster's note
+    drift: list[str] = field(default_factory=list)  # what its published devices differ in
 
     @property
     def used_devices(self) -> int:
@@ -94,6 +98,8 @@ class ClusterView:
     ready: bool
     taints: list[str]
     pools: list[PoolView]
+    drift: str | None = None  # HardwareDrift's message while the cluster reports one
+    unschedulable: list[str] = field(default_factory=list)  # replicas it cannot schedule
 
 
 @dataclass(frozen=True)
@@ -117,6 +123,7 @@ class DeploymentView:
     draining: int
     rejections: list[Rejection] = field(default_factory=list)
     what_if: list[str] = field(default_factory=list)
+    unschedulable: int = 0  # placed replicas their cluster reports unschedulable
 
     @property
     def missing(self) -> int:
@@ -161,12 +168,32 @@ def _pool_view(pool: ObservedPool) -> PoolView:
         else words.unknown_pool(pool.unknown.reason, pool.unknown.message)
     )
     return PoolView(pool.name, pool.class_name, pool.nodes, per_node, per_node * pool.nodes,
-                    unknown=unknown)  # fmt: skip
+                    unknown=unknown, stock_out=pool.note)  # fmt: skip
 
 
-def _cluster_view(cl: ObservedInferenceCluster) -> ClusterView:
+def _drift(obj: Mapping[str, Any]) -> str | None:
+    """The HardwareDrift condition's message while it is True."""
+    cond = condition(obj, c.CONDITION_HARDWARE_DRIFT)
+    if cond is None or cond.get("status") != "True":
+        return None
+    return str(cond.get("message") or "the published devices differ from the class")
+
+
+def _cluster_view(cl: ObservedInferenceCluster, obj: Mapping[str, Any]) -> ClusterView:
     taints = [f"{t.key}={t.value or ''}:{t.effect}" for t in cl.taints]
-    return ClusterView(cl.name, cl.ready, taints, [_pool_view(p) for p in cl.pools])
+    stuck = [
+        f"{s.replica}" + (f" on pool {s.pool}" if s.pool else "") + f" since {s.since}: {s.message}"
+        for s in sorted(cl.unschedulable.values(), key=lambda s: s.replica)
+    ]
+    pools = [_pool_view(p) for p in cl.pools]
+    drift = _drift(obj)
+    # HardwareDrift names each pool first (`pool 'l4' device 'gpu': ...`, one
+    # clause per drift, `compose/clusters/drift.py`): each pool shows its own.
+    for clause in (drift or "").split("; "):
+        pool = next((p for p in pools if clause.startswith(f"pool {p.name!r} ")), None)
+        if pool is not None:
+            pool.drift.append(clause)
+    return ClusterView(cl.name, cl.ready, taints, pools, drift, stuck)
 
 
 def _deployment_of(r: ObservedModelReplica, names: Mapping[tuple[str, str], str]) -> str:
@@ -191,7 +218,17 @@ def _charge(
 
 
 def _rejections(result: ScheduleResult) -> list[Rejection]:
-    changes = {w.cluster: words.what_if_change(w) for w in result.what_if}
+    found = {w.cluster: w for w in result.what_if}
+    changes = {
+        cluster: text
+        for cluster in {*found, *(s.cluster for s in result.stocked_out)}
+        if (
+            text := words.cluster_growth(
+                found.get(cluster), [s for s in result.stocked_out if s.cluster == cluster]
+            )
+        )
+        is not None
+    }
     return [
         Rejection(v.cluster, v.reason or "Rejected", words.cluster_message(v),
                   changes.get(v.cluster))
@@ -227,21 +264,25 @@ def _deployment_view(
         return view
     view.desired, view.placed = result.desired, len(result.replicas)
     view.ready = sum(1 for p in status.placements or () if p.ready)
+    view.unschedulable = sum(1 for r in result.replicas if r.unschedulable)
     if result.missing:
         view.rejections = _rejections(result)
-        view.what_if = [words.what_if_text(w) for w in result.what_if]
+        view.what_if = [words.stocked_out_text(s) for s in result.stocked_out] + [
+            words.what_if_text(w) for w in result.what_if
+        ]
         _suggest(clusters, ref, result)
     return view
 
 
 def fleet_view(store: ObjectStore) -> FleetView:
     """The fleet view of a rendered store."""
-    read = [
-        read_inference_cluster(o)
-        for o in store.list(c.API_VERSION, INFERENCE_CLUSTER_KIND, None, None)
-    ]
+    read = [(read_inference_cluster(o), o) for o in store.list(
+        c.API_VERSION, INFERENCE_CLUSTER_KIND, None, None)]  # fmt: skip
     clusters = {
-        cl.name: _cluster_view(cl) for cl in sorted(filter(None, read), key=lambda x: x.name)
+        observed.name: _cluster_view(observed, obj)
+        for observed, obj in sorted(
+            ((o, raw) for o, raw in read if o is not None), key=lambda x: x[0].name
+        )
     }
     deployments = sorted(
         store.list(c.API_VERSION, "ModelDeployment", None, None),

@@ -98,15 +98,25 @@ def _emit(result: RenderResult, output: str) -> None:
 
 
 def _reconcile(
-    objects: list[dict[str, Any]], deletes: tuple[str, ...], max_rounds: int, simulate: bool
+    objects: list[dict[str, Any]],
+    deletes: tuple[str, ...],
+    max_rounds: int,
+    simulate: bool,
+    function_package: str | None,
 ) -> RenderResult:
-    """Render to a fixed point; with `deletes`, delete those objects and render again."""
+    """Render to a fixed point; with `deletes`, delete those objects and render again.
+
+    Every call gets the step input `package build --function-package` writes.
+    """
+    from modelplane.api import constants as c
+    from modelplane.api.function_input import function_input
     from modelplane.local import ControlPlane
     from modelplane.local.deletion import resolve
 
     progress = Progress() if _stderr_is_terminal() else None
     try:
-        plane = ControlPlane(objects, simulate=simulate)
+        step_input = function_input(function_package or c.FUNCTION_PACKAGE)
+        plane = ControlPlane(objects, simulate=simulate, function_input=step_input)
         result = plane.run(max_rounds, progress)
         if not deletes:
             return result
@@ -151,6 +161,13 @@ def _reconcile(
         "render to a fixed point again and show the deletion order in waves."
     ),
 )
+@click.option(
+    "--function-package",
+    default=None,
+    metavar="REF",
+    help="The repository the package was built for (`package build --function-package`; "
+    "default: the default package's): hydration Jobs and inventory agents run its image.",
+)
 def render(
     paths: tuple[str, ...],
     output: str | None,
@@ -158,6 +175,7 @@ def render(
     max_rounds: int,
     no_simulate: bool,
     deletes: tuple[str, ...],
+    function_package: str | None,
 ) -> None:
     """Reconcile the manifests under PATH... in-process, as Crossplane would, and show the result.
 
@@ -177,7 +195,7 @@ def render(
     except LoadError as err:
         raise click.ClickException(str(err)) from None
     try:
-        result = _reconcile(objects, deletes, max_rounds, not no_simulate)
+        result = _reconcile(objects, deletes, max_rounds, not no_simulate, function_package)
     except NotConvergedError as err:
         if output_dir is not None:
             write_output_dir(err.result, output_dir)

@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from modelplane.api import constants as c
+
 Resource = dict[str, Any]
 Readiness = Literal["True", "False", "Unspecified"]
 
@@ -43,6 +45,9 @@ class ComposeInput:
     composite: Resource
     observed: Mapping[str, Resource] = field(default_factory=dict)
     required: Mapping[str, list[Resource]] = field(default_factory=dict)
+    image: str = c.FUNCTION_IMAGE
+    """The image the function runs (its Composition step's `input.image`): what the
+    programs Modelplane places on workload clusters run too."""
 
     def fetched(self, name: str) -> bool:
         """Whether the control plane has resolved requirement `name` yet."""

@@ -20,6 +20,7 @@ from google.protobuf import struct_pb2 as structpb
 
 from modelplane.api import constants as c
 from modelplane.api.frozen import FrozenDict, FrozenList
+from modelplane.api.function_input import read_image
 from modelplane.compose.types import ComposeInput, ComposeResult, Readiness, Requirement, Resource
 
 DEFAULT_TTL = datetime.timedelta(minutes=1)
@@ -306,7 +307,8 @@ def to_input(
                 required[name] = [decode(item.resource) for item in resources.items]
     if composite is None:
         composite = observed_composite(req, cache)
-    return ComposeInput(composite=composite, observed=observed, required=required)
+    image = read_image(struct_to_dict(req.input) if req.HasField("input") else None)
+    return ComposeInput(composite=composite, observed=observed, required=required, image=image)
 
 
 def _deep_merge(base: dict[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:

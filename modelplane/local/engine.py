@@ -47,6 +47,8 @@ from google.protobuf import struct_pb2 as structpb
 
 from modelplane.api import constants as c
 from modelplane.api.frozen import FrozenDict
+from modelplane.api.function_input import function_input as default_function_input
+from modelplane.api.function_input import read_image
 from modelplane.api.objects import is_condition_true
 from modelplane.compose.types import ComposeInput, ComposeResult, Resource
 from modelplane.crossplane import FunctionRunner
@@ -307,13 +309,18 @@ class ControlPlane:
         *,
         simulate: bool = True,
         runner: FunctionRunner | None = None,
+        function_input: Mapping[str, Any] | None = None,
     ) -> None:
         """Load objects (already validated) into a fresh store.
 
         Input objects are stamped in key order with deterministic metadata
         (uid, creationTimestamp, generation) unless they carry their own.
+        `function_input` is the Compositions' step input (`api/function_input.py`),
+        passed on every call as Crossplane would; the default package's if None.
         """
         self.simulate = simulate
+        self.function_input = dict(function_input or default_function_input(c.FUNCTION_PACKAGE))
+        self._image = read_image(self.function_input)
         # With a `runner`, every call goes through its gRPC entry point
         # (protobuf both ways); without one, the composers are called
         # in-process on dicts, through the servicer's own dispatch. Its error
@@ -509,6 +516,7 @@ class ControlPlane:
             )
         )
         req.observed.composite.resource.CopyFrom(self._struct(xr))
+        req.input.update(self.function_input)
         for name, obj in sorted(observed.items()):
             req.observed.resources[name].resource.CopyFrom(self._struct(obj))
         return req
@@ -623,6 +631,7 @@ class ControlPlane:
         """Call the composer directly on read-only dicts: what the servicer would
         decode from the request `_request` builds, without building it."""
         runner = self._composer
+        image = self._image
         composite = self._frozen(xr)
         seen = {name: self._frozen(obj) for name, obj in sorted(observed.items())}
         last = self._applied.get(_identity(xr))
@@ -635,7 +644,7 @@ class ControlPlane:
                 for fetch, objs in required:
                     if fetch.field == field_name and fetch.name not in got:
                         got[fetch.name] = [self._frozen(o) for o in objs]
-            inp = ComposeInput(composite=composite, observed=seen, required=got)
+            inp = ComposeInput(composite=composite, observed=seen, required=got, image=image)
             return reply_of(runner, composite, runner.compose(composite, lambda: inp), last)
 
         return in_process

@@ -20,7 +20,12 @@ from modelplane.api import constants as c
 from modelplane.api.model_cache import HydrateEnv, HydrationResult
 from modelplane.api.objects import short_hash
 from modelplane.local.conditions import Clock, set_condition
-from modelplane.local.gateway_sim import GATEWAY_STATUS
+from modelplane.local.gateway_sim import (
+    GATEWAY_STATUS,
+    allocate,
+    gateway_address,
+    gateway_status,
+)
 from modelplane.local.loader import scope_of
 from modelplane.local.passes import Passes
 from modelplane.local.simulate_cloud import simulate_cloud, stuck_replicas
@@ -283,10 +288,41 @@ def _simulate_object(
     at = str((obj.get("metadata") or {}).get("creationTimestamp") or clock.stamp())
     status = obj.setdefault("status", {})
     live = observed_manifest(manifest, at, stuck)
+    if (_group(live), live.get("kind")) == GATEWAY_KIND:
+        live["status"] = gateway_status(live, at, _gateway_address(store, obj, live))
     _keep_written_data(obj, live)
     status["atProvider"] = {"manifest": live}
     set_condition(obj, "Synced", "True", "ReconcileSuccess", "", clock)
     set_condition(obj, "Ready", "True", "Available", "", clock)
+
+
+GATEWAY_KIND = ("gateway.networking.k8s.io", "Gateway")
+
+
+def _wrapped_address(obj: Obj) -> str | None:
+    """The address an Object's wrapped Gateway reports, if it reports one."""
+    live = ((obj.get("status") or {}).get("atProvider") or {}).get("manifest") or {}
+    addresses = (live.get("status") or {}).get("addresses") or []
+    value = addresses[0].get("value") if addresses and isinstance(addresses[0], dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _gateway_address(store: ObjectStore, obj: Obj, live: Obj) -> str:
+    """A wrapped Gateway's address: its own, unless another Gateway of the render holds it.
+
+    Each cluster's Gateway is a load balancer of its own (the cluster is the
+    provider config the Object reaches), so no two share an address.
+    """
+    me = Key.of(obj)
+    taken = {
+        address
+        for other in store.list(c.PROVIDER_KUBERNETES_API_VERSION, "Object")
+        if Key.of(other) != me and (address := _wrapped_address(other)) is not None
+    }
+    meta = live.get("metadata") or {}
+    cluster = str(((obj.get("spec") or {}).get("providerConfigRef") or {}).get("name", ""))
+    preferred = gateway_address(str(meta.get("namespace", "")), str(meta.get("name", "")), cluster)
+    return allocate(preferred, _wrapped_address(obj), taken)
 
 
 def _simulate_release(obj: Obj, clock: Clock) -> None:

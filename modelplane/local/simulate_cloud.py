@@ -4,7 +4,10 @@ For `modelplane render`: every cloud's upjet managed resources (its
 `Cloud.render_kinds`) become Synced and Ready with what the cloud's composer
 says its provider reports (`ProviderReports`: plausible external ids,
 endpoints, stock-out messages), and a control plane that writes a connection
-secret gets its kubeconfig Secret.
+secret gets the Secret its provider writes, with the keys that provider writes
+(`ProviderReports.connection`: an EKS ClusterAuth's `kubeconfig`, `endpoint`,
+`clusterCA`; a GKE Cluster's `kubeconfig` without a credential; an AKS
+KubernetesCluster's `kubeconfig` and its parts).
 
 Each workload cluster's inventory agent is simulated too: the Observe-only
 Object of its ConfigMap (`compose/clusters/inventory.py`) observes the summary the
@@ -192,31 +195,25 @@ def _at_provider(obj: Obj) -> dict[str, Any]:
     return _reports(obj).at_provider(obj, digest)
 
 
-def _kubeconfig(cluster_obj: Obj) -> str:
-    name = str((cluster_obj.get("metadata") or {}).get("name", ""))
-    at = _at_provider(cluster_obj)
-    endpoint = at.get("endpoint") or at.get("fqdn") or "https://127.0.0.1"
-    server = endpoint if str(endpoint).startswith("https://") else f"https://{endpoint}"
-    text = (
-        "apiVersion: v1\nkind: Config\n"
-        f"clusters:\n- name: {name}\n  cluster:\n    server: {server}\n"
-        f"contexts:\n- name: {name}\n  context:\n    cluster: {name}\n    user: {name}\n"
-        f"current-context: {name}\n"
-        f"users:\n- name: {name}\n  user:\n    token: simulated\n"
-    )
-    return base64.b64encode(text.encode()).decode()
+def _connection_details(store: ObjectStore, obj: Obj) -> dict[str, str]:
+    """The connection details obj's provider writes, each key as that provider names it."""
+    api_version = str(obj.get("apiVersion", ""))
+    namespace = str((obj.get("metadata") or {}).get("namespace") or "")
 
+    def lookup(kind: str, name: str) -> dict[str, Any]:
+        other = store.get(Key(api_version, kind, namespace, name))
+        return _at_provider(other) if other is not None else {}
 
-def _kubeconfig_key(obj: Obj) -> str:
-    cloud = cloud_managing(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
-    return cloud.kubeconfig_key if cloud is not None else c.KUBECONFIG_CONNECTION_KEY
+    details = _reports(obj).connection(obj, lookup)
+    return {k: base64.b64encode(v.encode()).decode() for k, v in details.items()}
 
 
 def _connection_secret(store: ObjectStore, obj: Obj) -> None:
     ref = (obj.get("spec") or {}).get("writeConnectionSecretToRef") or {}
     name = ref.get("name")
     namespace = (obj.get("metadata") or {}).get("namespace") or "default"
-    if not name:
+    data = _connection_details(store, obj)
+    if not name or not data:
         return
     secret: Obj = {
         "apiVersion": "v1",
@@ -237,7 +234,7 @@ def _connection_secret(store: ObjectStore, obj: Obj) -> None:
             ],
         },
         "type": "connection.crossplane.io/v1alpha1",
-        "data": {_kubeconfig_key(obj): _kubeconfig(obj)},
+        "data": data,
     }
     existing = store.get(Key.of(secret))
     if existing is None or existing.get("data") != secret["data"]:

@@ -42,7 +42,13 @@ from modelplane.scheduling.retain import (
 )
 from modelplane.scheduling.scores import SCORES
 from modelplane.scheduling.state import CycleState, new_state
-from modelplane.scheduling.types import ClusterVerdict, PlannedReplica, ScheduleResult, WhatIf
+from modelplane.scheduling.types import (
+    ClusterVerdict,
+    PlannedReplica,
+    ScheduleResult,
+    StockedOutPool,
+    WhatIf,
+)
 from modelplane.scheduling.whatif import what_if
 
 
@@ -101,7 +107,11 @@ def filter_pools(state: CycleState) -> None:
             state.refused.setdefault(key, rejection)
 
 
-def bind(state: CycleState, changes: tuple[WhatIf, ...] = ()) -> ScheduleResult:
+def bind(
+    state: CycleState,
+    changes: tuple[WhatIf, ...] = (),
+    stocked_out: tuple[StockedOutPool, ...] = (),
+) -> ScheduleResult:
     """Turn the cycle's slots (and the what-if answers) into the immutable result."""
     replicas = tuple(
         PlannedReplica(
@@ -130,6 +140,7 @@ def bind(state: CycleState, changes: tuple[WhatIf, ...] = ()) -> ScheduleResult:
         unverifiable=tuple(sorted(state.unverifiable, key=lambda u: (u.cluster, u.index, u.pool))),
         missing_caches=state.inp.missing_caches,
         what_if=changes,
+        stocked_out=stocked_out,
         surge=surge(state),
         stuck=tuple(sorted(state.stuck_report, key=lambda x: (x.cluster, x.index))),
         ranking=state.ranking,
@@ -165,7 +176,7 @@ def schedule_input(
         explain(state, None if explain_all else MAX_UNSCHEDULABLE_ENTRIES)
     if explain_all:
         state.ranking = rank(state)
-    return bind(state, what_if(state))
+    return bind(state, *what_if(state))
 
 
 def schedule(

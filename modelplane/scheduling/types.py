@@ -212,6 +212,15 @@ class PoolAddition:
 
 
 @dataclass(frozen=True)
+class StockedOutPool:
+    """A pool the what-if would grow but whose cloud has no capacity: never suggested."""
+
+    cluster: str
+    pool: str
+    note: str  # the cluster's own words for the stock-out (zone, accelerator, nodes up)
+
+
+@dataclass(frozen=True)
 class WhatIf:
     """The smallest change to one eligible cluster's pools that places the missing replicas."""
 
@@ -270,6 +279,9 @@ class ScheduleResult:
     # When replicas are missing: per eligible cluster whose pools match, the
     # smallest pool growth that places them all there (fewest nodes first).
     what_if: tuple[WhatIf, ...] = ()
+    # Pools a what-if answer would have grown but whose cloud reports a stock-out
+    # (by cluster, pool): left out of `what_if`, named instead.
+    stocked_out: tuple[StockedOutPool, ...] = ()
     surge: int = 0  # rollout.maxSurge resolved for spec.replicas (0 under Immediate)
     # Replicas of the deployment their clusters report unschedulable, and what was done.
     stuck: tuple[StuckPlacement, ...] = ()

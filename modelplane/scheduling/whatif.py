@@ -16,8 +16,11 @@ used by others counts only for what still fits on it. A spreading pool
 over the grown pool from everything it was charged: the next cycle's ledger
 spreads those replicas onto the fresh nodes too, so a fresh node is not simply
 a whole free one there. The combination adding the fewest
-nodes wins (ties: pool-name order). Codes and numbers only; `words` writes
-the text.
+nodes wins (ties: pool-name order). A pool whose cloud reports a stock-out
+(its published `capacityNote`) is never grown: adding nodes the cloud cannot
+provide is no answer, so a combination that needs it is ruled out and the pool
+is reported in `stocked_out` instead, and the next-best pool or cluster is the
+answer. Codes and numbers only; `words` writes the text.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from modelplane.scheduling.fill import candidates
 from modelplane.scheduling.ledger import PoolLedger, Vector
 from modelplane.scheduling.matching import RoleDef, RoleMatch
 from modelplane.scheduling.state import Charge, CycleState, PoolKey, PoolOptions
-from modelplane.scheduling.types import PoolAddition, WhatIf
+from modelplane.scheduling.types import PoolAddition, StockedOutPool, WhatIf
 
 WHAT_IF = "WhatIf"  # this step's key in the cycle's rule states
 
@@ -152,15 +155,32 @@ def _by_pool(
     return {pool: tuple(load) for pool, load in sorted(loads.items())}
 
 
+def stockout_note(state: CycleState, cluster: str, pool: str) -> str | None:
+    """The cluster's note on a pool its cloud cannot grow (a stock-out), else None."""
+    observed = state.inp.clusters[cluster].pool(pool)
+    return observed.note if observed is not None and observed.note else None
+
+
 def _combo_change(
-    state: CycleState, cluster: str, combo: Sequence[tuple[str, RoleMatch]], replicas: int
+    state: CycleState,
+    cluster: str,
+    combo: Sequence[tuple[str, RoleMatch]],
+    replicas: int,
+    blocked: set[str],
 ) -> tuple[PoolAddition, ...] | None:
-    """The nodes each pool of one combination needs, or None when it cannot work."""
+    """The nodes each pool of one combination needs, or None when it cannot work.
+
+    A combination that would grow a stocked-out pool cannot work; that pool is
+    added to `blocked`.
+    """
     classes = {p.name: p.class_name for p in state.inp.clusters[cluster].pools}
     additions = []
     for pool, load in _by_pool(state.roles, combo).items():
         grow = pool_growth(state, (cluster, pool), load, replicas)
         if grow is None:
+            return None
+        if grow and stockout_note(state, cluster, pool) is not None:
+            blocked.add(pool)
             return None
         if grow:
             roles = tuple(role.role for role, _ in load)
@@ -179,50 +199,76 @@ def _signature(state: CycleState, cluster: str, per_role: PoolOptions) -> Any:
     if any((cluster, p.name) in state.ledgers for p in state.inp.clusters[cluster].pools):
         return None
     pools = tuple(
-        tuple((pool, id(match), state.pool_nodes[(cluster, pool)]) for pool, match in options)
+        tuple(
+            (
+                pool,
+                id(match),
+                state.pool_nodes[(cluster, pool)],
+                stockout_note(state, cluster, pool) is not None,
+            )
+            for pool, match in options
+        )
         for options in per_role
     )
     return state.inp.clusters[cluster].packing, pools
 
 
+Found = tuple[tuple[PoolAddition, ...] | None, frozenset[str]]
+
+
+def _search(state: CycleState, cluster: str, per_role: PoolOptions, replicas: int) -> Found:
+    """The cheapest combination's additions, and the stocked-out pools it ruled out."""
+    found: tuple[PoolAddition, ...] | None = None
+    blocked: set[str] = set()
+    for combo in itertools.product(*per_role):
+        change = _combo_change(state, cluster, combo, replicas, blocked)
+        if change is not None and (
+            found is None or sum(a.nodes for a in change) < sum(a.nodes for a in found)
+        ):
+            found = change
+    return found, frozenset(blocked)
+
+
 def cluster_change(
     state: CycleState, cluster: str, per_role: PoolOptions, replicas: int
-) -> WhatIf | None:
-    """The smallest growth of one cluster's matched pools that places `replicas` more."""
-    memo: dict[Any, tuple[PoolAddition, ...] | None] = state.rules.get(WHAT_IF, dict)
+) -> tuple[WhatIf | None, tuple[StockedOutPool, ...]]:
+    """The smallest growth of one cluster's matched pools that places `replicas` more,
+    and the stocked-out pools no answer may grow."""
+    memo: dict[Any, Found] = state.rules.get(WHAT_IF, dict)
     sig = _signature(state, cluster, per_role)
     if sig is not None and (sig, replicas) in memo:
-        found = memo[(sig, replicas)]
+        found, blocked = memo[(sig, replicas)]
     else:
-        found = None
-        for combo in itertools.product(*per_role):
-            change = _combo_change(state, cluster, combo, replicas)
-            if change is not None and (
-                found is None or sum(a.nodes for a in change) < sum(a.nodes for a in found)
-            ):
-                found = change
+        found, blocked = _search(state, cluster, per_role, replicas)
         if sig is not None:
-            memo[(sig, replicas)] = found
-    return None if found is None else WhatIf(cluster, replicas, found)
+            memo[(sig, replicas)] = (found, blocked)
+    stocked = tuple(
+        StockedOutPool(cluster, pool, stockout_note(state, cluster, pool) or "")
+        for pool in sorted(blocked)
+    )
+    return (None if found is None else WhatIf(cluster, replicas, found)), stocked
 
 
-def what_if(state: CycleState) -> tuple[WhatIf, ...]:
-    """Per eligible cluster, the smallest pool growth placing every missing replica there.
+def what_if(state: CycleState) -> tuple[tuple[WhatIf, ...], tuple[StockedOutPool, ...]]:
+    """Per eligible cluster, the smallest pool growth placing every missing replica there,
+    and the stocked-out pools no answer grows.
 
     Empty when nothing is missing, or when nothing new may be placed at all
     (a selector that does not compile, a ModelCache not found).
     """
     missing = state.inp.spec.replicas - len(state.slots)
     if missing <= 0 or state.invalid or state.inp.missing_caches:
-        return ()
-    found = []
+        return (), ()
+    found: list[WhatIf] = []
+    stocked: list[StockedOutPool] = []
     for cluster in sorted(state.schedulable):
         per_role = (
             state.options[cluster] if cluster in state.options else candidates(state, cluster)
         )
         if per_role is None:
             continue
-        change = cluster_change(state, cluster, per_role, missing)
+        change, blocked = cluster_change(state, cluster, per_role, missing)
+        stocked.extend(blocked)
         if change is not None:
             found.append(change)
-    return tuple(sorted(found, key=lambda w: (w.nodes, w.cluster)))
+    return tuple(sorted(found, key=lambda w: (w.nodes, w.cluster))), tuple(stocked)

@@ -25,6 +25,7 @@ from modelplane.scheduling.types import (
     PoolAddition,
     PoolVerdict,
     RequestVerdict,
+    StockedOutPool,
     StuckPlacement,
     Unverifiable,
     WhatIf,
@@ -495,13 +496,34 @@ def what_if_text(w: WhatIf) -> str:
     return f"add {_additions(w)} on cluster {w.cluster} to place {_replicas(w.replicas)}"
 
 
-def what_if_summary(found: Sequence[WhatIf]) -> str:
-    """The smallest change of all, and how many other clusters have one."""
+def stocked_out_text(s: StockedOutPool) -> str:
+    """A pool no what-if grows: `pool h100 on cluster a cannot grow (cloud stock-out: ...)`."""
+    return f"pool {s.pool} on cluster {s.cluster} cannot grow ({s.note})"
+
+
+def cluster_growth(w: WhatIf | None, stocked: Sequence[StockedOutPool]) -> str | None:
+    """One cluster's what-if without its cluster: the change, after any pool it must not grow."""
+    held = "; ".join(f"pool {s.pool} cannot grow ({s.note})" for s in stocked)
+    if w is None:
+        return f"{held}: adding nodes cannot help until the cloud has capacity" if held else None
+    return f"{held}; instead {what_if_change(w)}" if held else what_if_change(w)
+
+
+def what_if_summary(found: Sequence[WhatIf], stocked: Sequence[StockedOutPool] = ()) -> str:
+    """The smallest change of all and how many other clusters have one, after the
+    stocked-out pools no change grows (the next-best answer follows them)."""
+    held = ""
+    if stocked:
+        held = stocked_out_text(stocked[0])
+        if len(stocked) > 1:
+            held += f" (and {len(stocked) - 1} other stocked-out pool(s))"
+    if not found:
+        return f"{held}; no other pool can be grown to place them"
     text = what_if_text(found[0])
     others = len(found) - 1
     if others:
         text += f" ({others} other cluster(s) could be grown instead)"
-    return text
+    return f"{held}; instead {text}" if held else text
 
 
 NO_POOL_TO_GROW = "no pool of this cluster matches; adding nodes to its pools cannot help"

@@ -121,3 +121,59 @@ def test_draining_is_read_tolerantly() -> None:
     assert draining_replicas(obj) == frozenset({"a", "c"})
     assert draining_replicas({}) == frozenset()
     assert draining_replicas({"status": {"placements": "x"}}) == frozenset()
+
+
+CLUSTERS = str(ROOT / "examples" / "clusters")
+
+
+def test_stock_outs_and_drift_are_shown_where_they_are(tmp_path: Path) -> None:
+    """examples/clusters: us-east's h100 pool is stocked out, eu-west's l4 pool drifted
+    (its fixtures); JSON, table and page each say so on that pool, and nowhere else."""
+    page = tmp_path / "fleet.html"
+    code, out = run(CLUSTERS, "-o", "json", "--html", str(page))
+    assert code == 0, out
+    doc = json.loads(out)
+    pools = {(cl["name"], p["name"]): p for cl in doc["clusters"] for p in cl["pools"]}
+    stocked = {k for k, p in pools.items() if p.get("stockOut")}
+    drifted = {k for k, p in pools.items() if p["drift"]}
+    assert stocked == {("us-east", "h100")}
+    assert pools[("us-east", "h100")]["stockOut"].startswith("cloud stock-out: pool 'h100'")
+    assert "us-east-1a" in pools[("us-east", "h100")]["stockOut"]
+    assert drifted == {("eu-west", "l4")}
+    (clause,) = pools[("eu-west", "l4")]["drift"]
+    assert "23034Mi" in clause and "24Gi" in clause
+    html = page.read_text()
+    assert html.count('class="alert stockout"') == 1
+    assert html.count('class="alert drift"') == 1
+    assert "HardwareDrift" in html
+    code, table = run(CLUSTERS)
+    assert code == 0, table
+    (h100_row,) = [line for line in table.splitlines() if "│ h100 " in line]
+    assert "cloud stock-out: pool 'h100'" in h100_row
+    (l4_row,) = [line for line in table.splitlines() if "│ l4 " in line]
+    assert "drift: pool 'l4'" in l4_row
+
+
+def test_unschedulable_replicas_are_shown_on_cluster_and_deployment(tmp_path: Path) -> None:
+    """examples/operations/unschedulable without west: east reports chat's replica
+    unschedulable and nothing can replace it; the view shows it on east and counts it."""
+    docs = []
+    for path in sorted((ROOT / "examples" / "operations" / "unschedulable").glob("*.yaml")):
+        for d in yaml.safe_load_all(path.read_text()):
+            if d and d["metadata"]["name"] not in ("west", "west-kubeconfig"):
+                docs.append(d)
+    (tmp_path / "all.yaml").write_text(yaml.safe_dump_all(docs))
+    page = tmp_path / "fleet.html"
+    code, out = run(str(tmp_path / "all.yaml"), "-o", "json", "--html", str(page))
+    assert code == 0, out
+    doc = json.loads(out)
+    (east,) = doc["clusters"]
+    (stuck,) = east["unschedulable"]
+    assert stuck.startswith("chat-f80ab129e8 on pool l4 since 2026-11-01T00:05:00Z: 0/2 nodes")
+    (chat,) = doc["deployments"]
+    assert chat["unschedulable"] == 1
+    assert page.read_text().count('class="alert stuck"') == 1
+    code, table = run(str(tmp_path / "all.yaml"))
+    assert "unschedulable: chat-f80ab129e8" in table
+    (row,) = [line for line in table.splitlines() if line.startswith("│ ml-team/chat ")]
+    assert [cell.strip() for cell in row.split("│")[1:6]] == ["ml-team/chat", "1/2", "0", "0", "1"]

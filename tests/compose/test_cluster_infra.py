@@ -8,7 +8,7 @@ from modelplane.api.clouds.eks import CLOUD as EKS
 from modelplane.api.clouds.gke import CLOUD as GKE
 from modelplane.api.inference_class import InferenceClassSpec
 from modelplane.api.inference_cluster import Pool
-from modelplane.api.provisioning import read_provisioned_cluster
+from modelplane.api.provisioning import ProviderIdentity, read_provisioned_cluster
 from modelplane.compose.clusters.infra import (
     node_pool_refs,
     node_pools,
@@ -102,6 +102,18 @@ def test_provider_configs_for_both_providers_reference_the_secret_only() -> None
         assert obj["kind"] == "ClusterProviderConfig"
         assert obj["metadata"]["name"] == "modelplane-us-east"
         assert obj["spec"] == {"credentials": {"source": "Secret", "secretRef": secret}}
+
+
+def test_provider_configs_add_an_identity_beside_the_secret(oracle: Any) -> None:
+    secret = {"namespace": "modelplane-system", "name": "eu-west-kubeconfig", "key": "kubeconfig"}
+    identity = ProviderIdentity(type="GoogleApplicationCredentials", source="InjectedIdentity")
+    out = provider_configs("eu-west", "modelplane-eu-west", secret, identity)
+    for obj in out.values():
+        assert obj["spec"] == {
+            "credentials": {"source": "Secret", "secretRef": secret},
+            "identity": {"type": "GoogleApplicationCredentials", "source": "InjectedIdentity"},
+        }
+        assert [str(i) for i in oracle.validate(obj)] == []
 
 
 def test_a_stocked_out_pool_publishes_only_the_nodes_up() -> None:

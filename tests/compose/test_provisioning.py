@@ -270,3 +270,24 @@ def test_a_malformed_status_reads_as_unknown_not_absent() -> None:
     assert view.status is None and view.problem is not None
     assert "status.pools" in view.problem
     assert not view.reachable
+
+
+def test_gke_publishes_the_google_identity_its_providers_add_to_the_kubeconfig() -> None:
+    # GKE's kubeconfig carries no credential on a default cluster (no client
+    # certificate); the identity supplies the token, from a key when one is named.
+    composite = _case("gke")["composite"]
+    plain = _compose(composite)
+    assert plain.status["identity"] == {
+        "type": "GoogleApplicationCredentials",
+        "source": "InjectedIdentity",
+    }
+    keyed = dict(composite, spec=dict(composite["spec"]))
+    ref = {"namespace": "crossplane-system", "name": "gcp-sa", "key": "credentials.json"}
+    keyed["spec"]["identity"] = {"secretRef": ref}
+    assert _compose(keyed).status["identity"] == {
+        "type": "GoogleApplicationCredentials",
+        "source": "Secret",
+        "secretRef": ref,
+    }
+    eks = _compose(_case("eks")["composite"])
+    assert "identity" not in eks.status

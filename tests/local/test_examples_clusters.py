@@ -8,12 +8,15 @@ only the AKS cluster's A10s fit.
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from modelplane.api import constants as c
+from modelplane.api.clouds import cloud_named
 from modelplane.api.readers import read_inference_cluster
 from modelplane.local import ControlPlane, Key, RenderResult, load_paths
 
@@ -331,3 +334,99 @@ def test_deleting_an_aks_cluster_goes_pools_cluster_identity_network_group() -> 
     group = Key("azure.m.upbound.io/v1beta1", "ResourceGroup", NS, "us-central-rg")
     assert _last_managed(order, "azure.m.upbound.io/v1beta1") == [group]
     assert not [k for k in result.store if k.name.startswith("us-central")]
+
+
+# What each real upjet provider writes into the Secret the cluster's providers
+# read, from the providers' sources (provider-upjet-aws ClusterAuth controller,
+# provider-upjet-gcp and provider-upjet-azure `config/container*/config.go`):
+# cluster → (the kind that owns the Secret, its keys, the identity the provider
+# configs add, what the kubeconfig's user carries).
+REAL_CONNECTION = {
+    "us-east": (
+        "ClusterAuth",
+        {"kubeconfig", "endpoint", "clusterCA"},
+        None,
+        {"token"},
+    ),
+    "eu-west": (
+        "Cluster",
+        {"kubeconfig"},
+        {"type": "GoogleApplicationCredentials", "source": "InjectedIdentity"},
+        set(),
+    ),
+    "us-central": (
+        "KubernetesCluster",
+        {
+            "kubeconfig",
+            "kubeconfig.clustercacertificate",
+            "kubeconfig.clientcertificate",
+            "kubeconfig.clientkey",
+        },
+        None,
+        {"client-certificate-data", "client-key-data"},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REAL_CONNECTION))
+def test_provider_configs_read_what_the_real_provider_writes(
+    rendered: RenderResult, name: str
+) -> None:
+    owner_kind, keys, identity, user_fields = REAL_CONNECTION[name]
+    for api_version in (c.PROVIDER_KUBERNETES_API_VERSION, c.PROVIDER_HELM_API_VERSION):
+        config = rendered.get(api_version, "ClusterProviderConfig", f"modelplane-{name}")
+        assert config is not None, api_version
+        ref = config["spec"]["credentials"]["secretRef"]
+        assert config["spec"]["credentials"]["source"] == "Secret"
+        assert ref["key"] == "kubeconfig"
+        assert config["spec"].get("identity") == identity
+        secret = rendered.get("v1", "Secret", ref["name"], ref["namespace"])
+        assert secret is not None
+        (owner,) = secret["metadata"]["ownerReferences"]
+        assert owner["kind"] == owner_kind
+        assert set(secret["data"]) == keys
+        cloud = cloud_named(_cluster(rendered, name)["spec"]["source"])
+        assert cloud is not None and set(cloud.connection_keys) == keys
+        kubeconfig = yaml.safe_load(base64.b64decode(secret["data"]["kubeconfig"]))
+        (user,) = kubeconfig["users"]
+        assert set(user["user"] or {}) == user_fields
+        (cluster,) = kubeconfig["clusters"]
+        assert cluster["cluster"]["server"].startswith("https://")
+        assert cluster["cluster"]["certificate-authority-data"]
+
+
+def test_the_eks_control_plane_writes_no_kubeconfig(rendered: RenderResult) -> None:
+    # provider-upjet-aws publishes none for an EKS Cluster: only ClusterAuth does.
+    eks = rendered.get("eks.aws.m.upbound.io/v1beta1", "Cluster", "us-east-eks", NS)
+    assert eks is not None
+    assert "writeConnectionSecretToRef" not in eks["spec"]
+    auth = rendered.get("eks.aws.m.upbound.io/v1beta1", "ClusterAuth", "us-east-auth", NS)
+    assert auth is not None
+    assert auth["spec"]["forProvider"]["refreshPeriod"] == "10m0s"
+
+
+def test_every_cluster_has_its_own_gateway_address(rendered: RenderResult) -> None:
+    """Three clusters whose Gateways share namespace and name: three load balancers,
+    three addresses (a render once gave them one, so they looked like one cluster)."""
+    addresses = {
+        name: _cluster(rendered, name)["status"]["gatewayAddress"]
+        for name in ("us-east", "eu-west", "us-central")
+    }
+    assert all(addresses.values())
+    assert len(set(addresses.values())) == 3, addresses
+
+
+def test_gateway_addresses_stay_distinct_when_their_names_collide() -> None:
+    from modelplane.local.gateway_sim import ADDRESSES, allocate, gateway_address
+
+    taken: set[str] = set()
+    # Many clusters' Gateways of one namespace/name: every one gets its own.
+    for i in range(300):
+        preferred = gateway_address("modelplane-system", "modelplane-inference", f"c{i}")
+        address = allocate(preferred, None, taken)
+        assert address not in taken and address in ADDRESSES
+        taken.add(address)
+    assert len(taken) == 300
+    # A Gateway keeps the address it has while nobody else holds it.
+    assert allocate(ADDRESSES[0], "192.0.2.7", {"192.0.2.8"}) == "192.0.2.7"
+    assert allocate(ADDRESSES[0], "192.0.2.7", {"192.0.2.7", ADDRESSES[0]}) == ADDRESSES[1]

@@ -27,7 +27,17 @@ def test_gateway_publishes_the_simulated_address_and_services_use_it() -> None:
     _, result = _render()
     gw = result.get(API, "InferenceGateway", "default")
     assert gw is not None
-    address = f"https://{gateway_address('envoy-gateway-system', 'modelplane')}"
+    # The address is the Gateway's on the cluster it runs on: the provider config
+    # its Object reaches (the control plane's own here).
+    (wrapper,) = [
+        o
+        for o in result.store.objects()
+        if o["kind"] == "Object"
+        and o["spec"]["forProvider"]["manifest"]["kind"] == "Gateway"
+        and o["spec"]["forProvider"]["manifest"]["metadata"]["name"] == "modelplane"
+    ]
+    cluster = wrapper["spec"]["providerConfigRef"]["name"]
+    address = f"https://{gateway_address('envoy-gateway-system', 'modelplane', cluster)}"
     assert gw["status"]["address"] == address
     svc = result.get(API, "ModelService", "llama-spillover", "ml-team")
     assert svc is not None

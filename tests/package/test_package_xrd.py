@@ -13,6 +13,7 @@ import pytest
 from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 
+from modelplane import __version__
 from modelplane.api import constants as c
 from modelplane.api.clouds import CLOUDS
 from modelplane.api.common import KubeModel, cel_rules
@@ -461,7 +462,16 @@ def test_composition_is_one_pipeline_step_calling_the_function(kind: Kind) -> No
     }
     assert doc["spec"]["mode"] == "Pipeline"
     assert doc["spec"]["pipeline"] == [
-        {"step": "compose", "functionRef": {"name": "modelplane-function-modelplane"}}
+        {
+            "step": "compose",
+            "functionRef": {"name": "modelplane-function-modelplane"},
+            # The image the package runs, which the composers place on clusters too.
+            "input": {
+                "apiVersion": "fn.modelplane.ai/v1alpha1",
+                "kind": "Input",
+                "image": f"xpkg.crossplane.io/modelplane/function-modelplane:v{__version__}",
+            },
+        }
     ]
     assert xrd(kind)["spec"]["defaultCompositionRef"] == {"name": doc["metadata"]["name"]}
 

@@ -120,6 +120,55 @@ def test_what_if(case: str) -> None:
     assert list(schedule(dep, fleet, others).what_if) == expected
 
 
+NOTE = "cloud stock-out: pool 'h100': the cloud has no nvidia-h100 capacity in zone z1"
+
+
+def _stocked_out(obj: dict, pool: str) -> dict:
+    """The cluster as its composer publishes a stocked-out pool: with its capacity note."""
+    for entry in obj["status"]["gpuPools"]:
+        if entry["name"] == pool:
+            entry["capacityNote"] = NOTE
+    return obj
+
+
+def test_a_stocked_out_pool_is_never_grown_the_next_best_pool_is() -> None:
+    """Cluster a's h100 pool would need the fewest nodes, but its cloud has none:
+    the answer grows a's other matching pool, and the stock-out is named."""
+    fleet = [
+        _stocked_out(cluster("a", {"h100": ("h100-8x", 0), "zz": ("h100-8x", 0)}), "h100"),
+    ]
+    result = schedule(deployment(1, GPUS(8)), fleet, [])
+    assert list(result.what_if) == [WhatIf("a", 1, (add("zz", "h100-8x", 1),))]
+    assert [(s.cluster, s.pool, s.note) for s in result.stocked_out] == [("a", "h100", NOTE)]
+    text = what_if_summary(result.what_if, result.stocked_out)
+    assert text == (
+        f"pool h100 on cluster a cannot grow ({NOTE}); "
+        "instead add 1 node to pool zz on cluster a to place 1 more replica"
+    )
+
+
+def test_a_stocked_out_cluster_leaves_the_answer_to_another_cluster() -> None:
+    fleet = [
+        _stocked_out(cluster("a", {"h100": ("h100-8x", 0)}), "h100"),
+        cluster("b", {"h100": ("h100-8x", 0)}),
+    ]
+    result = schedule(deployment(2, GPUS(8)), fleet, [])
+    assert list(result.what_if) == [WhatIf("b", 2, (add("h100", "h100-8x", 2),))]
+    assert [(s.cluster, s.pool) for s in result.stocked_out] == [("a", "h100")]
+
+
+def test_only_stocked_out_pools_means_no_growth_is_suggested() -> None:
+    fleet = [_stocked_out(cluster("a", {"h100": ("h100-8x", 0)}), "h100")]
+    result = schedule(deployment(1, GPUS(8)), fleet, [])
+    assert result.what_if == ()
+    text = what_if_summary(result.what_if, result.stocked_out)
+    assert (
+        text
+        == f"pool h100 on cluster a cannot grow ({NOTE}); no other pool can be grown to place them"
+    )
+    assert "add " not in text
+
+
 def test_nothing_missing_means_no_what_if() -> None:
     result = schedule(deployment(1, GPUS(8)), [cluster("a", {"h100": ("h100-8x", 1)})], [])
     assert len(result.replicas) == 1
@@ -273,7 +322,7 @@ def _what_if_before_fill(dep: dict, fleet: list[dict], others: list[dict]) -> li
         scheduler.build_ledger,
     ):
         step(state)
-    return list(what_if(state))
+    return list(what_if(state)[0])
 
 
 @pytest.mark.parametrize("first", ["BinPack", "Spread"])

@@ -235,4 +235,11 @@ CLOUD = CloudDeclaration(
     },
     provider_group="azure.m.upbound.io",
     provider="provider-upjet-azure",
+    # provider-upjet-azure's KubernetesCluster: `kube_config_raw` and its parts.
+    connection_keys=(
+        "kubeconfig",
+        "kubeconfig.clustercacertificate",
+        "kubeconfig.clientcertificate",
+        "kubeconfig.clientkey",
+    ),
 )

@@ -168,6 +168,9 @@ class Cloud:
     """Where the node image puts the NVIDIA driver, when not at `/` (the DRA driver's root)."""
     kubeconfig_key: str = c.KUBECONFIG_CONNECTION_KEY
     """The connection Secret key the control plane writes its kubeconfig under."""
+    connection_keys: tuple[str, ...] = (c.KUBECONFIG_CONNECTION_KEY,)
+    """Every key the upjet provider writes into that connection Secret (the render
+    simulation writes exactly these; `docs/install.md` names them)."""
 
     def manages(self, api_version: str, kind: str) -> bool:
         """Whether `kind` of `api_version` is one of this cloud's managed resources."""

@@ -220,6 +220,7 @@ CLOUD = CloudDeclaration(
             "addons.eks.aws.m.upbound.io",
             "accessentries.eks.aws.m.upbound.io",
             "accesspolicyassociations.eks.aws.m.upbound.io",
+            "clusterauths.eks.aws.m.upbound.io",
         ),
         "provider-aws-ec2": (
             "vpcs.ec2.aws.m.upbound.io",
@@ -248,6 +249,7 @@ CLOUD = CloudDeclaration(
             "AccessEntry",
             "AccessPolicyAssociation",
             "PodIdentityAssociation",
+            "ClusterAuth",
         ),
         "ec2.aws.m.upbound.io": (
             "VPC",
@@ -265,4 +267,7 @@ CLOUD = CloudDeclaration(
     },
     provider_group="aws.m.upbound.io",
     provider="provider-upjet-aws",
+    # The EKS Cluster publishes no kubeconfig: its ClusterAuth does, with a
+    # token provider-upjet-aws refreshes (`refreshPeriod`, at most 10 minutes).
+    connection_keys=("kubeconfig", "endpoint", "clusterCA"),
 )

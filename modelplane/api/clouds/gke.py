@@ -84,6 +84,33 @@ class GKENetwork(KubeModel):
     )
 
 
+class GoogleCredentialsRef(KubeModel):
+    """A Google service-account key (JSON) in a Secret."""
+
+    namespace: DNSLabel = Field(description="Namespace of the Secret.")
+    name: str = Field(min_length=1, max_length=253, description="Name of the Secret.")
+    key: str = Field(min_length=1, max_length=253, description="Key holding the JSON key.")
+
+
+class GKEIdentity(KubeModel):
+    """How the control plane's provider-kubernetes and provider-helm authenticate to GKE.
+
+    GKE issues no client certificate by default, so the kubeconfig
+    provider-upjet-gcp writes names only the server and its CA; this Google
+    identity supplies the OAuth token (it needs `roles/container.admin` on the
+    project, see docs/install.md).
+    """
+
+    secret_ref: GoogleCredentialsRef | None = Field(
+        default=None,
+        description=(
+            "A service-account key the providers exchange for tokens; absent: the providers' "
+            "own Google credentials (Workload Identity, or GOOGLE_APPLICATION_CREDENTIALS "
+            "set through a DeploymentRuntimeConfig)."
+        ),
+    )
+
+
 class GKEClusterSpec(KubeModel):
     """A GKE cluster: network, control plane, one node pool per pool, a system pool."""
 
@@ -114,6 +141,13 @@ class GKEClusterSpec(KubeModel):
         default_factory=CloudProviderConfigRef,
         description="The provider-upjet-gcp config the managed resources use.",
     )
+    identity: GKEIdentity | None = Field(
+        default=None,
+        description=(
+            "How provider-kubernetes and provider-helm authenticate to the cluster; "
+            "their own Google credentials if absent."
+        ),
+    )
 
 
 class GKESource(CloudSource):
@@ -138,6 +172,13 @@ class GKESource(CloudSource):
     provider_config_ref: CloudProviderConfigRef | None = Field(
         default=None, description="The provider-upjet-gcp config; `default` if absent."
     )
+    identity: GKEIdentity | None = Field(
+        default=None,
+        description=(
+            "How provider-kubernetes and provider-helm authenticate to the cluster; "
+            "their own Google credentials if absent."
+        ),
+    )
 
     def composite_spec(self, name: str, pools: list[dict[str, Any]]) -> dict[str, Any]:
         """The GKECluster's spec."""
@@ -153,6 +194,7 @@ class GKESource(CloudSource):
             ("network", self.network),
             ("systemPool", self.system_pool),
             ("providerConfigRef", self.provider_config_ref),
+            ("identity", self.identity),
         ):
             if value is not None:
                 body[key] = value.to_dict()

@@ -316,8 +316,8 @@ def _volumes(source: ArtifactSource, names: CacheNames) -> tuple[list[Any], list
     return volumes, mounts
 
 
-def job(spec: ModelCacheSpec, names: CacheNames, labels: dict[str, str]) -> Resource:
-    """The one-shot hydration Job: a fixed command, user strings only as env values."""
+def job(spec: ModelCacheSpec, names: CacheNames, labels: dict[str, str], image: str) -> Resource:
+    """The one-shot hydration Job in `image`: a fixed command, user strings only as env values."""
     source = spec.artifact.source
     env = [
         _value(HydrateEnv.DEST, f"{c.HYDRATE_MOUNT}/{c.HYDRATE_SUBPATH}"),
@@ -335,7 +335,7 @@ def job(spec: ModelCacheSpec, names: CacheNames, labels: dict[str, str]) -> Reso
     volumes, mounts = _volumes(source, names)
     container = {
         "name": "hydrate",
-        "image": c.HYDRATOR_IMAGE,
+        "image": image,
         "command": ["modelplane", "hydrate", HYDRATE_COMMANDS[source.kind]],
         "env": env,
         "volumeMounts": mounts,

@@ -84,6 +84,8 @@ class Target:
     ready: bool
     provider_config: str | None
     storage_class: str | None
+    image: str | None = None
+    """The cluster's `modelplaneImage`: its hydration Job runs that instead of the function's."""
 
 
 def _str(value: Any) -> str | None:
@@ -98,7 +100,16 @@ def read_targets(objs: list[Resource]) -> list[Target]:
         if cl is None:
             continue
         storage_class = cl.storage.storage_class_name if cl.storage is not None else None
-        out.append(Target(cl.name, cl.labels, cl.ready, cl.provider_config_name, storage_class))
+        out.append(
+            Target(
+                cl.name,
+                cl.labels,
+                cl.ready,
+                cl.provider_config_name,
+                storage_class,
+                cl.modelplane_image,
+            )
+        )
     return sorted(out, key=lambda t: t.name)
 
 
@@ -223,7 +234,7 @@ def _pvc_copy(
         "role": (m.role(names, labels), {}),
         "rolebinding": (m.role_binding(names, labels), {}),
         f"job-{names.digest}": (
-            m.job(spec, names, labels),
+            m.job(spec, names, labels, target.image or inp.image),
             {"rule": m.JOB_COMPLETE},
         ),
     }

@@ -10,6 +10,7 @@ keeps a replica's workload from outliving the releases it needs.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +20,7 @@ from modelplane.api.clouds import Cloud
 from modelplane.api.inference_class import InferenceClassSpec
 from modelplane.api.inference_cluster import Pool
 from modelplane.api.objects import condition
-from modelplane.api.provisioning import ProvisionedClusterView
+from modelplane.api.provisioning import ProviderIdentity, ProvisionedClusterView
 from modelplane.api.serving_stack import NodePoolRef
 from modelplane.compose.clusters.managed import USAGE_API_VERSION, resource_name
 from modelplane.compose.types import Resource
@@ -110,12 +111,22 @@ def node_pool_refs(cloud: Cloud, cluster: str, pools: list[Pool]) -> list[NodePo
     return refs
 
 
-def provider_configs(cluster: str, name: str, secret: Mapping[str, str]) -> dict[str, Resource]:
+def provider_configs(
+    cluster: str,
+    name: str,
+    secret: Mapping[str, str],
+    identity: ProviderIdentity | None = None,
+) -> dict[str, Resource]:
     """provider-kubernetes and provider-helm ClusterProviderConfigs reading one kubeconfig Secret.
 
     `secret` is `{namespace, name, key}`; the credential itself is never copied.
+    With an `identity` (GKE) the kubeconfig names only the server and its CA and
+    the providers add the identity's token.
     """
     ref = {"namespace": secret["namespace"], "name": secret["name"], "key": secret["key"]}
+    spec: dict[str, Any] = {"credentials": {"source": "Secret", "secretRef": ref}}
+    if identity is not None:
+        spec["identity"] = identity.to_dict()
     out = {}
     for key, api_version in (
         ("provider-config", c.PROVIDER_KUBERNETES_API_VERSION),
@@ -128,7 +139,7 @@ def provider_configs(cluster: str, name: str, secret: Mapping[str, str]) -> dict
                 "name": name,
                 "labels": {c.LABEL_CLUSTER: cluster, c.LABEL_MANAGED_BY: c.MANAGED_BY},
             },
-            "spec": {"credentials": {"source": "Secret", "secretRef": dict(ref)}},
+            "spec": copy.deepcopy(spec),
         }
     return out
 

@@ -96,11 +96,11 @@ def _rbac() -> list[tuple[str, Resource]]:
     ]
 
 
-def deployment(config: InventoryConfig) -> Resource:
-    """The agent's Deployment: one replica of `modelplane inventory`, locked down."""
+def deployment(config: InventoryConfig, image: str) -> Resource:
+    """The agent's Deployment: one replica of `modelplane inventory` in `image`, locked down."""
     container = {
         "name": "agent",
-        "image": c.INVENTORY_IMAGE,
+        "image": image,
         "command": ["modelplane", "inventory"],
         "args": [f"--interval={config.interval}", f"--grace={config.unschedulable_after}"],
         "resources": RESOURCES,
@@ -136,9 +136,12 @@ def deployment(config: InventoryConfig) -> Resource:
     }
 
 
-def agent_objects(spec: ServingStackSpec, namespace: str) -> dict[str, Resource]:
+def agent_objects(spec: ServingStackSpec, namespace: str, image: str) -> dict[str, Resource]:
     """The agent's namespace, ServiceAccount, RBAC and Deployment, as provider-kubernetes
-    Objects on the cluster's provider config (none when the inventory is disabled)."""
+    Objects on the cluster's provider config (none when the inventory is disabled).
+
+    The agent runs the cluster's `modelplaneImage` when set, else `image` (the function's).
+    """
     if not spec.inventory.enabled:
         return {}
     cluster = spec.cluster_name
@@ -170,7 +173,7 @@ def agent_objects(spec: ServingStackSpec, namespace: str) -> dict[str, Resource]
         Item(
             DEPLOYMENT_KEY,
             resource_name(cluster, DEPLOYMENT_KEY),
-            deployment(spec.inventory),
+            deployment(spec.inventory, spec.modelplane_image or image),
             DEPLOYMENT_ROLLED_OUT,
             "Deployment",
         )

@@ -337,7 +337,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
         **_gateway_objects(spec, namespace),
         **inference_pool.crd_object(spec, namespace),
         **_storage(spec, namespace, result),
-        **agent_objects(spec, namespace),
+        **agent_objects(spec, namespace, inp.image),
         **_scheduling(inp, spec, namespace, result),
     }
     resources = {**releases, **objects, **_usages(spec, namespace, objects)}

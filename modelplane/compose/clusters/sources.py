@@ -152,7 +152,8 @@ def provision(
     status = view.status
     secret = status.kubeconfig_secret if status is not None else None
     if view.reachable and secret is not None:
-        configs = provider_configs(name, pc_name, secret.to_dict())
+        identity = status.identity if status is not None else None
+        configs = provider_configs(name, pc_name, secret.to_dict(), identity)
         for key, obj in configs.items():
             result.desired[key] = DesiredResource(obj, "True" if key in inp.observed else "False")
         result.condition(
@@ -160,7 +161,8 @@ def provision(
             True,
             CredentialsResolvedReason.RESOLVED,
             f"kubeconfig of the provisioned {cloud.name} cluster from Secret "
-            f"{secret.namespace}/{secret.name} key {secret.key!r}",
+            f"{secret.namespace}/{secret.name} key {secret.key!r}"
+            + (f", token from identity {identity.type}" if identity else ""),
         )
         return Reach(pc_name, view)
     # Not (or no longer) reachable: provider configs already composed stay,
@@ -244,6 +246,7 @@ def _stack_spec(
         storage=_stack_storage(spec, view),
         node_pools=refs,
         inventory=inventory_config(spec),
+        modelplane_image=spec.serving_stack.modelplane_image if spec.serving_stack else None,
     )
 
 

@@ -478,10 +478,7 @@ def _status(
     )
     if len(counted) < spec.replicas and not plan.invalid_selectors:
         rejections = words.rejections(plan.clusters)
-        changes = {
-            w.cluster: truncate(words.what_if_change(w), MAX_UNSCHEDULABLE_MESSAGE)
-            for w in plan.what_if
-        }
+        changes = _cluster_changes(plan)
         status.unschedulable = [
             ClusterRejection(
                 cluster=v.cluster,
@@ -555,8 +552,8 @@ def _replica_unschedulable(plan: ScheduleResult, summary: str, missing: int) -> 
     why = ""
     if not ok:
         why = words.rejection_summary(plan.clusters)
-        if plan.what_if:
-            why = f"{words.what_if_summary(plan.what_if)}; {why}"
+        if plan.what_if or plan.stocked_out:
+            why = f"{words.what_if_summary(plan.what_if, plan.stocked_out)}; {why}"
     msg = words.replica_unschedulable(summary, plan.stuck, why)
     return ok, ScheduledReason.REPLICA_UNSCHEDULABLE, msg, not ok
 
@@ -591,6 +588,19 @@ def _all_scheduled(plan: ScheduleResult, summary: str, missing: int) -> Schedule
     return True, ScheduledReason.ALL_REPLICAS_SCHEDULED, summary, False
 
 
+def _cluster_changes(plan: ScheduleResult) -> dict[str, str]:
+    """Each cluster's what-if, naming the stocked-out pools it must not grow first."""
+    found = {w.cluster: w for w in plan.what_if}
+    clusters = sorted(set(found) | {s.cluster for s in plan.stocked_out})
+    out = {}
+    for cluster in clusters:
+        stocked = [s for s in plan.stocked_out if s.cluster == cluster]
+        text = words.cluster_growth(found.get(cluster), stocked)
+        if text is not None:
+            out[cluster] = truncate(text, MAX_UNSCHEDULABLE_MESSAGE)
+    return out
+
+
 def _shortfall(plan: ScheduleResult, summary: str, placed: int) -> Scheduled:
     candidates = [v for v in plan.clusters if v.reason != "NotSelected"]
     if not plan.clusters:
@@ -602,9 +612,9 @@ def _shortfall(plan: ScheduleResult, summary: str, placed: int) -> Scheduled:
     else:
         reason = ScheduledReason.PARTIAL if placed else ScheduledReason.INSUFFICIENT_CAPACITY
         why = words.rejection_summary(plan.clusters)
-        if plan.what_if:
+        if plan.what_if or plan.stocked_out:
             # The actionable answer first: the message is truncated at its end.
-            why = f"{words.what_if_summary(plan.what_if)}; {why}"
+            why = f"{words.what_if_summary(plan.what_if, plan.stocked_out)}; {why}"
     return False, reason, words.shortfall(summary, why), True
 
 

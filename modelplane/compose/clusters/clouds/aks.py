@@ -25,6 +25,7 @@ Composes (all in the composite's namespace, `*.azure.m.upbound.io`):
 
 from __future__ import annotations
 
+import base64
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,13 +36,16 @@ from modelplane.api.objects import short_hash
 from modelplane.compose.clusters.clouds.provisioned import (
     CONTROL_PLANE_KEY,
     CloudBuild,
+    Lookup,
     Plan,
     PoolPlan,
     ProviderReports,
     Provisioner,
     compose_provisioned,
     connection_secret_name,
+    kubeconfig_text,
     pool_key,
+    simulated_ca,
 )
 from modelplane.compose.clusters.managed import (
     Ref,
@@ -396,4 +400,30 @@ def reported_stockout(obj: Resource, cluster: str, zone: str) -> str:
     )
 
 
-PROVISIONER = Provisioner(CLOUD, compose, ProviderReports(reported_at_provider, reported_stockout))
+def reported_connection(obj: Resource, lookup: Lookup) -> dict[str, str]:
+    """What provider-upjet-azure writes for a KubernetesCluster: `kube_config_raw`
+    (the local account's client certificate) under `kubeconfig`, and its parts."""
+    if obj.get("kind") != "KubernetesCluster":
+        return {}
+    name = str((obj.get("metadata") or {}).get("name", ""))
+    fqdn = str(lookup("KubernetesCluster", name).get("fqdn", ""))
+    ca = simulated_ca(name)
+    cert = simulated_ca(f"{name} clusterUser")
+    key = simulated_ca(f"{name} clusterUser key").replace("CERTIFICATE", "RSA PRIVATE KEY")
+    user = {
+        "client-certificate-data": base64.b64encode(cert.encode()).decode(),
+        "client-key-data": base64.b64encode(key.encode()).decode(),
+    }
+    return {
+        "kubeconfig": kubeconfig_text(name, f"https://{fqdn}:443", ca, user),
+        "kubeconfig.clustercacertificate": ca,
+        "kubeconfig.clientcertificate": cert,
+        "kubeconfig.clientkey": key,
+    }
+
+
+PROVISIONER = Provisioner(
+    CLOUD,
+    compose,
+    ProviderReports(reported_at_provider, reported_stockout, reported_connection),
+)

@@ -8,8 +8,13 @@ Composes (all in the composite's namespace, `*.aws.m.upbound.io`):
 - IAM: the control plane's role and the nodes' role with AWS's managed policies
   (plus the EBS/EFS CSI policies when the cluster asks for those drivers);
 - the EKS control plane at `kubernetesVersion` (API authentication mode, so
-  access entries decide who may reach it), its kubeconfig written to a
-  connection Secret, and an access entry with cluster-admin per principal;
+  access entries decide who may reach it; the principal that creates it, the
+  provider's, is cluster admin), an access entry with cluster-admin per
+  principal, and a ClusterAuth: the EKS Cluster publishes no kubeconfig, its
+  ClusterAuth does (keys `kubeconfig`, `endpoint`, `clusterCA`), with a token
+  provider-upjet-aws signs with its own AWS credentials and refreshes every
+  `refreshPeriod` (10 minutes, the most it allows). That Secret is what the
+  cluster's provider-kubernetes and provider-helm configs read;
 - one managed node group per pool: the NVIDIA AL2023 AMI when it carries
   accelerators (drivers preinstalled; DRA is GA in Kubernetes and needs no
   feature gate), label `modelplane.ai/pool=<pool>`, taint
@@ -35,13 +40,16 @@ from modelplane.compose.clusters.clouds.provisioned import (
     CONTROL_PLANE_KEY,
     SYSTEM_POOL_KEY,
     CloudBuild,
+    Lookup,
     Plan,
     PoolPlan,
     ProviderReports,
     Provisioner,
     compose_provisioned,
     connection_secret_name,
+    kubeconfig_text,
     pool_key,
+    simulated_ca,
 )
 from modelplane.compose.clusters.managed import (
     Ref,
@@ -68,6 +76,9 @@ NODE_POLICIES = (
     "AmazonEC2ContainerRegistryReadOnly",
 )
 CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+# How often ClusterAuth re-signs the kubeconfig's token (the most it allows; a
+# token lives 15 minutes).
+REFRESH_PERIOD = "10m0s"
 # csiDrivers entry → (EKS add-on, the node role policy the driver needs).
 CSI_ADDONS: dict[str, tuple[str, str | None]] = {
     "BlockDevice": ("aws-ebs-csi-driver", "service-role/AmazonEBSCSIDriverPolicy"),
@@ -323,7 +334,6 @@ def _control_plane(b: _Build) -> tuple[Ref, list[Ref]]:
                 "bootstrapClusterCreatorAdminPermissions": True,
             },
         },
-        connection_secret=connection_secret_name(b.cluster),
     )
     access: list[Ref] = []
     for i, arn in enumerate(b.spec.access_principal_arns or []):
@@ -346,7 +356,19 @@ def _control_plane(b: _Build) -> tuple[Ref, list[Ref]]:
             },
         )
         access += [entry, policy]
+    access.append(_cluster_auth(b, ref))
     return ref, access
+
+
+def _cluster_auth(b: _Build, control_plane: Ref) -> Ref:
+    """The ClusterAuth whose connection Secret the cluster's providers read."""
+    return b.add(
+        "cluster-auth",
+        b.ref(EKS, "ClusterAuth", "auth"),
+        "cluster-auth",
+        {"clusterNameRef": {"name": control_plane.name}, "refreshPeriod": REFRESH_PERIOD},
+        connection_secret=connection_secret_name(b.cluster),
+    )
 
 
 def _scaling(pool: EKSNodePool) -> tuple[dict[str, object], dict[str, object]]:
@@ -542,6 +564,8 @@ def compose(inp: ComposeInput) -> ComposeResult:
     return compose_provisioned(inp, CLOUD, build)
 
 
+# The render's clock starts at the epoch of `local/conditions.py`.
+REPORTED_REFRESH_TIME = "2026-01-01T00:00:00Z"
 # External id prefixes EC2 and EFS use, for plausible `status.atProvider.id`s.
 _ID_PREFIX = {
     "VPC": "vpc-",
@@ -570,6 +594,9 @@ def reported_at_provider(obj: Resource, digest: str) -> dict[str, Any]:
         )
     elif kind == "NodeGroup":
         at["status"] = "ACTIVE"
+    elif kind == "ClusterAuth":
+        # ClusterAuth reports only when it last signed the token.
+        return {"lastRefreshTime": REPORTED_REFRESH_TIME}
     return at
 
 
@@ -587,4 +614,26 @@ def reported_stockout(obj: Resource, cluster: str, zone: str) -> str:
     )
 
 
-PROVISIONER = Provisioner(CLOUD, compose, ProviderReports(reported_at_provider, reported_stockout))
+def reported_connection(obj: Resource, lookup: Lookup) -> dict[str, str]:
+    """What provider-upjet-aws writes for a ClusterAuth: a kubeconfig with a signed
+    token, the endpoint and the CA; no other kind here writes connection details."""
+    if obj.get("kind") != "ClusterAuth":
+        return {}
+    for_provider = (obj.get("spec") or {}).get("forProvider") or {}
+    cluster = str((for_provider.get("clusterNameRef") or {}).get("name", ""))
+    endpoint = str(lookup("Cluster", cluster).get("endpoint", ""))
+    ca = simulated_ca(cluster)
+    # The token is `k8s-aws-v1.` and a presigned sts:GetCallerIdentity URL.
+    token = "k8s-aws-v1." + short_hash(cluster, "token", length=32)
+    return {
+        "kubeconfig": kubeconfig_text(cluster, endpoint, ca, {"token": token}),
+        "endpoint": endpoint,
+        "clusterCA": ca,
+    }
+
+
+PROVISIONER = Provisioner(
+    CLOUD,
+    compose,
+    ProviderReports(reported_at_provider, reported_stockout, reported_connection),
+)

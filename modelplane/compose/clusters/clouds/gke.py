@@ -7,8 +7,11 @@ Composes (all in the composite's namespace, `*.gcp.m.upbound.io`):
 - a service account the nodes run as;
 - the regional GKE control plane at `kubernetesVersion` (VPC-native, private
   nodes, Workload Identity, the CSI drivers `spec.csiDrivers` call for as
-  GKE add-ons), its default node pool removed and its kubeconfig written to a
-  connection Secret;
+  GKE add-ons), its default node pool removed and its connection Secret
+  written: provider-upjet-gcp's `kubeconfig` names the API server and its CA
+  and, since GKE issues no client certificate by default, no credential; the
+  cluster's provider-kubernetes and provider-helm configs add a Google identity
+  (`GoogleApplicationCredentials`, `spec.identity`) for the token;
 - one node pool per pool, in one zone (the pool's, else the cluster's first)
   so `nodeCount` is the pool's total: machine type, guest accelerators with
   GKE's driver installation, label `modelplane.ai/pool=<pool>`, taint
@@ -27,18 +30,28 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from modelplane.api import constants as c
-from modelplane.api.clouds.gke import CLOUD, GKEClusterSpec, GKENetwork, GKENodePool
+from modelplane.api.clouds.gke import (
+    CLOUD,
+    GKEClusterSpec,
+    GKEIdentity,
+    GKENetwork,
+    GKENodePool,
+)
+from modelplane.api.provisioning import ProviderIdentity, SecretKey
 from modelplane.compose.clusters.clouds.provisioned import (
     CONTROL_PLANE_KEY,
     SYSTEM_POOL_KEY,
     CloudBuild,
+    Lookup,
     Plan,
     PoolPlan,
     ProviderReports,
     Provisioner,
     compose_provisioned,
     connection_secret_name,
+    kubeconfig_text,
     pool_key,
+    simulated_ca,
 )
 from modelplane.compose.clusters.managed import (
     Ref,
@@ -67,6 +80,10 @@ CSI_ADDONS = {
 }
 # The API GKE's Filestore CSI driver creates instances through.
 FILESTORE_API = "file.googleapis.com"
+
+# provider-kubernetes / provider-helm identity type that turns Google credentials
+# into the OAuth token GKE's API server accepts.
+IDENTITY_TYPE = "GoogleApplicationCredentials"
 # A GCP service account id: 6-30 characters.
 _ACCOUNT_ID_MAX = 30
 
@@ -293,6 +310,18 @@ def _filestore_api(b: _Build) -> None:
     )
 
 
+def _identity(identity: GKEIdentity | None) -> ProviderIdentity:
+    """The Google identity the providers exchange for the token the kubeconfig lacks."""
+    ref = identity.secret_ref if identity is not None else None
+    if ref is None:
+        return ProviderIdentity(type=IDENTITY_TYPE, source="InjectedIdentity")
+    return ProviderIdentity(
+        type=IDENTITY_TYPE,
+        source="Secret",
+        secret_ref=SecretKey(namespace=ref.namespace, name=ref.name, key=ref.key),
+    )
+
+
 def build(spec: GKEClusterSpec, cluster: str, namespace: str, inp: ComposeInput) -> Plan:
     """Every managed resource and Usage of one GKE cluster.
 
@@ -303,6 +332,7 @@ def build(spec: GKEClusterSpec, cluster: str, namespace: str, inp: ComposeInput)
     already implies is left out.
     """
     b = _Build(cluster, namespace, inp, Plan(), spec.provider_config_ref, spec=spec)
+    b.plan.identity = _identity(spec.identity)
     placement, egress = _network(b)
     account = _service_account(b)
     control_plane = _control_plane(b)
@@ -341,4 +371,18 @@ def reported_stockout(obj: Resource, cluster: str, zone: str) -> str:
     )
 
 
-PROVISIONER = Provisioner(CLOUD, compose, ProviderReports(reported_at_provider, reported_stockout))
+def reported_connection(obj: Resource, lookup: Lookup) -> dict[str, str]:
+    """What provider-upjet-gcp writes for a Cluster: a `kubeconfig` of the server
+    (https) and its CA; the user is empty, as GKE issues no client certificate."""
+    if obj.get("kind") != "Cluster":
+        return {}
+    name = str((obj.get("metadata") or {}).get("name", ""))
+    endpoint = str(lookup("Cluster", name).get("endpoint", ""))
+    return {"kubeconfig": kubeconfig_text(name, f"https://{endpoint}", simulated_ca(name), {})}
+
+
+PROVISIONER = Provisioner(
+    CLOUD,
+    compose,
+    ProviderReports(reported_at_provider, reported_stockout, reported_connection),
+)

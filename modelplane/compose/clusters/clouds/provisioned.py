@@ -15,7 +15,8 @@ NodePoolsReady and InsufficientGPUCapacity.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import base64
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,7 @@ from modelplane.api.clouds.base import CloudProviderConfigRef
 from modelplane.api.inventory import InventorySummary
 from modelplane.api.provisioning import (
     KubeconfigSecret,
+    ProviderIdentity,
     ProvisionedClusterStatus,
     ProvisionedPoolStatus,
 )
@@ -67,8 +69,47 @@ def pool_key(pool: str) -> str:
 
 
 def connection_secret_name(cluster: str) -> str:
-    """The Secret the control plane's managed resource writes its kubeconfig to."""
+    """The Secret the cloud's provider writes the cluster's kubeconfig to.
+
+    Written by the managed resource that holds the credential: the control plane
+    itself (GKE, AKS) or EKS's ClusterAuth.
+    """
     return resource_name(cluster, "kubeconfig")
+
+
+def simulated_ca(name: str) -> str:
+    """A stand-in CA certificate (PEM framing, no real key) for a render's connection Secrets."""
+    body = base64.b64encode(f"simulated cluster CA of {name}".encode()).decode()
+    return f"-----BEGIN CERTIFICATE-----\n{body}\n-----END CERTIFICATE-----\n"
+
+
+def kubeconfig_text(name: str, server: str, ca_pem: str, user: Mapping[str, str]) -> str:
+    """A kubeconfig in the shape client-go's `clientcmd.Write` gives the providers' own.
+
+    `user` is the credential as its provider writes it (a token, client
+    certificate data), empty when an identity supplies it instead.
+    """
+    ca = base64.b64encode(ca_pem.encode()).decode()
+    lines = [
+        "apiVersion: v1",
+        "clusters:",
+        "- cluster:",
+        f"    certificate-authority-data: {ca}",
+        f"    server: {server}",
+        f"  name: {name}",
+        "contexts:",
+        "- context:",
+        f"    cluster: {name}",
+        f"    user: {name}",
+        f"  name: {name}",
+        f"current-context: {name}",
+        "kind: Config",
+        "preferences: {}",
+        "users:",
+        f"- name: {name}",
+    ]
+    lines += ["  user:", *(f"    {k}: {v}" for k, v in user.items())] if user else ["  user: {}"]
+    return "\n".join(lines) + "\n"
 
 
 @dataclass(frozen=True)
@@ -91,6 +132,8 @@ class Plan:
     shared_filesystem_id: str | None = None
     system_pool_key: str = SYSTEM_POOL_KEY
     """The resource the system nodes belong to (a cloud may keep them in its control plane)."""
+    identity: ProviderIdentity | None = None
+    """The cloud identity the providers add to the kubeconfig (GKE), else None."""
 
 
 @dataclass
@@ -140,6 +183,9 @@ class CloudBuild:
         cluster_usage(self.plan.resources, self.cluster, self.namespace, of, by, reason)
 
 
+Lookup = Callable[[str, str], dict[str, Any]]
+"""(kind, name) → that managed resource's simulated `status.atProvider`."""
+
 Builder = Callable[[Any, str, str, ComposeInput], Plan]
 """(spec, cluster name, namespace, input) → plan; raises ValueError on a spec it cannot build."""
 
@@ -157,6 +203,11 @@ class ProviderReports:
     """(managed resource, a stable digest of it) → a plausible `status.atProvider`."""
     stockout: Callable[[Resource, str, str], str]
     """(node pool's managed resource, cluster, zone) → the cloud's capacity error message."""
+    connection: Callable[[Resource, Lookup], dict[str, str]]
+    """(managed resource, lookup) → the connection details its provider writes into its
+    `writeConnectionSecretToRef` Secret (text values; empty when it writes none).
+    `lookup(kind, name)` is the simulated `status.atProvider` of another of the
+    cloud's managed resources in the same namespace."""
 
 
 @dataclass(frozen=True)
@@ -315,6 +366,7 @@ def _publish(
     pools, pools_ready = _pools(inp, result, cloud, plan)
     status = ProvisionedClusterStatus(
         kubeconfig_secret=secret,
+        identity=plan.identity,
         reachable=secret is not None,
         pools=pools,
         network=plan.network,
