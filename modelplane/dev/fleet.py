@@ -291,7 +291,10 @@ class Fleet:
             # No kubelet or kube-proxy: nothing to reconcile endpoints for, no
             # ServiceAccount token controller behind the admission plugin.
             "--endpoint-reconciler-type=none",
-            "--disable-admission-plugins=ServiceAccount",
+            # TaintNodesByCondition taints every new Node not-ready until the
+            # node lifecycle controller, which is not run, sees it Ready; kwok
+            # reports the fake nodes Ready from the start.
+            "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
             "--allow-privileged=true",
             f"--cert-dir={self.directory / 'apiserver' / cluster}",
             "--profiling=false",
