@@ -80,6 +80,7 @@ DEFAULT_CLOUD_PROVIDER_CONFIG: Final = "default"
 CONDITION_CONTROL_PLANE_READY: Final = "ControlPlaneReady"
 CONDITION_NODE_POOLS_READY: Final = "NodePoolsReady"
 CONDITION_HARDWARE_DRIFT: Final = "HardwareDrift"
+CONDITION_REACHABLE: Final = "Reachable"
 
 # Replica roles. A unified replica has one role; a disaggregated one has two.
 ROLE_UNIFIED: Final = "unified"

@@ -169,6 +169,13 @@ class HardwareDriftReason(StrEnum):
     INVENTORY_INVALID = "InventoryInvalid"
 
 
+class ReachableReason(StrEnum):
+    """`Reachable`: does the cluster's API server answer the control plane's providers?"""
+
+    REACHABLE = "Reachable"
+    UNREACHABLE = "APIServerUnreachable"
+
+
 class InputsReadableReason(StrEnum):
     """`InputsReadable`: does every object the composite reads read?
 

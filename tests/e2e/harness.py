@@ -23,9 +23,11 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
+from modelplane.compose.clusters.inference_cluster import provider_config_name
 from modelplane.dev.fleet import CONTROL_PLANE, MODELPLANE_NAMESPACE, State
 from modelplane.dev.kubeapi import Api, condition
 from modelplane.kube.client import KubeError
+from modelplane.local.gateway_sim import gateway_address, gateway_status
 from modelplane.local.simulate import WORKLOAD_STATUS
 
 T = TypeVar("T")
@@ -139,7 +141,8 @@ class World:
     def play(self) -> int:
         """Give every played object its simulated status; how many changed."""
         changed = 0
-        for api in [self.cp, *self.workloads.values()]:
+        configs = self._provider_configs()
+        for name, api in [(CONTROL_PLANE, self.cp), *self.workloads.items()]:
             played = {**PLAYED, **(CONTROL_PLANE_ONLY if api is self.cp else {})}
             for (group, kind), api_version in played.items():
                 try:
@@ -147,13 +150,35 @@ class World:
                 except (KubeError, OSError):
                     continue  # a cluster a fault drill stopped
                 for obj in objs:
-                    changed += self._play_one(api, group, kind, obj)
+                    changed += self._play_one(api, group, kind, obj, configs.get(name, ""))
         return changed
 
-    def _play_one(self, api: Api, group: str, kind: str, obj: dict[str, Any]) -> int:
+    def _provider_configs(self) -> dict[str, str]:
+        """Each workload cluster's provider config name (that of the InferenceCluster on it)."""
+        out = {}
+        try:
+            clusters = self.cp.list("modelplane.ai/v1alpha1", "InferenceCluster")
+        except KubeError:
+            return {}
+        for ic in clusters:
+            ref = ((ic.get("spec") or {}).get("existing") or {}).get("kubeconfigSecretRef") or {}
+            out[str(ref.get("name", "")).removesuffix("-kubeconfig")] = provider_config_name(
+                ic["metadata"]["name"]
+            )
+        return out
+
+    def _play_one(
+        self, api: Api, group: str, kind: str, obj: dict[str, Any], provider_config: str
+    ) -> int:
         if _settled(kind, obj):
             return 0
-        played = STATUS[(group, kind)](obj, now())
+        if kind == "Gateway":
+            # The address the render gives the Gateway of that cluster's provider config.
+            meta = obj["metadata"]
+            address = gateway_address(meta.get("namespace", ""), meta["name"], provider_config)
+            played = gateway_status(obj, now(), address)
+        else:
+            played = STATUS[(group, kind)](obj, now())
         if kind == "Deployment":
             played["observedGeneration"] = obj["metadata"].get("generation", 1)
         try:

@@ -103,6 +103,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
             _resolved(result, pools)  # a stocked-out pool publishes only the nodes up
     inventory, why = sources.observe(inp, result, name, spec, pc_name if reachable else None)
     sources.drift(result, status, pools, inventory, why)
+    answers = sources.reachability(inp, result)
     if reachable:
         status.provider_config_name = pc_name
     status.gateway_address, status.observed_gateway_address = gateway_addresses(spec, address)
@@ -111,7 +112,9 @@ def compose(inp: ComposeInput) -> ComposeResult:
     configs_up = all(k in inp.observed for k in sources.PROVIDER_CONFIG_KEYS if k in result.desired)
     # ServingStackReady is its own answer: a reachable cluster is Ready while its
     # stack installs (replica workloads report their own readiness).
-    ok = pools_ok and reachable and configs_up
+    # An API server that stopped answering: not Ready, so nothing new lands
+    # there; the replicas already there are the scheduler's to keep.
+    ok = pools_ok and reachable and configs_up and answers is not False
     result.ready = "True" if ok else "False"
     return result
 

@@ -44,6 +44,7 @@ from modelplane.api.reasons import (
     CredentialsResolvedReason,
     HardwareDriftReason,
     InsufficientGPUCapacityReason,
+    ReachableReason,
     ServingStackReadyReason,
 )
 from modelplane.api.serving_stack import (
@@ -371,6 +372,48 @@ def observe(
     missing = HardwareDriftReason.NOT_OBSERVED
     reason = missing if reading.missing else HardwareDriftReason.INVENTORY_INVALID
     return None, (reason, reading.problem)
+
+
+# What provider-kubernetes says when it cannot reach a cluster's API server at
+# all (as opposed to an object it could not read or write there).
+UNREACHABLE_ERRORS = (
+    "connection refused",
+    "connection reset",
+    "i/o timeout",
+    "no such host",
+    "no route to host",
+    "tls handshake timeout",
+    "context deadline exceeded",
+    "dial tcp",
+)
+
+
+def reachability(inp: ComposeInput, result: ComposeResult) -> bool | None:
+    """Whether the cluster's API server answers, from the inventory observation's last poll.
+
+    The Observe-only Object of the agent's ConfigMap is polled every interval,
+    so its `Synced` says whether provider-kubernetes reached the cluster: a
+    connection error is an unreachable API server (False); any other answer is
+    an answering one (True). Without that Object there is no probe (None, and
+    no `Reachable` condition).
+    """
+    observed = inp.observed.get(INVENTORY_KEY)
+    if observed is None:
+        return None  # no probe: the condition is left out rather than guessed
+    synced = condition(observed, c.CONDITION_SYNCED) or {}
+    message = str(synced.get("message") or "")
+    if synced.get("status") == "False" and any(e in message.lower() for e in UNREACHABLE_ERRORS):
+        result.condition(
+            c.CONDITION_REACHABLE,
+            False,
+            ReachableReason.UNREACHABLE,
+            f"the cluster's API server did not answer: {message[:400]}; no new replica is "
+            "placed here until it does, and the replicas here are kept",
+        )
+        result.warn(str(ReachableReason.UNREACHABLE), message[:400])
+        return False
+    result.condition(c.CONDITION_REACHABLE, True, ReachableReason.REACHABLE, "")
+    return True
 
 
 def drift(

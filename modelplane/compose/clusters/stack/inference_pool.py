@@ -31,10 +31,13 @@ def crd_object(spec: ServingStackSpec, namespace: str) -> dict[str, Resource]:
     """
     if not spec.inference_pool:
         return {}
+    # The release file carries the empty status it was generated with; the API
+    # server owns a CRD's status, so what is applied is everything else.
+    manifest = {k: copy.deepcopy(v) for k, v in CRD.items() if k != "status"}
     item = Item(
         KEY,
         resource_name(spec.cluster_name, KEY),
-        copy.deepcopy(CRD),
+        manifest,
         EXISTS,
         f"CustomResourceDefinition {CRD['metadata']['name']} ({VERSION})",
         deletable=False,
