@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from modelplane.scheduling import words
-from modelplane.scheduling.fill import candidates, try_place
+from modelplane.scheduling.fill import candidates, lowest_free, new_name, try_place, used_indices
 from modelplane.scheduling.framework import Rejection
 from modelplane.scheduling.ledger import Vector
 from modelplane.scheduling.matching import RoleDef, RoleMatch, Shape
@@ -22,6 +22,7 @@ class _Memo:
 
     fresh_fits: dict[Any, bool] = field(default_factory=dict)
     texts: dict[tuple[int, str], str] = field(default_factory=dict)
+    used: dict[str, set[int]] | None = None  # replica indices taken per cluster (fill's)
 
 
 def _demand_text(shape: Shape, demand: Vector) -> str:
@@ -46,7 +47,12 @@ def _fits_one_more(state: CycleState, name: str, per_role: PoolOptions) -> bool:
         if hit is not None:
             return hit
     saved = {k: state.ledgers[k].snapshot() for k in touched}
-    fits = try_place(state, name, per_role) is not None
+    if memo.used is None:
+        memo.used = used_indices(state)
+    # One more replica is the one the fill would place next: its name decides
+    # where it runs among the new replicas (`try_place`).
+    replica = new_name(state, name, lowest_free(memo.used[name]))
+    fits = try_place(state, name, per_role, replica) is not None
     for k in keys:
         if k in saved:
             state.ledgers[k].restore(saved[k])

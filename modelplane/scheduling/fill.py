@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
 from collections import defaultdict
+from collections.abc import Sequence
 
 from modelplane.api.readers import ReplayOrder
-from modelplane.scheduling.ledger import PoolLedger
 from modelplane.scheduling.matching import RoleMatch, observed_demand
 from modelplane.scheduling.names import replica_name
 from modelplane.scheduling.scores import weighted
-from modelplane.scheduling.state import Charge, CycleState, PoolKey, PoolOptions, Slot
+from modelplane.scheduling.state import (
+    Charge,
+    CycleState,
+    Load,
+    PoolKey,
+    PoolOptions,
+    Slot,
+)
 from modelplane.scheduling.types import RoleAssignment, RuleScore, ScoreCard
 
 
@@ -56,19 +64,59 @@ def candidates(state: CycleState, cluster: str) -> PoolOptions | None:
     return per_role
 
 
-def _try_combo(state: CycleState, cluster: str, combo: tuple[tuple[str, RoleMatch], ...]) -> bool:
-    """Charge one pool combination; on failure roll every touched ledger back."""
-    ledgers: dict[PoolKey, PoolLedger | None] = {
-        k: state.ledger(k) for k in sorted({(cluster, pool) for pool, _ in combo})
-    }
-    saved = {k: led.snapshot() for k, led in ledgers.items() if led is not None}
+def _load(
+    state: CycleState, cluster: str, combo: Sequence[tuple[str, RoleMatch]]
+) -> dict[PoolKey, Load]:
+    """What one replica charges each pool of a combination."""
+    load: dict[PoolKey, list[Charge]] = defaultdict(list)
     for role, (pool, match) in zip(state.roles, combo, strict=True):
-        led = ledgers[(cluster, pool)]
-        if led is None or not led.place(
-            match.demands, role.nodes_per_worker, role.workers, force=False
-        ):
-            for k, snap in saved.items():
-                restored = ledgers[k]
+        charge = Charge(pool, match.demands, role.nodes_per_worker, role.workers)
+        load[(cluster, pool)].append(charge)
+    return {k: tuple(v) for k, v in load.items()}
+
+
+def _runs_last(state: CycleState, key: PoolKey, name: str, load: Load) -> bool:
+    """Whether replica `name` runs after every new replica on the pool that charges
+    something else: among replicas of its own load, where it runs changes nothing."""
+    groups = state.placed.get(key, {})
+    return all(names[-1] < name for other, names in groups.items() if other != load)
+
+
+def _charge_pool(state: CycleState, key: PoolKey, name: str, load: Load) -> bool:
+    """Charge a new replica's roles on one pool in the order the cluster runs them.
+
+    The new replicas of one cycle are created together, so the cluster (and the
+    next cycle's ledger, `ReplayOrder`) runs them by name, not in the order the
+    fill placed them. Where a worker lands depends on what came before it (under
+    Spread a small worker takes a whole node while one is left), so a replica
+    that runs before one of another load already placed here cannot simply be
+    charged on top: the pool is replayed from before the fill, every new replica
+    by name, and must take them all. Partial charges are left for the caller to
+    restore.
+    """
+    led = state.ledger(key)
+    if led is None:
+        return False
+    todo = load
+    if not _runs_last(state, key, name, load):
+        led.restore(state.unfilled[key])
+        todo = tuple(ch for _, run in sorted([*state.new_runs(key), (name, load)]) for ch in run)
+    return all(led.place(ch.demands, ch.nodes_per_worker, ch.workers, force=False) for ch in todo)
+
+
+def _try_combo(
+    state: CycleState, cluster: str, combo: tuple[tuple[str, RoleMatch], ...], name: str
+) -> bool:
+    """Charge one pool combination for replica `name`; on failure roll every touched ledger back."""
+    load = _load(state, cluster, combo)
+    ledgers = {k: state.ledger(k) for k in sorted(load)}
+    saved = {k: led.snapshot() for k, led in ledgers.items() if led is not None}
+    for k, snap in saved.items():
+        state.unfilled.setdefault(k, snap)  # the first touch comes before any new replica
+    for k in sorted(load):
+        if not _charge_pool(state, k, name, load[k]):
+            for k2, snap in saved.items():
+                restored = ledgers[k2]
                 assert restored is not None
                 restored.restore(snap)
             return False
@@ -76,16 +124,38 @@ def _try_combo(state: CycleState, cluster: str, combo: tuple[tuple[str, RoleMatc
 
 
 def try_place(
-    state: CycleState, cluster: str, per_role: PoolOptions
+    state: CycleState, cluster: str, per_role: PoolOptions, name: str
 ) -> list[tuple[str, RoleMatch]] | None:
-    """Charge one new replica on `cluster` (both roles there); None when it does not fit.
+    """Charge one new replica named `name` on `cluster` (both roles there); None when
+    it does not fit.
 
     Pool combinations are tried in pool-name order; a failed try is rolled back.
     """
     for combo in itertools.product(*per_role):
-        if _try_combo(state, cluster, combo):
+        if _try_combo(state, cluster, combo, name):
             return list(combo)
     return None
+
+
+def used_indices(state: CycleState) -> dict[str, set[int]]:
+    """Each cluster's replica indices taken: every observed replica's of this
+    deployment (withdrawn ones too, still composed this cycle) and every new one's."""
+    used: dict[str, set[int]] = defaultdict(set)
+    for r in state.own:
+        used[r.cluster].add(r.index)
+    for s in state.slots:
+        used[s.cluster].add(s.index)
+    return used
+
+
+def lowest_free(used: set[int]) -> int:
+    """The index a new replica takes on a cluster: the lowest one not taken."""
+    return next(i for i in itertools.count() if i not in used)
+
+
+def new_name(state: CycleState, cluster: str, index: int) -> str:
+    """The name of this deployment's replica `index` on `cluster`."""
+    return replica_name(state.inp.namespace, state.inp.name, cluster, index)
 
 
 def _key(state: CycleState, cluster: str) -> tuple[float, str]:
@@ -126,16 +196,16 @@ def rank(state: CycleState, limit: int = 2) -> tuple[ScoreCard, ...]:
     )
 
 
-def _place(state: CycleState, cluster: str, combo: list[tuple[str, RoleMatch]], index: int) -> None:
+def _place(
+    state: CycleState, cluster: str, combo: list[tuple[str, RoleMatch]], index: int, name: str
+) -> None:
     roles = tuple(
         RoleAssignment(role.role, pool, match.resolved, role.nodes)
         for role, (pool, match) in zip(state.roles, combo, strict=True)
     )
-    name = replica_name(state.inp.namespace, state.inp.name, cluster, index)
     state.slots.append(Slot(cluster, index, name, roles, (), False))
-    for role, (pool, match) in zip(state.roles, combo, strict=True):
-        charge = Charge(pool, match.demands, role.nodes_per_worker, role.workers)
-        state.charged.setdefault((cluster, pool), []).append(charge)
+    for key, load in _load(state, cluster, combo).items():
+        bisect.insort(state.placed.setdefault(key, {}).setdefault(load, []), name)
     for rule in state.scores:
         rule.placed(state.rules, cluster)
 
@@ -185,9 +255,7 @@ def fill(state: CycleState) -> None:
     if wanted <= 0 or state.invalid:
         return
     prepare_scores(state)
-    used: dict[str, set[int]] = defaultdict(set)
-    for r in state.own:
-        used[r.cluster].add(r.index)
+    used = used_indices(state)
     # A cluster's pools are matched when it first comes up, not before: once
     # every replica is placed the rest of the fleet is never matched.
     heap = [_key(state, cluster) for cluster in state.schedulable]
@@ -199,12 +267,13 @@ def fill(state: CycleState) -> None:
         per_role = state.options[cluster]
         if per_role is None:
             continue
-        combo = try_place(state, cluster, per_role)
+        index = lowest_free(used[cluster])
+        name = new_name(state, cluster, index)
+        combo = try_place(state, cluster, per_role, name)
         if combo is None:
             state.full.add(cluster)
             continue
-        index = next(i for i in itertools.count() if i not in used[cluster])
         used[cluster].add(index)
-        _place(state, cluster, combo, index)
+        _place(state, cluster, combo, index, name)
         wanted -= 1
         heapq.heappush(heap, _key(state, cluster))

@@ -26,6 +26,7 @@ nodes under both.
 from __future__ import annotations
 
 Vector = tuple[int, ...]
+Snapshot = tuple[dict[Vector, int], bool]  # what `PoolLedger.restore` takes back
 
 
 def fits(remaining: Vector, demand: Vector) -> bool:
@@ -50,11 +51,11 @@ class PoolLedger:
         self.free: dict[Vector, int] = {cap: self.nodes} if self.nodes else {}
         self.oversubscribed = False
 
-    def snapshot(self) -> tuple[dict[Vector, int], bool]:
+    def snapshot(self) -> Snapshot:
         """State to hand back to `restore` when a tentative placement fails."""
         return dict(self.free), self.oversubscribed
 
-    def restore(self, state: tuple[dict[Vector, int], bool]) -> None:
+    def restore(self, state: Snapshot) -> None:
         """Undo everything since `snapshot`."""
         free, self.oversubscribed = state
         self.free = dict(free)

@@ -14,7 +14,7 @@ from modelplane.scheduling.framework import (
     RuleStates,
     ScheduleInput,
 )
-from modelplane.scheduling.ledger import PoolLedger, Vector
+from modelplane.scheduling.ledger import PoolLedger, Snapshot, Vector
 from modelplane.scheduling.matching import (
     Evaluator,
     Request,
@@ -45,6 +45,9 @@ class Charge:
     demands: tuple[Vector, ...]
     nodes_per_worker: int
     workers: int
+
+
+Load = tuple[Charge, ...]  # what one replica charges one pool: its roles there, in role order
 
 
 @dataclass(frozen=True)
@@ -113,9 +116,16 @@ class CycleState:
     withdrawn: list[Withdrawal] = field(default_factory=list)
     scaled_down: list[str] = field(default_factory=list)
     ledgers: dict[PoolKey, PoolLedger] = field(default_factory=dict)
-    # What each ledger was charged, in order (build_ledger, then fill): the what-if
-    # replays it over a grown Spread pool, as the next cycle's ledger will.
+    # What each ledger was charged by build_ledger, in replay order; the fill's new
+    # replicas are in `placed` (see `charges`).
     charged: dict[PoolKey, list[Charge]] = field(default_factory=dict)
+    # What the fill charged each pool: the new replicas' names (sorted) by their load
+    # there. The cluster runs replicas created together in name order, whatever
+    # order the fill placed them in; replicas of one load are interchangeable.
+    placed: dict[PoolKey, dict[Load, list[str]]] = field(default_factory=dict)
+    # Each pool's ledger before the fill's first new replica there: `placed` is
+    # replayed from it when a new replica runs before one already placed.
+    unfilled: dict[PoolKey, Snapshot] = field(default_factory=dict)
     full: set[str] = field(default_factory=set)  # clusters that cannot take one more
     options: dict[str, PoolOptions | None] = field(default_factory=dict)
 
@@ -153,6 +163,20 @@ class CycleState:
             return match
         text = words.rejection_text(rejection)
         return replace(match, matched=False, message=text, refused=rejection.reason)
+
+    def charges(self, key: PoolKey) -> list[Charge]:
+        """Everything the pool is charged, in the order the next cycle's ledger replays it.
+
+        The what-if replays it over a grown Spread pool: the fill's new replicas
+        come last (they are the newest), by name.
+        """
+        new = (ch for _, load in self.new_runs(key) for ch in load)
+        return [*self.charged.get(key, []), *new]
+
+    def new_runs(self, key: PoolKey) -> list[tuple[str, Load]]:
+        """The fill's new replicas on the pool and their loads there, by name."""
+        groups = self.placed.get(key, {})
+        return sorted((name, load) for load, names in groups.items() for name in names)
 
     def ledger(self, key: PoolKey) -> PoolLedger | None:
         """The pool's ledger, created on first use; None for a pool not matched against."""

@@ -46,7 +46,7 @@ def _spread_charges(state: CycleState, key: PoolKey) -> list[Charge]:
     """What a spreading pool was charged (empty for a bin-packing or untouched one)."""
     if state.inp.clusters[key[0]].packing != "Spread":
         return []
-    return state.charged.get(key, [])
+    return state.charges(key)
 
 
 def _grown(state: CycleState, key: PoolKey, extra: int) -> PoolLedger:

@@ -8,10 +8,22 @@ Every case is a table of hand-written expected placements.
 from __future__ import annotations
 
 import pytest
-from schedfleet import H100, cluster, deployment, placements, replica, request, resolved
+from nodepack import oversubscribed
+from schedfleet import (
+    ANY_GPU,
+    H100,
+    cluster,
+    deployment,
+    materialize,
+    placements,
+    replica,
+    request,
+    resolved,
+    workers,
+)
 
 from modelplane.api.readers import read_inference_cluster
-from modelplane.scheduling import schedule
+from modelplane.scheduling import replica_name, schedule
 from modelplane.scheduling.ledger import PoolLedger
 
 
@@ -83,3 +95,52 @@ def test_spread_places_a_deployment_of_small_replicas_one_per_node_in_the_ledger
     big = schedule(deployment(2, [request("gpu", H100, count=8)], name="big"), fleet, observed)
     assert placements(big) == [("a", 0, "h100")]
     assert big.missing == 1
+
+
+# ── new replicas run in name order, not in the order the fill placed them ───
+
+# A disaggregated replica: prefill is two 1-GPU workers, decode one worker over two
+# whole nodes (pipeline 2). Cluster c2 (a100-4x: 4 GPUs and 2 NICs a node) has a
+# 4-node pool p0 and a 2-node pool p1.
+DISAGGREGATED = deployment(
+    2,
+    prefill=([request("gpu", ANY_GPU)], workers(2)),
+    decode=([request("gpu", ANY_GPU)], workers(1, pipeline=2)),
+)
+P0, P1 = "p0-a100-4x", "p1-a100-4x"
+
+
+@pytest.mark.parametrize(
+    ("packing", "expected"),
+    [
+        # The fill places replica 0 first: prefill on two nodes of p0, decode on the
+        # other two. Both replicas are created in this cycle, so the cluster runs
+        # replica 1 first (its name sorts first). Under Spread replica 1's prefill
+        # takes two whole p0 nodes wherever its decode goes (p0 or p1), leaving
+        # replica 0's decode no two whole nodes; p1 alone cannot hold replica 1
+        # (its prefill spreads over both nodes before its decode). So replica 1 is
+        # refused; charging it after replica 0 placed it on (p0, p1) and oversubscribed
+        # p0 (a property-test find, the decode's pipeline 2 taking whole nodes).
+        ("Spread", [("c2", 0, P0, P0)]),
+        # BinPack stacks replica 1's prefill on one p0 node, replica 0's prefill on
+        # the same node, and three whole nodes remain for replica 0's decode.
+        ("BinPack", [("c2", 0, P0, P0), ("c2", 1, P0, P1)]),
+    ],
+)
+def test_new_replicas_are_charged_in_the_order_the_cluster_runs_them(
+    packing: str, expected: list
+) -> None:
+    # The order the cluster runs them in: both are created together, so by name.
+    assert replica_name("team-a", "llm", "c2", 1) < replica_name("team-a", "llm", "c2", 0)
+    fleet = [cluster("c2", {P0: ("a100-4x", 4), P1: ("a100-4x", 2)}, packing=packing)]
+    result = schedule(DISAGGREGATED, fleet, [])
+    assert placements(result) == expected
+    assert result.missing == 2 - len(expected)
+    composed = materialize(DISAGGREGATED, result, [], 1)
+    assert oversubscribed(fleet, composed) == set()
+    # The next cycle withdraws nothing, and under Spread places replica 1 now that
+    # replica 0 is older (it runs first).
+    after = schedule(DISAGGREGATED, fleet, composed)
+    assert after.withdrawn == ()
+    assert placements(after) == [("c2", 0, P0, P0), ("c2", 1, P0, P1)]
+    assert oversubscribed(fleet, materialize(DISAGGREGATED, after, composed, 2)) == set()
