@@ -187,6 +187,11 @@ def register(rule: ReadinessRule) -> ReadinessRule:
 for _rule in (WORKLOAD_AVAILABLE, ROUTE_ACCEPTED, EXISTS, ACCEPTED, PROGRAMMED):
     register(_rule)
 
+# Ready when the wrapped object's own `Ready` condition is True: a KServe
+# LLMInferenceService, a cert-manager Issuer or Certificate. One rule, as one
+# wire form may be registered once.
+READY_CONDITION = register(condition_rule("ReadyCondition", "Ready"))
+
 
 def declared(observed: Resource) -> ReadinessRule:
     """The rule an observed Object declared in its `spec.readiness` (else `OBJECT_READY`)."""

@@ -40,7 +40,16 @@ EXPECTED: dict[str, tuple[str, dict[str, int]]] = {
     "kueue": ("kueue-east", {**BASE, "LeaderWorkerSet": 1}),
 }
 
-STACK = {"Namespace": 1, "GatewayClass": 1, "Gateway": 1}
+# The inference Gateway with its class and namespace, and its hop (gateway_hop.py):
+# two Issuers, the CA's, the Gateway's and the fleet's Certificates, the client check.
+STACK = {
+    "Namespace": 1,
+    "GatewayClass": 1,
+    "Gateway": 1,
+    "Issuer": 2,
+    "Certificate": 3,
+    "ClientTrafficPolicy": 1,
+}
 # The inventory agent (its namespace, account, RBAC, Deployment) and the
 # Observe-only Object of the ConfigMap it writes (a manifest naming it, never applied).
 AGENT = {

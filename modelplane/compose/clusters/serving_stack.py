@@ -29,10 +29,13 @@ from typing import Any
 
 from modelplane.api import constants as c
 from modelplane.api.clouds import cloud_named
+from modelplane.api.gateway_hop import CLIENT_POLICY
 from modelplane.api.reasons import ServingStackReadyReason, ValidReason
 from modelplane.api.serving_stack import NodePoolRef, ReleaseStatus, ServingStackSpec
 from modelplane.api.serving_stack import ServingStackStatus as StackStatus
 from modelplane.compose import outcome
+from modelplane.compose import readiness as rd
+from modelplane.compose.clusters import gateway_hop
 from modelplane.compose.clusters.inventory_agent import DEPLOYMENT_KEY, agent_objects
 from modelplane.compose.clusters.managed import Ref, labels, ready, resource_name, usage
 from modelplane.compose.common import meta, parse_spec
@@ -166,14 +169,8 @@ def _gateway_objects(spec: ServingStackSpec, namespace: str) -> dict[str, Resour
         "metadata": {"name": gw.name, "namespace": gw.namespace},
         "spec": {
             "gatewayClassName": GATEWAY_CLASS,
-            "listeners": [
-                {
-                    "name": "http",
-                    "protocol": "HTTP",
-                    "port": 80,
-                    "allowedRoutes": {"namespaces": {"from": "All"}},
-                }
-            ],
+            # HTTPS with client certificates only: `gateway_hop.py`.
+            "listeners": [gateway_hop.listener()],
         },
     }
     items = (
@@ -246,7 +243,10 @@ def _storage(spec: ServingStackSpec, namespace: str, result: ComposeResult) -> d
 
 
 def _usages(
-    spec: ServingStackSpec, namespace: str, releases: dict[str, Resource]
+    spec: ServingStackSpec,
+    namespace: str,
+    releases: dict[str, Resource],
+    hop_objects: dict[str, Resource],
 ) -> dict[str, Resource]:
     out: dict[str, Resource] = {}
     cluster = spec.cluster_name
@@ -269,9 +269,11 @@ def _usages(
         "Release",
         releases[release_key(ENVOY_GATEWAY)]["metadata"]["name"],
     )
-    for key in ("gateway", "gateway-class"):
+    for key in ("gateway", "gateway-class", gateway_hop.POLICY_KEY):
         obj = Ref(c.PROVIDER_KUBERNETES_API_VERSION, "Object", resource_name(cluster, key))
         add(envoy, obj, "the Gateway goes before the Envoy Gateway release")
+    for of, by in gateway_hop.usages_of_cert_manager(cluster, releases, hop_objects):
+        add(of, by, "certificates and issuers go before cert-manager")
     return out
 
 
@@ -301,6 +303,9 @@ def _readiness(inp: ComposeInput, key: str, resource: Resource) -> bool:
         return ready(obs)
     if key == "gateway":
         return _gateway_programmed(obs)
+    if key.startswith("gateway-hop-"):
+        # cert-manager's Ready, the ClientTrafficPolicy's acceptance: the rule each declared.
+        return obs is not None and rd.observed_ready(obs)
     if key == DEPLOYMENT_KEY:
         return obs is not None and WORKLOAD_AVAILABLE.reads(obs)
     return obs is not None and EXISTS.reads(obs)
@@ -326,9 +331,10 @@ def compose(inp: ComposeInput) -> ComposeResult:
     resources: dict[str, Resource] = {
         **releases,
         **_gateway_objects(spec, namespace),
+        **gateway_hop.objects(spec, namespace),
         **_storage(spec, namespace, result),
         **agent_objects(spec, namespace),
-        **_usages(spec, namespace, releases),
+        **_usages(spec, namespace, releases, gateway_hop.objects(spec, namespace)),
     }
     unsupported = unsupported_install(spec)
     if unsupported is not None:
@@ -354,7 +360,8 @@ def _status(inp: ComposeInput, result: ComposeResult, spec: ServingStackSpec) ->
     status = StackStatus(releases=statuses, gateway_address=_gateway_address(gateway))
     result.status.update(status.to_dict())
     result.condition(c.CONDITION_VALID, True, ValidReason.VALID, "ServingStack spec is valid")
-    ok, reason, message = _stack_ready(spec, statuses, gateway)
+    policy = inp.observed.get(gateway_hop.POLICY_KEY)
+    ok, reason, message = _stack_ready(spec, statuses, gateway, policy)
     result.condition(c.CONDITION_SERVING_STACK_READY, ok, reason, message)
     result.ready = "True" if ok else "False"
 
@@ -375,8 +382,15 @@ def unsupported_install(spec: ServingStackSpec) -> str | None:
     )
 
 
+def _hop_enforced(policy: Resource | None) -> bool:
+    return policy is not None and gateway_hop.POLICY_ACCEPTED.reads(policy)
+
+
 def _stack_ready(
-    spec: ServingStackSpec, statuses: list[ReleaseStatus], gateway: Resource | None
+    spec: ServingStackSpec,
+    statuses: list[ReleaseStatus],
+    gateway: Resource | None,
+    policy: Resource | None = None,
 ) -> tuple[bool, str, str]:
     """ServingStackReady: (status, reason, message); an unsupported install comes first,
     as no amount of waiting fixes it."""
@@ -392,6 +406,13 @@ def _stack_ready(
             False,
             ServingStackReadyReason.GATEWAY_NOT_PROGRAMMED,
             f"Gateway {spec.gateway.namespace}/{spec.gateway.name} is not Programmed yet",
+        )
+    if not _hop_enforced(policy):
+        return (
+            False,
+            ServingStackReadyReason.GATEWAY_NOT_PROGRAMMED,
+            f"ClientTrafficPolicy {spec.gateway.namespace}/{CLIENT_POLICY} is not "
+            "accepted yet: until it is, the Gateway's client certificate check is not in force",
         )
     return (
         True,
