@@ -26,6 +26,7 @@ The rules today:
 - `ACCEPTED`, `PROGRAMMED`: Gateway API objects (a GatewayClass or Envoy
   Gateway Backend is `Accepted`, a Gateway `Programmed`), used by the routing
   wing on the control plane and by the serving stack on workload clusters.
+- `READY_CONDITION`: the wrapped object's own `Ready` (KServe, cert-manager).
 A new kind of item adds its rule with `condition_rule` (a wrapped condition,
 e.g. KServe's `Ready`) or a `ReadinessRule` of its own, and `register`s it.
 """

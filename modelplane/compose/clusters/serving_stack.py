@@ -9,7 +9,9 @@ provider-kubernetes Objects, all in the composite's namespace):
   driver where the cloud installs it;
 - LeaderWorkerSet;
 - Envoy Gateway, its GatewayClass, and the inference Gateway the replicas'
-  HTTPRoutes attach to (`status.gatewayAddress` is the address it reports);
+  HTTPRoutes attach to (`status.gatewayAddress` is the address it reports):
+  HTTPS only, routes only from replica namespaces, requests only with the
+  fleet gateway's client certificate (`gateway_hop.py`);
 - the KAI scheduler when asked for. Volcano is not installed: every Release
   pins a chart version the Helm values oracle knows, and it knows no Volcano
   chart, so asking for it sets ServingStackReady=False (InstallUnsupported)
@@ -18,8 +20,9 @@ provider-kubernetes Objects, all in the composite's namespace):
   `Cloud.storage_classes`, api/clouds/);
 - the inventory agent (`inventory_agent.py`) that reports the cluster's nodes,
   devices and unschedulable replicas to the InferenceCluster;
-- Usages so releases go before the node pools they run on, and the Gateway
-  before the Envoy Gateway release that serves it.
+- Usages so releases go before the node pools they run on, the Gateway and
+  its client check before the Envoy Gateway release that serves them, and the
+  hop's certificates and issuers before the cert-manager release.
 """
 
 from __future__ import annotations

@@ -8,7 +8,10 @@ control plane returns).
 Output, as provider-kubernetes Objects in the service's namespace on the
 control plane's provider config:
 - per selected Ready endpoint, an Envoy Gateway `Backend` (FQDN or IP, TLS with
-  the system CA bundle and SNI for https upstreams);
+  the system CA bundle and SNI for https upstreams; for an endpoint on a
+  cluster's Gateway, `spec.cluster`, mutual TLS: that cluster's CA and name,
+  the fleet's client certificate, from a Secret copy in the service's
+  namespace, `hop`);
 - per endpoint with a credential, an Envoy Gateway `HTTPRouteFilter` with
   `credentialInjection` (Envoy Gateway v1.9: the filter names a Secret whose key
   `credential` holds the header value; used as a backendRef filter so each
@@ -22,7 +25,8 @@ control plane's provider config:
   `weights.py`).
 
 Envoy Gateway v1.9 rejects path rewrites on individual backendRefs
-(envoyproxy/gateway#9095, #9131) but rewrites the Host per backendRef
+(envoyproxy/gateway#9095, #9131; its translator says so, see
+tests/local/test_egctl_translate.py) but rewrites the Host per backendRef
 (#7826). When every Ready endpoint shares one upstream path prefix (SaaS
 endpoints, replicas of one deployment behind one rewritePath), the route above
 is all there is. When they differ (a canary between two deployments: each
