@@ -235,6 +235,9 @@ HOP_DOMAIN: Final = "hop.modelplane.internal"
 # Serving backends (ModelDeployment.spec.backend): Native composes a Deployment or
 # LeaderWorkerSet, KServe an LLMInferenceService.
 BACKEND_NATIVE: Final = "Native"
+# Not a backend: the word the scheduler's BackendUnsupported carries when a
+# disaggregated replica finds no InferencePool support on a cluster.
+DISAGGREGATED: Final = "disaggregated serving"
 BACKEND_KSERVE: Final = "KServe"
 BACKENDS: Final = (BACKEND_NATIVE, BACKEND_KSERVE)
 # KServe's LLMInferenceService: v1alpha2 is the served storage version of the

@@ -23,7 +23,13 @@ from modelplane.api.common import (
 )
 from modelplane.api.inference_class import Device
 from modelplane.api.reasons import UnknownReason
-from modelplane.api.serving_stack import ChartVersions, InventoryConfig
+from modelplane.api.serving_stack import (
+    ChartVersions,
+    InventoryConfig,
+    PriorityClassSpec,
+    QueueSystem,
+    StackQueue,
+)
 
 # The only template variables a label or annotation value may use (SPEC §5).
 TEMPLATE_VARIABLES = ("Namespace", "Name", "Cluster")
@@ -44,6 +50,18 @@ def template_errors(value: str) -> list[str]:
     if "{{" in rest or "}}" in rest:
         errors.append(f"unbalanced template braces in {value!r}")
     return errors
+
+
+def render_template(value: str, namespace: str, name: str, cluster: str) -> str:
+    """Substitute the three template variables in `value` (check it with `template_errors`).
+
+    Plain text substitution: no template engine ever sees user text.
+    """
+    table = {"Namespace": namespace, "Name": name, "Cluster": cluster}
+    return _TEMPLATE_RENDER.sub(lambda m: table[m.group(1)], value)
+
+
+_TEMPLATE_RENDER = re.compile(r"\{\{\s*\.(Namespace|Name|Cluster)\s*\}\}")
 
 
 class ExistingSource(KubeModel):
@@ -124,9 +142,17 @@ class SchedulingConfig(KubeModel):
     )
     install: bool | None = Field(
         default=None,
-        description="Install the scheduler schedulerName names with the serving stack: "
-        "kai-scheduler only; Modelplane installs no Volcano (ServingStackReady is False, "
-        "InstallUnsupported): install it yourself and leave this false.",
+        description="Install with the serving stack what this block names: the scheduler "
+        "schedulerName names (kai-scheduler or volcano), and Kueue when defaultLabels carry "
+        "kueue.x-k8s.io/queue-name; with them the queues the pods name (a KAI Queue under "
+        "the parent queue modelplane, a Volcano Queue, a Kueue LocalQueue on the "
+        "ClusterQueue modelplane) and priorityClasses.",
+    )
+    priority_classes: list[PriorityClassSpec] | None = Field(
+        default=None,
+        max_length=16,
+        description="PriorityClasses the serving stack creates on the cluster (e.g. the one "
+        "defaultPriority names); created whatever install says.",
     )
     packing: Packing | None = Field(
         default=None,
@@ -142,6 +168,23 @@ class SchedulingConfig(KubeModel):
         if self.packing is not None:
             return self.packing
         return "BinPack" if self.scheduler_name in BIN_PACKING_SCHEDULERS else "Spread"
+
+    def queue_templates(self) -> list[StackQueue]:
+        """The queue name templates the cluster's pods carry, one per queueing system.
+
+        The same keys the replica's scheduling plan reads (compose/replica/schedulers.py):
+        KAI's queue label (or its legacy one), Volcano's queue annotation (or label),
+        and Kueue's queue-name label whatever the scheduler.
+        """
+        labels, annotations = self.default_labels or {}, self.default_annotations or {}
+        found: list[tuple[QueueSystem, str | None]] = [("Kueue", labels.get(c.KUEUE_QUEUE_LABEL))]
+        if self.scheduler_name == c.KAI_SCHEDULER_NAME:
+            kai = labels.get(c.KAI_QUEUE_LABEL) or labels.get(c.KAI_LEGACY_QUEUE_LABEL)
+            found.insert(0, ("KAI", kai))
+        if self.scheduler_name == c.VOLCANO_SCHEDULER_NAME:
+            volcano = annotations.get(c.VOLCANO_QUEUE_KEY) or labels.get(c.VOLCANO_QUEUE_KEY)
+            found.insert(0, ("Volcano", volcano))
+        return [StackQueue(system=s, template=t) for s, t in found if t]
 
     @field_validator("default_labels", "default_annotations")
     @classmethod
@@ -169,9 +212,23 @@ class KServeConfig(KubeModel):
 
     enabled: bool = Field(
         default=False,
-        description="KServe's LLMInferenceService controller runs on the cluster (the "
-        "platform team installs it; the serving stack does not); only then may KServe "
-        "deployments place replicas here.",
+        description="KServe's LLMInferenceService controller runs on the cluster: the "
+        "serving stack installs it (KServe's llmisvc CRD, controller and runtime presets, "
+        "with cert-manager), or the platform team does when servingStack.enabled is false; "
+        "only then may KServe deployments place replicas here.",
+    )
+
+
+class InferencePoolConfig(KubeModel):
+    """InferencePool support on the cluster: what a disaggregated replica routes through."""
+
+    enabled: bool = Field(
+        default=True,
+        description="The cluster serves InferencePools: the serving stack installs the "
+        "Gateway API Inference Extension's InferencePool CRD and Envoy AI Gateway, whose "
+        "extension server Envoy Gateway hands InferencePool backends to (with the stack "
+        "disabled, the platform team did). False: neither is installed, and no "
+        "disaggregated (prefill/decode) replica is placed here (BackendUnsupported).",
     )
 
 
@@ -187,6 +244,16 @@ class ServingStackConfig(KubeModel):
     kserve: KServeConfig | None = Field(
         default=None, description="KServe's LLMInferenceService controller; absent means off."
     )
+    inference_pool: InferencePoolConfig | None = Field(
+        default=None,
+        description="InferencePool support for disaggregated replicas; absent means on.",
+    )
+
+    @property
+    def serves_inference_pools(self) -> bool:
+        """Whether the cluster serves InferencePools: on unless `inferencePool.enabled` is false."""
+        return self.inference_pool is None or self.inference_pool.enabled
+
     inventory: InventoryConfig | None = Field(
         default=None,
         description="The inventory agent that reports nodes, devices and unschedulable "

@@ -216,6 +216,9 @@ class ObservedInferenceCluster:
     # Serving backends the cluster runs (`read_backends`); None when
     # spec.servingStack cannot be read, so support cannot be verified.
     backends: frozenset[str] | None = frozenset({c.BACKEND_NATIVE})
+    # Whether it serves InferencePools (`read_inference_pools`), which every
+    # disaggregated replica routes through; None when that cannot be read.
+    inference_pools: bool | None = True
     # Replicas whose pods the cluster could not schedule past the grace period
     # (`status.unschedulableReplicas`), by replica name.
     unschedulable: Mapping[str, StuckReplica] = field(default_factory=dict)
@@ -348,6 +351,10 @@ _SCHEDULING = _wire(InferenceClusterSpec, "scheduling")
 _GATEWAY = _wire(InferenceClusterSpec, "gateway")
 _STORAGE = _wire(InferenceClusterSpec, "storage")
 _SERVING_STACK = _wire(InferenceClusterSpec, "serving_stack")
+# The setting that says whether a cluster serves InferencePools.
+INFERENCE_POOL_SETTING = (
+    f"spec.{_SERVING_STACK}.{_wire(ServingStackConfig, 'inference_pool')}.enabled"
+)
 
 
 def read_backends(spec: Mapping[str, Any]) -> tuple[frozenset[str] | None, str | None]:
@@ -355,17 +362,33 @@ def read_backends(spec: Mapping[str, Any]) -> tuple[frozenset[str] | None, str |
 
     Each backend declared in `api.backends` whose enabling setting is true
     (Native needs none; KServe `servingStack.kserve.enabled`, set when the
-    platform team installed KServe's LLMInferenceService controller). An
+    serving stack installs KServe's LLMInferenceService controller, or the platform
+    team did when the stack is disabled). An
     unreadable block gives None (unknown) and the error naming the field.
     """
-    raw = spec.get(_SERVING_STACK)
-    stack = None
-    if raw is not None:
-        try:
-            stack = ServingStackConfig.model_validate(raw)
-        except ValidationError as err:
-            return None, format_validation_error(err, f"spec.{_SERVING_STACK}")
+    stack, error = _read_stack_config(spec)
+    if error is not None:
+        return None, error
     return frozenset(b.name for b in DECLARED.values() if b.enabled(stack)), None
+
+
+def _read_stack_config(spec: Mapping[str, Any]) -> tuple[ServingStackConfig | None, str | None]:
+    raw = spec.get(_SERVING_STACK)
+    if raw is None:
+        return None, None
+    try:
+        return ServingStackConfig.model_validate(raw), None
+    except ValidationError as err:
+        return None, format_validation_error(err, f"spec.{_SERVING_STACK}")
+
+
+def read_inference_pools(spec: Mapping[str, Any]) -> bool | None:
+    """Whether a cluster serves InferencePools (`spec.servingStack.inferencePool`, on by
+    default); None when its `spec.servingStack` cannot be read."""
+    stack, error = _read_stack_config(spec)
+    if error is not None:
+        return None
+    return stack is None or stack.serves_inference_pools
 
 
 def read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster | None:
@@ -414,6 +437,7 @@ def _read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster 
         scheduling_error=scheduling_error,
         storage=storage,
         backends=backends,
+        inference_pools=read_inference_pools(spec),
         unschedulable=read_unschedulable(status),
     )
 

@@ -158,7 +158,6 @@ class ServingStackReadyReason(StrEnum):
     GATEWAY_NOT_PROGRAMMED = "GatewayNotProgrammed"
     DISABLED = "Disabled"
     WAITING_FOR_CLUSTER = "WaitingForCluster"
-    INSTALL_UNSUPPORTED = "InstallUnsupported"
 
 
 class HardwareDriftReason(StrEnum):

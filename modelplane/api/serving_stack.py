@@ -4,8 +4,11 @@ One per InferenceCluster (any source), composed in the function's system
 namespace. It installs, through provider-helm Releases with chart versions
 pinned here, what the manifests a replica emits need: Node Feature Discovery,
 the NVIDIA DRA driver, LeaderWorkerSet, Envoy Gateway with the cluster's
-inference Gateway, optionally the KAI scheduler, and one StorageClass per CSI
-driver the cluster asks for.
+inference Gateway and its InferencePool support (the Gateway API Inference
+Extension CRD and Envoy AI Gateway), cert-manager, KServe's LLMInferenceService
+controller when the cluster runs KServe, the GPU scheduler and Kueue when asked
+(with their queues and the cluster's PriorityClasses), and one StorageClass per
+CSI driver the cluster asks for.
 """
 
 from __future__ import annotations
@@ -36,6 +39,13 @@ DEFAULT_DRA_DRIVER_VERSION = "25.12.0"
 DEFAULT_LWS_VERSION = "0.10.0"
 DEFAULT_ENVOY_GATEWAY_VERSION = "v1.9.0"
 DEFAULT_KAI_VERSION = "v0.13.0"
+DEFAULT_VOLCANO_VERSION = "1.15.1"
+DEFAULT_KUEUE_VERSION = "0.19.2"
+DEFAULT_KSERVE_VERSION = "v0.20.0"
+# KServe v0.20.0 pins cert-manager v1.17.0; v1.21.1 serves a superset of its
+# CRD fields and is the newest stable release the values oracle knows.
+DEFAULT_CERT_MANAGER_VERSION = "v1.21.1"
+DEFAULT_ENVOY_AI_GATEWAY_VERSION = "v1.1.0"
 
 
 class ChartVersions(KubeModel):
@@ -59,6 +69,25 @@ class ChartVersions(KubeModel):
     )
     kai_scheduler: str = Field(
         default=DEFAULT_KAI_VERSION, max_length=32, description="kai-scheduler chart."
+    )
+    volcano: str = Field(
+        default=DEFAULT_VOLCANO_VERSION, max_length=32, description="volcano chart."
+    )
+    kueue: str = Field(default=DEFAULT_KUEUE_VERSION, max_length=32, description="kueue chart.")
+    kserve: str = Field(
+        default=DEFAULT_KSERVE_VERSION,
+        max_length=32,
+        description="KServe's kserve-llmisvc-crd, kserve-llmisvc-resources and "
+        "kserve-runtime-configs charts (one KServe release).",
+    )
+    cert_manager: str = Field(
+        default=DEFAULT_CERT_MANAGER_VERSION, max_length=32, description="cert-manager chart."
+    )
+    envoy_ai_gateway: str = Field(
+        default=DEFAULT_ENVOY_AI_GATEWAY_VERSION,
+        max_length=32,
+        description="Envoy AI Gateway's ai-gateway-crds-helm and ai-gateway-helm charts "
+        "(the gateway's InferencePool support).",
     )
 
 
@@ -108,6 +137,34 @@ class StackStorage(KubeModel):
     )
 
 
+class PriorityClassSpec(KubeModel):
+    """A PriorityClass the serving stack creates on the cluster (scheduling.k8s.io/v1)."""
+
+    name: DNSSubdomain = Field(description="Its name, as pods' priorityClassName names it.")
+    value: int = Field(
+        ge=-2147483648, le=1000000000, description="Its priority; higher preempts lower."
+    )
+    preemption_policy: Literal["PreemptLowerPriority", "Never"] | None = Field(
+        default=None, description="Whether its pods preempt lower-priority pods (default: do)."
+    )
+    description: str | None = Field(default=None, max_length=256, description="What it is for.")
+
+
+QueueSystem = Literal["KAI", "Volcano", "Kueue"]
+
+
+class StackQueue(KubeModel):
+    """The queue a cluster's pods name for one queueing system, as a template.
+
+    The template uses `{{ .Namespace }}`, `{{ .Name }}` and `{{ .Cluster }}`
+    like `spec.scheduling.defaultLabels`; the stack renders it for every
+    replica on the cluster, as the replica renders its pods' labels.
+    """
+
+    system: QueueSystem = Field(description="Which system's queue: KAI, Volcano or Kueue.")
+    template: str = Field(max_length=253, description="The queue name's template.")
+
+
 class NodePoolRef(KubeModel):
     """A node group / node pool the stack's releases run on (for deletion order)."""
 
@@ -135,6 +192,22 @@ class ServingStackSpec(KubeModel):
     )
     gpu_scheduler: Literal["KAI", "Volcano"] | None = Field(
         default=None, description="The in-cluster GPU scheduler to install, if any."
+    )
+    inference_pool: bool = Field(
+        default=True,
+        description="Install InferencePool support: the InferencePool CRD and Envoy AI Gateway.",
+    )
+    kueue: bool = Field(default=False, description="Install Kueue.")
+    kserve: bool = Field(
+        default=False, description="Install KServe's LLMInferenceService controller."
+    )
+    queues: list[StackQueue] | None = Field(
+        default=None,
+        max_length=3,
+        description="Queues to create for the installed queueing systems, per replica.",
+    )
+    priority_classes: list[PriorityClassSpec] | None = Field(
+        default=None, max_length=16, description="PriorityClasses to create."
     )
     storage: StackStorage | None = Field(default=None, description="StorageClasses to create.")
     node_pools: list[NodePoolRef] | None = Field(

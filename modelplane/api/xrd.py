@@ -53,8 +53,9 @@ PROVIDER_HELM_VERSION = ">=v1.4.0, <v2.0.0"
 # table the Configuration's dependsOn, the activation policy and
 # docs/install.md are built from. v2.6.0 is the release whose CRDs
 # the conformance oracles hold (every composed resource is checked against
-# them); v3 may change the namespaced `.m.` APIs. Filestore needs no provider:
-# GKE's Filestore CSI driver provisions instances itself.
+# them); v3 may change the namespaced `.m.` APIs. GKE's Filestore CSI driver
+# provisions Filestore instances itself; the project only needs their API
+# (`file.googleapis.com`) enabled, a ProjectService.
 UPJET_REGISTRY = "xpkg.upbound.io/upbound"
 UPJET_VERSION = ">=v2.6.0, <v3.0.0"
 UPJET_PROVIDERS: dict[str, tuple[str, ...]] = {

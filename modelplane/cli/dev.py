@@ -22,6 +22,27 @@ _dir_option = click.option(
 )
 
 
+_nodes_option = click.option(
+    "--nodes",
+    "nodes_file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="A fleet file: InferenceClasses and one DevFleet document naming each workload "
+    "cluster's pools (name, nodes, className or the devices published). See docs/dev.md.",
+)
+
+
+def _read_nodes(path: Path | None) -> list[Any]:
+    from modelplane.dev.nodes import FleetFileError, read_fleet_file
+
+    if path is None:
+        return []
+    try:
+        return read_fleet_file(path)
+    except (FleetFileError, OSError) as err:
+        raise click.BadParameter(str(err), param_hint="--nodes") from None
+
+
 @click.group("dev")
 def dev() -> None:
     """Run a real local fleet: Kubernetes, Crossplane and Modelplane as processes."""
@@ -57,8 +78,9 @@ def _print(status: dict[str, Any], as_json: bool) -> None:
     show_default=True,
     help="Workload clusters, each its own kube-apiserver.",
 )
+@_nodes_option
 @click.option("--json", "as_json", is_flag=True, help="Print kubeconfig paths and logs as JSON.")
-def up(directory: Path, clusters: int, as_json: bool) -> None:
+def up(directory: Path, clusters: int, nodes_file: Path | None, as_json: bool) -> None:
     """Start the fleet (building its parts first if they are not cached) and install Modelplane."""
     from modelplane.dev.fleet import Fleet, FleetError
     from modelplane.dev.kubeapi import NotReadyError
@@ -66,11 +88,32 @@ def up(directory: Path, clusters: int, as_json: bool) -> None:
 
     started = time.monotonic()
     try:
-        status = Fleet(directory, _say).up(clusters)
+        status = Fleet(directory, _say).up(clusters, _read_nodes(nodes_file))
     except (FleetError, PartsError, NotReadyError) as err:
         raise click.ClickException(str(err)) from err
     _say(f"fleet ready in {time.monotonic() - started:.0f} s")
     _print(status, as_json)
+
+
+@dev.command("nodes")
+@_dir_option
+@click.argument("fleet_file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+def nodes(directory: Path, fleet_file: Path) -> None:
+    """Publish a fleet file's pools as fake GPU nodes on a running fleet (stages drift, too)."""
+    from modelplane.dev.fleet import STATE_FILE, State
+    from modelplane.dev.nodes import publish
+
+    if not (directory / STATE_FILE).is_file():
+        raise click.ClickException(f"no fleet in {directory}: run `modelplane dev up` first")
+    state = State.load(directory.resolve())
+    for cluster in _read_nodes(fleet_file):
+        if cluster.cluster not in state.clusters:
+            raise click.ClickException(f"{cluster.cluster}: not a cluster of this fleet")
+        done = publish(state.api(cluster.cluster), cluster.pools)
+        click.echo(
+            f"{cluster.cluster}: {len(cluster.pools)} pools, "
+            f"{done.applied} objects applied, {done.deleted} deleted"
+        )
 
 
 @dev.command("status")

@@ -17,8 +17,12 @@ older or newer function) is read through its own `Ready` condition, which is
 the provider's evaluation of whatever it declared.
 
 The rules today:
-- `WORKLOAD_AVAILABLE`: a Deployment or LeaderWorkerSet (or any workload that
-  publishes `Available`, not `Ready`): the wrapped object's `Available` is True;
+- `DEPLOYMENT_ROLLED_OUT`: a Deployment: the controller saw its generation and
+  every replica is updated and available (its `Available` condition is not
+  enough: a one-replica Deployment allowed one unavailable Pod is Available
+  with none running);
+- `WORKLOAD_AVAILABLE`: a LeaderWorkerSet (or any workload that publishes
+  `Available` once all its groups are ready): the wrapped object's `Available`;
 - `ROUTE_ACCEPTED`: an HTTPRoute: a parent Gateway `Accepted` it (a created but
   rejected route serves nothing);
 - `EXISTS`: config-only objects (Namespace, Service, claim templates,
@@ -143,6 +147,52 @@ def exists(observed: Resource | None) -> bool:
     return wrapped(observed) is not None
 
 
+def _count(status: Mapping[str, Any], key: str) -> int:
+    value = status.get(key, 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1
+
+
+def _section(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = obj.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def deployment_rolled_out(observed: Resource | None) -> bool:
+    """Whether an observed Deployment runs every replica it asks for, of its current template.
+
+    Not its `Available` condition: with `maxUnavailable: 1` a one-replica
+    Deployment is Available with no Pod running at all. Ready is what
+    `kubectl rollout status` waits for: the controller has seen the current
+    generation, and every replica is updated and available, none left over.
+    Without a reported status, the Object's `Ready` (the same query) decides.
+    """
+    obj = wrapped(observed)
+    if obj is None or not isinstance(obj.get("status"), Mapping):
+        return object_ready(observed)
+    spec, status, meta = (_section(obj, k) for k in ("spec", "status", "metadata"))
+    want = spec.get("replicas", 1)
+    generation, seen = meta.get("generation"), status.get("observedGeneration")
+    if isinstance(generation, int) and not (isinstance(seen, int) and seen >= generation):
+        return False
+    counts = [_count(status, k) for k in ("replicas", "updatedReplicas", "availableReplicas")]
+    return isinstance(want, int) and all(n == want for n in counts)
+
+
+def _or_zero(field: str) -> str:
+    return f"(has(object.status.{field}) ? object.status.{field} : 0)"
+
+
+_WANT = "(has(object.spec) && has(object.spec.replicas) ? object.spec.replicas : 1)"
+DEPLOYMENT_ROLLED_OUT_CEL = (
+    "has(object.status) && "
+    "(!has(object.metadata) || !has(object.metadata.generation) || "
+    "(has(object.status.observedGeneration) && "
+    "object.status.observedGeneration >= object.metadata.generation)) && "
+    + " && ".join(
+        f"{_or_zero(f)} == {_WANT}" for f in ("replicas", "updatedReplicas", "availableReplicas")
+    )
+)
+
 # The replica's HTTPRoute names exactly one parent Gateway, so "some parent
 # accepted it" is "its Gateway accepted it".
 ROUTE_ACCEPTED_CEL = (
@@ -152,6 +202,11 @@ ROUTE_ACCEPTED_CEL = (
 )
 
 WORKLOAD_AVAILABLE = condition_rule("WorkloadAvailable", "Available")
+DEPLOYMENT_ROLLED_OUT = ReadinessRule(
+    "DeploymentRolledOut",
+    {"policy": POLICY_CEL, "celQuery": DEPLOYMENT_ROLLED_OUT_CEL},
+    deployment_rolled_out,
+)
 ROUTE_ACCEPTED = ReadinessRule(
     "RouteAccepted", {"policy": POLICY_CEL, "celQuery": ROUTE_ACCEPTED_CEL}, route_accepted
 )
@@ -185,7 +240,14 @@ def register(rule: ReadinessRule) -> ReadinessRule:
     return rule
 
 
-for _rule in (WORKLOAD_AVAILABLE, ROUTE_ACCEPTED, EXISTS, ACCEPTED, PROGRAMMED):
+for _rule in (
+    WORKLOAD_AVAILABLE,
+    DEPLOYMENT_ROLLED_OUT,
+    ROUTE_ACCEPTED,
+    EXISTS,
+    ACCEPTED,
+    PROGRAMMED,
+):
     register(_rule)
 
 # Ready when the wrapped object's own `Ready` condition is True: a KServe

@@ -23,16 +23,19 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from modelplane.dev import nodes as nodesmod
 from modelplane.dev import parts as partsmod
 from modelplane.dev import pki, procs, xpkg
 from modelplane.dev.kubeapi import Api, Kubeconfig, NotReadyError, condition, wait
+from modelplane.dev.nodes import ClusterNodes
 from modelplane.kube.client import KubeError
 
 STATE_FILE = "state.json"
@@ -49,8 +52,32 @@ INIT_ATTEMPTS = 5
 # provider-kubernetes v1.2.1 binds its metrics and webhook servers here with no
 # flag to move them: one local fleet per machine.
 PROVIDER_FIXED_PORTS = (8080, 9443)
+CP_CONTROLLERS = "garbagecollector,namespace"
+# What turns a composed Deployment into Pods and a claim template into claims.
+# No job or persistentvolume-binder controllers: the harness plays the hydration
+# Job and its claim, whose Pods could never finish under kwok.
+WORKLOAD_CONTROLLERS = ",".join(
+    f"{name}-controller"
+    for name in (
+        "garbage-collector",
+        "namespace",
+        "deployment",
+        "replicaset",
+        "resourceclaim",
+        "pod-garbage-collector",
+    )
+)
+KWOK_STAGES = Path(__file__).resolve().parent / "kwok" / "stages.yaml"
+# The agent's defaults are a minute and five: a local fleet answers in seconds.
+INVENTORY_INTERVAL = "5s"
+INVENTORY_GRACE = "20s"
 
 Say = Callable[[str], None]
+
+
+def workloads(state: State) -> list[str]:
+    """The fleet's workload clusters' names."""
+    return [c for c in state.clusters if c != CONTROL_PLANE]
 
 
 def workload_name(index: int) -> str:
@@ -139,8 +166,12 @@ class Fleet:
 
     # --- up ------------------------------------------------------------------------
 
-    def up(self, clusters: int = 2) -> dict[str, Any]:
-        """Start whatever is not running yet and wait until Modelplane is installed."""
+    def up(self, clusters: int = 2, nodes: Sequence[ClusterNodes] = ()) -> dict[str, Any]:
+        """Start whatever is not running yet and wait until Modelplane is installed.
+
+        `nodes` are the fake GPU nodes each workload cluster publishes (a fleet
+        file's pools); clusters it does not name get only the system node.
+        """
         self.directory.mkdir(parents=True, exist_ok=True)
         built = partsmod.build_all(progress=self.say)
         state = State.load(self.directory)
@@ -153,6 +184,11 @@ class Fleet:
             self._apiserver(state, built, cluster)
         for cluster in state.clusters:
             self._controllers(state, built, cluster)
+        for cluster in workloads(state):
+            self._scheduler(state, built, cluster)
+            self._kwok(state, built, cluster)
+            self._inventory(state, cluster)
+        self._nodes(state, nodes)
         self._crossplane(state, built)
         self._provider_crds(state, built)
         self._provider_kubernetes(state, built)
@@ -272,6 +308,7 @@ class Fleet:
         path.chmod(0o600)
 
     def _controllers(self, state: State, built: dict[str, Path], cluster: str) -> None:
+        controllers = CP_CONTROLLERS if cluster == CONTROL_PLANE else WORKLOAD_CONTROLLERS
         argv = [
             str(partsmod.binary(built, "kubernetes", "kube-controller-manager")),
             f"--kubeconfig={state.kubeconfig_path(cluster)}",
@@ -281,10 +318,68 @@ class Fleet:
             f"--secure-port={state.port(f'{cluster}-controllers')}",
             f"--cert-dir={self.directory / 'controllers' / cluster}",
             "--leader-elect=false",
-            "--controllers=garbagecollector,namespace",
+            f"--controllers={controllers}",
             "--use-service-account-credentials=false",
         ]
         self._ensure(state, f"{cluster}-controllers", argv)
+
+    def _scheduler(self, state: State, built: dict[str, Path], cluster: str) -> None:
+        kubeconfig = state.kubeconfig_path(cluster)
+        argv = [
+            str(partsmod.binary(built, "kubernetes", "kube-scheduler")),
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={state.port(f'{cluster}-scheduler')}",
+            "--leader-elect=false",
+        ]
+        self._ensure(state, f"{cluster}-scheduler", argv)
+
+    def _kwok(self, state: State, built: dict[str, Path], cluster: str) -> None:
+        argv = [
+            str(partsmod.binary(built, "kwok", "kwok")),
+            f"--kubeconfig={state.kubeconfig_path(cluster)}",
+            "--manage-all-nodes=false",
+            f"--manage-nodes-with-annotation-selector={nodesmod.KWOK_ANNOTATION}={nodesmod.KWOK_VALUE}",
+            "--node-ip=127.0.0.1",
+            f"--node-port={state.port(f'{cluster}-kwok-node')}",
+            f"--server-address=127.0.0.1:{state.port(f'{cluster}-kwok')}",
+            "--cidr=10.0.0.1/16",
+            f"--config={KWOK_STAGES}",
+        ]
+        self._ensure(state, f"{cluster}-kwok", argv)
+
+    def _inventory(self, state: State, cluster: str) -> None:
+        """The inventory agent against the cluster, as its Deployment would run it."""
+        argv = [
+            sys.executable,
+            "-m",
+            "modelplane",
+            "inventory",
+            f"--server={state.kubeconfig(cluster).server}",
+            f"--token-file={state.pki / 'token'}",
+            f"--ca-file={state.pki / 'ca.crt'}",
+            f"--interval={INVENTORY_INTERVAL}",
+            f"--grace={INVENTORY_GRACE}",
+        ]
+        self._ensure(state, f"{cluster}-inventory", argv)
+
+    def _nodes(self, state: State, nodes: Sequence[ClusterNodes]) -> None:
+        by_cluster = {n.cluster: n.pools for n in nodes}
+        unknown = sorted(set(by_cluster) - set(workloads(state)))
+        if unknown:
+            raise FleetError(
+                f"the fleet file names clusters {unknown} this fleet has not "
+                f"(it has {workloads(state)}): run up with more --clusters"
+            )
+        for cluster in workloads(state):
+            api = state.api(cluster)
+            wait(f"{cluster}'s API server", partial(_healthy, api), API_TIMEOUT)
+            # The agent writes its ConfigMap there; the serving stack would create it.
+            system = {"name": MODELPLANE_NAMESPACE}
+            api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": system})
+            nodesmod.publish(api, by_cluster.get(cluster, ()))
 
     def _crossplane(self, state: State, built: dict[str, Path]) -> None:
         api = state.api(CONTROL_PLANE)
@@ -532,6 +627,10 @@ class Fleet:
         if (self.directory / STATE_FILE).is_file() or self.directory.is_dir():
             shutil.rmtree(self.directory, ignore_errors=True)
         return stopped
+
+
+def _healthy(api: Api) -> bool | None:
+    return True if api.healthy() else None
 
 
 class FleetError(RuntimeError):

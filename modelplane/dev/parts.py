@@ -91,7 +91,7 @@ def parts(versions: dict[str, dict[str, str]] | None = None) -> dict[str, Part]:
     def pin(name: str) -> tuple[str, str]:
         return v[name]["module"], v[name]["version"]
 
-    etcd, kube, xp, pk, helm, eg = (
+    etcd, kube, xp, pk, helm, kwok, eg = (
         pin(n)
         for n in (
             "etcd",
@@ -99,6 +99,7 @@ def parts(versions: dict[str, dict[str, str]] | None = None) -> dict[str, Part]:
             "crossplane",
             "provider-kubernetes",
             "provider-helm",
+            "kwok",
             "egctl",
         )
     )
@@ -138,6 +139,13 @@ def parts(versions: dict[str, dict[str, str]] | None = None) -> dict[str, Part]:
             crds_only=True,
             assets={"crds": "package/crds"},
             about="CRDs only: the kinds InferenceClusters compose",
+        ),
+        "kwok": Part(
+            "kwok",
+            *kwok,
+            ("kwok",),
+            install=f"{kwok[0]}/cmd/kwok",
+            about="the kubelet of the workload clusters' fake GPU nodes",
         ),
         "egctl": Part(
             "egctl",

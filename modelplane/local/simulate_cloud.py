@@ -41,6 +41,7 @@ from typing import Any
 
 from modelplane.api import constants as c
 from modelplane.api.clouds import cloud_managing
+from modelplane.api.dra_publish import node_slices
 from modelplane.api.inventory_summary import summarize
 from modelplane.api.model_replica import ModelReplicaSpec
 from modelplane.api.objects import label_value, replica_base, short_hash
@@ -299,47 +300,23 @@ def _node(name: str, pool: str, zone: str | None) -> Obj:
     }
 
 
-def _slice_device(device: dict[str, Any], index: int, drifts: list[DriftFixture]) -> Obj:
+def _drifted(device: dict[str, Any], drifts: list[DriftFixture]) -> dict[str, Any]:
+    """The device as the simulated driver publishes it: the class's, edited by any drift."""
     mine = [d for d in drifts if d.device == device.get("name")]
-    # Shared with the class's devices unless a drift edits them: only read.
-    attributes = device.get("attributes") or {}
-    capacity = device.get("capacity") or {}
-    if mine:
-        attributes, capacity = copy.deepcopy(attributes), copy.deepcopy(capacity)
+    if not mine:
+        return device  # shared with the class's devices: only read
+    attributes = copy.deepcopy(device.get("attributes") or {})
+    capacity = copy.deepcopy(device.get("capacity") or {})
     for d in mine:
         if d.field == "capacity":
             capacity[d.name] = {"value": d.value}
         else:
             attributes[d.name] = {"string": d.value}
-    out: Obj = {"name": f"{device.get('name')}-{index}"}
-    if attributes:
-        out["attributes"] = attributes
-    if capacity:
-        out["capacity"] = capacity
-    return out
+    return {**device, "attributes": attributes, "capacity": capacity}
 
 
 def _slices(node: str, devices: list[dict[str, Any]], drifts: list[DriftFixture]) -> list[Obj]:
-    by_driver: dict[str, list[Obj]] = {}
-    for device in devices:
-        for i in range(_int(device.get("count"), 1)):
-            by_driver.setdefault(str(device.get("driver")), []).append(
-                _slice_device(device, i, drifts)
-            )
-    return [
-        {
-            "apiVersion": c.DRA_API_VERSION,
-            "kind": "ResourceSlice",
-            "metadata": {"name": dns_label(f"{node}-{driver}")},
-            "spec": {
-                "driver": driver,
-                "nodeName": node,
-                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-                "devices": items,
-            },
-        }
-        for driver, items in sorted(by_driver.items())
-    ]
+    return node_slices(node, [_drifted(d, drifts) for d in devices])
 
 
 World = tuple[list[Obj], list[Obj]]  # a simulated cluster's Nodes and ResourceSlices

@@ -3,12 +3,16 @@
 A backend other than Native needs its controller on the cluster, which an
 InferenceCluster declares with the setting `api.backends` names for it (KServe:
 `spec.servingStack.kserve.enabled: true`), read by `api.readers.read_backends`.
-Native runs everywhere.
+Native runs everywhere. A disaggregated deployment's replicas route through an
+InferencePool, so they go only to clusters that serve InferencePools
+(`spec.servingStack.inferencePool.enabled`, on by default; read by
+`api.readers.read_inference_pools`), refused elsewhere with the same reason.
 """
 
 from __future__ import annotations
 
 from modelplane.api.backends import runs_everywhere
+from modelplane.api.constants import DISAGGREGATED
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
 from modelplane.scheduling.framework import Eviction, Rejection, ScheduleInput
 
@@ -20,6 +24,9 @@ class BackendFilter:
 
     def admit(self, inp: ScheduleInput, cluster: ObservedInferenceCluster) -> Rejection | None:
         """Refuse a cluster not declaring the backend (or whose declaration is unreadable)."""
+        if inp.spec.prefill is not None and cluster.inference_pools is not True:
+            why = "unreadable" if cluster.inference_pools is None else "not-enabled"
+            return Rejection("BackendUnsupported", (DISAGGREGATED, why))
         backend = inp.spec.backend
         if runs_everywhere(backend):
             return None
@@ -35,6 +42,8 @@ class BackendFilter:
 
         An unreadable `spec.servingStack` cannot be verified: the replica stays.
         """
+        if inp.spec.prefill is not None and cluster.inference_pools is False:
+            return Eviction("BackendUnsupported", (cluster.name, DISAGGREGATED))
         backend = inp.spec.backend
         if runs_everywhere(backend) or cluster.backends is None or backend in cluster.backends:
             return None

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from modelplane.api.backends import enabling_setting
-from modelplane.api.readers import GPU_POOLS_PATH
+from modelplane.api.constants import DISAGGREGATED
+from modelplane.api.readers import GPU_POOLS_PATH, INFERENCE_POOL_SETTING
 from modelplane.api.roles import role_label
 from modelplane.scheduling.framework import Eviction, Rejection
 from modelplane.scheduling.types import (
@@ -44,11 +45,28 @@ def truncate(text: str, limit: int) -> str:
 
 
 def _backend_unsupported(backend: str, why: str) -> str:
+    if backend == DISAGGREGATED:
+        return _disaggregation_unsupported(why)
     if why == "unreadable":
         return f"spec.backend {backend}: the cluster's spec.servingStack cannot be read"
     setting = enabling_setting(backend)
     because = f" ({setting} is not true)" if setting else ""
     return f"spec.backend {backend}: the cluster does not run it{because}"
+
+
+def _disaggregation_unsupported(why: str) -> str:
+    if why == "unreadable":
+        return "disaggregated serving: the cluster's spec.servingStack cannot be read"
+    return (
+        "disaggregated serving routes through an InferencePool, which the cluster does not "
+        f"serve ({INFERENCE_POOL_SETTING} is false)"
+    )
+
+
+def _backend_gone(cluster: str, backend: str) -> str:
+    if backend == DISAGGREGATED:
+        return f"cluster {cluster} no longer serves InferencePools ({INFERENCE_POOL_SETTING})"
+    return f"cluster {cluster} no longer runs spec.backend {backend}"
 
 
 _REJECTIONS = {
@@ -91,7 +109,7 @@ _EVICTIONS = {
     "PoolGone": lambda d: f"pool {d[0]} is no longer published by cluster {d[1]}",
     "PoolMismatch": lambda d: f"pool {d[0]} no longer matches {d[1]}: {d[2]}",
     "Duplicate": lambda d: f"duplicate of replica ({d[0]}, {d[1]})",
-    "BackendUnsupported": lambda d: f"cluster {d[0]} no longer runs spec.backend {d[1]}",
+    "BackendUnsupported": lambda d: _backend_gone(d[0], d[1]),
     "Unschedulable": lambda d: (
         f"cluster {d[0]} reports its pods unschedulable on pool {d[1]} "
         f"since {d[2] or 'an unknown time'}" + (f": {d[3]}" if d[3] else "")

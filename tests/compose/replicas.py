@@ -95,6 +95,12 @@ def observed_from(
             wrapped["status"] = {
                 "conditions": [{"type": "Available", "status": "True" if available else "False"}]
             }
+            if wrapped["kind"] == "Deployment":
+                # A Deployment is judged by its counts: every replica updated and available.
+                n = wrapped["spec"].get("replicas", 1) if available else 0
+                wrapped["status"].update(
+                    {"replicas": n, "updatedReplicas": n, "availableReplicas": n}
+                )
         if wrapped["kind"] == "HTTPRoute" and accepted is not None:
             wrapped["status"] = {"parents": [parent(accepted)]}
         obj["status"] = {

@@ -201,32 +201,30 @@ def test_gke_storage_pins_the_network_and_kai_installs_when_asked() -> None:
     assert stack["cloud"] == "GKE"
 
 
-def test_asking_to_install_volcano_surfaces_on_the_cluster_with_what_to_do() -> None:
-    # The stack is asked for Volcano; it answers InstallUnsupported (its own test
-    # shows why); the cluster mirrors that answer and warns where the fix is.
-    xr = _cluster(scheduling={"schedulerName": "volcano", "install": True})
-    assert _compose(xr).desired["serving-stack"].resource["spec"]["gpuScheduler"] == "Volcano"
-    message = "install Volcano yourself, then set spec.scheduling.install to false"
-    stack = {
-        "status": {
-            "conditions": [
-                {
-                    "type": "ServingStackReady",
-                    "status": "False",
-                    "reason": "InstallUnsupported",
-                    "message": message,
-                }
-            ]
-        }
+def test_install_asks_the_stack_for_the_scheduler_kueue_and_their_queues() -> None:
+    scheduling = {
+        "schedulerName": "volcano",
+        "install": True,
+        "defaultAnnotations": {"scheduling.volcano.sh/queue-name": "{{ .Namespace }}"},
+        "defaultLabels": {"kueue.x-k8s.io/queue-name": "{{ .Namespace }}-gpus"},
+        "priorityClasses": [{"name": "serving", "value": 1000}],
     }
-    res = _compose(xr, {"serving-stack": stack})
-    assert _cond(res, "ServingStackReady") == ("False", "InstallUnsupported", message)
-    assert [(e.severity, e.reason, e.message) for e in res.events if e.severity == "Warning"] == [
-        ("Warning", "InstallUnsupported", message)
+    stack = _compose(_cluster(scheduling=scheduling)).desired["serving-stack"].resource["spec"]
+    assert (stack["gpuScheduler"], stack["kueue"]) == ("Volcano", True)
+    assert stack["queues"] == [
+        {"system": "Volcano", "template": "{{ .Namespace }}"},
+        {"system": "Kueue", "template": "{{ .Namespace }}-gpus"},
     ]
-    # install: false (Volcano installed by the platform team) asks for nothing.
-    xr = _cluster(scheduling={"schedulerName": "volcano", "install": False})
-    assert "gpuScheduler" not in _compose(xr).desired["serving-stack"].resource["spec"]
+    assert stack["priorityClasses"] == [{"name": "serving", "value": 1000}]
+    # install: false (installed by the platform team): no scheduler, no queues;
+    # the declared PriorityClasses are still created.
+    stack = (
+        _compose(_cluster(scheduling={**scheduling, "install": False}))
+        .desired["serving-stack"]
+        .resource["spec"]
+    )
+    assert "gpuScheduler" not in stack and "queues" not in stack and not stack["kueue"]
+    assert stack["priorityClasses"] == [{"name": "serving", "value": 1000}]
 
 
 GATEWAY_ADDRESSES = [

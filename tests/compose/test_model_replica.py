@@ -687,9 +687,16 @@ def test_service_does_not_collide_with_the_lws_headless_service() -> None:
 @pytest.mark.parametrize(
     ("wrapped", "expected"),
     [
-        ({"status": {"conditions": [{"type": "Available", "status": "True"}]}}, True),
+        (
+            {
+                "spec": {"replicas": 1},
+                "status": {"replicas": 1, "updatedReplicas": 1, "availableReplicas": 1},
+            },
+            True,
+        ),
+        # Available with no Pod running (maxUnavailable 1 of 1): not ready.
+        ({"status": {"conditions": [{"type": "Available", "status": "True"}]}}, False),
         ({"status": {"conditions": [{"type": "Progressing", "status": "True"}]}}, False),
-        ({"status": {"conditions": [{"type": "Available", "status": "False"}]}}, False),
         ({"status": {"replicas": 1}}, False),
         ({"metadata": {"name": "x"}}, False),
     ],

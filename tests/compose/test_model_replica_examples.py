@@ -35,17 +35,37 @@ EXPECTED: dict[str, tuple[str, dict[str, int]]] = {
             "RoleBinding": 1,
         },
     ),
-    "kai": ("kai-east", {**BASE, "LeaderWorkerSet": 1, "PodGroup": 1}),
-    "volcano": ("volcano-east", {**BASE, "LeaderWorkerSet": 1, "PodGroup": 1}),
-    "kueue": ("kueue-east", {**BASE, "LeaderWorkerSet": 1}),
+    # With `install: true` the stack also sends the queues the pods name (KAI: the
+    # parent and one leaf) and the two PriorityClasses the example declares.
+    "kai": (
+        "kai-east",
+        {**BASE, "LeaderWorkerSet": 1, "PodGroup": 1, "Queue": 2, "PriorityClass": 2},
+    ),
+    "volcano": (
+        "volcano-east",
+        {**BASE, "LeaderWorkerSet": 1, "PodGroup": 1, "Queue": 1, "PriorityClass": 2},
+    ),
+    "kueue": (
+        "kueue-east",
+        {
+            **BASE,
+            "LeaderWorkerSet": 1,
+            "ResourceFlavor": 1,
+            "ClusterQueue": 1,
+            "LocalQueue": 1,
+            "PriorityClass": 2,
+        },
+    ),
 }
 
-# The inference Gateway with its class and namespace, and its hop (gateway_hop.py):
-# two Issuers, the CA's, the Gateway's and the fleet's Certificates, the client check.
+# The stack's inference Gateway (its class, its namespace), the InferencePool CRD,
+# and the Gateway's hop (gateway_hop.py): two Issuers, the CA's, the Gateway's and
+# the fleet's Certificates, the client check.
 STACK = {
     "Namespace": 1,
     "GatewayClass": 1,
     "Gateway": 1,
+    "CustomResourceDefinition": 1,
     "Issuer": 2,
     "Certificate": 3,
     "ClientTrafficPolicy": 1,
@@ -126,6 +146,11 @@ def test_kai_acceptance() -> None:
         "queue": "ml-team-prod",
         "priorityClassName": "production-critical",
     }
+    # What the pods name exists on the cluster: the queue (a leaf of the stack's
+    # parent queue) and the PriorityClass.
+    names = {(m["kind"], m["metadata"]["name"]): m for m in manifests}
+    assert names[("Queue", "ml-team-prod")]["spec"]["parentQueue"] == "modelplane"
+    assert ("PriorityClass", "production-critical") in names
 
 
 def test_multi_node_runs_vllm_on_ray() -> None:

@@ -36,6 +36,23 @@ def _compose(case: dict[str, Any]) -> ComposeResult:
     return compose(ComposeInput(composite=case["replica"], required=required))
 
 
+def _check_readiness(readiness: dict[str, Any], want: str, key: str) -> None:
+    if want == "RolledOut":
+        # A Deployment: every replica updated and available (SPEC §5 readiness).
+        assert readiness["policy"] == "DeriveFromCelQuery", key
+        for field in ("updatedReplicas", "availableReplicas", "observedGeneration"):
+            assert f"object.status.{field}" in readiness["celQuery"], key
+    elif want == "Available":
+        assert readiness["policy"] == "DeriveFromCelQuery", key
+        assert "Available" in readiness["celQuery"], key
+    elif want == "Accepted":
+        assert readiness["policy"] == "DeriveFromCelQuery", key
+        assert "object.status.parents" in readiness["celQuery"], key
+        assert "'Accepted'" in readiness["celQuery"], key
+    else:
+        assert readiness == {"policy": want}, key
+
+
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_expected_manifests(path: Path) -> None:
     case = _load(path)
@@ -56,16 +73,7 @@ def test_expected_manifests(path: Path) -> None:
             "kind": "ClusterProviderConfig",
             "name": case["providerConfig"],
         }, key
-        readiness = obj["spec"]["readiness"]
-        if want["readiness"] == "Available":
-            assert readiness["policy"] == "DeriveFromCelQuery", key
-            assert "Available" in readiness["celQuery"], key
-        elif want["readiness"] == "Accepted":
-            assert readiness["policy"] == "DeriveFromCelQuery", key
-            assert "object.status.parents" in readiness["celQuery"], key
-            assert "'Accepted'" in readiness["celQuery"], key
-        else:
-            assert readiness == {"policy": want["readiness"]}, key
+        _check_readiness(obj["spec"]["readiness"], want["readiness"], key)
         if want.get("keepOnDelete"):
             assert "Delete" not in obj["spec"]["managementPolicies"], key
         else:

@@ -216,3 +216,68 @@ def test_route_rejection_says_why_a_gateway_refused_the_route(
     observed: dict[str, Any] | None, expected: str | None
 ) -> None:
     assert readiness.route_rejection(observed) == expected
+
+
+def _deployment_obj(spec_replicas: int | None, generation: int | None, **status: int) -> dict:
+    obj: dict = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {}, "spec": {}}
+    if spec_replicas is not None:
+        obj["spec"]["replicas"] = spec_replicas
+    if generation is not None:
+        obj["metadata"]["generation"] = generation
+    # Available=True whatever the counts: what a one-replica Deployment with
+    # maxUnavailable 1 reports while its only Pod waits for a node (seen on the
+    # real stack: kube-scheduler could not allocate the claim).
+    obj["status"] = {**status, "conditions": [{"type": "Available", "status": "True"}]}
+    return obj
+
+
+ROLLED_OUT_CASES = [
+    # (spec.replicas, metadata.generation, status counts, ready?)
+    (
+        1,
+        2,
+        {"observedGeneration": 2, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1},
+        True,
+    ),
+    (1, 2, {"observedGeneration": 2, "replicas": 1, "updatedReplicas": 1}, False),
+    (
+        1,
+        2,
+        {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1},
+        False,
+    ),
+    (
+        2,
+        1,
+        {"observedGeneration": 1, "replicas": 3, "updatedReplicas": 2, "availableReplicas": 2},
+        False,
+    ),
+    (
+        None,
+        1,
+        {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1},
+        True,
+    ),
+    (0, 1, {"observedGeneration": 1}, True),
+    (1, None, {"replicas": 1, "updatedReplicas": 1, "availableReplicas": 1}, True),
+]
+
+
+@pytest.mark.parametrize(("want", "generation", "counts", "expected"), ROLLED_OUT_CASES)
+def test_a_deployment_is_ready_when_every_replica_runs_not_when_it_says_available(
+    want: int | None, generation: int | None, counts: dict, expected: bool
+) -> None:
+    from cel_expr_python import cel
+    from google.protobuf import descriptor_pool
+
+    obj = _deployment_obj(want, generation, **counts)
+    observed = {"status": {"atProvider": {"manifest": obj}}}
+    assert readiness.DEPLOYMENT_ROLLED_OUT.reads(observed) is expected
+    # provider-kubernetes evaluates the same verdict from the Object's CEL query.
+    env = cel.NewEnv(descriptor_pool.Default(), variables={"object": cel.Type.DYN})
+    query = env.compile(readiness.DEPLOYMENT_ROLLED_OUT.wire()["celQuery"])
+    assert query.eval(env.Activation({"object": obj})).value() is expected
+    assert (
+        readiness.declared({"spec": {"readiness": readiness.DEPLOYMENT_ROLLED_OUT.wire()}})
+        is readiness.DEPLOYMENT_ROLLED_OUT
+    )

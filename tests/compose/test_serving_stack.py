@@ -76,11 +76,17 @@ def test_default_charts_and_versions() -> None:
         r["spec"]["forProvider"]["chart"]["name"]: r["spec"]["forProvider"]["chart"]["version"]
         for r in _releases(_compose(_stack())).values()
     }
+    # What every cluster's workloads may need: GPUs, LeaderWorkerSets, the
+    # Gateway and its InferencePool support (Envoy AI Gateway), cert-manager
+    # (the Gateway's certificates); nothing for KServe or a GPU scheduler.
     assert charts == {
         "node-feature-discovery": "0.19.0",
         "nvidia-dra-driver-gpu": "25.12.0",
         "lws": "0.10.0",
         "gateway-helm": "v1.9.0",
+        "ai-gateway-crds-helm": "v1.1.0",
+        "ai-gateway-helm": "v1.1.0",
+        "cert-manager": "v1.21.1",
     }
 
 
@@ -91,36 +97,92 @@ def test_kai_is_installed_only_when_asked_and_versions_are_overridable() -> None
     assert "release-kai-scheduler" not in _releases(_compose(_stack()))
 
 
-VOLCANO_UNSUPPORTED = (
-    "spec.scheduling asks to install Volcano (schedulerName: volcano, install: true), but "
-    "Modelplane installs no Volcano: it composes a Helm release only at a pinned chart "
-    "version its values check knows, and it knows no Volcano chart. Install Volcano on the "
-    "cluster yourself, then set spec.scheduling.install to false"
-)
-
-
-def test_volcano_is_reported_not_guessed() -> None:
-    # Everything else ready and programmed: the unsupported install still says
-    # ServingStackReady=False, with what to do, and warns; no Volcano release.
-    composite = _stack(gpuScheduler="Volcano")
-    first = _compose(composite)
-    observed = {k: {**d.resource, **_ready()} for k, d in first.desired.items()}
+def test_volcano_and_kueue_are_installed_like_kai() -> None:
+    res = _compose(_stack(gpuScheduler="Volcano", kueue=True))
+    charts = {
+        k: (r["spec"]["forProvider"]["chart"]["name"], r["spec"]["forProvider"]["chart"]["version"])
+        for k, r in _releases(res).items()
+    }
+    assert charts["release-volcano"] == ("volcano", "1.15.1")
+    assert charts["release-kueue"] == ("kueue", "0.19.2")
+    assert "release-kai-scheduler" not in charts
+    volcano = _releases(res)["release-volcano"]["spec"]["forProvider"]
+    assert volcano["chart"]["repository"] == "https://volcano-sh.github.io/helm-charts"
+    assert volcano["namespace"] == "volcano-system"
+    # Everything ready and programmed: nothing is left unsupported.
+    observed = {k: {**d.resource, **_ready()} for k, d in res.desired.items()}
     programmed = {"status": {"conditions": [{"type": "Programmed", "status": "True"}]}}
     observed["gateway"]["status"] = {"atProvider": {"manifest": programmed}, **_ready()["status"]}
-    res = _compose(composite, observed)
-    assert not [k for k in _releases(res) if "volcano" in k]
-    assert _cond(res, "ServingStackReady") == ("False", "InstallUnsupported", VOLCANO_UNSUPPORTED)
-    assert res.ready == "False"
-    assert [(e.severity, e.reason, e.message) for e in res.events] == [
-        ("Warning", "InstallUnsupported", VOLCANO_UNSUPPORTED)
+    again = _compose(_stack(gpuScheduler="Volcano", kueue=True), observed)
+    assert _cond(again, "ServingStackReady")[:2] == ("True", "Ready")
+    assert not again.events
+
+
+def test_kserve_installs_its_three_charts_beside_cert_manager() -> None:
+    releases = _releases(_compose(_stack(kserve=True)))
+    want = {
+        "release-kserve-llmisvc-crd": ("kserve-llmisvc-crd", "kserve", None),
+        "release-kserve-llmisvc": (
+            "kserve-llmisvc-resources",
+            "kserve",
+            # The stack owns the InferencePool CRD, so KServe must not bring its own.
+            {"kserve": {"llmisvc": {"createGIECRDs": False}}},
+        ),
+        "release-kserve-runtime-configs": (
+            "kserve-runtime-configs",
+            "kserve",
+            {"kserve": {"llmisvcConfigs": {"enabled": True}}},
+        ),
+        "release-cert-manager": ("cert-manager", "cert-manager", {"crds": {"enabled": True}}),
+    }
+    for key, (chart, namespace, values) in want.items():
+        fp = releases[key]["spec"]["forProvider"]
+        assert (fp["chart"]["name"], fp["namespace"], fp.get("values")) == (
+            chart,
+            namespace,
+            values,
+        )
+    assert releases["release-cert-manager"]["metadata"]["name"] == "us-east-cert-manager"
+    usages = {
+        (u["spec"]["by"]["resourceRef"]["name"], u["spec"]["of"]["resourceRef"]["name"])
+        for u in (d.resource for d in _compose(_stack(kserve=True)).desired.values())
+        if u["kind"] == "Usage"
+    }
+    # KServe's Certificates go before cert-manager.
+    assert ("us-east-kserve-llmisvc", "us-east-cert-manager") in usages
+    plain = _releases(_compose(_stack()))
+    assert not [k for k in plain if "kserve" in k]
+
+
+def test_envoy_gateway_hands_inference_pools_to_the_ai_gateway_extension() -> None:
+    releases = _releases(_compose(_stack()))
+    config = releases["release-envoy-gateway"]["spec"]["forProvider"]["values"]["config"]
+    manager = config["envoyGateway"]["extensionManager"]
+    assert manager["backendResources"] == [
+        {"group": "inference.networking.k8s.io", "kind": "InferencePool", "version": "v1"}
     ]
-    # The same stack without the install request is ready.
-    plain = _compose(_stack(), observed)
-    assert _cond(plain, "ServingStackReady")[:2] == ("True", "Ready")
+    assert manager["service"]["fqdn"] == {
+        "hostname": "ai-gateway-controller.envoy-ai-gateway-system.svc.cluster.local",
+        "port": 1063,
+    }
+    ai = releases["release-envoy-ai-gateway"]["spec"]["forProvider"]
+    assert ai["namespace"] == "envoy-ai-gateway-system"
+
+
+def test_the_inference_pool_crd_is_installed_and_left_behind() -> None:
+    obj = _compose(_stack()).desired["inference-pool-crd"].resource
+    crd = obj["spec"]["forProvider"]["manifest"]
+    assert crd["kind"] == "CustomResourceDefinition"
+    assert crd["metadata"]["name"] == "inferencepools.inference.networking.k8s.io"
+    assert crd["metadata"]["annotations"]["inference.networking.k8s.io/bundle-version"] == "v1.6.0"
+    assert [v["name"] for v in crd["spec"]["versions"]] == ["v1"]
+    assert "Delete" not in obj["spec"]["managementPolicies"]
 
 
 STACKS = [
     pytest.param(_stack(cloud="EKS", gpuScheduler="KAI"), id="eks-kai"),
+    pytest.param(_stack(gpuScheduler="Volcano", kserve=True), id="volcano-kserve"),
+    pytest.param(_stack(kueue=True), id="kueue"),
     pytest.param(_stack(cloud="GKE"), id="gke"),
     pytest.param(_stack(cloud="Existing"), id="existing"),
 ]

@@ -181,11 +181,11 @@ def test_the_agents_objects_written_by_hand(key: str) -> None:
     }
 
 
-def test_the_agent_deployment_is_ready_when_available() -> None:
+def test_the_agent_deployment_is_ready_when_rolled_out() -> None:
     res = _compose(_stack())
     readiness = res.desired["inventory-agent"].resource["spec"]["readiness"]
     assert readiness["policy"] == "DeriveFromCelQuery"
-    assert "Available" in readiness["celQuery"]
+    assert "object.status.availableReplicas" in readiness["celQuery"]
 
 
 def test_the_image_is_the_function_packages_own() -> None:

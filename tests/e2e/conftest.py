@@ -13,14 +13,16 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from e2e.harness import COUNTS, TIMINGS, World
+from e2e import manifests as m
+from e2e.harness import COUNTS, NOTES, TIMINGS, World
 
 
 @pytest.fixture(scope="session")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    """The running fleet: a control plane and two workload clusters."""
+    """The running fleet: a control plane and three workload clusters."""
     if shutil.which("go") is None:
         pytest.skip("Go is not installed: the real parts cannot be built")
     from modelplane.dev.fleet import Fleet, State
@@ -31,12 +33,54 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 
     parts.build_all(progress=lambda m: print(f"[parts] {m}", file=sys.stderr, flush=True))
     started = time.monotonic()
-    fleet.up(clusters=2)
+    fleet.up(clusters=3)
     TIMINGS["dev up"] = time.monotonic() - started
     world = World(State.load(fleet.directory), started)
     yield world
     if os.environ.get("MODELPLANE_E2E_KEEP") != "1":
         fleet.down()
+
+
+CLASS = "e2e-l4"
+CLASS8 = "e2e-l4x8"
+# InferenceCluster → the workload cluster it points at. wl-3 is left to the
+# placement-vs-allocation property, which gives it random pools.
+CLUSTERS = {"e2e-a": "wl-1", "e2e-b": "wl-2"}
+
+
+def e2e_pools() -> list[dict[str, Any]]:
+    """The pools of e2e-a and e2e-b: four one-L4 nodes and one eight-L4 node."""
+    return [
+        {"name": "l4", "className": CLASS, "nodeCount": 4},
+        {"name": "l4x8", "className": CLASS8, "nodeCount": 1},
+    ]
+
+
+def publish_declared(world: World, cluster: dict[str, Any], classes: list[dict[str, Any]]) -> None:
+    """Give an InferenceCluster's workload cluster exactly the fake nodes it declares."""
+    from modelplane.dev.nodes import declared_pools, publish
+
+    by_name = {c["metadata"]["name"]: c for c in classes}
+    wl = world.workload_of(cluster)
+    publish(world.workloads[wl], declared_pools(cluster, by_name), exclusive=True)
+
+
+@pytest.fixture(scope="session")
+def fleet(world: World) -> World:
+    """Prerequisites in every workload cluster, two classes and two InferenceClusters."""
+    for api in world.workloads.values():
+        world.install_crds(api, "lws", "gateway-api")
+    world.install_crds(world.cp, "gateway-api", "envoy-gateway")
+    classes = [m.inference_class(CLASS), m.inference_class(CLASS8, gpus=8)]
+    clusters = [
+        m.inference_cluster(name, world.secret_ref(wl), CLASS, pools=e2e_pools())
+        for name, wl in CLUSTERS.items()
+    ]
+    for cluster in clusters:
+        publish_declared(world, cluster, classes)
+    world.apply(classes)
+    world.apply(clusters)
+    return world
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -50,3 +94,5 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(f"e2e: {name}: {seconds:.1f} s")
     for name, count in COUNTS.items():
         terminalreporter.write_line(f"e2e: {name}: {count}")
+    for name, text in NOTES.items():
+        terminalreporter.write_line(f"e2e: {name}: {text}")

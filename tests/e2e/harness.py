@@ -1,12 +1,14 @@
 """The end-to-end harness: one real local fleet per test run, and the controllers it lacks.
 
-The workload clusters are bare API servers (no kubelet, no gateway): objects
-land, but nothing runs them. `World.play` stands in for the missing
-controllers the way `modelplane render` does, with the same status tables
-(`local.simulate.WORKLOAD_STATUS`): a Deployment becomes Available, an
-HTTPRoute Accepted, a Job Complete. Everything else — Crossplane, the
-function, provider-kubernetes, the API servers' validation, defaulting and
-garbage collection — is real.
+Each workload cluster runs kube-apiserver, kube-scheduler (DRA allocation
+included), kube-controller-manager (Deployments, ReplicaSets, ResourceClaims)
+and kwok for its fake GPU nodes, so a composed Deployment becomes Available
+for real. What the clusters still lack — a gateway, Helm, the LeaderWorkerSet
+controller (its pod webhook labels the group's pods; webhooks need a Service
+the local API servers cannot reach), a storage provisioner, and Jobs whose
+pods could finish — `World.play` stands in for, the way `modelplane render`
+does, with the same status tables (`local.simulate.WORKLOAD_STATUS`): an
+HTTPRoute Accepted, a Job Complete, a claim Bound.
 """
 
 from __future__ import annotations
@@ -36,9 +38,9 @@ CRDS = CONFORMANCE / "crds"
 # test modules and the conftest share one dict.
 TIMINGS: dict[str, float] = {}
 COUNTS: dict[str, int] = {}
+NOTES: dict[str, str] = {}
 
 PLAYED: dict[tuple[str, str], str] = {
-    ("apps", "Deployment"): "apps/v1",
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): "leaderworkerset.x-k8s.io/v1",
     ("", "PersistentVolumeClaim"): "v1",
     ("batch", "Job"): "batch/v1",
@@ -49,6 +51,10 @@ PLAYED: dict[tuple[str, str], str] = {
     # provider-helm does not run: a Release is reported installed, as the render does.
     ("helm.m.crossplane.io", "Release"): "helm.m.crossplane.io/v1beta1",
 }
+
+
+# The control plane runs no scheduler or kubelet: a Deployment there is played.
+CONTROL_PLANE_ONLY: dict[tuple[str, str], str] = {("apps", "Deployment"): "apps/v1"}
 
 
 def _release(obj: Mapping[str, Any], at: str) -> dict[str, Any]:
@@ -115,6 +121,11 @@ class World:
         self.cp = self.state.api(CONTROL_PLANE)
         self.workloads = {c: self.state.api(c) for c in self.state.clusters if c != CONTROL_PLANE}
 
+    def workload_of(self, inference_cluster: Mapping[str, Any]) -> str:
+        """The workload cluster (wl-N) an InferenceCluster manifest's kubeconfig Secret names."""
+        ref = inference_cluster["spec"]["existing"]["kubeconfigSecretRef"]
+        return str(ref["name"]).removesuffix("-kubeconfig")
+
     def secret_ref(self, cluster: str) -> dict[str, str]:
         """The kubeconfigSecretRef of a workload cluster's Secret on the control plane."""
         return {
@@ -129,8 +140,13 @@ class World:
         """Give every played object its simulated status; how many changed."""
         changed = 0
         for api in [self.cp, *self.workloads.values()]:
-            for (group, kind), api_version in PLAYED.items():
-                for obj in api.list(api_version, kind):
+            played = {**PLAYED, **(CONTROL_PLANE_ONLY if api is self.cp else {})}
+            for (group, kind), api_version in played.items():
+                try:
+                    objs = api.list(api_version, kind)
+                except (KubeError, OSError):
+                    continue  # a cluster a fault drill stopped
+                for obj in objs:
                     changed += self._play_one(api, group, kind, obj)
         return changed
 

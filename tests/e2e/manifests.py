@@ -6,7 +6,6 @@ from typing import Any
 
 Doc = dict[str, Any]
 API = "modelplane.ai/v1alpha1"
-L4_SELECTOR = 'device.attributes["gpu.nvidia.com"].productName == "NVIDIA L4"'
 
 
 def namespace(name: str) -> Doc:
@@ -14,8 +13,8 @@ def namespace(name: str) -> Doc:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
 
 
-def inference_class(name: str, gpus: int = 1) -> Doc:
-    """A node recipe of `gpus` NVIDIA L4s claimed through DRA."""
+def inference_class(name: str, gpus: int = 1, product: str = "NVIDIA L4") -> Doc:
+    """A node recipe of `gpus` GPUs (NVIDIA L4s unless told) claimed through DRA."""
     return {
         "apiVersion": API,
         "kind": "InferenceClass",
@@ -28,7 +27,7 @@ def inference_class(name: str, gpus: int = 1) -> Doc:
                     "driver": "gpu.nvidia.com",
                     "deviceClassName": "gpu.nvidia.com",
                     "count": gpus,
-                    "attributes": {"productName": {"string": "NVIDIA L4"}},
+                    "attributes": {"productName": {"string": product}},
                     "capacity": {"memory": {"value": "23034Mi"}},
                 }
             ]
@@ -37,9 +36,18 @@ def inference_class(name: str, gpus: int = 1) -> Doc:
 
 
 def inference_cluster(
-    name: str, secret_ref: dict[str, str], class_name: str, nodes: int = 4
+    name: str,
+    secret_ref: dict[str, str],
+    class_name: str,
+    nodes: int = 4,
+    pools: list[Doc] | None = None,
 ) -> Doc:
-    """An existing cluster reached through a kubeconfig Secret, serving stack off."""
+    """An existing cluster reached through a kubeconfig Secret, serving stack off.
+
+    Its inventory agent is the fleet's own process (`modelplane dev up` runs one
+    per workload cluster), declared with `servingStack.inventory.enabled`.
+    """
+    declared = pools or [{"name": "l4", "className": class_name, "nodeCount": nodes}]
     return {
         "apiVersion": API,
         "kind": "InferenceCluster",
@@ -47,8 +55,8 @@ def inference_cluster(
         "spec": {
             "source": "Existing",
             "existing": {"kubeconfigSecretRef": secret_ref},
-            "pools": [{"name": "l4", "className": class_name, "nodeCount": nodes}],
-            "servingStack": {"enabled": False},
+            "pools": declared,
+            "servingStack": {"enabled": False, "inventory": {"enabled": True}},
             # The address of the platform's gateway in front of the cluster:
             # ModelEndpoints (and so ModelServices) need one.
             "gateway": {"address": f"{name}.inference.test"},
@@ -64,6 +72,8 @@ def deployment(
     labels: dict[str, str] | None = None,
     topology: dict[str, int] | None = None,
     cache: str | None = None,
+    product: str = "NVIDIA L4",
+    clusters: dict[str, str] | None = None,
 ) -> Doc:
     """A ModelDeployment of `replicas` replicas of one vLLM engine on L4s."""
     workers: Doc = {
@@ -86,10 +96,20 @@ def deployment(
     spec: Doc = {
         "replicas": replicas,
         "nodeSelector": {
-            "devices": [{"name": "gpu", "count": gpus, "selectors": [{"cel": L4_SELECTOR}]}]
+            "devices": [
+                {
+                    "name": "gpu",
+                    "count": gpus,
+                    "selectors": [
+                        {"cel": f'device.attributes["gpu.nvidia.com"].productName == "{product}"'}
+                    ],
+                }
+            ]
         },
         "workers": workers,
     }
+    if clusters:
+        spec["clusterSelector"] = {"matchLabels": clusters}
     if cache:
         spec["caches"] = [{"name": cache}]
     return {
@@ -97,16 +117,6 @@ def deployment(
         "kind": "ModelDeployment",
         "metadata": {"name": name, "namespace": ns},
         "spec": spec,
-    }
-
-
-def device_class() -> Doc:
-    """The DeviceClass the NVIDIA DRA driver installs, which our ResourceClaimTemplates name."""
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "DeviceClass",
-        "metadata": {"name": "gpu.nvidia.com"},
-        "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]},
     }
 
 

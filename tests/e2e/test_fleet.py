@@ -14,6 +14,7 @@ import pytest
 import yaml
 from e2e import manifests as m
 from e2e import parity
+from e2e.conftest import CLASS, CLASS8, CLUSTERS, e2e_pools
 from e2e.harness import COUNTS, TIMINGS, World
 
 from modelplane.api.kinds import KINDS
@@ -21,9 +22,6 @@ from modelplane.dev import xpkg
 from modelplane.dev.kubeapi import condition
 
 pytestmark = pytest.mark.e2e
-
-CLASS = "e2e-l4"
-CLUSTERS = {"e2e-a": "wl-1", "e2e-b": "wl-2"}
 
 
 def test_the_package_installs(world: World) -> None:
@@ -43,28 +41,22 @@ def test_the_package_installs(world: World) -> None:
     assert refs and refs <= functions
 
 
-@pytest.fixture(scope="module")
-def fleet(world: World) -> World:
-    """Prerequisites in every workload cluster, then one class and two InferenceClusters."""
-    for api in world.workloads.values():
-        world.install_crds(api, "lws", "gateway-api")
-        api.apply(m.device_class())
-    world.install_crds(world.cp, "gateway-api", "envoy-gateway")
-    world.apply([m.inference_class(CLASS)])
-    world.apply(
-        [m.inference_cluster(name, world.secret_ref(wl), CLASS) for name, wl in CLUSTERS.items()]
-    )
-    return world
-
-
 def test_the_fleet_becomes_ready_and_publishes_its_pools(fleet: World) -> None:
+    def observed(name: str) -> dict[str, Any] | None:
+        ready = fleet.ready(m.API, "InferenceCluster", name)
+        # The inventory agent (a process of the fleet) has reported the nodes.
+        return ready if ready and condition(ready, "HardwareDrift") == "False" else None
+
     for name in CLUSTERS:
         ready = fleet.settle(
-            f"InferenceCluster {name} Ready",
-            lambda n=name: fleet.ready(m.API, "InferenceCluster", n),
+            f"InferenceCluster {name} Ready, its inventory observed without drift",
+            lambda n=name: observed(n),
         )
         pools = ready["status"]["gpuPools"]
-        assert [(p["name"], p["className"], p["nodes"]) for p in pools] == [("l4", CLASS, 4)]
+        assert sorted((p["name"], p["className"], p["nodes"]) for p in pools) == [
+            ("l4", CLASS, 4),
+            ("l4x8", CLASS8, 1),
+        ]
 
 
 def _replicas(world: World, ns: str, deployment: str) -> list[dict[str, Any]]:
@@ -133,7 +125,7 @@ def test_a_model_cache_creates_its_claim_and_job(fleet: World) -> None:
     fleet.apply([m.namespace(ns), m.model_cache("weights", ns)])
 
     def staged() -> bool | None:
-        for api in fleet.workloads.values():
+        for api in (fleet.workloads[wl] for wl in CLUSTERS.values()):
             if not api.list("v1", "PersistentVolumeClaim", ns) or not api.list(
                 "batch/v1", "Job", ns
             ):
@@ -181,7 +173,11 @@ def test_render_parity(fleet: World, tmp_path: Path) -> None:
             for wl in CLUSTERS.values()
         ],
         m.inference_class(CLASS),
-        *[m.inference_cluster(name, fleet.secret_ref(wl), CLASS) for name, wl in CLUSTERS.items()],
+        m.inference_class(CLASS8, gpus=8),
+        *[
+            m.inference_cluster(name, fleet.secret_ref(wl), CLASS, pools=e2e_pools())
+            for name, wl in CLUSTERS.items()
+        ],
         m.namespace(ns),
         m.deployment("qwen", ns, replicas=2),
     ]
@@ -210,7 +206,7 @@ def test_deleting_the_deployment_removes_its_objects_from_the_workload_clusters(
     fleet: World,
 ) -> None:
     ns = "e2e-one"
-    before = {wl: api.list("apps/v1", "Deployment", ns) for wl, api in fleet.workloads.items()}
+    before = {wl: fleet.workloads[wl].list("apps/v1", "Deployment", ns) for wl in CLUSTERS.values()}
     assert all(before.values())
     assert fleet.cp.delete(m.API, "ModelDeployment", "qwen", ns)
 

@@ -2,10 +2,11 @@
 
 Its two InferenceClusters are pointed at the fleet's workload clusters by
 giving their kubeconfig Secrets the real kubeconfigs; everything else is the
-example's own files. The serving stack is on, so the harness also plays
-provider-helm (the Releases) and the inventory agent's ConfigMap stays
-unwritten: a bare API server has no nodes to summarise (the comparison leaves
-the inventory-derived fields out, see QUICKSTART_UNOBSERVED).
+example's own files, and each workload cluster publishes exactly the fake
+nodes its InferenceCluster declares, so the inventory agent (a process of the
+fleet) reports what the render simulates. The serving stack is on, so the
+harness also plays provider-helm (the Releases); the agent's own Deployment
+runs on the cluster's system node under kwok.
 """
 
 from __future__ import annotations
@@ -47,6 +48,17 @@ def _clear_other_scenarios(world: World) -> None:
     world.settle("the other scenarios' objects gone", cleared, 300)
 
 
+def publish_quickstart_nodes(world: World, docs: list[dict[str, Any]]) -> None:
+    """Each workload cluster gets the nodes its quickstart InferenceCluster declares, only those."""
+    from modelplane.dev.nodes import declared_pools, publish
+
+    classes = {d["metadata"]["name"]: d for d in docs if d["kind"] == "InferenceClass"}
+    for doc in docs:
+        if doc["kind"] == "InferenceCluster" and doc["metadata"]["name"] in CLUSTERS:
+            api = world.workloads[CLUSTERS[doc["metadata"]["name"]]]
+            publish(api, declared_pools(doc, classes), exclusive=True)
+
+
 def test_quickstart_render_parity(world: World, tmp_path: Path) -> None:
     _clear_other_scenarios(world)
     for api in world.workloads.values():
@@ -66,6 +78,7 @@ def test_quickstart_render_parity(world: World, tmp_path: Path) -> None:
             assert secret is not None
             doc = {**doc, "data": {"kubeconfig": secret["data"]["kubeconfig"]}}
         docs.append(doc)
+    publish_quickstart_nodes(world, docs)
     world.apply(docs)
     for name in ("qwen-small", "llama-70b"):
         world.settle(

@@ -137,12 +137,17 @@ def test_a_node_group_a_live_stack_still_uses_is_not_deleted() -> None:
     stuck = "\n".join(result.stuck)
     for name in ("us-east-pool-h100", "us-east-system", "us-east-eks", "us-east-vpc"):
         assert f"/{name} cannot be deleted" in stuck, name
+    (system,) = [
+        line
+        for line in result.stuck
+        if line.startswith("NodeGroup modelplane-system/us-east-system cannot be deleted: ")
+    ]
     assert (
-        "NodeGroup modelplane-system/us-east-system cannot be deleted: in use by Release "
+        "in use by Release "
         "modelplane-system/us-east-envoy-gateway (Usage modelplane-system/"
         "us-east-usage-envoy-gateway-uses-system), and nothing deletes Release "
         "modelplane-system/us-east-envoy-gateway"
-    ) in stuck
+    ) in system
     node_group = Key("eks.aws.m.upbound.io/v1beta1", "NodeGroup", NS, "us-east-system")
     assert node_group in result.store
 

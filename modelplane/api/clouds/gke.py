@@ -208,12 +208,16 @@ CLOUD = CloudDeclaration(
             "routers.compute.gcp.m.upbound.io",
             "routernats.compute.gcp.m.upbound.io",
         ),
-        "provider-gcp-cloudplatform": ("serviceaccounts.cloudplatform.gcp.m.upbound.io",),
+        "provider-gcp-cloudplatform": (
+            "serviceaccounts.cloudplatform.gcp.m.upbound.io",
+            # Filestore's API, enabled for a cluster with a SharedFilesystem StorageClass.
+            "projectservices.cloudplatform.gcp.m.upbound.io",
+        ),
     },
     render_kinds={
         "container.gcp.m.upbound.io": ("Cluster", "NodePool"),
         "compute.gcp.m.upbound.io": ("Network", "Subnetwork", "Router", "RouterNAT"),
-        "cloudplatform.gcp.m.upbound.io": ("ServiceAccount",),
+        "cloudplatform.gcp.m.upbound.io": ("ServiceAccount", "ProjectService"),
         "filestore.gcp.m.upbound.io": ("Instance",),
     },
     provider_group="gcp.m.upbound.io",

@@ -33,16 +33,23 @@ from modelplane.api import gateway_hop as hop
 from modelplane.api.objects import condition_status
 from modelplane.api.serving_stack import ServingStackSpec
 from modelplane.compose import readiness
-from modelplane.compose.clusters.managed import Ref, labels, resource_name
+from modelplane.compose.clusters.managed import labels, resource_name
 from modelplane.compose.objects import Item, wrap
 from modelplane.compose.types import Resource
 
 CERT_MANAGER_API_VERSION = "cert-manager.io/v1"
 CERT_MANAGER_GROUP = "cert-manager.io"
-# The cert-manager Release the stack composes (release `cert-manager`); its key.
-CERT_MANAGER_RELEASE_KEY = "release-cert-manager"
 POLICY_KEY = "gateway-hop-policy"
 CLIENT_KEY = "gateway-hop-client-certificate"
+_CERTIFICATES = (
+    "selfsigned-issuer",
+    "ca-certificate",
+    "ca-issuer",
+    "server-certificate",
+    "client-certificate",
+)
+# The keys of the objects cert-manager serves: each goes before its Release.
+CERT_MANAGER_KEYS = tuple(f"gateway-hop-{x}" for x in _CERTIFICATES)
 
 
 def _policy_accepted(observed: Resource | None) -> bool:
@@ -208,22 +215,3 @@ def objects(spec: ServingStackSpec, namespace: str) -> dict[str, Resource]:
     )
     out[POLICY_KEY] = wrap(policy, namespace, pc, obj_labels)
     return out
-
-
-def usages_of_cert_manager(
-    cluster: str, releases: dict[str, Resource], hop_objects: dict[str, Resource]
-) -> list[tuple[Ref, Ref]]:
-    """(of, by) pairs: cert-manager's Release outlives every hop object it serves.
-
-    None until the stack composes the cert-manager Release; its webhook and
-    controller must stay while the Certificates and Issuers are deleted.
-    """
-    release = releases.get(CERT_MANAGER_RELEASE_KEY)
-    if release is None:
-        return []
-    of = Ref(c.PROVIDER_HELM_API_VERSION, "Release", str(release["metadata"]["name"]))
-    return [
-        (of, Ref(c.PROVIDER_KUBERNETES_API_VERSION, "Object", str(obj["metadata"]["name"])))
-        for key, obj in hop_objects.items()
-        if key != POLICY_KEY
-    ]

@@ -25,16 +25,19 @@ from modelplane.compose.clusters.managed import USAGE_API_VERSION, resource_name
 from modelplane.compose.types import Resource
 
 # The Releases a replica's workload cannot run without (ServingStack chart keys).
-WORKLOAD_RELEASES = ("nvidia-dra-driver", "leaderworkerset", "envoy-gateway")
+WORKLOAD_RELEASES = ("nvidia-dra-driver", "leaderworkerset", "envoy-gateway", "kserve-llmisvc")
 # A release only some workloads need, by the release: the wrapped kinds that need it.
-RELEASE_ONLY_FOR = {"leaderworkerset": frozenset({"LeaderWorkerSet"})}
+RELEASE_ONLY_FOR = {
+    "leaderworkerset": frozenset({"LeaderWorkerSet"}),
+    "kserve-llmisvc": frozenset({"LLMInferenceService"}),
+}
 
 
 def releases_for(kind: str) -> tuple[str, ...]:
     """The releases of `WORKLOAD_RELEASES` a workload Object wrapping a `kind` needs.
 
     Every workload needs the DRA driver and the gateway; only a LeaderWorkerSet
-    needs the LeaderWorkerSet controller.
+    needs the LeaderWorkerSet controller, only an LLMInferenceService KServe's.
     """
     return tuple(
         r for r in WORKLOAD_RELEASES if r not in RELEASE_ONLY_FOR or kind in RELEASE_ONLY_FOR[r]

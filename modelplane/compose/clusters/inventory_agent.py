@@ -17,7 +17,7 @@ from modelplane.api import constants as c
 from modelplane.api.serving_stack import InventoryConfig, ServingStackSpec
 from modelplane.compose.clusters.managed import labels, resource_name
 from modelplane.compose.objects import Item, wrap
-from modelplane.compose.readiness import EXISTS, WORKLOAD_AVAILABLE
+from modelplane.compose.readiness import DEPLOYMENT_ROLLED_OUT, EXISTS
 from modelplane.compose.types import Resource
 
 AGENT_NAME = c.INVENTORY_CONFIGMAP  # the ServiceAccount, roles and Deployment share it
@@ -171,7 +171,7 @@ def agent_objects(spec: ServingStackSpec, namespace: str) -> dict[str, Resource]
             DEPLOYMENT_KEY,
             resource_name(cluster, DEPLOYMENT_KEY),
             deployment(spec.inventory),
-            WORKLOAD_AVAILABLE,
+            DEPLOYMENT_ROLLED_OUT,
             "Deployment",
         )
     )

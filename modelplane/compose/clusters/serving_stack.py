@@ -1,7 +1,8 @@
 """ServingStack composer: the software a workload cluster needs before replicas can run.
 
 Composes, through the cluster's provider configs (provider-helm Releases and
-provider-kubernetes Objects, all in the composite's namespace):
+provider-kubernetes Objects, all in the composite's namespace), what the kinds
+a replica sends need (docs/serving-stack.md has the table, kind by kind):
 - Node Feature Discovery (labels GPU nodes; its workers tolerate the GPU taint);
 - the NVIDIA DRA driver with GPU allocation enabled and compute domains off:
   it publishes the GPUs as ResourceSlices and registers DeviceClass
@@ -12,27 +13,36 @@ provider-kubernetes Objects, all in the composite's namespace):
   HTTPRoutes attach to (`status.gatewayAddress` is the address it reports):
   HTTPS only, routes only from replica namespaces, requests only with the
   fleet gateway's client certificate (`gateway_hop.py`);
-- the KAI scheduler when asked for. Volcano is not installed: every Release
-  pins a chart version the Helm values oracle knows, and it knows no Volcano
-  chart, so asking for it sets ServingStackReady=False (InstallUnsupported)
-  with what to do instead, rather than guessing a chart;
+- InferencePool support: the Gateway API Inference Extension CRD
+  (`stack/inference_pool.py`) and Envoy AI Gateway, whose extension server
+  Envoy Gateway hands InferencePool backends to;
+- cert-manager (release key `release-cert-manager`, namespace cert-manager):
+  KServe's controller needs it, and the workload Gateway's certificates come
+  from it; `cert_manager_usage` orders an object before it;
+- KServe's LLMInferenceService CRD, controller and runtime presets when the
+  cluster runs KServe;
+- the GPU scheduler (KAI or Volcano) and Kueue when asked for, with the queues
+  the replicas' pods name and the cluster's PriorityClasses (`stack/queues.py`);
 - one StorageClass per CSI driver, mapped to the cloud's own driver (its
   `Cloud.storage_classes`, api/clouds/);
 - the inventory agent (`inventory_agent.py`) that reports the cluster's nodes,
   devices and unschedulable replicas to the InferenceCluster;
 - Usages so releases go before the node pools they run on, the Gateway and
-  its client check before the Envoy Gateway release that serves them, and the
-  hop's certificates and issuers before the cert-manager release.
+  its client check before the Envoy Gateway release that serves them, the
+  hop's certificates and issuers before cert-manager, and each queue before
+  the release that serves its kind.
+
+Every chart is pinned at a version the Helm values oracle knows (`stack/charts.py`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from modelplane.api import constants as c
 from modelplane.api.clouds import cloud_named
 from modelplane.api.gateway_hop import CLIENT_POLICY
+from modelplane.api.readers import ObservedModelReplica, read_model_replica
 from modelplane.api.reasons import ServingStackReadyReason, ValidReason
 from modelplane.api.serving_stack import NodePoolRef, ReleaseStatus, ServingStackSpec
 from modelplane.api.serving_stack import ServingStackStatus as StackStatus
@@ -41,49 +51,38 @@ from modelplane.compose import readiness as rd
 from modelplane.compose.clusters import gateway_hop
 from modelplane.compose.clusters.inventory_agent import DEPLOYMENT_KEY, agent_objects
 from modelplane.compose.clusters.managed import Ref, labels, ready, resource_name, usage
+from modelplane.compose.clusters.stack import inference_pool, queues
+from modelplane.compose.clusters.stack.charts import (
+    CERT_MANAGER,
+    ENVOY_GATEWAY,
+    KAI,
+    KSERVE_CONTROLLER,
+    KUEUE,
+    VOLCANO,
+    Chart,
+    charts,
+    release,
+    release_key,
+)
 from modelplane.compose.common import meta, parse_spec
 from modelplane.compose.objects import Item, wrap
-from modelplane.compose.readiness import EXISTS, PROGRAMMED, WORKLOAD_AVAILABLE, wrapped
-from modelplane.compose.types import ComposeInput, ComposeResult, DesiredResource, Resource
+from modelplane.compose.readiness import DEPLOYMENT_ROLLED_OUT, EXISTS, PROGRAMMED, wrapped
+from modelplane.compose.types import (
+    ComposeInput,
+    ComposeResult,
+    DesiredResource,
+    Requirement,
+    Resource,
+)
 
-GPU_TOLERATION = {"key": c.GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+__all__ = ["cert_manager_usage", "compose", "release", "release_key"]
+
 ENVOY_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
 GATEWAY_CLASS = "modelplane-envoy"
 # A Gateway is ready to route once its implementation reports it Programmed
 # (the same readiness rule as the InferenceGateway's Gateway).
 GATEWAY_PROGRAMMED = PROGRAMMED
 
-
-@dataclass(frozen=True)
-class Chart:
-    """A chart the stack installs: where from, into which namespace."""
-
-    key: str
-    name: str
-    repository: str
-    namespace: str
-    on_gpu_nodes: bool = False
-
-
-NFD = Chart(
-    "node-feature-discovery",
-    "node-feature-discovery",
-    "https://kubernetes-sigs.github.io/node-feature-discovery/charts",
-    "node-feature-discovery",
-    on_gpu_nodes=True,
-)
-DRA_DRIVER = Chart(
-    "nvidia-dra-driver",
-    "nvidia-dra-driver-gpu",
-    "https://helm.ngc.nvidia.com/nvidia",
-    "nvidia-dra-driver-gpu",
-    on_gpu_nodes=True,
-)
-LWS = Chart("leaderworkerset", "lws", "oci://registry.k8s.io/lws/charts", "lws-system")
-ENVOY_GATEWAY = Chart(
-    "envoy-gateway", "gateway-helm", "oci://docker.io/envoyproxy", "envoy-gateway-system"
-)
-KAI = Chart("kai-scheduler", "kai-scheduler", "oci://ghcr.io/nvidia/kai-scheduler", "kai-scheduler")
 
 STORAGE_CLASS_NAMES = {
     "SharedFilesystem": "modelplane-shared",
@@ -92,67 +91,9 @@ STORAGE_CLASS_NAMES = {
 }
 
 
-def release_key(chart: Chart) -> str:
-    """The composition resource name of a chart's Release."""
-    return f"release-{chart.key}"
-
-
-def _charts(spec: ServingStackSpec) -> list[tuple[Chart, str]]:
-    versions = spec.charts
-    out = [
-        (NFD, versions.node_feature_discovery),
-        (DRA_DRIVER, versions.nvidia_dra_driver),
-        (LWS, versions.leader_worker_set),
-        (ENVOY_GATEWAY, versions.envoy_gateway),
-    ]
-    if spec.gpu_scheduler == "KAI":
-        out.append((KAI, versions.kai_scheduler))
-    return out
-
-
-def _values(chart: Chart, spec: ServingStackSpec) -> dict[str, Any]:
-    if chart is NFD:
-        return {"worker": {"tolerations": [dict(GPU_TOLERATION)]}}
-    if chart is DRA_DRIVER:
-        values: dict[str, Any] = {
-            "gpuResourcesEnabledOverride": True,
-            "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
-            "kubeletPlugin": {"tolerations": [dict(GPU_TOLERATION)]},
-        }
-        # Where the cloud's node image puts the NVIDIA driver, when not at `/`.
-        cloud = cloud_named(spec.cloud)
-        root = cloud.driver_root if cloud is not None else None
-        if root:
-            values["nvidiaDriverRoot"] = root
-        return values
-    return {}
-
-
-def release(chart: Chart, version: str, spec: ServingStackSpec, namespace: str) -> Resource:
-    """One provider-helm Release of the stack, pinned to `version`."""
-    for_provider: dict[str, Any] = {
-        "chart": {"name": chart.name, "repository": chart.repository, "version": version},
-        "namespace": chart.namespace,
-    }
-    values = _values(chart, spec)
-    if values:
-        for_provider["values"] = values
-    return {
-        "apiVersion": c.PROVIDER_HELM_API_VERSION,
-        "kind": "Release",
-        "metadata": {
-            "name": resource_name(spec.cluster_name, chart.key),
-            "namespace": namespace,
-            "labels": labels(spec.cluster_name, chart.key),
-        },
-        "spec": {
-            "forProvider": for_provider,
-            "providerConfigRef": {
-                "kind": "ClusterProviderConfig",
-                "name": spec.provider_config_name,
-            },
-        },
-    }
+REPLICAS_REQUIREMENT = "replicas"
+# The release that serves each queueing system's kinds.
+QUEUE_RELEASES: dict[str, Chart] = {"KAI": KAI, "Volcano": VOLCANO, "Kueue": KUEUE}
 
 
 def _gateway_objects(spec: ServingStackSpec, namespace: str) -> dict[str, Resource]:
@@ -245,38 +186,110 @@ def _storage(spec: ServingStackSpec, namespace: str, result: ComposeResult) -> d
     return out
 
 
+def _usage_key(cluster: str, of: Ref, by: Ref) -> str:
+    return f"{by.name.removeprefix(cluster + '-')}-uses-{of.name.removeprefix(cluster + '-')}"
+
+
+def _add_usage(
+    out: dict[str, Resource], spec: ServingStackSpec, namespace: str, of: Ref, by: Ref, why: str
+) -> None:
+    key = _usage_key(spec.cluster_name, of, by)
+    out[f"usage-{key}"] = usage(
+        resource_name(spec.cluster_name, "usage", key), namespace, of, by, why
+    )
+
+
+def release_ref(spec: ServingStackSpec, chart: Chart) -> Ref:
+    """The stack's Release of `chart` as a Usage names it."""
+    return Ref(c.PROVIDER_HELM_API_VERSION, "Release", resource_name(spec.cluster_name, chart.key))
+
+
+def cert_manager_usage(
+    spec: ServingStackSpec, namespace: str, by: Ref, reason: str
+) -> tuple[str, Resource]:
+    """A Usage keeping cert-manager's Release until `by` (e.g. a Certificate's Object) is gone.
+
+    Returns its composed-resource key and the Usage; the Release is the stack's
+    `release-cert-manager` (namespace cert-manager on the cluster).
+    """
+    out: dict[str, Resource] = {}
+    _add_usage(out, spec, namespace, release_ref(spec, CERT_MANAGER), by, reason)
+    ((key, resource),) = out.items()
+    return key, resource
+
+
 def _usages(
-    spec: ServingStackSpec,
-    namespace: str,
-    releases: dict[str, Resource],
-    hop_objects: dict[str, Resource],
+    spec: ServingStackSpec, namespace: str, objects: dict[str, Resource]
 ) -> dict[str, Resource]:
     out: dict[str, Resource] = {}
-    cluster = spec.cluster_name
-
-    def add(of: Ref, by: Ref, reason: str) -> None:
-        key = f"{by.name.removeprefix(cluster + '-')}-uses-{of.name.removeprefix(cluster + '-')}"
-        out[f"usage-{key}"] = usage(resource_name(cluster, "usage", key), namespace, of, by, reason)
-
     pools: list[NodePoolRef] = spec.node_pools or []
-    for chart, _ in _charts(spec):
-        rel = Ref(
-            c.PROVIDER_HELM_API_VERSION, "Release", releases[release_key(chart)]["metadata"]["name"]
-        )
+    for chart, _ in charts(spec):
         for pool in pools:
             if pool.gpu and not chart.on_gpu_nodes:
                 continue
-            add(Ref(pool.api_version, pool.kind, pool.name), rel, "releases go before node pools")
-    envoy = Ref(
-        c.PROVIDER_HELM_API_VERSION,
-        "Release",
-        releases[release_key(ENVOY_GATEWAY)]["metadata"]["name"],
-    )
+            of = Ref(pool.api_version, pool.kind, pool.name)
+            _add_usage(
+                out, spec, namespace, of, release_ref(spec, chart), "releases go before node pools"
+            )
+    envoy = release_ref(spec, ENVOY_GATEWAY)
     for key in ("gateway", "gateway-class", gateway_hop.POLICY_KEY):
-        obj = Ref(c.PROVIDER_KUBERNETES_API_VERSION, "Object", resource_name(cluster, key))
-        add(envoy, obj, "the Gateway goes before the Envoy Gateway release")
-    for of, by in gateway_hop.usages_of_cert_manager(cluster, releases, hop_objects):
-        add(of, by, "certificates and issuers go before cert-manager")
+        gw = Ref(c.PROVIDER_KUBERNETES_API_VERSION, "Object", resource_name(spec.cluster_name, key))
+        _add_usage(
+            out, spec, namespace, envoy, gw, "the Gateway goes before the Envoy Gateway release"
+        )
+    for key in gateway_hop.CERT_MANAGER_KEYS:
+        cert = Ref(
+            c.PROVIDER_KUBERNETES_API_VERSION, "Object", resource_name(spec.cluster_name, key)
+        )
+        usage_key, resource = cert_manager_usage(
+            spec, namespace, cert, "the hop's certificates and issuers go before cert-manager"
+        )
+        out[usage_key] = resource
+    if spec.kserve:
+        # KServe's controller chart holds cert-manager Certificates.
+        key, resource = cert_manager_usage(
+            spec,
+            namespace,
+            release_ref(spec, KSERVE_CONTROLLER),
+            "KServe's certificates go before cert-manager",
+        )
+        out[key] = resource
+    for obj in objects.values():
+        system = _queue_system(obj)
+        if system is not None:
+            by = Ref(c.PROVIDER_KUBERNETES_API_VERSION, "Object", obj["metadata"]["name"])
+            of = release_ref(spec, QUEUE_RELEASES[system])
+            _add_usage(out, spec, namespace, of, by, "queues go before the release serving them")
+    return out
+
+
+def _queue_system(obj: Resource) -> str | None:
+    """Which queueing system serves a wrapped manifest (None: not a queue)."""
+    manifest = obj["spec"]["forProvider"]["manifest"]
+    group = str(manifest["apiVersion"]).split("/", 1)[0]
+    return {
+        "scheduling.run.ai": "KAI",
+        "scheduling.volcano.sh": "Volcano",
+        "kueue.x-k8s.io": "Kueue",
+    }.get(group)
+
+
+def _replicas(
+    inp: ComposeInput, spec: ServingStackSpec, result: ComposeResult
+) -> list[ObservedModelReplica]:
+    """The ModelReplicas placed on the cluster, when the stack makes queues for them."""
+    if not spec.queues:
+        return []
+    result.requirements[REPLICAS_REQUIREMENT] = Requirement(
+        api_version=c.API_VERSION,
+        kind="ModelReplica",
+        match_labels=queues.replicas_label(spec.cluster_name),
+    )
+    out = []
+    for obj in inp.required.get(REPLICAS_REQUIREMENT, []):
+        replica = read_model_replica(obj)
+        if replica is not None and replica.cluster == spec.cluster_name:
+            out.append(replica)
     return out
 
 
@@ -310,7 +323,7 @@ def _readiness(inp: ComposeInput, key: str, resource: Resource) -> bool:
         # cert-manager's Ready, the ClientTrafficPolicy's acceptance: the rule each declared.
         return obs is not None and rd.observed_ready(obs)
     if key == DEPLOYMENT_KEY:
-        return obs is not None and WORKLOAD_AVAILABLE.reads(obs)
+        return obs is not None and DEPLOYMENT_ROLLED_OUT.reads(obs)
     return obs is not None and EXISTS.reads(obs)
 
 
@@ -329,24 +342,41 @@ def compose(inp: ComposeInput) -> ComposeResult:
     namespace = str(meta(inp.composite).get("namespace") or c.SYSTEM_NAMESPACE)
     releases = {
         release_key(chart): release(chart, version, spec, namespace)
-        for chart, version in _charts(spec)
+        for chart, version in charts(spec)
     }
-    resources: dict[str, Resource] = {
-        **releases,
+    objects: dict[str, Resource] = {
         **_gateway_objects(spec, namespace),
         **gateway_hop.objects(spec, namespace),
+        **inference_pool.crd_object(spec, namespace),
         **_storage(spec, namespace, result),
         **agent_objects(spec, namespace),
-        **_usages(spec, namespace, releases, gateway_hop.objects(spec, namespace)),
+        **_scheduling(inp, spec, namespace, result),
     }
-    unsupported = unsupported_install(spec)
-    if unsupported is not None:
-        result.warn(ServingStackReadyReason.INSTALL_UNSUPPORTED, unsupported)
+    resources = {**releases, **objects, **_usages(spec, namespace, objects)}
     for key, resource in resources.items():
         ok = _readiness(inp, key, resource)
         result.desired[key] = DesiredResource(resource, "True" if ok else "False")
     _status(inp, result, spec)
     return result
+
+
+def _scheduling(
+    inp: ComposeInput, spec: ServingStackSpec, namespace: str, result: ComposeResult
+) -> dict[str, Resource]:
+    """Queues and PriorityClasses; until the replicas are fetched, the observed leaf queues."""
+    replicas = _replicas(inp, spec, result)
+    out = queues.scheduling_objects(spec, namespace, replicas)
+    if spec.queues and not inp.fetched(REPLICAS_REQUIREMENT):
+        # Not fetched yet (the first call of a reconcile): keep what exists.
+        for key, obs in inp.observed.items():
+            if key not in out and _is_object(obs) and _queue_system(obs) is not None:
+                out[key] = obs
+    return out
+
+
+def _is_object(obj: Resource) -> bool:
+    manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
+    return obj.get("kind") == "Object" and isinstance(manifest, dict) and "apiVersion" in manifest
 
 
 def _status(inp: ComposeInput, result: ComposeResult, spec: ServingStackSpec) -> None:
@@ -357,7 +387,7 @@ def _status(inp: ComposeInput, result: ComposeResult, spec: ServingStackSpec) ->
             version=version,
             ready=ready(inp.observed.get(release_key(chart))),
         )
-        for chart, version in _charts(spec)
+        for chart, version in charts(spec)
     ]
     gateway = inp.observed.get("gateway")
     status = StackStatus(releases=statuses, gateway_address=_gateway_address(gateway))
@@ -367,22 +397,6 @@ def _status(inp: ComposeInput, result: ComposeResult, spec: ServingStackSpec) ->
     ok, reason, message = _stack_ready(spec, statuses, gateway, policy)
     result.condition(c.CONDITION_SERVING_STACK_READY, ok, reason, message)
     result.ready = "True" if ok else "False"
-
-
-def unsupported_install(spec: ServingStackSpec) -> str | None:
-    """Why the GPU scheduler the stack is asked to install cannot be, if it cannot.
-
-    Only Volcano: its chart is not among those the Helm values oracle knows, and
-    a Release is composed only at a pinned version that oracle checked.
-    """
-    if spec.gpu_scheduler != "Volcano":
-        return None
-    return (
-        "spec.scheduling asks to install Volcano (schedulerName: volcano, install: true), "
-        "but Modelplane installs no Volcano: it composes a Helm release only at a pinned "
-        "chart version its values check knows, and it knows no Volcano chart. Install "
-        "Volcano on the cluster yourself, then set spec.scheduling.install to false"
-    )
 
 
 def _hop_enforced(policy: Resource | None) -> bool:
@@ -395,11 +409,7 @@ def _stack_ready(
     gateway: Resource | None,
     policy: Resource | None = None,
 ) -> tuple[bool, str, str]:
-    """ServingStackReady: (status, reason, message); an unsupported install comes first,
-    as no amount of waiting fixes it."""
-    unsupported = unsupported_install(spec)
-    if unsupported is not None:
-        return False, ServingStackReadyReason.INSTALL_UNSUPPORTED, unsupported
+    """ServingStackReady: (status, reason, message)."""
     waiting = [r for r in statuses if not r.ready]
     if waiting:
         names = ", ".join(f"{r.name} ({r.chart} {r.version})" for r in waiting)
@@ -414,8 +424,8 @@ def _stack_ready(
         return (
             False,
             ServingStackReadyReason.GATEWAY_NOT_PROGRAMMED,
-            f"ClientTrafficPolicy {spec.gateway.namespace}/{CLIENT_POLICY} is not "
-            "accepted yet: until it is, the Gateway's client certificate check is not in force",
+            f"ClientTrafficPolicy {spec.gateway.namespace}/{CLIENT_POLICY} is not accepted yet: "
+            "until it is, the Gateway's client certificate check is not in force",
         )
     return (
         True,

@@ -31,7 +31,12 @@ from modelplane.api import constants as c
 from modelplane.api.clouds import Cloud, cloud_named
 from modelplane.api.common import format_validation_error
 from modelplane.api.inference_class import InferenceClassSpec
-from modelplane.api.inference_cluster import GPUPool, InferenceClusterSpec, InferenceClusterStatus
+from modelplane.api.inference_cluster import (
+    GPUPool,
+    InferenceClusterSpec,
+    InferenceClusterStatus,
+    SchedulingConfig,
+)
 from modelplane.api.inventory import InventorySummary
 from modelplane.api.objects import condition, condition_status
 from modelplane.api.provisioning import ProvisionedClusterView, read_provisioned_cluster
@@ -46,6 +51,7 @@ from modelplane.api.serving_stack import (
     InventoryConfig,
     ServingStackSpec,
     StackGateway,
+    StackQueue,
     StackStorage,
     read_serving_stack,
 )
@@ -195,11 +201,25 @@ def _stack_storage(
     return storage if storage.to_dict() else None
 
 
+def _installs(
+    sched: SchedulingConfig | None,
+) -> tuple[Literal["KAI", "Volcano"] | None, bool, list[StackQueue]]:
+    """What `spec.scheduling` asks the stack to install: the GPU scheduler, Kueue, and
+    the queue templates of the systems it installs (a platform team's keeps its queues)."""
+    if sched is None or not sched.install:
+        return None, False, []
+    scheduler = GPU_SCHEDULERS.get(sched.scheduler_name or "")
+    templates = sched.queue_templates()
+    kueue = any(q.system == "Kueue" for q in templates)
+    installed = {scheduler, "Kueue" if kueue else None} - {None}
+    return scheduler, kueue, [q for q in templates if q.system in installed]
+
+
 def _stack_spec(
     name: str, spec: InferenceClusterSpec, pc_name: str, view: ProvisionedClusterView | None
 ) -> ServingStackSpec:
     sched = spec.scheduling
-    scheduler = GPU_SCHEDULERS.get(sched.scheduler_name or "") if sched and sched.install else None
+    scheduler, kueue, queues = _installs(sched)
     gateway = (
         StackGateway(name=spec.gateway.name, namespace=spec.gateway.namespace)
         if spec.gateway is not None
@@ -214,6 +234,13 @@ def _stack_spec(
         charts=(spec.serving_stack.charts if spec.serving_stack else None) or ChartVersions(),
         gateway=gateway,
         gpu_scheduler=scheduler,
+        kueue=kueue,
+        inference_pool=spec.serving_stack is None or spec.serving_stack.serves_inference_pools,
+        kserve=bool(
+            spec.serving_stack and spec.serving_stack.kserve and spec.serving_stack.kserve.enabled
+        ),
+        queues=queues or None,
+        priority_classes=(sched.priority_classes if sched else None) or None,
         storage=_stack_storage(spec, view),
         node_pools=refs,
         inventory=inventory_config(spec),
@@ -262,9 +289,6 @@ def serving_stack(
         reason = str(cond.get("reason") or ServingStackReadyReason.RELEASE_NOT_READY)
         message = str(cond.get("message") or "")
         result.condition(c.CONDITION_SERVING_STACK_READY, ready, reason, message)
-        if reason == ServingStackReadyReason.INSTALL_UNSUPPORTED:
-            # The fix is in this cluster's spec: say so where the platform team looks.
-            result.warn(reason, message)
     stack_view = read_serving_stack(observed)
     address = stack_view.status.gateway_address if stack_view.status else None
     return ready, address

@@ -325,7 +325,7 @@ def items(ctx: ReplicaContext, port: int) -> tuple[list[Item], str]:
     ]
     for kind, obj in _picker(ctx, name, pool):
         serves = kind == "deployment"
-        rule = readiness.WORKLOAD_AVAILABLE if serves else readiness.EXISTS
+        rule = readiness.DEPLOYMENT_ROLLED_OUT if serves else readiness.EXISTS
         what = f"{obj['kind']} {name} (endpoint picker)"
         key = f"picker-{kind}"
         obj_name = workload.object_name(ctx, None, "epp", kind)

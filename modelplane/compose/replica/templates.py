@@ -8,14 +8,11 @@ range over data or read anything but the three variables.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from modelplane.api.inference_cluster import template_errors
+from modelplane.api.inference_cluster import render_template, template_errors
 from modelplane.api.objects import LABEL_VALUE_PATTERN, MAX_LABEL_VALUE
-
-_TOKEN = re.compile(r"\{\{\s*\.(Namespace|Name|Cluster)\s*\}\}")
 
 
 @dataclass(frozen=True)
@@ -29,8 +26,7 @@ class TemplateVars:
 
 def render(value: str, variables: TemplateVars) -> str:
     """Substitute the three supported variables in `value` (validate it first)."""
-    table = {"Namespace": variables.namespace, "Name": variables.name, "Cluster": variables.cluster}
-    return _TOKEN.sub(lambda m: table[m.group(1)], value)
+    return render_template(value, variables.namespace, variables.name, variables.cluster)
 
 
 def render_map(

@@ -15,6 +15,8 @@ Composes (all in the composite's namespace, `*.gcp.m.upbound.io`):
   `nvidia.com/gpu=present:NoSchedule`, the labels GKE documents for DRA (no
   default device plugin, `nvidia.com/gpu.present`), and autoscaling from
   `nodeCount` to `maxNodeCount`; plus one small untainted system pool;
+- Filestore's API (`file.googleapis.com`, a ProjectService) when `csiDrivers`
+  asks for a SharedFilesystem;
 - Usages so deletion runs node pools → control plane → service account and
   network, the Network last (see `build`).
 """
@@ -63,6 +65,8 @@ CSI_ADDONS = {
     "ObjectStorageMount": "gcsFuseCsiDriverConfig",
     "BlockDevice": "gcePersistentDiskCsiDriverConfig",
 }
+# The API GKE's Filestore CSI driver creates instances through.
+FILESTORE_API = "file.googleapis.com"
 # A GCP service account id: 6-30 characters.
 _ACCOUNT_ID_MAX = 30
 
@@ -273,6 +277,22 @@ def _service_account(b: _Build) -> Ref:
     )
 
 
+def _filestore_api(b: _Build) -> None:
+    """Enable Filestore's API when the cluster gets a SharedFilesystem StorageClass.
+
+    Left enabled when the cluster goes (`disableOnDestroy: false`): other
+    Filestore instances of the project may still use it.
+    """
+    if "SharedFilesystem" not in (b.spec.csi_drivers or []):
+        return
+    b.add(
+        "filestore-api",
+        b.ref(CLOUDPLATFORM, "ProjectService", "filestore-api"),
+        "project-service",
+        {"service": FILESTORE_API, "disableOnDestroy": False},
+    )
+
+
 def build(spec: GKEClusterSpec, cluster: str, namespace: str, inp: ComposeInput) -> Plan:
     """Every managed resource and Usage of one GKE cluster.
 
@@ -293,6 +313,7 @@ def build(spec: GKEClusterSpec, cluster: str, namespace: str, inp: ComposeInput)
         b.use(part, control_plane, "the control plane goes before its network")
     for part in [account, *egress]:
         b.use(part, control_plane, "nodes keep their account and egress to the end")
+    _filestore_api(b)
     return b.plan
 
 

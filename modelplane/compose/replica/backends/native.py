@@ -129,7 +129,7 @@ def _workload(ctx: ReplicaContext, role: PlacedRole, claim: str | None) -> tuple
         f"{role.name}-{kind.lower()}",
         workload.object_name(ctx, role, kind.lower()),
         manifest,
-        readiness.WORKLOAD_AVAILABLE,
+        readiness.WORKLOAD_AVAILABLE if multi_node else readiness.DEPLOYMENT_ROLLED_OUT,
         f"{kind} {name} ({role.name})",
         serves=True,
     )

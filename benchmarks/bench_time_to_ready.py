@@ -1,0 +1,173 @@
+"""Benchmark: from applying a ModelDeployment to Ready, on the real local fleet.
+
+A `modelplane dev` fleet of four workload clusters, each with eight one-L4
+fake nodes (kube-scheduler allocates, kwok runs the Pods). For 1, 2 and 4
+clusters and 1, 2, 4 and 8 replicas, one ModelDeployment restricted to the
+first N clusters is applied and timed until its Ready condition is True, then
+deleted and waited for. Around each, the work it cost is read from the fleet's
+own metrics: function calls (Crossplane's `function_run_function_request_total`),
+Crossplane reconciles (`controller_runtime_reconcile_total` of its composite
+controllers) and API writes (`apiserver_request_total` of every API server,
+verbs that write), each per Ready replica. The harness plays the controllers the
+fleet lacks (the gateway's route status), as the e2e suite does.
+
+    .venv/bin/python benchmarks/bench_time_to_ready.py [--dir D] [--keep] [--replicas 1,2,4,8]
+        [--clusters 1,2,4]
+
+Needs Go (the parts) and takes several minutes; not part of `make test`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ssl
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from e2e import manifests as m  # noqa: E402
+from e2e.harness import World  # noqa: E402
+
+from modelplane.dev.fleet import Fleet, State  # noqa: E402
+from modelplane.dev.nodes import ClusterNodes, PoolNodes, class_devices  # noqa: E402
+
+CLASS = "bench-l4"
+NODES = 8
+WORKLOADS = 4
+WRITE_VERBS = {"POST", "PUT", "PATCH", "DELETE", "APPLY", "DELETECOLLECTION"}
+NS = "bench"
+
+
+def _scrape(url: str, token: str | None, ca: str | None) -> str:
+    req = urllib.request.Request(url)
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    ctx = ssl.create_default_context(cafile=ca) if url.startswith("https") else None
+    with urllib.request.urlopen(req, timeout=10, context=ctx) as resp:
+        return resp.read().decode()
+
+
+def _sum(text: str, family: str, keep: Any) -> float:
+    total = 0.0
+    for fam in text_string_to_metric_families(text):
+        for sample in fam.samples:
+            if sample.name == family and keep(sample.labels):
+                total += sample.value
+    return total
+
+
+def counters(state: State) -> dict[str, float]:
+    """Function calls, Crossplane composite reconciles and API writes so far."""
+    xp = _scrape(f"http://127.0.0.1:{state.ports['crossplane-metrics']}/metrics", None, None)
+    token = (state.pki / "token").read_text().strip()
+    writes = 0.0
+    for cluster in state.clusters:
+        text = _scrape(
+            f"{state.kubeconfig(cluster).server}/metrics", token, str(state.pki / "ca.crt")
+        )
+        writes += _sum(text, "apiserver_request_total", lambda lb: lb.get("verb") in WRITE_VERBS)
+    return {
+        "function calls": _sum(xp, "function_run_function_request_total", lambda _lb: True),
+        "reconciles": _sum(
+            xp,
+            "controller_runtime_reconcile_total",
+            lambda lb: str(lb.get("controller", "")).startswith("composite/"),
+        ),
+        "API writes": writes,
+    }
+
+
+def _clusters(world: World) -> None:
+    world.apply([m.inference_class(CLASS)])
+    for i in range(1, WORKLOADS + 1):
+        doc = m.inference_cluster(f"bench-{i}", world.secret_ref(f"wl-{i}"), CLASS, nodes=NODES)
+        doc["metadata"]["labels"] = {"bench.modelplane.ai/index": str(i)}
+        world.apply([doc])
+    for i in range(1, WORKLOADS + 1):
+        world.settle(
+            f"bench-{i} Ready",
+            lambda n=i: world.ready(m.API, "InferenceCluster", f"bench-{n}"),
+            300,
+        )
+
+
+def _deployment(replicas: int, clusters: int) -> dict[str, Any]:
+    doc = m.deployment("ttr", NS, replicas=replicas)
+    doc["spec"]["clusterSelector"] = {
+        "matchExpressions": [
+            {
+                "key": "bench.modelplane.ai/index",
+                "operator": "In",
+                "values": [str(i) for i in range(1, clusters + 1)],
+            }
+        ]
+    }
+    return doc
+
+
+def measure(world: World, replicas: int, clusters: int) -> dict[str, float]:
+    """Time to Ready and the work per Ready replica of one deployment."""
+    before = counters(world.state)
+    started = time.monotonic()
+    world.apply([_deployment(replicas, clusters)])
+    world.settle("ttr Ready", lambda: world.ready(m.API, "ModelDeployment", "ttr", NS), 600)
+    elapsed = time.monotonic() - started
+    after = counters(world.state)
+    world.cp.delete(m.API, "ModelDeployment", "ttr", NS)
+    world.settle(
+        "ttr gone",
+        lambda: None if world.cp.list(m.API, "ModelReplica", NS) else True,
+        300,
+    )
+    out = {"seconds": elapsed}
+    out.update({k: (after[k] - before[k]) / replicas for k in before})
+    return out
+
+
+def main() -> None:
+    """Bring up (or reuse) the fleet, measure every size, print a table."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", type=Path, default=Path(".modelplane-bench"))
+    ap.add_argument("--keep", action="store_true", help="Leave the fleet running.")
+    ap.add_argument("--replicas", default="1,2,4,8")
+    ap.add_argument("--clusters", default="1,2,4")
+    args = ap.parse_args()
+    devices = class_devices(m.inference_class(CLASS))
+    nodes = [
+        ClusterNodes(f"wl-{i}", (PoolNodes("l4", NODES, devices),)) for i in range(1, WORKLOADS + 1)
+    ]
+    fleet = Fleet(args.dir, lambda msg: print(f"[dev up] {msg}", file=sys.stderr))
+    started = time.monotonic()
+    fleet.up(clusters=WORKLOADS, nodes=nodes)
+    print(f"dev up: {time.monotonic() - started:.1f} s", file=sys.stderr)
+    world = World(State.load(fleet.directory), started)
+    for api in world.workloads.values():
+        world.install_crds(api, "gateway-api")
+    _clusters(world)
+    world.apply([m.namespace(NS)])
+    print(
+        "| clusters | replicas | s to Ready | function calls / replica | reconciles / replica "
+        "| API writes / replica |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|")
+    for clusters in (int(x) for x in args.clusters.split(",")):
+        for replicas in (int(x) for x in args.replicas.split(",")):
+            got = measure(world, replicas, clusters)
+            print(
+                f"| {clusters} | {replicas} | {got['seconds']:.1f} | {got['function calls']:.1f} "
+                f"| {got['reconciles']:.1f} | {got['API writes']:.1f} |",
+                flush=True,
+            )
+    if not args.keep:
+        fleet.down()
+
+
+if __name__ == "__main__":
+    main()
