@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from modelplane.api import constants as c
 from modelplane.api.common import (
@@ -84,6 +84,10 @@ class ModelEndpointSpec(KubeModel):
                 "self.url.startsWith('http://') || self.url.startsWith('https://')",
                 "url must start with http:// or https://",
             ),
+            (
+                "!has(self.cluster) || self.url.startsWith('https://')",
+                "an endpoint on a cluster's Gateway (cluster) is reached over https",
+            ),
         )
     }
 
@@ -107,6 +111,18 @@ class ModelEndpointSpec(KubeModel):
         pattern=HEADER_NAME_PATTERN,
         description="The request header the credential is injected into.",
     )
+    cluster: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=253,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+        description=(
+            "The InferenceCluster whose inference Gateway serves this endpoint (a "
+            "ModelDeployment sets it on its replicas' endpoints). The fleet gateway then "
+            "reaches it over mutual TLS: it verifies that Gateway's certificate against the "
+            "cluster's CA and presents the fleet's client certificate for that cluster."
+        ),
+    )
     rewrite_path: str | None = Field(
         default=None,
         max_length=1024,
@@ -119,6 +135,12 @@ class ModelEndpointSpec(KubeModel):
     def _url(cls, v: str) -> str:
         parse_url(v)
         return v
+
+    @model_validator(mode="after")
+    def _cluster_https(self) -> ModelEndpointSpec:
+        if self.cluster is not None and not self.url.startswith("https://"):
+            raise ValueError("an endpoint on a cluster's Gateway (cluster) is reached over https")
+        return self
 
     def upstream(self) -> Upstream:
         """The parsed URL (valid by construction)."""

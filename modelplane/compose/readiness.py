@@ -30,6 +30,7 @@ The rules today:
 - `ACCEPTED`, `PROGRAMMED`: Gateway API objects (a GatewayClass or Envoy
   Gateway Backend is `Accepted`, a Gateway `Programmed`), used by the routing
   wing on the control plane and by the serving stack on workload clusters.
+- `READY_CONDITION`: the wrapped object's own `Ready` (KServe, cert-manager).
 A new kind of item adds its rule with `condition_rule` (a wrapped condition,
 e.g. KServe's `Ready`) or a `ReadinessRule` of its own, and `register`s it.
 """
@@ -248,6 +249,11 @@ for _rule in (
     PROGRAMMED,
 ):
     register(_rule)
+
+# Ready when the wrapped object's own `Ready` condition is True: a KServe
+# LLMInferenceService, a cert-manager Issuer or Certificate. One rule, as one
+# wire form may be registered once.
+READY_CONDITION = register(condition_rule("ReadyCondition", "Ready"))
 
 
 def declared(observed: Resource) -> ReadinessRule:

@@ -4,7 +4,8 @@ Versions live in `parts/versions.toml` and nowhere else. etcd, Kubernetes and
 Crossplane core carry `replace` directives, so `go install module@version`
 refuses them; each is built from a small wrapper module in `parts/<name>/`
 (its go.mod generated from the versions, its go.sum checked in).
-provider-kubernetes has no replaces and installs as it is published.
+provider-kubernetes and egctl (Envoy Gateway's translator, a test oracle the
+fleet does not run) have no replaces and install as they are published.
 
 A build lands in `<cache>/<name>-<version>-<key>/`, where the key digests the
 wrapper's files, the Go version and the link flags: a second run with the same
@@ -53,6 +54,8 @@ class Part:
     about: str = ""
     # Nothing to build: only the module's assets are kept.
     crds_only: bool = False
+    # False for a tool the tests use (egctl) rather than a process of the fleet.
+    fleet: bool = True
 
     @property
     def wrapper(self) -> Path:
@@ -88,7 +91,7 @@ def parts(versions: dict[str, dict[str, str]] | None = None) -> dict[str, Part]:
     def pin(name: str) -> tuple[str, str]:
         return v[name]["module"], v[name]["version"]
 
-    etcd, kube, xp, pk, helm, kwok = (
+    etcd, kube, xp, pk, helm, kwok, eg = (
         pin(n)
         for n in (
             "etcd",
@@ -97,6 +100,7 @@ def parts(versions: dict[str, dict[str, str]] | None = None) -> dict[str, Part]:
             "provider-kubernetes",
             "provider-helm",
             "kwok",
+            "egctl",
         )
     )
     return {
@@ -142,6 +146,14 @@ def parts(versions: dict[str, dict[str, str]] | None = None) -> dict[str, Part]:
             ("kwok",),
             install=f"{kwok[0]}/cmd/kwok",
             about="the kubelet of the workload clusters' fake GPU nodes",
+        ),
+        "egctl": Part(
+            "egctl",
+            *eg,
+            ("egctl",),
+            install=f"{eg[0]}/cmd/egctl",
+            about="Envoy Gateway's offline translator: the routing tests' oracle",
+            fleet=False,
         ),
     }
 
@@ -305,8 +317,8 @@ def build(part: Part, root: Path | None = None, progress: Progress | None = None
 
 
 def build_all(root: Path | None = None, progress: Progress | None = None) -> dict[str, Path]:
-    """Every part's cache directory, building the ones not cached yet."""
-    return {name: build(part, root, progress) for name, part in parts().items()}
+    """Every fleet part's cache directory, building the ones not cached yet."""
+    return {name: build(part, root, progress) for name, part in parts().items() if part.fleet}
 
 
 def binary(dirs: dict[str, Path], part: str, name: str) -> Path:

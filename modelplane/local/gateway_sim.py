@@ -98,10 +98,29 @@ def _backend(manifest: Obj, at: str) -> dict[str, Any]:
     return {"conditions": [_condition("Accepted", "Accepted", at)]}
 
 
+def _policy(manifest: Obj, at: str) -> dict[str, Any]:
+    """An Envoy Gateway policy accepted by every Gateway it targets (`status.ancestors`)."""
+    spec = manifest.get("spec") or {}
+    namespace = (manifest.get("metadata") or {}).get("namespace")
+    ancestors = []
+    for ref in spec.get("targetRefs") or []:
+        if isinstance(ref, dict):
+            ancestor = {**ref, "namespace": ref.get("namespace") or namespace}
+            ancestors.append(
+                {
+                    "ancestorRef": ancestor,
+                    "controllerName": CONTROLLER,
+                    "conditions": [_condition("Accepted", "Accepted", at)],
+                }
+            )
+    return {"ancestors": ancestors}
+
+
 GATEWAY_STATUS: dict[tuple[str, str], Callable[[Obj, str], dict[str, Any]]] = {
     ("gateway.networking.k8s.io", "Gateway"): gateway_status,
     ("gateway.networking.k8s.io", "GatewayClass"): _gateway_class,
     ("gateway.networking.k8s.io", "HTTPRoute"): _route,
     ("gateway.envoyproxy.io", "Backend"): _backend,
+    ("gateway.envoyproxy.io", "ClientTrafficPolicy"): _policy,
 }
 """Simulated status per (group, kind) of the gateway resources."""

@@ -13,6 +13,7 @@ an unchanged object changes nothing.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from typing import Any
 
@@ -148,6 +149,11 @@ def _namespace(manifest: Obj, at: str) -> dict[str, Any]:
     return {"phase": "Active"}
 
 
+def _cert_manager_ready(manifest: Obj, at: str) -> dict[str, Any]:
+    """An Issuer or Certificate as cert-manager reports it once it can issue / has issued."""
+    return {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": at}]}
+
+
 def _llm_inference_service(manifest: Obj, at: str) -> dict[str, Any]:
     meta = manifest.get("metadata") or {}
     host = f"{meta.get('name')}-kserve-workload-svc.{meta.get('namespace')}.svc.cluster.local"
@@ -169,6 +175,8 @@ WORKLOAD_STATUS: dict[tuple[str, str], Callable[[Obj, str], dict[str, Any]]] = {
     ("", "Namespace"): _namespace,
     **GATEWAY_STATUS,
     ("serving.kserve.io", "LLMInferenceService"): _llm_inference_service,
+    ("cert-manager.io", "Issuer"): _cert_manager_ready,
+    ("cert-manager.io", "Certificate"): _cert_manager_ready,
 }
 """Plausible observed status per wrapped kind; kinds not listed just exist."""
 
@@ -294,6 +302,45 @@ def _simulate_object(
     status["atProvider"] = {"manifest": live}
     set_condition(obj, "Synced", "True", "ReconcileSuccess", "", clock)
     set_condition(obj, "Ready", "True", "Available", "", clock)
+    _connection_details(store, obj)
+
+
+SIMULATED_VALUE = base64.b64encode(b"simulated by modelplane render").decode()
+
+
+def _connection_details(store: ObjectStore, obj: Obj) -> None:
+    """The connection Secret provider-kubernetes writes from an Object's `connectionDetails`.
+
+    Its keys are the ones the Object names (`toConnectionSecretKey`); the values
+    are placeholders, as nothing real was read from a cluster.
+    """
+    spec = obj.get("spec") or {}
+    name = (spec.get("writeConnectionSecretToRef") or {}).get("name")
+    details = spec.get("connectionDetails") or []
+    if not name or not isinstance(details, list):
+        return
+    meta = obj.get("metadata") or {}
+    keys = sorted({str(d.get("toConnectionSecretKey")) for d in details if isinstance(d, dict)})
+    owner = {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "name": meta.get("name"),
+        "uid": meta.get("uid", ""),
+        "controller": True,
+    }
+    store.put(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": name,
+                "namespace": meta.get("namespace") or "default",
+                "ownerReferences": [owner],
+            },
+            "type": "connection.crossplane.io/v1alpha1",
+            "data": dict.fromkeys(keys, SIMULATED_VALUE),
+        }
+    )
 
 
 GATEWAY_KIND = ("gateway.networking.k8s.io", "Gateway")

@@ -17,7 +17,7 @@ from modelplane.compose.types import ComposeInput, ComposeResult
 from modelplane.scheduling.types import PlannedReplica, RoleAssignment, ScheduleResult
 
 CEL = 'device.attributes["gpu.nvidia.com"].productName == "NVIDIA L4"'
-URL = "http://203.0.113.10/team-a/chat/0"
+URL = "https://203.0.113.10/team-a/chat/0"
 GPU = ResolvedDeviceRequest(
     name="gpu", device_class_name="gpu.nvidia.com", count=1, selectors=[{"cel": CEL}]
 )
@@ -116,7 +116,8 @@ EXPECTED_ENDPOINT = {
             "modelplane.ai/deployment": "chat",
         },
     },
-    "spec": {"url": URL},
+    # On cluster `a`'s Gateway: the fleet gateway reaches it over mutual TLS.
+    "spec": {"url": URL, "cluster": "a"},
 }
 
 
@@ -163,6 +164,38 @@ def test_warm_up_ready_drain() -> None:
         ComposeInput(composite=service, required={"gateway": [gateway], "endpoints": [endpoint]})
     )
     assert routed.status["endpoints"] == [{"name": "chat-a0", "weight": 1000, "ready": True}]
+    # Over mutual TLS to cluster `a`'s Gateway: its CA and name, the fleet's certificate.
+    backend = routed.desired["backend-chat-a0"].resource["spec"]["forProvider"]["manifest"]
+    copy_ref = {"group": "", "kind": "Secret", "name": "chat-a-hop"}
+    assert backend["spec"]["tls"] == {
+        "caCertificateRefs": [copy_ref],
+        "sni": "a.gateway.modelplane.internal",
+        "clientCertificateRef": copy_ref,
+    }
+    hop = routed.desired["hop-a"].resource
+    assert hop["spec"]["forProvider"]["manifest"] == {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": "chat-a-hop",
+            "namespace": "team-a",
+            "labels": {
+                "app.kubernetes.io/managed-by": "modelplane",
+                "modelplane.ai/service": "chat",
+            },
+        },
+        "type": "kubernetes.io/tls",
+    }
+    assert [r["patchesFrom"] for r in hop["spec"]["references"]] == [
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "name": "a-gateway-hop",
+            "namespace": "modelplane-system",
+            "fieldPath": f"data[{key}]",
+        }
+        for key in ("tls.crt", "tls.key", "ca.crt")
+    ]
 
     # Draining (no longer Ready): the endpoint is withdrawn at once.
     draining = step(ready=False, **{ENDPOINT_KEY: endpoint})

@@ -51,9 +51,18 @@ def test_only_kserve_clusters_get_replicas_and_the_status_says_why(tmp_path: Pat
         if agent not in (m["metadata"]["name"], m["metadata"].get("namespace"))
     }
     assert ("edge-l4", "LLMInferenceService") in kinds
-    # Only its ServingStack's inference Gateway (and that Gateway's namespace)
-    # and the InferencePool CRD land there, beside the inventory agent.
-    stack = {"GatewayClass", "Gateway", "Namespace", "CustomResourceDefinition"}
+    # Only its ServingStack's inference Gateway (that Gateway's namespace, its
+    # certificates and client check) and the InferencePool CRD land there,
+    # beside the inventory agent.
+    stack = {
+        "GatewayClass",
+        "Gateway",
+        "Namespace",
+        "CustomResourceDefinition",
+        "Issuer",
+        "Certificate",
+        "ClientTrafficPolicy",
+    }
     assert not [k for k in kinds if k[0] == "aaa-plain-l4" and k[1] not in stack]
     replicas = [o for o in result.composites() if o["kind"] == "ModelReplica"]
     assert len(replicas) == 2 and {r["spec"]["backend"] for r in replicas} == {"KServe"}

@@ -473,7 +473,7 @@ def test_user_toleration_for_gpu_is_not_duplicated() -> None:
 def test_ready_only_once_the_workload_is_observed_available() -> None:
     first = run(replica(), cluster(gatewayAddress="east.example.com"))
     assert first.ready == "False"
-    assert first.status == {"namespace": NS, "endpoint": "http://east.example.com/team-a/llama/0"}
+    assert first.status == {"namespace": NS, "endpoint": "https://east.example.com/team-a/llama/0"}
 
     pending = run(replica(), cluster(), observed=observed_from(first, available=False))
     assert pending.ready == "False"

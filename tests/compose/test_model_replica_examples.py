@@ -58,8 +58,18 @@ EXPECTED: dict[str, tuple[str, dict[str, int]]] = {
     ),
 }
 
-# The stack's inference Gateway (its class, its namespace) and the InferencePool CRD.
-STACK = {"Namespace": 1, "GatewayClass": 1, "Gateway": 1, "CustomResourceDefinition": 1}
+# The stack's inference Gateway (its class, its namespace), the InferencePool CRD,
+# and the Gateway's hop (gateway_hop.py): two Issuers, the CA's, the Gateway's and
+# the fleet's Certificates, the client check.
+STACK = {
+    "Namespace": 1,
+    "GatewayClass": 1,
+    "Gateway": 1,
+    "CustomResourceDefinition": 1,
+    "Issuer": 2,
+    "Certificate": 3,
+    "ClientTrafficPolicy": 1,
+}
 # The inventory agent (its namespace, account, RBAC, Deployment) and the
 # Observe-only Object of the ConfigMap it writes (a manifest naming it, never applied).
 AGENT = {

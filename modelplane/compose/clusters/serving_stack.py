@@ -10,7 +10,9 @@ a replica sends need (docs/serving-stack.md has the table, kind by kind):
   driver where the cloud installs it;
 - LeaderWorkerSet;
 - Envoy Gateway, its GatewayClass, and the inference Gateway the replicas'
-  HTTPRoutes attach to (`status.gatewayAddress` is the address it reports);
+  HTTPRoutes attach to (`status.gatewayAddress` is the address it reports):
+  HTTPS only, routes only from replica namespaces, requests only with the
+  fleet gateway's client certificate (`gateway_hop.py`);
 - InferencePool support: the Gateway API Inference Extension CRD
   (`stack/inference_pool.py`) and Envoy AI Gateway, whose extension server
   Envoy Gateway hands InferencePool backends to;
@@ -25,9 +27,10 @@ a replica sends need (docs/serving-stack.md has the table, kind by kind):
   `Cloud.storage_classes`, api/clouds/);
 - the inventory agent (`inventory_agent.py`) that reports the cluster's nodes,
   devices and unschedulable replicas to the InferenceCluster;
-- Usages so releases go before the node pools they run on, the Gateway
-  before the Envoy Gateway release that serves it, and each queue before the
-  release that serves its kind.
+- Usages so releases go before the node pools they run on, the Gateway and
+  its client check before the Envoy Gateway release that serves them, the
+  hop's certificates and issuers before cert-manager, and each queue before
+  the release that serves its kind.
 
 Every chart is pinned at a version the Helm values oracle knows (`stack/charts.py`).
 """
@@ -38,11 +41,14 @@ from typing import Any
 
 from modelplane.api import constants as c
 from modelplane.api.clouds import cloud_named
+from modelplane.api.gateway_hop import CLIENT_POLICY
 from modelplane.api.readers import ObservedModelReplica, read_model_replica
 from modelplane.api.reasons import ServingStackReadyReason, ValidReason
 from modelplane.api.serving_stack import NodePoolRef, ReleaseStatus, ServingStackSpec
 from modelplane.api.serving_stack import ServingStackStatus as StackStatus
 from modelplane.compose import outcome
+from modelplane.compose import readiness as rd
+from modelplane.compose.clusters import gateway_hop
 from modelplane.compose.clusters.inventory_agent import DEPLOYMENT_KEY, agent_objects
 from modelplane.compose.clusters.managed import Ref, labels, ready, resource_name, usage
 from modelplane.compose.clusters.stack import inference_pool, queues
@@ -107,14 +113,8 @@ def _gateway_objects(spec: ServingStackSpec, namespace: str) -> dict[str, Resour
         "metadata": {"name": gw.name, "namespace": gw.namespace},
         "spec": {
             "gatewayClassName": GATEWAY_CLASS,
-            "listeners": [
-                {
-                    "name": "http",
-                    "protocol": "HTTP",
-                    "port": 80,
-                    "allowedRoutes": {"namespaces": {"from": "All"}},
-                }
-            ],
+            # HTTPS with client certificates only: `gateway_hop.py`.
+            "listeners": [gateway_hop.listener()],
         },
     }
     items = (
@@ -232,11 +232,19 @@ def _usages(
                 out, spec, namespace, of, release_ref(spec, chart), "releases go before node pools"
             )
     envoy = release_ref(spec, ENVOY_GATEWAY)
-    for key in ("gateway", "gateway-class"):
+    for key in ("gateway", "gateway-class", gateway_hop.POLICY_KEY):
         gw = Ref(c.PROVIDER_KUBERNETES_API_VERSION, "Object", resource_name(spec.cluster_name, key))
         _add_usage(
             out, spec, namespace, envoy, gw, "the Gateway goes before the Envoy Gateway release"
         )
+    for key in gateway_hop.CERT_MANAGER_KEYS:
+        cert = Ref(
+            c.PROVIDER_KUBERNETES_API_VERSION, "Object", resource_name(spec.cluster_name, key)
+        )
+        usage_key, resource = cert_manager_usage(
+            spec, namespace, cert, "the hop's certificates and issuers go before cert-manager"
+        )
+        out[usage_key] = resource
     if spec.kserve:
         # KServe's controller chart holds cert-manager Certificates.
         key, resource = cert_manager_usage(
@@ -311,6 +319,9 @@ def _readiness(inp: ComposeInput, key: str, resource: Resource) -> bool:
         return ready(obs)
     if key == "gateway":
         return _gateway_programmed(obs)
+    if key.startswith("gateway-hop-"):
+        # cert-manager's Ready, the ClientTrafficPolicy's acceptance: the rule each declared.
+        return obs is not None and rd.observed_ready(obs)
     if key == DEPLOYMENT_KEY:
         return obs is not None and DEPLOYMENT_ROLLED_OUT.reads(obs)
     return obs is not None and EXISTS.reads(obs)
@@ -335,6 +346,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
     }
     objects: dict[str, Resource] = {
         **_gateway_objects(spec, namespace),
+        **gateway_hop.objects(spec, namespace),
         **inference_pool.crd_object(spec, namespace),
         **_storage(spec, namespace, result),
         **agent_objects(spec, namespace, inp.image),
@@ -381,13 +393,21 @@ def _status(inp: ComposeInput, result: ComposeResult, spec: ServingStackSpec) ->
     status = StackStatus(releases=statuses, gateway_address=_gateway_address(gateway))
     result.status.update(status.to_dict())
     result.condition(c.CONDITION_VALID, True, ValidReason.VALID, "ServingStack spec is valid")
-    ok, reason, message = _stack_ready(spec, statuses, gateway)
+    policy = inp.observed.get(gateway_hop.POLICY_KEY)
+    ok, reason, message = _stack_ready(spec, statuses, gateway, policy)
     result.condition(c.CONDITION_SERVING_STACK_READY, ok, reason, message)
     result.ready = "True" if ok else "False"
 
 
+def _hop_enforced(policy: Resource | None) -> bool:
+    return policy is not None and gateway_hop.POLICY_ACCEPTED.reads(policy)
+
+
 def _stack_ready(
-    spec: ServingStackSpec, statuses: list[ReleaseStatus], gateway: Resource | None
+    spec: ServingStackSpec,
+    statuses: list[ReleaseStatus],
+    gateway: Resource | None,
+    policy: Resource | None = None,
 ) -> tuple[bool, str, str]:
     """ServingStackReady: (status, reason, message)."""
     waiting = [r for r in statuses if not r.ready]
@@ -399,6 +419,13 @@ def _stack_ready(
             False,
             ServingStackReadyReason.GATEWAY_NOT_PROGRAMMED,
             f"Gateway {spec.gateway.namespace}/{spec.gateway.name} is not Programmed yet",
+        )
+    if not _hop_enforced(policy):
+        return (
+            False,
+            ServingStackReadyReason.GATEWAY_NOT_PROGRAMMED,
+            f"ClientTrafficPolicy {spec.gateway.namespace}/{CLIENT_POLICY} is not accepted yet: "
+            "until it is, the Gateway's client certificate check is not in force",
         )
     return (
         True,

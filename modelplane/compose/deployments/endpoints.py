@@ -2,7 +2,8 @@
 
 A replica gets a ModelEndpoint exactly while it is Ready and its cluster
 publishes a `gatewayAddress`; the endpoint's URL is the replica's
-`status.endpoint`, i.e. its HTTPRoute's path under that gateway. A replica that
+`status.endpoint`, i.e. its HTTPRoute's path under that gateway, and its
+`cluster` names the InferenceCluster whose Gateway that is. A replica that
 is warming up, draining or unreachable has none, so a ModelService never sends
 it traffic (no 503s during warm-up or drain): the endpoint is withdrawn from
 desired state the moment the replica stops being Ready, and Crossplane deletes
@@ -34,6 +35,7 @@ class ReplicaView:
     ready: bool
     endpoint: str | None
     cluster_gateway: str | None
+    cluster: str | None = None
 
 
 def endpoint_key(replica_key: str) -> str:
@@ -60,5 +62,18 @@ def endpoint_for(
         "apiVersion": c.API_VERSION,
         "kind": ENDPOINT_KIND,
         "metadata": {"name": replica.name, "namespace": namespace, "labels": labels},
-        "spec": {"url": replica.endpoint},
+        # The cluster tells the fleet gateway which Gateway certificate to
+        # verify and which client certificate to present (api/gateway_hop.py).
+        "spec": {"url": replica.endpoint, **_cluster(replica)},
     }
+
+
+def _cluster(replica: ReplicaView) -> dict[str, str]:
+    """`spec.cluster` when the replica is reached through its cluster's HTTPS Gateway.
+
+    A cluster whose `spec.gateway.address` names a plain-http URL gets none: a
+    cluster hop is https, and an endpoint saying otherwise would be refused.
+    """
+    if replica.cluster and (replica.endpoint or "").startswith("https://"):
+        return {"cluster": replica.cluster}
+    return {}

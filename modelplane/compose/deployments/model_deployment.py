@@ -274,6 +274,7 @@ def _compose_endpoints(
             ready=replica is not None and replica.ready,
             endpoint=replica.endpoint if replica is not None else None,
             cluster_gateway=gateways.get(planned.cluster),
+            cluster=planned.cluster,
         )
         manifest = endpoint_for(view, name, namespace, labels)
         if manifest is None:

@@ -378,7 +378,8 @@ def _status(ctx: ReplicaContext, cluster: ObservedInferenceCluster) -> Resource:
     address = cluster.gateway_address
     endpoint = None
     if address:
-        base = address if "://" in address else f"http://{address}"
+        # The cluster's Gateway serves only HTTPS (compose/clusters/gateway_hop.py).
+        base = address if "://" in address else f"https://{address}"
         endpoint = base.rstrip("/") + workload.route_path(ctx)
     return ModelReplicaStatus(namespace=ctx.namespace, endpoint=endpoint).to_dict()
 

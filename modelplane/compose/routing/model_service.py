@@ -8,7 +8,10 @@ control plane returns).
 Output, as provider-kubernetes Objects in the service's namespace on the
 control plane's provider config:
 - per selected Ready endpoint, an Envoy Gateway `Backend` (FQDN or IP, TLS with
-  the system CA bundle and SNI for https upstreams);
+  the system CA bundle and SNI for https upstreams; for an endpoint on a
+  cluster's Gateway, `spec.cluster`, mutual TLS: that cluster's CA and name,
+  the fleet's client certificate, from a Secret copy in the service's
+  namespace, `hop`);
 - per endpoint with a credential, an Envoy Gateway `HTTPRouteFilter` with
   `credentialInjection` (Envoy Gateway v1.9: the filter names a Secret whose key
   `credential` holds the header value; used as a backendRef filter so each
@@ -22,7 +25,8 @@ control plane's provider config:
   `weights.py`).
 
 Envoy Gateway v1.9 rejects path rewrites on individual backendRefs
-(envoyproxy/gateway#9095, #9131) but rewrites the Host per backendRef
+(envoyproxy/gateway#9095, #9131; its translator says so, see
+tests/local/test_egctl_translate.py) but rewrites the Host per backendRef
 (#7826). When every Ready endpoint shares one upstream path prefix (SaaS
 endpoints, replicas of one deployment behind one rewritePath), the route above
 is all there is. When they differ (a canary between two deployments: each
@@ -44,6 +48,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from modelplane.api import constants as c
+from modelplane.api import gateway_hop as hop
 from modelplane.api.inference_gateway import ObservedGateway, read_gateway
 from modelplane.api.model_endpoint import ObservedEndpoint, read_endpoint
 from modelplane.api.model_service import (
@@ -405,6 +410,8 @@ class _Builder:
                 gwo.ACCEPTED,
             )
             out.update(self.credential(e))
+            if e.spec is not None and e.spec.cluster is not None:
+                out.update(self.hop(e.spec.cluster))
         return out
 
     def backend(self, e: ObservedEndpoint) -> Resource:
@@ -417,7 +424,9 @@ class _Builder:
             else {"fqdn": {"hostname": up.host, "port": up.port}}
         )
         body: dict[str, Any] = {"endpoints": [address]}
-        if up.scheme == "https":
+        if e.spec.cluster is not None:
+            body["tls"] = self.hop_tls(e.spec.cluster)
+        elif up.scheme == "https":
             tls: dict[str, Any] = {"wellKnownCACertificates": "System"}
             if not up.is_ip:
                 tls["sni"] = up.host
@@ -428,6 +437,52 @@ class _Builder:
             "metadata": self._meta(self.backend_name(e.name), e.name),
             "spec": body,
         }
+
+    def hop_secret_name(self, cluster: str) -> str:
+        """The copy, in the service's namespace, of the fleet's client certificate for
+        `cluster` and of the CA that signed that cluster's Gateway."""
+        return objects.dns_label(f"{self.name}-{cluster}-hop")
+
+    def hop_tls(self, cluster: str) -> dict[str, Any]:
+        """Mutual TLS to a cluster's Gateway: verify it by its CA and name, present the
+        fleet's client certificate for that cluster (`api/gateway_hop.py`)."""
+        secret = {"group": "", "kind": "Secret", "name": self.hop_secret_name(cluster)}
+        return {
+            "caCertificateRefs": [dict(secret)],
+            "sni": hop.server_name(cluster),
+            "clientCertificateRef": dict(secret),
+        }
+
+    def hop(self, cluster: str) -> dict[str, tuple[Resource, gwo.ReadyWhen]]:
+        """The Secret a Backend to `cluster`'s Gateway reads, filled by provider-kubernetes
+        from the ServingStack's connection Secret (the function never holds a value).
+
+        Envoy Gateway v1.9 takes a Backend's client certificate only from the Backend's
+        own namespace (a ReferenceGrant does not help; its translator says so), hence a
+        copy per service rather than a reference to the stack's Secret.
+        """
+        source = hop.connection_secret(cluster)
+        copy = {
+            "apiVersion": c.CORE_API_VERSION,
+            "kind": "Secret",
+            "metadata": self._meta(self.hop_secret_name(cluster)),
+            "type": "kubernetes.io/tls",
+        }
+        patches = [
+            {
+                "patchesFrom": {
+                    "apiVersion": c.CORE_API_VERSION,
+                    "kind": "Secret",
+                    "name": source,
+                    "namespace": c.SYSTEM_NAMESPACE,
+                    "fieldPath": _data_path(key),
+                },
+                "toFieldPath": _data_path(key),
+            }
+            for key in (hop.CERT_KEY, hop.PRIVATE_KEY, hop.CA_KEY)
+        ]
+        wrapped = self._wrap(("hop", cluster), copy, gwo.EXISTS, references=patches)
+        return {f"hop-{cluster}": (wrapped, gwo.EXISTS)}
 
     def credential(self, e: ObservedEndpoint) -> dict[str, tuple[Resource, gwo.ReadyWhen]]:
         """The credential filter (and Secret copy when the key is not `credential`)."""

@@ -57,7 +57,7 @@ WORKLOAD_SERVICE_SUFFIX = "-kserve-workload-svc"
 INFERENCE_POOL_SUFFIX = "-inference-pool"
 MODEL_SCHEMES = ("hf://", "s3://", "pvc://", "gs://", "oci://")
 
-READY = readiness.register(readiness.condition_rule("LLMInferenceServiceReady", "Ready"))
+READY = readiness.READY_CONDITION
 
 
 # --- the model ---------------------------------------------------------------------------
