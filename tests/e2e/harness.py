@@ -50,6 +50,10 @@ PLAYED: dict[tuple[str, str], str] = {
     ("gateway.networking.k8s.io", "Gateway"): "gateway.networking.k8s.io/v1",
     ("gateway.networking.k8s.io", "GatewayClass"): "gateway.networking.k8s.io/v1",
     ("gateway.envoyproxy.io", "Backend"): "gateway.envoyproxy.io/v1alpha1",
+    ("gateway.envoyproxy.io", "ClientTrafficPolicy"): "gateway.envoyproxy.io/v1alpha1",
+    # No cert-manager runs: its Issuers and Certificates are reported Ready.
+    ("cert-manager.io", "Issuer"): "cert-manager.io/v1",
+    ("cert-manager.io", "Certificate"): "cert-manager.io/v1",
     # provider-helm does not run: a Release is reported installed, as the render does.
     ("helm.m.crossplane.io", "Release"): "helm.m.crossplane.io/v1beta1",
 }
@@ -96,6 +100,10 @@ def _settled(kind: str, obj: Mapping[str, Any]) -> bool:
         return bool(status.get("parents"))
     if kind == "Release":
         return conditions.get("Ready") == "True" and status.get("synced") is True
+    if kind in ("Issuer", "Certificate"):
+        return conditions.get("Ready") == "True"
+    if kind == "ClientTrafficPolicy":
+        return bool(status.get("ancestors"))
     # Gateway API CRDs default a status of Accepted=Unknown ("Pending").
     return conditions.get("Accepted") == "True"
 

@@ -157,21 +157,6 @@ def _compare_mapping(
             yield from compare(kind, value, got[key], sub)
 
 
-# The quickstart's clusters run the serving stack, whose inventory agent cannot
-# report from a bare API server (no nodes, no pods): what derives from its
-# ConfigMap is left out there.
-QUICKSTART_UNOBSERVED: frozenset[str] = frozenset(
-    {
-        # The agent's summary ConfigMap, which nothing writes...
-        "clusters/* ConfigMap modelplane-system/modelplane-inventory *",
-        # ...the Object observing it (not found: Synced=False, no manifest)...
-        "control-plane Object modelplane-system/*-inventory status.*",
-        # ...and the verdict drawn from it (NotObserved rather than NoDrift).
-        "control-plane InferenceCluster /* status.conditions[[]HardwareDrift[]]",
-    }
-)
-
-
 def differences(
     out: Path, part: str, api: Api, unobserved: frozenset[str] = frozenset()
 ) -> tuple[int, list[Difference]]:

@@ -62,7 +62,7 @@ def publish_quickstart_nodes(world: World, docs: list[dict[str, Any]]) -> None:
 def test_quickstart_render_parity(world: World, tmp_path: Path) -> None:
     _clear_other_scenarios(world)
     for api in world.workloads.values():
-        world.install_crds(api, "lws", "gateway-api")
+        world.install_crds(api, "lws", "gateway-api", "cert-manager", "envoy-gateway")
     real_kubeconfigs = {
         name: world.cp.get("v1", "Secret", f"{wl}-kubeconfig", "modelplane-system")
         for name, wl in CLUSTERS.items()
@@ -90,15 +90,11 @@ def test_quickstart_render_parity(world: World, tmp_path: Path) -> None:
     parity.render(QUICKSTART, out)
     world.settle("a quiet round", lambda: True if world.play() == 0 else None, 60)
     counts, diffs = {}, []
-    n, found = parity.differences(
-        out, "control-plane", world.cp, unobserved=parity.QUICKSTART_UNOBSERVED
-    )
+    n, found = parity.differences(out, "control-plane", world.cp)
     counts["control-plane"] = n
     diffs += found
     for name, wl in CLUSTERS.items():
-        n, found = parity.differences(
-            out, f"clusters/{name}", world.workloads[wl], unobserved=parity.QUICKSTART_UNOBSERVED
-        )
+        n, found = parity.differences(out, f"clusters/{name}", world.workloads[wl])
         counts[name] = n
         diffs += found
     COUNTS["quickstart parity: objects compared"] = sum(counts.values())
