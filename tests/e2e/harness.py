@@ -13,6 +13,7 @@ HTTPRoute Accepted, a Job Complete, a claim Bound.
 
 from __future__ import annotations
 
+import base64
 import datetime
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -168,11 +169,17 @@ class World:
             clusters = self.cp.list("modelplane.ai/v1alpha1", "InferenceCluster")
         except KubeError:
             return {}
+        servers = {wl: self.state.kubeconfig(wl).server for wl in self.workloads}
         for ic in clusters:
             ref = ((ic.get("spec") or {}).get("existing") or {}).get("kubeconfigSecretRef") or {}
-            out[str(ref.get("name", "")).removesuffix("-kubeconfig")] = provider_config_name(
-                ic["metadata"]["name"]
-            )
+            try:
+                secret = self.cp.get("v1", "Secret", ref.get("name", ""), ref.get("namespace", ""))
+            except KubeError:
+                continue
+            text = base64.b64decode(((secret or {}).get("data") or {}).get(ref.get("key"), ""))
+            for wl, server in servers.items():
+                if server.encode() in text:
+                    out[wl] = provider_config_name(ic["metadata"]["name"])
         return out
 
     def _play_one(
@@ -180,6 +187,8 @@ class World:
     ) -> int:
         if _settled(kind, obj):
             return 0
+        if kind == "Certificate":
+            self._issue(api, obj)
         if kind == "Gateway":
             # The address the render gives the Gateway of that cluster's provider config.
             meta = obj["metadata"]
@@ -194,6 +203,23 @@ class World:
         except KubeError:
             return 0  # changed under us: the next round plays it again
         return 1
+
+    def _issue(self, api: Api, certificate: Mapping[str, Any]) -> None:
+        """The Secret cert-manager would write for a Certificate (placeholder PEM text)."""
+        spec = certificate.get("spec") or {}
+        placeholder = base64.b64encode(b"placeholder issued by the e2e harness").decode()
+        api.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {
+                    "name": spec.get("secretName", certificate["metadata"]["name"]),
+                    "namespace": certificate["metadata"].get("namespace", ""),
+                },
+                "type": "kubernetes.io/tls",
+                "data": {k: placeholder for k in ("tls.crt", "tls.key", "ca.crt")},
+            }
+        )
 
     def settle(self, what: str, probe: Callable[[], T | None], timeout: float = 180.0) -> T:
         """Play the missing controllers until probe returns a value."""
