@@ -185,10 +185,10 @@ class World:
     def _play_one(
         self, api: Api, group: str, kind: str, obj: dict[str, Any], provider_config: str
     ) -> int:
-        if _settled(kind, obj):
-            return 0
         if kind == "Certificate":
             self._issue(api, obj)
+        if _settled(kind, obj):
+            return 0
         if kind == "Gateway":
             # The address the render gives the Gateway of that cluster's provider config.
             meta = obj["metadata"]
@@ -207,15 +207,16 @@ class World:
     def _issue(self, api: Api, certificate: Mapping[str, Any]) -> None:
         """The Secret cert-manager would write for a Certificate (placeholder PEM text)."""
         spec = certificate.get("spec") or {}
+        name = spec.get("secretName", certificate["metadata"]["name"])
+        namespace = certificate["metadata"].get("namespace", "")
+        if api.get("v1", "Secret", name, namespace) is not None:
+            return
         placeholder = base64.b64encode(b"placeholder issued by the e2e harness").decode()
         api.apply(
             {
                 "apiVersion": "v1",
                 "kind": "Secret",
-                "metadata": {
-                    "name": spec.get("secretName", certificate["metadata"]["name"]),
-                    "namespace": certificate["metadata"].get("namespace", ""),
-                },
+                "metadata": {"name": name, "namespace": namespace},
                 "type": "kubernetes.io/tls",
                 "data": {k: placeholder for k in ("tls.crt", "tls.key", "ca.crt")},
             }
