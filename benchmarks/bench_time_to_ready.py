@@ -6,8 +6,8 @@ clusters and 1, 2, 4 and 8 replicas, one ModelDeployment restricted to the
 first N clusters is applied and timed until its Ready condition is True, then
 deleted and waited for. Around each, the work it cost is read from the fleet's
 own metrics: function calls (Crossplane's `function_run_function_request_total`),
-Crossplane reconciles (`controller_runtime_reconcile_total` of its composite
-controllers) and API writes (`apiserver_request_total` of every API server,
+Crossplane reconciles (`controller_runtime_reconcile_total` of the controllers
+of Modelplane's kinds) and API writes (`apiserver_request_total` of every API server,
 verbs that write), each per Ready replica. The harness plays the controllers the
 fleet lacks (the gateway's route status), as the e2e suite does.
 
@@ -78,7 +78,7 @@ def counters(state: State) -> dict[str, float]:
         "reconciles": _sum(
             xp,
             "controller_runtime_reconcile_total",
-            lambda lb: str(lb.get("controller", "")).startswith("composite/"),
+            lambda lb: "modelplane.ai" in str(lb.get("controller", "")),
         ),
         "API writes": writes,
     }
