@@ -5,7 +5,8 @@ Each round lists the cluster's Nodes, its DRA ResourceSlices
 `modelplane.ai/replica`), summarises them with the same pure summarizer
 `modelplane render` uses (`api.inventory_summary.summarize`), and writes the
 summary to ConfigMap `modelplane-system/modelplane-inventory` with server-side
-apply. A failed round is logged as one JSON line and retried at the next
+apply when it changed (its time aside), or as a heartbeat every
+HEARTBEAT_ROUNDS rounds: each write wakes the control plane. A failed round is logged as one JSON line and retried at the next
 interval: the agent never crashes on what the API server answers.
 """
 
@@ -27,6 +28,11 @@ NODES = "/api/v1/nodes"
 SLICES = f"/apis/{c.DRA_API_VERSION}/resourceslices"
 PODS = "/api/v1/pods"
 MIN_INTERVAL = 5  # seconds: a mistyped interval must not hammer the API server
+# An unchanged summary is rewritten only every this many rounds (its observedAt
+# says the agent is alive). Every write wakes provider-kubernetes, Crossplane and
+# the function for the cluster: measured on the local fleet, rewriting every
+# round was most of the control plane's function calls and API writes.
+HEARTBEAT_ROUNDS = 10
 
 
 @dataclass(frozen=True)
@@ -77,19 +83,37 @@ def configmap(summary: InventorySummary, settings: Settings) -> dict[str, Any]:
     }
 
 
-def report_once(client: KubeClient, settings: Settings, now: str) -> InventorySummary:
-    """One round: observe and apply the summary (raises KubeError when a call fails)."""
-    summary = observe(client, now, settings.grace_seconds)
+def _write(client: KubeClient, settings: Settings, summary: InventorySummary) -> None:
     client.apply(
         configmap_path(settings.namespace, settings.name),
         configmap(summary, settings),
         c.INVENTORY_FIELD_MANAGER,
     )
+
+
+def report_once(client: KubeClient, settings: Settings, now: str) -> InventorySummary:
+    """One round: observe and apply the summary (raises KubeError when a call fails)."""
+    summary = observe(client, now, settings.grace_seconds)
+    _write(client, settings, summary)
     return summary
+
+
+def _written(summary: InventorySummary, now: str) -> str:
+    return _line(
+        "info",
+        "inventory written",
+        observedAt=now,
+        pools=len(summary.pools),
+        unschedulable=len(summary.unschedulable),
+    )
 
 
 def _line(level: str, message: str, **fields: Any) -> str:
     return json.dumps({"level": level, "msg": message, **fields}, sort_keys=True)
+
+
+def _unchanged(summary: InventorySummary, last: InventorySummary | None) -> bool:
+    return last is not None and summary.model_copy(update={"observed_at": ""}) == last
 
 
 def run(
@@ -101,25 +125,26 @@ def run(
     sleep: Callable[[float], None] = time.sleep,
     log: Log = print,
 ) -> int:
-    """Report every interval (`rounds` times, or forever); the number of failed rounds."""
-    failed = done = 0
+    """Report every interval (`rounds` times, or forever); the number of failed rounds.
+
+    A round whose summary equals the last one written (its time aside) writes
+    nothing, unless HEARTBEAT_ROUNDS rounds have passed since that write.
+    """
+    failed = done = quiet = 0
+    last: InventorySummary | None = None
     while rounds is None or done < rounds:
         now = stamp(clock())
         try:
-            summary = report_once(client, settings, now)
+            summary = observe(client, now, settings.grace_seconds)
+            if _unchanged(summary, last) and quiet < HEARTBEAT_ROUNDS - 1:
+                quiet += 1
+            else:
+                _write(client, settings, summary)
+                last, quiet = summary.model_copy(update={"observed_at": ""}), 0
+                log(_written(summary, now))
         except (KubeError, ValueError) as err:  # ValueError: a summary that does not validate
             failed += 1
             log(_line("error", "inventory not written; retrying next interval", error=str(err)))
-        else:
-            log(
-                _line(
-                    "info",
-                    "inventory written",
-                    observedAt=now,
-                    pools=len(summary.pools),
-                    unschedulable=len(summary.unschedulable),
-                )
-            )
         done += 1
         if rounds is None or done < rounds:
             sleep(max(MIN_INTERVAL, settings.interval_seconds))

@@ -359,3 +359,36 @@ def test_in_cluster_settings_come_from_the_service_account(tmp_path: Path) -> No
     )
     with pytest.raises(KubeError, match="KUBERNETES_SERVICE_HOST is not set"):
         KubeClient.in_cluster({}, tmp_path)
+
+
+def test_an_unchanged_summary_is_rewritten_only_as_a_heartbeat(
+    api: FakeAPI, token_file: Path
+) -> None:
+    from modelplane.agent.inventory import HEARTBEAT_ROUNDS
+
+    api.nodes = [_node("n1", "h100")]
+    failed, logs = _run(api, token_file, rounds=HEARTBEAT_ROUNDS + 1)
+    assert failed == 0
+    patches = [r for r in api.requests if r["method"] == "PATCH"]
+    # The first round writes; the same summary again writes nothing until the
+    # heartbeat round, HEARTBEAT_ROUNDS rounds later.
+    assert len(patches) == 2
+    assert [line["msg"] for line in logs] == ["inventory written"] * 2
+
+
+def test_a_changed_summary_is_written_at_once(api: FakeAPI, token_file: Path) -> None:
+    api.nodes = [_node("n1", "h100")]
+    calls = []
+
+    def clock() -> Any:
+        calls.append(1)
+        if len(calls) == 3:  # a node joins before the third round
+            api.nodes = [_node("n1", "h100"), _node("n2", "h100")]
+        return NOW
+
+    client = KubeClient(api.url, str(token_file))
+    failed = run(client, Settings(), rounds=3, clock=clock, sleep=lambda _: None, log=print)
+    assert failed == 0
+    # Round one writes, round two (the same) does not, round three (changed) does.
+    assert len([r for r in api.requests if r["method"] == "PATCH"]) == 2
+    assert _summary(api).pool("h100").nodes == 2
