@@ -6,8 +6,9 @@ Each round lists the cluster's Nodes, its DRA ResourceSlices
 `modelplane render` uses (`api.inventory_summary.summarize`), and writes the
 summary to ConfigMap `modelplane-system/modelplane-inventory` with server-side
 apply when it changed (its time aside), or as a heartbeat every
-HEARTBEAT_ROUNDS rounds: each write wakes the control plane. A failed round is logged as one JSON line and retried at the next
-interval: the agent never crashes on what the API server answers.
+HEARTBEAT_ROUNDS rounds: each write wakes the control plane. A failed round
+is logged as one JSON line and retried at the next interval: the agent never
+crashes on what the API server answers.
 """
 
 from __future__ import annotations
