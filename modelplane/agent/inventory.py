@@ -31,8 +31,9 @@ PODS = "/api/v1/pods"
 MIN_INTERVAL = 5  # seconds: a mistyped interval must not hammer the API server
 # An unchanged summary is rewritten only every this many rounds (its observedAt
 # says the agent is alive). Every write wakes provider-kubernetes, Crossplane and
-# the function for the cluster: measured on the local fleet, rewriting every
-# round was most of the control plane's function calls and API writes.
+# the function for the cluster; at the default minute, a fleet of 1,000 clusters
+# rewriting unchanged summaries would cost the control plane 17 writes and as
+# many function calls a second for no new fact.
 HEARTBEAT_ROUNDS = 10
 
 
