@@ -314,28 +314,17 @@ class Fleet:
         controllers = CP_CONTROLLERS if cluster == CONTROL_PLANE else WORKLOAD_CONTROLLERS
         argv = [
             str(partsmod.binary(built, "kubernetes", "kube-controller-manager")),
-            f"--kubeconfig={state.kubeconfig_path(cluster)}",
-            f"--authentication-kubeconfig={state.kubeconfig_path(cluster)}",
-            f"--authorization-kubeconfig={state.kubeconfig_path(cluster)}",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={state.port(f'{cluster}-controllers')}",
+            *_component_flags(state, cluster, "controllers"),
             f"--cert-dir={self.directory / 'controllers' / cluster}",
-            "--leader-elect=false",
             f"--controllers={controllers}",
             "--use-service-account-credentials=false",
         ]
         self._ensure(state, f"{cluster}-controllers", argv)
 
     def _scheduler(self, state: State, built: dict[str, Path], cluster: str) -> None:
-        kubeconfig = state.kubeconfig_path(cluster)
         argv = [
             str(partsmod.binary(built, "kubernetes", "kube-scheduler")),
-            f"--kubeconfig={kubeconfig}",
-            f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={state.port(f'{cluster}-scheduler')}",
-            "--leader-elect=false",
+            *_component_flags(state, cluster, "scheduler"),
         ]
         self._ensure(state, f"{cluster}-scheduler", argv)
 
@@ -630,6 +619,20 @@ class Fleet:
         if (self.directory / STATE_FILE).is_file() or self.directory.is_dir():
             shutil.rmtree(self.directory, ignore_errors=True)
         return stopped
+
+
+def _component_flags(state: State, cluster: str, component: str) -> list[str]:
+    """What kube-controller-manager and kube-scheduler both need: the cluster's
+    admin kubeconfig for every client, a loopback port of their own, no leader election."""
+    kubeconfig = state.kubeconfig_path(cluster)
+    return [
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={state.port(f'{cluster}-{component}')}",
+        "--leader-elect=false",
+    ]
 
 
 def _healthy(api: Api) -> bool | None:
