@@ -128,9 +128,16 @@ def measure(world: World, replicas: int, clusters: int) -> dict[str, float]:
     elapsed = time.monotonic() - started
     after = counters(world.state)
     world.cp.delete(m.API, "ModelDeployment", "ttr", NS)
+    # Gone means the deployment too: applying the next size while the last one
+    # still finalizes would update the old, Ready object and time nothing.
     world.settle(
         "ttr gone",
-        lambda: None if world.cp.list(m.API, "ModelReplica", NS) else True,
+        lambda: (
+            None
+            if world.cp.list(m.API, "ModelReplica", NS)
+            or world.cp.get(m.API, "ModelDeployment", "ttr", NS)
+            else True
+        ),
         300,
     )
     out = {"seconds": elapsed}
