@@ -18,7 +18,8 @@ counted as *overcommitted* rather than trusted. Per seed we report:
 - **stranded**: GPUs free on partly used nodes at that moment (free GPUs a
   large replica cannot use because small ones hold part of their node), as a
   count and as % of the fleet — whole free nodes are not stranded;
-- **nodes used** by the first 60 deployments of the stream;
+- **nodes used** by the first 60 deployments of the stream, beside its floor
+  (their GPUs ÷ 8, rounded up);
 - the deployments placed, and any overcommitted replicas (must be 0).
 
     .venv/bin/python benchmarks/bench_placement.py [--seeds 1,2,3] [--packing Spread]
@@ -182,6 +183,7 @@ class Outcome:
     allocated: int = 0
     stranded: int = 0
     window_nodes: int = 0
+    window_floor: int = 0  # the fewest nodes that GPU count fits on
     overcommitted: int = 0
     rejected: tuple[int, int] | None = None
 
@@ -197,7 +199,7 @@ def run(seed: int, packing: str, max_replicas: int = MAX_REPLICAS, limit: int = 
     out = Outcome(seed)
     for n, (count, gpus) in enumerate(stream(seed, limit, max_replicas)):
         if n == WINDOW:
-            out.window_nodes = nodes.used()
+            out.window_nodes, out.window_floor = nodes.used(), -(-out.allocated // GPUS)
         dep = deployment(n, count, gpus)
         result = schedule(dep, clusters, observed, explain_all=False)
         if len(result.replicas) < count:
@@ -212,7 +214,7 @@ def run(seed: int, packing: str, max_replicas: int = MAX_REPLICAS, limit: int = 
         out.placed += 1
         out.allocated += count * gpus
     if out.window_nodes == 0:
-        out.window_nodes = nodes.used()
+        out.window_nodes, out.window_floor = nodes.used(), -(-out.allocated // GPUS)
     out.stranded = nodes.stranded()
     out.overcommitted = nodes.overcommitted
     return out
@@ -241,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"seed {seed}: allocated {alloc:5.1f}% ({o.allocated}/{total}) before the first "
             f"rejection ({rejected}, after {o.placed} deployments); stranded {o.stranded} GPUs "
-            f"({strand:.1f}%); nodes used by the first {WINDOW}: {o.window_nodes}; "
+            f"({strand:.1f}%); nodes used by the first {WINDOW}: {o.window_nodes} "
+            f"(floor {o.window_floor}); "
             f"overcommitted {o.overcommitted}; {'ok' if met else 'MISSED'}"
         )
     print(f"targets: allocated >= {TARGET_ALLOCATED:.0f}%, stranded <= {TARGET_STRANDED:.0f}%")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
-import math
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -124,30 +123,25 @@ def _try_combo(
     return True
 
 
-Fit = tuple[float, float]  # best fit as the fill sorts it, smaller first (see `combo_fit`)
-NO_FIT: Fit = (math.inf, math.inf)  # a combination that does not fit sorts last
-FRESH: Fit = (0.0, math.inf)  # a cluster none of whose pools is charged yet
+NO_FIT = -1.0  # the fit of a pool combination that cannot take the replica
 
 
-def combo_fit(state: CycleState, cluster: str, combo: Sequence[tuple[str, RoleMatch]]) -> Fit:
-    """Best fit of one more replica on one pool combination, smaller first.
+def combo_fit(state: CycleState, cluster: str, combo: Sequence[tuple[str, RoleMatch]]) -> float:
+    """Best fit of one more replica on one pool combination: how full the nodes its
+    workers land on already are, 0 (whole free nodes) to under 1, higher better.
 
-    First the fullest landing: minus the mean, over its workers, of how full
-    each landing node already is (0: a whole free node; `PoolLedger.fullness`).
-    Then the fewest whole nodes its pools keep free: a small worker that must
-    take a whole node takes it where few are left, and big workers fill the
-    pools already in use, so untouched pools stay whole. `NO_FIT` when it does
-    not fit.
+    The mean over its workers of each landing node's used share
+    (`PoolLedger.fullness`); `NO_FIT` when it does not fit.
     """
-    total, count, whole = 0.0, 0, 0
+    total, count = 0.0, 0
     for key, load in _load(state, cluster, combo).items():
         led = state.ledger(key)
         charges = [(ch.demands, ch.nodes_per_worker, ch.workers) for ch in load]
         got = None if led is None else led.fullness(charges)
         if got is None:
             return NO_FIT
-        total, count, whole = total + got[0], count + got[1], whole + got[2]
-    return (-total / count if count else 0.0), float(whole)
+        total, count = total + got[0], count + got[1]
+    return total / count if count else 0.0
 
 
 def options(state: CycleState, cluster: str) -> PoolOptions | None:
@@ -157,24 +151,21 @@ def options(state: CycleState, cluster: str) -> PoolOptions | None:
     return state.options[cluster]
 
 
-def fit(state: CycleState, cluster: str) -> Fit:
-    """Best fit of one more replica on the cluster: its best pool combination's `combo_fit`.
+def fit(state: CycleState, cluster: str) -> float:
+    """Best fit of one more replica on the cluster: its best pool combination's
+    `combo_fit`, or 0 when nothing fits.
 
-    A cluster none of whose pools is charged yet is `FRESH`, known without
-    matching its pools: its replica would land on whole nodes, after every
-    cluster already in use that fits as well (the fleet opens a new cluster
-    last), and a call matches only the clusters holding something or that the
-    fill reaches. `NO_FIT` when nothing fits.
+    A cluster none of whose pools is charged yet would land it on whole free
+    nodes: 0, known without matching its pools, so a call still matches only
+    the clusters holding something or that the fill reaches.
     """
     if not any((cluster, p) in state.ledgers for p in state.known_pools.get(cluster, ())):
-        return FRESH
+        return 0.0
     per_role = options(state, cluster)
     if per_role is None:
-        return NO_FIT
-    return min(
-        (combo_fit(state, cluster, combo) for combo in itertools.product(*per_role)),
-        default=NO_FIT,
-    )
+        return 0.0
+    fits = (combo_fit(state, cluster, combo) for combo in itertools.product(*per_role))
+    return max(0.0, max(fits, default=0.0))
 
 
 def try_place(
@@ -187,7 +178,7 @@ def try_place(
     pool-name order (`sorted` is stable); a failed try is rolled back.
     """
     combos = sorted(
-        itertools.product(*per_role), key=lambda combo: combo_fit(state, cluster, combo)
+        itertools.product(*per_role), key=lambda combo: -combo_fit(state, cluster, combo)
     )
     for combo in combos:
         if _try_combo(state, cluster, combo, name):
@@ -216,7 +207,7 @@ def new_name(state: CycleState, cluster: str, index: int) -> str:
     return replica_name(state.inp.namespace, state.inp.name, cluster, index)
 
 
-def _key(state: CycleState, cluster: str) -> tuple[float, Fit, str]:
+def _key(state: CycleState, cluster: str) -> tuple[float, float, str]:
     """The fill's order (a min-heap): the highest weighted score first, then the best
     fit (`fit`), then the first name.
 
@@ -224,7 +215,7 @@ def _key(state: CycleState, cluster: str) -> tuple[float, Fit, str]:
     tie — every cluster, for a deployment's first replica — the fullest landing
     wins, so across deployments the fleet packs as the ledger does within a pool.
     """
-    return -weighted(state.scores, state.rules, cluster), fit(state, cluster), cluster
+    return -weighted(state.scores, state.rules, cluster), -fit(state, cluster), cluster
 
 
 def prepare_scores(state: CycleState) -> None:

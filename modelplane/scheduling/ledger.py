@@ -153,16 +153,15 @@ class PoolLedger:
             self._put(_minus(v, self.cap))
         return True
 
-    def fullness(self, charges: Sequence[RoleCharge]) -> tuple[float, int, int] | None:
+    def fullness(self, charges: Sequence[RoleCharge]) -> tuple[float, int] | None:
         """How full the nodes a replica's workers land on already are, before it lands.
 
         Returns the sum over its workers (each from 0, a whole free node, to just
-        under 1), the number of workers, and the whole free nodes left after;
-        None when the charges do not fit. The ledger is left as it was. The fill
-        prefers the fullest landing (best fit across pools and clusters), as
-        BinPack does across one pool's nodes: a small worker on a node already
-        in use keeps whole nodes free for large ones. A multi-node worker takes
-        whole nodes, which were empty: it adds 0.
+        under 1) and the number of workers; None when the charges do not fit.
+        The ledger is left as it was. The fill prefers the fullest landing (best
+        fit across pools and clusters), as BinPack does across one pool's nodes:
+        a small worker on a node already in use keeps whole nodes free for large
+        ones. A multi-node worker takes whole nodes, which were empty: it adds 0.
         """
         free = dict(self.free)
         total, count = 0.0, 0
@@ -173,7 +172,7 @@ class PoolLedger:
                     return None
                 total += landed
                 count += 1
-        return total, count, free.get(self.cap, 0)
+        return total, count
 
     def _land(
         self, free: dict[Vector, int], demands: tuple[Vector, ...], nodes_per_worker: int
