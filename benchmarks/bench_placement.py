@@ -154,7 +154,6 @@ def replicas_of(dep: Obj, result: ScheduleResult, clock: int) -> list[Obj]:
 class Nodes:
     """Free GPUs per node of every pool, replayed as each cluster's scheduler runs pods."""
 
-    packing: str
     free: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     overcommitted: int = 0
 
@@ -198,7 +197,7 @@ def run(seed: int, packing: str, max_replicas: int = MAX_REPLICAS, limit: int = 
     spread = {
         cl["metadata"]["name"]: packing_of(i, packing) == "Spread" for i, cl in enumerate(clusters)
     }
-    nodes = Nodes(packing)
+    nodes = Nodes()
     observed: list[Obj] = []
     out = Outcome(seed)
     for n, (count, gpus) in enumerate(stream(seed, limit, max_replicas)):
