@@ -453,8 +453,10 @@ def _canonical(q: Quantity) -> str:
     if r:
         amount *= 10**r
         exponent -= r
-    if fmt == DECIMAL_SI:
-        return str(amount) + _DEC_BY_EXP.get(exponent, "")
+    if fmt == DECIMAL_SI and exponent in _DEC_BY_EXP:
+        return str(amount) + _DEC_BY_EXP[exponent]
+    # Beyond E (10^18) DecimalSI has no suffix: the exponent form keeps the
+    # magnitude (kubernetes/kubernetes#140459; before it, 1000E printed as "1").
     return str(amount) + (f"e{exponent}" if exponent else "")
 
 
