@@ -21,6 +21,7 @@ from crossplane.function import logging
 from modelplane import __version__
 from modelplane.crossplane.pool import WorkerPool
 from modelplane.crossplane.servicer import FunctionRunner, run_serialized
+from modelplane.crossplane.warmup import warm_up
 
 DEFAULT_ADDRESS = sdkcli.DEFAULT_ADDRESS
 
@@ -111,7 +112,9 @@ def serve(
     logging.configure(logging.Level.DEBUG if debug else logging.Level.INFO)
     workers = default_workers() if workers is None else workers
     send_mb = max_recv_message_mb if max_send_message_mb is None else max_send_message_mb
-    pool = WorkerPool(run_serialized, workers=workers, deadline=deadline_seconds, debug=debug)
+    pool = WorkerPool(
+        run_serialized, workers=workers, deadline=deadline_seconds, debug=debug, warmup=warm_up
+    )
     logging.get_logger().info(
         "function-modelplane serving RunFunction",
         address=address,

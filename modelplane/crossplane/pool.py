@@ -65,12 +65,20 @@ _READY = b"ready"
 
 
 def _worker_main(
-    conn: multiprocessing.connection.Connection, handler: Handler, debug: bool
+    conn: multiprocessing.connection.Connection,
+    handler: Handler,
+    debug: bool,
+    warmup: Callable[[], None] | None = None,
 ) -> None:
-    """Say ready once imported, then serve calls from `conn` until the parent closes it."""
+    """Say ready once imported and warmed up, then serve calls from `conn` until it closes."""
     # Ctrl-C reaches the whole process group; the parent decides when we stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     fnlogging.configure(fnlogging.Level.DEBUG if debug else fnlogging.Level.INFO)
+    if warmup is not None:
+        try:
+            warmup()
+        except Exception:  # a worker that cannot warm up still serves, only slower at first
+            log.exception("the worker's warm-up failed; its first calls pay for it")
     conn.send_bytes(_READY)
     while True:
         try:
@@ -130,8 +138,13 @@ class WorkerPool:
         deadline: float = 8.0,
         debug: bool = False,
         big_call_bytes: int = BIG_CALL_BYTES,
+        warmup: Callable[[], None] | None = None,
     ) -> None:
-        """Start the worker processes and wait until each is ready to take calls."""
+        """Start the worker processes and wait until each is ready to take calls.
+
+        Each worker runs `warmup` (a module-level function) once before it is
+        ready, so that its first call costs what later ones do.
+        """
         if deadline <= 0:
             raise ValueError("the deadline must be positive")
         self._fair = FairQueue(workers)
@@ -140,6 +153,7 @@ class WorkerPool:
         self.deadline = deadline
         self.debug = debug
         self.big_call_bytes = big_call_bytes
+        self.warmup = warmup
         self._ctx = _context()
         # Threads wait on pipes: one per busy worker, one per starting worker,
         # and briefly one per killed worker while it unwinds.
@@ -156,7 +170,7 @@ class WorkerPool:
         parent, child = self._ctx.Pipe(duplex=True)
         process = self._ctx.Process(
             target=_worker_main,
-            args=(child, self.handler, self.debug),
+            args=(child, self.handler, self.debug, self.warmup),
             name="modelplane-composer",
             daemon=True,
         )
