@@ -19,6 +19,8 @@ from typing import Any
 import crossplane.function.proto.v1.run_function_pb2 as fnv1
 
 from modelplane.api import constants as c
+from modelplane.api.inference_class import Device
+from modelplane.api.inference_cluster import GPUPool, InferenceClusterStatus
 from modelplane.compose import registry
 from modelplane.compose.deployments.model_deployment import (
     CLUSTERS_REQUIREMENT,
@@ -40,6 +42,8 @@ _GPU: dict[str, Any] = {
     "capacity": {"memory": {"value": "81559Mi"}},
 }
 
+_POOL = GPUPool(name="gpu", class_name="warm-up", nodes=2, devices=[Device.model_validate(_GPU)])
+
 
 def _cluster(i: int) -> dict[str, Any]:
     return {
@@ -54,7 +58,7 @@ def _cluster(i: int) -> dict[str, Any]:
         "spec": {"source": "Existing", "pools": [{"name": "gpu", "className": "warm-up"}]},
         "status": {
             "conditions": [{"type": "Ready", "status": "True"}],
-            "gpuPools": [{"name": "gpu", "className": "warm-up", "nodes": 2, "devices": [_GPU]}],
+            **InferenceClusterStatus(gpu_pools=[_POOL]).to_dict(),
         },
     }
 
