@@ -210,7 +210,11 @@ class WorkerPool:
             ticket = self._fair.take()
             if ticket is None:
                 return
-            self._waiting.pop(ticket).set_result(self._idle.pop())
+            future = self._waiting.pop(ticket)
+            if future.cancelled():  # its caller gave up and has not yet left the queue
+                self._fair.finish(ticket)
+                continue
+            future.set_result(self._idle.pop())
 
     async def _acquire(self, ticket: Ticket) -> _Worker:
         """Wait until the rule gives `ticket` a worker."""

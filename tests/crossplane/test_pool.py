@@ -218,3 +218,28 @@ def test_the_tenant_is_the_namespace_or_the_name_of_a_cluster_scoped_composite(
         obj["metadata"] = metadata
     assert tenant_of(request(obj, "t")) == tenant
     assert tenant_of(fnv1.RunFunctionRequest()) == ""
+
+
+def test_a_call_that_gives_up_while_waiting_leaves_the_pool_serving() -> None:
+    pool = WorkerPool(workloads.state, workers=1, deadline=60)
+
+    async def scenario() -> bytes:
+        first = pool._fair.arrive("team-a", big=False)
+        worker = await pool._acquire(first)  # holds the only worker
+        waiting = asyncio.create_task(pool.call(b"", "team-b"))
+        await asyncio.sleep(0.05)
+        assert not waiting.done() and len(pool._fair.waiting) == 1
+        waiting.cancel()
+        # The worker frees in the same instant, before the cancelled call has
+        # left the queue: it must go to the next call, not to the cancelled one.
+        pool._release(first, worker)
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        assert pool._fair.waiting == [] and pool._fair.running == []
+        return await pool.call(b"", "team-c")
+
+    try:
+        answer = asyncio.run(scenario())
+    finally:
+        pool.close()
+    assert b"cached" in answer
