@@ -162,9 +162,11 @@ DEFAULT_DECODE_CACHE_BYTES = 32 * 1024 * 1024
 32 MiB of protobuf holds every required object of a request over 5,000
 InferenceClusters of 8 pools (23 MiB, see `benchmarks/bench_request.py`), so
 every ModelDeployment reconciled against the same fleet finds it decoded.
-Decoded objects (and their memoized readings) take about 8× their serialized
-size: `benchmarks/bench_decode.py` measures 191 MiB held for that fleet, so
-the bound keeps a worker process's cache under about 270 MiB.
+Decoded objects (and their memoized readings) take up to about 8× their
+serialized size when nothing in them repeats, so the bound keeps a worker
+process's cache under about 270 MiB. A fleet repeats itself (`SharedDecoder`):
+`benchmarks/bench_decode.py` measures about 10 MiB held for that fleet (a
+worker's resident memory 110 MiB with the cache, 101 MiB without).
 """
 
 
