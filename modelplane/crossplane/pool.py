@@ -143,7 +143,7 @@ class WorkerPool:
         """Start the worker processes and wait until each is ready to take calls.
 
         Each worker runs `warmup` (a module-level function) once before it is
-        ready, so that its first call costs what later ones do.
+        ready, so that no call pays for what a fresh interpreter does once.
         """
         if deadline <= 0:
             raise ValueError("the deadline must be positive")
@@ -214,6 +214,8 @@ class WorkerPool:
             if future.cancelled():  # its caller gave up and has not yet left the queue
                 self._fair.finish(ticket)
                 continue
+            # The worker freed last goes first: under light load one worker
+            # keeps serving, and its decode cache stays warm.
             future.set_result(self._idle.pop())
 
     async def _acquire(self, ticket: Ticket) -> _Worker:
