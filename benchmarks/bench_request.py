@@ -17,6 +17,8 @@ RunFunctionRequest. Per fleet size it prints
 
 The default `--max-recv-message-size` of `modelplane function serve` is sized
 from the 5,000-cluster figure (see modelplane/crossplane/function.py).
+`bench_cold.py` measures a worker's first and later call against the SDK's
+floor, and a small tenant's wait while two fleet-wide calls run.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ from crossplane.function import cli as sdkcli
 from modelplane.crossplane.function import (
     DEFAULT_DEADLINE_SECONDS,
     DEFAULT_MAX_MESSAGE_MB,
-    DEFAULT_WORKERS,
 )
 from modelplane.crossplane.function import serve as serve_function
 
@@ -34,10 +33,11 @@ def function() -> None:
 @click.option(
     "--workers",
     type=click.IntRange(min=1),
-    default=DEFAULT_WORKERS,
-    show_default=True,
+    default=None,
     envvar="WORKERS",
-    help="Worker processes that run composers, one call each at a time.",
+    help="Worker processes that run composers, one call each at a time "
+    "[default: one per available CPU (affinity, cgroup quota), at least 2, "
+    "at most one per 512 MiB of the cgroup's memory limit].",
 )
 @click.option(
     "--deadline-seconds",

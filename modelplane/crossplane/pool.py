@@ -12,6 +12,11 @@ Each call is a byte string in and a byte string out (serialized protobuf), so
 the worker does the decoding, composing and encoding and the event loop only
 moves bytes. The round trip of one call runs in a thread that blocks on the
 worker's pipe; that thread holds no GIL while it waits.
+
+Which waiting call a free worker takes is `fairness.FairQueue`'s rule: big
+calls (requests of `big_call_bytes` or more) never hold every worker, one
+tenant's never hold more than half, and a small call never waits behind more
+than one big one.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from crossplane.function import logging as fnlogging
+
+from modelplane.crossplane.fairness import FairQueue, Ticket
 
 log = fnlogging.get_logger()
 
@@ -58,12 +65,20 @@ _READY = b"ready"
 
 
 def _worker_main(
-    conn: multiprocessing.connection.Connection, handler: Handler, debug: bool
+    conn: multiprocessing.connection.Connection,
+    handler: Handler,
+    debug: bool,
+    warmup: Callable[[], None] | None = None,
 ) -> None:
-    """Say ready once imported, then serve calls from `conn` until the parent closes it."""
+    """Say ready once imported and warmed up, then serve calls from `conn` until it closes."""
     # Ctrl-C reaches the whole process group; the parent decides when we stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     fnlogging.configure(fnlogging.Level.DEBUG if debug else fnlogging.Level.INFO)
+    if warmup is not None:
+        try:
+            warmup()
+        except Exception:  # a worker that cannot warm up still serves, only slower at first
+            log.exception("the worker's warm-up failed; its first calls pay for it")
     conn.send_bytes(_READY)
     while True:
         try:
@@ -103,37 +118,59 @@ class _Worker:
             self.process.join(timeout=10)
 
 
+BIG_CALL_BYTES = 4 * 1024 * 1024
+"""A request this large or larger is a big call for the fairness rule.
+
+4 MiB is the SDK's default message limit: a ModelDeployment over about 850
+InferenceClusters of 8 pools (`benchmarks/bench_request.py`), a call of a
+few hundred milliseconds cold; the fleet-wide calls the rule is about are
+tens of MiB and seconds long, the everyday calls a few KiB."""
+
+
 class WorkerPool:
     """Run a handler in `workers` processes, each call bounded by `deadline` seconds."""
 
     def __init__(
-        self, handler: Handler, *, workers: int = 2, deadline: float = 8.0, debug: bool = False
+        self,
+        handler: Handler,
+        *,
+        workers: int = 2,
+        deadline: float = 8.0,
+        debug: bool = False,
+        big_call_bytes: int = BIG_CALL_BYTES,
+        warmup: Callable[[], None] | None = None,
     ) -> None:
-        """Start the worker processes and wait until each is ready to take calls."""
-        if workers < 1:
-            raise ValueError("a worker pool needs at least one worker")
+        """Start the worker processes and wait until each is ready to take calls.
+
+        Each worker runs `warmup` (a module-level function) once before it is
+        ready, so that no call pays for what a fresh interpreter does once.
+        """
         if deadline <= 0:
             raise ValueError("the deadline must be positive")
+        self._fair = FairQueue(workers)
         self.handler = handler
         self.workers = workers
         self.deadline = deadline
         self.debug = debug
+        self.big_call_bytes = big_call_bytes
+        self.warmup = warmup
         self._ctx = _context()
         # Threads wait on pipes: one per busy worker, one per starting worker,
         # and briefly one per killed worker while it unwinds.
         self._threads = ThreadPoolExecutor(max_workers=3 * workers, thread_name_prefix="mp-pool")
-        self._idle: asyncio.Queue[_Worker] = asyncio.Queue()
+        self._idle: list[_Worker] = []
+        self._waiting: dict[Ticket, asyncio.Future[_Worker]] = {}
         self._all: list[_Worker] = []
         started = [self._start() for _ in range(workers)]
         for worker in started:
             worker.wait_ready()
-            self._idle.put_nowait(worker)
+            self._idle.append(worker)
 
     def _start(self) -> _Worker:
         parent, child = self._ctx.Pipe(duplex=True)
         process = self._ctx.Process(
             target=_worker_main,
-            args=(child, self.handler, self.debug),
+            args=(child, self.handler, self.debug, self.warmup),
             name="modelplane-composer",
             daemon=True,
         )
@@ -161,19 +198,59 @@ class WorkerPool:
         self, loop: asyncio.AbstractEventLoop, worker: _Worker, ready: asyncio.Future[None]
     ) -> None:
         if not ready.cancelled() and ready.exception() is None:
-            self._idle.put_nowait(worker)
+            self._idle.append(worker)
+            self._dispatch()
             return
         log.error("a replacement worker process did not start; trying again in 1s")
         loop.call_later(1.0, self._replace, worker)
 
-    async def call(self, data: bytes) -> bytes:
-        """Run the handler on `data` in a free worker and return its answer.
+    def _dispatch(self) -> None:
+        """Hand free workers to the waiting calls the fairness rule lets start."""
+        while self._idle:
+            ticket = self._fair.take()
+            if ticket is None:
+                return
+            future = self._waiting.pop(ticket)
+            if future.cancelled():  # its caller gave up and has not yet left the queue
+                self._fair.finish(ticket)
+                continue
+            # The worker freed last goes first: under light load one worker
+            # keeps serving, and its decode cache stays warm.
+            future.set_result(self._idle.pop())
 
-        Waits for a free worker first (at most about one deadline, since a
-        busy worker is killed at its own). Raises `DeadlineExceededError` when
-        the call itself overruns and `WorkerLostError` when the worker dies.
+    async def _acquire(self, ticket: Ticket) -> _Worker:
+        """Wait until the rule gives `ticket` a worker."""
+        future: asyncio.Future[_Worker] = asyncio.get_running_loop().create_future()
+        self._waiting[ticket] = future
+        self._dispatch()
+        try:
+            return await future
+        except asyncio.CancelledError:
+            if ticket in self._waiting:  # still queued: leave the queue
+                del self._waiting[ticket]
+                self._fair.cancel(ticket)
+            elif future.done() and not future.cancelled():
+                # Given a worker in the same instant the caller gave up.
+                self._release(ticket, future.result())
+            raise
+
+    def _release(self, ticket: Ticket, worker: _Worker | None) -> None:
+        """A call is over: its worker (None when replaced) is free for the next one."""
+        self._fair.finish(ticket)
+        if worker is not None:
+            self._idle.append(worker)
+        self._dispatch()
+
+    async def call(self, data: bytes, tenant: str = "") -> bytes:
+        """Run the handler on `data` for `tenant` in a free worker and return its answer.
+
+        Waits for the fairness rule to give it a worker first (busy workers
+        free up at the latest at their own deadline). Raises
+        `DeadlineExceededError` when the call itself overruns and
+        `WorkerLostError` when the worker dies.
         """
-        worker = await self._idle.get()
+        ticket = self._fair.arrive(tenant, big=len(data) >= self.big_call_bytes)
+        worker = await self._acquire(ticket)
         loop = asyncio.get_running_loop()
         started = time.monotonic()
         try:
@@ -181,12 +258,14 @@ class WorkerPool:
             answer = await asyncio.wait_for(future, self.deadline)
         except TimeoutError:
             self._replace(worker)
+            self._release(ticket, None)
             raise DeadlineExceededError(
                 f"did not finish within {self.deadline:g}s (--deadline-seconds); "
                 "the call was stopped"
             ) from None
         except (EOFError, OSError) as exc:
             self._replace(worker)
+            self._release(ticket, None)
             elapsed = time.monotonic() - started
             raise WorkerLostError(
                 f"the worker process died after {elapsed:.1f}s ({type(exc).__name__})"
@@ -195,8 +274,9 @@ class WorkerPool:
             # The caller gave up (Crossplane's own timeout): the worker is
             # still busy with an answer nobody wants, so it cannot be reused.
             self._replace(worker)
+            self._release(ticket, None)
             raise
-        self._idle.put_nowait(worker)
+        self._release(ticket, worker)
         return answer
 
     def close(self, timeout: float = 5.0) -> None:

@@ -176,7 +176,7 @@ class FunctionRunner:
         started = time.monotonic()
         data = req.SerializeToString()
         try:
-            answer = await pool.call(data)
+            answer = await pool.call(data, tenant_of(req))
             rsp = fnv1.RunFunctionResponse.FromString(answer)
         except (PoolError, DecodeError) as exc:
             return self._pool_failed(req, exc)
@@ -200,6 +200,25 @@ class FunctionRunner:
         return convert.fatal_response(
             req, f"composing {who} {exc}; every composed resource is kept as it is", self.ttl
         )
+
+
+def tenant_of(req: fnv1.RunFunctionRequest) -> str:
+    """The tenant a call is for: its composite's namespace, or its name when cluster-scoped.
+
+    The worker pool's fairness rule shares workers between tenants by it.
+    Read from the protobuf without decoding the composite; "" when the
+    request names neither (such a call is answered with a fatal result).
+    """
+    composite = req.observed.composite.resource.fields
+    if "metadata" not in composite:
+        return ""
+    metadata = composite["metadata"].struct_value.fields
+    for key in ("namespace", "name"):
+        if key in metadata and metadata[key].WhichOneof("kind") == "string_value":
+            value = metadata[key].string_value
+            if value:
+                return value
+    return ""
 
 
 def _safe_describe(req: fnv1.RunFunctionRequest) -> str:

@@ -14,6 +14,7 @@ from modelplane.compose.types import ComposeInput, ComposeResult
 from modelplane.crossplane import FunctionRunner
 from modelplane.crossplane.convert import (
     DecodeCache,
+    SharedDecoder,
     as_json,
     dict_to_struct,
     freeze,
@@ -312,3 +313,60 @@ def test_what_no_struct_holds_is_refused_like_encoding_it(value: dict[str, Any])
         dict_to_struct(value)
     with pytest.raises((TypeError, ValueError)):
         as_json(value)
+
+
+def _device(product: str) -> dict[str, Any]:
+    return {"name": "gpu", "count": 8, "attributes": {"productName": {"string": product}}}
+
+
+def _fleet_cluster(i: int, product: str) -> dict[str, Any]:
+    obj = cluster(f"c-{i}", nodes=i % 3 + 1)
+    obj["status"]["gpuPools"][0]["devices"] = [_device(product), {"name": "nic", "count": 2.0}]
+    return obj
+
+
+def test_shared_decoding_is_the_plain_decoding_with_equal_mappings_shared() -> None:
+    objects = [_fleet_cluster(i, "H100" if i % 2 else "A100") for i in range(6)]
+    cache = DecodeCache()
+    decoded = [cache.decode(dict_to_struct(obj)) for obj in objects]
+    for obj, got in zip(objects, decoded, strict=True):
+        assert typed(thaw(got)) == typed(struct_to_dict(dict_to_struct(obj)))
+    devices = [d["status"]["gpuPools"][0]["devices"] for d in decoded]
+    # Equal device mappings are one object, so what is memoized on one is read once.
+    assert devices[1][0] is devices[3][0] is devices[5][0]
+    assert devices[0][0] is devices[2][0] and devices[0][0] is not devices[1][0]
+    assert devices[0][1] is devices[1][1] and devices[0][1]["count"] == 2
+    assert type(devices[0][1]["count"]) is int
+    # Pools differ by their node count: equal ones shared, the others not.
+    pools = [d["status"]["gpuPools"][0] for d in decoded]
+    assert pools[0] is not pools[1] and [p["nodes"] for p in pools] == [1, 2, 3, 1, 2, 3]
+    # An object's own top-level fields are its own.
+    assert decoded[0]["status"] is not decoded[3]["status"]
+    assert memoized(devices[1][0], "probe", lambda d: object()) is memoized(
+        devices[3][0], "probe", lambda d: object()
+    )
+
+
+def test_shared_mappings_do_not_depend_on_key_order() -> None:
+    a = {"apiVersion": "v1", "kind": "K", "spec": {"x": {"k1": 1, "k2": "two", "k3": True}}}
+    b = {"apiVersion": "v1", "kind": "K", "spec": {"x": {"k3": True, "k2": "two", "k1": 1}}}
+    c = {"apiVersion": "v1", "kind": "K", "spec": {"x": {"k1": 1.5, "k2": "two", "k3": True}}}
+    cache = DecodeCache()
+    first, second, third = (cache.decode(dict_to_struct(o))["spec"]["x"] for o in (a, b, c))
+    assert first is second and first == b["spec"]["x"]
+    assert third is not first and third["k1"] == 1.5
+
+
+def test_the_shared_table_stays_within_its_bound() -> None:
+    decoder = SharedDecoder(max_bytes=200)
+    kept = [
+        decoder.decode(dict_to_struct({"spec": {"x": {"n": i, "pad": "p" * 30}}}))
+        for i in range(40)
+    ]
+    assert decoder.bytes <= 200
+    assert len(decoder._table) + len(decoder._old) < 40
+    # What falls out of both generations is decoded again, equal and correct.
+    again = decoder.decode(dict_to_struct({"spec": {"x": {"n": 0, "pad": "p" * 30}}}))
+    assert again == kept[0] and again["spec"]["x"]["n"] == 0
+    recent = decoder.decode(dict_to_struct({"spec": {"x": {"n": 39, "pad": "p" * 30}}}))
+    assert recent["spec"]["x"] is kept[39]["spec"]["x"]

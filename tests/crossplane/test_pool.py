@@ -20,6 +20,7 @@ import pytest
 from modelplane.crossplane import FunctionRunner
 from modelplane.crossplane.convert import dict_to_struct, struct_to_dict
 from modelplane.crossplane.pool import WorkerPool
+from modelplane.crossplane.servicer import tenant_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -157,3 +158,88 @@ def test_pool_arguments_are_checked() -> None:
         WorkerPool(workloads.handle, workers=0)
     with pytest.raises(ValueError, match="positive"):
         WorkerPool(workloads.handle, deadline=0)
+
+
+def test_two_big_calls_of_one_tenant_leave_a_worker_to_a_small_tenant(tmp_path: Path) -> None:
+    # Both big calls hold their worker's GIL until the marker exists, and the
+    # marker is written only once the small call has answered: first come,
+    # first served would give the two big calls both workers, and the small
+    # call would answer only after the big calls' own give-up, last.
+    pool = WorkerPool(workloads.handle, workers=2, deadline=120, big_call_bytes=64 * 1024)
+    marker = tmp_path / "release"
+    padding = "x" * (100 * 1024)
+    bigs = [
+        composite("ModelDeployment", f"slow-{i}", "team-a", **{workloads.MARKER: str(marker)})
+        for i in (1, 2)
+    ]
+    for obj in bigs:
+        obj["metadata"]["annotations"]["padding"] = padding
+    small = composite("InferenceClass", "l4-1x")
+    finished: list[str] = []
+
+    async def scenario(stub: Stub) -> Any:
+        async def call(obj: dict[str, Any], after: float) -> Any:
+            await asyncio.sleep(after)
+            rsp = await stub.RunFunction(request(obj, obj["metadata"]["name"]), timeout=90)
+            finished.append(rsp.meta.tag)
+            return rsp
+
+        big_calls = [asyncio.create_task(call(obj, 0)) for obj in bigs]
+        small_rsp = await call(small, 0.3)
+        assert not any(task.done() for task in big_calls)
+        marker.touch()
+        await asyncio.gather(*big_calls)
+        return small_rsp
+
+    try:
+        small_rsp = serve(pool, scenario)
+    finally:
+        pool.close()
+    assert finished[0] == "l4-1x" and sorted(finished[1:]) == ["slow-1", "slow-2"]
+    assert fatal(small_rsp) == []
+
+
+@pytest.mark.parametrize(
+    ("metadata", "tenant"),
+    [
+        ({"name": "llama", "namespace": "team-a"}, "team-a"),
+        ({"name": "eu-west"}, "eu-west"),
+        ({"name": "eu-west", "namespace": ""}, "eu-west"),
+        ({"namespace": 3}, ""),
+        ({}, ""),
+        (None, ""),
+    ],
+)
+def test_the_tenant_is_the_namespace_or_the_name_of_a_cluster_scoped_composite(
+    metadata: dict[str, Any] | None, tenant: str
+) -> None:
+    obj: dict[str, Any] = {"apiVersion": "modelplane.ai/v1alpha1", "kind": "ModelDeployment"}
+    if metadata is not None:
+        obj["metadata"] = metadata
+    assert tenant_of(request(obj, "t")) == tenant
+    assert tenant_of(fnv1.RunFunctionRequest()) == ""
+
+
+def test_a_call_that_gives_up_while_waiting_leaves_the_pool_serving() -> None:
+    pool = WorkerPool(workloads.state, workers=1, deadline=60)
+
+    async def scenario() -> bytes:
+        first = pool._fair.arrive("team-a", big=False)
+        worker = await pool._acquire(first)  # holds the only worker
+        waiting = asyncio.create_task(pool.call(b"", "team-b"))
+        await asyncio.sleep(0.05)
+        assert not waiting.done() and len(pool._fair.waiting) == 1
+        waiting.cancel()
+        # The worker frees in the same instant, before the cancelled call has
+        # left the queue: it must go to the next call, not to the cancelled one.
+        pool._release(first, worker)
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        assert pool._fair.waiting == [] and pool._fair.running == []
+        return await pool.call(b"", "team-c")
+
+    try:
+        answer = asyncio.run(scenario())
+    finally:
+        pool.close()
+    assert b"cached" in answer

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -9,6 +11,7 @@ from click.testing import CliRunner
 
 from modelplane.cli import function as function_cli
 from modelplane.cli.main import cli
+from modelplane.crossplane.function import available_cpus, default_workers
 
 STANDARD_FLAGS = [
     "--address",
@@ -84,3 +87,50 @@ def test_a_limit_below_one_mib_is_refused(calls: list[dict[str, Any]]) -> None:
     )
     assert result.exit_code == 2 and "at least 1 MiB" in result.output
     assert calls == []
+
+
+def test_without_the_flag_the_server_chooses_its_workers(calls: list[dict[str, Any]]) -> None:
+    result = CliRunner().invoke(cli, ["function", "serve", "--insecure"], env={"WORKERS": ""})
+    assert result.exit_code == 0, result.output
+    assert calls[0]["workers"] is None  # serve() applies default_workers()
+
+
+def cgroup(tmp_path: Path, cpu: str | None, memory: str | None) -> Path:
+    for name, text in (("cpu.max", cpu), ("memory.max", memory)):
+        if text is not None:
+            (tmp_path / name).write_text(text + "\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("cpus", "cpu_max", "memory_max", "workers"),
+    [
+        (8, None, None, 8),  # no cgroup files: every CPU it may run on
+        (8, "max 100000", "max", 8),  # no limits
+        (8, "250000 100000", None, 3),  # a quota of 2.5 CPUs
+        (8, "50000 100000", None, 2),  # half a CPU: still two workers
+        (1, None, None, 2),
+        (64, None, str(2 * 1024**3), 4),  # no CPU limit, 2 GiB: four of 512 MiB
+        (64, None, str(512 * 1024**2), 2),
+        (8, "garbage", "garbage", 8),
+    ],
+)
+def test_default_workers_follow_the_cpus_and_memory_available(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    cpus: int,
+    cpu_max: str | None,
+    memory_max: str | None,
+    workers: int,
+) -> None:
+    monkeypatch.setattr(os, "process_cpu_count", lambda: cpus, raising=False)
+    assert default_workers(cgroup(tmp_path, cpu_max, memory_max)) == workers
+
+
+def test_available_cpus_reads_the_affinity_when_python_has_no_process_cpu_count(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delattr(os, "process_cpu_count", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    assert available_cpus(tmp_path) == 3
+    assert available_cpus(cgroup(tmp_path, "100000 100000", None)) == 1

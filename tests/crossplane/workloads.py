@@ -41,3 +41,19 @@ def handle(data: bytes) -> bytes:
     elif name.startswith("crash"):
         os._exit(3)
     return run_serialized(data)
+
+
+def state(data: bytes) -> bytes:
+    """What the worker process holds: decode-cache entries and objects frozen out of the GC."""
+    import gc
+    import json
+
+    from modelplane.crossplane.convert import DECODE_CACHE
+
+    return json.dumps(
+        {
+            "cached": len(DECODE_CACHE),
+            "misses": DECODE_CACHE.misses,
+            "frozen": gc.get_freeze_count(),
+        }
+    ).encode()
