@@ -58,6 +58,11 @@ def wrap(item: Item, namespace: str, provider_config: str, labels: dict[str, str
         "providerConfigRef": {"kind": "ClusterProviderConfig", "name": provider_config},
         "readiness": item.rule.wire(),
     }
+    if item.rule.watched:
+        # provider-kubernetes polls a wrapped object every --poll (10 minutes by
+        # default); watched, its status reaches the Object (and the replica's
+        # readiness) as soon as the workload cluster changes it.
+        spec["watch"] = True
     if not item.deletable:
         spec["managementPolicies"] = ["Observe", "Create", "Update", "LateInitialize"]
     return {

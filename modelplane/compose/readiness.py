@@ -57,6 +57,16 @@ class ReadinessRule:
     policy: Mapping[str, str]  # the Object's spec.readiness
     reads: Callable[[Resource | None], bool]  # the observed Object → ready?
 
+    @property
+    def watched(self) -> bool:
+        """Whether readiness reads the object's status, so its Object should watch it.
+
+        A rule that only needs the object to exist is settled once it is
+        created; any other changes when the workload cluster's controllers act,
+        and provider-kubernetes sees that on its next poll unless it watches.
+        """
+        return self.policy.get("policy") != POLICY_CREATED
+
     def wire(self) -> dict[str, str]:
         """The Object's `spec.readiness` (a fresh copy)."""
         return dict(self.policy)

@@ -451,6 +451,8 @@ class Fleet:
         argv = [
             provider,
             "--poll=10s",
+            # The Objects whose readiness reads a status ask to be watched.
+            "--enable-watches",
             f"--health-probe-bind-addr=127.0.0.1:{state.port('provider-kubernetes-health')}",
         ]
         env = {

@@ -162,6 +162,9 @@ def test_the_agents_objects_written_by_hand(key: str) -> None:
             else {"policy": "SuccessfulCreate"}
         ),
     }
+    if key == "inventory-agent":
+        # Its readiness reads the Deployment's status: watched, not polled.
+        spec["watch"] = True
     if key == "inventory-namespace":
         # Shared with whatever else lands in modelplane-system: never deleted with the stack.
         spec["managementPolicies"] = ["Observe", "Create", "Update", "LateInitialize"]

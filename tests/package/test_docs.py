@@ -43,14 +43,24 @@ def test_install_guide_manifests_pass_the_schema_oracles(oracle: Any) -> None:
 
 
 def test_runtime_config_targets_the_package_runtime_container() -> None:
-    (drc,) = [d for d in _yaml_blocks() if d["kind"] == "DeploymentRuntimeConfig"]
-    (container,) = drc["spec"]["deploymentTemplate"]["spec"]["template"]["spec"]["containers"]
-    assert container["name"] == "package-runtime"
+    drcs = {
+        d["metadata"]["name"]: d for d in _yaml_blocks() if d["kind"] == "DeploymentRuntimeConfig"
+    }
+    assert set(drcs) == {"function-modelplane", "provider-kubernetes-watches"}
+
+    def container(name: str) -> dict[str, Any]:
+        spec = drcs[name]["spec"]["deploymentTemplate"]["spec"]["template"]["spec"]
+        (only,) = spec["containers"]
+        assert only["name"] == "package-runtime"
+        return dict(only)
+
     # The function SDK's standard environment variables for message size (MB).
-    assert {e["name"] for e in container["env"]} == {
+    assert {e["name"] for e in container("function-modelplane")["env"]} == {
         "MAX_RECV_MESSAGE_SIZE",
         "MAX_SEND_MESSAGE_SIZE",
     }
+    # The flag without which provider-kubernetes ignores the Objects' spec.watch.
+    assert container("provider-kubernetes-watches")["args"] == ["--enable-watches"]
 
 
 def test_install_guide_states_the_package_constraints_and_names() -> None:
