@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from modelplane.api import constants as c
+from modelplane.api.autoscaling import MAX_REPLICA_SIGNALS, ReplicaSignals
 from modelplane.api.common import KubeModel, format_validation_error
 from modelplane.api.inference_class import DeviceAttribute, DeviceCapacity
 from modelplane.api.inference_cluster import UnschedulableReplica
@@ -105,6 +106,14 @@ class InventorySummary(KubeModel):
     )
     unschedulable_truncated: bool = Field(
         default=False, description="More unschedulable replicas than were kept."
+    )
+    replicas: list[ReplicaSignals] = Field(
+        default_factory=list,
+        max_length=MAX_REPLICA_SIGNALS,
+        description="Per replica, its engine's signals (absent when engines are not scraped).",
+    )
+    replicas_truncated: bool = Field(
+        default=False, description="More replicas were scraped than were kept."
     )
 
     def pool(self, name: str) -> PoolInventory | None:
