@@ -49,11 +49,24 @@ def serve(
     max_send_message_mb: int | None = None,
     workers: int = DEFAULT_WORKERS,
     deadline_seconds: float = DEFAULT_DEADLINE_SECONDS,
+    metrics_port: int = 0,
+    metrics_address: str | None = None,
 ) -> None:
-    """Serve RunFunction over gRPC until terminated (mTLS unless `insecure`)."""
+    """Serve RunFunction over gRPC until terminated (mTLS unless `insecure`).
+
+    With `metrics_port`, Prometheus metrics are served there too (mutual TLS
+    with the server's certificates; loopback when `insecure`).
+    """
     logging.configure(logging.Level.DEBUG if debug else logging.Level.INFO)
     send_mb = max_recv_message_mb if max_send_message_mb is None else max_send_message_mb
     pool = WorkerPool(run_serialized, workers=workers, deadline=deadline_seconds, debug=debug)
+    metrics = None
+    if metrics_port:
+        from modelplane.crossplane.metrics import FunctionMetrics, serve_metrics
+
+        metrics = FunctionMetrics()
+        certs = None if insecure else tls_certs_dir
+        serve_metrics(metrics, metrics_port, metrics_address, certs)
     logging.get_logger().info(
         "function-modelplane serving RunFunction",
         address=address,
@@ -64,11 +77,12 @@ def serve(
         max_send_message_mb=send_mb,
         workers=workers,
         deadline_seconds=deadline_seconds,
+        metrics_port=metrics_port or None,
     )
     try:
         sdkcli.run(
             # The runner has the servicer's one method; gRPC needs no more.
-            cast(grpcv1.FunctionRunnerServiceServicer, FunctionRunner(pool=pool)),
+            cast(grpcv1.FunctionRunnerServiceServicer, FunctionRunner(pool=pool, metrics=metrics)),
             debug=debug,
             address=address,
             # The SDK would add a TLS port and an insecure one on the same
