@@ -34,8 +34,9 @@ show what goes wrong in real clusters:
   the deployment's Ready replicas there), kvCacheUtilization and
   ttftP90Seconds (each replica's), scrapedAt): the simulated agent reports
   those engine signals for each Ready replica of the deployment (on that
-  cluster), as it would after scraping the engines' metrics; autoscaling
-  reads them. A Ready replica no fixture names reports nothing.
+  cluster) that has its ModelEndpoint (requests reach a replica only through
+  one), as it would after scraping the engines' metrics; autoscaling reads
+  them. Any other replica reports nothing.
 
 Everything is derived from the objects themselves, so a second pass over an
 unchanged store changes nothing.
@@ -438,6 +439,12 @@ def _signals_of(fixture: dict[str, str], ready: list[str], n: int) -> list[dict[
     return out
 
 
+def _routed(store: ObjectStore, meta: dict[str, Any]) -> bool:
+    """Whether a replica has its ModelEndpoint: requests reach it only through one."""
+    key = Key(c.API_VERSION, "ModelEndpoint", str(meta.get("namespace")), str(meta.get("name")))
+    return store.get(key) is not None
+
+
 def _replica_signals(store: ObjectStore, cluster: str, found: Fixtures) -> list[dict[str, Any]]:
     """Per Ready replica on `cluster` a `signals` fixture names, its simulated signals."""
     out: list[dict[str, Any]] = []
@@ -454,6 +461,7 @@ def _replica_signals(store: ObjectStore, cluster: str, found: Fixtures) -> list[
                 and spec.get("deploymentName") == name
                 and namespace in ("", meta.get("namespace"))
                 and is_condition_true(replica, c.CONDITION_READY)
+                and _routed(store, meta)
             ):
                 sharing.append((str(spec.get("clusterName")), replica_base(str(meta.get("name")))))
         here = sorted(base for where, base in sharing if where == cluster)
