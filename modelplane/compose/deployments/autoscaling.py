@@ -200,13 +200,15 @@ def decide(
     )
     if not proposals or fresh.now is None:
         return _bounded(spec, base)
-    proposal = max(proposals)
+    proposal = raw = max(proposals)
     if fresh.missing and proposal < current:
         proposal = current  # missing or stale signals never scale down
     keep = max(spec.scale_up_stabilization_seconds, spec.scale_down_stabilization_seconds)
     history = _history(previous, fresh, proposal, keep)
     desired = _stabilise(spec, history, fresh.now, current)
     reason = _reason(current, proposal, desired)
+    if raw < current and proposal == current:
+        reason = AutoscalingReason.SIGNALS_MISSING
     decided = replace(
         base, desired=desired, proposal=max(proposals), reason=reason, recommendations=history
     )
@@ -244,7 +246,7 @@ _WHY = {
     AutoscalingReason.STEADY: "steady",
     AutoscalingReason.STABILIZING: "held by the stabilisation window",
     AutoscalingReason.LIMITED: "limited to [minReplicas, maxReplicas]",
-    AutoscalingReason.SIGNALS_MISSING: "held: no replica reports a fresh signal",
+    AutoscalingReason.SIGNALS_MISSING: "held: signals missing",
 }
 
 
