@@ -117,14 +117,17 @@ def report_once(client: KubeClient, settings: Settings, now: str) -> InventorySu
 
 
 def _written(summary: InventorySummary, now: str) -> str:
+    scraped = {}
+    if summary.replicas:
+        unreachable = sum(1 for r in summary.replicas if not r.reachable)
+        scraped = {"replicas": len(summary.replicas), "unreachable": unreachable}
     return _line(
         "info",
         "inventory written",
         observedAt=now,
         pools=len(summary.pools),
         unschedulable=len(summary.unschedulable),
-        replicas=len(summary.replicas),
-        unreachable=sum(1 for r in summary.replicas if not r.reachable),
+        **scraped,
     )
 
 
