@@ -34,8 +34,8 @@ show what goes wrong in real clusters:
   the deployment's Ready replicas there), kvCacheUtilization and
   ttftP90Seconds (each replica's), scrapedAt): the simulated agent reports
   those engine signals for each Ready replica of the deployment (on that
-  cluster) that has its ModelEndpoint (requests reach a replica only through
-  one), as it would after scraping the engines' metrics; autoscaling reads
+  cluster) whose ModelEndpoint is Ready (requests reach a replica only
+  through one), as it would after scraping the engines' metrics; autoscaling reads
   them. Any other replica reports nothing.
 
 Everything is derived from the objects themselves, so a second pass over an
@@ -440,9 +440,10 @@ def _signals_of(fixture: dict[str, str], ready: list[str], n: int) -> list[dict[
 
 
 def _routed(store: ObjectStore, meta: dict[str, Any]) -> bool:
-    """Whether a replica has its ModelEndpoint: requests reach it only through one."""
+    """Whether a replica's ModelEndpoint is Ready: requests reach it only through one."""
     key = Key(c.API_VERSION, "ModelEndpoint", str(meta.get("namespace")), str(meta.get("name")))
-    return store.get(key) is not None
+    endpoint = store.get(key)
+    return endpoint is not None and is_condition_true(endpoint, c.CONDITION_READY)
 
 
 def _replica_signals(store: ObjectStore, cluster: str, found: Fixtures) -> list[dict[str, Any]]:
