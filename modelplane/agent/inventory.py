@@ -84,7 +84,8 @@ def observe(
         PODS, labelSelector=c.LABEL_REPLICA, fieldSelector="status.phase=Running"
     )
     signals, truncated = scrape(running, scraper, window or Window(), now)
-    return summary.model_copy(update={"replicas": signals, "replicas_truncated": truncated})
+    update = {"replicas": signals, "replicas_truncated": truncated or None}
+    return summary.model_copy(update=update)
 
 
 def configmap(summary: InventorySummary, settings: Settings) -> dict[str, Any]:
@@ -118,7 +119,7 @@ def report_once(client: KubeClient, settings: Settings, now: str) -> InventorySu
 
 def _written(summary: InventorySummary, now: str) -> str:
     scraped = {}
-    if summary.replicas:
+    if summary.replicas is not None:
         unreachable = sum(1 for r in summary.replicas if not r.reachable)
         scraped = {"replicas": len(summary.replicas), "unreachable": unreachable}
     return _line(

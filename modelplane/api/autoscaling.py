@@ -229,7 +229,9 @@ class AutoscalingStatus(StatusModel):
         max_length=MAX_MISSING_NAMES,
         description="Replicas without a fresh signal (unreachable, stale, unreported).",
     )
-    targets: list[TargetProposal] | None = Field(default=None, max_length=3)
+    targets: list[TargetProposal] | None = Field(
+        default=None, max_length=3, description="Each target's fleet-wide measure and proposal."
+    )
     recommendations: list[Recommendation] | None = Field(
         default=None,
         max_length=MAX_RECOMMENDATIONS,

@@ -107,13 +107,15 @@ class InventorySummary(KubeModel):
     unschedulable_truncated: bool = Field(
         default=False, description="More unschedulable replicas than were kept."
     )
-    replicas: list[ReplicaSignals] = Field(
-        default_factory=list,
+    # Absent (not empty) when the agent does not scrape engines: summaries of
+    # agents without it stay byte-identical.
+    replicas: list[ReplicaSignals] | None = Field(
+        default=None,
         max_length=MAX_REPLICA_SIGNALS,
         description="Per replica, its engine's signals (absent when engines are not scraped).",
     )
-    replicas_truncated: bool = Field(
-        default=False, description="More replicas were scraped than were kept."
+    replicas_truncated: bool | None = Field(
+        default=None, description="More replicas were scraped than were kept."
     )
 
     def pool(self, name: str) -> PoolInventory | None:

@@ -405,7 +405,7 @@ def _summary_text(key: str) -> str:
         more = _pool_world(cluster, tuple(plan))
         nodes, slices = nodes + more[0], slices + more[1]
     summary = summarize(nodes, slices, pods, now, 0)
-    replicas = [ReplicaSignals.model_validate(s) for s in signals]
+    replicas = [ReplicaSignals.model_validate(s) for s in signals] or None
     return json.dumps(summary.model_copy(update={"replicas": replicas}).to_data())
 
 

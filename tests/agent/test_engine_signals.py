@@ -236,8 +236,8 @@ def test_fifty_replicas_fit_the_summary() -> None:
     data = summary.to_data()
     size = len(data[c.INVENTORY_DATA_KEY].encode())
     parsed, problem = read_inventory(data)
-    assert problem is None and parsed is not None and len(parsed.replicas) == 50
-    assert all(s.reachable for s in parsed.replicas)
+    assert problem is None and parsed is not None and parsed.replicas is not None
+    assert len(parsed.replicas) == 50 and all(s.reachable for s in parsed.replicas)
     print(f"\n50 replicas: summary {size} bytes, scraped in {seconds:.2f} s")
     print(json.dumps(signals[0], sort_keys=True))
     assert size < 20_000  # far below a ConfigMap's 1 MiB
