@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from modelplane.agent.engines import Scraper, Window, scrape
 from modelplane.api import constants as c
 from modelplane.api.inventory import InventorySummary
 from modelplane.api.inventory_summary import summarize
@@ -45,6 +46,8 @@ class Settings:
     name: str = c.INVENTORY_CONFIGMAP
     interval_seconds: int = 60
     grace_seconds: int = 300
+    # Scrape each Ready replica pod's engine metrics (None: not scraped).
+    scraper: Scraper | None = None
 
 
 Clock = Callable[[], datetime.datetime]
@@ -61,14 +64,28 @@ def stamp(moment: datetime.datetime) -> str:
     return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def observe(client: KubeClient, now: str, grace_seconds: int) -> InventorySummary:
-    """List what the cluster has and summarise it."""
+def observe(
+    client: KubeClient,
+    now: str,
+    grace_seconds: int,
+    scraper: Scraper | None = None,
+    window: Window | None = None,
+) -> InventorySummary:
+    """List what the cluster has and summarise it; with a scraper, the engines' signals too."""
     nodes = client.list_all(NODES)
     slices = client.list_all(SLICES)
     pods = client.list_all(
         PODS, labelSelector=c.LABEL_REPLICA, fieldSelector="status.phase=Pending"
     )
-    return summarize(nodes, slices, pods, now, grace_seconds)
+    summary = summarize(nodes, slices, pods, now, grace_seconds)
+    if scraper is None:
+        return summary
+    running = client.list_all(
+        PODS, labelSelector=c.LABEL_REPLICA, fieldSelector="status.phase=Running"
+    )
+    signals, truncated = scrape(running, scraper, window or Window(), now)
+    update = {"replicas": signals, "replicas_truncated": truncated or None}
+    return summary.model_copy(update=update)
 
 
 def configmap(summary: InventorySummary, settings: Settings) -> dict[str, Any]:
@@ -95,18 +112,23 @@ def _write(client: KubeClient, settings: Settings, summary: InventorySummary) ->
 
 def report_once(client: KubeClient, settings: Settings, now: str) -> InventorySummary:
     """One round: observe and apply the summary (raises KubeError when a call fails)."""
-    summary = observe(client, now, settings.grace_seconds)
+    summary = observe(client, now, settings.grace_seconds, settings.scraper)
     _write(client, settings, summary)
     return summary
 
 
 def _written(summary: InventorySummary, now: str) -> str:
+    scraped = {}
+    if summary.replicas is not None:
+        unreachable = sum(1 for r in summary.replicas if not r.reachable)
+        scraped = {"replicas": len(summary.replicas), "unreachable": unreachable}
     return _line(
         "info",
         "inventory written",
         observedAt=now,
         pools=len(summary.pools),
         unschedulable=len(summary.unschedulable),
+        **scraped,
     )
 
 
@@ -134,11 +156,16 @@ def run(
     """
     failed = done = quiet = 0
     last: InventorySummary | None = None
+    window = Window()
     while rounds is None or done < rounds:
         now = stamp(clock())
         try:
-            summary = observe(client, now, settings.grace_seconds)
-            if _unchanged(summary, last) and quiet < HEARTBEAT_ROUNDS - 1:
+            summary = observe(client, now, settings.grace_seconds, settings.scraper, window)
+            # Engine signals are written every round: the autoscaler takes a
+            # report older than the others' for a stale one (and then never
+            # scales down), so a quiet round would cost a decision.
+            quiet_ok = settings.scraper is None
+            if quiet_ok and _unchanged(summary, last) and quiet < HEARTBEAT_ROUNDS - 1:
                 quiet += 1
             else:
                 _write(client, settings, summary)

@@ -103,6 +103,8 @@ CONDITION_REPLICAS_READY: Final = "ReplicasReady"
 CONDITION_WORKLOAD_READY: Final = "WorkloadReady"
 CONDITION_CLUSTER_RESOLVED: Final = "ClusterResolved"
 CONDITION_ARTIFACT_READY: Final = "ArtifactReady"
+# Does the autoscaler own the replica count, and what did it decide (spec.autoscaling)?
+CONDITION_AUTOSCALING: Final = "Autoscaling"
 # Can the composite read every observed and required object it depends on? Set
 # False naming each unreadable object and field (kept as it is, never taken
 # as absent); set True again only once it was False.

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from modelplane.api import constants as c
+from modelplane.api.autoscaling import MAX_REPLICA_SIGNALS, ReplicaSignals
 from modelplane.api.clouds import EXISTING, SourceName, cloud_named, source_rules
 from modelplane.api.clouds.aks import AKSSource
 from modelplane.api.clouds.eks import EKSSource
@@ -426,5 +427,13 @@ class InferenceClusterStatus(ConditionedStatus):
         description=(
             "Replicas whose pods stayed unschedulable past the grace period, as the cluster's "
             "inventory agent last reported them."
+        ),
+    )
+    replica_signals: list[ReplicaSignals] | None = Field(
+        default=None,
+        max_length=MAX_REPLICA_SIGNALS,
+        description=(
+            "Per replica, its engine's signals (queue, KV-cache use, time to first token) as "
+            "the cluster's inventory agent last scraped them; autoscaling reads them."
         ),
     )

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from modelplane.api import constants as c
+from modelplane.api.autoscaling import MAX_REPLICA_SIGNALS, ReplicaSignals
 from modelplane.api.common import KubeModel, format_validation_error
 from modelplane.api.inference_class import DeviceAttribute, DeviceCapacity
 from modelplane.api.inference_cluster import UnschedulableReplica
@@ -105,6 +106,16 @@ class InventorySummary(KubeModel):
     )
     unschedulable_truncated: bool = Field(
         default=False, description="More unschedulable replicas than were kept."
+    )
+    # Absent (not empty) when the agent does not scrape engines: summaries of
+    # agents without it stay byte-identical.
+    replicas: list[ReplicaSignals] | None = Field(
+        default=None,
+        max_length=MAX_REPLICA_SIGNALS,
+        description="Per replica, its engine's signals (absent when engines are not scraped).",
+    )
+    replicas_truncated: bool | None = Field(
+        default=None, description="More replicas were scraped than were kept."
     )
 
     def pool(self, name: str) -> PoolInventory | None:

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, WithJsonSchema, field_validator, model_validator
 
 from modelplane.api import constants as c
+from modelplane.api.autoscaling import Autoscaling, AutoscalingStatus
 from modelplane.api.common import (
     CELExpression,
     ConditionedStatus,
@@ -327,6 +328,12 @@ class ModelDeploymentSpec(KubeModel):
         default_factory=Rollout,
         description="How replicas that must leave their cluster or pool are replaced.",
     )
+    autoscaling: Autoscaling | None = Field(
+        default=None,
+        description="Size the deployment from its engines' signals (queue depth, KV-cache use, "
+        "time to first token) summed over the fleet; spec.replicas is then only the start, "
+        "and an external scaler of the scale subresource is refused.",
+    )
     node_selector: NodeSelector | None = None
     workers: Workers | None = None
     prefill: RoleSpec | None = None
@@ -441,4 +448,7 @@ class ModelDeploymentStatus(ConditionedStatus):
     )
     unschedulable_omitted: int | None = Field(
         default=None, description="Rejecting clusters left out of unschedulable to bound its size."
+    )
+    autoscaling: AutoscalingStatus | None = Field(
+        default=None, description="The signals used, the proposal and why (spec.autoscaling)."
     )

@@ -123,6 +123,13 @@ class ModelEndpointSpec(KubeModel):
             "cluster's CA and presents the fleet's client certificate for that cluster."
         ),
     )
+    draining: bool | None = Field(
+        default=None,
+        description=(
+            "True while the replica behind it is being removed (autoscaling): every "
+            "ModelService gives it weight 0, and the replica is deleted only once they all do."
+        ),
+    )
     rewrite_path: str | None = Field(
         default=None,
         max_length=1024,

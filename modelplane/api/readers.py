@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, ValidationError
 
 from modelplane.api import constants as c
+from modelplane.api.autoscaling import ReplicaSignals, read_replica_signals
 from modelplane.api.backends import DECLARED
 from modelplane.api.common import Condition, format_validation_error
 from modelplane.api.frozen import memoized
@@ -90,6 +91,7 @@ GPU_POOLS_PATH = f"status.{_GPU_POOLS}"
 _PROVIDER_CONFIG = _wire(InferenceClusterStatus, "provider_config_name")
 _GATEWAY_ADDRESS = _wire(InferenceClusterStatus, "gateway_address")
 _UNSCHEDULABLE = _wire(InferenceClusterStatus, "unschedulable_replicas")
+_SIGNALS = _wire(InferenceClusterStatus, "replica_signals")
 _POOL_NAME = _wire(GPUPool, "name")
 _POOL_CLASS = _wire(GPUPool, "class_name")
 _POOL_NODES = _wire(GPUPool, "nodes")
@@ -226,6 +228,12 @@ class ObservedInferenceCluster:
     # `spec.servingStack.modelplaneImage`: what Modelplane's programs run there
     # instead of the function's image; None when absent or not an image.
     modelplane_image: str | None = None
+    # Engine signals per replica (`status.replicaSignals`), by pod label value.
+    signals: Mapping[str, ReplicaSignals] = field(default_factory=dict)
+
+    def signal(self, replica: str) -> ReplicaSignals | None:
+        """The engine signals the cluster reports for ModelReplica `replica`, if any."""
+        return self.signals.get(replica_base(replica)) if self.signals else None
 
     @property
     def packing(self) -> Packing:
@@ -443,6 +451,7 @@ def _read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster 
         backends=backends,
         inference_pools=read_inference_pools(spec),
         unschedulable=read_unschedulable(status),
+        signals=read_replica_signals(status.get(_SIGNALS)),
         modelplane_image=read_modelplane_image(spec),
     )
 

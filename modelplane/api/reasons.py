@@ -62,6 +62,18 @@ class ScheduledReason(StrEnum):
     REPLICA_UNSCHEDULABLE = "ReplicaUnschedulable"
 
 
+class AutoscalingReason(StrEnum):
+    """`Autoscaling`: what the autoscaler decided from the engines' signals, and may it?"""
+
+    SCALED_UP = "ScaledUp"
+    SCALED_DOWN = "ScaledDown"
+    STEADY = "Steady"
+    STABILIZING = "Stabilizing"
+    LIMITED = "Limited"
+    SIGNALS_MISSING = "SignalsMissing"
+    EXTERNAL_SCALER = "ExternalScaler"
+
+
 class CacheResolvedReason(StrEnum):
     """`CacheResolved`: do the ModelCaches a deployment names exist?"""
 
@@ -227,6 +239,7 @@ REASONS: Final[dict[str, type[StrEnum]]] = {
     c.CONDITION_POOLS_RESOLVED: PoolsResolvedReason,
     c.CONDITION_CREDENTIALS_RESOLVED: CredentialsResolvedReason,
     c.CONDITION_SCHEDULED: ScheduledReason,
+    c.CONDITION_AUTOSCALING: AutoscalingReason,
     c.CONDITION_CACHE_RESOLVED: CacheResolvedReason,
     c.CONDITION_REPLICAS_READY: ReplicasReadyReason,
     c.CONDITION_CLUSTER_RESOLVED: ClusterResolvedReason,

@@ -112,6 +112,12 @@ class InventoryConfig(KubeModel):
         pattern=c.DURATION_PATTERN,
         description="How often the agent rewrites the summary.",
     )
+    engine_metrics: bool = Field(
+        default=False,
+        description="Also scrape each Ready replica pod's engine metrics (vLLM, port 8000) "
+        "and report them for autoscaling (docs/autoscaling.md); the summary is then "
+        "rewritten every interval.",
+    )
 
 
 class StackGateway(KubeModel):

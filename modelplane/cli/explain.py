@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from modelplane.api import constants as c
+from modelplane.api.autoscaling import read_autoscaling_status
 from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.api.readers import read_model_deployment
 from modelplane.api.roles import role_label
@@ -30,6 +31,7 @@ from modelplane.compose.deployments.model_deployment import (
 )
 from modelplane.compose.deployments.observed import scheduler_input
 from modelplane.local import ControlPlane, Key, LoadError, NotConvergedError, load_paths
+from modelplane.local.engine import Event, RoundReport
 from modelplane.local.store import ObjectStore
 from modelplane.scheduling import PlannedReplica, ScheduleResult
 from modelplane.scheduling.explanation import explanation_rows
@@ -80,6 +82,10 @@ def explain_deployment(store: ObjectStore, namespace: str, name: str) -> Schedul
     spec, error = parse_spec(ModelDeploymentSpec, deployment)
     if spec is None:
         raise click.ClickException(f"ModelDeployment {namespace}/{name} is invalid: {error}")
+    auto = read_autoscaling_status(deployment.get("status"))
+    if spec.autoscaling is not None and auto is not None:
+        # The autoscaler's count is the one the composer scheduled for.
+        spec = spec.model_copy(update={"replicas": auto.desired_replicas})
     # The input the composer builds, from the store: explain and status agree.
     return schedule_input(scheduler_input(deployment, spec, _StoreFleet(store, namespace)))
 
@@ -252,10 +258,21 @@ def explain(paths: tuple[str, ...], ref: str, max_rounds: int) -> None:
         objects = load_paths(paths)
     except LoadError as err:
         raise click.ClickException(str(err)) from None
+    key = Key(c.API_VERSION, "ModelDeployment", namespace, name)
+    plane = ControlPlane(objects)
+    steps: list[tuple[int, Event]] = []
+
+    def record(report: RoundReport) -> None:
+        # Events are the last reconcile's: collected each round, they tell the steps.
+        for event in plane.events.get(key, []):
+            if event.reason in AUTOSCALING_EVENTS and (report.round, event) not in steps:
+                steps.append((report.round, event))
+
     try:
-        store = ControlPlane(objects).run(max_rounds).store
+        rendered = plane.run(max_rounds, progress=record)
     except NotConvergedError as err:
         raise click.ClickException(str(err)) from None
+    store = rendered.store
     result = explain_deployment(store, namespace, name)
     if result is None:
         known = ", ".join(_deployments(store)) or "none"
@@ -271,9 +288,44 @@ def explain(paths: tuple[str, ...], ref: str, max_rounds: int) -> None:
     out.append(_explanation(result))
     if result.what_if or result.stocked_out:
         out.append(what_if_table(result))
+    out.extend(autoscaling_section(deployment, steps))
     console = _console(out)
     for renderable in out:
         console.print(renderable)
+
+
+# The deployment's events that tell the autoscaler's steps.
+AUTOSCALING_EVENTS = frozenset(
+    {"ScaledUp", "ScaledDown", "Limited", "ScaleDownDraining", "ScaleDownRemoved", "ExternalScaler"}
+)
+
+
+def autoscaling_section(
+    deployment: Mapping[str, Any], steps: Sequence[tuple[int, Event]]
+) -> list[RenderableType]:
+    """The autoscaler's decision (signals, each target's proposal, why) and its steps."""
+    auto = read_autoscaling_status(deployment.get("status"))
+    if auto is None:
+        return []
+    text = Text()
+    text.append("Autoscaling: ", style="bold")
+    text.append(f"{auto.current_replicas} → {auto.desired_replicas} replicas ({auto.reason})")
+    text.append(f"\n  {auto.message}")
+    if auto.draining:
+        text.append(f"\n  leaving (weight 0 until deleted): {', '.join(auto.draining)}")
+    table = Table(title="Autoscaling targets", title_justify="left")
+    for col in ("Target", "Fleet measure per replica", "Target value", "Proposes"):
+        table.add_column(col)
+    for t in auto.targets or []:
+        value = "no signal" if t.value is None else _number(t.value)
+        table.add_row(t.target, value, _number(t.goal), str(t.replicas or "-"))
+    rows = Table(title="Autoscaling steps (the render's events, in order)", title_justify="left")
+    rows.add_column("Round")
+    rows.add_column("Reason")
+    rows.add_column("Message", overflow="fold")
+    for round_, e in steps:
+        rows.add_row(str(round_), e.reason, e.message)
+    return [text, table, rows] if steps else [text, table]
 
 
 def _console(renderables: Sequence[RenderableType]) -> Console:

@@ -48,6 +48,21 @@ def function() -> None:
     help="Stop a call that runs longer and answer with a fatal result naming its composite "
     "(Crossplane then keeps every composed resource).",
 )
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(min=0, max=65535),
+    default=0,
+    show_default=True,
+    envvar="METRICS_PORT",
+    help="Serve Prometheus metrics on this port (0: off); mutual TLS with the server's "
+    "certificates, or loopback only with --insecure unless --metrics-address is given.",
+)
+@click.option(
+    "--metrics-address",
+    default=None,
+    envvar="METRICS_ADDRESS",
+    help="Address the metrics endpoint listens on.",
+)
 # Hidden spellings: the issue's --max-*-message-mb and the server's former
 # --max-message-size (both directions), so existing manifests keep working.
 @click.option("--max-recv-message-mb", "recv_mb_alias", type=int, hidden=True)
@@ -67,6 +82,8 @@ def serve(**options: Any) -> None:
         max_send_message_mb=send,
         workers=options["workers"],
         deadline_seconds=options["deadline_seconds"],
+        metrics_port=options["metrics_port"],
+        metrics_address=options["metrics_address"],
     )
 
 

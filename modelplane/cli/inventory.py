@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import click
 
+from modelplane.agent.engines import DEFAULT_MAX_BYTES, DEFAULT_PORT, DEFAULT_TIMEOUT, Scraper
 from modelplane.agent.inventory import Settings, run
 from modelplane.api import constants as c
 from modelplane.api.inventory import parse_duration
@@ -45,6 +46,29 @@ def _client(server: str | None, token_file: str | None, ca_file: str | None) -> 
     callback=_duration,
     help="How long a replica pod stays Unschedulable before it is reported.",
 )
+@click.option(
+    "--engine-metrics/--no-engine-metrics",
+    default=False,
+    show_default=True,
+    help="Scrape each Ready replica pod's engine metrics (vLLM) and report them for autoscaling.",
+)
+@click.option(
+    "--metrics-port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True
+)
+@click.option(
+    "--scrape-timeout",
+    type=click.FloatRange(0.1, 30),
+    default=DEFAULT_TIMEOUT,
+    show_default=True,
+    help="Seconds to wait for one pod's metrics.",
+)
+@click.option(
+    "--scrape-max-bytes",
+    type=click.IntRange(1024),
+    default=DEFAULT_MAX_BYTES,
+    show_default=True,
+    help="A metrics page longer than this makes its replica unreachable.",
+)
 @click.option("--once", is_flag=True, help="Report once and exit (1 if that failed).")
 def inventory(
     server: str | None,
@@ -54,6 +78,10 @@ def inventory(
     name: str,
     interval: int,
     grace: int,
+    engine_metrics: bool,
+    metrics_port: int,
+    scrape_timeout: float,
+    scrape_max_bytes: int,
     once: bool,
 ) -> None:
     """Report this cluster's nodes, devices and unschedulable replicas to the control plane."""
@@ -61,7 +89,12 @@ def inventory(
         client = _client(server, token_file, ca_file)
     except KubeError as err:
         raise click.ClickException(str(err)) from None
-    settings = Settings(namespace, name, interval, grace)
+    scraper = (
+        Scraper(port=metrics_port, timeout=scrape_timeout, max_bytes=scrape_max_bytes)
+        if engine_metrics
+        else None
+    )
+    settings = Settings(namespace, name, interval, grace, scraper)
     failed = run(client, settings, rounds=1 if once else None, log=click.echo)
     if once and failed:
         raise SystemExit(1)

@@ -104,10 +104,14 @@ def serve(
     max_send_message_mb: int | None = None,
     workers: int | None = None,
     deadline_seconds: float = DEFAULT_DEADLINE_SECONDS,
+    metrics_port: int = 0,
+    metrics_address: str | None = None,
 ) -> None:
     """Serve RunFunction over gRPC until terminated (mTLS unless `insecure`).
 
-    `workers` defaults to `default_workers()`.
+    `workers` defaults to `default_workers()`. With `metrics_port`, Prometheus
+    metrics are served there too (mutual TLS with the server's certificates;
+    loopback when `insecure`).
     """
     logging.configure(logging.Level.DEBUG if debug else logging.Level.INFO)
     workers = default_workers() if workers is None else workers
@@ -115,6 +119,13 @@ def serve(
     pool = WorkerPool(
         run_serialized, workers=workers, deadline=deadline_seconds, debug=debug, warmup=warm_up
     )
+    metrics = None
+    if metrics_port:
+        from modelplane.crossplane.metrics import FunctionMetrics, serve_metrics
+
+        metrics = FunctionMetrics()
+        certs = None if insecure else tls_certs_dir
+        serve_metrics(metrics, metrics_port, metrics_address, certs)
     logging.get_logger().info(
         "function-modelplane serving RunFunction",
         address=address,
@@ -125,11 +136,12 @@ def serve(
         max_send_message_mb=send_mb,
         workers=workers,
         deadline_seconds=deadline_seconds,
+        metrics_port=metrics_port or None,
     )
     try:
         sdkcli.run(
             # The runner has the servicer's one method; gRPC needs no more.
-            cast(grpcv1.FunctionRunnerServiceServicer, FunctionRunner(pool=pool)),
+            cast(grpcv1.FunctionRunnerServiceServicer, FunctionRunner(pool=pool, metrics=metrics)),
             debug=debug,
             address=address,
             # The SDK would add a TLS port and an insecure one on the same

@@ -23,6 +23,7 @@ from modelplane.compose.types import ComposeInput, ComposeResult, Resource
 from modelplane.crossplane import convert
 
 if TYPE_CHECKING:
+    from modelplane.crossplane.metrics import FunctionMetrics
     from modelplane.crossplane.pool import WorkerPool
 
 
@@ -88,6 +89,7 @@ class FunctionRunner:
         *,
         log_errors: bool = True,
         pool: WorkerPool | None = None,
+        metrics: FunctionMetrics | None = None,
     ) -> None:
         """Create a runner whose responses may be cached for `ttl`.
 
@@ -99,6 +101,7 @@ class FunctionRunner:
         self.ttl = ttl
         self.log_errors = log_errors
         self.pool = pool
+        self.metrics = metrics  # counted around each gRPC call (`crossplane/metrics.py`)
 
     def run(self, req: fnv1.RunFunctionRequest) -> fnv1.RunFunctionResponse:
         """Handle one request synchronously; never raises, whatever the request holds."""
@@ -164,9 +167,14 @@ class FunctionRunner:
         self, req: fnv1.RunFunctionRequest, context: Any
     ) -> fnv1.RunFunctionResponse:
         """Run the function for one composite (the gRPC entry point)."""
+        started = time.monotonic()
         if self.pool is None:
-            return self.run(req)
-        return await self._run_in_pool(self.pool, req)
+            rsp = self.run(req)
+        else:
+            rsp = await self._run_in_pool(self.pool, req)
+        if self.metrics is not None:
+            self.metrics.observe(req, rsp, time.monotonic() - started)
+        return rsp
 
     async def _run_in_pool(
         self, pool: WorkerPool, req: fnv1.RunFunctionRequest

@@ -29,6 +29,15 @@ show what goes wrong in real clusters:
   value is the ModelReplica's name as a DNS label of at most 40 characters
   (`api.objects.replica_base`).
 
+- `signals` (data: deployment (`name` or `namespace/name`), optional
+  cluster, requestsWaiting and requestsRunning (totals, spread evenly over
+  the deployment's Ready replicas there), kvCacheUtilization and
+  ttftP90Seconds (each replica's), scrapedAt): the simulated agent reports
+  those engine signals for each Ready replica of the deployment (on that
+  cluster) whose ModelEndpoint is Ready (requests reach a replica only
+  through one), as it would after scraping the engines' metrics; autoscaling reads
+  them. Any other replica reports nothing.
+
 Everything is derived from the objects themselves, so a second pass over an
 unchanged store changes nothing.
 """
@@ -39,15 +48,16 @@ import base64
 import copy
 import functools
 import json
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, field
 from typing import Any
 
 from modelplane.api import constants as c
+from modelplane.api.autoscaling import ReplicaSignals
 from modelplane.api.clouds import cloud_managing
 from modelplane.api.dra_publish import node_slices
 from modelplane.api.inventory_summary import summarize
 from modelplane.api.model_replica import ModelReplicaSpec
-from modelplane.api.objects import label_value, replica_base, short_hash
+from modelplane.api.objects import is_condition_true, label_value, replica_base, short_hash
 from modelplane.api.readers import ObservedInferenceCluster, read_inference_cluster
 from modelplane.compose.clusters.clouds import PROVISIONERS
 from modelplane.compose.clusters.clouds.provisioned import ProviderReports
@@ -91,6 +101,7 @@ class Fixtures:
     stockouts: list[StockOutFixture]
     drifts: list[DriftFixture]
     unschedulable: list[UnschedulableFixture]
+    signals: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -166,6 +177,8 @@ def fixtures(store: ObjectStore) -> Fixtures:
             found.drifts.append(_drift(data))
         elif kind == "unschedulable":
             found.unschedulable.append(_unschedulable(data))
+        elif kind == "signals":
+            found.signals.append({str(k): str(v) for k, v in data.items()})
     return found
 
 
@@ -385,13 +398,77 @@ def _summary_text(key: str) -> str:
     Pure in its (JSON) key, so memoized: a render calls it for every cluster in
     every round, and the Nodes and ResourceSlices it builds are the costly part.
     """
-    cluster, plans, pods, now = json.loads(key)
+    cluster, plans, pods, now, signals = json.loads(key)
     nodes: list[Obj] = []
     slices: list[Obj] = []
     for plan in plans:
         more = _pool_world(cluster, tuple(plan))
         nodes, slices = nodes + more[0], slices + more[1]
-    return json.dumps(summarize(nodes, slices, pods, now, 0).to_data())
+    summary = summarize(nodes, slices, pods, now, 0)
+    replicas = [ReplicaSignals.model_validate(s) for s in signals] or None
+    return json.dumps(summary.model_copy(update={"replicas": replicas}).to_data())
+
+
+def _float(value: str | None) -> float | None:
+    try:
+        return float(value) if value not in (None, "") else None
+    except ValueError:
+        return None
+
+
+def _signals_of(fixture: dict[str, str], ready: list[str], n: int) -> list[dict[str, Any]]:
+    """What the simulated agent reports for `ready` replicas (pod label values), of `n` sharing."""
+    out = []
+    for base in ready:
+        waiting = _float(fixture.get("requestsWaiting"))
+        running = _float(fixture.get("requestsRunning"))
+        s = ReplicaSignals(
+            replica=base,
+            pods=1,
+            reachable=True,
+            scraped_at=fixture.get("scrapedAt") or EPOCH.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            window_seconds=300,
+            samples=5,
+            requests_waiting=None if waiting is None else round(waiting / n, 4),
+            requests_running=None if running is None else round(running / n, 4),
+            kv_cache_utilization=_float(fixture.get("kvCacheUtilization")),
+            ttft_p90_seconds=_float(fixture.get("ttftP90Seconds")),
+            ttft_requests=100 if fixture.get("ttftP90Seconds") else None,
+        )
+        out.append(s.to_dict())
+    return out
+
+
+def _routed(store: ObjectStore, meta: dict[str, Any]) -> bool:
+    """Whether a replica's ModelEndpoint is Ready: requests reach it only through one."""
+    key = Key(c.API_VERSION, "ModelEndpoint", str(meta.get("namespace")), str(meta.get("name")))
+    endpoint = store.get(key)
+    return endpoint is not None and is_condition_true(endpoint, c.CONDITION_READY)
+
+
+def _replica_signals(store: ObjectStore, cluster: str, found: Fixtures) -> list[dict[str, Any]]:
+    """Per Ready replica on `cluster` a `signals` fixture names, its simulated signals."""
+    out: list[dict[str, Any]] = []
+    for fixture in found.signals:
+        if fixture.get("cluster") not in (None, "", cluster):
+            continue
+        namespace, _, name = str(fixture.get("deployment", "")).rpartition("/")
+        # The fixture's totals are shared by every Ready replica it covers.
+        sharing: list[tuple[str, str]] = []
+        for replica in store.list(c.API_VERSION, "ModelReplica"):
+            meta, spec = replica.get("metadata") or {}, replica.get("spec") or {}
+            if (
+                spec.get("clusterName") in (fixture.get("cluster") or spec.get("clusterName"),)
+                and spec.get("deploymentName") == name
+                and namespace in ("", meta.get("namespace"))
+                and is_condition_true(replica, c.CONDITION_READY)
+                and _routed(store, meta)
+            ):
+                sharing.append((str(spec.get("clusterName")), replica_base(str(meta.get("name")))))
+        here = sorted(base for where, base in sharing if where == cluster)
+        if here:
+            out.extend(_signals_of(fixture, here, len(sharing)))
+    return out
 
 
 def _fixture_matches(fixture: UnschedulableFixture, replica: Obj) -> bool:
@@ -478,7 +555,8 @@ def _inventory_key(store: ObjectStore, obj: Obj, managed: list[Obj], found: Fixt
         [created or EPOCH.strftime("%Y-%m-%dT%H:%M:%SZ")]
         + [f.since for f in found.unschedulable if f.cluster == cluster and f.since]
     )
-    return json.dumps([cluster, plans, pods, now], sort_keys=True)
+    signals = _replica_signals(store, cluster, found)
+    return json.dumps([cluster, plans, pods, now, signals], sort_keys=True)
 
 
 def _live(obj: Obj) -> Any:

@@ -44,6 +44,7 @@ def test_the_contract_keys_are_the_ones_other_kinds_read() -> None:
         "gpuPools",
         "observedGatewayAddress",
         "providerConfigName",
+        "replicaSignals",
         "unschedulableReplicas",
     ]
 

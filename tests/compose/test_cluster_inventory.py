@@ -269,4 +269,5 @@ def test_the_stack_gets_the_inventory_settings() -> None:
         "enabled": True,
         "unschedulableAfter": "10m",
         "interval": "60s",
+        "engineMetrics": False,
     }

@@ -134,3 +134,24 @@ def test_plan_selects_only_its_namespace_and_weights_ready_endpoints() -> None:
         ("stable-1", 450, True),
         ("stable-2", 0, False),
     ]
+
+
+def test_a_draining_endpoint_is_listed_at_weight_zero() -> None:
+    """An endpoint whose replica is leaving (autoscaling) gets 0; the rest share everything."""
+    spec = ModelServiceSpec.model_validate(
+        {"endpoints": [{"selector": {"matchLabels": {"app": "chat"}}, "weight": 100}]}
+    )
+    leaving = ObservedEndpoint(
+        "chat-2",
+        "team-a",
+        {"app": "chat"},
+        ModelEndpointSpec(url="https://chat-2.example.com", draining=True),
+        ready=True,
+    )
+    endpoints = [
+        _endpoint("chat-0", {"app": "chat"}),
+        _endpoint("chat-1", {"app": "chat"}),
+        leaving,
+    ]
+    got = [(s.endpoint.name, s.weight, s.ready) for s in plan(spec, endpoints, "team-a")]
+    assert got == [("chat-0", 500, True), ("chat-1", 500, True), ("chat-2", 0, True)]

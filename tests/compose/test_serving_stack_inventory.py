@@ -197,6 +197,13 @@ def test_the_image_is_the_function_packages_own() -> None:
     assert image == f"{DEFAULT_FUNCTION_PACKAGE}:v{__version__}"
 
 
+def test_engine_metrics_turn_on_the_scraper() -> None:
+    res = _compose(_stack(inventory={"unschedulableAfter": "10m", "engineMetrics": True}))
+    wrapped = res.desired["inventory-agent"].resource["spec"]["forProvider"]["manifest"]
+    (agent,) = wrapped["spec"]["template"]["spec"]["containers"]
+    assert agent["args"] == ["--interval=60s", "--grace=10m", "--engine-metrics"]
+
+
 def test_disabled_inventory_installs_nothing() -> None:
     res = _compose(_stack(inventory={"enabled": False}))
     assert not [k for k in res.desired if k.startswith("inventory")]

@@ -102,7 +102,8 @@ def deployment(config: InventoryConfig, image: str) -> Resource:
         "name": "agent",
         "image": image,
         "command": ["modelplane", "inventory"],
-        "args": [f"--interval={config.interval}", f"--grace={config.unschedulable_after}"],
+        "args": [f"--interval={config.interval}", f"--grace={config.unschedulable_after}"]
+        + (["--engine-metrics"] if config.engine_metrics else []),
         "resources": RESOURCES,
         "securityContext": {
             "allowPrivilegeEscalation": False,

@@ -430,6 +430,7 @@ def drift(
             result.warn(str(why[0]), why[1])
         return
     status.unschedulable_replicas = list(inventory.unschedulable) or None
+    status.replica_signals = list(inventory.replicas or []) or None
     found = [
         d
         for p in pools

@@ -23,8 +23,9 @@ only that answer is acted on.
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -43,13 +44,25 @@ from modelplane.api.model_deployment import (
 from modelplane.api.model_endpoint import read_endpoint
 from modelplane.api.model_replica import ModelReplicaSpec
 from modelplane.api.objects import is_condition_true, label_value
-from modelplane.api.readers import read_inference_cluster, read_model_replica
-from modelplane.api.reasons import ScheduledReason
+from modelplane.api.readers import (
+    ObservedInferenceCluster,
+    read_inference_cluster,
+    read_model_replica,
+)
+from modelplane.api.reasons import AutoscalingReason, ScheduledReason
 from modelplane.api.roles import put_role_fields
 from modelplane.compose import outcome
 from modelplane.compose.common import as_desired, meta, parse_spec, without_crossplane_spec
 from modelplane.compose.deployments.endpoints import ReplicaView, endpoint_for, endpoint_key
 from modelplane.compose.deployments.observed import scheduler_input
+from modelplane.compose.deployments.scaling import (
+    REMOVAL_REASON,
+    Scaling,
+    choose_removals,
+    drained,
+    plan_scaling,
+    status_of,
+)
 from modelplane.compose.replica.workload import template_errors
 from modelplane.compose.types import (
     ComposeInput,
@@ -66,6 +79,7 @@ from modelplane.scheduling.words import cluster_message, truncate
 
 CLUSTERS_REQUIREMENT = "inference-clusters"
 REPLICAS_REQUIREMENT = "model-replicas"
+SERVICES_REQUIREMENT = "model-services"
 MODEL_REPLICA_KIND = "ModelReplica"
 MODEL_CACHE_KIND = "ModelCache"
 INFERENCE_CLUSTER_KIND = "InferenceCluster"
@@ -111,6 +125,11 @@ def requirements(namespace: str, spec: ModelDeploymentSpec | None) -> dict[str, 
             match_labels={c.LABEL_MANAGED_BY: c.MANAGED_BY},
         ),
     }
+    if spec is not None and spec.autoscaling is not None:
+        # A leaving replica is deleted only once every service routes nothing to it.
+        reqs[SERVICES_REQUIREMENT] = Requirement(
+            api_version=c.API_VERSION, kind="ModelService", namespace=namespace
+        )
     for cache in (spec.caches or []) if spec is not None else []:
         reqs[cache_requirement(cache.name)] = Requirement(
             api_version=c.API_VERSION,
@@ -183,13 +202,19 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
         return outcome.wait(inp, result)
 
     clusters = list(inp.required[CLUSTERS_REQUIREMENT])
+    by_name = _clusters_by_name(clusters)
+    scaling = plan_scaling(spec, _status_of(inp.composite), inp.observed, by_name)
+    asked = spec if scaling is None else spec.model_copy(update={"replicas": scaling.ask})
     try:
-        observed = scheduler_input(inp.composite, spec, _RequiredFleet(inp, namespace))
+        observed = scheduler_input(inp.composite, asked, _RequiredFleet(inp, namespace))
         plan = scheduler(observed)
     except Exception as err:  # a scheduler bug must not tear down serving replicas
         return outcome.fatal(
             f"{ScheduledReason.SCHEDULER_ERROR}: scheduling {namespace}/{name} failed: {err}"
         )
+    leaving: list[PlannedReplica] = []
+    if scaling is not None:
+        spec, plan, leaving = _scale(inp, result, spec, plan, scaling, by_name)
     _cache_condition(result, spec, observed.missing_caches, namespace)
     inconsistent = _compose_replicas(inp, result, spec, plan)
     if inconsistent is not None:
@@ -203,7 +228,134 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
     _events(result, plan)
     _replicas_ready(result, spec.replicas, placed)
     _compose_endpoints(inp, result, spec, plan, clusters)
+    if scaling is not None:
+        _compose_leaving(inp, result, scaling, leaving, clusters)
     return result
+
+
+def _status_of(composite: Resource) -> Mapping[str, Any]:
+    status = composite.get("status")
+    return status if isinstance(status, dict) else {}
+
+
+def _clusters_by_name(clusters: Sequence[Resource]) -> dict[str, ObservedInferenceCluster]:
+    read = (read_inference_cluster(obj) for obj in clusters)
+    return {x.name: x for x in read if x is not None}
+
+
+def _scale(
+    inp: ComposeInput,
+    result: ComposeResult,
+    spec: ModelDeploymentSpec,
+    plan: ScheduleResult,
+    scaling: Scaling,
+    clusters: Mapping[str, ObservedInferenceCluster],
+) -> tuple[ModelDeploymentSpec, ScheduleResult, list[PlannedReplica]]:
+    """Apply the autoscaler's count: the spec, plan and replicas leaving (still draining).
+
+    The scheduler was asked to keep every counted replica; the ones above the
+    decided count leave here (`scaling.choose_removals`): a Ready one is
+    drained first (composed as observed, its endpoint at weight 0) and deleted
+    once every ModelService shows it at weight 0.
+    """
+    desired = scaling.decision.desired
+    kept, removed = choose_removals(plan.replicas, desired, scaling.leaving, clusters)
+    services = list(inp.required.get(SERVICES_REQUIREMENT, []))
+    leaving = []
+    for p in removed:
+        key = replica_key(p.cluster, p.index)
+        endpoint = inp.observed.get(endpoint_key(key))
+        if p.ready and key in inp.observed and not drained(endpoint, services, p.name):
+            leaving.append(p)
+            if p.name not in scaling.leaving:
+                result.normal(
+                    "ScaleDownDraining",
+                    f"replica {p.name} on {p.cluster} leaves ({desired} replicas wanted): "
+                    "its endpoint goes to weight 0 in every ModelService before it is deleted",
+                )
+        elif key in inp.observed:
+            why = "drained: weight 0 in every ModelService" if p.ready else "not Ready"
+            result.normal("ScaleDownRemoved", f"replica {p.name} on {p.cluster} deleted ({why})")
+    _autoscaling_condition(result, scaling)
+    spec = spec.model_copy(update={"replicas": desired})
+    plan = dataclasses.replace(plan, replicas=tuple(kept), desired=desired)
+    return spec, plan, leaving
+
+
+def _autoscaling_condition(result: ComposeResult, scaling: Scaling) -> None:
+    d = scaling.decision
+    if scaling.external is not None:
+        reason = AutoscalingReason.EXTERNAL_SCALER
+        result.condition(c.CONDITION_AUTOSCALING, False, str(reason), scaling.external)
+        result.warn(str(reason), truncate(scaling.external, 512))
+        return
+    ok = None if d.reason == AutoscalingReason.SIGNALS_MISSING else True
+    msg = truncate(d.message, MAX_CONDITION_MESSAGE)
+    result.condition(c.CONDITION_AUTOSCALING, ok, str(d.reason), msg)
+    if d.desired != d.current:
+        result.normal(str(d.reason), truncate(d.message, 512))
+
+
+def _compose_leaving(
+    inp: ComposeInput,
+    result: ComposeResult,
+    scaling: Scaling,
+    leaving: Sequence[PlannedReplica],
+    clusters: Sequence[Resource],
+) -> None:
+    """Leaving replicas: composed as observed, endpoint at weight 0, listed as draining."""
+    m = meta(inp.composite)
+    name, namespace = str(m.get("name", "")), str(m.get("namespace", ""))
+    gateways = _gateways(clusters)
+    status = ModelDeploymentStatus.model_validate(result.status)
+    placements = list(status.placements or [])
+    kept = []
+    for p in leaving:
+        key = replica_key(p.cluster, p.index)
+        manifest = _as_observed(inp, p.name, key)
+        if manifest is None:
+            continue
+        kept.append(p.name)
+        result.desired[key] = DesiredResource(manifest, "True")
+        observed = read_model_replica(inp.observed[key])
+        view = ReplicaView(
+            name=p.name,
+            ready=observed is not None and observed.ready,
+            endpoint=observed.endpoint if observed is not None else None,
+            cluster_gateway=gateways.get(p.cluster),
+            cluster=p.cluster,
+        )
+        endpoint = endpoint_for(view, name, namespace, _user_labels(_spec(inp), ComposeResult()))
+        if endpoint is not None:
+            endpoint["spec"]["draining"] = True
+            ekey = endpoint_key(key)
+            ready = ekey in inp.observed and read_endpoint(inp.observed[ekey]).ready
+            result.desired[ekey] = DesiredResource(endpoint, "True" if ready else "False")
+        placements.append(
+            Placement(
+                cluster=p.cluster,
+                index=p.index,
+                replica_name=p.name,
+                pools=[RolePlacement(role=ra.role, pool=ra.pool) for ra in p.roles],
+                ready=True,
+                draining=True,
+                drain_reason=REMOVAL_REASON,
+            )
+        )
+    status.placements = placements
+    status.draining_replicas = (status.draining_replicas or 0) + len(kept) or None
+    status.autoscaling = status_of(scaling, kept)
+    result.status = status.to_dict()
+
+
+def _spec(inp: ComposeInput) -> ModelDeploymentSpec:
+    spec, _ = parse_spec(ModelDeploymentSpec, inp.composite)
+    assert spec is not None  # compose_with held before any call when it did not parse
+    return spec
+
+
+def _gateways(clusters: Sequence[Resource]) -> dict[str, str | None]:
+    return {x.name: x.gateway_address for x in _clusters_by_name(clusters).values()}
 
 
 def _cache_condition(
@@ -258,11 +410,7 @@ def _compose_endpoints(
     """
     m = meta(inp.composite)
     name, namespace = str(m.get("name", "")), str(m.get("namespace", ""))
-    gateways = {
-        x.name: x.gateway_address
-        for x in (read_inference_cluster(obj) for obj in clusters)
-        if x is not None
-    }
+    gateways = _gateways(clusters)
     # Labels are read again without warnings: `_compose_replicas` reported them.
     labels = _user_labels(spec, ComposeResult())
     for planned in plan.replicas:
@@ -293,10 +441,15 @@ def _draining_manifest(inp: ComposeInput, planned: PlannedReplica, key: str) -> 
     """
     if not planned.draining:
         return None
+    return _as_observed(inp, planned.name, key)
+
+
+def _as_observed(inp: ComposeInput, name: str, key: str) -> Resource | None:
+    """The replica `name` (composed under `key`) as observed, as desired state; None if unseen."""
     observed = inp.observed.get(key)
-    if observed is None or meta(observed).get("name") != planned.name:
+    if observed is None or meta(observed).get("name") != name:
         fleet = inp.required.get(REPLICAS_REQUIREMENT, [])
-        observed = next((r for r in fleet if meta(r).get("name") == planned.name), None)
+        observed = next((r for r in fleet if meta(r).get("name") == name), None)
     if observed is None or not isinstance(observed.get("spec"), dict):
         return None
     desired = without_crossplane_spec(as_desired(observed))

@@ -108,7 +108,9 @@ def plan(
     for group in spec.endpoints:
         members = [e for e in own if selector_matches(group.selector, e.labels)]
         selected.update((e.name, e) for e in members)
-        groups.append((group.weight, [e.name for e in members if e.ready and e.spec]))
+        # A draining endpoint stays listed at weight 0 (its replica leaves after).
+        live = [e.name for e in members if e.ready and e.spec and not e.spec.draining]
+        groups.append((group.weight, live))
     split = weights.split(groups, WEIGHT_TOTAL)
     return [Selected(e, split.get(name, 0)) for name, e in sorted(selected.items())]
 

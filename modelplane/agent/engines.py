@@ -1,0 +1,284 @@
+"""Engine signals: scrape each Ready replica pod's Prometheus metrics, summarise per replica.
+
+The inventory agent lists the Ready pods labelled `modelplane.ai/replica`,
+GETs `http://<podIP>:<port>/metrics` from each with a timeout and a bound on
+the bytes read, parses the text with prometheus_client's text-format parser
+and keeps, per pod, the last few samples (`Window`). Per replica it publishes
+a `ReplicaSignals`: window averages of requests waiting and running and of
+KV-cache use, the time-to-first-token p90 over the window (from the
+histogram's bucket increase between the window's first and last scrape), the
+window and the scrape time. A pod that does not answer, answers with an
+error, too much or something that does not parse makes its replica
+`reachable: false` with the reason: it is never reported as idle.
+
+The metric names, per engine (vLLM v1; the older `gpu_cache_usage_perc`
+is read when the newer name is absent):
+
+| signal | vLLM metric | type |
+|---|---|---|
+| requests waiting | `vllm:num_requests_waiting` | gauge |
+| requests running | `vllm:num_requests_running` | gauge |
+| KV-cache use (0–1) | `vllm:kv_cache_usage_perc` (`vllm:gpu_cache_usage_perc`) | gauge |
+| time to first token | `vllm:time_to_first_token_seconds` | histogram |
+"""
+
+from __future__ import annotations
+
+import http.client
+import math
+import urllib.parse
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from modelplane.api import constants as c
+from modelplane.api.autoscaling import MAX_REPLICA_SIGNALS, MAX_SIGNAL_ERROR, ReplicaSignals
+from modelplane.api.inventory_summary import epoch_seconds
+
+
+@dataclass(frozen=True)
+class EngineMetrics:
+    """One engine's metric names for the signals."""
+
+    waiting: str
+    running: str
+    kv_cache: tuple[str, ...]
+    ttft: str
+
+
+VLLM = EngineMetrics(
+    waiting="vllm:num_requests_waiting",
+    running="vllm:num_requests_running",
+    kv_cache=("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+    ttft="vllm:time_to_first_token_seconds",
+)
+ENGINES: Mapping[str, EngineMetrics] = {"vllm": VLLM}
+
+DEFAULT_PORT = 8000
+DEFAULT_PATH = "/metrics"
+DEFAULT_TIMEOUT = 2.0  # seconds per pod: one slow engine must not stall the round
+DEFAULT_MAX_BYTES = 4 * 1024 * 1024  # vLLM's page is ~100 KiB; LoRA labels multiply it
+WINDOW_SAMPLES = 5  # scrapes averaged (at the default minute: five minutes)
+PARALLEL = 16  # pods scraped at once: 256 replicas with 2 s timeouts stay under a minute
+
+
+class ScrapeError(Exception):
+    """A metrics endpoint that did not answer usefully (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    """What one scrape of one pod read."""
+
+    at: int  # epoch seconds
+    waiting: float | None
+    running: float | None
+    kv_cache: float | None
+    ttft_buckets: tuple[tuple[float, float], ...]  # (upper bound, cumulative count)
+
+
+def fetch(url: str, timeout: float, max_bytes: int) -> str:
+    """GET `url` (http only) and return its body; ScrapeError when it cannot be had whole."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
+        raise ScrapeError(f"{url!r} is not an http URL")
+    conn = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
+    try:
+        conn.request("GET", parts.path or "/", headers={"Accept": "text/plain"})
+        resp = conn.getresponse()
+        if resp.status != 200:
+            raise ScrapeError(f"HTTP {resp.status} from {url}")
+        body = resp.read(max_bytes + 1)
+    except (OSError, http.client.HTTPException) as err:
+        raise ScrapeError(f"{url}: {type(err).__name__}: {err}") from err
+    finally:
+        conn.close()
+    if len(body) > max_bytes:
+        raise ScrapeError(f"{url}: more than {max_bytes} bytes")
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ScrapeError(f"{url}: not UTF-8 text") from err
+
+
+def parse(text: str, engine: EngineMetrics, at: int) -> Sample:
+    """The signals in one page of Prometheus text (summed over label sets, e.g. models)."""
+    sums: dict[str, float] = {}
+    buckets: dict[float, float] = {}
+    wanted = {engine.waiting, engine.running, *engine.kv_cache}
+    try:
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                if s.name in wanted and math.isfinite(s.value):
+                    sums[s.name] = sums.get(s.name, 0.0) + s.value
+                elif s.name == engine.ttft + "_bucket" and "le" in s.labels:
+                    bound = float(s.labels["le"])
+                    buckets[bound] = buckets.get(bound, 0.0) + s.value
+    except (ValueError, TypeError, IndexError) as err:
+        raise ScrapeError(f"not Prometheus text: {err}") from err
+    kv = next((sums[n] for n in engine.kv_cache if n in sums), None)
+    return Sample(
+        at=at,
+        waiting=sums.get(engine.waiting),
+        running=sums.get(engine.running),
+        kv_cache=None if kv is None else min(1.0, max(0.0, kv)),
+        ttft_buckets=tuple(sorted(buckets.items())),
+    )
+
+
+def quantile(
+    q: float, first: Sequence[tuple[float, float]], last: Sequence[tuple[float, float]]
+) -> tuple[float | None, int]:
+    """The q-quantile of a histogram's increase between two scrapes, as Prometheus interpolates.
+
+    (value, observations); value None with no observation in between.
+    """
+    before = dict(first)
+    delta = [(b, max(0.0, n - before.get(b, 0.0))) for b, n in last]
+    if not delta or delta[-1][1] <= 0:
+        return None, 0
+    total = delta[-1][1]
+    rank = q * total
+    lower, below = 0.0, 0.0
+    for bound, count in delta:
+        if count >= rank:
+            if math.isinf(bound):
+                return lower, int(total)  # the largest finite bound, as histogram_quantile
+            inside = count - below
+            share = 0.0 if inside <= 0 else (rank - below) / inside
+            return lower + (bound - lower) * share, int(total)
+        lower, below = bound, count
+    return lower, int(total)
+
+
+@dataclass
+class Window:
+    """The last samples of each pod, so a replica's signals cover a window, not an instant."""
+
+    size: int = WINDOW_SAMPLES
+    pods: dict[str, deque[Sample]] = field(default_factory=dict)
+
+    def add(self, pod: str, sample: Sample) -> deque[Sample]:
+        """Keep `sample` as the pod's newest; the pod's window."""
+        window = self.pods.setdefault(pod, deque(maxlen=self.size))
+        window.append(sample)
+        return window
+
+    def forget_except(self, pods: set[str]) -> None:
+        """Drop the windows of pods no longer seen."""
+        for gone in set(self.pods) - pods:
+            del self.pods[gone]
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _pod_ref(pod: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """(replica, pod name, pod IP) of a Ready, running replica pod; None otherwise."""
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    if not isinstance(meta, Mapping) or not isinstance(status, Mapping):
+        return None
+    replica = (meta.get("labels") or {}).get(c.LABEL_REPLICA)
+    ip, name = status.get("podIP"), meta.get("name")
+    ready = any(
+        isinstance(x, Mapping) and x.get("type") == "Ready" and x.get("status") == "True"
+        for x in status.get("conditions") or []
+    )
+    if not ready or status.get("phase") != "Running":
+        return None
+    if not all(isinstance(v, str) and v for v in (replica, ip, name)):
+        return None
+    return str(replica), str(name), str(ip)
+
+
+@dataclass(frozen=True)
+class Scraper:
+    """How the agent scrapes: port, path, bounds, engine, and the fetch (tests pass theirs)."""
+
+    port: int = DEFAULT_PORT
+    path: str = DEFAULT_PATH
+    timeout: float = DEFAULT_TIMEOUT
+    max_bytes: int = DEFAULT_MAX_BYTES
+    engine: EngineMetrics = VLLM
+    get: Callable[[str, float, int], str] = fetch
+
+    def url(self, ip: str) -> str:
+        """The metrics URL of a pod at `ip` (IPv6 in brackets)."""
+        host = f"[{ip}]" if ":" in ip else ip
+        return f"http://{host}:{self.port}{self.path}"
+
+
+def _replica(
+    replica: str, pods: Sequence[tuple[str, deque[Sample] | str]], scraped_at: str
+) -> ReplicaSignals:
+    """One replica's signals from its pods' windows (an error string for a pod that failed)."""
+    errors = [w for _, w in pods if isinstance(w, str)]
+    windows = [w for _, w in pods if not isinstance(w, str)]
+    if errors or not windows:
+        error = (errors[0] if errors else "no Ready pod")[:MAX_SIGNAL_ERROR]
+        return ReplicaSignals(
+            replica=replica, pods=len(pods), reachable=False, error=error,
+            scraped_at=scraped_at, window_seconds=0, samples=0,
+        )  # fmt: skip
+    span = max(w[-1].at - w[0].at for w in windows)
+    samples = min(len(w) for w in windows)
+
+    def total(pick: Callable[[Sample], float | None]) -> float | None:
+        per_pod = [_mean([pick(s) for s in w]) for w in windows]
+        known = [v for v in per_pod if v is not None]
+        return round(sum(known), 4) if known else None
+
+    kv = _mean([_mean([s.kv_cache for s in w]) for w in windows])
+    merged_first: dict[float, float] = {}
+    merged_last: dict[float, float] = {}
+    for w in windows:
+        for b, n in w[0].ttft_buckets if len(w) > 1 else ():
+            merged_first[b] = merged_first.get(b, 0.0) + n
+        for b, n in w[-1].ttft_buckets if len(w) > 1 else ():
+            merged_last[b] = merged_last.get(b, 0.0) + n
+    p90, requests = quantile(0.9, sorted(merged_first.items()), sorted(merged_last.items()))
+    return ReplicaSignals(
+        replica=replica,
+        pods=len(pods),
+        reachable=True,
+        scraped_at=scraped_at,
+        window_seconds=span,
+        samples=samples,
+        requests_waiting=total(lambda s: s.waiting),
+        requests_running=total(lambda s: s.running),
+        kv_cache_utilization=None if kv is None else round(kv, 4),
+        ttft_p90_seconds=None if p90 is None else round(p90, 4),
+        ttft_requests=requests if p90 is not None else None,
+    )
+
+
+def scrape(
+    pods: Sequence[Mapping[str, Any]], scraper: Scraper, window: Window, now: str
+) -> tuple[list[ReplicaSignals], bool]:
+    """Per replica, its signals as of `now` (RFC 3339); (signals, truncated)."""
+    at = epoch_seconds(now) or 0
+    refs = sorted({r for pod in pods if (r := _pod_ref(pod)) is not None})
+
+    def one(ref: tuple[str, str, str]) -> Sample | str:
+        try:
+            text = scraper.get(scraper.url(ref[2]), scraper.timeout, scraper.max_bytes)
+            return parse(text, scraper.engine, at)
+        except ScrapeError as err:
+            return f"pod {ref[1]}: {err}"
+
+    with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
+        results = list(pool.map(one, refs))
+    by_replica: dict[str, list[tuple[str, deque[Sample] | str]]] = {}
+    for (replica, name, _), got in zip(refs, results, strict=True):
+        entry = got if isinstance(got, str) else window.add(name, got)
+        by_replica.setdefault(replica, []).append((name, entry))
+    window.forget_except({name for _, name, _ in refs})
+    names = sorted(by_replica)
+    out = [_replica(r, by_replica[r], now) for r in names[:MAX_REPLICA_SIGNALS]]
+    return out, len(names) > MAX_REPLICA_SIGNALS

@@ -1,0 +1,193 @@
+"""Autoscaling in the ModelDeployment composer: how many, which ones leave, and when.
+
+- **How many**: `autoscaling.decide` over the signals the replicas' clusters
+  report (`status.replicaSignals`, read by `ObservedInferenceCluster.signal`),
+  starting from the last decided count (`status.autoscaling.desiredReplicas`,
+  else `spec.replicas`).
+- **Where new ones go**: the scheduler, as for any count (caches, capacity,
+  taints, packing all apply): it is asked for the decided count.
+- **Which ones leave**: the scheduler is asked to keep every counted replica
+  (`ask`), and `choose_removals` picks the replicas whose removal hurts least:
+  not Ready first, then those already leaving, then the least loaded (requests
+  waiting plus running; a replica whose load is unknown is never taken for an
+  idle one), never the last Ready replica.
+- **When they go**: a Ready replica leaving is *drained* first: it stays
+  composed exactly as observed, its ModelEndpoint says `draining: true`, so
+  every ModelService gives it weight 0; it is deleted once every ModelService
+  of the namespace lists it at weight 0 (or not at all). A replica that is not
+  Ready serves nothing and leaves at once.
+- **One owner of the count**: `status.autoscaling.specReplicas` records
+  `spec.replicas` when autoscaling took over; a later change means an HPA,
+  KEDA or `kubectl scale` writes the scale subresource, which is refused with
+  `Autoscaling=False ExternalScaler` (the autoscaler keeps deciding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from modelplane.api.autoscaling import AutoscalingStatus, read_autoscaling_status
+from modelplane.api.model_deployment import ModelDeploymentSpec
+from modelplane.api.model_service import read_service_status
+from modelplane.api.readers import ObservedInferenceCluster
+from modelplane.api.reasons import AutoscalingReason
+from modelplane.compose.deployments.autoscaling import Decision, decide
+from modelplane.compose.types import Resource
+from modelplane.scheduling.types import PlannedReplica
+
+REMOVAL_REASON = "ScaleDown"
+"""The `drainReason` of a replica the autoscaler removes."""
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """The autoscaler's answer for one reconcile."""
+
+    decision: Decision
+    ask: int  # replicas the scheduler is asked to keep or place
+    spec_replicas: int  # spec.replicas as recorded when autoscaling took over
+    external: str | None  # why the count looks externally written, when it does
+    leaving: frozenset[str]  # replicas already leaving (status.autoscaling.draining)
+
+
+def _observed_replicas(observed: Mapping[str, Resource]) -> list[tuple[str, str]]:
+    """(name, cluster) of each ModelReplica the deployment composes today."""
+    out = []
+    for obj in observed.values():
+        meta, spec = obj.get("metadata"), obj.get("spec")
+        if obj.get("kind") != "ModelReplica" or not isinstance(meta, dict):
+            continue
+        name = meta.get("name")
+        cluster = spec.get("clusterName") if isinstance(spec, dict) else None
+        if isinstance(name, str) and isinstance(cluster, str):
+            out.append((name, cluster))
+    return sorted(out)
+
+
+def plan_scaling(
+    spec: ModelDeploymentSpec,
+    status: Mapping[str, object],
+    observed: Mapping[str, Resource],
+    clusters: Mapping[str, ObservedInferenceCluster],
+) -> Scaling | None:
+    """What the autoscaler decides this reconcile; None without `spec.autoscaling`."""
+    auto = spec.autoscaling
+    if auto is None:
+        return None
+    last = read_autoscaling_status(status)
+    leaving = frozenset(last.draining or ()) if last is not None else frozenset()
+    present = _observed_replicas(observed)
+    counted = [(n, cl) for n, cl in present if n not in leaving]
+    signals = {n: (clusters[cl].signal(n) if cl in clusters else None) for n, cl in counted}
+    current = last.desired_replicas if last is not None else spec.replicas
+    history = last.recommendations or [] if last is not None else []
+    decision = decide(auto, [n for n, _ in counted], signals, current, history)
+    recorded = last.spec_replicas if last is not None and last.spec_replicas is not None else None
+    recorded = spec.replicas if recorded is None else recorded
+    external = None
+    if spec.replicas != recorded:
+        external = (
+            f"spec.replicas was changed from {recorded} to {spec.replicas} while "
+            "spec.autoscaling is set: an HPA, a KEDA ScaledObject or kubectl scale writes the "
+            "scale subresource, and the replica count has one owner: the autoscaler ignores "
+            f"it; remove the external scaler and set spec.replicas back to {recorded}, or remove "
+            "spec.autoscaling"
+        )
+    still_leaving = sum(1 for n, _ in present if n in leaving)
+    last_counted = _last_counted(status)
+    ask = max(decision.desired + still_leaving, last_counted)
+    return Scaling(decision, ask, recorded, external, leaving)
+
+
+def _last_counted(status: Mapping[str, object]) -> int:
+    value = status.get("replicas")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _removal_key(
+    p: PlannedReplica, leaving: frozenset[str], load: float | None
+) -> tuple[int, int, int, float, str, int]:
+    """Sort key: not Ready, already leaving, known load, least load; then the mirror of fill."""
+    return (
+        1 if p.ready else 0,
+        0 if p.name in leaving else 1,
+        0 if load is not None else 1,
+        load if load is not None else 0.0,
+        # Ties: the cluster last by name, its highest index (scale-down's mirror of fill).
+        "".join(chr(0x10FFFF - ord(ch)) for ch in p.cluster),
+        -p.index,
+    )
+
+
+def choose_removals(
+    planned: Sequence[PlannedReplica],
+    desired: int,
+    leaving: frozenset[str],
+    clusters: Mapping[str, ObservedInferenceCluster],
+) -> tuple[list[PlannedReplica], list[PlannedReplica]]:
+    """(kept, removed): the counted replicas above `desired` whose removal hurts least.
+
+    Draining (make-before-break) and unschedulable replicas are the
+    scheduler's and are always kept. The last Ready replica is never removed.
+    """
+    counted = [p for p in planned if not p.draining and not p.unschedulable]
+    excess = len(counted) - desired
+    if excess <= 0:
+        return list(planned), []
+
+    def load(p: PlannedReplica) -> float | None:
+        cl = clusters.get(p.cluster)
+        s = cl.signal(p.name) if cl is not None else None
+        return s.load if s is not None else None
+
+    ready_left = sum(1 for p in counted if p.ready)
+    removed: list[PlannedReplica] = []
+    for p in sorted(counted, key=lambda p: _removal_key(p, leaving, load(p))):
+        if len(removed) == excess:
+            break
+        if p.ready and ready_left <= 1:
+            continue  # never the last Ready replica
+        removed.append(p)
+        ready_left -= 1 if p.ready else 0
+    gone = {id(p) for p in removed}
+    return [p for p in planned if id(p) not in gone], removed
+
+
+def drained(endpoint: Resource | None, services: Sequence[Resource], name: str) -> bool:
+    """Whether a leaving replica's traffic is gone: its endpoint is at weight 0 everywhere.
+
+    True when it has no endpoint; else when the observed endpoint says
+    `draining: true` and no ModelService lists it with a weight above 0.
+    """
+    if endpoint is None:
+        return True
+    spec = endpoint.get("spec")
+    if not isinstance(spec, dict) or spec.get("draining") is not True:
+        return False
+    for service in services:
+        status = read_service_status(service)
+        if status is None:
+            return False  # an unreadable service may still route to it
+        if any(e.name == name and e.weight > 0 for e in status.endpoints or ()):
+            return False
+    return True
+
+
+def status_of(scaling: Scaling, draining: Sequence[str]) -> AutoscalingStatus:
+    """`status.autoscaling` from the decision and the replicas still leaving."""
+    d = scaling.decision
+    return AutoscalingStatus(
+        desired_replicas=d.desired,
+        current_replicas=d.current,
+        proposal=d.proposal,
+        reason=str(AutoscalingReason.EXTERNAL_SCALER if scaling.external else d.reason),
+        message=(scaling.external or d.message)[:1024],
+        signals_at=d.signals_at,
+        reporting=d.reporting,
+        missing=list(d.missing) or None,
+        targets=list(d.targets) or None,
+        recommendations=list(d.recommendations) or None,
+        spec_replicas=scaling.spec_replicas,
+        draining=list(draining)[:16] or None,
+    )

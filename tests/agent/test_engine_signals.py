@@ -1,0 +1,249 @@
+"""The agent's engine scraper against fake vLLM engines on loopback (real HTTP, real text)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager, suppress
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+import pytest
+
+from modelplane.agent.engines import Scraper, Window, fetch, quantile, scrape
+from modelplane.api import constants as c
+from modelplane.api.inventory import InventorySummary, read_inventory
+from tests.loopback_http import serving
+
+BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5)
+
+
+def vllm_page(waiting: float, running: float, kv: float, ttft: dict[float, int]) -> str:
+    """A /metrics page as vLLM v1 writes it (two models' label sets for the gauges)."""
+    lines = [
+        "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.",
+        "# TYPE vllm:num_requests_waiting gauge",
+        f'vllm:num_requests_waiting{{engine="0",model_name="m"}} {waiting}',
+        "# HELP vllm:num_requests_running Number of requests in model execution batches.",
+        "# TYPE vllm:num_requests_running gauge",
+        f'vllm:num_requests_running{{engine="0",model_name="m"}} {running}',
+        "# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.",
+        "# TYPE vllm:kv_cache_usage_perc gauge",
+        f'vllm:kv_cache_usage_perc{{engine="0",model_name="m"}} {kv}',
+        "# HELP vllm:time_to_first_token_seconds Histogram of time to first token in seconds.",
+        "# TYPE vllm:time_to_first_token_seconds histogram",
+    ]
+    total = 0
+    for bound in (*BUCKETS, float("inf")):
+        total = ttft.get(bound, total)
+        le = "+Inf" if bound == float("inf") else str(bound)
+        lines.append(
+            f'vllm:time_to_first_token_seconds_bucket{{engine="0",le="{le}",model_name="m"}} '
+            f"{total}"
+        )
+    lines += [
+        f'vllm:time_to_first_token_seconds_count{{engine="0",model_name="m"}} {total}',
+        f'vllm:time_to_first_token_seconds_sum{{engine="0",model_name="m"}} {total * 0.3}',
+        "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.",
+        "# TYPE process_cpu_seconds_total counter",
+        "process_cpu_seconds_total 12.5",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def engine(body: str | bytes, *, delay: float = 0.0, status: int = 200) -> type:
+    """A handler serving `body` at /metrics after `delay` seconds."""
+    data = body.encode() if isinstance(body, str) else body
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            time.sleep(delay)
+            self.send_response(status if self.path == "/metrics" else 404)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            with suppress(BrokenPipeError, ConnectionResetError):
+                self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    return Handler
+
+
+def pod(name: str, replica: str, *, ready: bool = True) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": {c.LABEL_REPLICA: replica}},
+        "status": {
+            "phase": "Running",
+            "podIP": "127.0.0.1",
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
+
+
+@contextmanager
+def engines(**handlers: type) -> Iterator[dict[str, int]]:
+    """Serve each handler on loopback; yields pod name → port."""
+    with ExitStack() as stack:
+        yield {
+            name: int(stack.enter_context(serving(h)).rsplit(":", 1)[1])
+            for name, h in handlers.items()
+        }
+
+
+def scrape_pods(
+    pods: list[tuple[str, str]], servers: dict[str, type], *, timeout: float = 1.0,
+    max_bytes: int = 1 << 20, window: Window | None = None, now: str = "2026-11-01T01:00:00Z",
+) -> list[dict[str, Any]]:  # fmt: skip
+    """Scrape `pods` ((pod, replica)) whose engines are `servers` (by pod); the signals.
+
+    Each pod gets its own loopback address (127.0.0.N); the fetch goes, over
+    real HTTP, to the port that pod's fake engine listens on (none: refused).
+    """
+    with engines(**servers) as ports:
+        objs, port_of = [], {}
+        for i, (name, replica) in enumerate(pods):
+            p = pod(name, replica)
+            p["status"]["podIP"] = ip = f"127.0.0.{i + 2}"
+            port_of[ip] = ports.get(name, 1)
+            objs.append(p)
+
+        def get(url: str, t: float, limit: int) -> str:
+            ip = url.split("//", 1)[1].split(":", 1)[0]
+            return fetch(f"http://127.0.0.1:{port_of[ip]}/metrics", t, limit)
+
+        scraper = Scraper(timeout=timeout, max_bytes=max_bytes, get=get)
+        signals, truncated = scrape(objs, scraper, window or Window(), now)
+    assert not truncated
+    return [s.to_dict() for s in signals]
+
+
+def test_reads_vllm_signals_over_http() -> None:
+    page = vllm_page(7, 3, 0.42, {0.1: 0, 0.25: 50, 0.5: 90, 1.0: 100})
+    (one,) = scrape_pods([("p0", "r0")], {"p0": engine(page)})
+    assert one == {
+        "replica": "r0",
+        "pods": 1,
+        "reachable": True,
+        "scrapedAt": "2026-11-01T01:00:00Z",
+        "windowSeconds": 0,
+        "samples": 1,
+        "requestsWaiting": 7.0,
+        "requestsRunning": 3.0,
+        "kvCacheUtilization": 0.42,
+    }
+
+
+def test_window_averages_and_ttft_p90_from_bucket_increase() -> None:
+    window = Window()
+    first = vllm_page(2, 2, 0.2, {0.1: 10, 0.25: 10, 0.5: 10, 1.0: 10})
+    # Between the scrapes: 100 more requests, 60 under 0.25 s, 80 under 0.5 s, all under 1 s.
+    second = vllm_page(6, 4, 0.6, {0.1: 10, 0.25: 70, 0.5: 90, 1.0: 110})
+    scrape_pods([("p0", "r0")], {"p0": engine(first)}, window=window)
+    (one,) = scrape_pods(
+        [("p0", "r0")], {"p0": engine(second)}, window=window, now="2026-11-01T01:01:00Z"
+    )
+    assert one["windowSeconds"] == 60
+    assert one["samples"] == 2
+    assert (one["requestsWaiting"], one["requestsRunning"]) == (4.0, 3.0)  # (2+6)/2, (2+4)/2
+    assert one["kvCacheUtilization"] == 0.4
+    # p90 of 100: rank 90 falls in (0.5, 1.0] holding 20 (80 → 100): 0.5 + 0.5 × 10/20.
+    assert one["ttftP90Seconds"] == 0.75
+    assert one["ttftRequests"] == 100
+
+
+def test_a_slow_engine_is_unreachable_not_idle() -> None:
+    page = vllm_page(0, 0, 0, {})
+    started = time.monotonic()
+    (one,) = scrape_pods([("p0", "r0")], {"p0": engine(page, delay=2.0)}, timeout=0.3)
+    assert time.monotonic() - started < 1.9
+    assert one["reachable"] is False
+    assert "timed out" in one["error"]
+    assert "requestsWaiting" not in one
+
+
+def test_a_broken_page_is_unreachable() -> None:
+    (one,) = scrape_pods([("p0", "r0")], {"p0": engine("vllm:num_requests_waiting{ 1 2 3\n")})
+    assert one["reachable"] is False
+    assert "not Prometheus text" in one["error"]
+
+
+def test_an_error_status_is_unreachable() -> None:
+    (one,) = scrape_pods([("p0", "r0")], {"p0": engine("oops", status=500)})
+    assert one["reachable"] is False
+    assert "HTTP 500" in one["error"]
+
+
+def test_a_huge_page_is_cut_and_unreachable() -> None:
+    page = vllm_page(1, 1, 0.1, {}) + "# filler\n" * 200_000  # ~1.8 MB
+    (one,) = scrape_pods([("p0", "r0")], {"p0": engine(page)}, max_bytes=64 * 1024)
+    assert one["reachable"] is False
+    assert f"more than {64 * 1024} bytes" in one["error"]
+
+
+def test_a_missing_engine_is_unreachable() -> None:
+    # No server for p0: the connection is refused.
+    (one,) = scrape_pods([("p0", "r0")], {})
+    assert one["reachable"] is False
+    assert one["error"].startswith("pod p0: ")
+
+
+def test_one_failing_pod_makes_its_replica_unreachable() -> None:
+    page = vllm_page(5, 1, 0.5, {})
+    got = scrape_pods(
+        [("a0", "ra"), ("b0", "rb"), ("b1", "rb")],
+        {"a0": engine(page), "b0": engine(page), "b1": engine("x", status=503)},
+    )
+    assert [(s["replica"], s["reachable"], s.get("requestsWaiting")) for s in got] == [
+        ("ra", True, 5.0),
+        ("rb", False, None),
+    ]
+
+
+def test_pods_not_ready_are_not_scraped() -> None:
+    objs = [pod("p0", "r0", ready=False)]
+    calls: list[str] = []
+
+    def get(url: str, t: float, limit: int) -> str:
+        calls.append(url)
+        return ""
+
+    signals, _ = scrape(objs, Scraper(get=get), Window(), "2026-11-01T01:00:00Z")
+    assert (signals, calls) == ([], [])
+
+
+def test_quantile_as_prometheus_interpolates() -> None:
+    # 10 observations: 4 ≤ 0.1, 8 ≤ 0.5, 10 ≤ 1. p90: rank 9 in (0.5, 1] (8 → 10): 0.75.
+    assert quantile(0.9, [], [(0.1, 4), (0.5, 8), (1.0, 10), (float("inf"), 10)]) == (0.75, 10)
+    # Beyond the last finite bucket: its bound.
+    assert quantile(0.9, [], [(0.1, 1), (float("inf"), 10)]) == (0.1, 10)
+    assert quantile(0.9, [(1.0, 5)], [(1.0, 5)]) == (None, 0)
+
+
+def test_fifty_replicas_fit_the_summary() -> None:
+    """50 fake engines on loopback: the summary's size and the time to scrape them."""
+    page = vllm_page(3, 5, 0.61, {0.1: 40, 0.25: 80, 0.5: 95, 1.0: 100})
+    servers = {f"p{i:02d}": engine(page) for i in range(50)}
+    window = Window()
+    started = time.monotonic()
+    signals = scrape_pods([(p, f"chat-{p}") for p in servers], servers, window=window)
+    seconds = time.monotonic() - started
+    summary = InventorySummary.model_validate(
+        {"observedAt": "2026-11-01T01:00:00Z", "replicas": signals}
+    )
+    data = summary.to_data()
+    size = len(data[c.INVENTORY_DATA_KEY].encode())
+    parsed, problem = read_inventory(data)
+    assert problem is None and parsed is not None and parsed.replicas is not None
+    assert len(parsed.replicas) == 50 and all(s.reachable for s in parsed.replicas)
+    print(f"\n50 replicas: summary {size} bytes, scraped in {seconds:.2f} s")
+    print(json.dumps(signals[0], sort_keys=True))
+    assert size < 20_000  # far below a ConfigMap's 1 MiB
+
+
+@pytest.mark.parametrize("ip", ["10.0.0.7", "fd00::7"])
+def test_url_of_a_pod(ip: str) -> None:
+    host = f"[{ip}]" if ":" in ip else ip
+    assert Scraper().url(ip) == f"http://{host}:8000/metrics"

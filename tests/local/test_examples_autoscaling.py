@@ -1,0 +1,109 @@
+"""examples/autoscaling: the autoscaler end to end in a render, round by round (issue 28).
+
+`up`: 2 replicas, 24 requests waiting fleet-wide against 5 per replica: 5
+replicas across two clusters. `down`: 5 replicas, 14 waiting (12 on east, 2 on
+west): 3, the two least loaded (west's) drained to weight 0 in the
+ModelService before they are deleted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from modelplane.api import constants as c
+from modelplane.local import ControlPlane, Key, load_paths
+from modelplane.local.engine import RoundReport
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "autoscaling"
+DEPLOYMENT = Key(c.API_VERSION, "ModelDeployment", "ml-team", "chat")
+SERVICE = Key(c.API_VERSION, "ModelService", "ml-team", "chat")
+
+
+def _replicas(plane: ControlPlane) -> list[tuple[str, str]]:
+    """(cluster, name) of each ModelReplica of ml-team/chat in the store."""
+    return sorted(
+        (r["spec"]["clusterName"], r["metadata"]["name"])
+        for r in plane.store.list(c.API_VERSION, "ModelReplica")
+        if r["spec"]["deploymentName"] == "chat"
+    )
+
+
+def _weights(plane: ControlPlane) -> dict[str, int]:
+    service = plane.store.get(SERVICE) or {}
+    return {e["name"]: e["weight"] for e in (service.get("status") or {}).get("endpoints") or []}
+
+
+def _condition(obj: dict[str, Any], type_: str) -> tuple[str, str]:
+    cond = next(x for x in obj["status"]["conditions"] if x["type"] == type_)
+    return cond["status"], cond["reason"]
+
+
+def _run(folder: str) -> tuple[ControlPlane, list[dict[str, Any]]]:
+    """Render the folder; per round, the replicas, service weights and deployment events."""
+    plane = ControlPlane(load_paths([EXAMPLES / folder]))
+    rounds: list[dict[str, Any]] = []
+
+    def record(report: RoundReport) -> None:
+        rounds.append(
+            {
+                "replicas": _replicas(plane),
+                "weights": _weights(plane),
+                "events": [(e.reason, e.message) for e in plane.events.get(DEPLOYMENT, [])],
+            }
+        )
+
+    result = plane.run(50, progress=record)
+    assert result.converged
+    return plane, rounds
+
+
+def test_scales_up_from_two_to_five_across_two_clusters() -> None:
+    plane, rounds = _run("up")
+    counts = [len(r["replicas"]) for r in rounds if r["replicas"]]
+    assert counts[0] == 2 and counts[-1] == 5
+    assert sorted(set(counts)) == [2, 5]  # straight from 2 to 5
+    clusters = [cl for cl, _ in _replicas(plane)]
+    assert clusters == ["east", "east", "west", "west", "west"]
+    ups = [m for r in rounds for reason, m in r["events"] if reason == "ScaledUp"]
+    assert ups == [
+        "2 → 5 replicas (scaled up); queueDepthPerReplica 12 per replica (target 5) proposes 5; "
+        "kvCacheUtilization 0.55 per replica (target 0.8) proposes 2; largest 5; "
+        "2 of 2 replicas reporting at 2026-11-01T01:00:00Z"
+    ]
+    deployment = plane.store.get(DEPLOYMENT)
+    assert deployment is not None
+    auto = deployment["status"]["autoscaling"]
+    assert (auto["desiredReplicas"], auto["reason"], auto["reporting"]) == (5, "Steady", 5)
+    assert _condition(deployment, c.CONDITION_AUTOSCALING) == ("True", "Steady")
+    assert _condition(deployment, c.CONDITION_REPLICAS_READY) == ("True", "AllReplicasReady")
+    assert sorted(_weights(plane).values()) == [200] * 5
+
+
+def test_scales_down_to_three_draining_the_least_loaded_first() -> None:
+    plane, rounds = _run("down")
+    before = next(r for r in rounds if len(r["weights"]) == 5 and min(r["weights"].values()) > 0)
+    west = [name for cl, name in before["replicas"] if cl == "west"]
+    assert len(west) == 2
+    # The round the two leave: still composed, at weight 0 in the service...
+    start = rounds.index(before)
+    drained = [
+        i for i, r in enumerate(rounds) if i > start and all(r["weights"].get(n) == 0 for n in west)
+    ]
+    assert drained, "the leaving replicas were never at weight 0"
+    at = drained[0]
+    assert {name for _, name in rounds[at]["replicas"]} >= set(west)
+    # ...and deleted only in a later round.
+    later = rounds[at + 1 :]
+    assert later and not set(west) & {n for _, n in later[0]["replicas"]}
+    reasons = [reason for r in rounds for reason, _ in r["events"]]
+    assert reasons.count("ScaleDownDraining") == 2
+    assert reasons.count("ScaleDownRemoved") == 2
+    assert reasons.index("ScaleDownDraining") < reasons.index("ScaleDownRemoved")
+    assert [cl for cl, _ in _replicas(plane)] == ["east", "east", "east"]
+    deployment = plane.store.get(DEPLOYMENT)
+    assert deployment is not None
+    assert deployment["status"]["autoscaling"]["desiredReplicas"] == 3
+    assert "draining" not in deployment["status"]["autoscaling"]
+    assert _condition(deployment, c.CONDITION_REPLICAS_READY) == ("True", "AllReplicasReady")
