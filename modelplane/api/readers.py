@@ -226,6 +226,11 @@ class ObservedInferenceCluster:
     # `spec.servingStack.modelplaneImage`: what Modelplane's programs run there
     # instead of the function's image; None when absent or not an image.
     modelplane_image: str | None = None
+    # What later layers derive from this reading alone (the scheduler's interned
+    # pools), by their key. A reading of a decoded object is made once per
+    # object version and never changes, so neither does anything derived from
+    # it; not part of the reading's value (equality, repr).
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def packing(self) -> Packing:

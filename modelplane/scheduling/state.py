@@ -16,6 +16,7 @@ from modelplane.scheduling.framework import (
 )
 from modelplane.scheduling.ledger import PoolLedger, Snapshot, Vector
 from modelplane.scheduling.matching import (
+    SHARED,
     Evaluator,
     Request,
     RoleDef,
@@ -90,8 +91,9 @@ class CycleState:
     scores: tuple[ClusterScore, ...] = SCORES  # the score profile: rules and weights
     scored: bool = False  # the score rules are prepared and count the kept replicas
     ranking: tuple[ScoreCard, ...] = ()  # one more replica's best clusters (explain_all)
-    shapes: Shapes = field(default_factory=Shapes)
-    ev: Evaluator = field(default_factory=Evaluator)
+    # Shared by every call of the process: keyed by content (see `matching`).
+    shapes: Shapes = field(default_factory=lambda: SHARED.shapes)
+    ev: Evaluator = field(default_factory=lambda: SHARED.ev)
     rules: RuleStates = field(default_factory=RuleStates)
     verdicts: dict[str, ClusterVerdict] = field(default_factory=dict)
     schedulable: list[str] = field(default_factory=list)  # may take new replicas
