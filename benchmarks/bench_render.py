@@ -173,7 +173,7 @@ def instrument(phases: Phases) -> None:
     convert.dict_to_struct = phases.wrap("encode", convert.dict_to_struct)
     convert.to_input = phases.wrap("decode", convert.to_input)
     servicer.convert = convert
-    model_deployment.schedule = phases.wrap("schedule", model_deployment.schedule)
+    model_deployment.schedule_input = phases.wrap("schedule", model_deployment.schedule_input)
     lookup = registry.composer_for
 
     def composer_for(api_version: str, kind: str) -> Any:
