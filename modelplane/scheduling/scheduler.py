@@ -90,9 +90,8 @@ def match_pools(state: CycleState) -> None:
         # Interned once per cluster version, shared by every call (`cluster_pools`).
         pools = cluster_pools(state.inp.clusters[name], state.shapes)
         state.known_pools[name] = pools.names
-        for pool, shape in pools.shapes.items():
-            state.pool_shapes[(name, pool)] = shape
-            state.pool_nodes[(name, pool)] = pools.nodes[pool]
+        state.pool_shapes.add(name, pools.shapes)
+        state.pool_nodes.add(name, pools.nodes)
 
 
 def filter_pools(state: CycleState) -> None:
