@@ -114,3 +114,28 @@ def test_the_evaluator_starts_afresh_past_its_bound(monkeypatch: pytest.MonkeyPa
     ev.bound()  # now past it: everything is forgotten
     ev.evaluate(ANY_GPU, "k", device)
     assert calls == [ANY_GPU, H100, ANY_GPU]
+
+
+def test_contention_is_replayed_once_per_fleet(monkeypatch: pytest.MonkeyPatch) -> None:
+    from modelplane.scheduling import retain
+
+    replays: list[int] = []
+    real = retain._fleet_losers
+
+    def counting(state: Any) -> Any:
+        replays.append(1)
+        return real(state)
+
+    monkeypatch.setattr(retain, "_fleet_losers", counting)
+    fleet = [frozen(cluster("small", {"x": ("l4-1x", 1)}))]
+    # Two replicas of another deployment, neither Ready, on a one-GPU pool: one loses.
+    held = [
+        frozen(replica("other", "small", i, "x", [resolved("gpu")], ready=False)) for i in (0, 1)
+    ]
+    cold = schedule(deployment(1, [request("gpu", ANY_GPU)]), fleet, held)
+    warm = schedule(deployment(1, [request("gpu", ANY_GPU)], name="b"), fleet, held)
+    assert len(replays) == 1
+    SHARED.reset()
+    assert schedule(deployment(1, [request("gpu", ANY_GPU)], name="b"), fleet, held) == warm
+    assert len(replays) == 2  # another shape table: replayed afresh
+    assert cold.replicas == warm.replicas == ()  # the pool is taken
