@@ -93,23 +93,29 @@ def _fleet_losers(state: CycleState) -> Losers:
 
 
 class _LastLosers:
-    """The losers of the last fleet seen, by the identity of its readings.
+    """The losers of the last fleet seen, kept while the same fleet arrives.
 
-    A fleet unchanged since the last call arrives as the very same readings
-    (`framework`'s `_LastRead`), so its contention, which depends on nothing
-    else (not on the deployment being scheduled), is not replayed again.
+    Contention depends on the observed fleet alone, not on the deployment
+    being scheduled, so it is replayed only when the fleet differs from the
+    last call's: other clusters (readings of unchanged clusters arrive as
+    the very same objects, see `framework`'s `_LastRead`) or replicas that
+    read differently (compared by value: a deployment's own replicas are
+    merged into the listing afresh by every call). The readings are
+    immutable, so holding them cannot go stale.
     """
 
     def __init__(self) -> None:
         self._key: tuple[Any, ...] = ()
+        self._replicas: tuple[ObservedModelReplica, ...] | None = None
         self._losers: Losers = ()
 
     def get(self, state: CycleState) -> Losers:
         """The fleet's losers per pool, replayed only for a fleet not seen last."""
-        key = (state.inp.clusters, state.inp.replicas, state.shapes, state.ev)
-        if len(key) != len(self._key) or not all(map(operator.is_, key, self._key)):
+        key = (state.inp.clusters, state.shapes, state.ev)
+        same = len(key) == len(self._key) and all(map(operator.is_, key, self._key))
+        if not same or state.inp.replicas != self._replicas:
             self._losers = _fleet_losers(state)
-            self._key = key
+            self._key, self._replicas = key, state.inp.replicas
         return self._losers
 
 
