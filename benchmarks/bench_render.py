@@ -17,9 +17,15 @@ folder first, the least CPU time of `--repeat` runs (default 3) taken in turn
 with the quickstart's, with its own ratio to the same command on the quickstart.
 
     .venv/bin/python benchmarks/bench_render.py [--sizes 20x20,200x20,1000x100] [--no-command]
-        [--repeat N]
+        [--repeat N] [--floor 200x20,1000x100 | --no-floor]
 
-Target: 200 clusters × 20 deployments ≤ 8× the quickstart.
+Then, in the same run, `bench_floor.py`: `modelplane render -o json` of the
+`--floor` fleets next to their physical floor (start-up, parsing the input
+with libyaml, writing the output as JSON), medians of `--repeat` runs, with
+the peak RSS.
+
+Targets: 200 clusters × 20 deployments ≤ 8× the quickstart; ≤ 2× its floor,
+and 1,000 × 100 ≤ 3× its floor with a peak RSS ≤ 400 MiB.
 """
 
 from __future__ import annotations
@@ -173,7 +179,7 @@ def instrument(phases: Phases) -> None:
     convert.dict_to_struct = phases.wrap("encode", convert.dict_to_struct)
     convert.to_input = phases.wrap("decode", convert.to_input)
     servicer.convert = convert
-    model_deployment.schedule = phases.wrap("schedule", model_deployment.schedule)
+    model_deployment.schedule_input = phases.wrap("schedule", model_deployment.schedule_input)
     lookup = registry.composer_for
 
     def composer_for(api_version: str, kind: str) -> Any:
@@ -316,6 +322,12 @@ def main() -> None:
         help="run the `modelplane render` commands this many times in turn, keeping the least "
         "CPU time of each",
     )
+    parser.add_argument(
+        "--floor",
+        default="200x20,1000x100",
+        help="comma-separated fleets to measure against the render's floor (bench_floor.py)",
+    )
+    parser.add_argument("--no-floor", action="store_true", help="skip the floor comparison")
     args = parser.parse_args()
     if args.one:
         print(json.dumps(run_one(args.one)))
@@ -329,6 +341,13 @@ def main() -> None:
     for row in rows:
         row["cli_cpu"] = cli.get(row["fleet"], float("nan"))
     print("\n".join(table(rows)))
+    if not args.no_floor:
+        import bench_floor
+
+        found = bench_floor.run(args.floor.split(","), args.repeat)
+        print()
+        print("\n".join(bench_floor.table(found)))
+        print("\n".join(bench_floor.verdicts(found)))
 
 
 if __name__ == "__main__":

@@ -74,6 +74,19 @@ def thaw(value: Any) -> Any:
     return value
 
 
+def frozen(value: Any) -> Any:
+    """A read-only deep copy of a JSON value (`FrozenDict`/`FrozenList` all the way down).
+
+    For constants a composer hands out in every result: shared read-only, a
+    reader cannot change what the next call hands out.
+    """
+    if isinstance(value, dict):
+        return FrozenDict((k, frozen(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return FrozenList(frozen(v) for v in value)
+    return value
+
+
 def memoized(obj: Any, key: str, derive: Callable[[Any], T]) -> T:
     """`derive(obj)`, remembered on `obj` under `key` when `obj` is a FrozenDict.
 

@@ -231,6 +231,12 @@ class ObservedInferenceCluster:
     # Engine signals per replica (`status.replicaSignals`), by pod label value.
     signals: Mapping[str, ReplicaSignals] = field(default_factory=dict)
 
+    # What later layers derive from this reading alone (the scheduler's interned
+    # pools), by their key. A reading of a decoded object is made once per
+    # object version and never changes, so neither does anything derived from
+    # it; not part of the reading's value (equality, repr).
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
     def signal(self, replica: str) -> ReplicaSignals | None:
         """The engine signals the cluster reports for ModelReplica `replica`, if any."""
         return self.signals.get(replica_base(replica)) if self.signals else None

@@ -80,7 +80,7 @@ def _terminal_columns() -> int:
 
 
 def _emit(result: RenderResult, output: str) -> None:
-    from modelplane.local.output import deletion_comments, dump_json, dump_yaml
+    from modelplane.local.output import deletion_comments, dump_yaml, write_json
 
     if output == "tree":
         from modelplane.local.tree import render_tree
@@ -90,7 +90,9 @@ def _emit(result: RenderResult, output: str) -> None:
         # JSON has no comments: the deletion order goes to stderr.
         for line in deletion_comments(result):
             click.echo(line, err=True)
-        click.echo(dump_json(result.store.objects()), nl=False)
+        # Streamed: the whole text of a large fleet never sits in memory at once.
+        write_json(result.store.objects(), sys.stdout.write)
+        sys.stdout.flush()
     else:
         for line in deletion_comments(result):
             click.echo(line)

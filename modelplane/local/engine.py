@@ -165,9 +165,9 @@ class Reply(NamedTuple):
     (`Applied`), and is converted only if it must be applied again."""
     status: dict[str, Any]
     """The desired composite's status."""
-    raw: Mapping[str, tuple[Any, str]] = {}
-    """The composer's own desired objects by name, each with its `repr` (in-process
-    calls only)."""
+    raw: Mapping[str, tuple[Any, bytes]] = {}
+    """The composer's own desired objects by name, each with its `repr`'s digest
+    (in-process calls only)."""
 
 
 class Applied(NamedTuple):
@@ -177,9 +177,9 @@ class Applied(NamedTuple):
     this left, unchanged since, leaves it as it is, so it is not applied again.
     """
 
-    text: str
-    """The composer's desired object's `repr`: equal texts are equal objects, value
-    types (1, 1.0 and True differ) and key order included."""
+    text: bytes
+    """A digest of the composer's desired object's `repr` (`_digest`): equal reprs are
+    equal objects, value types (1, 1.0 and True differ) and key order included."""
     key: Key
     version: int | None
     """The applied object's store version right after it was applied."""
@@ -214,7 +214,7 @@ def reply_of(
     rsp = fnv1.RunFunctionResponse()
     if result.fatal is None:
         last = last or {}
-        texts = {name: repr(d.resource) for name, d in result.desired.items()}
+        texts = {name: _digest(d.resource) for name, d in result.desired.items()}
         try:
             resources = {
                 name: (
@@ -238,7 +238,13 @@ def reply_of(
     return Reply(rsp, {}, {})
 
 
-def _converted(desired: Resource, text: str, last: Applied | None) -> Obj | None:
+def _digest(desired: Resource) -> bytes:
+    """A digest of the object's `repr`: equal digests are equal reprs, hence equal
+    objects. Kept instead of the text, which is as large as the object."""
+    return hashlib.blake2b(repr(desired).encode(), digest_size=20).digest()
+
+
+def _converted(desired: Resource, text: bytes, last: Applied | None) -> Obj | None:
     """`as_json(desired)`, or None when its `repr` is the one `last` applied had."""
     if last is not None and last.text == text:
         return None

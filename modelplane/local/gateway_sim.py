@@ -16,7 +16,7 @@ from the object itself.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Any
 
 Obj = dict[str, Any]
@@ -45,7 +45,7 @@ def gateway_address(namespace: str, name: str, cluster: str = "") -> str:
     return ADDRESSES[int.from_bytes(digest[:4], "big") % len(ADDRESSES)]
 
 
-def allocate(preferred: str, current: str | None, taken: set[str]) -> str:
+def allocate(preferred: str, current: str | None, taken: Container[str]) -> str:
     """The Gateway's address: the one it has while no other holds it, else the
     preferred one, else the next free one after it."""
     if current is not None and current not in taken:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -391,6 +392,24 @@ def dump_json(objects: Iterable[Obj]) -> str:
     """A Kubernetes `v1 List` of the objects as JSON."""
     doc = {"apiVersion": "v1", "kind": "List", "items": list(objects)}
     return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+# Pieces of encoded JSON joined per write: each is a few characters.
+_JSON_PIECES_PER_WRITE = 16_384
+
+
+def write_json(objects: Iterable[Obj], write: Callable[[str], Any]) -> None:
+    """`dump_json`'s text, handed to `write` in parts as it is encoded.
+
+    Indented JSON is encoded in Python, piece by piece; `json.dumps` keeps
+    every piece in a list and then the whole text, several times the size of
+    the output at once (most of a large render's peak memory). Same text.
+    """
+    doc = {"apiVersion": "v1", "kind": "List", "items": list(objects)}
+    pieces = json.JSONEncoder(indent=2, sort_keys=True, ensure_ascii=False).iterencode(doc)
+    while part := "".join(itertools.islice(pieces, _JSON_PIECES_PER_WRITE)):
+        write(part)
+    write("\n")
 
 
 def deletion_comments(result: RenderResult) -> list[str]:

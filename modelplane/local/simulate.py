@@ -14,7 +14,8 @@ an unchanged object changes nothing.
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Container
 from typing import Any
 
 from modelplane.api import constants as c
@@ -278,7 +279,11 @@ def _keep_written_data(obj: Obj, live: Obj) -> None:
 
 
 def _simulate_object(
-    store: ObjectStore, obj: Obj, clock: Clock, stuck: frozenset[str] = frozenset()
+    store: ObjectStore,
+    obj: Obj,
+    clock: Clock,
+    stuck: frozenset[str] = frozenset(),
+    addresses: Addresses | None = None,
 ) -> None:
     ok, message = _provider_config_exists(store, obj)
     missing = _missing_reference(store, obj) if ok else None
@@ -297,9 +302,12 @@ def _simulate_object(
     status = obj.setdefault("status", {})
     live = observed_manifest(manifest, at, stuck)
     if (_group(live), live.get("kind")) == GATEWAY_KIND:
-        live["status"] = gateway_status(live, at, _gateway_address(store, obj, live))
+        addresses = addresses if addresses is not None else Addresses(store)
+        live["status"] = gateway_status(live, at, _gateway_address(addresses, obj, live))
     _keep_written_data(obj, live)
     status["atProvider"] = {"manifest": live}
+    if addresses is not None:
+        addresses.changed(obj)
     set_condition(obj, "Synced", "True", "ReconcileSuccess", "", clock)
     set_condition(obj, "Ready", "True", "Available", "", clock)
     _connection_details(store, obj)
@@ -354,18 +362,64 @@ def _wrapped_address(obj: Obj) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _gateway_address(store: ObjectStore, obj: Obj, live: Obj) -> str:
+class Addresses:
+    """The addresses the render's wrapped Gateways report, kept current through a pass.
+
+    Read from every Object once, on first use, then updated as each Object is
+    simulated: looking the taken addresses up afresh for every Gateway would
+    read every Object once per Gateway.
+    """
+
+    def __init__(self, store: ObjectStore) -> None:
+        """Addresses of `store`'s Objects, read when a Gateway first asks."""
+        self._store = store
+        self._by_key: dict[Key, str] | None = None
+        self._holders: Counter[str] = Counter()
+
+    def _index(self) -> dict[Key, str]:
+        if self._by_key is None:
+            self._by_key = {}
+            for other in self._store.list(c.PROVIDER_KUBERNETES_API_VERSION, "Object"):
+                address = _wrapped_address(other)
+                if address is not None:
+                    self._by_key[Key.of(other)] = address
+            self._holders.update(self._by_key.values())
+        return self._by_key
+
+    def taken(self, obj: Obj) -> Container[str]:
+        """The addresses every Object but `obj` reports."""
+        return _Taken(self._holders, self._index().get(Key.of(obj)))
+
+    def changed(self, obj: Obj) -> None:
+        """Note that `obj`'s reported state was just replaced."""
+        if self._by_key is None or obj.get("apiVersion") != c.PROVIDER_KUBERNETES_API_VERSION:
+            return
+        key = Key.of(obj)
+        old, new = self._by_key.pop(key, None), _wrapped_address(obj)
+        if old is not None:
+            self._holders[old] -= 1
+        if new is not None:
+            self._by_key[key] = new
+            self._holders[new] += 1
+
+
+class _Taken:
+    """An address is taken when an Object other than the asking one reports it."""
+
+    def __init__(self, holders: Counter[str], mine: str | None) -> None:
+        self._holders, self._mine = holders, mine
+
+    def __contains__(self, address: object) -> bool:
+        return self._holders.get(address, 0) > (1 if address == self._mine else 0)  # type: ignore[call-overload]
+
+
+def _gateway_address(addresses: Addresses, obj: Obj, live: Obj) -> str:
     """A wrapped Gateway's address: its own, unless another Gateway of the render holds it.
 
     Each cluster's Gateway is a load balancer of its own (the cluster is the
     provider config the Object reaches), so no two share an address.
     """
-    me = Key.of(obj)
-    taken = {
-        address
-        for other in store.list(c.PROVIDER_KUBERNETES_API_VERSION, "Object")
-        if Key.of(other) != me and (address := _wrapped_address(other)) is not None
-    }
+    taken = addresses.taken(obj)
     meta = live.get("metadata") or {}
     cluster = str(((obj.get("spec") or {}).get("providerConfigRef") or {}).get("name", ""))
     preferred = gateway_address(str(meta.get("namespace", "")), str(meta.get("name", "")), cluster)
@@ -500,6 +554,7 @@ def simulate(store: ObjectStore, clock: Clock, passes: Passes | None = None) -> 
     """
     passes = Passes() if passes is None else passes
     stuck = stuck_replicas(store)
+    addresses = Addresses(store)
     touched: list[Key] = []
     for key, obj in _of_kinds(store, {"Object": OBJECT_GROUPS, "Release": RELEASE_GROUPS}):
         group, kind = _group(obj), obj.get("kind")
@@ -507,7 +562,7 @@ def simulate(store: ObjectStore, clock: Clock, passes: Passes | None = None) -> 
             reads = _object_reads(store, obj, stuck)
             if passes.unchanged("Object", store, key, reads):
                 continue
-            _simulate_object(store, obj, clock, stuck)
+            _simulate_object(store, obj, clock, stuck, addresses)
         elif group in RELEASE_GROUPS and kind == "Release":
             reads = ()  # a release reads only itself
             if passes.unchanged("Release", store, key, reads):

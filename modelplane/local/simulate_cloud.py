@@ -578,7 +578,15 @@ def simulate_cloud(store: ObjectStore, clock: Clock, passes: Passes | None = Non
     """
     passes = Passes() if passes is None else passes
     found = fixtures(store)
-    managed = [obj for _, obj in store.items() if is_cloud_managed(obj)]
+    # Kind by kind from the store's index (keys sort by apiVersion and kind first,
+    # so this is key order): scanning every object was most of a pass over a
+    # fleet of existing clusters, which manage none.
+    managed = [
+        obj
+        for api_version, kind in store.kinds()
+        if cloud_managing(api_version, kind) is not None
+        for _, obj in store.select(api_version, kind)
+    ]
     for obj in managed:
         simulate_managed(store, obj, clock, found.stockouts)
     touched = [Key.of(obj) for obj in managed]

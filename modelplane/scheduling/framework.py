@@ -23,11 +23,13 @@ its registration and its test.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from modelplane.api.common import Toleration
+from modelplane.api.frozen import FrozenDict
 from modelplane.api.model_cache import ObservedModelCache, read_model_cache
 from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.api.objects import label_value
@@ -101,6 +103,50 @@ def _caches(objects: Sequence[Mapping[str, Any]]) -> dict[str, ObservedModelCach
     return {c.name: c for c in sorted(seen, key=lambda c: c.name) if c.name}
 
 
+class _LastRead:
+    """What was last read from a list of read-only objects, reused while the same arrive.
+
+    Objects decoded once per version are shared between calls (`api.frozen`):
+    the same objects, in the same order, read the same, so a fleet unchanged
+    since the last call (the same cluster objects, one per version) is not
+    read again. Held for one list only; plain dicts, which could have been
+    changed in place, are never remembered.
+    """
+
+    def __init__(self) -> None:
+        self._held = False  # whether anything is remembered
+        self._objects: tuple[Any, ...] = ()
+        self._extra: Any = None
+        self._value: Any = None
+
+    def get(self, objects: Sequence[Any], extra: Any, read: Callable[[], T]) -> T:
+        """`read()`, or what it returned for these very objects (and `extra`) last time."""
+        if (
+            self._held
+            and extra is self._extra
+            and len(objects) == len(self._objects)
+            and all(map(operator.is_, objects, self._objects))
+        ):
+            return cast(T, self._value)
+        value = read()
+        if all(type(o) is FrozenDict for o in objects):
+            self._held = True
+            self._objects, self._extra, self._value = tuple(objects), extra, value
+        return value
+
+
+_CLUSTERS = _LastRead()
+_REPLICAS = _LastRead()
+
+
+def _read_clusters(
+    clusters: Sequence[Mapping[str, Any]],
+) -> tuple[dict[str, ObservedInferenceCluster], dict[str, str]]:
+    """Every cluster by name, and each cluster's name by its label value."""
+    parsed = _unique_clusters(clusters)
+    return parsed, {label_value(k): k for k in sorted(parsed, reverse=True)}
+
+
 def build_input(
     namespace: str,
     name: str,
@@ -115,8 +161,7 @@ def build_input(
     asking for anything); the clusters, replicas and caches are read here.
     `caches` is None when they were not looked up.
     """
-    parsed = _unique_clusters(clusters)
-    by_label = {label_value(k): k for k in sorted(parsed, reverse=True)}
+    parsed, by_label = _CLUSTERS.get(clusters, None, lambda: _read_clusters(clusters))
     found = None if caches is None else _caches(caches)
     missing = (
         () if found is None else tuple(x.name for x in spec.caches or () if x.name not in found)
@@ -129,7 +174,7 @@ def build_input(
         candidates=frozenset(
             k for k, cl in parsed.items() if selector_matches(spec.cluster_selector, cl.labels)
         ),
-        replicas=_unique_replicas(replicas, by_label),
+        replicas=_REPLICAS.get(replicas, by_label, lambda: _unique_replicas(replicas, by_label)),
         caches=found,
         tolerations=tuple(spec.tolerations or ()),
         missing_caches=missing,

@@ -4,15 +4,30 @@ Pools of one InferenceClass publish identical device lists, so every pool is
 interned into a `Shape` (looked up by the canonical keys of its devices, each
 computed once per decoded object version) and a role is matched once per
 shape, not once per pool or per replica. Selector outcomes are cached per
-(expression, device key), so CEL runs once per distinct pair per call. Shapes
-that differ only where no selector looks (a per-cluster driver version every
+(expression, device key), so CEL runs once per distinct pair. Shapes that
+differ only where no selector looks (a per-cluster driver version every
 selector accepts) share one `RoleMatch`: it is built once per distinct
 (structure, outcomes), so distinct device lists cost a dictionary lookup each.
+
+The shape table and the evaluator are shared by every call of the process
+(`SHARED`), and a cluster's interned pools are remembered on its reading
+(`cluster_pools`), so a call over clusters already seen only matches roles
+it has not matched before. That is safe because every cache here is keyed by
+content that never changes under its key: a Shape by its class and its
+devices' canonical text, a match by the requests' content, a selector
+outcome by (expression, device text), a cluster's pools by the reading of
+one object version; CEL and matching are pure, so a dropped entry only costs
+its recomputation. Each table is bounded: the shape table keeps the most
+recently used shapes, the evaluator starts afresh past a size. A process runs
+one call at a time (the worker pool's processes, the embedded engine's loop),
+so the tables need no lock.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +39,7 @@ from modelplane.api.frozen import memoized
 from modelplane.api.inference_class import Device
 from modelplane.api.model_deployment import DeviceSelector
 from modelplane.api.model_replica import ResolvedDeviceRequest
-from modelplane.api.readers import read_devices
+from modelplane.api.readers import ObservedInferenceCluster, read_devices
 from modelplane.dra import cel
 from modelplane.scheduling import words
 from modelplane.scheduling.ledger import Vector
@@ -35,6 +50,12 @@ DeviceOutcome = tuple[SelectorVerdict, ...]
 
 # Outcomes are pure: re-preparing a device dropped from this window costs little.
 _PREPARED_KEPT = 64
+# Bounds of the process-wide tables (see the module's docstring): shapes kept,
+# selector outcomes before the evaluator starts afresh, roles' matches per shape.
+SHAPES_KEPT = 4096
+OUTCOMES_KEPT = 200_000
+_MATCHES_PER_SHAPE = 256
+_ROLE_IDS_KEPT = 4096
 _TRUE: tuple[bool | None, str | None] = (True, None)
 _FALSE: tuple[bool | None, str | None] = (False, None)
 
@@ -67,6 +88,23 @@ class RoleDef:
     def nodes(self) -> int:
         """Nodes one replica's role occupies."""
         return self.nodes_per_worker * self.workers
+
+
+# A role's requests → a number never handed out twice in the process, so a
+# shape remembers its matches under a small integer rather than hashing the
+# requests again on every lookup. Forgetting the table only hands out new ids.
+_role_ids: dict[tuple[Request, ...], int] = {}
+_next_role_id = itertools.count()
+
+
+def role_id(role: RoleDef) -> int:
+    """The process-wide id of the role's requests: equal requests, equal ids."""
+    found = _role_ids.get(role.requests)
+    if found is None:
+        if len(_role_ids) >= _ROLE_IDS_KEPT:
+            _role_ids.clear()
+        found = _role_ids[role.requests] = next(_next_role_id)
+    return found
 
 
 @dataclass(frozen=True)
@@ -144,7 +182,7 @@ class Shape:
     devices: Sequence[Mapping[str, Any]]
     keys: tuple[str, ...] = ()  # device_key of each device
     structure: Structure | None = None
-    matches: dict[str, RoleMatch] = field(default_factory=dict)
+    matches: dict[int, RoleMatch] = field(default_factory=dict)  # by `role_id`
     observed: dict[tuple[tuple[str, int, tuple[str, ...]], ...], tuple[Vector, ...]] | None = None
     problem: str | None = None  # set by `unparsable`: "" when every device parses
 
@@ -220,12 +258,21 @@ def _device_problems(shape: Shape, ev: Evaluator) -> Iterator[str | None]:
 
 
 class Shapes:
-    """Interns device lists: equal lists share one Shape and thus one match per role."""
+    """Interns device lists: equal lists share one Shape and thus one match per role.
 
-    def __init__(self) -> None:
-        self._by_key: dict[tuple[str, tuple[str, ...]], Shape] = {}
+    Keeps the `limit` most recently interned shapes: a dropped shape is built
+    again when next seen (pools that still hold it keep it alive meanwhile).
+    """
+
+    def __init__(self, limit: int = SHAPES_KEPT) -> None:
+        """An empty table keeping at most `limit` shapes."""
+        self.limit = limit
+        self._by_key: OrderedDict[tuple[str, tuple[str, ...]], Shape] = OrderedDict()
         self._last: dict[str, Shape] = {}
         self._structures: dict[Structure, Structure] = {}
+
+    def __len__(self) -> int:
+        return len(self._by_key)
 
     def intern(self, class_name: str, devices: Sequence[Mapping[str, Any]]) -> Shape:
         """The Shape equal to `devices` (created on first sight).
@@ -245,6 +292,12 @@ class Shapes:
             found = structure(devices)
             found = self._structures.setdefault(found, found)
             shape = self._by_key[(class_name, keys)] = Shape(devices, keys, found)
+            if len(self._by_key) > self.limit:
+                self._by_key.popitem(last=False)
+            if len(self._structures) > self.limit:
+                self._structures.clear()
+        else:
+            self._by_key.move_to_end((class_name, keys))
         self._last[class_name] = shape
         return shape
 
@@ -252,7 +305,12 @@ class Shapes:
 class Evaluator:
     """Compiles selectors and evaluates them against devices, each pair once."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = OUTCOMES_KEPT) -> None:
+        """An evaluator that starts afresh once it holds `limit` selector outcomes."""
+        self.limit = limit
+        self._reset()
+
+    def _reset(self) -> None:
         self._selectors: dict[str, Any] = {}
         self._errors: dict[str, str] = {}
         self._outcomes: dict[tuple[str, str], tuple[bool | None, str | None]] = {}
@@ -260,8 +318,14 @@ class Evaluator:
         self._verdicts: dict[tuple[tuple[str, ...], str], tuple[int, DeviceOutcome]] = {}
         self._outcome_ids: dict[DeviceOutcome, int] = {}
         self._canonical: list[DeviceOutcome] = []
-        # RoleMatches by (role, structure, outcome ids): shared by equivalent shapes.
+        # RoleMatches by (role id, structure, outcome ids): shared by equivalent shapes.
         self.role_matches: dict[Any, RoleMatch] = {}
+
+    def bound(self) -> None:
+        """Start afresh when the outcomes outgrew the limit (between calls, never during one:
+        the outcome ids a call compares must stay put)."""
+        if len(self._outcomes) + len(self._verdicts) > self.limit:
+            self._reset()
 
     def compile_error(self, expr: str) -> str | None:
         """The compiler's message for `expr`, or None when it compiles."""
@@ -420,7 +484,8 @@ def match_role(role: RoleDef, shape: Shape, ev: Evaluator) -> RoleMatch:
     The answer depends only on the shape's structure and its selector outcomes,
     so shapes equal in both share one RoleMatch, built once.
     """
-    hit = shape.matches.get(role.role)
+    ident = role_id(role)
+    hit = shape.matches.get(ident)
     if hit is not None:
         return hit
     rows = [
@@ -430,12 +495,14 @@ def match_role(role: RoleDef, shape: Shape, ev: Evaluator) -> RoleMatch:
         ]
         for req in role.requests
     ]
-    key = (role, shape.structure, tuple(tuple(ident for ident, _ in row) for row in rows))
+    key = (ident, shape.structure, tuple(tuple(i for i, _ in row) for row in rows))
     result = ev.role_matches.get(key)
     if result is None:
         outcomes = [[outcome for _, outcome in row] for row in rows]
         result = ev.role_matches[key] = _match(role, shape, outcomes)
-    shape.matches[role.role] = result
+    if len(shape.matches) >= _MATCHES_PER_SHAPE:
+        shape.matches.clear()
+    shape.matches[ident] = result
     return result
 
 
@@ -563,3 +630,49 @@ def observed_demand(
         result = (_demand(shape, [c[0] for c in candidates], counts),)
     shape.observed[requests] = result
     return result
+
+
+@dataclass
+class Shared:
+    """The process's shape table and evaluator, shared by every scheduling call."""
+
+    shapes: Shapes = field(default_factory=Shapes)
+    ev: Evaluator = field(default_factory=Evaluator)
+
+    def reset(self) -> None:
+        """Forget everything (what a fresh process would know)."""
+        self.shapes, self.ev = Shapes(), Evaluator()
+
+
+SHARED = Shared()
+"""What every call of this process shares (see the module's docstring)."""
+
+
+@dataclass(frozen=True)
+class ClusterPools:
+    """A cluster's known pools, interned: what matching needs of one cluster version."""
+
+    names: list[str]
+    shapes: dict[str, Shape]
+    nodes: dict[str, int]
+
+
+def cluster_pools(cluster: ObservedInferenceCluster, shapes: Shapes) -> ClusterPools:
+    """The cluster's known pools with their shapes, interned once per cluster reading.
+
+    A reading (`read_inference_cluster`) is made once per decoded object
+    version and never changes, so its pools are interned on first use and
+    remembered on it (`derived`) for every later call and round; a reading of
+    a plain dict is read afresh per call, and so is this.
+    """
+    memo = cluster.derived
+    found = memo.get("scheduling.pools")
+    if found is None or found[0] is not shapes:
+        known = [p for p in cluster.pools if p.unknown is None]
+        pools = ClusterPools(
+            [p.name for p in known],
+            {p.name: shapes.intern(p.class_name, p.devices) for p in known},
+            {p.name: p.nodes for p in known},
+        )
+        found = memo["scheduling.pools"] = (shapes, pools)
+    return found[1]

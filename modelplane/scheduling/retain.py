@@ -3,9 +3,11 @@ and what becomes of replicas their clusters report unschedulable (`settle_stuck`
 
 from __future__ import annotations
 
+import operator
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -13,9 +15,17 @@ from modelplane.api.model_replica import ResolvedDeviceRequest
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica, ObservedRole
 from modelplane.scheduling import words
 from modelplane.scheduling.filters import FILTERS
-from modelplane.scheduling.framework import Eviction
-from modelplane.scheduling.matching import RoleDef, match_role, observed_demand, unparsable
-from modelplane.scheduling.state import Charge, CycleState, PoolKey, Slot, Stuck, new_ledger
+from modelplane.scheduling.framework import Eviction, ScheduleInput
+from modelplane.scheduling.ledger import PoolLedger
+from modelplane.scheduling.matching import (
+    RoleDef,
+    Shapes,
+    cluster_pools,
+    match_role,
+    observed_demand,
+    unparsable,
+)
+from modelplane.scheduling.state import Charge, CycleState, PoolKey, Slot, Stuck
 from modelplane.scheduling.types import (
     MAKE_BEFORE_BREAK,
     RoleAssignment,
@@ -30,34 +40,39 @@ from modelplane.scheduling.unschedulable import stuck_report
 # ── Contention ──────────────────────────────────────────────────────────────
 
 Holders = dict[PoolKey, list[tuple[ObservedModelReplica, list[ObservedRole]]]]
+Losers = tuple[tuple[PoolKey, tuple[tuple[str, str], ...]], ...]  # by pool, in pool order
 
 
-def _holders(state: CycleState, replicas: Sequence[ObservedModelReplica]) -> Holders:
+def _holders(
+    inp: ScheduleInput, replicas: Sequence[ObservedModelReplica], shapes: Shapes
+) -> Holders:
+    """Every known pool's holders, fleet-wide (the cycle keeps its candidates' pools)."""
     by_pool: Holders = defaultdict(list)
     for r in replicas:
-        if r.cluster not in state.inp.candidates:
+        cl = inp.clusters.get(r.cluster)
+        if cl is None:
             continue
+        known = cluster_pools(cl, shapes).shapes
         grouped: dict[str, list[ObservedRole]] = defaultdict(list)
         for role in r.roles:
             grouped[role.pool].append(role)
         for pool, roles in grouped.items():
-            if (r.cluster, pool) in state.pool_shapes:
+            if pool in known:
                 by_pool[(r.cluster, pool)].append((r, roles))
     return by_pool
 
 
-def resolve_contention(state: CycleState) -> None:
-    """Decide, from observed state alone, which replicas lose an oversubscribed pool.
-
-    Holders are charged in a fleet-wide order (Ready first, then oldest, then
-    namespace/name); a not-yet-Ready holder that no longer fits loses. Every
-    deployment computes the same verdict from the same state; only the owner acts
-    on it. Ready holders are always charged and never lose.
-    """
-    everyone = sorted([*state.own, *state.others], key=lambda r: r.order)
-    for key, holders in sorted(_holders(state, everyone).items()):
-        shape = state.pool_shapes[key]
-        led = new_ledger(state, key)
+def _fleet_losers(state: CycleState) -> Losers:
+    """Per pool, the holders that lose it: a function of the observed fleet alone."""
+    inp = state.inp
+    everyone = sorted(inp.replicas, key=lambda r: r.order)
+    found = []
+    for key, holders in sorted(_holders(inp, everyone, state.shapes).items()):
+        pools = cluster_pools(inp.clusters[key[0]], state.shapes)
+        shape = pools.shapes[key[1]]
+        spread = inp.clusters[key[0]].packing == "Spread"
+        led = PoolLedger(shape.cap, pools.nodes[key[1]], spread)
+        lost = []
         for r, roles in holders:
             saved = led.snapshot()
             fits = all(
@@ -71,7 +86,56 @@ def resolve_contention(state: CycleState) -> None:
             )
             if not fits:
                 led.restore(saved)
-                state.losers.setdefault((r.namespace, r.name), key[1])
+                lost.append((r.namespace, r.name))
+        if lost:
+            found.append((key, tuple(lost)))
+    return tuple(found)
+
+
+class _LastLosers:
+    """The losers of the last fleet seen, kept while the same fleet arrives.
+
+    Contention depends on the observed fleet alone, not on the deployment
+    being scheduled, so it is replayed only when the fleet differs from the
+    last call's: other clusters (readings of unchanged clusters arrive as
+    the very same objects, see `framework`'s `_LastRead`) or replicas that
+    read differently (compared by value: a deployment's own replicas are
+    merged into the listing afresh by every call). The readings are
+    immutable, so holding them cannot go stale.
+    """
+
+    def __init__(self) -> None:
+        self._key: tuple[Any, ...] = ()
+        self._replicas: tuple[ObservedModelReplica, ...] | None = None
+        self._losers: Losers = ()
+
+    def get(self, state: CycleState) -> Losers:
+        """The fleet's losers per pool, replayed only for a fleet not seen last."""
+        key = (state.inp.clusters, state.shapes, state.ev)
+        same = len(key) == len(self._key) and all(map(operator.is_, key, self._key))
+        if not same or state.inp.replicas != self._replicas:
+            self._losers = _fleet_losers(state)
+            self._key, self._replicas = key, state.inp.replicas
+        return self._losers
+
+
+_LOSERS = _LastLosers()
+
+
+def resolve_contention(state: CycleState) -> None:
+    """Decide, from observed state alone, which replicas lose an oversubscribed pool.
+
+    Holders are charged in a fleet-wide order (Ready first, then oldest, then
+    namespace/name); a not-yet-Ready holder that no longer fits loses. Every
+    deployment computes the same verdict from the same state; only the owner acts
+    on it. Ready holders are always charged and never lose. The verdicts are
+    the fleet's, so they are computed once per fleet (`_LastLosers`); a cycle
+    takes those of its candidate clusters' pools.
+    """
+    for key, lost in _LOSERS.get(state):
+        if key[0] in state.inp.candidates:
+            for name in lost:
+                state.losers.setdefault(name, key[1])
 
 
 # ── Retain ──────────────────────────────────────────────────────────────────

@@ -33,6 +33,7 @@ from modelplane.scheduling.explain import explain
 from modelplane.scheduling.fill import build_ledger, fill, rank, surge
 from modelplane.scheduling.filters import FILTERS, POOL_FILTERS
 from modelplane.scheduling.framework import ClusterScore, ScheduleInput, read_input
+from modelplane.scheduling.matching import cluster_pools
 from modelplane.scheduling.retain import (
     resolve_contention,
     retain,
@@ -86,12 +87,11 @@ def match_pools(state: CycleState) -> None:
     """
     held = {r.cluster for r in state.inp.replicas}
     for name in sorted(set(state.schedulable) | (held & state.inp.candidates)):
-        known = [p for p in state.inp.clusters[name].pools if p.unknown is None]
-        state.known_pools[name] = [p.name for p in known]
-        for pool in known:
-            key = (name, pool.name)
-            state.pool_shapes[key] = state.shapes.intern(pool.class_name, pool.devices)
-            state.pool_nodes[key] = pool.nodes
+        # Interned once per cluster version, shared by every call (`cluster_pools`).
+        pools = cluster_pools(state.inp.clusters[name], state.shapes)
+        state.known_pools[name] = pools.names
+        state.pool_shapes.add(name, pools.shapes)
+        state.pool_nodes.add(name, pools.nodes)
 
 
 def filter_pools(state: CycleState) -> None:
@@ -161,6 +161,7 @@ def schedule_input(
     also ranks the eligible clusters for one more replica (`ranking`).
     """
     state = new_state(inp, scores)
+    state.ev.bound()  # between calls: the evaluator's tables stay bounded
     filter_clusters(state)
     check_selectors(state)
     match_pools(state)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from modelplane.api.readers import UNKNOWN_ORDER, ObservedModelReplica, ReplayOrder, StuckReplica
 from modelplane.scheduling import words
@@ -16,6 +18,7 @@ from modelplane.scheduling.framework import (
 )
 from modelplane.scheduling.ledger import PoolLedger, Snapshot, Vector
 from modelplane.scheduling.matching import (
+    SHARED,
     Evaluator,
     Request,
     RoleDef,
@@ -35,6 +38,42 @@ from modelplane.scheduling.types import (
 )
 
 PoolOptions = list[list[tuple[str, RoleMatch]]]  # matched pools per role of one cluster
+
+V = TypeVar("V")
+
+
+class ByCluster(Mapping[PoolKey, V]):
+    """Per-pool values by (cluster, pool), held as one table per cluster.
+
+    A cluster's table is remembered on its reading (`matching.cluster_pools`)
+    and shared here as it is, so a call adds a cluster in one step rather
+    than pool by pool.
+    """
+
+    __slots__ = ("_tables",)
+
+    def __init__(self) -> None:
+        """No cluster yet."""
+        self._tables: dict[str, Mapping[str, V]] = {}
+
+    def add(self, cluster: str, table: Mapping[str, V]) -> None:
+        """Every pool of `cluster` with its value (replacing what it had)."""
+        self._tables[cluster] = table
+
+    def __getitem__(self, key: PoolKey) -> V:
+        return self._tables[key[0]][key[1]]
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, tuple) or len(key) != 2:
+            return False
+        table = self._tables.get(key[0])
+        return table is not None and key[1] in table
+
+    def __iter__(self) -> Iterator[PoolKey]:
+        return ((c, p) for c, table in self._tables.items() for p in table)
+
+    def __len__(self) -> int:
+        return sum(len(t) for t in self._tables.values())
 
 
 @dataclass(frozen=True)
@@ -90,14 +129,15 @@ class CycleState:
     scores: tuple[ClusterScore, ...] = SCORES  # the score profile: rules and weights
     scored: bool = False  # the score rules are prepared and count the kept replicas
     ranking: tuple[ScoreCard, ...] = ()  # one more replica's best clusters (explain_all)
-    shapes: Shapes = field(default_factory=Shapes)
-    ev: Evaluator = field(default_factory=Evaluator)
+    # Shared by every call of the process: keyed by content (see `matching`).
+    shapes: Shapes = field(default_factory=lambda: SHARED.shapes)
+    ev: Evaluator = field(default_factory=lambda: SHARED.ev)
     rules: RuleStates = field(default_factory=RuleStates)
     verdicts: dict[str, ClusterVerdict] = field(default_factory=dict)
     schedulable: list[str] = field(default_factory=list)  # may take new replicas
     invalid: list[tuple[str, str]] = field(default_factory=list)  # (field path, compiler error)
-    pool_shapes: dict[PoolKey, Shape] = field(default_factory=dict)  # known pools only
-    pool_nodes: dict[PoolKey, int] = field(default_factory=dict)
+    pool_shapes: ByCluster[Shape] = field(default_factory=ByCluster)  # known pools only
+    pool_nodes: ByCluster[int] = field(default_factory=ByCluster)
     # Known pools of the clusters that matter, by cluster (see match_pools).
     known_pools: dict[str, list[str]] = field(default_factory=dict)
     matches: dict[tuple[str, str], list[tuple[str, RoleMatch]]] = field(default_factory=dict)

@@ -171,3 +171,19 @@ def test_long_keys_and_other_line_breaks_are_written_as_the_emitter_writes_them(
     # Keys past 128 characters are complex keys (`? key`); U+2028/U+2029, NEL
     # and CR break lines, so the text after them is indented where it stands.
     assert dump_yaml(docs) == _pyyaml_reference(docs)
+
+
+def test_streamed_json_is_the_text_json_dumps_writes() -> None:
+    # `render -o json` streams its output; the text must be what one
+    # json.dumps (indent 2, sorted keys, no ASCII escaping) writes, in parts
+    # smaller than the whole (so the whole never has to exist at once).
+    import json
+
+    objects = ControlPlane(load_paths([str(EXAMPLES / "quickstart")])).run().store.objects()
+    objects.append({"apiVersion": "v1", "kind": "ConfigMap", "data": {"ü": "\u001b[0m", "n": 1.5}})
+    parts: list[str] = []
+    output.write_json(objects, parts.append)
+    doc = {"apiVersion": "v1", "kind": "List", "items": objects}
+    expected = json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    assert "".join(parts) == expected
+    assert len(parts) > 2 and max(map(len, parts)) < len(expected) / 2

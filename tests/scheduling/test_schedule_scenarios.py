@@ -25,6 +25,7 @@ from schedfleet import (
 from modelplane.api.model_replica import ResolvedDeviceRequest
 from modelplane.dra import cel
 from modelplane.scheduling import replica_name, schedule
+from modelplane.scheduling.matching import SHARED
 
 T1, T2 = "2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z"
 NODE_1X = [request("gpu", L4)]
@@ -504,6 +505,7 @@ def test_cel_runs_once_per_distinct_selector_and_device(monkeypatch):
         return real(self, device)
 
     monkeypatch.setattr(cel.Selector, "evaluate", counting)
+    SHARED.reset()  # as a fresh process: nothing evaluated yet
     fleet = [
         cluster(f"c{i:02d}", {"h": ("h100-8x", 2), "l": ("l4-1x", 2), "x": ("a100-4x", 2)})
         for i in range(20)
@@ -513,6 +515,12 @@ def test_cel_runs_once_per_distinct_selector_and_device(monkeypatch):
     assert len(result.replicas) == 30
     # ANY_GPU on 5 distinct devices (3 are GPUs), then H100 on those 3 GPUs.
     assert sorted(calls) == sorted([ANY_GPU] * 5 + [H100] * 3)
+    # The process's next call, with the same selectors over the same (equal,
+    # freshly read) clusters, evaluates nothing again.
+    calls.clear()
+    again = schedule(deployment(3, [request("gpu", ANY_GPU, H100)]), fleet, observed)
+    assert len(again.replicas) == 3
+    assert calls == []
 
 
 # ── Names and determinism ───────────────────────────────────────────────────

@@ -11,8 +11,7 @@ is false; then the fleet scheduler places no disaggregated replica there.
 
 from __future__ import annotations
 
-import copy
-
+from modelplane.api.frozen import frozen
 from modelplane.api.serving_stack import ServingStackSpec
 from modelplane.compose.clusters.managed import labels, resource_name
 from modelplane.compose.clusters.stack.inference_pool_crd import CRD, VERSION
@@ -21,6 +20,11 @@ from modelplane.compose.readiness import EXISTS
 from modelplane.compose.types import Resource
 
 KEY = "inference-pool-crd"
+# The release file carries the empty status it was generated with; the API
+# server owns a CRD's status, so what is applied is everything else. Built
+# once and shared read-only by every result (deep-copying it per call was a
+# tenth of the ServingStack composer's time).
+_MANIFEST = frozen({k: v for k, v in CRD.items() if k != "status"})
 
 
 def crd_object(spec: ServingStackSpec, namespace: str) -> dict[str, Resource]:
@@ -31,13 +35,10 @@ def crd_object(spec: ServingStackSpec, namespace: str) -> dict[str, Resource]:
     """
     if not spec.inference_pool:
         return {}
-    # The release file carries the empty status it was generated with; the API
-    # server owns a CRD's status, so what is applied is everything else.
-    manifest = {k: copy.deepcopy(v) for k, v in CRD.items() if k != "status"}
     item = Item(
         KEY,
         resource_name(spec.cluster_name, KEY),
-        manifest,
+        _MANIFEST,
         EXISTS,
         f"CustomResourceDefinition {CRD['metadata']['name']} ({VERSION})",
         deletable=False,
