@@ -97,6 +97,8 @@ _POOL_DEVICES = _wire(GPUPool, "devices")
 _POOL_REASON = _wire(GPUPool, "reason")
 _POOL_MESSAGE = _wire(GPUPool, "message")
 _POOL_NOTE = _wire(GPUPool, "capacity_note")
+_POOL_PRICE = _wire(GPUPool, "price_per_device_hour")
+_POOL_CAPACITY = _wire(GPUPool, "capacity_type")
 
 
 def _is_map(value: Any) -> bool:
@@ -159,6 +161,10 @@ class ObservedPool(NamedTuple):
     devices: Sequence[Mapping[str, Any]] = ()
     unknown: Unknown | None = None
     note: str | None = None  # why it offers fewer nodes than asked (a stock-out)
+    price: float | None = None  # per device-hour; None when not declared (or unreadable)
+    # Spot capacity the cloud may reclaim; an unreadable capacityType reads as Spot so
+    # that a deployment without allowSpot never lands on a pool it cannot verify.
+    spot: bool = False
 
     @property
     def known(self) -> bool:
@@ -307,11 +313,18 @@ def _read_pool(raw: Mapping[str, Any], name: str, i: int) -> ObservedPool:
                 break
         else:
             note = raw.get(_POOL_NOTE)
-            return ObservedPool(
-                name, class_name, nodes, devices, None, note if type(note) is str else None
-            )
+            note = note if type(note) is str else None
+            return ObservedPool(name, class_name, nodes, devices, None, note, *_pricing(raw))
     why = f"status.{_GPU_POOLS}[{i}].{_POOL_DEVICES}: not a device list"
     return _unknown_pool(name, class_name, nodes, why)
+
+
+def _pricing(raw: Mapping[str, Any]) -> tuple[float | None, bool]:
+    """A pool's price per device-hour (None unless a non-negative number) and whether it is Spot."""
+    price = raw.get(_POOL_PRICE)
+    ok = type(price) in (int, float) and price >= 0 and price == price  # NaN fails the last
+    capacity = raw.get(_POOL_CAPACITY)
+    return (float(price) if ok else None), capacity not in (None, "OnDemand")
 
 
 def _read_pools(status: Mapping[str, Any]) -> tuple[tuple[ObservedPool, ...], list[str]]:
@@ -562,6 +575,8 @@ class ObservedModelReplica:
     deployment_is_label: bool = False  # `deployment` is a label value, not the name
     endpoint: str | None = None
     workload_namespace: str | None = None
+    priority: str | None = None  # spec.priority: a PriorityClass name
+    preempts: tuple[tuple[str, str], ...] = ()  # spec.preempts: (namespace, name) of each
 
     def belongs_to(self, namespace: str, deployment: str) -> bool:
         """Whether this replica is one of deployment `namespace/deployment`."""
@@ -688,7 +703,15 @@ def _read_model_replica(
         roles=memoized(spec, "model_replica_roles", _read_roles),
         endpoint=_str(status.get(_wire(ModelReplicaStatus, "endpoint"))),
         workload_namespace=_str(status.get(_wire(ModelReplicaStatus, "namespace"))),
+        priority=_str(spec.get("priority")),
+        preempts=_preempts(spec.get("preempts")),
     )
+
+
+def _preempts(raw: Any) -> tuple[tuple[str, str], ...]:
+    """`spec.preempts` as (namespace, name) pairs; malformed entries name nothing."""
+    pairs = ((_str(e.get("namespace")), _str(e.get("name"))) for e in _list(raw) if _is_map(e))
+    return tuple(sorted((ns, n) for ns, n in pairs if ns and n))
 
 
 # ── ModelDeployment ─────────────────────────────────────────────────────────
