@@ -388,7 +388,8 @@ class GPUPool(StatusModel):
         default=None, description="What one device costs per hour (the pool's, else its class's)."
     )
     capacity_type: CapacityType | None = Field(
-        default=None, description="OnDemand or Spot (the pool's, else its class's); absent: OnDemand."
+        default=None,
+        description="OnDemand or Spot (the pool's, else its class's); absent: OnDemand.",
     )
 
 

@@ -322,9 +322,12 @@ def _read_pool(raw: Mapping[str, Any], name: str, i: int) -> ObservedPool:
 def _pricing(raw: Mapping[str, Any]) -> tuple[float | None, bool]:
     """A pool's price per device-hour (None unless a non-negative number) and whether it is Spot."""
     price = raw.get(_POOL_PRICE)
-    ok = type(price) in (int, float) and price >= 0 and price == price  # NaN fails the last
     capacity = raw.get(_POOL_CAPACITY)
-    return (float(price) if ok else None), capacity not in (None, "OnDemand")
+    spot = capacity not in (None, "OnDemand")
+    if not isinstance(price, int | float) or isinstance(price, bool):
+        return None, spot
+    value = float(price)
+    return (value if 0 <= value < float("inf") else None), spot  # NaN fails too
 
 
 def _read_pools(status: Mapping[str, Any]) -> tuple[tuple[ObservedPool, ...], list[str]]:

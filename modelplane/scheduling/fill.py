@@ -9,6 +9,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from modelplane.api.readers import ReplayOrder
+from modelplane.scheduling import quota
 from modelplane.scheduling.matching import RoleMatch, observed_demand
 from modelplane.scheduling.names import replica_name
 from modelplane.scheduling.scores import weighted
@@ -35,8 +36,8 @@ def build_ledger(state: CycleState) -> None:
     """
     charges: list[tuple[ReplayOrder, str, Charge]] = []
     for r in state.others:
-        if r.cluster not in state.inp.candidates:
-            continue
+        if r.cluster not in state.inp.candidates or state.inp.preemptor(r) is not None:
+            continue  # a preempted replica's devices belong to its preemptor
         for role in r.roles:
             shape = state.pool_shapes.get((r.cluster, role.pool))
             if shape is not None:
@@ -129,10 +130,12 @@ def try_place(
     """Charge one new replica named `name` on `cluster` (both roles there); None when
     it does not fit.
 
-    Pool combinations are tried in pool-name order; a failed try is rolled back.
+    Pool combinations are tried in pool-name order (cheapest first under LowestCost,
+    see `cost`); one past the namespace's FleetQuota is skipped; a failed try is
+    rolled back.
     """
     for combo in itertools.product(*per_role):
-        if _try_combo(state, cluster, combo, name):
+        if quota.admits(state, cluster, combo) and _try_combo(state, cluster, combo, name):
             return list(combo)
     return None
 

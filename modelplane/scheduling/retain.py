@@ -54,7 +54,11 @@ def resolve_contention(state: CycleState) -> None:
     deployment computes the same verdict from the same state; only the owner acts
     on it. Ready holders are always charged and never lose.
     """
-    everyone = sorted([*state.own, *state.others], key=lambda r: r.order)
+    # A preempted replica is leaving: its place is its preemptor's for every deployment.
+    everyone = sorted(
+        (r for r in [*state.own, *state.others] if state.inp.preemptor(r) is None),
+        key=lambda r: r.order,
+    )
     for key, holders in sorted(_holders(state, everyone).items()):
         shape = state.pool_shapes[key]
         led = new_ledger(state, key)
