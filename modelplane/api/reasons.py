@@ -77,7 +77,6 @@ class PreemptionReason(StrEnum):
 
     PREEMPTING = "Preempting"
     PREEMPTED = "Preempted"
-    NONE = "NoPreemption"
 
 
 class CacheResolvedReason(StrEnum):

@@ -103,6 +103,14 @@ class _StoreFleet:
         """The ModelCache `name` in the deployment's namespace."""
         return self._store.get(Key(c.API_VERSION, MODEL_CACHE_KIND, self._namespace, name))
 
+    def quotas(self) -> Sequence[Mapping[str, Any]]:
+        """The FleetQuotas of the deployment's namespace."""
+        return self._store.list(c.API_VERSION, "FleetQuota", self._namespace, None)
+
+    def priority_classes(self) -> Sequence[Mapping[str, Any]]:
+        """Every PriorityClass in the store."""
+        return self._store.list("scheduling.k8s.io/v1", "PriorityClass", None, None)
+
 
 def _summary(ref: str, deployment: Mapping[str, Any], result: ScheduleResult) -> Text:
     text = Text()
