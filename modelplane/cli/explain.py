@@ -34,7 +34,12 @@ from modelplane.local.store import ObjectStore
 from modelplane.scheduling import PlannedReplica, ScheduleResult
 from modelplane.scheduling.explanation import explanation_rows
 from modelplane.scheduling.scheduler import schedule_input
-from modelplane.scheduling.words import stuck_text, unverifiable_text
+from modelplane.scheduling.words import (
+    preempting_text,
+    quota_text,
+    stuck_text,
+    unverifiable_text,
+)
 
 # Piped output is sized to its content, within these bounds (a table cell
 # longer than the upper one still folds).
@@ -122,6 +127,9 @@ def _summary(ref: str, deployment: Mapping[str, Any], result: ScheduleResult) ->
     cond = read_model_deployment(deployment).condition(c.CONDITION_SCHEDULED)
     if cond is not None:
         text.append(f"  (Scheduled={cond.status} {cond.reason or ''})")
+    latest = read_model_deployment(deployment).condition(c.CONDITION_PREEMPTION)
+    if latest is not None:
+        text.append(f"\nlatest preemption ({latest.reason}): {latest.message}", style="yellow")
     return text
 
 
@@ -145,6 +153,11 @@ def _notes(result: ScheduleResult) -> list[RenderableType]:
         Text(f"withdrawn {w.cluster}/{w.index} from pool {w.pool}: {w.message}", style="yellow")
         for w in result.withdrawn
     )
+    out.extend(
+        Text(f"preempting: {preempting_text(p)}", style="yellow") for p in result.preemptions
+    )
+    out.extend(Text(f"preempted {what}: {why}", style="yellow") for what, why in result.preempted)
+    out.extend(Text(quota_text(u), style="red" if u.used >= u.hard else "") for u in result.quota)
     return out
 
 
