@@ -124,6 +124,9 @@ class _Base:
 
     others: dict[str, int] = field(default_factory=dict)
     ready: bool = False
+    # Per-limit devices of each of this deployment's replicas, by name: a replica's
+    # devices never change within the cycle, and the fill asks once per try.
+    slots: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 def _base(state: CycleState) -> dict[str, int]:
@@ -148,15 +151,19 @@ def use(state: CycleState) -> tuple[QuotaUse, ...]:
     if quota is None:
         return ()
     base = _base(state)
-    held = [h for s in [*state.slots, *state.draining, *state.stuck] for h in slot_held(s)]
+    memo = state.rules.get(QUOTA, _Base).slots
+    totals = [base[lim.name] for lim in quota.limits]
+    for s in [*state.slots, *state.draining, *state.stuck]:
+        per = memo.get(s.name)
+        if per is None:
+            held = slot_held(s)
+            per = memo[s.name] = tuple(
+                count(lim, held, state.inp.clusters, state.ev) for lim in quota.limits
+            )
+        totals = [t + n for t, n in zip(totals, per, strict=True)]
     return tuple(
-        QuotaUse(
-            quota.name,
-            lim.name,
-            base[lim.name] + count(lim, held, state.inp.clusters, state.ev),
-            lim.devices,
-        )
-        for lim in quota.limits
+        QuotaUse(quota.name, lim.name, t, lim.devices)
+        for lim, t in zip(quota.limits, totals, strict=True)
     )
 
 

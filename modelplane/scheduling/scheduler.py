@@ -179,7 +179,8 @@ def schedule_input(
     cost.order_pools(state)
     fill(state)
     preempt.post_filter(state)
-    quota.refuse(state)
+    if explain_all or len(state.slots) < inp.spec.replicas:
+        quota.refuse(state)  # only the explanation reads its refusals
     settle_stuck(state)
     if explain_all or len(state.slots) < inp.spec.replicas:
         explain(state, None if explain_all else MAX_UNSCHEDULABLE_ENTRIES)
