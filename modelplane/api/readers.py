@@ -162,9 +162,9 @@ class ObservedPool(NamedTuple):
     unknown: Unknown | None = None
     note: str | None = None  # why it offers fewer nodes than asked (a stock-out)
     price: float | None = None  # per device-hour; None when not declared (or unreadable)
-    # Spot capacity the cloud may reclaim; an unreadable capacityType reads as Spot so
-    # that a deployment without allowSpot never lands on a pool it cannot verify.
-    spot: bool = False
+    # Spot capacity the cloud may reclaim: True, False, or None when capacityType does
+    # not read (no new replica without allowSpot goes there; none is evicted for it).
+    spot: bool | None = False
 
     @property
     def known(self) -> bool:
@@ -319,15 +319,23 @@ def _read_pool(raw: Mapping[str, Any], name: str, i: int) -> ObservedPool:
     return _unknown_pool(name, class_name, nodes, why)
 
 
-def _pricing(raw: Mapping[str, Any]) -> tuple[float | None, bool]:
+def _pricing(raw: Mapping[str, Any]) -> tuple[float | None, bool | None]:
     """A pool's price per device-hour (None unless a non-negative number) and whether it is Spot."""
     price = raw.get(_POOL_PRICE)
     capacity = raw.get(_POOL_CAPACITY)
-    spot = capacity not in (None, "OnDemand")
+    spot = (
+        {None: False, "OnDemand": False, "Spot": True}.get(capacity)
+        if _hashable(capacity)
+        else None
+    )
     if not isinstance(price, int | float) or isinstance(price, bool):
         return None, spot
     value = float(price)
     return (value if 0 <= value < float("inf") else None), spot  # NaN fails too
+
+
+def _hashable(value: Any) -> bool:
+    return value is None or isinstance(value, str)
 
 
 def _read_pools(status: Mapping[str, Any]) -> tuple[tuple[ObservedPool, ...], list[str]]:

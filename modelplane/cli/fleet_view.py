@@ -188,7 +188,7 @@ def _pool_view(pool: ObservedPool) -> PoolView:
     )
     return PoolView(pool.name, pool.class_name, pool.nodes, per_node, per_node * pool.nodes,
                     unknown=unknown, stock_out=pool.note, price=pool.price,
-                    spot=pool.spot)  # fmt: skip
+                    spot=pool.spot is not False)  # fmt: skip
 
 
 def _drift(obj: Mapping[str, Any]) -> str | None:

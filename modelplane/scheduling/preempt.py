@@ -82,6 +82,19 @@ class _Done:
 
     by_replica: dict[str, Preemption] = field(default_factory=dict)
     taken: set[tuple[str, str]] = field(default_factory=set)
+    # Other deployments' replicas by cluster, not already preempted (built on first use).
+    by_cluster: dict[str, list[ObservedModelReplica]] | None = None
+
+
+def _on_cluster(state: CycleState, cluster: str) -> list[ObservedModelReplica]:
+    """Other deployments' replicas on `cluster` that no one preempts yet."""
+    done = state.rules.get(PREEMPT, _Done)
+    if done.by_cluster is None:
+        done.by_cluster = {}
+        for r in state.others:
+            if not preempted(state.inp, r):
+                done.by_cluster.setdefault(r.cluster, []).append(r)
+    return done.by_cluster.get(cluster, [])
 
 
 def _victims_on(state: CycleState, key: PoolKey, own: int) -> list[ObservedModelReplica]:
@@ -89,11 +102,9 @@ def _victims_on(state: CycleState, key: PoolKey, own: int) -> list[ObservedModel
     done = state.rules.get(PREEMPT, _Done)
     found = [
         r
-        for r in state.others
-        if r.cluster == key[0]
-        and any(role.pool == key[1] for role in r.roles)
+        for r in _on_cluster(state, key[0])
+        if any(role.pool == key[1] for role in r.roles)
         and (r.namespace, r.name) not in done.taken
-        and not preempted(state.inp, r)
         and state.inp.priority(r.priority) < own
     ]
     # Lowest priority first, then one that serves nothing, then the newest (stable sorts).
@@ -103,15 +114,13 @@ def _victims_on(state: CycleState, key: PoolKey, own: int) -> list[ObservedModel
     return found
 
 
-def _others_charges(state: CycleState, key: PoolKey, gone: set[str]) -> list[Charge]:
+def _others_charges(state: CycleState, key: PoolKey, gone: set[tuple[str, str]]) -> list[Charge]:
     """What other deployments' replicas charge the pool, those in `gone` left out."""
     shape = state.pool_shapes[key]
     taken = state.rules.get(PREEMPT, _Done).taken
     out: list[Charge] = []
-    for r in state.others:
-        if r.cluster != key[0] or r.name in gone or (r.namespace, r.name) in taken:
-            continue
-        if preempted(state.inp, r):
+    for r in _on_cluster(state, key[0]):
+        if (r.namespace, r.name) in gone or (r.namespace, r.name) in taken:
             continue
         out.extend(
             Charge(
@@ -127,7 +136,11 @@ def _others_charges(state: CycleState, key: PoolKey, gone: set[str]) -> list[Cha
 
 
 def _fits_without(
-    state: CycleState, key: PoolKey, match: RoleMatch, nodes: tuple[int, int], gone: set[str]
+    state: CycleState,
+    key: PoolKey,
+    match: RoleMatch,
+    nodes: tuple[int, int],
+    gone: set[tuple[str, str]],
 ) -> bool:
     """Whether one more replica fits the pool when the replicas named in `gone` leave."""
     led = new_ledger(state, key)
@@ -150,17 +163,19 @@ def _choose(
 ) -> list[ObservedModelReplica] | None:
     """The fewest victims on one pool that make room, or None when none do."""
     pool = _victims_on(state, key, own)
+    if not pool:
+        return None
     chosen: list[ObservedModelReplica] = []
     for r in pool:
         chosen.append(r)
-        if _fits_without(state, key, match, nodes, {v.name for v in chosen}):
+        if _fits_without(state, key, match, nodes, {(v.namespace, v.name) for v in chosen}):
             break
     else:
         return None
     # Give back every victim that is not needed, highest priority first.
     for r in sorted(chosen, key=lambda v: -state.inp.priority(v.priority)):
         rest = [v for v in chosen if v is not r]
-        if _fits_without(state, key, match, nodes, {v.name for v in rest}):
+        if _fits_without(state, key, match, nodes, {(v.namespace, v.name) for v in rest}):
             chosen = rest
     return chosen if 0 < len(chosen) <= MAX_VICTIMS else None
 

@@ -39,7 +39,7 @@ class SpotFilter:
             return None
         for role in replica.roles:
             pool = cluster.pool(role.pool)
-            if pool is not None and pool.spot:
+            if pool is not None and pool.spot is True:  # an unreadable type evicts nothing
                 return Eviction("SpotNotAllowed", (pool.name, cluster.name))
         return None
 
@@ -51,5 +51,5 @@ class SpotFilter:
             (name, p.name): Rejection("SpotNotAllowed", (p.name,))
             for name in sorted(inp.candidates)
             for p in inp.clusters[name].pools
-            if p.spot
+            if p.spot is not False  # Spot, or a capacityType that does not read
         }

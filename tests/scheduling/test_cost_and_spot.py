@@ -120,9 +120,12 @@ def test_allow_spot_takes_the_cheaper_spot_pool() -> None:
     assert [r.roles[0].pool for r in result.replicas] == ["spot", "spot"]
 
 
-def test_an_unreadable_capacity_type_counts_as_spot() -> None:
+def test_an_unreadable_capacity_type_takes_nothing_new_and_evicts_nothing() -> None:
     cl = priced(cluster("a", {"l4": ("l4-1x", 2)}), l4=(None, "Preemptible?"))
     assert run(chat(1), [cl]).placed == 0
+    kept = replica("chat", "a", 0, "l4", [resolved("gpu", 1, cel=L4)], ready=True)
+    result = run(chat(1), [cl], [kept])
+    assert [(r.retained, r.draining) for r in result.replicas] == [(True, False)]
 
 
 def test_a_replica_on_spot_drains_when_spot_is_no_longer_allowed() -> None:
