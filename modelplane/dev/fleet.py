@@ -39,6 +39,16 @@ from modelplane.dev.nodes import ClusterNodes
 from modelplane.kube.client import KubeError
 
 STATE_FILE = "state.json"
+# Crossplane's per-XR watch circuit breaker (burst 100, refill 1/s by default)
+# trips on a ModelDeployment as it comes up: each of its ModelReplicas and
+# ModelEndpoints passes through a dozen status writes and controller-runtime
+# charges every update twice (old and new object), about 50 events per replica.
+# Once open, the XR is reconciled only every 30 s, which was most of the time
+# from the last replica Ready to the deployment Ready. Sized for deployments of
+# a few dozen replicas; a runaway loop (hundreds of events a second) still trips.
+XR_WATCH_BURST = 1000
+XR_WATCH_REFILL = 20
+
 CONTROL_PLANE = "control-plane"
 CROSSPLANE_NAMESPACE = "crossplane-system"
 MODELPLANE_NAMESPACE = "modelplane-system"
@@ -419,6 +429,8 @@ class Fleet:
             f"--health-probe-port={state.port('crossplane-health')}",
             f"--webhook-port={state.port('crossplane-webhook')}",
             "--poll-interval=10s",
+            f"--circuit-breaker-burst={XR_WATCH_BURST}",
+            f"--circuit-breaker-refill-rate={XR_WATCH_REFILL}",
         ]
         (self.directory / "xpkg").mkdir(exist_ok=True)
         self._ensure(state, "crossplane", start, env)

@@ -139,12 +139,30 @@ def publish(api: Api, pools: Sequence[PoolNodes], exclusive: bool = False) -> Pu
     done = Published()
     wanted = [device_class(), node(SYSTEM_NODE, None)]
     wanted += [obj for pool in pools for obj in pool_objects(pool)]
+    nodes: dict[str, str] = {}  # node name -> uid, as applied
     for obj in wanted:
-        api.apply(obj)
+        if obj["kind"] == "ResourceSlice":
+            obj = _owned(obj, nodes)
+        applied = api.apply(obj)
+        if obj["kind"] == "Node":
+            nodes[obj["metadata"]["name"]] = str((applied.get("metadata") or {}).get("uid"))
         done.applied += 1
     names = None if exclusive else {p.name for p in pools}
     done.deleted = _prune(api, names, {o["metadata"]["name"] for o in wanted})
     return done
+
+
+def _owned(slice_: Obj, nodes: Mapping[str, str]) -> Obj:
+    """The slice owned by its Node, as a DRA driver's kubelet plugin publishes it.
+
+    A Node deleted then takes its slices with it (the garbage collector), so
+    its devices stop being offered, as on a real cluster.
+    """
+    node_name_ = slice_["spec"]["nodeName"]
+    if node_name_ not in nodes:
+        return slice_
+    owner = {"apiVersion": "v1", "kind": "Node", "name": node_name_, "uid": nodes[node_name_]}
+    return {**slice_, "metadata": {**slice_["metadata"], "ownerReferences": [owner]}}
 
 
 def _prune(api: Api, pools: set[str] | None, wanted: set[str]) -> int:

@@ -18,9 +18,10 @@ price, every cluster scores 100 and the rule changes nothing.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from modelplane.scheduling.fill import candidates
 from modelplane.scheduling.framework import ClusterScore, RuleStates, ScheduleInput
 from modelplane.scheduling.matching import RoleMatch
 from modelplane.scheduling.scores import SCORES, CacheReadiness, SpreadByLoad, normalise
@@ -93,6 +94,32 @@ def _devices(match: RoleMatch, nodes: int) -> int:
     return sum(r.count for r in match.resolved) * nodes
 
 
+def _matched(state: CycleState, cluster: str) -> list[list[tuple[str, RoleMatch]]] | None:
+    """Matched pools per role of a cluster, or None when some role has none (the fill's
+    `candidates`; repeated here because the fill asks this module for prices)."""
+    per_role = []
+    for role in state.roles:
+        pools = [(p, m) for p, m in state.pool_matches(cluster, role) if m.matched]
+        if not pools:
+            return None
+        per_role.append(pools)
+    return per_role
+
+
+def combo_price(state: CycleState, cluster: str, combo: Sequence[tuple[str, RoleMatch]]) -> float:
+    """Under LowestCost, what one replica-hour on this pool combination costs (an unpriced
+    pool: infinite, tried last); otherwise 0 for every combination (no say)."""
+    if not wants_cost(state.inp):
+        return 0.0
+    total = 0.0
+    for role, (pool, match) in zip(state.roles, combo, strict=True):
+        price = _price(state, cluster, pool)
+        if price is None:
+            return math.inf
+        total += price * _devices(match, role.nodes)
+    return total
+
+
 def order_pools(state: CycleState) -> None:
     """Under LowestCost: match every schedulable cluster, try its cheapest pools first, and
     record what one replica-hour costs there (the LowestCost score's raw value)."""
@@ -100,7 +127,7 @@ def order_pools(state: CycleState) -> None:
         return
     prices = state.rules.get(LowestCost.name, _Prices)
     for cluster in state.schedulable:
-        per_role = candidates(state, cluster)
+        per_role = _matched(state, cluster)
         if per_role is not None:
             for pools in per_role:
                 pools.sort(

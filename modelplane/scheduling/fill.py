@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from modelplane.api.readers import ReplayOrder
-from modelplane.scheduling import quota
+from modelplane.scheduling import cost, quota
 from modelplane.scheduling.matching import RoleMatch, observed_demand
 from modelplane.scheduling.names import replica_name
 from modelplane.scheduling.scores import weighted
@@ -124,17 +124,70 @@ def _try_combo(
     return True
 
 
+NO_FIT = -1.0  # the fit of a pool combination that cannot take the replica
+
+
+def combo_fit(state: CycleState, cluster: str, combo: Sequence[tuple[str, RoleMatch]]) -> float:
+    """Best fit of one more replica on one pool combination: how full the nodes its
+    workers land on already are, 0 (whole free nodes) to under 1, higher better.
+
+    The mean over its workers of each landing node's used share
+    (`PoolLedger.fullness`); `NO_FIT` when it does not fit.
+    """
+    total, count = 0.0, 0
+    for key, load in _load(state, cluster, combo).items():
+        led = state.ledger(key)
+        charges = [(ch.demands, ch.nodes_per_worker, ch.workers) for ch in load]
+        got = None if led is None else led.fullness(charges)
+        if got is None:
+            return NO_FIT
+        total, count = total + got[0], count + got[1]
+    return total / count if count else 0.0
+
+
+def options(state: CycleState, cluster: str) -> PoolOptions | None:
+    """The cluster's matched pools per role (`candidates`), matched when first asked."""
+    if cluster not in state.options:
+        state.options[cluster] = candidates(state, cluster)
+    return state.options[cluster]
+
+
+def fit(state: CycleState, cluster: str) -> float:
+    """Best fit of one more replica on the cluster: its best pool combination's
+    `combo_fit`, or 0 when nothing fits.
+
+    A cluster none of whose pools is charged yet would land it on whole free
+    nodes: 0, known without matching its pools, so a call still matches only
+    the clusters holding something or that the fill reaches.
+    """
+    if not any((cluster, p) in state.ledgers for p in state.known_pools.get(cluster, ())):
+        return 0.0
+    per_role = options(state, cluster)
+    if per_role is None:
+        return 0.0
+    fits = (combo_fit(state, cluster, combo) for combo in itertools.product(*per_role))
+    return max(0.0, max(fits, default=0.0))
+
+
 def try_place(
     state: CycleState, cluster: str, per_role: PoolOptions, name: str
 ) -> list[tuple[str, RoleMatch]] | None:
     """Charge one new replica named `name` on `cluster` (both roles there); None when
     it does not fit.
 
-    Pool combinations are tried in pool-name order (cheapest first under LowestCost,
-    see `cost`); one past the namespace's FleetQuota is skipped; a failed try is
-    rolled back.
+    Pool combinations are tried best fit first (`combo_fit`), equal fits in
+    pool-name order (`sorted` is stable); under LowestCost the cheapest first
+    (`cost.combo_price`), then best fit. One past the namespace's FleetQuota is
+    skipped; a failed try is rolled back.
     """
-    for combo in itertools.product(*per_role):
+    combos = sorted(
+        itertools.product(*per_role),
+        key=lambda combo: (
+            cost.combo_price(state, cluster, combo),
+            -combo_fit(state, cluster, combo),
+        ),
+    )
+    for combo in combos:
         if quota.admits(state, cluster, combo) and _try_combo(state, cluster, combo, name):
             return list(combo)
     return None
@@ -161,9 +214,15 @@ def new_name(state: CycleState, cluster: str, index: int) -> str:
     return replica_name(state.inp.namespace, state.inp.name, cluster, index)
 
 
-def _key(state: CycleState, cluster: str) -> tuple[float, str]:
-    """The fill's order: the highest weighted score first, then the first name (a min-heap)."""
-    return -weighted(state.scores, state.rules, cluster), cluster
+def _key(state: CycleState, cluster: str) -> tuple[float, float, str]:
+    """The fill's order (a min-heap): the highest weighted score first, then the best
+    fit (`fit`), then the first name.
+
+    The scores keep a deployment's own replicas apart (`SpreadByLoad`); where they
+    tie — every cluster, for a deployment's first replica — the fullest landing
+    wins, so across deployments the fleet packs as the ledger does within a pool.
+    """
+    return -weighted(state.scores, state.rules, cluster), -fit(state, cluster), cluster
 
 
 def prepare_scores(state: CycleState) -> None:
@@ -195,7 +254,7 @@ def rank(state: CycleState, limit: int = 2) -> tuple[ScoreCard, ...]:
                 for rule in state.scores
             ),
         )
-        for _, cluster in best
+        for *_, cluster in best
     )
 
 
@@ -251,7 +310,8 @@ def fill(state: CycleState) -> None:
 
     New replicas are identical and the ledger only shrinks during fill, so a
     cluster that cannot take one cannot take a later one either: it leaves the
-    heap for good. Ties on score go to the cluster first by name.
+    heap for good. Ties on score go to the best fit, then to the cluster first
+    by name (`_key`); only the cluster that took a replica changes its key.
     """
     state.plain, swaps = shortfall(state)
     wanted = state.plain + swaps
@@ -259,15 +319,14 @@ def fill(state: CycleState) -> None:
         return
     prepare_scores(state)
     used = used_indices(state)
-    # A cluster's pools are matched when it first comes up, not before: once
-    # every replica is placed the rest of the fleet is never matched.
+    # A cluster's pools are matched when it first comes up or when its fit is
+    # asked of pools already charged, not before: a cluster holding nothing is
+    # never matched once every replica is placed.
     heap = [_key(state, cluster) for cluster in state.schedulable]
     heapq.heapify(heap)
     while wanted > 0 and heap:
-        _, cluster = heapq.heappop(heap)
-        if cluster not in state.options:
-            state.options[cluster] = candidates(state, cluster)
-        per_role = state.options[cluster]
+        *_, cluster = heapq.heappop(heap)
+        per_role = options(state, cluster)
         if per_role is None:
             continue
         index = lowest_free(used[cluster])

@@ -25,7 +25,11 @@ nodes under both.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 Vector = tuple[int, ...]
+# One role's charge as the ledger takes it: (demand alternatives, nodes per worker, workers).
+RoleCharge = tuple[tuple[Vector, ...], int, int]
 Snapshot = tuple[dict[Vector, int], bool]  # what `PoolLedger.restore` takes back
 
 
@@ -36,6 +40,14 @@ def fits(remaining: Vector, demand: Vector) -> bool:
 
 def _minus(a: Vector, b: Vector) -> Vector:
     return tuple(x - y for x, y in zip(a, b, strict=True))
+
+
+def _move(free: dict[Vector, int], v: Vector, to: Vector) -> None:
+    """One node of `free` goes from remaining `v` to remaining `to`."""
+    free[v] -= 1
+    if not free[v]:
+        del free[v]
+    free[to] = free.get(to, 0) + 1
 
 
 class PoolLedger:
@@ -70,11 +82,13 @@ class PoolLedger:
     def _put(self, v: Vector) -> None:
         self.free[v] = self.free.get(v, 0) + 1
 
-    def _best_fit(self, demands: tuple[Vector, ...]) -> tuple[Vector, Vector] | None:
+    def _best_fit(
+        self, demands: tuple[Vector, ...], free: dict[Vector, int] | None = None
+    ) -> tuple[Vector, Vector] | None:
         """The node a worker lands on: fullest (BinPack) or emptiest (Spread) that fits."""
         sign = -1 if self.spread else 1
         best: tuple[int, Vector, Vector] | None = None
-        for v in self.free:
+        for v in self.free if free is None else free:
             for d in demands:
                 if fits(v, d):
                     if best is None or (sign * sum(v), v) < best[:2]:
@@ -138,6 +152,47 @@ class PoolLedger:
             self._take(v)
             self._put(_minus(v, self.cap))
         return True
+
+    def fullness(self, charges: Sequence[RoleCharge]) -> tuple[float, int] | None:
+        """How full the nodes a replica's workers land on already are, before it lands.
+
+        Returns the sum over its workers (each from 0, a whole free node, to just
+        under 1) and the number of workers; None when the charges do not fit.
+        The ledger is left as it was. The fill prefers the fullest landing (best
+        fit across pools and clusters), as BinPack does across one pool's nodes:
+        a small worker on a node already in use keeps whole nodes free for large
+        ones. A multi-node worker takes whole nodes, which were empty: it adds 0.
+        """
+        free = dict(self.free)
+        total, count = 0.0, 0
+        for demands, nodes_per_worker, workers in charges:
+            for _ in range(workers):
+                landed = self._land(free, demands, nodes_per_worker)
+                if landed is None:
+                    return None
+                total += landed
+                count += 1
+        return total, count
+
+    def _land(
+        self, free: dict[Vector, int], demands: tuple[Vector, ...], nodes_per_worker: int
+    ) -> float | None:
+        """One worker onto `free` (changed in place): how full its node was; None if none fits."""
+        if nodes_per_worker > 1:
+            left = free.get(self.cap, 0) - nodes_per_worker
+            if left < 0:
+                return None
+            if left:
+                free[self.cap] = left
+            else:
+                free.pop(self.cap, None)
+            return 0.0
+        hit = self._best_fit(demands, free)
+        if hit is None:
+            return None
+        v, d = hit
+        _move(free, v, _minus(v, d))
+        return 1.0 - sum(v) / (sum(self.cap) or 1)
 
     def free_for(self, demands: tuple[Vector, ...], nodes_per_worker: int) -> int:
         """Nodes that could each take one more worker of this shape."""

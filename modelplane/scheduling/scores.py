@@ -2,8 +2,9 @@
 
 Kube-scheduler style: every rule scores a cluster from 0 to 100 (higher is
 better), already normalised, and carries a weight; the fill places the next
-replica on the cluster with the highest weighted sum, ties going to the first
-name. Several preferences therefore hold at once — "prefer the cheaper
+replica on the cluster with the highest weighted sum, ties going to the best
+fit (`fill.fit`: the fullest landing node, as the ledger packs), then to the
+first name. Several preferences therefore hold at once — "prefer the cheaper
 cluster, but still spread" is a price rule and `SpreadByLoad` with weights
 saying how much one is worth against the other. Adding a score is a class
 here, one entry in `SCORES` with its weight, and its table test in
@@ -21,8 +22,8 @@ How a rule normalises depends on whether its raw value moves during the fill:
   cluster's state and the cycle's constants.
 
 The default profile, `SCORES`, keeps the strict order the scheduler always had
-— cache readiness, then spread, then the name — because its weights cannot
-overlap:
+— cache readiness, then spread, then (the fill's tie-break) best fit and the
+name — because its weights cannot overlap:
 
 - `CacheReadiness` scores 100 or 0, so wherever two clusters differ in it
   their weighted sums differ by exactly `CACHE_WEIGHT × 100 = 200`;
@@ -32,7 +33,9 @@ overlap:
 - among those, its score is strictly decreasing in the replicas held (exact
   for any count below 2**40 in floating point: the gap 100/bound dwarfs the
   rounding), so fewer replicas still win, and equal counts give equal sums,
-  left to the name.
+  left to the best fit and the name. A deployment's own replicas therefore
+  spread, while its first replica — where every cluster ties — goes where the
+  fleet packs tightest.
 
 A new rule that must stay subordinate to cache readiness keeps the sum of
 every weight but `CACHE_WEIGHT` below `CACHE_WEIGHT` (a strict tier is a

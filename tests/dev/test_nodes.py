@@ -106,3 +106,32 @@ def test_declared_pools_publish_their_class_devices() -> None:
     cluster = {"spec": {"pools": [{"name": "l4", "className": "l4x2", "nodeCount": 2}]}}
     (pool,) = nodes.declared_pools(cluster, {"l4x2": CLASS})
     assert (pool.name, pool.nodes, [d["name"] for d in pool.devices]) == ("l4", 2, ["gpu"])
+
+
+class _RecordingApi:
+    """Applies as the API server would: every Node gets a uid; nothing to prune."""
+
+    def __init__(self) -> None:
+        self.applied: list[dict] = []
+
+    def apply(self, obj: dict) -> dict:
+        self.applied.append(obj)
+        uid = f"uid-of-{obj['metadata']['name']}" if obj["kind"] == "Node" else "other"
+        return {**obj, "metadata": {**obj["metadata"], "uid": uid}}
+
+    def list(self, *_args: object, **_kwargs: object) -> list[dict]:
+        return []
+
+
+def test_a_pool_nodes_slices_are_owned_by_their_node_so_a_deleted_node_takes_them() -> None:
+    api = _RecordingApi()
+    nodes.publish(api, [nodes.PoolNodes("l4", 2, nodes.class_devices(CLASS))])  # type: ignore[arg-type]
+    owners = {
+        o["spec"]["nodeName"]: o["metadata"].get("ownerReferences")
+        for o in api.applied
+        if o["kind"] == "ResourceSlice"
+    }
+    assert owners == {
+        "l4-0": [{"apiVersion": "v1", "kind": "Node", "name": "l4-0", "uid": "uid-of-l4-0"}],
+        "l4-1": [{"apiVersion": "v1", "kind": "Node", "name": "l4-1", "uid": "uid-of-l4-1"}],
+    }

@@ -546,11 +546,6 @@ def test_an_inference_class_deleted_and_restored(steady: World) -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="flaky, not yet diagnosed: passed on the full run of 22:35 but on a fresh clone's "
-    "run the Pod of the deleted node was not replaced within 300 s (issue 26 stays open)",
-)
 def test_a_node_deleted_under_a_running_replica(steady: World) -> None:
     placement = _placements(steady, FAULTS_NS, STEADY)[0]
     api = _workload(steady, placement["cluster"])
@@ -565,16 +560,20 @@ def test_a_node_deleted_under_a_running_replica(steady: World) -> None:
         # Kubernetes' pod GC removes the Pod of a node that is gone, the
         # ReplicaSet makes another, kube-scheduler binds it elsewhere (or the
         # replica moves, if its pool has no room).
+        # Node names repeat across workload clusters (each has an l4-0), so
+        # a Pod is on the deleted node only if it is on that cluster too.
         def replaced() -> bool | None:
             pods = [
-                p
-                for placement in _placements(steady, FAULTS_NS, STEADY)
+                (other["cluster"], p)
+                for other in _placements(steady, FAULTS_NS, STEADY)
                 for p in replica_pods(
-                    _workload(steady, placement["cluster"]), FAULTS_NS, placement["replicaName"]
+                    _workload(steady, other["cluster"]), FAULTS_NS, other["replicaName"]
                 )
             ]
-            on_gone = [p for p in pods if p.node == pod.node]
-            return True if pods and not on_gone and all(p.ready for p in pods) else None
+            gone = (placement["cluster"], pod.node)
+            on_gone = [p for cluster, p in pods if (cluster, p.node) == gone]
+            ready = all(p.ready for _, p in pods)
+            return True if pods and not on_gone and ready else None
 
         steady.settle("the Pod on the deleted node replaced elsewhere", replaced, TIMEOUT)
 
