@@ -16,6 +16,11 @@ cached.
 
     .venv/bin/python benchmarks/bench_scheduler.py [--repeat 5]
 
+The last two fleets put tenancy in play (issue 29): the deployment has a
+priority, its namespace a FleetQuota (limits by InferenceClass, DeviceClass and
+selector) and every other replica a lower priority, a quarter of them in the
+deployment's namespace (they count against the quota).
+
 Targets: scheduling ≤ 2× decoding at 1,000 clusters; 10× clusters ≤ 12× time
 (every fleet); a cached call ≤ 25% of a cold one.
 """
@@ -36,13 +41,18 @@ from crossplane.function.resource import struct_to_dict as sdk_struct_to_dict
 from modelplane.api import constants as c
 from modelplane.api.inference_class import Device
 from modelplane.api.inference_cluster import GPUPool, InferenceClusterStatus
+from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.compose.deployments.model_deployment import (
     CLUSTERS_REQUIREMENT,
+    PRIORITIES_REQUIREMENT,
+    QUOTAS_REQUIREMENT,
     REPLICAS_REQUIREMENT,
 )
 from modelplane.crossplane import FunctionRunner
 from modelplane.crossplane.convert import DECODE_CACHE, DecodeCache, to_input
-from modelplane.scheduling import replica_name, schedule
+from modelplane.scheduling import ScheduleResult, replica_name, schedule
+from modelplane.scheduling.framework import build_input
+from modelplane.scheduling.scheduler import schedule_input
 
 ENGINE = {"spec": {"containers": [{"name": "engine", "image": "vllm/vllm-openai:v0.11.0"}]}}
 
@@ -203,6 +213,51 @@ DEPLOYMENT: dict[str, Any] = {
 }
 
 
+# Tenancy in play (issue 29): the deployment has a priority and its namespace a FleetQuota
+# with a limit per InferenceClass, one per DeviceClass and one by selector; every other
+# replica has a priority (lower), so a missing replica tries preemption.
+QUOTA = {
+    "metadata": {"name": "team-a", "namespace": "team-a"},
+    "spec": {
+        "limits": [
+            {"name": "h100", "inferenceClasses": ["h100-8x-ib"], "devices": 100000},
+            {"name": "gpus", "deviceClassName": "gpu.nvidia.com", "devices": 100000},
+            {
+                "name": "large",
+                "selector": 'device.capacity["gpu.nvidia.com"].memory'
+                '.compareTo(quantity("40Gi")) >= 0',
+                "devices": 100000,
+            },
+        ]
+    },
+}
+PRIORITY_CLASSES = [
+    {"metadata": {"name": "critical"}, "value": 100000},
+    {"metadata": {"name": "batch"}, "value": 100},
+]
+
+
+def tenant(replicas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The other replicas with priority batch, and every fourth in the deployment's namespace."""
+    out = copy.deepcopy(replicas)
+    for i, r in enumerate(out):
+        r["spec"]["priority"] = "batch"
+        if i % 4 == 0:
+            r["metadata"]["namespace"] = "team-a"
+    return out
+
+
+def schedule_tenancy(
+    deployment: dict[str, Any], clusters: list[Any], replicas: list[Any]
+) -> ScheduleResult:
+    """`schedule` with the namespace's FleetQuota and the PriorityClasses."""
+    spec = ModelDeploymentSpec.model_validate({**deployment["spec"], "priority": "critical"})
+    inp = build_input(
+        "team-a", "llama-70b", spec, clusters, replicas, None, [QUOTA], PRIORITY_CLASSES
+    )
+    return schedule_input(inp, explain_all=False)
+
+
 def unplaceable() -> dict[str, Any]:
     """DEPLOYMENT asking for 16 GPUs a node: no pool has them, every replica is missing."""
     dep = copy.deepcopy(DEPLOYMENT)
@@ -253,7 +308,9 @@ def cpu(fn: Callable[[], Any], repeat: int, setup: Callable[[], Any] = lambda: N
     return min(times)
 
 
-def fleet(n: int, distinct: bool, repeat: int, missing: bool = False) -> float:
+def fleet(
+    n: int, distinct: bool, repeat: int, missing: bool = False, tenancy: bool = False
+) -> float:
     """Print decode and schedule CPU times over one fleet; return the schedule time.
 
     CPU time, not wall time: the machine may be shared, and CPU time is what a
@@ -264,11 +321,19 @@ def fleet(n: int, distinct: bool, repeat: int, missing: bool = False) -> float:
     # Fresh (uncached) dicts, so every call reads every cluster: the cold figure.
     inp = to_input(req, None)
     clusters, replicas = inp.required["clusters"], inp.required["replicas"]
-    result = schedule(inp.composite, clusters, replicas, explain_all=False)
-    t_sched = cpu(lambda: schedule(inp.composite, clusters, replicas, explain_all=False), repeat)
+    if tenancy:
+        replicas = tenant(replicas)
+
+    def run() -> ScheduleResult:
+        if tenancy:
+            return schedule_tenancy(inp.composite, clusters, replicas)
+        return schedule(inp.composite, clusters, replicas, explain_all=False)
+
+    result = run()
+    t_sched = cpu(run, repeat)
     detailed = sum(1 for v in result.clusters if v.pools)
     print(
-        f"{n:5d} clusters × 8 pools{_label(distinct, missing)}, "
+        f"{n:5d} clusters × 8 pools{_label(distinct, missing, tenancy)}, "
         f"{len(replicas)} other replicas: decode {t_decode * 1e3:7.1f} ms, "
         f"schedule {t_sched * 1e3:7.1f} ms; schedule/decode {t_sched / t_decode:.2f}× "
         f"(target ≤ 2×); placed {len(result.replicas)}/{result.desired}, "
@@ -277,8 +342,12 @@ def fleet(n: int, distinct: bool, repeat: int, missing: bool = False) -> float:
     return t_sched
 
 
-def _label(distinct: bool, missing: bool) -> str:
-    return (" (distinct shapes)" if distinct else "") + (" (nothing fits)" if missing else "")
+def _label(distinct: bool, missing: bool, tenancy: bool = False) -> str:
+    return (
+        (" (distinct shapes)" if distinct else "")
+        + (" (nothing fits)" if missing else "")
+        + (" (quota + priorities)" if tenancy else "")
+    )
 
 
 def as_required(req: fnv1.RunFunctionRequest) -> fnv1.RunFunctionRequest:
@@ -287,6 +356,8 @@ def as_required(req: fnv1.RunFunctionRequest) -> fnv1.RunFunctionRequest:
     out.observed.CopyFrom(req.observed)
     out.required_resources[CLUSTERS_REQUIREMENT].CopyFrom(req.required_resources["clusters"])
     out.required_resources[REPLICAS_REQUIREMENT].CopyFrom(req.required_resources["replicas"])
+    out.required_resources[QUOTAS_REQUIREMENT].SetInParent()
+    out.required_resources[PRIORITIES_REQUIREMENT].SetInParent()
     return out
 
 
@@ -319,10 +390,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
-    for distinct, missing in ((False, False), (True, False), (False, True), (True, True)):
-        sched_time = {n: fleet(n, distinct, args.repeat, missing) for n in (100, 1000)}
+    cases = [(d, m, False) for d, m in ((False, False), (True, False), (False, True), (True, True))]
+    cases += [(False, False, True), (False, True, True)]
+    for distinct, missing, tenancy in cases:
+        sched_time = {n: fleet(n, distinct, args.repeat, missing, tenancy) for n in (100, 1000)}
         print(
-            f"scaling 1000/100 clusters{_label(distinct, missing)}: "
+            f"scaling 1000/100 clusters{_label(distinct, missing, tenancy)}: "
             f"{sched_time[1000] / sched_time[100]:.2f}× (target ≤ 12×)"
         )
     cached(1000, max(2, args.repeat // 2))

@@ -94,6 +94,8 @@ CONDITION_SYNCED: Final = "Synced"
 
 # Condition types Modelplane's composers set: one type per question.
 CONDITION_VALID: Final = "Valid"
+CONDITION_WITHIN_QUOTA: Final = "WithinQuota"  # FleetQuota: is every limit's use within it?
+CONDITION_PREEMPTION: Final = "Preemption"  # ModelDeployment: preempting, or preempted?
 CONDITION_POOLS_RESOLVED: Final = "PoolsResolved"
 CONDITION_CREDENTIALS_RESOLVED: Final = "CredentialsResolved"
 CONDITION_SERVING_STACK_READY: Final = "ServingStackReady"

@@ -133,6 +133,10 @@ class Provisioning(KubeModel):
         return self
 
 
+CapacityType = Literal["OnDemand", "Spot"]
+"""How a pool's nodes are bought: on demand, or spot (the cloud may reclaim them)."""
+
+
 class InferenceClassSpec(KubeModel):
     """The devices on one node of a pool of this class."""
 
@@ -151,6 +155,17 @@ class InferenceClassSpec(KubeModel):
         description="The devices on one node, one entry per kind of device.",
     )
     provisioning: Provisioning | None = None
+    price_per_device_hour: float | None = Field(
+        default=None,
+        ge=0,
+        description="What one device of this class costs per hour (any currency, the same "
+        "across the fleet); the LowestCost placement preference reads it.",
+    )
+    capacity_type: CapacityType | None = Field(
+        default=None,
+        description="OnDemand (the default) or Spot: only deployments with "
+        "placement.allowSpot run on a Spot pool.",
+    )
 
     @model_validator(mode="after")
     def _unique_names(self) -> InferenceClassSpec:

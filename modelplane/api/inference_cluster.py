@@ -22,7 +22,7 @@ from modelplane.api.common import (
     StatusModel,
     cel_rules,
 )
-from modelplane.api.inference_class import Device
+from modelplane.api.inference_class import CapacityType, Device
 from modelplane.api.reasons import UnknownReason
 from modelplane.api.serving_stack import (
     ChartVersions,
@@ -95,6 +95,14 @@ class Pool(KubeModel):
         ge=0,
         le=10000,
         description="Autoscaling ceiling; the scheduler counts capacity up to it.",
+    )
+    price_per_device_hour: float | None = Field(
+        default=None,
+        ge=0,
+        description="Overrides the class's pricePerDeviceHour for this pool (a region's price).",
+    )
+    capacity_type: CapacityType | None = Field(
+        default=None, description="Overrides the class's capacityType for this pool."
     )
 
     @model_validator(mode="after")
@@ -376,6 +384,13 @@ class GPUPool(StatusModel):
         default=None,
         max_length=1024,
         description="Why the pool offers fewer nodes than it asked for (a cloud stock-out).",
+    )
+    price_per_device_hour: float | None = Field(
+        default=None, description="What one device costs per hour (the pool's, else its class's)."
+    )
+    capacity_type: CapacityType | None = Field(
+        default=None,
+        description="OnDemand or Spot (the pool's, else its class's); absent: OnDemand.",
     )
 
 

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from modelplane.api import constants as c
 from modelplane.api.clouds import CLOUDS, Cloud
+from modelplane.api.fleet_quota import FleetQuotaSpec, FleetQuotaStatus
 from modelplane.api.inference_class import InferenceClassSpec, InferenceClassStatus
 from modelplane.api.inference_cluster import InferenceClusterSpec, InferenceClusterStatus
 from modelplane.api.inference_gateway import InferenceGatewaySpec, InferenceGatewayStatus
@@ -185,6 +186,23 @@ MODEL_CACHE = Kind(
     ),
 )
 
+FLEET_QUOTA = Kind(
+    group=c.GROUP,
+    kind="FleetQuota",
+    plural="fleetquotas",
+    scope="Namespaced",
+    spec=FleetQuotaSpec,
+    status=FleetQuotaStatus,
+    description="Devices a namespace's deployments may hold across the fleet, per device class "
+    "or InferenceClass.",
+    short_names=("fquota",),
+    printer_columns=(
+        PrinterColumn("Within", ".status.conditions[?(@.type=='WithinQuota')].status"),
+        _READY,
+        _AGE,
+    ),
+)
+
 MODEL_ENDPOINT = Kind(
     group=c.GROUP,
     kind="ModelEndpoint",
@@ -293,6 +311,7 @@ KINDS: tuple[Kind, ...] = (
     MODEL_DEPLOYMENT,
     MODEL_REPLICA,
     MODEL_CACHE,
+    FLEET_QUOTA,
     MODEL_ENDPOINT,
     MODEL_SERVICE,
     INFERENCE_GATEWAY,

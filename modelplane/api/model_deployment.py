@@ -283,6 +283,24 @@ class Rollout(KubeModel):
         return max(1, math.ceil(int(self.max_surge[:-1]) * replicas / 100))
 
 
+PreemptionPolicy = Literal["PreemptLowerPriority", "Never"]
+
+
+class PlacementPolicy(KubeModel):
+    """How much cost weighs in placement, and whether spot capacity may be used."""
+
+    preference: Literal["Spread", "LowestCost"] = Field(
+        default="Spread",
+        description="Spread (the default): replicas spread over clusters; LowestCost: the "
+        "cheaper pool per device-hour weighs in beside spread (a weighted score, not a tier).",
+    )
+    allow_spot: bool = Field(
+        default=False,
+        description="Whether replicas may run on Spot pools (the cloud may reclaim them; a "
+        "reclaimed replica moves like one on a stocked-out pool).",
+    )
+
+
 class ModelDeploymentSpec(KubeModel):
     """What to serve and where it may run."""
 
@@ -313,6 +331,15 @@ class ModelDeploymentSpec(KubeModel):
     )
     priority: DNSSubdomain | None = Field(
         default=None, description="A PriorityClass name stamped on every serving pod."
+    )
+    preemption_policy: PreemptionPolicy | None = Field(
+        default=None,
+        description="PreemptLowerPriority (the default): when a replica fits nowhere, strictly "
+        "lower-priority replicas of other deployments on one pool may be preempted for it; "
+        "Never: this deployment waits instead.",
+    )
+    placement: PlacementPolicy | None = Field(
+        default=None, description="Cost and spot preferences of the placement."
     )
     caches: list[LocalObjectReference] | None = Field(
         default=None,

@@ -55,6 +55,17 @@ class PlacedRole(ReplicaRole):
         return f"{self.path}.workers"
 
 
+MAX_PREEMPTED = 32
+"""The most replicas one placement may preempt (a pool holds few replicas of others)."""
+
+
+class PreemptedReplica(KubeModel):
+    """A replica of another deployment that a higher-priority replica preempts."""
+
+    namespace: DNSLabel = Field(description="The preempted ModelReplica's namespace.")
+    name: DNSSubdomain = Field(description="The preempted ModelReplica's name.")
+
+
 class ModelReplicaSpec(KubeModel):
     """A placed replica: which deployment, which cluster, which pools."""
 
@@ -76,6 +87,12 @@ class ModelReplicaSpec(KubeModel):
     )
     priority: str | None = Field(
         default=None, max_length=253, description="PriorityClass stamped on the replica's pods."
+    )
+    preempts: list[PreemptedReplica] | None = Field(
+        default=None,
+        max_length=MAX_PREEMPTED,
+        description="Lower-priority replicas this one preempts on its pool: their deployments "
+        "withdraw them (no make-before-break) and re-place them elsewhere if they fit.",
     )
     caches: list[LocalObjectReference] | None = Field(
         default=None, max_length=1, description="ModelCaches the engine reads."

@@ -99,6 +99,8 @@ _POOL_DEVICES = _wire(GPUPool, "devices")
 _POOL_REASON = _wire(GPUPool, "reason")
 _POOL_MESSAGE = _wire(GPUPool, "message")
 _POOL_NOTE = _wire(GPUPool, "capacity_note")
+_POOL_PRICE = _wire(GPUPool, "price_per_device_hour")
+_POOL_CAPACITY = _wire(GPUPool, "capacity_type")
 
 
 def _is_map(value: Any) -> bool:
@@ -161,6 +163,10 @@ class ObservedPool(NamedTuple):
     devices: Sequence[Mapping[str, Any]] = ()
     unknown: Unknown | None = None
     note: str | None = None  # why it offers fewer nodes than asked (a stock-out)
+    price: float | None = None  # per device-hour; None when not declared (or unreadable)
+    # Spot capacity the cloud may reclaim: True, False, or None when capacityType does
+    # not read (no new replica without allowSpot goes there; none is evicted for it).
+    spot: bool | None = False
 
     @property
     def known(self) -> bool:
@@ -321,11 +327,29 @@ def _read_pool(raw: Mapping[str, Any], name: str, i: int) -> ObservedPool:
                 break
         else:
             note = raw.get(_POOL_NOTE)
-            return ObservedPool(
-                name, class_name, nodes, devices, None, note if type(note) is str else None
-            )
+            note = note if type(note) is str else None
+            return ObservedPool(name, class_name, nodes, devices, None, note, *_pricing(raw))
     why = f"status.{_GPU_POOLS}[{i}].{_POOL_DEVICES}: not a device list"
     return _unknown_pool(name, class_name, nodes, why)
+
+
+def _pricing(raw: Mapping[str, Any]) -> tuple[float | None, bool | None]:
+    """A pool's price per device-hour (None unless a non-negative number) and whether it is Spot."""
+    price = raw.get(_POOL_PRICE)
+    capacity = raw.get(_POOL_CAPACITY)
+    spot = (
+        {None: False, "OnDemand": False, "Spot": True}.get(capacity)
+        if _hashable(capacity)
+        else None
+    )
+    if not isinstance(price, int | float) or isinstance(price, bool):
+        return None, spot
+    value = float(price)
+    return (value if 0 <= value < float("inf") else None), spot  # NaN fails too
+
+
+def _hashable(value: Any) -> bool:
+    return value is None or isinstance(value, str)
 
 
 def _read_pools(status: Mapping[str, Any]) -> tuple[tuple[ObservedPool, ...], list[str]]:
@@ -577,6 +601,8 @@ class ObservedModelReplica:
     deployment_is_label: bool = False  # `deployment` is a label value, not the name
     endpoint: str | None = None
     workload_namespace: str | None = None
+    priority: str | None = None  # spec.priority: a PriorityClass name
+    preempts: tuple[tuple[str, str], ...] = ()  # spec.preempts: (namespace, name) of each
 
     def belongs_to(self, namespace: str, deployment: str) -> bool:
         """Whether this replica is one of deployment `namespace/deployment`."""
@@ -703,7 +729,15 @@ def _read_model_replica(
         roles=memoized(spec, "model_replica_roles", _read_roles),
         endpoint=_str(status.get(_wire(ModelReplicaStatus, "endpoint"))),
         workload_namespace=_str(status.get(_wire(ModelReplicaStatus, "namespace"))),
+        priority=_str(spec.get("priority")),
+        preempts=_preempts(spec.get("preempts")),
     )
+
+
+def _preempts(raw: Any) -> tuple[tuple[str, str], ...]:
+    """`spec.preempts` as (namespace, name) pairs; malformed entries name nothing."""
+    pairs = ((_str(e.get("namespace")), _str(e.get("name"))) for e in _list(raw) if _is_map(e))
+    return tuple(sorted((ns, n) for ns, n in pairs if ns and n))
 
 
 # ── ModelDeployment ─────────────────────────────────────────────────────────

@@ -60,6 +60,23 @@ class ScheduledReason(StrEnum):
     DRAINING = "Draining"
     REPLACEMENT_UNSCHEDULABLE = "ReplacementUnschedulable"
     REPLICA_UNSCHEDULABLE = "ReplicaUnschedulable"
+    QUOTA_EXCEEDED = "QuotaExceeded"
+
+
+class WithinQuotaReason(StrEnum):
+    """`WithinQuota`: does the namespace hold no more devices than each FleetQuota limit?"""
+
+    WITHIN_LIMITS = "WithinLimits"
+    OVER_LIMIT = "OverLimit"  # a limit lowered below use: nothing is deleted, nothing new placed
+    SUPERSEDED = "Superseded"  # another FleetQuota of the namespace (first by name) counts
+
+
+class PreemptionReason(StrEnum):
+    """`Preemption`: did a higher-priority deployment preempt this one's replicas, or this
+    one preempt another's, in the latest scheduling cycle?"""
+
+    PREEMPTING = "Preempting"
+    PREEMPTED = "Preempted"
 
 
 class AutoscalingReason(StrEnum):
@@ -240,6 +257,8 @@ REASONS: Final[dict[str, type[StrEnum]]] = {
     c.CONDITION_CREDENTIALS_RESOLVED: CredentialsResolvedReason,
     c.CONDITION_SCHEDULED: ScheduledReason,
     c.CONDITION_AUTOSCALING: AutoscalingReason,
+    c.CONDITION_WITHIN_QUOTA: WithinQuotaReason,
+    c.CONDITION_PREEMPTION: PreemptionReason,
     c.CONDITION_CACHE_RESOLVED: CacheResolvedReason,
     c.CONDITION_REPLICAS_READY: ReplicasReadyReason,
     c.CONDITION_CLUSTER_RESOLVED: ClusterResolvedReason,

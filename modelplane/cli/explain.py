@@ -36,7 +36,12 @@ from modelplane.local.store import ObjectStore
 from modelplane.scheduling import PlannedReplica, ScheduleResult
 from modelplane.scheduling.explanation import explanation_rows
 from modelplane.scheduling.scheduler import schedule_input
-from modelplane.scheduling.words import stuck_text, unverifiable_text
+from modelplane.scheduling.words import (
+    preempting_text,
+    quota_text,
+    stuck_text,
+    unverifiable_text,
+)
 
 # Piped output is sized to its content, within these bounds (a table cell
 # longer than the upper one still folds).
@@ -109,6 +114,14 @@ class _StoreFleet:
         """The ModelCache `name` in the deployment's namespace."""
         return self._store.get(Key(c.API_VERSION, MODEL_CACHE_KIND, self._namespace, name))
 
+    def quotas(self) -> Sequence[Mapping[str, Any]]:
+        """The FleetQuotas of the deployment's namespace."""
+        return self._store.list(c.API_VERSION, "FleetQuota", self._namespace, None)
+
+    def priority_classes(self) -> Sequence[Mapping[str, Any]]:
+        """Every PriorityClass in the store."""
+        return self._store.list("scheduling.k8s.io/v1", "PriorityClass", None, None)
+
 
 def _summary(ref: str, deployment: Mapping[str, Any], result: ScheduleResult) -> Text:
     text = Text()
@@ -120,6 +133,9 @@ def _summary(ref: str, deployment: Mapping[str, Any], result: ScheduleResult) ->
     cond = read_model_deployment(deployment).condition(c.CONDITION_SCHEDULED)
     if cond is not None:
         text.append(f"  (Scheduled={cond.status} {cond.reason or ''})")
+    latest = read_model_deployment(deployment).condition(c.CONDITION_PREEMPTION)
+    if latest is not None:
+        text.append(f"\nlatest preemption ({latest.reason}): {latest.message}", style="yellow")
     return text
 
 
@@ -143,6 +159,11 @@ def _notes(result: ScheduleResult) -> list[RenderableType]:
         Text(f"withdrawn {w.cluster}/{w.index} from pool {w.pool}: {w.message}", style="yellow")
         for w in result.withdrawn
     )
+    out.extend(
+        Text(f"preempting: {preempting_text(p)}", style="yellow") for p in result.preemptions
+    )
+    out.extend(Text(f"preempted {what}: {why}", style="yellow") for what, why in result.preempted)
+    out.extend(Text(quota_text(u), style="red" if u.used >= u.hard else "") for u in result.quota)
     return out
 
 

@@ -102,8 +102,36 @@ def deployments_table(view: FleetView) -> Table:
         hint = "\n".join(d.what_if)
         if d.missing and not hint:
             hint = "no pool growth on an eligible cluster places it (see modelplane explain)"
+        if d.quota:
+            hint = "\n".join([*d.quota, hint]).strip()
+        if d.preemption:
+            hint = f"{hint}\nlatest preemption: {d.preemption}".strip()
         stuck = Text(str(d.unschedulable), style="red" if d.unschedulable else "")
         table.add_row(d.name, f"{d.placed}/{d.desired}", str(d.ready), str(d.draining), stuck, hint)
+    return table
+
+
+def _money(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def cost_table(view: FleetView) -> Table:
+    """Cost per hour of the devices held: per cluster (and its priced pools), per deployment.
+
+    Only pools that declare `pricePerDeviceHour` (theirs or their class's) count;
+    "—" marks what nothing prices.
+    """
+    table = Table(title="Cost per hour (devices held × pricePerDeviceHour)", title_justify="left")
+    for col in ("Cluster or deployment", "Pool", "Price / device-hour", "Devices", "Cost / hour"):
+        table.add_column(col)
+    for cl in view.clusters:
+        table.add_row(Text(cl.name, style="bold"), "", "", "", _money(cl.cost_per_hour))
+        for p in cl.pools:
+            kind = " (Spot)" if p.spot else ""
+            table.add_row("", p.name + kind, _money(p.price), str(p.used_devices),
+                          _money(p.cost_per_hour))  # fmt: skip
+    for d in view.deployments:
+        table.add_row(Text(d.name, style="bold"), "", "", "", _money(d.cost_per_hour))
     return table
 
 
@@ -123,13 +151,22 @@ def deployments_table(view: FleetView) -> Table:
     type=click.Path(dir_okay=False, writable=True, path_type=Path),
     help="Also write the fleet view as one self-contained HTML page to FILE.",
 )
+@click.option(
+    "--cost",
+    "show_cost",
+    is_flag=True,
+    help="Also show what each deployment and each cluster costs per hour (priced pools).",
+)
 @max_rounds_option
-def fleet(paths: tuple[str, ...], output: str, html_file: Path | None, max_rounds: int) -> None:
+def fleet(
+    paths: tuple[str, ...], output: str, html_file: Path | None, show_cost: bool, max_rounds: int
+) -> None:
     """Show capacity and usage per cluster and pool of the fleet under PATH...
 
     Per pool: nodes, device capacity, the devices each deployment's replicas
     hold (draining ones marked), free devices, and the smallest pool growth
-    that would place each deployment's missing replicas.
+    that would place each deployment's missing replicas. With --cost, what each
+    cluster and each deployment costs per hour on priced pools.
     """
     try:
         store = ControlPlane(load_paths(paths)).run(max_rounds).store
@@ -146,3 +183,5 @@ def fleet(paths: tuple[str, ...], output: str, html_file: Path | None, max_round
         console = Console(soft_wrap=False)
         console.print(fleet_table(view))
         console.print(deployments_table(view))
+        if show_cost:
+            console.print(cost_table(view))

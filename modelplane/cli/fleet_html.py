@@ -153,6 +153,46 @@ def _deployments(view: FleetView) -> str:
     )
 
 
+def _money(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def _costs(view: FleetView) -> str:
+    """Cost per hour per cluster and per deployment, when some pool declares a price."""
+    if not any(p.price is not None for cl in view.clusters for p in cl.pools):
+        return ""
+    clusters = "".join(
+        f"<tr><td>{escape(cl.name)}</td><td>{_money(cl.cost_per_hour)}</td></tr>"
+        for cl in view.clusters
+    )
+    deployments = "".join(
+        f"<tr><td>{escape(d.name)}</td><td>{_money(d.cost_per_hour)}</td></tr>"
+        for d in view.deployments
+    )
+    return (
+        "<h2>Cost per hour</h2>"
+        f"<table><tr><th>cluster</th><th>cost / hour</th></tr>{clusters}</table>"
+        f"<table><tr><th>deployment</th><th>cost / hour</th></tr>{deployments}</table>"
+    )
+
+
+def _tenancy(view: FleetView) -> str:
+    """Each deployment's namespace quota use and latest preemption, when any exists."""
+    rows = "".join(
+        f"<tr><td>{escape(d.name)}</td><td>{escape('; '.join(d.quota))}</td>"
+        f"<td>{escape(d.preemption or '')}</td></tr>"
+        for d in view.deployments
+        if d.quota or d.preemption
+    )
+    if not rows:
+        return ""
+    return (
+        "<h2>Quotas and preemption</h2>"
+        f"<table><tr><th>deployment</th><th>FleetQuota</th><th>latest preemption</th></tr>"
+        f"{rows}</table>"
+    )
+
+
 def render_html(view: FleetView, title: str = "Modelplane fleet") -> str:
     """The whole page."""
     unplaced = [d for d in view.deployments if d.missing or d.rejections]
@@ -172,6 +212,8 @@ def render_html(view: FleetView, title: str = "Modelplane fleet") -> str:
         "</div>",
         "<h2>Deployments</h2>",
         _deployments(view),
+        _tenancy(view),
+        _costs(view),
     ]
     if unplaced:
         parts += [

@@ -78,11 +78,18 @@ class PoolView:
     unknown: str | None = None  # why the pool cannot be verified, when it cannot
     stock_out: str | None = None  # the cloud has no capacity: the cluster's note
     drift: list[str] = field(default_factory=list)  # what its published devices differ in
+    price: float | None = None  # per device-hour, when the pool or its class declares one
+    spot: bool = False  # Spot capacity the cloud may reclaim
 
     @property
     def used_devices(self) -> int:
         """Devices held by replicas."""
         return sum(u.devices for u in self.used)
+
+    @property
+    def cost_per_hour(self) -> float | None:
+        """What the held devices cost per hour (None: the pool declares no price)."""
+        return None if self.price is None else self.price * self.used_devices
 
     @property
     def free(self) -> int:
@@ -100,6 +107,12 @@ class ClusterView:
     pools: list[PoolView]
     drift: str | None = None  # HardwareDrift's message while the cluster reports one
     unschedulable: list[str] = field(default_factory=list)  # replicas it cannot schedule
+
+    @property
+    def cost_per_hour(self) -> float | None:
+        """What the devices held on its priced pools cost per hour (None: none is priced)."""
+        costs = [p.cost_per_hour for p in self.pools if p.cost_per_hour is not None]
+        return sum(costs) if costs else None
 
 
 @dataclass(frozen=True)
@@ -124,6 +137,10 @@ class DeploymentView:
     rejections: list[Rejection] = field(default_factory=list)
     what_if: list[str] = field(default_factory=list)
     unschedulable: int = 0  # placed replicas their cluster reports unschedulable
+    # What its replicas' devices cost per hour on priced pools (None: none is priced).
+    cost_per_hour: float | None = None
+    quota: list[str] = field(default_factory=list)  # its namespace's FleetQuota use
+    preemption: str | None = None  # the latest preemption it took part in, in words
 
     @property
     def missing(self) -> int:
@@ -145,6 +162,8 @@ class FleetView:
             d = asdict(cl)
             for pool, raw in zip(cl.pools, d["pools"], strict=True):
                 raw["usedDevices"], raw["freeDevices"] = pool.used_devices, pool.free
+                raw["costPerHour"] = pool.cost_per_hour
+            d["costPerHour"] = cl.cost_per_hour
             clusters.append(d)
         deployments = [{**asdict(dv), "missing": dv.missing} for dv in self.deployments]
         camel: dict[str, Any] = _camel({"clusters": clusters, "deployments": deployments})
@@ -168,7 +187,8 @@ def _pool_view(pool: ObservedPool) -> PoolView:
         else words.unknown_pool(pool.unknown.reason, pool.unknown.message)
     )
     return PoolView(pool.name, pool.class_name, pool.nodes, per_node, per_node * pool.nodes,
-                    unknown=unknown, stock_out=pool.note)  # fmt: skip
+                    unknown=unknown, stock_out=pool.note, price=pool.price,
+                    spot=pool.spot is not False)  # fmt: skip
 
 
 def _drift(obj: Mapping[str, Any]) -> str | None:
@@ -265,6 +285,9 @@ def _deployment_view(
     view.desired, view.placed = result.desired, len(result.replicas)
     view.ready = sum(1 for p in status.placements or () if p.ready)
     view.unschedulable = sum(1 for r in result.replicas if r.unschedulable)
+    view.quota = [words.quota_text(u) for u in result.quota]
+    latest = read_model_deployment(obj).condition(c.CONDITION_PREEMPTION)
+    view.preemption = None if latest is None else f"{latest.reason}: {latest.message}"
     if result.missing:
         view.rejections = _rejections(result)
         view.what_if = [words.stocked_out_text(s) for s in result.stocked_out] + [
@@ -272,6 +295,18 @@ def _deployment_view(
         ]
         _suggest(clusters, ref, result)
     return view
+
+
+def _costs(views: list[DeploymentView], clusters: Mapping[str, ClusterView]) -> None:
+    """Each deployment's cost per hour: its devices on every priced pool times the price."""
+    costs: dict[str, float] = {}
+    for cl in clusters.values():
+        for pool in cl.pools:
+            if pool.price is not None:
+                for u in pool.used:
+                    costs[u.deployment] = costs.get(u.deployment, 0.0) + u.devices * pool.price
+    for view in views:
+        view.cost_per_hour = costs.get(view.name)
 
 
 def fleet_view(store: ObjectStore) -> FleetView:
@@ -302,6 +337,7 @@ def fleet_view(store: ObjectStore) -> FleetView:
         if r is not None:
             _charge(clusters, r, _deployment_of(r, names), frozenset(draining))
     views = [_deployment_view(store, obj, clusters) for obj in deployments]
+    _costs(views, clusters)
     for cl in clusters.values():
         for pool in cl.pools:
             pool.used.sort(key=lambda u: (u.deployment, u.replica, u.role))

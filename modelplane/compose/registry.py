@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from modelplane.api.kinds import (
+    FLEET_QUOTA,
     INFERENCE_CLASS,
     INFERENCE_CLUSTER,
     INFERENCE_GATEWAY,
@@ -18,7 +19,7 @@ from modelplane.api.kinds import (
 from modelplane.compose.caches import model_cache
 from modelplane.compose.clusters import inference_class, inference_cluster, serving_stack
 from modelplane.compose.clusters.clouds import PROVISIONERS
-from modelplane.compose.deployments import model_deployment
+from modelplane.compose.deployments import fleet_quota, model_deployment
 from modelplane.compose.replica import model_replica
 from modelplane.compose.routing import inference_gateway, model_endpoint, model_service
 from modelplane.compose.types import Composer
@@ -34,6 +35,7 @@ COMPOSERS: dict[tuple[str, str], tuple[Kind, Composer]] = {
         *((provisioning_kind(p.cloud), p.compose) for p in PROVISIONERS),
         (SERVING_STACK, serving_stack.compose),
         (MODEL_CACHE, model_cache.compose),
+        (FLEET_QUOTA, fleet_quota.compose),
         (MODEL_ENDPOINT, model_endpoint.compose),
         (MODEL_SERVICE, model_service.compose),
         (INFERENCE_GATEWAY, inference_gateway.compose),

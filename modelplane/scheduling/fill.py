@@ -9,6 +9,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from modelplane.api.readers import ReplayOrder
+from modelplane.scheduling import cost, quota
 from modelplane.scheduling.matching import RoleMatch, observed_demand
 from modelplane.scheduling.names import replica_name
 from modelplane.scheduling.scores import weighted
@@ -35,8 +36,8 @@ def build_ledger(state: CycleState) -> None:
     """
     charges: list[tuple[ReplayOrder, str, Charge]] = []
     for r in state.others:
-        if r.cluster not in state.inp.candidates:
-            continue
+        if r.cluster not in state.inp.candidates or state.inp.preemptor(r) is not None:
+            continue  # a preempted replica's devices belong to its preemptor
         for role in r.roles:
             shape = state.pool_shapes.get((r.cluster, role.pool))
             if shape is not None:
@@ -175,13 +176,19 @@ def try_place(
     it does not fit.
 
     Pool combinations are tried best fit first (`combo_fit`), equal fits in
-    pool-name order (`sorted` is stable); a failed try is rolled back.
+    pool-name order (`sorted` is stable); under LowestCost the cheapest first
+    (`cost.combo_price`), then best fit. One past the namespace's FleetQuota is
+    skipped; a failed try is rolled back.
     """
     combos = sorted(
-        itertools.product(*per_role), key=lambda combo: -combo_fit(state, cluster, combo)
+        itertools.product(*per_role),
+        key=lambda combo: (
+            cost.combo_price(state, cluster, combo),
+            -combo_fit(state, cluster, combo),
+        ),
     )
     for combo in combos:
-        if _try_combo(state, cluster, combo, name):
+        if quota.admits(state, cluster, combo) and _try_combo(state, cluster, combo, name):
             return list(combo)
     return None
 

@@ -20,6 +20,8 @@ from modelplane.scheduling.framework import (
     ScheduleInput,
 )
 from modelplane.scheduling.labels import describe_taint, untolerated
+from modelplane.scheduling.preempt import PreemptionFilter
+from modelplane.scheduling.spot import SpotFilter
 from modelplane.scheduling.unschedulable import UnschedulableFilter
 
 
@@ -113,6 +115,7 @@ class CacheFilter:
 
 
 UNSCHEDULABLE = UnschedulableFilter()
+SPOT = SpotFilter()
 
 FILTERS: tuple[ClusterFilter, ...] = (
     ClusterSelectorFilter(),
@@ -121,8 +124,10 @@ FILTERS: tuple[ClusterFilter, ...] = (
     BackendFilter(),
     CacheFilter(),
     UNSCHEDULABLE,
+    SPOT,
+    PreemptionFilter(),
 )
 """Every cluster filter, in the order a cluster's reason is reported."""
 
-POOL_FILTERS: tuple[PoolFilter, ...] = (UNSCHEDULABLE,)
+POOL_FILTERS: tuple[PoolFilter, ...] = (UNSCHEDULABLE, SPOT)
 """Every pool filter; the first that refuses a pool names the reason."""

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, cast
 
 from modelplane.api.common import Toleration
+from modelplane.api.fleet_quota import ObservedQuota, governing_quota
 from modelplane.api.frozen import FrozenDict
 from modelplane.api.model_cache import ObservedModelCache, read_model_cache
 from modelplane.api.model_deployment import ModelDeploymentSpec
@@ -65,6 +66,23 @@ class ScheduleInput:
     caches: Mapping[str, ObservedModelCache] | None = None
     tolerations: tuple[Toleration, ...] = ()  # the deployment's (spec.tolerations)
     missing_caches: tuple[str, ...] = ()  # names in spec.caches looked up and not found
+    quota: ObservedQuota | None = None  # the namespace's FleetQuota that counts, if any
+    priorities: Mapping[str, int] = field(default_factory=dict)  # PriorityClass name → value
+    # Replicas a higher-priority replica preempts: (namespace, name) → (preemptor, its value).
+    preempted: Mapping[tuple[str, str], tuple[ObservedModelReplica, int]] = field(
+        default_factory=dict
+    )
+
+    def priority(self, name: str | None) -> int:
+        """A PriorityClass's value; 0 without a name, or for a class not found."""
+        return self.priorities.get(name, 0) if name else 0
+
+    def preemptor(self, replica: ObservedModelReplica) -> ObservedModelReplica | None:
+        """The replica that preempts `replica`, when its priority is strictly higher."""
+        hit = self.preempted.get((replica.namespace, replica.name))
+        if hit is None or hit[1] <= self.priority(replica.priority):
+            return None
+        return hit[0]
 
     @property
     def cache(self) -> ObservedModelCache | None:
@@ -154,8 +172,13 @@ def build_input(
     clusters: Sequence[Mapping[str, Any]],
     replicas: Sequence[Mapping[str, Any]],
     caches: Sequence[Mapping[str, Any]] | None = None,
+    quotas: Sequence[Mapping[str, Any]] = (),
+    priority_classes: Sequence[Mapping[str, Any]] = (),
 ) -> ScheduleInput:
     """The typed input of one cycle: a parsed spec and the raw objects observed around it.
+
+    `quotas` are the FleetQuotas of the deployment's namespace, `priority_classes`
+    the PriorityClasses (their values give `spec.priority` a fleet meaning).
 
     The spec is the caller's, parsed once (the composer validated it before
     asking for anything); the clusters, replicas and caches are read here.
@@ -166,6 +189,8 @@ def build_input(
     missing = (
         () if found is None else tuple(x.name for x in spec.caches or () if x.name not in found)
     )
+    unique = _REPLICAS.get(replicas, by_label, lambda: _unique_replicas(replicas, by_label))
+    values = read_priorities(priority_classes)
     return ScheduleInput(
         namespace=namespace,
         name=name,
@@ -174,11 +199,42 @@ def build_input(
         candidates=frozenset(
             k for k, cl in parsed.items() if selector_matches(spec.cluster_selector, cl.labels)
         ),
-        replicas=_REPLICAS.get(replicas, by_label, lambda: _unique_replicas(replicas, by_label)),
+        replicas=unique,
         caches=found,
         tolerations=tuple(spec.tolerations or ()),
         missing_caches=missing,
+        quota=governing_quota(list(quotas)),
+        priorities=values,
+        preempted=_preemptions(unique, values),
     )
+
+
+def read_priorities(objects: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """PriorityClass name → value; an entry without a name or an integer value is left out."""
+    out: dict[str, int] = {}
+    for obj in objects:
+        meta = obj.get("metadata")
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        value = obj.get("value")
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)  # protobuf's numbers arrive as floats
+        if isinstance(name, str) and type(value) is int:
+            out[name] = value
+    return out
+
+
+def _preemptions(
+    replicas: Sequence[ObservedModelReplica], values: Mapping[str, int]
+) -> dict[tuple[str, str], tuple[ObservedModelReplica, int]]:
+    """Who preempts whom: the highest-priority preemptor of each named replica."""
+    out: dict[tuple[str, str], tuple[ObservedModelReplica, int]] = {}
+    for r in replicas:
+        value = values.get(r.priority, 0) if r.priority else 0
+        for victim in r.preempts:
+            held = out.get(victim)
+            if held is None or value > held[1] or (value == held[1] and r.order < held[0].order):
+                out[victim] = (r, value)
+    return out
 
 
 def read_input(

@@ -65,7 +65,8 @@ def _holders(
 def _fleet_losers(state: CycleState) -> Losers:
     """Per pool, the holders that lose it: a function of the observed fleet alone."""
     inp = state.inp
-    everyone = sorted(inp.replicas, key=lambda r: r.order)
+    # A preempted replica is leaving: its place is its preemptor's for every deployment.
+    everyone = sorted((r for r in inp.replicas if inp.preemptor(r) is None), key=lambda r: r.order)
     found = []
     for key, holders in sorted(_holders(inp, everyone, state.shapes).items()):
         pools = cluster_pools(inp.clusters[key[0]], state.shapes)
@@ -107,15 +108,19 @@ class _LastLosers:
     def __init__(self) -> None:
         self._key: tuple[Any, ...] = ()
         self._replicas: tuple[ObservedModelReplica, ...] | None = None
+        self._preemption: tuple[Any, ...] = ()
         self._losers: Losers = ()
 
     def get(self, state: CycleState) -> Losers:
         """The fleet's losers per pool, replayed only for a fleet not seen last."""
         key = (state.inp.clusters, state.shapes, state.ev)
         same = len(key) == len(self._key) and all(map(operator.is_, key, self._key))
-        if not same or state.inp.replicas != self._replicas:
+        # Who is preempted (by whom, at which priorities) decides who holds a pool too.
+        preemption = (state.inp.preempted, state.inp.priorities)
+        if not same or state.inp.replicas != self._replicas or preemption != self._preemption:
             self._losers = _fleet_losers(state)
             self._key, self._replicas = key, state.inp.replicas
+            self._preemption = preemption
         return self._losers
 
 

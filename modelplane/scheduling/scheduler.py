@@ -4,8 +4,8 @@
 named steps over it:
 
     filter → check_selectors → match_pools → filter_pools → resolve_contention →
-    retain → scale_down → settle_drains → build_ledger → fill → settle_stuck →
-    explain → what_if → bind
+    retain → scale_down → settle_drains → build_ledger → order_pools (cost) → fill →
+    post_filter (preemption) → refuse (quota) → settle_stuck → explain → what_if → bind
 
 A Ready replica that must leave for a reason other than its cluster being gone
 is kept as *draining* (rollout MakeBeforeBreak): still composed and charged,
@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from modelplane.api.model_deployment import MAX_UNSCHEDULABLE_ENTRIES
-from modelplane.scheduling import words
+from modelplane.scheduling import cost, preempt, quota, words
 from modelplane.scheduling.explain import explain
 from modelplane.scheduling.fill import build_ledger, fill, rank, surge
 from modelplane.scheduling.filters import FILTERS, POOL_FILTERS
@@ -124,6 +124,7 @@ def bind(
             drain_reason=None if s.drain is None else s.drain.reason,
             drain_message="" if s.drain is None else words.eviction_text(s.drain),
             unschedulable_since=None if s.stuck is None else s.stuck.report.since,
+            preempts=preempt.victims_of(state, s.name, s.retained),
         )
         for s in sorted(
             [*state.slots, *state.draining, *state.stuck], key=lambda s: (s.cluster, s.index)
@@ -144,6 +145,11 @@ def bind(
         surge=surge(state),
         stuck=tuple(sorted(state.stuck_report, key=lambda x: (x.cluster, x.index))),
         ranking=state.ranking,
+        preemptions=preempt.preemptions(state),
+        preempted=tuple(
+            sorted((n, words.eviction_text(e)) for n, e in state.evicted if e.reason == "Preempted")
+        ),
+        quota=quota.use(state),
     )
 
 
@@ -160,7 +166,7 @@ def schedule_input(
     cluster's verdict carries its reason alone. With `explain_all` the result
     also ranks the eligible clusters for one more replica (`ranking`).
     """
-    state = new_state(inp, scores)
+    state = new_state(inp, cost.profile(inp, scores))
     state.ev.bound()  # between calls: the evaluator's tables stay bounded
     filter_clusters(state)
     check_selectors(state)
@@ -171,7 +177,11 @@ def schedule_input(
     scale_down(state)
     settle_drains(state)
     build_ledger(state)
+    cost.order_pools(state)
     fill(state)
+    preempt.post_filter(state)
+    if explain_all or len(state.slots) < inp.spec.replicas:
+        quota.refuse(state)  # only the explanation reads its refusals
     settle_stuck(state)
     if explain_all or len(state.slots) < inp.spec.replicas:
         explain(state, None if explain_all else MAX_UNSCHEDULABLE_ENTRIES)

@@ -27,6 +27,8 @@ ClusterReason = Literal[
     "BackendUnsupported",  # the cluster does not run the deployment's spec.backend
     # every matching pool holds a replica of this deployment the cluster reports unschedulable
     "ReplicaUnschedulable",
+    "QuotaExceeded",  # the namespace's FleetQuota has no room for one more replica on the pool
+    "SpotNotAllowed",  # the pool is Spot capacity and spec.placement.allowSpot is not true
 ]
 
 # Why an existing replica must leave its place (and be replaced elsewhere).
@@ -42,13 +44,15 @@ EvictReason = Literal[
     "Duplicate",  # another replica holds the same (cluster, index)
     "BackendUnsupported",  # its cluster verifiably no longer runs the deployment's backend
     "Unschedulable",  # its cluster reports its pods unschedulable past the grace period
+    "Preempted",  # a higher-priority replica preempts it (no make-before-break)
+    "SpotNotAllowed",  # its pool is Spot capacity and spec.placement.allowSpot is not true
 ]
 
 # Reasons a Ready replica leaves make-before-break (rollout MakeBeforeBreak): it
 # still runs where it is, so it keeps serving, marked draining, until a
 # replacement is Ready. A gone cluster, or a replica without identity, breaks first.
 MAKE_BEFORE_BREAK: frozenset[EvictReason] = frozenset(
-    {"Deselected", "NoExecuteTaint", "PoolMismatch", "FormChanged"}
+    {"Deselected", "NoExecuteTaint", "PoolMismatch", "FormChanged", "SpotNotAllowed"}
 )
 
 # Why an existing replica's place cannot be verified (it is kept; nothing new goes there).
@@ -143,6 +147,8 @@ class PlannedReplica:
     # Set on a replica its cluster reports unschedulable, kept because no replacement
     # could be placed elsewhere: composed, charged, not counted (it serves nothing).
     unschedulable_since: str | None = None
+    # Lower-priority replicas of other deployments this one preempts: (namespace, name).
+    preempts: tuple[tuple[str, str], ...] = ()
 
     @property
     def unschedulable(self) -> bool:
@@ -257,6 +263,38 @@ class ScoreCard:
 
 
 @dataclass(frozen=True)
+class Victim:
+    """A replica of another deployment a preemption withdraws."""
+
+    namespace: str
+    name: str
+    deployment: str
+    priority: int
+
+
+@dataclass(frozen=True)
+class Preemption:
+    """A new replica placed by preempting lower-priority replicas on one pool."""
+
+    replica: str  # the new ModelReplica
+    cluster: str
+    pool: str
+    priority: int  # the preemptor's PriorityClass value
+    victims: tuple[Victim, ...]
+
+
+@dataclass(frozen=True)
+class QuotaUse:
+    """One FleetQuota limit: devices used by the namespace (this cycle's placements
+    included) against its hard limit."""
+
+    quota: str
+    limit: str
+    used: int
+    hard: int
+
+
+@dataclass(frozen=True)
 class ScheduleResult:
     """The desired replicas of one deployment and why any are missing."""
 
@@ -288,6 +326,12 @@ class ScheduleResult:
     # With every verdict explained: the eligible cluster the fill would give one more
     # replica, then the runner-up, with each rule's score (empty when none is eligible).
     ranking: tuple[ScoreCard, ...] = ()
+    # Replicas placed by preempting others (this deployment preempting).
+    preemptions: tuple[Preemption, ...] = ()
+    # This deployment's replicas withdrawn because others preempt them: (name, words).
+    preempted: tuple[tuple[str, str], ...] = ()
+    # The namespace's FleetQuota limits, as counted after this cycle (empty: no quota).
+    quota: tuple[QuotaUse, ...] = ()
 
     @property
     def placed(self) -> int:

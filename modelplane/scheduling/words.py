@@ -24,6 +24,8 @@ from modelplane.scheduling.types import (
     PlannedReplica,
     PoolAddition,
     PoolVerdict,
+    Preemption,
+    QuotaUse,
     RequestVerdict,
     StockedOutPool,
     StuckPlacement,
@@ -91,6 +93,14 @@ _REJECTIONS = {
         f"the cluster reports replica {d[0]} of this deployment unschedulable on this pool "
         f"since {d[1] or 'an unknown time'}; no new replica goes here while it does"
     ),
+    "QuotaExceeded": lambda d: (
+        f"FleetQuota {d[0]} limit {d[1]}: {d[2]} of {d[3]} devices used and a replica here "
+        f"needs {d[4]} more; no new replica goes here until the namespace holds fewer "
+        "or the limit is raised"
+    ),
+    "SpotNotAllowed": lambda d: (
+        f"pool {d[0]} is Spot capacity and spec.placement.allowSpot is not true"
+    ),
 }
 
 
@@ -114,6 +124,13 @@ _EVICTIONS = {
     "Unschedulable": lambda d: (
         f"cluster {d[0]} reports its pods unschedulable on pool {d[1]} "
         f"since {d[2] or 'an unknown time'}" + (f": {d[3]}" if d[3] else "")
+    ),
+    "Preempted": lambda d: (
+        f"preempted by ModelReplica {d[0]} of {d[1]} (priority {d[2]} > {d[3]}) on pool {d[4]} "
+        f"of cluster {d[5]}; make-before-break does not apply to a preemption"
+    ),
+    "SpotNotAllowed": lambda d: (
+        f"pool {d[0]} of cluster {d[1]} is Spot capacity and spec.placement.allowSpot is not true"
     ),
 }
 
@@ -527,3 +544,20 @@ def what_if_summary(found: Sequence[WhatIf], stocked: Sequence[StockedOutPool] =
 
 
 NO_POOL_TO_GROW = "no pool of this cluster matches; adding nodes to its pools cannot help"
+
+
+def preempting_text(p: Preemption) -> str:
+    """What one preemption did, from the preemptor's side (condition, event, explain)."""
+    victims = ", ".join(
+        f"{v.namespace}/{v.name} ({v.deployment}, priority {v.priority})" for v in p.victims
+    )
+    return (
+        f"replica {p.replica} placed on pool {p.pool} of cluster {p.cluster} by preempting "
+        f"{len(p.victims)} lower-priority replica(s) (priority {p.priority} > theirs): {victims}; "
+        "their deployments re-place them elsewhere if they fit"
+    )
+
+
+def quota_text(use: QuotaUse) -> str:
+    """One FleetQuota limit's use, in words."""
+    return f"FleetQuota {use.quota} limit {use.limit}: {use.used}/{use.hard} devices"

@@ -38,11 +38,13 @@ def _string_constants(path: Path) -> set[str]:
 def test_the_contract_keys_are_the_ones_other_kinds_read() -> None:
     assert CONTRACT_KEYS == [
         "capacityNote",
+        "capacityType",
         "className",
         "devices",
         "gatewayAddress",
         "gpuPools",
         "observedGatewayAddress",
+        "pricePerDeviceHour",
         "providerConfigName",
         "replicaSignals",
         "unschedulableReplicas",

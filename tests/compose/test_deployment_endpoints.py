@@ -98,7 +98,12 @@ def step(
     inp = ComposeInput(
         composite=copy.deepcopy(DEPLOYMENT),
         observed={REPLICA_KEY: observed_replica(ready, endpoint), **observed},
-        required={"inference-clusters": [cluster(gateway)], "model-replicas": []},
+        required={
+            "inference-clusters": [cluster(gateway)],
+            "model-replicas": [],
+            "fleet-quotas": [],
+            "priority-classes": [],
+        },
     )
     return md.compose_with(inp, scheduler)
 

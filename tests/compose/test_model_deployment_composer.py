@@ -153,6 +153,10 @@ REQUIREMENTS = {
         kind="ModelReplica",
         match_labels={"app.kubernetes.io/managed-by": "modelplane"},
     ),
+    "fleet-quotas": Requirement(
+        api_version="modelplane.ai/v1alpha1", kind="FleetQuota", namespace="team-a"
+    ),
+    "priority-classes": Requirement(api_version="scheduling.k8s.io/v1", kind="PriorityClass"),
 }
 CACHE_REQUIREMENT = Requirement(
     api_version="modelplane.ai/v1alpha1",
@@ -165,7 +169,12 @@ CACHE = {
     "kind": "ModelCache",
     "metadata": {"name": "weights", "namespace": "team-a"},
 }
-FETCHED = {"inference-clusters": [icluster("a"), icluster("b")], "model-replicas": []}
+FETCHED = {
+    "inference-clusters": [icluster("a"), icluster("b")],
+    "model-replicas": [],
+    "fleet-quotas": [],
+    "priority-classes": [],
+}
 
 
 class Scripted:
@@ -343,7 +352,12 @@ def test_no_clusters(
     clusters: list[dict[str, Any]], verdicts: tuple[ClusterVerdict, ...], message: str
 ) -> None:
     plan = ScheduleResult(replicas=(), desired=2, clusters=verdicts)
-    required = {"inference-clusters": clusters, "model-replicas": []}
+    required = {
+        "inference-clusters": clusters,
+        "model-replicas": [],
+        "fleet-quotas": [],
+        "priority-classes": [],
+    }
     got = md.compose_with(ComposeInput(deployment(), required=required), Scripted(plan))
     assert got.conditions[0] == ConditionOut("Scheduled", "False", "NoClusters", message)
     assert got.events == [EventOut("Warning", "NoClusters", message)]
@@ -667,7 +681,12 @@ def test_other_namespaces_replicas_reach_the_scheduler_once() -> None:
     mine_observed = copy.deepcopy(mine)
     del mine_observed["metadata"]["namespace"]  # namespace defaults to the deployment's
     sched = Scripted(ScheduleResult(replicas=(), desired=0))
-    required = {"inference-clusters": [], "model-replicas": [mine, other]}
+    required = {
+        "inference-clusters": [],
+        "model-replicas": [mine, other],
+        "fleet-quotas": [],
+        "priority-classes": [],
+    }
     md.compose_with(
         ComposeInput(
             deployment(replicas=0), observed={"replica-a-0": mine_observed}, required=required

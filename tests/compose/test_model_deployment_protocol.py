@@ -72,6 +72,17 @@ def test_first_call_asks_for_inputs_and_keeps_replicas() -> None:
                 "kind": "ModelReplica",
                 "matchLabels": {"labels": {"app.kubernetes.io/managed-by": "modelplane"}},
             },
+            "fleet-quotas": {
+                "apiVersion": API,
+                "kind": "FleetQuota",
+                "matchLabels": {},
+                "namespace": "ml-team",
+            },
+            "priority-classes": {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "matchLabels": {},
+            },
         }
     }
     kept = struct_to_dict(rsp.desired.resources["replica-us-east-0"].resource)
@@ -85,7 +96,15 @@ def test_first_call_asks_for_inputs_and_keeps_replicas() -> None:
 
 def test_second_call_places_every_replica() -> None:
     deployment, clusters = spread_fleet()
-    rsp = call(deployment, required={"inference-clusters": clusters, "model-replicas": []})
+    rsp = call(
+        deployment,
+        required={
+            "inference-clusters": clusters,
+            "model-replicas": [],
+            "fleet-quotas": [],
+            "priority-classes": [],
+        },
+    )
     assert [r.severity for r in rsp.results] == []
     desired = {
         k: struct_to_dict(v.resource)["metadata"]["name"] for k, v in rsp.desired.resources.items()

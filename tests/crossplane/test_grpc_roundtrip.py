@@ -19,6 +19,8 @@ from modelplane import __version__
 from modelplane.api import constants as c
 from modelplane.compose.deployments.model_deployment import (
     CLUSTERS_REQUIREMENT,
+    PRIORITIES_REQUIREMENT,
+    QUOTAS_REQUIREMENT,
     REPLICAS_REQUIREMENT,
 )
 from modelplane.crossplane.convert import dict_to_struct, struct_to_dict
@@ -181,6 +183,8 @@ def fleet_request(clusters: int) -> fnv1.RunFunctionRequest:
         item.CopyFrom(template)
         item.fields["metadata"].struct_value.fields["name"].string_value = f"cluster-{i:04d}"
     req.required_resources[REPLICAS_REQUIREMENT].SetInParent()
+    req.required_resources[QUOTAS_REQUIREMENT].SetInParent()
+    req.required_resources[PRIORITIES_REQUIREMENT].SetInParent()
     return req
 
 

@@ -575,6 +575,7 @@ def test_package_files_layout_and_determinism() -> None:
         "aksclusters",
         "servingstacks",
         "modelcaches",
+        "fleetquotas",
         "modelendpoints",
         "modelservices",
         "inferencegateways",

@@ -118,7 +118,15 @@ def test_a_thousand_tainted_clusters_are_one_aggregated_line() -> None:
         **{k: v for k, v in deployment(2, GPU).items() if k == "spec"},
     }
     got = md.compose(
-        ComposeInput(dep, required={"inference-clusters": fleet, "model-replicas": []})
+        ComposeInput(
+            dep,
+            required={
+                "inference-clusters": fleet,
+                "model-replicas": [],
+                "fleet-quotas": [],
+                "priority-classes": [],
+            },
+        )
     )
     scheduled = next(x for x in got.conditions if x.type == "Scheduled")
     assert (scheduled.status, scheduled.reason) == ("False", "NoClusters")

@@ -57,8 +57,10 @@ def test_the_registry_order_is_the_reporting_order() -> None:
         "Backend",
         "Caches",
         "Unschedulable",
+        "Spot",
+        "Preemption",
     ]
-    assert [f.name for f in POOL_FILTERS] == ["Unschedulable"]
+    assert [f.name for f in POOL_FILTERS] == ["Unschedulable", "Spot"]
 
 
 @pytest.mark.parametrize(

@@ -47,6 +47,8 @@ def compose_once(
     required = {
         md.CLUSTERS_REQUIREMENT: fleet,
         md.REPLICAS_REQUIREMENT: list(copy.deepcopy(observed).values()),
+        md.QUOTAS_REQUIREMENT: [],
+        md.PRIORITIES_REQUIREMENT: [],
     }
     dep = deployment(2, REQUESTS, name=DEP)
     return md.compose(ComposeInput(dep, observed=copy.deepcopy(observed), required=required))

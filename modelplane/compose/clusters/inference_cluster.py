@@ -191,11 +191,20 @@ def _resolve_pool(inp: ComposeInput, i: int, pool: Pool) -> tuple[GPUPool, Probl
         )
     # The class's devices as the API server stores them (defaults applied):
     # the scheduler matches selectors against exactly what was declared.
-    published = unknown(devices=class_spec.devices)
+    published = unknown(
+        devices=class_spec.devices,
+        price_per_device_hour=_first(pool.price_per_device_hour, class_spec.price_per_device_hour),
+        capacity_type=pool.capacity_type or class_spec.capacity_type,
+    )
     if condition_status(klass, c.CONDITION_READY) == "False":
         msg = f"{field}: InferenceClass {pool.class_name!r} is not Ready"
         return published, (PoolsResolvedReason.INVALID_CLASS, msg)
     return published, None
+
+
+def _first(*values: float | None) -> float | None:
+    """The first value set (a pool's own price wins over its class's, even a price of 0)."""
+    return next((v for v in values if v is not None), None)
 
 
 def _condition_message(obj: Resource, type_: str) -> str:

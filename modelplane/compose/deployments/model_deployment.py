@@ -43,13 +43,13 @@ from modelplane.api.model_deployment import (
 )
 from modelplane.api.model_endpoint import read_endpoint
 from modelplane.api.model_replica import ModelReplicaSpec
-from modelplane.api.objects import is_condition_true, label_value
+from modelplane.api.objects import condition, is_condition_true, label_value
 from modelplane.api.readers import (
     ObservedInferenceCluster,
     read_inference_cluster,
     read_model_replica,
 )
-from modelplane.api.reasons import AutoscalingReason, ScheduledReason
+from modelplane.api.reasons import AutoscalingReason, PreemptionReason, ScheduledReason
 from modelplane.api.roles import put_role_fields
 from modelplane.compose import outcome
 from modelplane.compose.common import as_desired, meta, parse_spec, without_crossplane_spec
@@ -80,6 +80,11 @@ from modelplane.scheduling.words import cluster_message, truncate
 CLUSTERS_REQUIREMENT = "inference-clusters"
 REPLICAS_REQUIREMENT = "model-replicas"
 SERVICES_REQUIREMENT = "model-services"
+QUOTAS_REQUIREMENT = "fleet-quotas"
+PRIORITIES_REQUIREMENT = "priority-classes"
+FLEET_QUOTA_KIND = "FleetQuota"
+PRIORITY_CLASS_API_VERSION = "scheduling.k8s.io/v1"
+PRIORITY_CLASS_KIND = "PriorityClass"
 MODEL_REPLICA_KIND = "ModelReplica"
 MODEL_CACHE_KIND = "ModelCache"
 INFERENCE_CLUSTER_KIND = "InferenceCluster"
@@ -123,6 +128,14 @@ def requirements(namespace: str, spec: ModelDeploymentSpec | None) -> dict[str, 
             api_version=c.API_VERSION,
             kind=MODEL_REPLICA_KIND,
             match_labels={c.LABEL_MANAGED_BY: c.MANAGED_BY},
+        ),
+        # The namespace's FleetQuota limits placements; every PriorityClass gives the
+        # fleet's replicas their priority values (a victim checks its preemptor's).
+        QUOTAS_REQUIREMENT: Requirement(
+            api_version=c.API_VERSION, kind=FLEET_QUOTA_KIND, namespace=namespace
+        ),
+        PRIORITIES_REQUIREMENT: Requirement(
+            api_version=PRIORITY_CLASS_API_VERSION, kind=PRIORITY_CLASS_KIND
         ),
     }
     if spec is not None and spec.autoscaling is not None:
@@ -169,6 +182,14 @@ class _RequiredFleet:
     def cache(self, name: str) -> Resource | None:
         """The ModelCache fetched under `cache_requirement(name)`, if found."""
         return next(iter(self._inp.required.get(cache_requirement(name), [])), None)
+
+    def quotas(self) -> Sequence[Resource]:
+        """The FleetQuotas of the deployment's namespace."""
+        return list(self._inp.required.get(QUOTAS_REQUIREMENT, []))
+
+    def priority_classes(self) -> Sequence[Resource]:
+        """Every PriorityClass."""
+        return list(self._inp.required.get(PRIORITIES_REQUIREMENT, []))
 
 
 def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
@@ -225,6 +246,7 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
     placed = plan.placed
     _status(result, name, spec, plan)
     _scheduled_condition(result, spec, plan, placed)
+    _preemption_condition(inp, result, plan)
     _events(result, plan)
     _replicas_ready(result, spec.replicas, placed)
     _compose_endpoints(inp, result, spec, plan, clusters)
@@ -572,6 +594,8 @@ def _replica_manifest(
     }
     if spec.priority:
         body["priority"] = spec.priority
+    if planned.preempts:
+        body["preempts"] = [{"namespace": ns, "name": n} for ns, n in planned.preempts]
     if spec.caches:
         body["caches"] = [x.to_dict() for x in spec.caches]
     if spec.backend != c.BACKEND_NATIVE:
@@ -658,6 +682,7 @@ def _scheduled_condition(
         _draining,
         _unverifiable,
         _all_scheduled,
+        _quota_exceeded,
     )
     for answer in answers:
         out = answer(plan, summary, spec.replicas - placed)
@@ -740,6 +765,51 @@ def _all_scheduled(plan: ScheduleResult, summary: str, missing: int) -> Schedule
     if missing > 0:
         return None
     return True, ScheduledReason.ALL_REPLICAS_SCHEDULED, summary, False
+
+
+def _quota_exceeded(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
+    """Replicas missing because the namespace's FleetQuota has no room for them anywhere
+    they would otherwise fit."""
+    refused = [v for v in plan.clusters if v.reason == "QuotaExceeded"]
+    if missing <= 0 or not refused or any(v.eligible for v in plan.clusters):
+        return None
+    why = "; ".join(words.quota_text(u) for u in plan.quota if u.used >= u.hard) or (
+        words.rejection_summary(plan.clusters)
+    )
+    msg = words.shortfall(summary, f"{why}; {words.rejection_summary(plan.clusters)}")
+    return False, ScheduledReason.QUOTA_EXCEEDED, msg, True
+
+
+def _preemption_condition(inp: ComposeInput, result: ComposeResult, plan: ScheduleResult) -> None:
+    """`Preemption`: the latest preemption this deployment took part in, either side.
+
+    Set only once a preemption happened (deployments that never took part carry
+    no such condition) and kept until a newer one replaces it.
+    """
+    if plan.preemptions:
+        msg = "; ".join(words.preempting_text(p) for p in plan.preemptions)
+        reason, text = PreemptionReason.PREEMPTING, msg
+    elif plan.preempted:
+        msg = "; ".join(f"replica {n} withdrawn: {why}" for n, why in plan.preempted)
+        reason, text = PreemptionReason.PREEMPTED, msg
+    else:
+        _keep_condition(inp, result, c.CONDITION_PREEMPTION)
+        return
+    text = truncate(text, MAX_CONDITION_MESSAGE)
+    result.condition(c.CONDITION_PREEMPTION, True, str(reason), text)
+    result.warn(str(reason), text)
+
+
+def _keep_condition(inp: ComposeInput, result: ComposeResult, type_: str) -> None:
+    """Carry an observed condition forward unchanged (the latest preemption is news until
+    a newer one replaces it, as a preempted Pod's DisruptionTarget is)."""
+    cond = condition(inp.composite, type_)
+    if cond is None:
+        return
+    status = {"True": True, "False": False}.get(str(cond.get("status")))
+    reason, message = str(cond.get("reason") or ""), str(cond.get("message") or "")
+    if reason in {r.value for r in PreemptionReason}:
+        result.condition(type_, status, reason, truncate(message, MAX_CONDITION_MESSAGE))
 
 
 def _cluster_changes(plan: ScheduleResult) -> dict[str, str]:

@@ -32,6 +32,12 @@ class ObservedFleet(Protocol):
     def cache(self, name: str) -> Object | None:
         """The ModelCache `name` in the deployment's namespace; None when not found."""
 
+    def quotas(self) -> Sequence[Object]:
+        """The FleetQuotas of the deployment's namespace."""
+
+    def priority_classes(self) -> Sequence[Object]:
+        """Every PriorityClass (their values order the fleet's replicas for preemption)."""
+
 
 def scheduler_input(
     composite: Object, spec: ModelDeploymentSpec, fleet: ObservedFleet
@@ -52,4 +58,6 @@ def scheduler_input(
         fleet.clusters(),
         fleet.replicas(),
         caches,
+        fleet.quotas(),
+        fleet.priority_classes(),
     )

@@ -1,0 +1,232 @@
+"""FleetQuota as a filter rule: no placement past the namespace's device limits.
+
+A limit counts devices, in DRA device units, that the namespace's replicas hold
+on the pools it selects: every request of a replica's role counts `count` per
+node times the role's nodes (nodes per worker × workers), when the request's
+DeviceClass, its pool's InferenceClass and its device satisfy the limit's
+`deviceClassName`, `inferenceClasses` and `selector` (each only when set).
+Every replica counts — other deployments' of the namespace as observed,
+draining, set-aside and surge ones of this deployment included — because each
+holds devices. The check is kube-scheduler's Reserve shape: the fill asks
+`admits` before it charges a new replica; after the fill, `refuse` marks the
+pools one more replica would overrun, so the explanation and status name the
+quota and the numbers. A limit already overrun deletes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from modelplane.api.fleet_quota import ObservedQuota, QuotaLimit
+from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
+from modelplane.scheduling.framework import Rejection
+from modelplane.scheduling.matching import Evaluator, RoleMatch, device_key
+from modelplane.scheduling.state import CycleState, Slot
+from modelplane.scheduling.types import QuotaUse
+
+QUOTA = "Quota"  # this rule's key in the cycle's rule states
+
+
+@dataclass(frozen=True)
+class Held:
+    """Devices of one DRA request of one role: where, of which DeviceClass, how many."""
+
+    cluster: str
+    pool: str
+    device_class: str
+    devices: int  # count per node × the role's nodes
+
+
+def _pool_devices(
+    clusters: Mapping[str, ObservedInferenceCluster], cluster: str, pool: str
+) -> tuple[str, Sequence[Mapping[str, Any]]]:
+    cl = clusters.get(cluster)
+    found = cl.pool(pool) if cl is not None else None
+    return ("", ()) if found is None else (found.class_name, found.devices)
+
+
+def selects(
+    limit: QuotaLimit,
+    held: Held,
+    clusters: Mapping[str, ObservedInferenceCluster],
+    ev: Evaluator,
+) -> bool:
+    """Whether `limit` counts `held`: each of its set criteria holds."""
+    if limit.device_class_name and held.device_class != limit.device_class_name:
+        return False
+    class_name, devices = _pool_devices(clusters, held.cluster, held.pool)
+    if limit.inference_classes is not None and class_name not in limit.inference_classes:
+        return False
+    if limit.selector:
+        # The request's device is the pool's device of its DeviceClass; an error or a
+        # device not published is not counted (the API server compiled the selector).
+        return any(
+            ev.evaluate(limit.selector, device_key(d), d)[0] is True
+            for d in devices
+            if d.get("deviceClassName") == held.device_class
+        )
+    return True
+
+
+def observed_held(r: ObservedModelReplica) -> list[Held]:
+    """The devices an observed replica holds, request by request."""
+    return [
+        Held(
+            r.cluster,
+            role.pool,
+            req.device_class_name,
+            req.count * role.nodes_per_worker * role.workers,
+        )
+        for role in r.roles
+        for req in role.requests
+    ]
+
+
+def slot_held(s: Slot) -> list[Held]:
+    """The devices one of this deployment's replicas (kept or new) holds."""
+    return [
+        Held(s.cluster, ra.pool, req.device_class_name, req.count * ra.nodes)
+        for ra in s.roles
+        for req in ra.device_requests
+    ]
+
+
+def count(
+    limit: QuotaLimit,
+    held: Iterable[Held],
+    clusters: Mapping[str, ObservedInferenceCluster],
+    ev: Evaluator,
+) -> int:
+    """Devices `limit` counts among `held`."""
+    return sum(h.devices for h in held if selects(limit, h, clusters, ev))
+
+
+def namespace_use(
+    quota: ObservedQuota,
+    replicas: Iterable[ObservedModelReplica],
+    namespace: str,
+    clusters: Mapping[str, ObservedInferenceCluster],
+    ev: Evaluator,
+) -> tuple[QuotaUse, ...]:
+    """Each limit's use by the namespace's observed replicas (the FleetQuota's status)."""
+    held = [h for r in replicas if r.namespace == namespace for h in observed_held(r)]
+    return tuple(
+        QuotaUse(quota.name, lim.name, count(lim, held, clusters, ev), lim.devices)
+        for lim in quota.limits
+    )
+
+
+@dataclass
+class _Base:
+    """Devices the namespace's other deployments hold, per limit (fixed for the cycle)."""
+
+    others: dict[str, int] = field(default_factory=dict)
+    ready: bool = False
+    # Per-limit devices of each of this deployment's replicas, by name: a replica's
+    # devices never change within the cycle, and the fill asks once per try.
+    slots: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+
+def _base(state: CycleState) -> dict[str, int]:
+    base = state.rules.get(QUOTA, _Base)
+    if not base.ready:
+        quota = state.inp.quota
+        assert quota is not None
+        held = [
+            h for r in state.others if r.namespace == state.inp.namespace for h in observed_held(r)
+        ]
+        base.others = {
+            lim.name: count(lim, held, state.inp.clusters, state.ev) for lim in quota.limits
+        }
+        base.ready = True
+    return base.others
+
+
+def use(state: CycleState) -> tuple[QuotaUse, ...]:
+    """Each limit's use now: the namespace's other deployments plus every replica this
+    cycle keeps or places (draining and set-aside ones included)."""
+    quota = state.inp.quota
+    if quota is None:
+        return ()
+    base = _base(state)
+    memo = state.rules.get(QUOTA, _Base).slots
+    totals = [base[lim.name] for lim in quota.limits]
+    for s in [*state.slots, *state.draining, *state.stuck]:
+        per = memo.get(s.name)
+        if per is None:
+            held = slot_held(s)
+            per = memo[s.name] = tuple(
+                count(lim, held, state.inp.clusters, state.ev) for lim in quota.limits
+            )
+        totals = [t + n for t, n in zip(totals, per, strict=True)]
+    return tuple(
+        QuotaUse(quota.name, lim.name, t, lim.devices)
+        for lim, t in zip(quota.limits, totals, strict=True)
+    )
+
+
+def _new_held(
+    state: CycleState, cluster: str, combo: Sequence[tuple[str, RoleMatch]]
+) -> list[Held]:
+    return [
+        Held(cluster, pool, req.device_class_name, req.count * role.nodes)
+        for role, (pool, match) in zip(state.roles, combo, strict=True)
+        for req in match.resolved
+    ]
+
+
+def overrun(
+    state: CycleState, cluster: str, combo: Sequence[tuple[str, RoleMatch]]
+) -> Rejection | None:
+    """The first limit one more replica on `combo` would overrun, as a refusal; None if none."""
+    return _overrun(state, _new_held(state, cluster, combo))
+
+
+def _overrun(state: CycleState, new: Sequence[Held]) -> Rejection | None:
+    quota = state.inp.quota
+    if quota is None:
+        return None
+    for u, lim in zip(use(state), quota.limits, strict=True):
+        add = count(lim, new, state.inp.clusters, state.ev)
+        if add and u.used + add > u.hard:
+            return Rejection(
+                "QuotaExceeded", (u.quota, u.limit, str(u.used), str(u.hard), str(add))
+            )
+    return None
+
+
+def admits(state: CycleState, cluster: str, combo: Sequence[tuple[str, RoleMatch]]) -> bool:
+    """Whether one more replica on `combo` stays within every limit (the fill's Reserve check)."""
+    return state.inp.quota is None or overrun(state, cluster, combo) is None
+
+
+def refuse(state: CycleState) -> None:
+    """After the fill: refuse every matched pool one more replica would overrun a limit on.
+
+    The pools are marked in `state.refused` with the limit and the numbers, and
+    the cached matches are dropped, so the explanation re-matches and names the
+    quota rather than capacity. Runs only under a quota; it matches every role
+    of each schedulable cluster (the explanation does so anyway).
+    """
+    if state.inp.quota is None or state.invalid:
+        return
+    found = False
+    for cluster in state.schedulable:
+        for role in state.roles:
+            for pool, match in state.pool_matches(cluster, role):
+                key = (cluster, pool)
+                if not match.matched or key in state.refused:
+                    continue
+                held = [
+                    Held(cluster, pool, req.device_class_name, req.count * role.nodes)
+                    for req in match.resolved
+                ]
+                rejection = _overrun(state, held)
+                if rejection is not None:
+                    state.refused[key] = rejection
+                    found = True
+    if found:
+        state.matches.clear()
+        state.options.clear()

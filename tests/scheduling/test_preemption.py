@@ -1,0 +1,139 @@
+"""Preemption choices, by hand: the fewest victims, the lowest priority, on one pool, never
+for equal priority; and the victim's side (withdrawn at once, re-placed if it fits)."""
+
+from __future__ import annotations
+
+from schedfleet import H100, cluster, deployment, replica, request, resolved
+from tenancy import priority_class, run, with_priority
+
+PRIORITIES = [
+    priority_class("critical", 1000),
+    priority_class("high", 500),
+    priority_class("mid", 50),
+    priority_class("low", 10),
+]
+H = lambda n: [resolved("gpu", n, cel=H100)]  # noqa: E731 - a table's shorthand
+
+
+def other(dep: str, cl: str, index: int, pool: str, n: int, prio: str | None, **kw: object) -> dict:
+    """A replica of another deployment (namespace team-b) holding `n` H100s."""
+    return with_priority(replica(dep, cl, index, pool, H(n), namespace="team-b", **kw), prio)
+
+
+def preemptor(count: int = 8, prio: str | None = "critical", **spec: object) -> dict:
+    dep = deployment(1, [request("gpu", H100, count=count)], name="serve")
+    dep["spec"].update(spec)
+    return with_priority(dep, prio)
+
+
+def victims(result) -> list[tuple[str, str, str, list[str]]]:  # type: ignore[no-untyped-def]
+    return [
+        (p.cluster, p.pool, p.replica.split("-")[0], [v.deployment for v in p.victims])
+        for p in result.preemptions
+    ]
+
+
+def test_fewest_victims_win() -> None:
+    # east's node holds two 4-GPU replicas; west's one 8-GPU replica, all the same priority.
+    fleet = [cluster("east", {"h100": ("h100-8x", 1)}), cluster("west", {"h100": ("h100-8x", 1)})]
+    held = [
+        other("a", "east", 0, "h100", 4, "low"),
+        other("b", "east", 0, "h100", 4, "low"),
+        other("c", "west", 0, "h100", 8, "low"),
+    ]
+    result = run(preemptor(), fleet, held, priorities=PRIORITIES)
+    assert victims(result) == [("west", "h100", "serve", ["c"])]
+    [placed] = result.replicas
+    assert placed.cluster == "west" and placed.preempts == (
+        ("team-b", held[2]["metadata"]["name"]),
+    )
+
+
+def test_the_lowest_priority_goes_first() -> None:
+    fleet = [cluster("east", {"h100": ("h100-8x", 1)}), cluster("west", {"h100": ("h100-8x", 1)})]
+    held = [other("a", "east", 0, "h100", 8, "mid"), other("b", "west", 0, "h100", 8, "low")]
+    assert victims(run(preemptor(), fleet, held, priorities=PRIORITIES)) == [
+        ("west", "h100", "serve", ["b"])
+    ]
+
+
+def test_never_more_than_needed_lowest_first_within_the_pool() -> None:
+    # Four 2-GPU replicas on one 8-GPU node; 4 GPUs are needed: the two lowest go.
+    fleet = [cluster("east", {"h100": ("h100-8x", 1)})]
+    held = [
+        other("d", "east", 0, "h100", 2, "high"),
+        other("c", "east", 0, "h100", 2, "mid"),
+        other("a", "east", 0, "h100", 2, None),
+        other("b", "east", 0, "h100", 2, "low"),
+    ]
+    result = run(preemptor(count=4), fleet, held, priorities=PRIORITIES)
+    assert victims(result) == [("east", "h100", "serve", ["a", "b"])]
+    assert [v.priority for v in result.preemptions[0].victims] == [0, 10]
+
+
+def test_a_spared_victim_is_given_back() -> None:
+    # Lowest first takes the 2-GPU replica (low) and then the 6-GPU one (mid); the 6 alone
+    # would not do (2 + 6 = 8 needed), so both stay victims; with a 4-GPU need, the 6-GPU
+    # (mid) one alone suffices after the 2 is added first and then given back.
+    fleet = [cluster("east", {"h100": ("h100-8x", 1)})]
+    held = [other("small", "east", 0, "h100", 2, "low"), other("big", "east", 0, "h100", 6, "mid")]
+    both = run(preemptor(count=8), fleet, held, priorities=PRIORITIES)
+    assert victims(both) == [("east", "h100", "serve", ["small", "big"])]
+    one = run(preemptor(count=4), fleet, held, priorities=PRIORITIES)
+    assert victims(one) == [("east", "h100", "serve", ["big"])]
+
+
+def test_never_for_equal_or_higher_priority() -> None:
+    fleet = [cluster("east", {"h100": ("h100-8x", 1)})]
+    held = [other("a", "east", 0, "h100", 8, "critical")]
+    result = run(preemptor(), fleet, held, priorities=PRIORITIES)
+    assert result.preemptions == () and result.placed == 0
+
+
+def test_preemption_policy_never_and_no_priority_never_preempt() -> None:
+    fleet = [cluster("east", {"h100": ("h100-8x", 1)})]
+    held = [other("a", "east", 0, "h100", 8, "low")]
+    never = run(preemptor(preemptionPolicy="Never"), fleet, held, priorities=PRIORITIES)
+    assert never.preemptions == () and never.placed == 0
+    unnamed = run(preemptor(prio=None), fleet, held, priorities=PRIORITIES)
+    assert unnamed.preemptions == ()
+
+
+def test_no_preemption_when_a_replica_fits_anyway() -> None:
+    fleet = [cluster("east", {"h100": ("h100-8x", 2)})]
+    held = [other("a", "east", 0, "h100", 8, "low")]
+    result = run(preemptor(), fleet, held, priorities=PRIORITIES)
+    assert result.preemptions == () and result.placed == 1
+
+
+def test_the_victim_leaves_at_once_and_is_replaced_where_it_fits() -> None:
+    fleet = [cluster("east", {"h100": ("h100-8x", 1)}), cluster("west", {"h100": ("h100-8x", 1)})]
+    victim = with_priority(replica("batch", "east", 0, "h100", H(8), ready=True), "low")
+    name = victim["metadata"]["name"]
+    serving = with_priority(
+        replica("serve", "east", 0, "h100", H(8), namespace="team-b"),
+        "critical",
+        [("team-a", name)],
+    )
+    dep = with_priority(deployment(1, [request("gpu", H100, count=8)], name="batch"), "low")
+    result = run(dep, fleet, [victim, serving], priorities=PRIORITIES)
+    # Ready, yet not drained: a preemption does not make before it breaks.
+    assert [(r.cluster, r.retained, r.draining) for r in result.replicas] == [
+        ("west", False, False)
+    ]
+    [(gone, why)] = result.preempted
+    assert gone == name
+    assert "priority 1000 > 10" in why and "make-before-break does not apply" in why
+
+
+def test_a_preemptor_of_equal_priority_is_ignored_by_the_victim() -> None:
+    fleet = [cluster("east", {"h100": ("h100-8x", 1)})]
+    victim = with_priority(replica("batch", "east", 0, "h100", H(8), ready=True), "low")
+    name = victim["metadata"]["name"]
+    claimant = with_priority(
+        replica("x", "east", 0, "h100", H(8), namespace="team-b"), "low", [("team-a", name)]
+    )
+    dep = with_priority(deployment(1, [request("gpu", H100, count=8)], name="batch"), "low")
+    result = run(dep, fleet, [victim, claimant], priorities=PRIORITIES)
+    assert [(r.name, r.retained) for r in result.replicas] == [(name, True)]
+    assert result.preempted == ()

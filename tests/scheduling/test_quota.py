@@ -1,0 +1,129 @@
+"""FleetQuota: what a limit counts (hand-computed device totals) and what the scheduler
+refuses past it, with the quota's name and numbers."""
+
+from __future__ import annotations
+
+import pytest
+from schedfleet import (
+    BIG_MEMORY,
+    H100,
+    L4,
+    cluster,
+    deployment,
+    replica,
+    request,
+    resolved,
+    workers,
+)
+from tenancy import quota, run
+
+from modelplane.api.fleet_quota import read_fleet_quota
+from modelplane.api.readers import read_inference_cluster, read_model_replica
+from modelplane.scheduling import quota as q
+from modelplane.scheduling.matching import Evaluator
+
+CLUSTERS = [
+    cluster("east", {"h100": ("h100-8x", 4), "l4": ("l4-1x", 4), "a100": ("a100-4x", 2)}),
+    cluster("west", {"h100": ("h100-8x", 4)}),
+]
+H8 = [resolved("gpu", 8, cel=H100)]
+# Observed replicas of namespace team-a (and one of team-b), with their devices by hand:
+REPLICAS = [
+    replica("chat", "east", 0, "h100", H8),  # 8 H100
+    replica("chat", "west", 0, "h100", H8, ready=True),  # 8 H100 (Ready or not: it holds them)
+    replica("big", "east", 0, "h100", H8, work=workers(pipeline=2)),  # 2 nodes × 8 = 16 H100
+    replica("small", "east", 0, "l4", [resolved("gpu", 1, cel=L4)]),  # 1 L4
+    replica(
+        "nic", "east", 0, "a100", [resolved("gpu", 4), resolved("nic", 2, klass="rdma.example.com")]
+    ),  # 4 A100 + 2 NICs
+    replica("other", "east", 1, "h100", H8, namespace="team-b"),  # another namespace
+]
+
+
+@pytest.mark.parametrize(
+    ("limit", "used"),
+    [
+        ({"devices": 100}, 8 + 8 + 16 + 1 + 4 + 2),  # no criterion: every device
+        ({"devices": 100, "inferenceClasses": ["h100-8x"]}, 32),
+        ({"devices": 100, "inferenceClasses": ["h100-8x", "l4-1x"]}, 33),
+        ({"devices": 100, "deviceClassName": "gpu.nvidia.com"}, 8 + 8 + 16 + 1 + 4),
+        ({"devices": 100, "deviceClassName": "rdma.example.com"}, 2),
+        # Classes by selector: H100 (80Gi) and A100 (40Gi) have ≥ 40Gi, the L4 (24Gi) not.
+        ({"devices": 100, "selector": BIG_MEMORY}, 8 + 8 + 16 + 4),
+        ({"devices": 100, "selector": BIG_MEMORY, "inferenceClasses": ["a100-4x"]}, 4),
+        ({"devices": 100, "selector": "device.attributes['x'].nope == 1"}, 0),  # error: none
+    ],
+)
+def test_a_limit_counts_the_namespaces_devices_on_the_pools_it_selects(
+    limit: dict[str, object], used: int
+) -> None:
+    observed = read_fleet_quota(quota("q", lim=limit))
+    assert observed is not None
+    clusters = {c.name: c for x in CLUSTERS if (c := read_inference_cluster(x))}
+    replicas = [r for x in REPLICAS if (r := read_model_replica(x))]
+    [use] = q.namespace_use(observed, replicas, "team-a", clusters, Evaluator())
+    assert (use.used, use.hard) == (used, 100)
+
+
+def test_the_scheduler_refuses_past_the_limit_naming_the_quota_and_the_numbers() -> None:
+    dep = deployment(3, [request("gpu", H100, count=8)], name="chat")
+    observed = [replica("batch", "east", 0, "h100", H8)]  # 8 of the namespace's 16
+    result = run(dep, CLUSTERS, observed, [quota("team-a", h100={"devices": 16})])
+    assert result.placed == 1
+    assert {v.cluster: v.reason for v in result.clusters} == {
+        "east": "QuotaExceeded",
+        "west": "QuotaExceeded",
+    }
+    east = next(v for v in result.clusters if v.cluster == "east")
+    assert "FleetQuota team-a limit h100: 16 of 16 devices used and a replica here needs 8" in (
+        east.message
+    )
+    assert [(u.limit, u.used, u.hard) for u in result.quota] == [("h100", 16, 16)]
+
+
+def test_a_limit_on_one_class_leaves_other_pools_open() -> None:
+    dep = deployment(2, [request("gpu", "true", count=1)], name="chat")
+    limits = quota("team-a", l4={"devices": 0, "inferenceClasses": ["l4-1x"]})
+    result = run(dep, [cluster("east", {"l4": ("l4-1x", 4), "h100": ("h100-8x", 1)})], [], [limits])
+    assert {r.roles[0].pool for r in result.replicas} == {"h100"}
+    assert result.placed == 2
+
+
+def test_a_quota_lowered_below_use_deletes_nothing_and_blocks_new_placements() -> None:
+    dep = deployment(3, [request("gpu", H100, count=8)], name="chat")
+    mine = [replica("chat", "east", 0, "h100", H8, ready=True)]
+    mine += [replica("chat", "west", 0, "h100", H8, ready=True)]
+    result = run(dep, CLUSTERS, mine, [quota("team-a", h100={"devices": 8})])
+    assert sorted((r.cluster, r.retained) for r in result.replicas) == [
+        ("east", True),
+        ("west", True),
+    ]
+    assert result.quota[0].used == 16 and result.quota[0].hard == 8
+
+
+def test_a_draining_replica_and_its_surge_replacement_both_count() -> None:
+    # The Ready replica on east is deselected: it drains (still holding 8) while its
+    # replacement needs 8 more. 16 fit the limit; 15 do not.
+    dep = deployment(
+        1, [request("gpu", H100, count=8)], name="chat", selector={"matchLabels": {"zone": "w"}}
+    )
+    fleet = [
+        cluster("east", {"h100": ("h100-8x", 1)}),
+        cluster("west", {"h100": ("h100-8x", 1)}, labels={"zone": "w"}),
+    ]
+    mine = [replica("chat", "east", 0, "h100", H8, ready=True)]
+    fits = run(dep, fleet, mine, [quota("team-a", h100={"devices": 16})])
+    assert [(r.cluster, r.draining) for r in fits.replicas] == [("east", True), ("west", False)]
+    assert fits.quota[0].used == 16
+    short = run(dep, fleet, mine, [quota("team-a", h100={"devices": 15})])
+    assert [(r.cluster, r.draining) for r in short.replicas] == [("east", True)]
+    assert {v.cluster: v.reason for v in short.clusters}["west"] == "QuotaExceeded"
+
+
+def test_other_namespaces_do_not_count_and_the_first_quota_by_name_governs() -> None:
+    dep = deployment(1, [request("gpu", H100, count=8)], name="chat")
+    theirs = [replica("x", "east", 0, "h100", H8, namespace="team-b")]
+    quotas = [quota("b-second", h100={"devices": 0}), quota("a-first", h100={"devices": 8})]
+    result = run(dep, CLUSTERS, theirs, quotas)
+    assert result.placed == 1
+    assert [(u.quota, u.used) for u in result.quota] == [("a-first", 8)]
