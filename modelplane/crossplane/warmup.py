@@ -24,6 +24,7 @@ from modelplane.api.inference_cluster import GPUPool, InferenceClusterStatus
 from modelplane.compose import registry
 from modelplane.compose.deployments.model_deployment import (
     CLUSTERS_REQUIREMENT,
+    QUOTAS_REQUIREMENT,
     REPLICAS_REQUIREMENT,
 )
 from modelplane.crossplane import convert
@@ -94,7 +95,9 @@ def request() -> fnv1.RunFunctionRequest:
     for i in range(2):
         item = req.required_resources[CLUSTERS_REQUIREMENT].items.add()
         item.resource.CopyFrom(convert.dict_to_struct(_cluster(i)))
+    # Fetched and empty: no replicas yet, no FleetQuota in the namespace.
     req.required_resources[REPLICAS_REQUIREMENT].SetInParent()
+    req.required_resources[QUOTAS_REQUIREMENT].SetInParent()
     return req
 
 

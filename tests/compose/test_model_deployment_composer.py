@@ -156,7 +156,7 @@ REQUIREMENTS = {
     "fleet-quotas": Requirement(
         api_version="modelplane.ai/v1alpha1", kind="FleetQuota", namespace="team-a"
     ),
-    "priority-classes": Requirement(api_version="scheduling.k8s.io/v1", kind="PriorityClass"),
+    # No PriorityClasses: the deployment names no priority and nothing preempts.
 }
 CACHE_REQUIREMENT = Requirement(
     api_version="modelplane.ai/v1alpha1",

@@ -78,11 +78,7 @@ def test_first_call_asks_for_inputs_and_keeps_replicas() -> None:
                 "matchLabels": {},
                 "namespace": "ml-team",
             },
-            "priority-classes": {
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "matchLabels": {},
-            },
+            # No priority named and nothing preempted yet: PriorityClasses are not read.
         }
     }
     kept = struct_to_dict(rsp.desired.resources["replica-us-east-0"].resource)
@@ -121,3 +117,42 @@ def test_second_call_places_every_replica() -> None:
         ("ReplicasReady", "ReplicasNotReady"),
     }
     assert rsp.desired.composite.ready == fnv1.READY_FALSE
+
+
+PRIORITY_CLASSES = {
+    "apiVersion": "scheduling.k8s.io/v1",
+    "kind": "PriorityClass",
+    "matchLabels": {},
+}
+
+
+def _asks_for_priorities(composite: dict, fleet: list[dict]) -> bool:
+    clusters = spread_fleet()[1]
+    rsp = call(
+        composite,
+        required={"inference-clusters": clusters, "model-replicas": fleet, "fleet-quotas": []},
+    )
+    asked = json_format.MessageToDict(rsp.requirements)["resources"]
+    return asked.get("priority-classes") == PRIORITY_CLASSES
+
+
+def test_priority_classes_are_read_only_when_priority_can_matter() -> None:
+    deployment, _ = spread_fleet()
+    preempting = {
+        "apiVersion": API,
+        "kind": "ModelReplica",
+        "metadata": {"name": "urgent-1", "namespace": "other", "uid": "u9"},
+        "spec": {
+            "deploymentName": "urgent",
+            "clusterName": "us-east",
+            "index": 0,
+            "preempts": [{"namespace": "ml-team", "name": "chat-04c28b1dbe"}],
+        },
+    }
+    quiet = {**preempting, "spec": {**preempting["spec"], "preempts": []}}
+    with_priority = {**deployment, "spec": {**deployment["spec"], "priority": "critical"}}
+    assert not _asks_for_priorities(deployment, [])
+    assert not _asks_for_priorities(deployment, [quiet])
+    # A victim must check its preemptor's priority; a preemptor reads its own.
+    assert _asks_for_priorities(deployment, [preempting])
+    assert _asks_for_priorities(with_priority, [])

@@ -120,8 +120,16 @@ def replica_selector(deployment: str) -> str:
     return f"{c.LABEL_DEPLOYMENT}={label_value(deployment)}"
 
 
-def requirements(namespace: str, spec: ModelDeploymentSpec | None) -> dict[str, Requirement]:
-    """What the composer needs fetched to schedule a deployment."""
+def requirements(
+    namespace: str, spec: ModelDeploymentSpec | None, replicas: Sequence[Resource] = ()
+) -> dict[str, Requirement]:
+    """What the composer needs fetched to schedule a deployment.
+
+    The PriorityClasses are asked for only when priority can matter: the
+    deployment names one, or a replica of the fleet (`replicas`, once fetched)
+    preempts another. So a fleet that never uses priority needs no permission
+    to read them (install.md).
+    """
     reqs = {
         CLUSTERS_REQUIREMENT: Requirement(api_version=c.API_VERSION, kind=INFERENCE_CLUSTER_KIND),
         REPLICAS_REQUIREMENT: Requirement(
@@ -134,10 +142,11 @@ def requirements(namespace: str, spec: ModelDeploymentSpec | None) -> dict[str, 
         QUOTAS_REQUIREMENT: Requirement(
             api_version=c.API_VERSION, kind=FLEET_QUOTA_KIND, namespace=namespace
         ),
-        PRIORITIES_REQUIREMENT: Requirement(
-            api_version=PRIORITY_CLASS_API_VERSION, kind=PRIORITY_CLASS_KIND
-        ),
     }
+    if (spec is not None and spec.priority) or any(map(_preempts, replicas)):
+        reqs[PRIORITIES_REQUIREMENT] = Requirement(
+            api_version=PRIORITY_CLASS_API_VERSION, kind=PRIORITY_CLASS_KIND
+        )
     if spec is not None and spec.autoscaling is not None:
         # A leaving replica is deleted only once every service routes nothing to it.
         reqs[SERVICES_REQUIREMENT] = Requirement(
@@ -151,6 +160,12 @@ def requirements(namespace: str, spec: ModelDeploymentSpec | None) -> dict[str, 
             namespace=namespace,
         )
     return reqs
+
+
+def _preempts(replica: Resource) -> bool:
+    """Whether a fleet replica names victims (`spec.preempts`), however it reads."""
+    spec = replica.get("spec")
+    return isinstance(spec, dict) and bool(spec.get("preempts"))
 
 
 def compose(inp: ComposeInput) -> ComposeResult:
@@ -218,7 +233,8 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
         )
         return outcome.hold(inp, result, c.CONDITION_SCHEDULED, ScheduledReason.INVALID_SPEC, msg)
 
-    result.requirements = requirements(namespace, spec)
+    fleet = inp.required.get(REPLICAS_REQUIREMENT, [])
+    result.requirements = requirements(namespace, spec, fleet)
     if not all(inp.fetched(r) for r in result.requirements):
         return outcome.wait(inp, result)
 
