@@ -36,6 +36,7 @@ from bench_scheduler import DEPLOYMENT, cluster, other_replica
 
 from modelplane.compose.deployments.model_deployment import (
     CLUSTERS_REQUIREMENT,
+    QUOTAS_REQUIREMENT,
     REPLICAS_REQUIREMENT,
 )
 from modelplane.crossplane import FunctionRunner
@@ -58,6 +59,7 @@ def request(clusters: int) -> fnv1.RunFunctionRequest:
     others = req.required_resources[REPLICAS_REQUIREMENT].items
     for i in range(clusters // 4):
         others.add().resource.CopyFrom(dict_to_struct(other_replica(i, clusters)))
+    req.required_resources[QUOTAS_REQUIREMENT].SetInParent()  # fetched: the namespace has none
     return req
 
 

@@ -186,6 +186,10 @@ def _settled(world: World, ns: str, deployments: list[tuple[str, int, int]]) -> 
             return None
         if len(placements) < replicas and not status.get("unschedulable"):
             return None
+        # A cluster not Ready at the deployment's last call is no verdict on
+        # capacity: wait for the call that sees it Ready (the response's TTL).
+        if any(u.get("reason") == "NotReady" for u in status.get("unschedulable") or []):
+            return None
     return True
 
 
@@ -317,9 +321,17 @@ def test_every_placed_replica_is_allocatable_and_every_refused_one_is_not(fleet:
         total.refused_but_allocatable += found.refused_but_allocatable
         for name, _g, _r in deployments:
             fleet.cp.delete(m.API, "ModelDeployment", name, ns)
+        # Its ModelReplicas gone too: one still finalizing is charged to the pool
+        # of that name by the next seed's first call, which then refuses for
+        # capacity until its next call (up to a minute later).
         fleet.settle(
-            f"seed {seed}: its Pods gone",
-            lambda n=ns: None if fleet.workloads[PROP_WL].list("v1", "Pod", n) else True,
+            f"seed {seed}: its replicas and Pods gone",
+            lambda n=ns: (
+                None
+                if fleet.workloads[PROP_WL].list("v1", "Pod", n)
+                or fleet.cp.list(m.API, "ModelReplica", n)
+                else True
+            ),
         )
     COUNTS["property: placed replicas' pods allocated by kube-scheduler"] = (
         total.placed_and_allocated
