@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from modelplane.scheduling.framework import ClusterScore, RuleStates, ScheduleInput
 from modelplane.scheduling.matching import RoleMatch
 from modelplane.scheduling.scores import SCORES, CacheReadiness, SpreadByLoad, normalise
-from modelplane.scheduling.state import CycleState
+from modelplane.scheduling.state import CycleState, candidates
 
 COST_WEIGHT = 1
 COST_CACHE_WEIGHT = 3  # above SPREAD_WEIGHT × 100 + COST_WEIGHT × 100: a strict tier
@@ -94,18 +94,6 @@ def _devices(match: RoleMatch, nodes: int) -> int:
     return sum(r.count for r in match.resolved) * nodes
 
 
-def _matched(state: CycleState, cluster: str) -> list[list[tuple[str, RoleMatch]]] | None:
-    """Matched pools per role of a cluster, or None when some role has none (the fill's
-    `candidates`; repeated here because the fill asks this module for prices)."""
-    per_role = []
-    for role in state.roles:
-        pools = [(p, m) for p, m in state.pool_matches(cluster, role) if m.matched]
-        if not pools:
-            return None
-        per_role.append(pools)
-    return per_role
-
-
 def combo_price(state: CycleState, cluster: str, combo: Sequence[tuple[str, RoleMatch]]) -> float:
     """Under LowestCost, what one replica-hour on this pool combination costs (an unpriced
     pool: infinite, tried last); otherwise 0 for every combination (no say)."""
@@ -127,7 +115,7 @@ def order_pools(state: CycleState) -> None:
         return
     prices = state.rules.get(LowestCost.name, _Prices)
     for cluster in state.schedulable:
-        per_role = _matched(state, cluster)
+        per_role = candidates(state, cluster)
         if per_role is not None:
             for pools in per_role:
                 pools.sort(

@@ -20,6 +20,7 @@ from modelplane.scheduling.state import (
     PoolKey,
     PoolOptions,
     Slot,
+    candidates,
 )
 from modelplane.scheduling.types import RoleAssignment, RuleScore, ScoreCard
 
@@ -52,17 +53,6 @@ def build_ledger(state: CycleState) -> None:
         if led is not None:
             led.place(ch.demands, ch.nodes_per_worker, ch.workers, force=True)
             state.charged.setdefault((cluster, ch.pool), []).append(ch)
-
-
-def candidates(state: CycleState, cluster: str) -> PoolOptions | None:
-    """Matched pools per role on a cluster, or None when some role has none."""
-    per_role = []
-    for role in state.roles:
-        pools = [(p, m) for p, m in state.pool_matches(cluster, role) if m.matched]
-        if not pools:
-            return None
-        per_role.append(pools)
-    return per_role
 
 
 def _load(

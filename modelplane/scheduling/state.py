@@ -264,3 +264,18 @@ def new_state(inp: ScheduleInput, scores: tuple[ClusterScore, ...] = SCORES) -> 
     own.sort(key=lambda r: (r.cluster, r.index, r.order))
     others.sort(key=lambda r: r.order)
     return CycleState(inp=inp, roles=role_defs(inp), own=own, others=others, scores=scores)
+
+
+def candidates(state: CycleState, cluster: str) -> PoolOptions | None:
+    """Matched pools per role on a cluster, or None when some role has none.
+
+    Here, below both, because the fill tries these pools and the cost rule
+    orders them by price before it does.
+    """
+    per_role = []
+    for role in state.roles:
+        pools = [(p, m) for p, m in state.pool_matches(cluster, role) if m.matched]
+        if not pools:
+            return None
+        per_role.append(pools)
+    return per_role
