@@ -67,6 +67,14 @@ class ReplicaSignals(KubeModel):
     ttft_requests: int | None = Field(
         default=None, ge=0, description="Requests whose first token the window saw."
     )
+    requests: int | None = Field(
+        default=None,
+        ge=0,
+        description="Inference requests the engine's HTTP server answered in the window.",
+    )
+    errors: int | None = Field(
+        default=None, ge=0, description="Of those, answered with a server error (HTTP 5xx)."
+    )
 
     @field_validator("requests_waiting", "requests_running", "kv_cache_utilization")
     @classmethod

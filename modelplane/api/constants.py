@@ -26,6 +26,8 @@ LABEL_REPLICA: Final = "modelplane.ai/replica"
 LABEL_ROLE: Final = "modelplane.ai/role"
 LABEL_POOL: Final = "modelplane.ai/pool"
 LABEL_CACHE: Final = "modelplane.ai/cache"
+# The replica template revision a ModelReplica runs (api/rollout.py).
+LABEL_REVISION: Final = "modelplane.ai/revision"
 LABEL_MANAGED_BY: Final = "app.kubernetes.io/managed-by"
 MANAGED_BY: Final = "modelplane"
 
@@ -107,6 +109,8 @@ CONDITION_CLUSTER_RESOLVED: Final = "ClusterResolved"
 CONDITION_ARTIFACT_READY: Final = "ArtifactReady"
 # Does the autoscaler own the replica count, and what did it decide (spec.autoscaling)?
 CONDITION_AUTOSCALING: Final = "Autoscaling"
+# Does every replica run the spec's template revision (rollout Progressive)?
+CONDITION_ROLLED_OUT: Final = "RolledOut"
 # Can the composite read every observed and required object it depends on? Set
 # False naming each unreadable object and field (kept as it is, never taken
 # as absent); set True again only once it was False.

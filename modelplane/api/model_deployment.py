@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import Field, WithJsonSchema, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from modelplane.api import constants as c
 from modelplane.api.autoscaling import Autoscaling, AutoscalingStatus
@@ -22,6 +21,7 @@ from modelplane.api.common import (
     cel_rules,
 )
 from modelplane.api.roles import role_path
+from modelplane.api.rollout import Rollout, RolloutStatus
 
 MAX_REPLICAS = 10000
 # Bounds on the placement explanation written to status, so a fleet of
@@ -223,66 +223,6 @@ class DeploymentRole(RoleSpec):
         return f"{self.path}.workers"
 
 
-# An absolute count or a percentage of spec.replicas (Kubernetes IntOrString).
-IntOrPercent = Annotated[
-    int | str,
-    WithJsonSchema(
-        {
-            "x-kubernetes-int-or-string": True,
-            "description": "An absolute number (1..10000) or a percentage of spec.replicas "
-            "(e.g. 25%, rounded up, at least 1).",
-        }
-    ),
-]
-_PERCENT = "%"
-
-
-class Rollout(KubeModel):
-    """How replicas that must leave their place are replaced (SPEC §3.3)."""
-
-    model_config = KubeModel.model_config | {
-        "json_schema_extra": cel_rules(
-            (
-                "!has(self.maxSurge) || (type(self.maxSurge) == int"
-                " ? int(self.maxSurge) >= 1 && int(self.maxSurge) <= 10000"
-                " : string(self.maxSurge).matches('^(100|[1-9][0-9]?)%$'))",
-                "maxSurge must be a whole number ≥ 1 or a percentage from 1% to 100%",
-            ),
-        )
-    }
-
-    strategy: Literal["MakeBeforeBreak", "Immediate"] = Field(
-        default="MakeBeforeBreak",
-        description="MakeBeforeBreak keeps a leaving replica serving (Draining) until its "
-        "replacement is Ready; Immediate drops it at once.",
-    )
-    max_surge: IntOrPercent = Field(
-        default=1,
-        description="Replacements placed above spec.replicas at once while replicas drain: "
-        "a number or a percentage of spec.replicas (rounded up, at least 1).",
-    )
-
-    @field_validator("max_surge")
-    @classmethod
-    def _surge(cls, v: int | str) -> int | str:
-        if isinstance(v, bool):
-            raise ValueError("maxSurge must be a number or a percentage")
-        if isinstance(v, int):
-            if not 1 <= v <= MAX_REPLICAS:
-                raise ValueError(f"maxSurge must be between 1 and {MAX_REPLICAS}")
-            return v
-        digits = v[:-1] if v.endswith(_PERCENT) else ""
-        if not digits.isdigit() or not 1 <= int(digits) <= 100:
-            raise ValueError(f"maxSurge {v!r} must be a number or a percentage from 1% to 100%")
-        return v
-
-    def surge(self, replicas: int) -> int:
-        """The absolute surge for `replicas` desired replicas (a percentage rounds up, ≥ 1)."""
-        if isinstance(self.max_surge, int):
-            return self.max_surge
-        return max(1, math.ceil(int(self.max_surge[:-1]) * replicas / 100))
-
-
 PreemptionPolicy = Literal["PreemptLowerPriority", "Never"]
 
 
@@ -353,7 +293,8 @@ class ModelDeploymentSpec(KubeModel):
     )
     rollout: Rollout = Field(
         default_factory=Rollout,
-        description="How replicas that must leave their cluster or pool are replaced.",
+        description="How replicas that must leave their cluster or pool are replaced, and how "
+        "a changed replica template reaches them (Progressive: in waves, judged on signals).",
     )
     autoscaling: Autoscaling | None = Field(
         default=None,
@@ -435,6 +376,11 @@ class Placement(StatusModel):
         max_length=64,
         description="When the cluster first saw the replica's pods unschedulable (RFC 3339).",
     )
+    revision: str | None = Field(
+        default=None,
+        max_length=64,
+        description="The replica template revision it runs (label modelplane.ai/revision).",
+    )
 
 
 class ClusterRejection(StatusModel):
@@ -478,4 +424,9 @@ class ModelDeploymentStatus(ConditionedStatus):
     )
     autoscaling: AutoscalingStatus | None = Field(
         default=None, description="The signals used, the proposal and why (spec.autoscaling)."
+    )
+    rollout: RolloutStatus | None = Field(
+        default=None,
+        description="Rollout Progressive: revisions, the current wave, each wave's analysis and "
+        "the decision.",
     )

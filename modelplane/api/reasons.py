@@ -91,6 +91,22 @@ class AutoscalingReason(StrEnum):
     EXTERNAL_SCALER = "ExternalScaler"
 
 
+class RolledOutReason(StrEnum):
+    """`RolledOut`: does every replica run the spec's revision, and if not, where is the
+    rollout (rollout Progressive)?"""
+
+    COMPLETE = "Complete"
+    UPDATING = "Updating"
+    ANALYZING = "Analyzing"
+    WAITING_FOR_CACHE = "WaitingForCache"
+    SIGNALS_MISSING = "SignalsMissing"
+    WAVE_PASSED = "WavePassed"
+    PROMOTING = "Promoting"
+    PAUSED = "Paused"
+    ANALYSIS_FAILED = "AnalysisFailed"
+    ROLLED_BACK = "RolledBack"
+
+
 class CacheResolvedReason(StrEnum):
     """`CacheResolved`: do the ModelCaches a deployment names exist?"""
 

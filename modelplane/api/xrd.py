@@ -209,6 +209,18 @@ class _KubeSchemaGenerator(GenerateJsonSchema):
             return factory()  # type: ignore[call-arg]
         return NoDefault
 
+    def encode_default(self, dft: Any) -> Any:
+        """Encode a default as the wire form writes it: unset optionals omitted, not null."""
+        return _without_none(super().encode_default(dft))
+
+
+def _without_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_none(v) for v in value]
+    return value
+
 
 class SchemaError(ValueError):
     """The API types use a construct a structural schema cannot express."""
