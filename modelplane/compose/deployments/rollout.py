@@ -129,7 +129,7 @@ def decide(inp: RolloutInput) -> RolloutPlan:
     if inp.revision == state.stable:
         return _settled(state)
     if inp.prior is not None and inp.prior.failed_revision == inp.revision:
-        return _rolled_back(state, inp.prior.message)
+        return _rolled_back(state)
     return _progress(state)
 
 
@@ -247,13 +247,13 @@ def _settled(state: _State) -> RolloutPlan:
 # ── Rolled back ────────────────────────────────────────────────────────────
 
 
-def _rolled_back(
-    state: _State, why: str, events: tuple[tuple[str, str, str], ...] = ()
-) -> RolloutPlan:
+def _rolled_back(state: _State, events: tuple[tuple[str, str, str], ...] = ()) -> RolloutPlan:
     """Every replica goes back to the stable revision, make-before-break."""
     inp = state.inp
     left = _other(inp.replicas, state.stable)
-    msg = why or f"revision {inp.revision} was rolled back to {state.stable}"
+    failed = [w for w in state.waves if w.phase == "Failed"]
+    why = failed[-1].message if failed else f"revision {inp.revision} failed"
+    msg = f"{why}; rolled back to revision {state.stable}"
     if left:
         msg = f"{msg}; {len(left)} replica(s) of revision {inp.revision} still being replaced"
     status = _status(state, "RolledBack", msg, failed_revision=inp.revision)
@@ -394,17 +394,24 @@ def _judge(state: _State, waves: Sequence[RolloutWave]) -> _Judged:
             held = wave.model_copy(update={"message": msg})
             return _Judged(held, "hold", RolledOutReason.SIGNALS_MISSING)
         wave = wave.model_copy(update={"started_at": state.now_text})
-    return _analyse(state, wave, clusters)
+    return _analyse(state, wave, clusters, _wave_set(state, waves[:-1]))
 
 
-def _analyse(state: _State, wave: WaveAnalysis, clusters: set[str]) -> _Judged:
+def _analyse(state: _State, wave: WaveAnalysis, clusters: set[str], earlier: set[str]) -> _Judged:
+    """Measure the new revision since the wave started; fail on a broken limit at once.
+
+    Every replica of the new revision counts toward the error rate, TTFT and
+    Ready share; the ones this wave brought (not on an earlier wave's
+    clusters) must each have reported since it started before it can pass.
+    """
     inp = state.inp
     analysis = inp.rollout.judged
     outdated = [r for r in _other(inp.replicas, inp.revision) if r.cluster in clusters]
     new = [r for r in inp.replicas if r.revision == inp.revision]
     started = epoch_seconds(wave.started_at or "") or 0
-    fresh = [s for r in new if (s := _fresh(inp.signals.get(r.name), started)) is not None]
-    numbers = _numbers(new, outdated, fresh)
+    fresh = {r.name: s for r in new if (s := _fresh(inp.signals.get(r.name), started)) is not None}
+    mine = [r for r in new if r.cluster not in earlier] or new
+    numbers = _numbers(new, outdated, list(fresh.values()))
     wave = wave.model_copy(update=numbers)
     broken = _broken(analysis, wave)
     if broken:
@@ -416,15 +423,16 @@ def _analyse(state: _State, wave: WaveAnalysis, clusters: set[str]) -> _Judged:
         msg = f"wave {wave.wave}: {_summary(wave)}; held {left}s more"
         reason = RolledOutReason.UPDATING if outdated else RolledOutReason.ANALYZING
         return _Judged(wave.model_copy(update={"phase": phase, "message": msg}), "hold", reason)
-    return _at_time_up(state, wave, outdated, new, fresh)
+    silent = [r.name for r in mine if r.name not in fresh]
+    return _at_time_up(state, wave, outdated, silent, bool(new))
 
 
 def _at_time_up(
     state: _State,
     wave: WaveAnalysis,
     outdated: Sequence[ReplicaRevision],
-    new: Sequence[ReplicaRevision],
-    fresh: Sequence[ReplicaSignals],
+    silent: Sequence[str],
+    any_new: bool,
 ) -> _Judged:
     """The wave's time is up: too few Ready fails it; updates or signals missing hold it."""
     analysis = state.inp.rollout.judged
@@ -438,7 +446,7 @@ def _at_time_up(
         msg = f"wave {wave.wave}: {len(outdated)} replica(s) still to update; {_summary(wave)}"
         held = wave.model_copy(update={"phase": "Updating", "message": msg})
         return _Judged(held, "hold", RolledOutReason.UPDATING)
-    missing = _missing(analysis, wave, new, fresh)
+    missing = _missing(analysis, wave, silent, any_new)
     if missing:
         msg = f"wave {wave.wave}: held, signals missing: {missing}; {_summary(wave)}"
         held = wave.model_copy(update={"phase": "Analyzing", "message": msg})
@@ -501,17 +509,15 @@ def _broken(analysis: RolloutAnalysis, wave: WaveAnalysis) -> str | None:
 
 
 def _missing(
-    analysis: RolloutAnalysis,
-    wave: WaveAnalysis,
-    new: Sequence[ReplicaRevision],
-    fresh: Sequence[ReplicaSignals],
+    analysis: RolloutAnalysis, wave: WaveAnalysis, silent: Sequence[str], any_new: bool
 ) -> str:
     """What the analysis lacks to pass ("" when nothing)."""
     lacking = []
-    if not new:
+    if not any_new:
         lacking.append("no replica runs the new revision")
-    elif len(fresh) < len(new):
-        lacking.append(f"{len(new) - len(fresh)} of {len(new)} replicas sent no report since")
+    elif silent:
+        shown = ", ".join(silent[:4]) + (f" and {len(silent) - 4} more" if len(silent) > 4 else "")
+        lacking.append(f"no report since the wave started from {shown}")
     if analysis.max_error_rate is not None and wave.error_rate is None:
         lacking.append("no request counts (error rate)")
     if analysis.max_ttft_p90_seconds is not None and wave.ttft_p90_seconds is None:
@@ -566,9 +572,8 @@ def _failed_wave(state: _State, judged: _Judged, events: list[tuple[str, str, st
         return RolloutPlan(
             plan.outdated, plan.place, plan.templates, status=plan.status, verdict=verdict
         )
-    why = f"{msg}; rolled back to revision {state.stable}"
-    events.append(("Warning", "RolledBack", why))
-    return _rolled_back(state, why, tuple(events))
+    events.append(("Warning", "RolledBack", f"{msg}; rolled back to revision {state.stable}"))
+    return _rolled_back(state, tuple(events))
 
 
 def _promote(state: _State, events: list[tuple[str, str, str]]) -> RolloutPlan:
