@@ -75,6 +75,10 @@ class ScheduleInput:
     # This deployment's replicas a Progressive rollout replaces now: name → the revision
     # their replacements run (make-before-break, like any other move).
     outdated: Mapping[str, str] = field(default_factory=dict)
+    # This deployment's replicas that take traffic (Ready, and their ModelEndpoint Ready
+    # where they get one); None: every Ready replica does. A draining replica leaves only
+    # once enough replacements serve, so the model is never left without an endpoint.
+    serving: frozenset[str] | None = None
 
     def priority(self, name: str | None) -> int:
         """A PriorityClass's value; 0 without a name, or for a class not found."""

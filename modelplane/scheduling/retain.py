@@ -415,13 +415,15 @@ def settle_drains(state: CycleState) -> None:
     """Drop each draining replica whose replacement is Ready (make-before-break).
 
     A draining replica stays while the Ready replicas counted toward
-    `spec.replicas` fall short of it: with `ready` of them Ready, the oldest
-    `spec.replicas - ready` draining ones keep serving (ties by cluster, then
+    `spec.replicas` (those that serve: `ScheduleInput.serving`) fall short of
+    it: with `ready` of them serving, the oldest `spec.replicas - ready`
+    draining ones keep serving (ties by cluster, then
     lowest index, the mirror of scale-down), the rest are dropped as replaced.
     """
     if not state.draining:
         return
-    ready = sum(1 for s in state.slots if s.ready)
+    serving = state.inp.serving
+    ready = sum(1 for s in state.slots if s.ready and (serving is None or s.name in serving))
     keep = max(0, state.inp.spec.replicas - ready)
     ordered = sorted(state.draining, key=lambda s: (s.order[:3], s.cluster, s.index))
     state.draining = ordered[:keep]

@@ -155,3 +155,56 @@ def test_a_draining_endpoint_is_listed_at_weight_zero() -> None:
     ]
     got = [(s.endpoint.name, s.weight, s.ready) for s in plan(spec, endpoints, "team-a")]
     assert got == [("chat-0", 500, True), ("chat-1", 500, True), ("chat-2", 0, True)]
+
+
+def _canary(name: str, percent: int) -> ObservedEndpoint:
+    spec = ModelEndpointSpec(url=f"https://{name}.example.com", canary_percent=percent)
+    return ObservedEndpoint(name, "team-a", {"app": "chat"}, spec, ready=True)
+
+
+@pytest.mark.parametrize(
+    ("endpoints", "expected"),
+    [
+        # A rollout wave under analysis: the new revision's one endpoint gets 10%.
+        (
+            [_endpoint("old-0", {"app": "chat"}), _endpoint("old-1", {"app": "chat"}),
+             _canary("new-0", 10)],
+            [("new-0", 100), ("old-0", 450), ("old-1", 450)],
+        ),
+        # Two canaries share their 10% evenly.
+        (
+            [_endpoint("old-0", {"app": "chat"}), _canary("new-0", 10), _canary("new-1", 10)],
+            [("new-0", 50), ("new-1", 50), ("old-0", 900)],
+        ),
+        # Only canaries left (every old endpoint gone): they take everything.
+        ([_canary("new-0", 10), _canary("new-1", 10)], [("new-0", 500), ("new-1", 500)]),
+    ],
+    ids=["one-canary", "two-canaries", "only-canaries"],
+)  # fmt: skip
+def test_canary_endpoints_share_their_percentage_of_the_group(
+    endpoints: list[ObservedEndpoint], expected: list[tuple[str, int]]
+) -> None:
+    spec = ModelServiceSpec.model_validate(
+        {"endpoints": [{"selector": {"matchLabels": {"app": "chat"}}, "weight": 100}]}
+    )
+    got = [(s.endpoint.name, s.weight) for s in plan(spec, endpoints, "team-a")]
+    assert got == expected
+
+
+def test_a_canary_share_leaves_other_groups_shares_as_they_were() -> None:
+    """Group shares stay 75/25 when one group splits into canary and the rest."""
+    spec = ModelServiceSpec.model_validate(
+        {
+            "endpoints": [
+                {"selector": {"matchLabels": {"app": "chat"}}, "weight": 3},
+                {"selector": {"matchLabels": {"app": "saas"}}, "weight": 1},
+            ]
+        }
+    )
+    endpoints = [
+        _endpoint("old-0", {"app": "chat"}),
+        _canary("new-0", 20),
+        _endpoint("saas-0", {"app": "saas"}),
+    ]
+    got = {s.endpoint.name: s.weight for s in plan(spec, endpoints, "team-a")}
+    assert got == {"new-0": 150, "old-0": 600, "saas-0": 250}

@@ -185,6 +185,8 @@ def test_examples_are_found() -> None:
     assert [str(f.relative_to(ROOT / "examples")) for f in EXAMPLES] == [
         "autoscaling/down",
         "autoscaling/up",
+        "operations/progressive/fail",
+        "operations/progressive/pass",
         "routing",
     ]
     assert _workload_configs(ROUTING[0]) == ["modelplane-eu-west", "modelplane-us-east"]
@@ -217,10 +219,15 @@ def _weighted(out: Obj, route: str) -> list[list[tuple[str, int]]]:
                     action = r["route"]
                     clusters = (action.get("weightedClusters") or {}).get("clusters")
                     pairs = clusters or [{"name": action["cluster"], "weight": 1}]
-                    found.append(
-                        [(p.get("hostRewriteLiteral") or p["name"], p["weight"]) for p in pairs]
-                    )
+                    found.append([(_target(p), p["weight"]) for p in pairs])
     return found
+
+
+def _target(weighted: Obj) -> str:
+    """A weighted cluster's target: the second hop's Host when it goes through the hop
+    (the loopback cluster is shared), else the xDS cluster (one per rule and backendRef)."""
+    host = str(weighted.get("hostRewriteLiteral") or "")
+    return host if host.endswith(f".{c.HOP_DOMAIN}") else str(weighted["name"])
 
 
 def _backend_of(inputs: list[Obj], namespace: str, route: str, target: str) -> str:
@@ -302,6 +309,11 @@ def _leads_to(out: Obj, xname: str, ns: str, backend: str) -> bool:
     route = xname.split("/")[2]
     for r in out.get("httpRoutes") or []:
         if r["metadata"]["namespace"] == ns and r["metadata"]["name"] == route:
+            if "/backend/" in xname:
+                # One xDS cluster per rule and backendRef: that very ref.
+                rule, index = xname.split("/rule/")[1].split("/backend/")
+                ref = r["spec"]["rules"][int(rule)]["backendRefs"][int(index)]
+                return bool(ref["name"] == backend)
             return any(
                 ref["name"] == backend for rule in r["spec"]["rules"] for ref in rule["backendRefs"]
             )

@@ -246,9 +246,9 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
     try:
         observed = scheduler_input(inp.composite, asked, _RequiredFleet(inp, namespace))
         revisions = plan_revisions(inp, spec, observed, by_name)
-        if revisions.rollout is not None and revisions.rollout.outdated:
-            moves = {name: revisions.place for name in revisions.rollout.outdated}
-            observed = dataclasses.replace(observed, outdated=moves)
+        rollout = revisions.rollout
+        moves = {} if rollout is None else dict.fromkeys(rollout.outdated, revisions.place)
+        observed = dataclasses.replace(observed, outdated=moves, serving=_serving(inp, by_name))
         plan = scheduler(observed)
     except Exception as err:  # a scheduler bug must not tear down serving replicas
         return outcome.fatal(
@@ -275,6 +275,22 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
     if scaling is not None:
         _compose_leaving(inp, result, scaling, leaving, clusters)
     return result
+
+
+def _serving(inp: ComposeInput, clusters: Mapping[str, ObservedInferenceCluster]) -> frozenset[str]:
+    """This deployment's replicas that take traffic: Ready, and, on a cluster whose gateway
+    gives them a ModelEndpoint, with that endpoint Ready too."""
+    out = set()
+    for key, obj in inp.observed.items():
+        replica = read_model_replica(obj) if obj.get("kind") == MODEL_REPLICA_KIND else None
+        if replica is None or not replica.ready:
+            continue
+        cluster = clusters.get(replica.cluster)
+        endpoint = inp.observed.get(endpoint_key(key))
+        routed = cluster is not None and cluster.gateway_address is not None
+        if not routed or (endpoint is not None and read_endpoint(endpoint).ready):
+            out.add(replica.name)
+    return frozenset(out)
 
 
 def _status_of(composite: Resource) -> Mapping[str, Any]:

@@ -436,7 +436,8 @@ def _at_time_up(
 ) -> _Judged:
     """The wave's time is up: too few Ready fails it; updates or signals missing hold it."""
     analysis = state.inp.rollout.judged
-    if (wave.ready_fraction or 0.0) < analysis.min_ready_fraction:
+    # None: nothing of the new revision is placed yet (held below, never failed for it).
+    if wave.ready_fraction is not None and wave.ready_fraction < analysis.min_ready_fraction:
         why = (
             f"only {wave.ready} of {wave.replicas} replicas of the new revision are Ready "
             f"(at least {analysis.min_ready_fraction:.0%} required)"
@@ -477,6 +478,7 @@ def _numbers(
 ) -> dict[str, object]:
     """The wave's counts and measurements (None where no signal measured them)."""
     wanted = len(new) + len(outdated)
+    placed = len(new)
     ready = sum(1 for r in new if r.ready)
     counted = [s for s in fresh if s.requests is not None]
     requests = sum(s.requests or 0 for s in counted) if counted else None
@@ -490,7 +492,8 @@ def _numbers(
         "errors": errors,
         "error_rate": round(errors / requests, 4) if requests and errors is not None else None,
         "ttft_p90_seconds": max(ttfts) if ttfts else None,
-        "ready_fraction": round(ready / wanted, 4) if wanted else None,
+        # Of the new revision's replicas placed: the ones still to come hold the wave.
+        "ready_fraction": round(ready / placed, 4) if placed else None,
     }
 
 

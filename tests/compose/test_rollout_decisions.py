@@ -1,0 +1,341 @@
+"""Wave decisions of a Progressive rollout, table by table, from hand-written signals.
+
+Every case is one call of `rollout.decide` with the replicas, the clusters'
+labels, the signals their agents reported and the last `status.rollout`; the
+expected answer (which replicas are replaced now, which revision new
+placements run, the decision, the wave's phase and the condition) is written
+out by hand.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from modelplane.api.autoscaling import ReplicaSignals
+from modelplane.api.rollout import Rollout, RolloutStatus, WaveAnalysis
+from modelplane.compose.deployments.rollout import (
+    ReplicaRevision,
+    RolloutInput,
+    RolloutPlan,
+    decide,
+    wave_clusters,
+)
+
+OLD, NEW = "old0000000", "new0000000"
+OLD_T: dict[str, Any] = {"backend": "Native", "caches": [], "roles": {"unified": {"count": 1}}}
+NEW_T: dict[str, Any] = {"backend": "Native", "caches": [], "roles": {"unified": {"count": 2}}}
+CLUSTERS = {
+    "central": {"region": "eu"},
+    "east": {"region": "us-east"},
+    "west": {"region": "us-west"},
+}
+T0, T1, T2 = "2026-11-01T01:00:00Z", "2026-11-01T01:10:00Z", "2026-11-01T01:20:00Z"
+
+
+def rollout(**over: Any) -> Rollout:
+    spec: dict[str, Any] = {
+        "strategy": "Progressive",
+        "waves": [
+            {"clusterSelector": {"matchLabels": {"region": "us-east"}}},
+            {"clusterSelector": {"matchLabels": {"region": "us-west"}}},
+            {"percent": 100},
+        ],
+        "analysis": {
+            "durationSeconds": 300,
+            "maxErrorRate": 0.01,
+            "maxTtftP90Seconds": 1.0,
+            "trafficPercent": 10,
+        },
+    }
+    spec.update(over)
+    return Rollout.model_validate(spec)
+
+
+def rep(cluster: str, index: int, revision: str | None, ready: bool = True) -> ReplicaRevision:
+    return ReplicaRevision(f"chat-{cluster}-{index}", cluster, index, revision, ready)
+
+
+def sig(at: str, requests: int = 1000, errors: int = 1, ttft: float | None = 0.5) -> ReplicaSignals:
+    return ReplicaSignals(
+        replica="x",
+        reachable=True,
+        scraped_at=at,
+        window_seconds=300,
+        ttft_p90_seconds=ttft,
+        requests=requests,
+        errors=errors,
+    )
+
+
+def prior(**over: Any) -> RolloutStatus:
+    fields: dict[str, Any] = {
+        "revision": NEW,
+        "stable_revision": OLD,
+        "stable_template": OLD_T,
+        "decision": "Progressing",
+    }
+    fields.update(over)
+    return RolloutStatus.model_validate(fields)
+
+
+def wave(n: int, phase: str, clusters: list[str], started: str | None = T0) -> WaveAnalysis:
+    return WaveAnalysis(wave=n, phase=phase, clusters=clusters, started_at=started)  # type: ignore[arg-type]
+
+
+def run(
+    replicas: list[ReplicaRevision],
+    signals: dict[str, ReplicaSignals],
+    last: RolloutStatus | None = None,
+    clusters: dict[str, dict[str, str]] | None = None,
+    cache_ready: Any = None,
+    **rollout_over: Any,
+) -> RolloutPlan:
+    return decide(
+        RolloutInput(
+            rollout=rollout(**rollout_over),
+            replicas_wanted=3,
+            revision=NEW,
+            template=NEW_T,
+            prior=last,
+            replicas=tuple(replicas),
+            clusters=CLUSTERS if clusters is None else clusters,
+            signals=signals,
+            templates={OLD: OLD_T, NEW: NEW_T},
+            cache_ready=cache_ready or (lambda cluster: True),
+        )
+    )
+
+
+def outcome(plan: RolloutPlan) -> tuple[Any, ...]:
+    assert plan.status is not None and plan.verdict is not None
+    waves = plan.status.waves or []
+    return (
+        sorted(plan.outdated),
+        plan.place,
+        plan.status.decision,
+        [(w.wave, w.phase) for w in waves],
+        plan.verdict.status,
+        str(plan.verdict.reason),
+    )
+
+
+OLD_FLEET = [rep("central", 0, OLD), rep("east", 0, OLD), rep("west", 0, OLD)]
+OLD_SIGNALS = {r.name: sig(T0) for r in OLD_FLEET}
+
+
+def test_a_new_revision_starts_wave_one_on_the_clusters_it_selects() -> None:
+    plan = run(OLD_FLEET, OLD_SIGNALS)
+    assert outcome(plan) == (
+        ["chat-east-0"], NEW, "Progressing", [(1, "Updating")], False, "Updating",
+    )  # fmt: skip
+    assert plan.status is not None and plan.status.waves is not None
+    assert plan.status.waves[0].clusters == ["east"]
+    assert plan.status.waves[0].started_at == T0  # the newest report, not a clock
+    assert plan.status.stable_revision == OLD and plan.status.stable_template == OLD_T
+    assert (plan.canary, plan.canary_percent) == (frozenset({NEW}), 10)
+
+
+def test_no_report_yet_holds_the_wave_without_starting_its_time() -> None:
+    plan = run(OLD_FLEET, {})
+    assert outcome(plan) == (
+        ["chat-east-0"], NEW, "Progressing", [(1, "Updating")], False, "SignalsMissing",
+    )  # fmt: skip
+    assert plan.status is not None and plan.status.waves is not None
+    assert plan.status.waves[0].started_at is None
+
+
+AFTER_EAST = [rep("central", 0, OLD), rep("east", 1, NEW), rep("west", 0, OLD)]
+WAVE_1 = prior(wave=1, waves=[wave(1, "Updating", ["east"])])
+
+
+@pytest.mark.parametrize(
+    ("signal", "expected"),
+    [
+        # Pass: ten minutes on, 0.2% errors, TTFT 0.5 s; wave 2 starts at that report's time.
+        (
+            sig(T1, errors=2),
+            (
+                ["chat-west-0"],
+                NEW,
+                "Progressing",
+                [(1, "Passed"), (2, "Updating")],
+                False,
+                "Updating",
+            ),
+        ),
+        # Fail on errors: 5% > 1%, at once (rolled back: the new replica is replaced).
+        (
+            sig(T1, errors=50),
+            (["chat-east-1"], OLD, "RolledBack", [(1, "Failed")], False, "RolledBack"),
+        ),
+        # Fail on latency: TTFT p90 2.5 s > 1 s.
+        (
+            sig(T1, ttft=2.5),
+            (["chat-east-1"], OLD, "RolledBack", [(1, "Failed")], False, "RolledBack"),
+        ),
+        # Stale: the only report of the new replica predates the wave: held, never passed.
+        (
+            sig("2026-11-01T00:50:00Z"),
+            ([], NEW, "Progressing", [(1, "Analyzing")], False, "SignalsMissing"),
+        ),
+        # Missing TTFT (no first token seen): held, not passed.
+        (
+            sig(T1, ttft=None),
+            ([], NEW, "Progressing", [(1, "Analyzing")], False, "SignalsMissing"),
+        ),
+        # Too early: four minutes of the five held, limits met: still analysing.
+        (
+            sig("2026-11-01T01:04:00Z"),
+            ([], NEW, "Progressing", [(1, "Analyzing")], False, "Analyzing"),
+        ),
+    ],
+    ids=["pass", "errors", "latency", "stale", "no-ttft", "early"],
+)
+def test_wave_one_is_judged_on_the_new_revision_only(
+    signal: ReplicaSignals, expected: tuple[Any, ...]
+) -> None:
+    # The old replicas report all errors: not the new revision's, so not counted. Their
+    # reports also carry "now" (ten minutes on, or the new replica's own time if later).
+    now = signal.scraped_at if signal.scraped_at > T0 else T1
+    signals = {
+        "chat-central-0": sig(now, requests=10, errors=10),
+        "chat-west-0": sig(now, requests=10, errors=10),
+        "chat-east-1": signal,
+    }
+    assert outcome(run(AFTER_EAST, signals, WAVE_1)) == expected
+
+
+def test_a_wave_not_yet_updated_is_not_passed_when_its_time_is_up() -> None:
+    replicas = [*AFTER_EAST, rep("east", 0, OLD)]  # the old one still drains
+    signals = {"chat-east-1": sig(T1)}
+    assert outcome(run(replicas, signals, WAVE_1)) == (
+        ["chat-east-0"], NEW, "Progressing", [(1, "Updating")], False, "Updating",
+    )  # fmt: skip
+
+
+def test_too_few_ready_when_time_is_up_fails_the_wave() -> None:
+    replicas = [rep("central", 0, OLD), rep("east", 1, NEW, ready=False), rep("west", 0, OLD)]
+    plan = run(replicas, {"chat-central-0": sig(T1)}, WAVE_1)
+    assert outcome(plan) == (
+        ["chat-east-1"], OLD, "RolledBack", [(1, "Failed")], False, "RolledBack",
+    )  # fmt: skip
+    assert plan.status is not None
+    assert "only 0 of 1 replicas of the new revision are Ready" in plan.status.message
+
+
+def test_on_failure_pause_holds_every_replica_where_it_is() -> None:
+    plan = run(AFTER_EAST, {"chat-east-1": sig(T1, errors=50)}, WAVE_1, onFailure="Pause")
+    assert outcome(plan) == ([], NEW, "Paused", [(1, "Failed")], False, "AnalysisFailed")
+    assert plan.verdict is not None
+    assert [e[1] for e in plan.verdict.events] == ["RolloutPaused"]
+    # It stays paused on the next call, whatever the signals say now.
+    again = run(AFTER_EAST, {"chat-east-1": sig(T2)}, plan.status, onFailure="Pause")
+    assert outcome(again)[:3] == ([], NEW, "Paused")
+
+
+def test_spec_paused_starts_and_judges_nothing() -> None:
+    plan = run(AFTER_EAST, {"chat-east-1": sig(T1)}, WAVE_1, paused=True)
+    assert outcome(plan) == ([], NEW, "Paused", [(1, "Updating")], False, "Paused")
+
+
+def test_a_rolled_back_revision_is_not_tried_again_until_the_spec_changes() -> None:
+    failed = prior(
+        decision="RolledBack", failed_revision=NEW, wave=1,
+        waves=[wave(1, "Failed", ["east"]).model_copy(update={"message": "wave 1 failed: x"})],
+    )  # fmt: skip
+    plan = run(OLD_FLEET, OLD_SIGNALS, failed)
+    assert outcome(plan) == ([], OLD, "RolledBack", [(1, "Failed")], False, "RolledBack")
+    assert plan.status is not None
+    assert plan.status.message == "wave 1 failed: x; rolled back to revision old0000000"
+
+
+def test_undo_to_the_stable_revision_replaces_the_new_ones() -> None:
+    plan = decide(
+        RolloutInput(
+            rollout=rollout(),
+            replicas_wanted=3,
+            revision=OLD,
+            template=OLD_T,
+            prior=WAVE_1,
+            replicas=tuple(AFTER_EAST),
+            clusters=CLUSTERS,
+            signals={},
+            templates={OLD: OLD_T, NEW: NEW_T},
+        )
+    )
+    assert outcome(plan) == (["chat-east-1"], OLD, "Progressing", [], False, "Promoting")
+
+
+def test_a_cluster_that_disappears_mid_rollout_leaves_the_wave() -> None:
+    # west (wave 2) is gone: its replica is the scheduler's to replace; wave 2 holds
+    # nothing old, so once the replacement (new revision, on central) reports, it passes.
+    clusters = {k: v for k, v in CLUSTERS.items() if k != "west"}
+    replicas = [rep("central", 0, OLD), rep("central", 1, NEW), rep("east", 1, NEW)]
+    last = prior(
+        wave=2,
+        waves=[wave(1, "Passed", ["east"]), wave(2, "Analyzing", ["east", "west"], T1)],
+    )
+    signals = {"chat-east-1": sig(T2), "chat-central-1": sig(T2)}
+    plan = run(replicas, signals, last, clusters=clusters)
+    assert outcome(plan) == (
+        ["chat-central-0"], NEW, "Progressing",
+        [(1, "Passed"), (2, "Passed"), (3, "Updating")], False, "Updating",
+    )  # fmt: skip
+
+
+def test_the_last_wave_passed_promotes_then_completes() -> None:
+    done = [rep("central", 1, NEW), rep("east", 1, NEW), rep("west", 1, NEW)]
+    last = prior(
+        wave=3,
+        waves=[
+            wave(1, "Passed", ["east"]),
+            wave(2, "Passed", ["east", "west"], T1),
+            wave(3, "Analyzing", ["central", "east", "west"], T1),
+        ],
+    )
+    plan = run(done, {r.name: sig(T2) for r in done}, last)
+    assert outcome(plan) == (
+        [], NEW, "Complete", [(1, "Passed"), (2, "Passed"), (3, "Passed")], True, "Complete",
+    )  # fmt: skip
+    assert plan.status is not None
+    assert (plan.status.stable_revision, plan.status.previous_revision) == (NEW, OLD)
+    assert plan.status.previous_template == OLD_T
+    assert plan.canary == frozenset()  # one revision left: no canary share
+
+
+def test_the_wave_waits_for_the_new_revisions_cache() -> None:
+    plan = run(OLD_FLEET, OLD_SIGNALS, cache_ready=lambda cluster: cluster != "east")
+    assert outcome(plan) == (
+        [], NEW, "Progressing", [(1, "WaitingForCache")], False, "WaitingForCache",
+    )  # fmt: skip
+    assert plan.status is not None and plan.status.waves is not None
+    assert plan.status.waves[0].started_at is None  # its time starts once the cache is Ready
+
+
+@pytest.mark.parametrize(
+    ("percent", "expected"),
+    [
+        (1, ["central"]),
+        (33, ["central"]),
+        (34, ["central", "east"]),  # 34% of 3 is 1.02: rounded up, 2 replicas
+        (66, ["central", "east"]),
+        (67, ["central", "east", "west"]),
+    ],
+)
+def test_a_percentage_takes_clusters_in_name_order(percent: int, expected: list[str]) -> None:
+    from modelplane.api.rollout import RolloutWave
+
+    waves = [RolloutWave(percent=percent)]
+    assert wave_clusters(waves, CLUSTERS, OLD_FLEET, 3) == expected
+
+
+def test_first_rollout_of_a_new_deployment_has_nothing_to_roll() -> None:
+    plan = decide(
+        RolloutInput(
+            rollout=rollout(), replicas_wanted=3, revision=NEW, template=NEW_T, prior=None,
+            replicas=(), clusters=CLUSTERS, signals={}, templates={},
+        )
+    )  # fmt: skip
+    assert outcome(plan) == ([], NEW, "Complete", [], True, "Complete")
