@@ -12,7 +12,7 @@ merge patch merges mappings, so a key left out would survive the undo).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -66,24 +66,29 @@ def planned_waves(obj: Mapping[str, Any]) -> int:
     return len(waves) if isinstance(waves, list) else 0
 
 
-def _placement_counts(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class ClusterRevision:
+    """How many of a deployment's replicas on one cluster run one revision."""
+
+    cluster: str
+    revision: str | None  # None: the placement names none (not a Progressive deployment)
+    replicas: int
+    ready: int
+    draining: int
+
+
+def cluster_revisions(obj: Mapping[str, Any]) -> list[ClusterRevision]:
     """Replicas per (cluster, revision) from status.placements, in name order."""
-    counts: dict[tuple[str, str | None], dict[str, Any]] = {}
+    counts: dict[tuple[str, str | None], list[int]] = {}
     for p in read_model_deployment(obj).status.placements or ():
-        row = counts.setdefault(
-            (p.cluster, p.revision),
-            {
-                "cluster": p.cluster,
-                "revision": p.revision,
-                "replicas": 0,
-                "ready": 0,
-                "draining": 0,
-            },
-        )
-        row["replicas"] += 1
-        row["ready"] += 1 if p.ready else 0
-        row["draining"] += 1 if p.draining else 0
-    return [counts[k] for k in sorted(counts, key=lambda k: (k[0], k[1] or ""))]
+        row = counts.setdefault((p.cluster, p.revision), [0, 0, 0])
+        row[0] += 1
+        row[1] += 1 if p.ready else 0
+        row[2] += 1 if p.draining else 0
+    return [
+        ClusterRevision(cluster, revision, *counts[(cluster, revision)])
+        for cluster, revision in sorted(counts, key=lambda k: (k[0], k[1] or ""))
+    ]
 
 
 def status_doc(ref: str, obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -100,7 +105,7 @@ def status_doc(ref: str, obj: Mapping[str, Any]) -> dict[str, Any]:
         "rolledOut": None
         if cond is None
         else {"status": cond.status, "reason": cond.reason, "message": cond.message},
-        "clusters": _placement_counts(obj),
+        "clusters": [asdict(r) for r in cluster_revisions(obj)],
         "unreadable": list(observed.unreadable),
     }
 
@@ -241,7 +246,9 @@ def undo_patch(ref: str, obj: Mapping[str, Any]) -> Change:
 
 __all__ = [
     "Change",
+    "ClusterRevision",
     "RolloutError",
+    "cluster_revisions",
     "merge_diff",
     "pause_patch",
     "status_doc",
