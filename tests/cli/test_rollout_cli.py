@@ -8,11 +8,14 @@ patches as RFC 7386 says (its own implementation, below).
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
+import ssl
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +27,7 @@ from modelplane.cli import rollout as rollout_cli
 from modelplane.cli.kubeconfig import KubeconfigError, load_kubeconfig
 from modelplane.cli.main import cli
 from modelplane.cli.rollout_view import merge_diff, undo_patch
+from modelplane.dev import pki
 from tests.loopback_http import serving
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -510,3 +514,66 @@ def test_kubeconfig_token_file_is_relative_to_the_kubeconfig(tmp_path: Path) -> 
     assert client.token_file == str(tmp_path / "token")
     assert client._headers(None)["Authorization"] == f"Bearer {TOKEN}"
     assert TOKEN not in repr(client)
+
+
+@pytest.fixture
+def tls_api(tmp_path: Path) -> Iterator[tuple[FakeAPI, str, Path]]:
+    """The fake API server over TLS that requires a client certificate signed by its CA;
+    the CA, server and client certificates are in tmp_path (ca.crt, srv/, cli/)."""
+    ca = pki.CA.create()
+    ca.write(tmp_path)
+    ca.issue(tmp_path / "srv", "srv", server=True, client=False)
+    ca.issue(tmp_path / "cli", "cli", server=False, client=True)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(tmp_path / "ca.crt"))
+    context.load_cert_chain(tmp_path / "srv" / "tls.crt", tmp_path / "srv" / "tls.key")
+    context.verify_mode = ssl.CERT_REQUIRED
+    state = FakeAPI()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield state, f"https://127.0.0.1:{server.server_address[1]}", tmp_path
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _b64(path: Path) -> str:
+    return base64.b64encode(path.read_bytes()).decode()
+
+
+def test_live_over_tls_with_a_client_certificate(tls_api: tuple[FakeAPI, str, Path]) -> None:
+    """Inline (-data) and file forms both reach a server that checks the client's certificate
+    and is checked against the kubeconfig's CA; the token rides along."""
+    state, url, pki_dir = tls_api
+    inline = _kubeconfig(pki_dir, url, token=TOKEN,
+                         **{"client-certificate-data": _b64(pki_dir / "cli" / "tls.crt"),
+                            "client-key-data": _b64(pki_dir / "cli" / "tls.key")})  # fmt: skip
+    doc = yaml.safe_load(inline.read_text())
+    doc["clusters"][0]["cluster"]["certificate-authority-data"] = _b64(pki_dir / "ca.crt")
+    inline.write_text(yaml.safe_dump(doc))
+    code, out = run("status", "--kubeconfig", str(inline), "--deployment", "ml-team/chat",
+                    "-o", "json")  # fmt: skip
+    assert code == 0, out
+    assert json.loads(out)["rollout"]["stableRevision"] == "3f2a"
+    files = pki_dir / "files.yaml"
+    doc["clusters"][0]["cluster"] = {"server": url, "certificate-authority": "ca.crt"}
+    doc["users"][0]["user"] = {"token": TOKEN, "client-certificate": "cli/tls.crt",
+                               "client-key": "cli/tls.key"}  # fmt: skip
+    files.write_text(yaml.safe_dump(doc))
+    code, out = run("pause", "--kubeconfig", str(files), "--deployment", "ml-team/chat")
+    assert code == 0, out
+    assert state.obj["spec"]["rollout"]["paused"] is True
+    # No client certificate: the handshake fails, and the command says it could not read.
+    doc["users"][0]["user"] = {"token": TOKEN}
+    files.write_text(yaml.safe_dump(doc))
+    code, out = run("status", "--kubeconfig", str(files), "--deployment", "ml-team/chat")
+    assert code == 1 and "cannot read ModelDeployment ml-team/chat" in out
+    # Another CA: the server is not trusted.
+    other = pki.CA.create()
+    (pki_dir / "other.crt").write_bytes(other.pem)
+    doc["clusters"][0]["cluster"]["certificate-authority"] = "other.crt"
+    files.write_text(yaml.safe_dump(doc))
+    code, out = run("status", "--kubeconfig", str(files), "--deployment", "ml-team/chat")
+    assert code == 1 and "CERTIFICATE_VERIFY_FAILED" in out
