@@ -318,8 +318,8 @@ def _dash(value: object) -> str:
     return "—" if value is None or value == "" else str(value)
 
 
-def _percent(value: float | None) -> str:
-    return "—" if value is None else f"{value * 100:.2f}%".replace(".00%", "%")
+def _percent(value: float | None, digits: int = 2) -> str:
+    return "—" if value is None else f"{value * 100:.{digits}f}%"
 
 
 def _seconds(value: float | None) -> str:
@@ -348,7 +348,12 @@ def _header(doc: Mapping[str, Any], rollout: RolloutStatus | None) -> Text:
         text.append(
             "\n  paused: spec.rollout.paused is true (modelplane rollout resume)", style="yellow"
         )
-    if rollout is not None and rollout.message:
+    # The condition usually says the same; the rollout's own words only when they differ.
+    if (
+        rollout is not None
+        and rollout.message
+        and (cond is None or cond["message"] != rollout.message)
+    ):
         text.append(f"\n  {rollout.message}")
     for problem in doc["unreadable"]:
         text.append(f"\n  unreadable: {problem}", style="red")
@@ -365,7 +370,7 @@ def _wave_row(w: WaveAnalysis) -> list[Text | str]:
         _dash(w.errors),
         _percent(w.error_rate),
         _seconds(w.ttft_p90_seconds),
-        _percent(w.ready_fraction),
+        _percent(w.ready_fraction, 0),
         _dash(w.started_at),
         _dash(w.decided_at),
         w.message,
@@ -400,14 +405,15 @@ def revisions_table(rollout: RolloutStatus) -> Table:
     table = Table(title="Replicas per revision", title_justify="left")
     for col in ("Revision", "Is", "Replicas", "Ready"):
         table.add_column(col)
-    roles = {
-        rollout.revision: "spec",
-        rollout.stable_revision: "stable",
-        rollout.previous_revision: "previous",
-        rollout.failed_revision: "failed",
-    }
+    # One revision may be several of these at once (spec and stable once Complete).
+    parts = (
+        (rollout.revision, "spec"),
+        (rollout.stable_revision, "stable"),
+        (rollout.previous_revision, "previous"),
+        (rollout.failed_revision, "failed"),
+    )
     for r in rollout.revisions or ():
-        names = [n for rev, n in roles.items() if rev == r.revision]
+        names = [n for rev, n in parts if rev == r.revision]
         table.add_row(r.revision, ", ".join(names), str(r.replicas), str(r.ready))
     return table
 

@@ -131,8 +131,8 @@ def test_status_table_shows_revisions_decision_waves_and_clusters(
     assert "ModelDeployment ml-team/chat: Progressing, wave 2 of 3" in out
     assert "revision 9c1d (spec), stable 3f2a" in out
     assert "RolledOut=False Analyzing: wave 2 of 3: analysing revision 9c1d on west" in out
-    assert "wave 2 of 3 is being analysed" in out
-    assert _row(out, "1") == ["1", "Passed", "east", "2/2/2", "1200", "0", "0%", "0.31 s",
+    assert "wave 2 of 3 is being analysed" in out  # the rollout's message, not the condition's
+    assert _row(out, "1") == ["1", "Passed", "east", "2/2/2", "1200", "0", "0.00%", "0.31 s",
                               "100%", "2026-11-01T00:00:00Z", "2026-11-01T00:05:00Z",
                               "every limit met for 300s"]  # fmt: skip
     assert _row(out, "2") == ["2", "Analyzing", "west", "1/1/1", "500", "2", "0.40%", "0.42 s",
@@ -141,6 +141,28 @@ def test_status_table_shows_revisions_decision_waves_and_clusters(
     assert _row(out, "3f2a") == ["3f2a", "stable", "1", "1"]
     assert _row(out, "east") == ["east", "9c1d", "2", "2", "0"]
     assert _row(out, "north") == ["north", "3f2a", "1", "1", "0"]
+
+
+def test_status_of_a_complete_rollout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """One revision that is both the spec's and the stable one is named as both; a message
+    the RolledOut condition already says is said once."""
+    said = "every replica runs revision 9c1d"
+    obj = deployment(
+        "Complete",
+        stableRevision="9c1d",
+        previousRevision="3f2a",
+        wave=3,
+        revisions=[{"revision": "9c1d", "replicas": 4, "ready": 4}],
+        message=said,
+    )
+    obj["status"]["conditions"][0] |= {"status": "True", "reason": "Complete", "message": said}
+    monkeypatch.setattr(rollout_cli, "render_deployment", lambda *a: obj)
+    code, out = run("status", str(tmp_path), "--deployment", "ml-team/chat")
+    assert code == 0, out
+    assert "ModelDeployment ml-team/chat: Complete, wave 3 of 3" in out
+    assert "revision 9c1d (spec), stable 9c1d, previous 3f2a" in out
+    assert out.count(said) == 1
+    assert _row(out, "9c1d") == ["9c1d", "spec, stable", "4", "4"]
 
 
 def test_status_json_and_yaml(rendered: dict, tmp_path: Path) -> None:
