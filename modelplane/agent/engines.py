@@ -7,9 +7,11 @@ and keeps, per pod, the last few samples (`Window`). Per replica it publishes
 a `ReplicaSignals`: window averages of requests waiting and running and of
 KV-cache use, the time-to-first-token p90 over the window (from the
 histogram's bucket increase between the window's first and last scrape), the
-window and the scrape time. A pod that does not answer, answers with an
-error, too much or something that does not parse makes its replica
-`reachable: false` with the reason: it is never reported as idle.
+window and the scrape time, and the inference requests its HTTP server
+answered in the window and how many of those were server errors. A pod
+that does not answer, answers with an error, too much or something that
+does not parse makes its replica `reachable: false` with the reason: it is
+never reported as idle.
 
 The metric names, per engine (vLLM v1; the older `gpu_cache_usage_perc`
 is read when the newer name is absent):
@@ -20,11 +22,32 @@ is read when the newer name is absent):
 | requests running | `vllm:num_requests_running` | gauge |
 | KV-cache use (0–1) | `vllm:kv_cache_usage_perc` (`vllm:gpu_cache_usage_perc`) | gauge |
 | time to first token | `vllm:time_to_first_token_seconds` | histogram |
+| requests answered, 5xx errors | `http_requests_total{handler, method, status}` | counter |
+
+The HTTP counter is not vLLM's own: vLLM's OpenAI server instruments its
+FastAPI app with prometheus-fastapi-instrumentator (`Instrumentator(...)
+.add().instrument(app)`, with `/metrics`, `/health`, `/ping`, `/load`,
+`/version` and `/server_info` excluded), whose default metric is that
+counter. What this module relies on: `handler` is the route's path template
+(so `/v1/chat/completions`, never a raw URL), `status` is grouped by class
+("2xx", "4xx", "5xx"; `should_group_status_codes` defaults to true, an
+ungrouped "503" is read the same way), and a label set's series appears on
+its first request, so an engine that has answered nothing shows the
+counter's `# TYPE` line and no sample (known: zero). Only handlers under
+`/v1/` (the OpenAI API) count. Per pod, `requests` is the counter's
+increase over the window summed over its series, `errors` that of the 5xx
+series, each series' increase taken between consecutive scrapes as
+Prometheus' `increase()` does: a value lower than the one before is a reset
+(the engine restarted) and counts from 0. Unknown (None, never 0) with a
+single scrape in the window, or a scrape whose page lacked the counter. A
+replica's counts are its pods' sums, unknown when any pod's is (a part of
+the traffic would pass for all of it).
 """
 
 from __future__ import annotations
 
 import http.client
+import itertools
 import math
 import urllib.parse
 from collections import deque
@@ -48,6 +71,8 @@ class EngineMetrics:
     running: str
     kv_cache: tuple[str, ...]
     ttft: str
+    http_requests: str  # a counter labelled handler and status (the sample's name, `_total`)
+    inference_prefix: str  # the handlers (route templates) that serve inference
 
 
 VLLM = EngineMetrics(
@@ -55,6 +80,8 @@ VLLM = EngineMetrics(
     running="vllm:num_requests_running",
     kv_cache=("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
     ttft="vllm:time_to_first_token_seconds",
+    http_requests="http_requests_total",
+    inference_prefix="/v1/",
 )
 ENGINES: Mapping[str, EngineMetrics] = {"vllm": VLLM}
 
@@ -79,6 +106,8 @@ class Sample:
     running: float | None
     kv_cache: float | None
     ttft_buckets: tuple[tuple[float, float], ...]  # (upper bound, cumulative count)
+    # Inference series of the HTTP counter: ((handler, method, status), count); None: no counter.
+    http: tuple[tuple[tuple[str, str, str], float], ...] | None = None
 
 
 def fetch(url: str, timeout: float, max_bytes: int) -> str:
@@ -109,15 +138,20 @@ def parse(text: str, engine: EngineMetrics, at: int) -> Sample:
     """The signals in one page of Prometheus text (summed over label sets, e.g. models)."""
     sums: dict[str, float] = {}
     buckets: dict[float, float] = {}
+    series: dict[tuple[str, str, str], float] | None = None
     wanted = {engine.waiting, engine.running, *engine.kv_cache}
     try:
         for family in text_string_to_metric_families(text):
+            if engine.http_requests in (family.name, family.name + "_total"):
+                series = series if series is not None else {}  # the counter is there, maybe empty
             for s in family.samples:
                 if s.name in wanted and math.isfinite(s.value):
                     sums[s.name] = sums.get(s.name, 0.0) + s.value
                 elif s.name == engine.ttft + "_bucket" and "le" in s.labels:
                     bound = float(s.labels["le"])
                     buckets[bound] = buckets.get(bound, 0.0) + s.value
+                elif s.name == engine.http_requests and series is not None:
+                    _count_request_series(series, s.labels, s.value, engine.inference_prefix)
     except (ValueError, TypeError, IndexError) as err:
         raise ScrapeError(f"not Prometheus text: {err}") from err
     kv = next((sums[n] for n in engine.kv_cache if n in sums), None)
@@ -127,7 +161,43 @@ def parse(text: str, engine: EngineMetrics, at: int) -> Sample:
         running=sums.get(engine.running),
         kv_cache=None if kv is None else min(1.0, max(0.0, kv)),
         ttft_buckets=tuple(sorted(buckets.items())),
+        http=None if series is None else tuple(sorted(series.items())),
     )
+
+
+def _count_request_series(
+    into: dict[tuple[str, str, str], float], labels: Mapping[str, str], value: float, prefix: str
+) -> None:
+    """Add one HTTP counter sample to `into` when it counts an inference handler."""
+    handler = labels.get("handler", "")
+    if handler.startswith(prefix) and math.isfinite(value) and value >= 0:
+        key = (handler, labels.get("method", ""), labels.get("status", ""))
+        into[key] = into.get(key, 0.0) + value
+
+
+def _is_server_error(status: str) -> bool:
+    """Whether a `status` label ("5xx" grouped, or "503" ungrouped) is an HTTP server error."""
+    return len(status) == 3 and status[0] == "5"
+
+
+def requests_answered(window: Sequence[Sample]) -> tuple[int, int] | None:
+    """(requests, 5xx errors) the pod's HTTP server answered over `window`; None when unknown.
+
+    Each series' increase between consecutive scrapes, a drop being a reset that
+    counts from 0 (Prometheus `increase()`); unknown with one scrape or a page without the
+    counter.
+    """
+    if len(window) < 2 or any(s.http is None for s in window):
+        return None
+    requests = errors = 0.0
+    for before, after in itertools.pairwise(window):
+        prior = dict(before.http or ())
+        for key, count in after.http or ():
+            was = prior.get(key, 0.0)
+            grew = count - was if count >= was else count
+            requests += grew
+            errors += grew if _is_server_error(key[2]) else 0.0
+    return round(requests), round(errors)
 
 
 def quantile(
@@ -243,6 +313,7 @@ def _replica(
         for b, n in w[-1].ttft_buckets if len(w) > 1 else ():
             merged_last[b] = merged_last.get(b, 0.0) + n
     p90, requests = quantile(0.9, sorted(merged_first.items()), sorted(merged_last.items()))
+    answered = _sum_known([requests_answered(w) for w in windows])
     return ReplicaSignals(
         replica=replica,
         pods=len(pods),
@@ -255,7 +326,16 @@ def _replica(
         kv_cache_utilization=None if kv is None else round(kv, 4),
         ttft_p90_seconds=None if p90 is None else round(p90, 4),
         ttft_requests=requests if p90 is not None else None,
+        requests=None if answered is None else answered[0],
+        errors=None if answered is None else answered[1],
     )
+
+
+def _sum_known(per_pod: Sequence[tuple[int, int] | None]) -> tuple[int, int] | None:
+    """The pods' (requests, errors) summed; None when any pod's is unknown (a part is no total)."""
+    if not per_pod or any(p is None for p in per_pod):
+        return None
+    return sum(p[0] for p in per_pod if p), sum(p[1] for p in per_pod if p)
 
 
 def scrape(

@@ -130,6 +130,17 @@ class ModelEndpointSpec(KubeModel):
             "ModelService gives it weight 0, and the replica is deleted only once they all do."
         ),
     )
+    canary_percent: int | None = Field(
+        default=None,
+        ge=1,
+        le=99,
+        description=(
+            "Set on the endpoints of a new revision while a rollout wave is analysed "
+            "(ModelDeployment spec.rollout.analysis.trafficPercent): within each ModelService "
+            "group, the endpoints that set it share this percentage of the group's traffic "
+            "and the others the rest."
+        ),
+    )
     rewrite_path: str | None = Field(
         default=None,
         max_length=1024,

@@ -27,7 +27,7 @@ from modelplane.api.common import KubeModel, LabelSelector, StatusModel, cel_rul
 
 MAX_SURGE: Final = 10000
 MAX_WAVES: Final = 16
-MAX_WAVE_CLUSTERS: Final = 32
+MAX_WAVE_CLUSTERS: Final = 256
 MAX_ROLLOUT_MESSAGE: Final = 1024
 MAX_ANALYSIS_SECONDS: Final = 86400
 

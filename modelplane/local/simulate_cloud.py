@@ -32,11 +32,15 @@ show what goes wrong in real clusters:
 - `signals` (data: deployment (`name` or `namespace/name`), optional
   cluster, requestsWaiting and requestsRunning (totals, spread evenly over
   the deployment's Ready replicas there), kvCacheUtilization and
-  ttftP90Seconds (each replica's), scrapedAt): the simulated agent reports
-  those engine signals for each Ready replica of the deployment (on that
-  cluster) whose ModelEndpoint is Ready (requests reach a replica only
-  through one), as it would after scraping the engines' metrics; autoscaling reads
-  them. Any other replica reports nothing.
+  ttftP90Seconds (each replica's), requests and errors (each replica's
+  inference requests answered in the window and, of those, HTTP 5xx:
+  non-negative integers), optional revision, scrapedAt): the simulated agent
+  reports those engine signals for each Ready replica of the deployment (on
+  that cluster; with `revision`, only a ModelReplica labelled
+  `modelplane.ai/revision` with that value, and the totals spread over those)
+  whose ModelEndpoint is Ready (requests reach a replica only through one),
+  as it would after scraping the engines' metrics; autoscaling and
+  progressive rollouts read them. Any other replica reports nothing.
 
 Everything is derived from the objects themselves, so a second pass over an
 unchanged store changes nothing.
@@ -416,6 +420,15 @@ def _float(value: str | None) -> float | None:
         return None
 
 
+def _count(value: str | None) -> int | None:
+    """A fixture's count: a non-negative integer, else None (not reported, never a crash)."""
+    try:
+        n = int(value) if value not in (None, "") else None
+    except ValueError:
+        return None
+    return n if n is not None and n >= 0 else None
+
+
 def _signals_of(fixture: dict[str, str], ready: list[str], n: int) -> list[dict[str, Any]]:
     """What the simulated agent reports for `ready` replicas (pod label values), of `n` sharing."""
     out = []
@@ -434,6 +447,8 @@ def _signals_of(fixture: dict[str, str], ready: list[str], n: int) -> list[dict[
             kv_cache_utilization=_float(fixture.get("kvCacheUtilization")),
             ttft_p90_seconds=_float(fixture.get("ttftP90Seconds")),
             ttft_requests=100 if fixture.get("ttftP90Seconds") else None,
+            requests=_count(fixture.get("requests")),
+            errors=_count(fixture.get("errors")),
         )
         out.append(s.to_dict())
     return out
@@ -461,6 +476,7 @@ def _replica_signals(store: ObjectStore, cluster: str, found: Fixtures) -> list[
                 spec.get("clusterName") in (fixture.get("cluster") or spec.get("clusterName"),)
                 and spec.get("deploymentName") == name
                 and namespace in ("", meta.get("namespace"))
+                and fixture.get("revision") in (None, "", labels_of(replica).get(c.LABEL_REVISION))
                 and is_condition_true(replica, c.CONDITION_READY)
                 and _routed(store, meta)
             ):

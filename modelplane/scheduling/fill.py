@@ -265,7 +265,7 @@ def _place(
 def surge(state: CycleState) -> int:
     """`rollout.maxSurge` in replicas (0 under Immediate: nothing ever drains)."""
     rollout = state.inp.spec.rollout
-    if rollout.strategy != "MakeBeforeBreak":
+    if rollout.strategy == "Immediate":
         return 0
     return rollout.surge(state.inp.spec.replicas)
 

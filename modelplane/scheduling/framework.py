@@ -72,6 +72,9 @@ class ScheduleInput:
     preempted: Mapping[tuple[str, str], tuple[ObservedModelReplica, int]] = field(
         default_factory=dict
     )
+    # This deployment's replicas a Progressive rollout replaces now: name → the revision
+    # their replacements run (make-before-break, like any other move).
+    outdated: Mapping[str, str] = field(default_factory=dict)
 
     def priority(self, name: str | None) -> int:
         """A PriorityClass's value; 0 without a name, or for a class not found."""

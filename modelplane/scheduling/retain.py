@@ -228,6 +228,9 @@ def judge(state: CycleState, r: ObservedModelReplica) -> Judgement:
         return Judgement(Eviction("NoIndex"))
     if not r.roles:
         return Judgement(Eviction("NoPool"))
+    moving_to = state.inp.outdated.get(r.name)
+    if moving_to is not None:
+        return Judgement(Eviction("RevisionChanged", (moving_to,)))
     if state.invalid:
         # Nothing to judge the pinned pool by: keep it (never tear down on doubt).
         return Judgement()
@@ -320,7 +323,7 @@ def _drains(state: CycleState, r: ObservedModelReplica, eviction: Eviction) -> b
     Ready yet is dropped at once and its capacity freed for the replacement.
     """
     rollout = state.inp.spec.rollout
-    if rollout.strategy != "MakeBeforeBreak" or eviction.reason not in MAKE_BEFORE_BREAK:
+    if rollout.strategy == "Immediate" or eviction.reason not in MAKE_BEFORE_BREAK:
         return False
     if not r.ready:
         return False
@@ -346,7 +349,7 @@ def _sets_aside(state: CycleState, r: ObservedModelReplica, eviction: Eviction) 
     roles, charges = _observed_roles(state, r)
     slot = Slot(r.cluster, r.index, r.name, roles, charges, True, r.ready, r.order)
     slot.stuck = Stuck(report, eviction)
-    keep = state.inp.spec.rollout.strategy == "MakeBeforeBreak"
+    keep = state.inp.spec.rollout.strategy != "Immediate"
     if not keep or (r.namespace, r.name) in state.losers:
         state.stuck_dropped.append(slot)
         return False

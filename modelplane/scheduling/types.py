@@ -46,13 +46,21 @@ EvictReason = Literal[
     "Unschedulable",  # its cluster reports its pods unschedulable past the grace period
     "Preempted",  # a higher-priority replica preempts it (no make-before-break)
     "SpotNotAllowed",  # its pool is Spot capacity and spec.placement.allowSpot is not true
+    "RevisionChanged",  # a Progressive rollout replaces it with the new template revision
 ]
 
 # Reasons a Ready replica leaves make-before-break (rollout MakeBeforeBreak): it
 # still runs where it is, so it keeps serving, marked draining, until a
 # replacement is Ready. A gone cluster, or a replica without identity, breaks first.
 MAKE_BEFORE_BREAK: frozenset[EvictReason] = frozenset(
-    {"Deselected", "NoExecuteTaint", "PoolMismatch", "FormChanged", "SpotNotAllowed"}
+    {
+        "Deselected",
+        "NoExecuteTaint",
+        "PoolMismatch",
+        "FormChanged",
+        "SpotNotAllowed",
+        "RevisionChanged",
+    }
 )
 
 # Why an existing replica's place cannot be verified (it is kept; nothing new goes there).

@@ -132,6 +132,7 @@ _EVICTIONS = {
     "SpotNotAllowed": lambda d: (
         f"pool {d[0]} of cluster {d[1]} is Spot capacity and spec.placement.allowSpot is not true"
     ),
+    "RevisionChanged": lambda d: f"the rollout replaces it with a replica of revision {d[0]}",
 }
 
 

@@ -247,3 +247,114 @@ def test_fifty_replicas_fit_the_summary() -> None:
 def test_url_of_a_pod(ip: str) -> None:
     host = f"[{ip}]" if ":" in ip else ip
     assert Scraper().url(ip) == f"http://{host}:8000/metrics"
+
+
+# The HTTP counter as prometheus-fastapi-instrumentator writes it on vLLM's page:
+# `# HELP`/`# TYPE` always, one series per (handler, method, status) once it has counted.
+HTTP_HEAD = [
+    "# HELP http_requests_total Total number of requests by method, status and handler.",
+    "# TYPE http_requests_total counter",
+]
+
+
+def http_page(counts: dict[tuple[str, str], int], *, method: str = "POST") -> str:
+    """vLLM's page (idle gauges) plus the HTTP counter's series, by (handler, status)."""
+    lines = [*HTTP_HEAD]
+    for (handler, status), n in counts.items():
+        labels = f'handler="{handler}",method="{method}",status="{status}"'
+        lines.append(f"http_requests_total{{{labels}}} {float(n)}")
+    # The instrumentator's `_created` gauges: timestamps, never counts.
+    lines += [
+        "# HELP http_requests_created Total number of requests by method, status and handler.",
+        "# TYPE http_requests_created gauge",
+        'http_requests_created{handler="/v1/completions",method="POST",status="2xx"} 1.7e9',
+    ]
+    return vllm_page(0, 0, 0, {}) + "\n".join(lines) + "\n"
+
+
+def scrape_series(pages: list[dict[str, str]], pods: list[tuple[str, str]]) -> dict[str, Any]:
+    """Scrape the pods once per page set (pod → page), a minute apart; the last signals."""
+    window = Window()
+    got: list[dict[str, Any]] = []
+    for minute, by_pod in enumerate(pages):
+        servers = {name: engine(page) for name, page in by_pod.items()}
+        now = f"2026-11-01T01:{minute:02d}:00Z"
+        got = scrape_pods(pods, servers, window=window, now=now)
+    (one,) = got
+    return one
+
+
+def test_requests_and_errors_are_the_inference_counters_increase() -> None:
+    first = {
+        ("/v1/completions", "2xx"): 10,
+        ("/v1/chat/completions", "2xx"): 5,
+        ("/v1/chat/completions", "5xx"): 1,
+        ("/v1/chat/completions", "4xx"): 2,
+        ("/tokenize", "2xx"): 40,
+        ("/health", "2xx"): 300,
+        ("/metrics", "2xx"): 60,
+    }
+    second = {
+        **first,
+        ("/v1/completions", "2xx"): 25,  # +15
+        ("/v1/chat/completions", "2xx"): 10,  # +5
+        ("/v1/chat/completions", "5xx"): 3,  # +2, errors
+        ("/v1/chat/completions", "4xx"): 7,  # +5, the client's fault: not errors
+        ("/v1/embeddings", "503"): 4,  # new series, ungrouped status: +4, errors
+        ("/tokenize", "2xx"): 90,  # not inference: ignored
+        ("/health", "5xx"): 9,  # not inference: ignored
+        ("/metrics", "2xx"): 61,
+    }
+    one = scrape_series([{"p0": http_page(first)}, {"p0": http_page(second)}], [("p0", "r0")])
+    assert (one["requests"], one["errors"]) == (15 + 5 + 2 + 5 + 4, 2 + 4)
+    assert one["samples"] == 2
+
+
+def test_a_counter_that_went_down_counts_from_zero() -> None:
+    # Minute 1: the engine restarted (100 → 20): 20 since the restart, not -80.
+    pages = [
+        {("/v1/completions", "2xx"): 100, ("/v1/completions", "5xx"): 10},
+        {("/v1/completions", "2xx"): 20, ("/v1/completions", "5xx"): 2},
+        {("/v1/completions", "2xx"): 30, ("/v1/completions", "5xx"): 2},
+    ]
+    one = scrape_series([{"p0": http_page(p)} for p in pages], [("p0", "r0")])
+    assert (one["requests"], one["errors"]) == (20 + 2 + 10, 2)
+
+
+def test_a_restarted_engine_whose_series_are_gone_counts_nothing_for_them() -> None:
+    # After the restart no request has come yet: the page has the counter, no series.
+    pages = [{("/v1/completions", "2xx"): 100}, {}]
+    one = scrape_series([{"p0": http_page(p)} for p in pages], [("p0", "r0")])
+    assert (one["requests"], one["errors"]) == (0, 0)
+
+
+def test_one_scrape_or_no_counter_is_unknown_not_zero() -> None:
+    single = scrape_series([{"p0": http_page({("/v1/completions", "2xx"): 5})}], [("p0", "r0")])
+    assert "requests" not in single and "errors" not in single
+    # Two scrapes of a page without the counter (an engine that does not export it).
+    bare = vllm_page(1, 1, 0.1, {})
+    none = scrape_series([{"p0": bare}, {"p0": bare}], [("p0", "r0")])
+    assert "requests" not in none and "errors" not in none
+    assert none["requestsWaiting"] == 1.0  # the other signals are still read
+    # The counter on one scrape of the window only: the increase is not known.
+    half = scrape_series(
+        [{"p0": bare}, {"p0": http_page({("/v1/completions", "2xx"): 5})}], [("p0", "r0")]
+    )
+    assert "requests" not in half
+
+
+def test_a_replica_sums_its_pods_and_is_unknown_when_a_pod_is() -> None:
+    pods = [("p0", "r0"), ("p1", "r0")]
+    a0, a1 = {("/v1/completions", "2xx"): 10}, {("/v1/completions", "2xx"): 16}
+    b0 = {("/v1/completions", "2xx"): 3, ("/v1/completions", "5xx"): 1}
+    b1 = {("/v1/completions", "2xx"): 4, ("/v1/completions", "5xx"): 5}
+    one = scrape_series(
+        [{"p0": http_page(a0), "p1": http_page(b0)}, {"p0": http_page(a1), "p1": http_page(b1)}],
+        pods,
+    )
+    assert (one["pods"], one["requests"], one["errors"]) == (2, 6 + 1 + 4, 4)
+    bare = vllm_page(0, 0, 0, {})
+    partial = scrape_series(
+        [{"p0": http_page(a0), "p1": bare}, {"p0": http_page(a1), "p1": bare}], pods
+    )
+    assert "requests" not in partial and "errors" not in partial

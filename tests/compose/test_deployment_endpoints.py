@@ -119,6 +119,8 @@ EXPECTED_ENDPOINT = {
             "track": "stable",
             "app.kubernetes.io/managed-by": "modelplane",
             "modelplane.ai/deployment": "chat",
+            # The replica's template revision (its hash, as the composer prints it).
+            "modelplane.ai/revision": "348de1d5af",
         },
     },
     # On cluster `a`'s Gateway: the fleet gateway reaches it over mutual TLS.

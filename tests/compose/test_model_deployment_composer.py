@@ -98,7 +98,15 @@ def planned(cluster: str, index: int, pool: str = "l4", retained: bool = False) 
     )
 
 
-def replica(cluster: str, index: int, pool: str = "l4", **extra_spec: Any) -> dict[str, Any]:
+# The revision of the deployment's template (WORKERS, Native, no caches): a hash,
+# written out as the composer must print it.
+REVISION = "469a0495c4"
+REVISION_CACHED = "af77af514a"  # the same with caches [weights]
+
+
+def replica(
+    cluster: str, index: int, pool: str = "l4", revision: str = REVISION, **extra_spec: Any
+) -> dict[str, Any]:
     """The ModelReplica manifest expected for a unified replica, written out in full."""
     spec: dict[str, Any] = {
         "deploymentName": "chat",
@@ -121,6 +129,7 @@ def replica(cluster: str, index: int, pool: str = "l4", **extra_spec: Any) -> di
                 "modelplane.ai/deployment": "chat",
                 "modelplane.ai/cluster": cluster,
                 "modelplane.ai/replica-index": str(index),
+                "modelplane.ai/revision": revision,
             },
         },
         "spec": spec,
@@ -205,13 +214,16 @@ def ok_status(placements: list[dict[str, Any]], ready: int) -> dict[str, Any]:
     }
 
 
-def placement(cluster: str, index: int, ready: bool, pool: str = "l4") -> dict[str, Any]:
+def placement(
+    cluster: str, index: int, ready: bool, pool: str = "l4", revision: str = REVISION
+) -> dict[str, Any]:
     return {
         "cluster": cluster,
         "index": index,
         "replicaName": f"chat-{cluster}{index}",
         "pools": [{"role": "unified", "pool": pool}],
         "ready": ready,
+        "revision": revision,
     }
 
 
@@ -500,6 +512,7 @@ def test_reserved_and_invalid_user_labels_are_dropped() -> None:
         "modelplane.ai/deployment": "chat",
         "modelplane.ai/cluster": "a",
         "modelplane.ai/replica-index": "0",
+        "modelplane.ai/revision": "99447c9a55",
     }
     assert got.events == [
         EventOut(
@@ -523,7 +536,7 @@ def test_priority_and_caches_reach_the_replica() -> None:
     required = {**FETCHED, "cache-weights": [CACHE]}
     got = md.compose_with(ComposeInput(dep, required=required), Scripted(plan))
     assert got.desired["replica-a-0"].resource == replica(
-        "a", 0, priority="inference-high", caches=[{"name": "weights"}]
+        "a", 0, priority="inference-high", caches=[{"name": "weights"}], revision=REVISION_CACHED
     )
     assert got.conditions[0] == ConditionOut(
         "CacheResolved", "True", "Resolved", "ModelCache weights found"
@@ -553,7 +566,8 @@ def test_missing_cache_holds_new_placements_and_keeps_existing() -> None:
         "until it exists, existing ones are kept"
     )
     assert list(got.desired) == ["replica-a-0"]
-    assert got.desired["replica-a-0"].resource == replica("a", 0, caches=[{"name": "weights"}])
+    expected = replica("a", 0, caches=[{"name": "weights"}], revision=REVISION_CACHED)
+    assert got.desired["replica-a-0"].resource == expected
     assert got.conditions == [
         ConditionOut("CacheResolved", "False", "CacheNotFound", cache_msg),
         ConditionOut(
@@ -603,7 +617,7 @@ def test_disaggregated_replica_carries_both_roles() -> None:
         desired=1,
     )
     got = md.compose_with(ComposeInput(dep, required=FETCHED), Scripted(plan))
-    expected = replica("a", 0)
+    expected = replica("a", 0, revision="907521cadf")
     expected["metadata"]["labels"]["tier"] = "decode"
     expected["spec"] = {
         "deploymentName": "chat",
@@ -628,6 +642,7 @@ def test_disaggregated_replica_carries_both_roles() -> None:
             "replicaName": "chat-a0",
             "pools": [{"role": "prefill", "pool": "l4"}, {"role": "decode", "pool": "h100"}],
             "ready": False,
+            "revision": "907521cadf",
         }
     ]
 

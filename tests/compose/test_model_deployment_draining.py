@@ -52,7 +52,12 @@ def test_a_draining_replica_is_kept_as_observed_and_marked() -> None:
     assert got.desired["replica-a-0"].resource == expected_old
     assert got.desired["replica-a-0"].ready == "True"
     assert got.status["placements"] == [
-        {**placement("a", 0, True), "draining": True, "drainReason": "NoExecuteTaint"},
+        # It runs the old template (count 7): its own revision, not the spec's.
+        {
+            **placement("a", 0, True, revision="6f520af501"),
+            "draining": True,
+            "drainReason": "NoExecuteTaint",
+        },
         placement("b", 0, False),
     ]
     assert (got.status["replicas"], got.status["readyReplicas"]) == (1, 0)

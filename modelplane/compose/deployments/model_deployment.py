@@ -55,6 +55,7 @@ from modelplane.compose import outcome
 from modelplane.compose.common import as_desired, meta, parse_spec, without_crossplane_spec
 from modelplane.compose.deployments.endpoints import ReplicaView, endpoint_for, endpoint_key
 from modelplane.compose.deployments.observed import scheduler_input
+from modelplane.compose.deployments.revisions import Revisions, plan_revisions
 from modelplane.compose.deployments.scaling import (
     REMOVAL_REASON,
     Scaling,
@@ -244,6 +245,10 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
     asked = spec if scaling is None else spec.model_copy(update={"replicas": scaling.ask})
     try:
         observed = scheduler_input(inp.composite, asked, _RequiredFleet(inp, namespace))
+        revisions = plan_revisions(inp, spec, observed, by_name)
+        if revisions.rollout is not None and revisions.rollout.outdated:
+            moves = {name: revisions.place for name in revisions.rollout.outdated}
+            observed = dataclasses.replace(observed, outdated=moves)
         plan = scheduler(observed)
     except Exception as err:  # a scheduler bug must not tear down serving replicas
         return outcome.fatal(
@@ -253,19 +258,20 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
     if scaling is not None:
         spec, plan, leaving = _scale(inp, result, spec, plan, scaling, by_name)
     _cache_condition(result, spec, observed.missing_caches, namespace)
-    inconsistent = _compose_replicas(inp, result, spec, plan)
+    inconsistent = _compose_replicas(inp, result, revisions, plan)
     if inconsistent is not None:
         return outcome.fatal(
             f"{ScheduledReason.SCHEDULER_ERROR}: {inconsistent[0]} of {namespace}/{name} "
             f"is inconsistent with the spec: {inconsistent[1]}"
         )
     placed = plan.placed
-    _status(result, name, spec, plan)
+    _status(result, name, spec, plan, revisions)
     _scheduled_condition(result, spec, plan, placed)
     _preemption_condition(inp, result, plan)
     _events(result, plan)
     _replicas_ready(result, spec.replicas, placed)
-    _compose_endpoints(inp, result, spec, plan, clusters)
+    _rolled_out(result, revisions)
+    _compose_endpoints(inp, result, revisions, plan, clusters)
     if scaling is not None:
         _compose_leaving(inp, result, scaling, leaving, clusters)
     return result
@@ -411,18 +417,27 @@ def _cache_condition(
 
 
 def _compose_replicas(
-    inp: ComposeInput, result: ComposeResult, spec: ModelDeploymentSpec, plan: ScheduleResult
+    inp: ComposeInput, result: ComposeResult, revisions: Revisions, plan: ScheduleResult
 ) -> tuple[str, str] | None:
-    """One ModelReplica per planned replica; (which, why) when one is inconsistent."""
+    """One ModelReplica per planned replica, each from the spec of the revision it runs;
+    (which, why) when one is inconsistent."""
     m = meta(inp.composite)
     name, namespace = str(m.get("name", "")), str(m.get("namespace", ""))
-    labels = _user_labels(spec, result)
+    labels = _user_labels(revisions.spec, result)
     for planned in plan.replicas:
         key = replica_key(planned.cluster, planned.index)
+        revision = revisions.of(planned.name)
+        spec = revisions.spec_for(revision)
         try:
-            manifest = _draining_manifest(inp, planned, key) or _replica_manifest(
-                name, namespace, spec, planned, labels
-            )
+            manifest = _draining_manifest(inp, planned, key)
+            if manifest is None and spec is None:
+                # A revision it cannot be composed from (no template): it stays as it is
+                # until the rollout replaces it.
+                manifest = _as_observed(inp, planned.name, key)
+            if manifest is None:
+                manifest = _replica_manifest(
+                    name, namespace, spec or revisions.spec, planned, labels, revision
+                )
         except (ValidationError, KeyError) as err:
             detail = (
                 format_validation_error(err, "spec") if isinstance(err, ValidationError) else err
@@ -433,10 +448,22 @@ def _compose_replicas(
     return None
 
 
+def _rolled_out(result: ComposeResult, revisions: Revisions) -> None:
+    """`RolledOut` and the rollout's events (rollout Progressive only)."""
+    verdict = None if revisions.rollout is None else revisions.rollout.verdict
+    if verdict is None:
+        return
+    msg = truncate(verdict.message, MAX_CONDITION_MESSAGE)
+    result.condition(c.CONDITION_ROLLED_OUT, verdict.status, str(verdict.reason), msg)
+    for type_, reason, text in verdict.events:
+        emit = result.warn if type_ == "Warning" else result.normal
+        emit(reason, truncate(text, 512))
+
+
 def _compose_endpoints(
     inp: ComposeInput,
     result: ComposeResult,
-    spec: ModelDeploymentSpec,
+    revisions: Revisions,
     plan: ScheduleResult,
     clusters: Sequence[Resource],
 ) -> None:
@@ -450,7 +477,7 @@ def _compose_endpoints(
     name, namespace = str(m.get("name", "")), str(m.get("namespace", ""))
     gateways = _gateways(clusters)
     # Labels are read again without warnings: `_compose_replicas` reported them.
-    labels = _user_labels(spec, ComposeResult())
+    labels = _user_labels(revisions.spec, ComposeResult())
     for planned in plan.replicas:
         key = replica_key(planned.cluster, planned.index)
         observed = inp.observed.get(key)
@@ -465,6 +492,11 @@ def _compose_endpoints(
         manifest = endpoint_for(view, name, namespace, labels)
         if manifest is None:
             continue
+        revision = revisions.of(planned.name)
+        manifest["metadata"]["labels"][c.LABEL_REVISION] = revision
+        canary = revisions.canary(revision)
+        if canary is not None:
+            manifest["spec"]["canaryPercent"] = canary
         ekey = endpoint_key(key)
         ready = ekey in inp.observed and read_endpoint(inp.observed[ekey]).ready
         result.desired[ekey] = DesiredResource(manifest, "True" if ready else "False")
@@ -600,6 +632,7 @@ def _replica_manifest(
     spec: ModelDeploymentSpec,
     planned: PlannedReplica,
     user_labels: dict[str, str],
+    revision: str,
 ) -> Resource:
     """The ModelReplica XR of one planned replica, validated against its own schema."""
     roles = spec.roles()
@@ -633,6 +666,7 @@ def _replica_manifest(
         c.LABEL_DEPLOYMENT: label_value(deployment),
         c.LABEL_CLUSTER: label_value(planned.cluster),
         c.LABEL_REPLICA_INDEX: str(planned.index),
+        c.LABEL_REVISION: revision,
     }
     return {
         "apiVersion": c.API_VERSION,
@@ -643,7 +677,11 @@ def _replica_manifest(
 
 
 def _status(
-    result: ComposeResult, name: str, spec: ModelDeploymentSpec, plan: ScheduleResult
+    result: ComposeResult,
+    name: str,
+    spec: ModelDeploymentSpec,
+    plan: ScheduleResult,
+    revisions: Revisions,
 ) -> None:
     """Write the deployment's status by constructing its model."""
     placements = [
@@ -657,6 +695,7 @@ def _status(
             drain_reason=planned.drain_reason,
             unschedulable=True if planned.unschedulable else None,
             unschedulable_since=planned.unschedulable_since or None,
+            revision=(revisions.running if planned.draining else revisions.of)(planned.name),
         )
         for planned in plan.replicas
     ]
@@ -669,6 +708,7 @@ def _status(
         placements=placements,
         unschedulable=[],
         unschedulable_omitted=0,
+        rollout=revisions.rollout.status if revisions.rollout is not None else None,
     )
     if len(counted) < spec.replicas and not plan.invalid_selectors:
         rejections = words.rejections(plan.clusters)

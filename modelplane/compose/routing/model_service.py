@@ -109,10 +109,27 @@ def plan(
         members = [e for e in own if selector_matches(group.selector, e.labels)]
         selected.update((e.name, e) for e in members)
         # A draining endpoint stays listed at weight 0 (its replica leaves after).
-        live = [e.name for e in members if e.ready and e.spec and not e.spec.draining]
-        groups.append((group.weight, live))
+        live = [e for e in members if e.ready and e.spec and not e.spec.draining]
+        groups.extend(_cohorts(group.weight, live))
     split = weights.split(groups, WEIGHT_TOTAL)
     return [Selected(e, split.get(name, 0)) for name, e in sorted(selected.items())]
+
+
+def _cohorts(weight: int, live: Sequence[ObservedEndpoint]) -> list[tuple[int, list[str]]]:
+    """A group's live endpoints as weighted cohorts: canaries (`spec.canaryPercent`) share
+    that percentage of the group's weight, the rest the remainder.
+
+    With only canaries, or none, the group is one cohort: a canary share never
+    leaves the model without traffic, nor sends the others' share nowhere.
+    Every group's weight is scaled by 100 alike, which leaves the groups'
+    shares exactly as they were (the apportioning is proportional).
+    """
+    canaries = [e for e in live if e.spec is not None and e.spec.canary_percent is not None]
+    rest = [e.name for e in live if e not in canaries]
+    if not canaries or not rest:
+        return [(weight * 100, [e.name for e in live])]
+    percent = min(e.spec.canary_percent or 0 for e in canaries if e.spec is not None)
+    return [(weight * percent, [e.name for e in canaries]), (weight * (100 - percent), rest)]
 
 
 def compose(inp: ComposeInput) -> ComposeResult:

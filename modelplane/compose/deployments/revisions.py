@@ -1,0 +1,157 @@
+"""The ModelDeployment composer's side of revisions and Progressive rollouts.
+
+`plan_rollout` reads what `rollout.decide` needs from the function's input
+(this deployment's composed ModelReplicas, the clusters' labels and signals,
+the ModelCache) and `Revisions` answers, per planned replica, which revision
+it runs and the spec to compose it from. Without a Progressive rollout every
+replica runs the spec's revision (a template change reaches each replica
+where it runs, as before).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from modelplane.api import constants as c
+from modelplane.api.autoscaling import ReplicaSignals
+from modelplane.api.model_deployment import ModelDeploymentSpec
+from modelplane.api.readers import ObservedInferenceCluster, read_model_replica
+from modelplane.api.rollout import read_rollout_status
+from modelplane.compose.deployments.revision import (
+    Template,
+    replica_template,
+    revision_of,
+    template_of,
+    with_template,
+)
+from modelplane.compose.deployments.rollout import (
+    ReplicaRevision,
+    RolloutInput,
+    RolloutPlan,
+    decide,
+)
+from modelplane.compose.types import ComposeInput, Resource
+from modelplane.scheduling.framework import ScheduleInput
+
+MODEL_REPLICA_KIND = "ModelReplica"
+
+
+@dataclass
+class Revisions:
+    """Which revision each replica runs, and the spec each revision is composed from."""
+
+    spec: ModelDeploymentSpec
+    target: str  # the spec's revision
+    place: str  # the revision new placements run
+    observed: Mapping[str, str | None]  # own replica name → the revision it is composed at
+    templates: Mapping[str, Template]
+    actual: Mapping[str, str | None] = field(default_factory=dict)  # → the revision it runs
+    rollout: RolloutPlan | None = None
+    _specs: dict[str, ModelDeploymentSpec | None] = field(default_factory=dict)
+
+    def of(self, name: str) -> str:
+        """The revision replica `name` runs: its own when it exists (and reads), else the
+        one new placements run."""
+        return self.observed.get(name) or self.place
+
+    def running(self, name: str) -> str:
+        """The revision replica `name` runs now (a draining one is kept as observed)."""
+        return self.actual.get(name) or self.of(name)
+
+    def spec_for(self, revision: str) -> ModelDeploymentSpec | None:
+        """The deployment's spec running `revision`; None when it cannot be composed (an
+        unknown revision, or one that no longer fits the spec's form)."""
+        if revision == self.target:
+            return self.spec
+        if revision not in self._specs:
+            template = self.templates.get(revision)
+            fits = None if template is None else with_template(self.spec, template)
+            self._specs[revision] = fits
+        return self._specs[revision]
+
+    def canary(self, revision: str) -> int | None:
+        """The traffic percentage the endpoints of `revision` share as canaries, if any."""
+        if self.rollout is None or revision not in self.rollout.canary:
+            return None
+        return self.rollout.canary_percent
+
+
+def own_replicas(inp: ComposeInput) -> list[Resource]:
+    """This deployment's composed ModelReplicas, as observed."""
+    return [o for o in inp.observed.values() if o.get("kind") == MODEL_REPLICA_KIND]
+
+
+def plan_revisions(
+    inp: ComposeInput,
+    spec: ModelDeploymentSpec,
+    observed: ScheduleInput,
+    clusters: Mapping[str, ObservedInferenceCluster],
+) -> Revisions:
+    """The revisions of this cycle (and, under rollout Progressive, the rollout's next step)."""
+    template = template_of(spec)
+    target = revision_of(template)
+    read: dict[str, str | None] = {}
+    templates: dict[str, Template] = {}
+    replicas = []
+    for obj in own_replicas(inp):
+        r = read_model_replica(obj)
+        if r is None:
+            continue
+        t = replica_template(obj.get("spec"))
+        rev = None if t is None else revision_of(t)
+        if t is not None and rev is not None:
+            templates.setdefault(rev, t)
+        read[r.name] = rev
+        replicas.append(ReplicaRevision(r.name, r.cluster, r.index, rev, r.ready))
+    if not spec.rollout.progressive:
+        composed = {n: target for n in read}
+        return Revisions(spec, target, target, composed, {target: template}, actual=read)
+    plan = decide(
+        RolloutInput(
+            rollout=spec.rollout,
+            replicas_wanted=spec.replicas,
+            revision=target,
+            template=template,
+            prior=read_rollout_status(_status(inp.composite)),
+            replicas=tuple(sorted(replicas, key=lambda r: (r.cluster, r.index, r.name))),
+            clusters={n: cl.labels for n, cl in clusters.items()},
+            signals=_signals(replicas, clusters),
+            templates=templates,
+            cache_ready=_cache_ready(spec, observed),
+        )
+    )
+    return Revisions(spec, target, plan.place, read, plan.templates, actual=read, rollout=plan)
+
+
+def _status(composite: Resource) -> object:
+    status = composite.get("status")
+    return status if isinstance(status, dict) else {}
+
+
+def _signals(
+    replicas: list[ReplicaRevision], clusters: Mapping[str, ObservedInferenceCluster]
+) -> dict[str, ReplicaSignals]:
+    """Each replica's latest signals, from its cluster's agent report."""
+    out = {}
+    for r in replicas:
+        cl = clusters.get(r.cluster)
+        signal = None if cl is None else cl.signal(r.name)
+        if signal is not None:
+            out[r.name] = signal
+    return out
+
+
+def _cache_ready(spec: ModelDeploymentSpec, observed: ScheduleInput) -> Callable[[str], bool]:
+    """Whether the spec's cache is Ready on a cluster (always, without caches)."""
+    if not spec.caches:
+        return lambda cluster: True
+    cache = observed.cache
+    if cache is None:
+        return lambda cluster: False
+    return cache.ready_on
+
+
+def revision_labels(revision: str) -> dict[str, str]:
+    """The label naming a replica's (or endpoint's) revision."""
+    return {c.LABEL_REVISION: revision}
