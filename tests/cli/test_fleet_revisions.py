@@ -72,13 +72,24 @@ def test_revisions_per_cluster_in_the_view_json_table_and_page() -> None:
     assert '<div class="rev">central: 9c1d ×2 (1 ready)</div>' in page
 
 
-def test_without_a_rollout_nothing_is_shown() -> None:
-    view = fleet_view(_store(None))
+def test_without_a_progressive_rollout_only_the_revisions_are_shown() -> None:
+    """MakeBeforeBreak: no decision, but every replica still names its revision (the label
+    each ModelReplica carries)."""
+    store = _store(None)
+    view = fleet_view(store)
     (chat,) = view.deployments
-    assert (chat.rollout, chat.revision, chat.revisions) == (None, None, [])
+    labels = {
+        r["metadata"]["labels"][c.LABEL_REVISION]
+        for r in store.list(c.API_VERSION, "ModelReplica", "ml-team", None)
+    }
+    (revision,) = labels
+    assert (chat.rollout, chat.revision) == (None, None)
+    assert chat.revisions == [ClusterRevision("central", revision, 3, 3, 0)]
     (doc,) = view.to_dict()["deployments"]
-    assert (doc["rollout"], doc["revisions"]) == (None, [])
-    assert 'class="rev"' not in render_html(view)
+    assert doc["rollout"] is None and doc["revisions"][0]["revision"] == revision
+    page = render_html(view)
+    assert f'<div class="rev">central: {revision} ×3</div>' in page
+    assert '<span class="tag' not in page.split("<h2>Deployments</h2>")[1]
 
 
 def test_revision_strings_are_escaped() -> None:

@@ -190,7 +190,9 @@ def test_status_of_a_rendered_example_without_a_rollout() -> None:
     code, out = run("status", rolling, "--deployment", "ml-team/chat")
     assert code == 0, out
     assert "rollout strategy MakeBeforeBreak, no Progressive rollout recorded" in out
-    assert _row(out, "central") == ["central", "—", "3", "3", "0"]
+    central = _row(out, "central")
+    assert central[0] == "central" and central[2:] == ["3", "3", "0"]
+    assert len(central[1]) == 10 and int(central[1], 16) >= 0  # the revision hash
     code, out = run("pause", rolling, "--deployment", "ml-team/chat")
     assert code == 1
     assert "uses rollout strategy MakeBeforeBreak" in out
@@ -599,3 +601,42 @@ def test_live_over_tls_with_a_client_certificate(tls_api: tuple[FakeAPI, str, Pa
     files.write_text(yaml.safe_dump(doc))
     code, out = run("status", "--kubeconfig", str(files), "--deployment", "ml-team/chat")
     assert code == 1 and "CERTIFICATE_VERIFY_FAILED" in out
+
+
+# --- the real renders: examples/operations/progressive ---------------------------
+
+PROGRESSIVE = ROOT / "examples" / "operations" / "progressive"
+
+
+def test_status_of_the_three_wave_rollout_that_passes() -> None:
+    code, out = run("status", str(PROGRESSIVE / "pass"), "--deployment", "ml-team/chat",
+                    "-o", "json")  # fmt: skip
+    assert code == 0, out
+    doc = json.loads(out)
+    rollout = doc["rollout"]
+    assert (rollout["decision"], rollout["wave"], doc["plannedWaves"]) == ("Complete", 3, 3)
+    assert [w["phase"] for w in rollout["waves"]] == ["Passed", "Passed", "Passed"]
+    assert rollout["stableRevision"] == rollout["revision"] != rollout["previousRevision"]
+    assert {r["revision"] for r in doc["clusters"]} == {rollout["revision"]}
+    assert doc["rolledOut"]["reason"] == "Complete"
+    # Complete: undo goes to the revision before (the manifests' older image).
+    code, out = run("undo", str(PROGRESSIVE / "pass"), "--deployment", "ml-team/chat")
+    assert code == 0, out
+    assert (
+        f"spec back to revision {rollout['previousRevision']} (from {rollout['revision']})" in out
+    )
+    assert "image: vllm/vllm-openai:v0.10.2" in out and "not applied" in out
+
+
+def test_status_of_the_rollout_that_fails_in_wave_2() -> None:
+    code, out = run("status", str(PROGRESSIVE / "fail"), "--deployment", "ml-team/chat")
+    assert code == 0, out
+    assert "ModelDeployment ml-team/chat: RolledBack, wave 2 of 3" in out
+    assert _row(out, "1")[:2] == ["1", "Passed"]
+    wave2 = _row(out, "2")
+    assert wave2[:2] == ["2", "Failed"] and wave2[6] == "8.00%"
+    assert "RolledOut=False RolledBack: wave 2 failed: error rate 8.00%" in out
+    # RolledBack: undo writes the stable revision into the spec, so it stops being retried.
+    code, out = run("undo", str(PROGRESSIVE / "fail"), "--deployment", "ml-team/chat")
+    assert code == 0, out
+    assert "image: vllm/vllm-openai:v0.10.2" in out
