@@ -3,10 +3,10 @@
 Renders the manifests with the embedded control plane (as `render` and
 `explain` do), reads the steady state through the typed readers and shows,
 per cluster and pool: capacity, the devices each deployment holds, free
-devices, draining replicas, what the clusters report as wrong (cloud
-stock-outs, hardware drift, unschedulable replicas) and what-if suggestions —
-as a table, JSON or YAML, and optionally as one self-contained HTML page
-(`--html FILE`).
+devices, draining replicas, the revisions each deployment runs per cluster,
+what the clusters report as wrong (cloud stock-outs, hardware drift,
+unschedulable replicas) and what-if suggestions — as a table, JSON or YAML,
+and optionally as one self-contained HTML page (`--html FILE`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from modelplane.cli.fleet_html import render_html
-from modelplane.cli.fleet_view import ClusterView, FleetView, PoolView, fleet_view
+from modelplane.cli.fleet_view import ClusterView, DeploymentView, FleetView, PoolView, fleet_view
 from modelplane.cli.options import max_rounds_option
 from modelplane.local import ControlPlane, LoadError, NotConvergedError, load_paths
 
@@ -93,10 +93,28 @@ def fleet_table(view: FleetView) -> Table:
     return table
 
 
+_DECISION_STYLE = {"Progressing": "yellow", "Paused": "yellow", "RolledBack": "red"}
+
+
+def _rollout(d: DeploymentView) -> Text:
+    """The rollout's decision and revision, then each cluster's revisions (replicas, ready)."""
+    text = Text()
+    if d.rollout is not None:
+        text.append(d.rollout, style=_DECISION_STYLE.get(d.rollout, "green"))
+        text.append(f" {d.revision}")
+    for r in d.revisions:
+        text.append(("\n" if text else "") + f"{r.cluster}: {r.revision} ×{r.replicas}")
+        if r.ready < r.replicas:
+            text.append(f" ({r.ready} ready)", style="yellow")
+    return text
+
+
 def deployments_table(view: FleetView) -> Table:
-    """One row per deployment; the unplaced ones with their best what-if answer."""
+    """One row per deployment; its rollout and revisions per cluster; the unplaced ones with
+    their best what-if answer."""
     table = Table(title="Deployments", title_justify="left")
-    for col in ("Deployment", "Placed", "Ready", "Draining", "Unschedulable", "Unplaced: what if"):
+    for col in ("Deployment", "Placed", "Ready", "Draining", "Unschedulable",
+                "Rollout: revisions per cluster", "Unplaced: what if"):  # fmt: skip
         table.add_column(col, overflow="fold")
     for d in view.deployments:
         hint = "\n".join(d.what_if)
@@ -107,7 +125,14 @@ def deployments_table(view: FleetView) -> Table:
         if d.preemption:
             hint = f"{hint}\nlatest preemption: {d.preemption}".strip()
         stuck = Text(str(d.unschedulable), style="red" if d.unschedulable else "")
-        table.add_row(d.name, f"{d.placed}/{d.desired}", str(d.ready), str(d.draining), stuck, hint)
+        row: list[Text | str] = [
+            d.name,
+            f"{d.placed}/{d.desired}",
+            str(d.ready),
+            str(d.draining),
+            stuck,
+        ]
+        table.add_row(*row, _rollout(d), hint)
     return table
 
 

@@ -3,7 +3,8 @@
 A grid of clusters × pools, each pool with a usage bar coloured by deployment
 (draining replicas hatched), its free devices, its cloud stock-out and what-if
 suggestions, each cluster with its hardware drift and unschedulable replicas,
-then every deployment with missing replicas and each cluster's reason (expand it).
+then every deployment (its rollout and the revision its replicas run per cluster)
+and, for those with missing replicas, each cluster's reason (expand it).
 Everything is inline — CSS, a few lines of script, no fonts or images — and a
 Content-Security-Policy forbids any fetch, so the page opens offline. Every
 string that comes from a manifest goes through `html.escape`.
@@ -40,6 +41,7 @@ details{background:#fff;border:1px solid #d8dce3;border-radius:8px;padding:8px 1
 summary{cursor:pointer;font-weight:600}
 table{border-collapse:collapse;margin-top:6px;width:100%}
 td,th{text-align:left;padding:3px 8px;border-top:1px solid #eef0f4;vertical-align:top}
+.rev{font-size:12px;font-family:ui-monospace,monospace}
 """
 
 # Expand or collapse every unplaced deployment's reasons at once.
@@ -141,15 +143,33 @@ def _unplaced(d: DeploymentView, expanded: bool) -> str:
     )
 
 
+_DECISION_TAG = {"Progressing": "tag warn", "Paused": "tag warn", "RolledBack": "tag bad"}
+
+
+def _rollout(d: DeploymentView) -> str:
+    """The rollout's decision and revision, then one line per cluster and revision."""
+    head = ""
+    if d.rollout is not None:
+        cls = _DECISION_TAG.get(d.rollout, "tag")
+        head = f'<span class="{cls}">{escape(d.rollout)}</span> {escape(d.revision or "")}'
+    lines = "".join(
+        f'<div class="rev">{escape(r.cluster)}: {escape(r.revision or "")} ×{r.replicas}'
+        + (f" ({r.ready} ready)" if r.ready < r.replicas else "")
+        + "</div>"
+        for r in d.revisions
+    )
+    return head + lines
+
+
 def _deployments(view: FleetView) -> str:
     rows = "".join(
         f"<tr><td>{escape(d.name)}</td><td>{d.placed} / {d.desired}</td><td>{d.ready}</td>"
-        f"<td>{d.draining}</td><td>{d.unschedulable}</td></tr>"
+        f"<td>{d.draining}</td><td>{d.unschedulable}</td><td>{_rollout(d)}</td></tr>"
         for d in view.deployments
     )
     return (
         "<table><tr><th>deployment</th><th>placed</th><th>ready</th><th>draining</th>"
-        f"<th>unschedulable</th></tr>{rows}</table>"
+        f"<th>unschedulable</th><th>rollout: revisions per cluster</th></tr>{rows}</table>"
     )
 
 

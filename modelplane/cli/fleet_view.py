@@ -4,11 +4,13 @@
 steady state) through the typed readers in `modelplane.api.readers` and
 returns plain data: every cluster and pool with its device capacity, the
 devices each deployment's replicas hold, what is free, which replicas are
-draining, and for every deployment with missing replicas the scheduler's
-reasons and what-if answers. It also says what the clusters themselves report
-as wrong: a pool whose cloud is stocked out (it offers only the nodes up, and
-no what-if grows it), hardware drift, and replicas a cluster could not
-schedule. The table, JSON/YAML and HTML outputs all render this one model.
+draining, which revision each deployment's replicas run on each cluster (and
+its Progressive rollout's decision), and for every deployment with missing
+replicas the scheduler's reasons and what-if answers. It also says what the
+clusters themselves report as wrong: a pool whose cloud is stocked out (it
+offers only the nodes up, and no what-if grows it), hardware drift, and
+replicas a cluster could not schedule. The table, JSON/YAML and HTML outputs
+all render this one model.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from modelplane.api.readers import (
     read_model_replica,
 )
 from modelplane.cli.explain import explain_deployment
+from modelplane.cli.rollout_view import ClusterRevision, cluster_revisions
 from modelplane.compose.deployments.model_deployment import (
     INFERENCE_CLUSTER_KIND,
     MODEL_REPLICA_KIND,
@@ -141,6 +144,10 @@ class DeploymentView:
     cost_per_hour: float | None = None
     quota: list[str] = field(default_factory=list)  # its namespace's FleetQuota use
     preemption: str | None = None  # the latest preemption it took part in, in words
+    # Rollout Progressive: the decision, the spec's revision, and what each cluster runs.
+    rollout: str | None = None
+    revision: str | None = None
+    revisions: list[ClusterRevision] = field(default_factory=list)
 
     @property
     def missing(self) -> int:
@@ -275,6 +282,9 @@ def _deployment_view(
     status = read_model_deployment(obj).status
     draining = draining_replicas(obj)
     view = DeploymentView(ref, 0, 0, 0, len(draining))
+    view.revisions = [r for r in cluster_revisions(obj) if r.revision is not None]
+    if status.rollout is not None:
+        view.rollout, view.revision = status.rollout.decision, status.rollout.revision
     try:
         result = explain_deployment(store, ns, name)
     except click.ClickException as err:  # an invalid spec: shown, not raised
@@ -345,6 +355,7 @@ def fleet_view(store: ObjectStore) -> FleetView:
 
 
 __all__ = [
+    "ClusterRevision",
     "ClusterView",
     "DeploymentView",
     "FleetView",

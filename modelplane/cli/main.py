@@ -38,6 +38,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "modelplane.cli.function:function",
         "The composition function Crossplane calls.",
     ),
+    "rollout": (
+        "modelplane.cli.rollout:rollout",
+        "Show, pause, resume or undo a ModelDeployment's Progressive rollout.",
+    ),
     "fleet": (
         "modelplane.cli.fleet:fleet",
         "Show capacity and usage per cluster and pool of the fleet under PATH...",
