@@ -22,7 +22,9 @@ from modelplane.api.autoscaling import read_autoscaling_status
 from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.api.readers import read_model_deployment
 from modelplane.api.roles import role_label
+from modelplane.api.rollout import read_rollout_status
 from modelplane.cli.options import max_rounds_option
+from modelplane.cli.rollout import waves_table
 from modelplane.compose.common import parse_spec
 from modelplane.compose.deployments.model_deployment import (
     INFERENCE_CLUSTER_KIND,
@@ -286,7 +288,7 @@ def explain(paths: tuple[str, ...], ref: str, max_rounds: int) -> None:
     def record(report: RoundReport) -> None:
         # Events are the last reconcile's: collected each round, they tell the steps.
         for event in plane.events.get(key, []):
-            if event.reason in AUTOSCALING_EVENTS and (report.round, event) not in steps:
+            if event.reason in STEP_EVENTS and (report.round, event) not in steps:
                 steps.append((report.round, event))
 
     try:
@@ -309,7 +311,11 @@ def explain(paths: tuple[str, ...], ref: str, max_rounds: int) -> None:
     out.append(_explanation(result))
     if result.what_if or result.stocked_out:
         out.append(what_if_table(result))
-    out.extend(autoscaling_section(deployment, steps))
+    auto_steps = [(r, e) for r, e in steps if e.reason in AUTOSCALING_EVENTS]
+    out.extend(autoscaling_section(deployment, auto_steps))
+    out.extend(
+        rollout_section(deployment, [(r, e) for r, e in steps if e.reason in ROLLOUT_EVENTS])
+    )
     console = _console(out)
     for renderable in out:
         console.print(renderable)
@@ -319,6 +325,36 @@ def explain(paths: tuple[str, ...], ref: str, max_rounds: int) -> None:
 AUTOSCALING_EVENTS = frozenset(
     {"ScaledUp", "ScaledDown", "Limited", "ScaleDownDraining", "ScaleDownRemoved", "ExternalScaler"}
 )
+
+
+# The deployment's events that tell a Progressive rollout's steps.
+ROLLOUT_EVENTS = frozenset(
+    {"WaveStarted", "WavePassed", "RolledBack", "RolloutPaused", "RolloutComplete"}
+)
+STEP_EVENTS = AUTOSCALING_EVENTS | ROLLOUT_EVENTS
+
+
+def rollout_section(
+    deployment: Mapping[str, Any], steps: Sequence[tuple[int, Event]]
+) -> list[RenderableType]:
+    """A Progressive rollout's decision, each wave's analysis, and its steps."""
+    rollout = read_rollout_status(deployment.get("status"))
+    if rollout is None:
+        return []
+    text = Text()
+    text.append("Rollout: ", style="bold")
+    text.append(
+        f"{rollout.decision}, wave {rollout.wave}; revision {rollout.revision} "
+        f"(stable {rollout.stable_revision})"
+    )
+    text.append(f"\n  {rollout.message}")
+    rows = Table(title="Rollout steps (the render's events, in order)", title_justify="left")
+    rows.add_column("Round")
+    rows.add_column("Reason")
+    rows.add_column("Message", overflow="fold")
+    for round_, e in steps:
+        rows.add_row(str(round_), e.reason, e.message)
+    return [text, waves_table(rollout), rows] if steps else [text, waves_table(rollout)]
 
 
 def autoscaling_section(

@@ -204,3 +204,17 @@ def test_no_scores_when_no_cluster_could_take_one_more() -> None:
     code, out = run(PACK, "--deployment", "ml-team/chat")
     assert code == 0, out
     assert "Scores for one more replica" not in out
+
+
+def test_a_rolled_back_rollout_shows_each_wave_and_its_steps() -> None:
+    code, out = run(
+        str(ROOT / "examples/operations/progressive/fail"), "--deployment", "ml-team/chat"
+    )
+    assert code == 0, out
+    assert "Rollout: RolledBack, wave 2; revision 86d27a8bd2 (stable 47bceb1002)" in out
+    rows = table_rows(out)
+    waves = [r[:4] for r in rows if len(r) > 4 and r[1] in ("Passed", "Failed")]
+    assert waves == [["1", "Passed", "east", "1/1/1"], ["2", "Failed", "east, west", "2/2/1"]]
+    steps = [r[1] for r in rows if len(r) == 3 and r[1].startswith(("Wave", "Rolled"))]
+    assert steps == ["WaveStarted", "WavePassed", "WaveStarted", "RolledBack"]
+    assert "error rate 8.00% (80 of 1000 requests) is above the limit 1.00%" in out

@@ -411,7 +411,9 @@ def _analyse(state: _State, wave: WaveAnalysis, clusters: set[str], earlier: set
     started = epoch_seconds(wave.started_at or "") or 0
     fresh = {r.name: s for r in new if (s := _fresh(inp.signals.get(r.name), started)) is not None}
     mine = [r for r in new if r.cluster not in earlier] or new
-    numbers = _numbers(new, outdated, list(fresh.values()))
+    # Replicas above the count are replacements in flight: their old ones are not still to come.
+    surplus = max(0, len(inp.replicas) - inp.replicas_wanted)
+    numbers = _numbers(new, max(0, len(outdated) - surplus), list(fresh.values()))
     wave = wave.model_copy(update=numbers)
     broken = _broken(analysis, wave)
     if broken:
@@ -472,12 +474,10 @@ def _fresh(signal: ReplicaSignals | None, started: int) -> ReplicaSignals | None
 
 
 def _numbers(
-    new: Sequence[ReplicaRevision],
-    outdated: Sequence[ReplicaRevision],
-    fresh: Sequence[ReplicaSignals],
+    new: Sequence[ReplicaRevision], to_come: int, fresh: Sequence[ReplicaSignals]
 ) -> dict[str, object]:
     """The wave's counts and measurements (None where no signal measured them)."""
-    wanted = len(new) + len(outdated)
+    wanted = len(new) + to_come
     placed = len(new)
     ready = sum(1 for r in new if r.ready)
     counted = [s for s in fresh if s.requests is not None]
