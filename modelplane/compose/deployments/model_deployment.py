@@ -278,16 +278,23 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
 
 
 def _serving(inp: ComposeInput, clusters: Mapping[str, ObservedInferenceCluster]) -> frozenset[str]:
-    """This deployment's replicas that take traffic: Ready, and, on a cluster whose gateway
-    gives them a ModelEndpoint, with that endpoint Ready too."""
+    """This deployment's replicas that take traffic: Ready, and, when they get a
+    ModelEndpoint (`endpoint_for`, as `_compose_endpoints` decides), that endpoint Ready."""
     out = set()
     for key, obj in inp.observed.items():
         replica = read_model_replica(obj) if obj.get("kind") == MODEL_REPLICA_KIND else None
         if replica is None or not replica.ready:
             continue
         cluster = clusters.get(replica.cluster)
+        view = ReplicaView(
+            name=replica.name,
+            ready=True,
+            endpoint=replica.endpoint,
+            cluster_gateway=None if cluster is None else cluster.gateway_address,
+            cluster=replica.cluster,
+        )
         endpoint = inp.observed.get(endpoint_key(key))
-        routed = cluster is not None and cluster.gateway_address is not None
+        routed = endpoint_for(view, "", "", {}) is not None
         if not routed or (endpoint is not None and read_endpoint(endpoint).ready):
             out.add(replica.name)
     return frozenset(out)
