@@ -6,8 +6,8 @@ the last `status.rollout`, and answers which replicas must be replaced now
 (make-before-break, by the scheduler, within `maxSurge`), which revision new
 placements run, whether the new revision's endpoints are canaries, and the
 new `status.rollout` with its condition and events. It holds no clock: "now"
-is the newest time a cluster agent's report carries, and a wave's time is
-measured in those.
+is the newest time the cluster agents' reports on the deployment's replicas
+carry, and a wave's time is measured in those.
 
 One wave at a time:
 
