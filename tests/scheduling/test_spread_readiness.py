@@ -36,6 +36,7 @@ from schedfleet import (
 )
 
 from modelplane.scheduling import replica_name, schedule
+from modelplane.scheduling.ledger import PoolLedger
 
 Obj = dict[str, Any]
 POOL = "p0-h100-8x"
@@ -88,9 +89,6 @@ def test_the_hazard_is_real_for_the_oracle() -> None:
     assert oversubscribed(clusters, _all_ready([*held, d3])) == {("c3", POOL)}
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the fill and contention replay a Spread pool only in today's order"
-)
 @pytest.mark.parametrize("reported", [False, True])
 def test_a_new_replica_is_not_placed_where_an_older_pending_one_turning_ready_strands_it(
     reported: bool,
@@ -117,9 +115,6 @@ def test_controls_where_the_order_cannot_change() -> None:
     assert placements(result) == [("c3", 0, POOL)]
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the fill and contention replay a Spread pool only in today's order"
-)
 def test_a_placed_replica_loses_the_pool_in_the_settled_replay() -> None:
     # A stale view placed d3's replica on c3 already: it is not Ready, and once
     # d2's older replica runs it cannot. It loses the pool (every deployment
@@ -138,3 +133,29 @@ def test_a_placed_replica_loses_the_pool_in_the_settled_replay() -> None:
     kept = schedule(d2, clusters, [*held, stale])
     assert kept.withdrawn == ()
     assert placements(kept) == [("c3", 0, POOL), ("c3", 1, POOL)]
+
+
+def test_a_ledger_with_a_settled_replay_takes_only_what_fits_both() -> None:
+    # One 8-GPU class over two nodes. Today: a 4-GPU holder, four 1-GPU workers
+    # spread onto the emptier node, then the pending 4-GPU one: 4 and 4 free...
+    today = PoolLedger((8,), 2, spread=True)
+    for demand, workers_ in (((4,), 1), ((1,), 4)):
+        today.place((demand,), 1, workers_, force=True)
+    assert today.free == {(4,): 2}
+    # ...by age, the two 4-GPU holders first: the 1-GPU workers alternate, 2 and 2.
+    aged = PoolLedger((8,), 2, spread=True)
+    for demand, workers_ in (((4,), 2), ((1,), 4)):
+        aged.place((demand,), 1, workers_, force=True)
+    assert aged.free == {(2,): 2}
+    today.settled = aged
+    assert today.free_for(((4,),), 1) == 0
+    assert today.fullness([(((4,),), 1, 1)]) is None
+    saved = today.snapshot()
+    assert not today.place(((4,),), 1, 1, force=False)
+    today.restore(saved)
+    assert (today.free, aged.free) == ({(4,): 2}, {(2,): 2})
+    # Two GPUs fit both replays; restoring undoes both.
+    assert today.place(((2,),), 1, 1, force=False)
+    assert (today.free, aged.free) == ({(2,): 1, (4,): 1}, {(0,): 1, (2,): 1})
+    today.restore(saved)
+    assert (today.free, aged.free) == ({(4,): 2}, {(2,): 2})
