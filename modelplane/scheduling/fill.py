@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from modelplane.api.readers import ReplayOrder
 from modelplane.scheduling import cost, quota
+from modelplane.scheduling.ledger import PoolLedger
 from modelplane.scheduling.matching import RoleMatch, observed_demand
 from modelplane.scheduling.names import replica_name
 from modelplane.scheduling.scores import weighted
@@ -20,6 +21,7 @@ from modelplane.scheduling.state import (
     PoolKey,
     PoolOptions,
     Slot,
+    by_age,
     candidates,
 )
 from modelplane.scheduling.types import RoleAssignment, RuleScore, ScoreCard
@@ -33,7 +35,9 @@ def build_ledger(state: CycleState) -> None:
     dropped and withdrawn replicas are not charged. Charges are replayed in
     contention order (Ready first, then oldest). Replicas set aside as
     unschedulable are charged while the fill runs: their replacements are
-    placed without counting on the place they hold (make before break).
+    placed without counting on the place they hold (make before break). A
+    spreading pool is also replayed by age alone where that differs
+    (`settle_spread`).
     """
     charges: list[tuple[ReplayOrder, str, Charge]] = []
     for r in state.others:
@@ -53,6 +57,31 @@ def build_ledger(state: CycleState) -> None:
         if led is not None:
             led.place(ch.demands, ch.nodes_per_worker, ch.workers, force=True)
             state.charged.setdefault((cluster, ch.pool), []).append(ch)
+    settle_spread(state, charges)
+
+
+def settle_spread(state: CycleState, charges: list[tuple[ReplayOrder, str, Charge]]) -> None:
+    """Give each spreading pool whose replay changes once its holders are Ready a
+    `settled` ledger: the same charges replayed by age alone (`ledger`'s docstring).
+
+    A replica that is not Ready yet replays after every Ready one; once it runs
+    it replays by its age, ahead of younger Ready ones, and under Spread where
+    those are thought to run moves. A new replica (the youngest) placed on the
+    pool must fit in that replay too, or the pool ends up holding Ready replicas
+    it cannot run. `charges` are in replay order.
+    """
+    by_pool: dict[PoolKey, list[tuple[ReplayOrder, Charge]]] = defaultdict(list)
+    for order, cluster, ch in charges:
+        by_pool[(cluster, ch.pool)].append((order, ch))
+    for key, replay in by_pool.items():
+        led = state.ledgers.get(key)
+        aged = sorted(replay, key=lambda t: by_age(t[0]))  # stable: roles keep their order
+        if led is None or not led.spread or [o for o, _ in aged] == [o for o, _ in replay]:
+            continue
+        twin = PoolLedger(led.cap, led.nodes, spread=True)
+        for _, ch in aged:
+            twin.place(ch.demands, ch.nodes_per_worker, ch.workers, force=True)
+        led.settled = twin
 
 
 def _load(

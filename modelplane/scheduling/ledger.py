@@ -21,6 +21,13 @@ predict what the cluster's own scheduler will do:
 Ties go to the smallest remaining vector, so either rule is deterministic
 whatever the order the multiset was built in. Multi-node workers take whole
 nodes under both.
+
+Under Spread the answer depends on the order replicas arrived in, which the
+ledger replays as Ready first, then oldest. A replica that turns Ready late
+moves ahead of younger Ready ones in that replay, and where they are thought
+to run changes. A spreading pool whose replay would change so carries a
+second ledger, `settled`: its charges replayed by age alone, as they will be
+once every holder is Ready. A new replica must fit both.
 """
 
 from __future__ import annotations
@@ -30,7 +37,8 @@ from collections.abc import Sequence
 Vector = tuple[int, ...]
 # One role's charge as the ledger takes it: (demand alternatives, nodes per worker, workers).
 RoleCharge = tuple[tuple[Vector, ...], int, int]
-Snapshot = tuple[dict[Vector, int], bool]  # what `PoolLedger.restore` takes back
+_State = tuple[dict[Vector, int], bool]
+Snapshot = tuple[_State, _State | None]  # what `PoolLedger.restore` takes back (and settled's)
 
 
 def fits(remaining: Vector, demand: Vector) -> bool:
@@ -53,7 +61,7 @@ def _move(free: dict[Vector, int], v: Vector, to: Vector) -> None:
 class PoolLedger:
     """Free capacity of one (cluster, pool)."""
 
-    __slots__ = ("cap", "free", "nodes", "oversubscribed", "spread")
+    __slots__ = ("cap", "free", "nodes", "oversubscribed", "settled", "spread")
 
     def __init__(self, cap: Vector, nodes: int, spread: bool = False) -> None:
         self.cap = cap
@@ -62,15 +70,21 @@ class PoolLedger:
         # remaining vector -> number of nodes in that state
         self.free: dict[Vector, int] = {cap: self.nodes} if self.nodes else {}
         self.oversubscribed = False
+        # The same charges replayed by age alone (module docstring); None when
+        # that replay is this one.
+        self.settled: PoolLedger | None = None
 
     def snapshot(self) -> Snapshot:
         """State to hand back to `restore` when a tentative placement fails."""
-        return dict(self.free), self.oversubscribed
+        twin = self.settled
+        return (dict(self.free), self.oversubscribed), None if twin is None else twin.snapshot()[0]
 
     def restore(self, state: Snapshot) -> None:
         """Undo everything since `snapshot`."""
-        free, self.oversubscribed = state
+        (free, self.oversubscribed), twin = state
         self.free = dict(free)
+        if self.settled is not None and twin is not None:
+            self.settled.restore((twin, None))
 
     def _take(self, v: Vector) -> None:
         n = self.free[v] - 1
@@ -108,8 +122,17 @@ class PoolLedger:
         (equivalent assignments of its requests; the first preferred). Returns
         False (leaving partial charges; callers snapshot/restore) when it does not
         fit. With `force` it always charges, driving nodes negative and marking
-        the pool oversubscribed: observed replicas hold what they hold.
+        the pool oversubscribed: observed replicas hold what they hold. Where
+        the pool has a `settled` replay, the role must fit there too.
         """
+        if not self._place_here(demands, nodes_per_worker, workers, force):
+            return False
+        twin = self.settled
+        return twin is None or twin.place(demands, nodes_per_worker, workers, force)
+
+    def _place_here(
+        self, demands: tuple[Vector, ...], nodes_per_worker: int, workers: int, force: bool
+    ) -> bool:
         if nodes_per_worker <= 1:
             return all(self._place_one(demands, force) for _ in range(workers))
         return self._place_whole(nodes_per_worker * workers, force)
@@ -162,7 +185,11 @@ class PoolLedger:
         fit across pools and clusters), as BinPack does across one pool's nodes:
         a small worker on a node already in use keeps whole nodes free for large
         ones. A multi-node worker takes whole nodes, which were empty: it adds 0.
+        The charges must fit the `settled` replay too (where they land there
+        does not count).
         """
+        if self.settled is not None and self.settled.fullness(charges) is None:
+            return None
         free = dict(self.free)
         total, count = 0.0, 0
         for demands, nodes_per_worker, workers in charges:
@@ -195,7 +222,11 @@ class PoolLedger:
         return 1.0 - sum(v) / (sum(self.cap) or 1)
 
     def free_for(self, demands: tuple[Vector, ...], nodes_per_worker: int) -> int:
-        """Nodes that could each take one more worker of this shape."""
+        """Nodes that could each take one more worker of this shape (in every replay)."""
         if nodes_per_worker > 1:
-            return self.free.get(self.cap, 0)
-        return sum(n for v, n in self.free.items() if any(fits(v, d) for d in demands))
+            here = self.free.get(self.cap, 0)
+        else:
+            here = sum(n for v, n in self.free.items() if any(fits(v, d) for d in demands))
+        if self.settled is None:
+            return here
+        return min(here, self.settled.free_for(demands, nodes_per_worker))

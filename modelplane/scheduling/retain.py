@@ -25,7 +25,7 @@ from modelplane.scheduling.matching import (
     observed_demand,
     unparsable,
 )
-from modelplane.scheduling.state import Charge, CycleState, PoolKey, Slot, Stuck
+from modelplane.scheduling.state import Charge, CycleState, PoolKey, Slot, Stuck, by_age
 from modelplane.scheduling.types import (
     MAKE_BEFORE_BREAK,
     RoleAssignment,
@@ -39,7 +39,8 @@ from modelplane.scheduling.unschedulable import stuck_report
 
 # ── Contention ──────────────────────────────────────────────────────────────
 
-Holders = dict[PoolKey, list[tuple[ObservedModelReplica, list[ObservedRole]]]]
+Holder = tuple[ObservedModelReplica, list[ObservedRole]]
+Holders = dict[PoolKey, list[Holder]]
 Losers = tuple[tuple[PoolKey, tuple[tuple[str, str], ...]], ...]  # by pool, in pool order
 
 
@@ -62,32 +63,50 @@ def _holders(
     return by_pool
 
 
+def _replay_losers(
+    state: CycleState, key: PoolKey, holders: Sequence[Holder], skip: frozenset[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """Charge a pool's `holders` in the order given: the not-Ready ones that no longer
+    fit lose (those in `skip` are leaving already and charge nothing)."""
+    pools = cluster_pools(state.inp.clusters[key[0]], state.shapes)
+    shape = pools.shapes[key[1]]
+    led = PoolLedger(shape.cap, pools.nodes[key[1]], state.inp.clusters[key[0]].packing == "Spread")
+    lost = []
+    for r, roles in holders:
+        if (r.namespace, r.name) in skip:
+            continue
+        saved = led.snapshot()
+        fits = all(
+            led.place(
+                observed_demand(shape, role.request_key, state.ev),
+                role.nodes_per_worker,
+                role.workers,
+                force=r.ready,
+            )
+            for role in roles
+        )
+        if not fits:
+            led.restore(saved)
+            lost.append((r.namespace, r.name))
+    return lost
+
+
 def _fleet_losers(state: CycleState) -> Losers:
-    """Per pool, the holders that lose it: a function of the observed fleet alone."""
+    """Per pool, the holders that lose it: a function of the observed fleet alone.
+
+    A spreading pool is replayed twice: as it runs now (Ready first, then oldest)
+    and as it will once its holders are Ready (by age alone, see `ledger`); a
+    not-Ready holder that does not fit either replay loses.
+    """
     inp = state.inp
     # A preempted replica is leaving: its place is its preemptor's for every deployment.
     everyone = sorted((r for r in inp.replicas if inp.preemptor(r) is None), key=lambda r: r.order)
     found = []
     for key, holders in sorted(_holders(inp, everyone, state.shapes).items()):
-        pools = cluster_pools(inp.clusters[key[0]], state.shapes)
-        shape = pools.shapes[key[1]]
-        spread = inp.clusters[key[0]].packing == "Spread"
-        led = PoolLedger(shape.cap, pools.nodes[key[1]], spread)
-        lost = []
-        for r, roles in holders:
-            saved = led.snapshot()
-            fits = all(
-                led.place(
-                    observed_demand(shape, role.request_key, state.ev),
-                    role.nodes_per_worker,
-                    role.workers,
-                    force=r.ready,
-                )
-                for role in roles
-            )
-            if not fits:
-                led.restore(saved)
-                lost.append((r.namespace, r.name))
+        lost = _replay_losers(state, key, holders, frozenset())
+        aged = sorted(holders, key=lambda h: by_age(h[0].order))
+        if inp.clusters[key[0]].packing == "Spread" and aged != holders:
+            lost += _replay_losers(state, key, aged, frozenset(lost))
         if lost:
             found.append((key, tuple(lost)))
     return tuple(found)

@@ -229,6 +229,11 @@ class CycleState:
         return led
 
 
+def by_age(order: ReplayOrder) -> tuple[int, str, str, str]:
+    """A replay order with readiness left out: the order once every holder is Ready."""
+    return order.no_created, order.created, order.namespace, order.name
+
+
 def new_ledger(state: CycleState, key: PoolKey) -> PoolLedger:
     """An empty ledger of a matched pool, packing as its cluster packs."""
     spread = state.inp.clusters[key[0]].packing == "Spread"
