@@ -55,6 +55,17 @@ def _owner_names(obj: Mapping[str, Any]) -> set[str]:
     return {str(r.get("name")) for r in refs if isinstance(r, Mapping) and r.get("name")}
 
 
+def _candidate_name(obj: Mapping[str, Any]) -> str | None:
+    """The name of the composite `obj` can only be composed by (see `owned_by`): its
+    first controller ownerReference's, else its composite label's; None if neither."""
+    meta = obj.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or []:
+        if isinstance(ref, Mapping) and ref.get("controller"):
+            return str(ref.get("name"))
+    label = (meta.get("labels") or {}).get(COMPOSITE_LABEL)
+    return None if label is None else str(label)
+
+
 def owned_by(obj: Mapping[str, Any], xr: Mapping[str, Any]) -> bool:
     """Whether `obj` is a composed resource of `xr`.
 
@@ -131,7 +142,9 @@ class ObjectStore:
         """Create a store, optionally from a mapping of key to object."""
         self._objects: dict[Key, Obj] = {}
         self._labels: dict[Key, dict[str, str]] = {}
-        self._by_composite: dict[str, set[Key]] = {}
+        self._by_candidate: dict[str, set[Key]] = {}
+        """Keys by the one composite name that can compose them (`_candidate_name`)."""
+        self._candidate: dict[Key, str] = {}
         self._by_owner: dict[str, set[Key]] = {}
         self._owners: dict[Key, frozenset[str]] = {}
         self._by_label: dict[tuple[str, str, str, str], set[Key]] = {}
@@ -198,6 +211,7 @@ class ObjectStore:
             return
         self._unindex(key)
         self._index_owners(key, frozenset())
+        self._index_candidate(key, None)
         self._owners.pop(key, None)
         self._by_kind.get(key[:2], set()).discard(key)
         self._sorted.pop(key[:2], None)
@@ -209,6 +223,7 @@ class ObjectStore:
     def _index(self, key: Key, obj: Obj) -> None:
         """Index the object's owners and labels, unless they are those indexed already."""
         self._index_owners(key, frozenset(_owner_names(obj)))
+        self._index_candidate(key, _candidate_name(obj))
         labels = (obj.get("metadata") or {}).get("labels") or {}
         if self._labels.get(key) == labels:
             return
@@ -216,8 +231,17 @@ class ObjectStore:
         self._labels[key] = dict(labels)
         for k, v in labels.items():
             self._by_label.setdefault((key[0], key[1], k, v), set()).add(key)
-        if COMPOSITE_LABEL in labels:
-            self._by_composite.setdefault(labels[COMPOSITE_LABEL], set()).add(key)
+
+    def _index_candidate(self, key: Key, name: str | None) -> None:
+        old = self._candidate.get(key)
+        if name == old:
+            return
+        if old is not None:
+            self._by_candidate[old].discard(key)
+            del self._candidate[key]
+        if name is not None:
+            self._by_candidate.setdefault(name, set()).add(key)
+            self._candidate[key] = name
 
     def _index_owners(self, key: Key, names: frozenset[str]) -> None:
         old = self._owners.get(key, frozenset())
@@ -233,8 +257,6 @@ class ObjectStore:
         old = self._labels.pop(key, {})
         for k, v in old.items():
             self._by_label.get((key[0], key[1], k, v), set()).discard(key)
-        if COMPOSITE_LABEL in old:
-            self._by_composite.get(old[COMPOSITE_LABEL], set()).discard(key)
 
     def _bump(self, key: Key) -> None:
         self._versions[key] = self._kind_versions[key[:2]] = next(_VERSIONS)
@@ -267,10 +289,15 @@ class ObjectStore:
         return dict(self._versions)
 
     def candidates_of(self, xr: Mapping[str, Any]) -> list[Obj]:
-        """Objects that may be composed by xr: labelled with its name or owned by its name."""
+        """Objects that may be composed by xr, in key order: those whose controller
+        ownerReference names it, or without one, whose composite label does.
+
+        A superset of its composed resources (`owned_by` decides): indexed by
+        that one name, a root composite's candidates are its own resources,
+        not every resource of its tree (which all carry its label).
+        """
         name = str((xr.get("metadata") or {}).get("name", ""))
-        keys = self._by_composite.get(name, set()) | self._by_owner.get(name, set())
-        return [self._objects[k] for k in sorted(keys)]
+        return [self._objects[k] for k in sorted(self._by_candidate.get(name, ()))]
 
     def owned_by_name(self, name: str) -> list[Obj]:
         """Objects with an ownerReference to an object called `name`, in key order."""
