@@ -308,8 +308,10 @@ def freeze(d: Mapping[str, Any]) -> FrozenDict:
 
 
 Parts = dict[str, "bytes | dict[str, bytes]"]
-"""What `refreeze` compares an object's versions by: each top-level field's exact
-serialization (marshal's), and each field's of a top-level mapping."""
+"""What `refreeze` compares an object's versions by: a digest of each top-level
+field's exact serialization (marshal's), and of each field's of a top-level
+mapping. Digests, not the serializations: the engine keeps one `Parts` per
+object it read, which as serializations was a copy of every object."""
 
 
 def parts_of(d: Mapping[str, Any]) -> Parts | None:
@@ -324,7 +326,8 @@ def parts_of(d: Mapping[str, Any]) -> Parts | None:
 
 
 def _serialized(v: Any) -> bytes:
-    return marshal.dumps(v, 2)
+    # A 160-bit digest: equal digests are equal serializations, barring a collision.
+    return hashlib.blake2b(marshal.dumps(v, 2), digest_size=20).digest()
 
 
 def refreeze(d: Mapping[str, Any], parts: Parts, previous: FrozenDict, before: Parts) -> FrozenDict:
@@ -333,8 +336,8 @@ def refreeze(d: Mapping[str, Any], parts: Parts, previous: FrozenDict, before: P
     `previous` is the frozen copy of an earlier version whose parts were
     `before`. A new version usually changes a few fields (its status): the
     rest, and what was remembered on them (`memoized` readings), carry over.
-    Equal serializations are equal in value, type (1, 1.0 and True differ)
-    and key order, so the result is exactly `freeze(d)`'s.
+    Equal serializations (by digest) are equal in value, type (1, 1.0 and
+    True differ) and key order, so the result is exactly `freeze(d)`'s.
     """
     fields = {}
     for k, v in dict(d).items():
