@@ -350,6 +350,8 @@ class ControlPlane:
         """The requirements each XR's last call settled on."""
         self._found_by_selector: dict[bytes, tuple[int | None, tuple[Version, ...]]] = {}
         """What each selector last fetched, by version, with its kind's version then."""
+        self._frozen_lists: dict[bytes, tuple[tuple[Version, ...], list[Resource]]] = {}
+        """What each selector last fetched, by version, and those objects frozen."""
         self._passes = Passes()
         """What the simulated providers read in their last pass over each object."""
         self.calls = 0
@@ -506,6 +508,22 @@ class ControlPlane:
         self._read[key] = (version, frozen, parts)
         return frozen
 
+    def _frozen_all(self, fetch: Fetch, objs: list[Obj]) -> list[Resource]:
+        """`_frozen` of every object a requirement fetched, as a new list.
+
+        A selector that fetches the same objects at the same versions as last
+        time gets the same frozen objects: the list is kept per selector and
+        copied, not rebuilt (a fleet's clusters are fetched by every call).
+        """
+        signature = fetch.selector.SerializeToString(deterministic=True)
+        cached = self._frozen_lists.get(signature)
+        if cached is not None and cached[0] == fetch.found:
+            return list(cached[1])
+        frozen: list[Resource] = [self._frozen(o) for o in objs]
+        if all(version is not None for _, version in fetch.found):
+            self._frozen_lists[signature] = (fetch.found, frozen)
+        return list(frozen)
+
     def _version(self, obj: Obj) -> Version:
         key = Key.of(obj)
         return key, self.store.version(key)
@@ -649,7 +667,7 @@ class ControlPlane:
             for field_name in ("required", "extra"):
                 for fetch, objs in required:
                     if fetch.field == field_name and fetch.name not in got:
-                        got[fetch.name] = [self._frozen(o) for o in objs]
+                        got[fetch.name] = self._frozen_all(fetch, objs)
             inp = ComposeInput(composite=composite, observed=seen, required=got, image=image)
             return reply_of(runner, composite, runner.compose(composite, lambda: inp), last)
 
