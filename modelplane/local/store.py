@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import hashlib
 import itertools
 import json
 import marshal
@@ -111,16 +112,19 @@ def _marshalled(obj: Obj) -> bytes | None:
         return None
 
 
-def _text(obj: Obj) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=repr)
+def _hash(data: bytes) -> bytes:
+    # 160 bits: equal digests are equal inputs, barring a collision.
+    return hashlib.blake2b(data, digest_size=20).digest()
 
 
-def json_copy(obj: Obj) -> Obj:
-    """A deep copy of a JSON object: marshal's round trip (done in C), else deepcopy."""
+def _text_digest(obj: Obj) -> bytes:
+    """A digest of the object's key-sorted JSON text (done in C): equal for equal
+    content in any key order, different when a value's type differs (1, 1.0, true)."""
     try:
-        return dict(marshal.loads(marshal.dumps(obj, 2)))
-    except ValueError:  # a container subclass, or a value JSON turns into a string
-        return copy.deepcopy(obj)
+        text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=repr)
+    except (TypeError, ValueError):  # keys of mixed types cannot be sorted
+        text = repr(obj)
+    return _hash(text.encode())
 
 
 class ObjectStore:
@@ -151,7 +155,8 @@ class ObjectStore:
         self._by_kind: dict[tuple[str, str], set[Key]] = {}
         self._sorted: dict[tuple[str, str], tuple[Key, ...]] = {}
         self._all_sorted: tuple[Key, ...] | None = None
-        self._content: dict[Key, bytes | Obj] = {}
+        self._content: dict[Key, tuple[bytes | None, bytes]] = {}
+        """Per object, digests of its exact bytes (None: marshal refused it) and its text."""
         self._kind_versions: dict[tuple[str, str], int] = {}
         self._versions: dict[Key, int] = {}
         for obj in (objects or {}).values():
@@ -187,22 +192,20 @@ class ObjectStore:
     def _note(self, key: Key, obj: Obj) -> bool:
         """Record the object's content; returns whether it differs from the last recorded.
 
-        The content is kept as marshal's bytes (a copy, when marshal refuses
-        the object): equal bytes settle it at once; otherwise the recorded
-        content is read back and compared, key order aside and value types
-        not (1, 1.0 and True differ).
+        Only digests are kept, not a copy of the content: one of marshal's
+        exact bytes (done in C, cheap), which settles an unchanged object at
+        once, and one of its key-sorted JSON text, which decides otherwise:
+        content is compared key order aside and value types not (1, 1.0 and
+        True differ).
         """
         data = _marshalled(obj)
+        exact = _hash(data) if data is not None else None
         old = self._content.get(key)
-        if data is not None and data == old:
+        if old is not None and exact is not None and old[0] == exact:
             return False
-        self._content[key] = data if data is not None else json_copy(obj)
-        if old is None:
-            return True
-        previous = marshal.loads(old) if isinstance(old, bytes) else old
-        # `==` alone would take 1, 1.0 and True for one value: equal dicts are
-        # told apart by their key-sorted JSON text, as a reader of the object would.
-        return previous != obj or _text(previous) != _text(obj)
+        text = _text_digest(obj)
+        self._content[key] = (exact, text)
+        return old is None or old[1] != text
 
     def delete(self, key: Key) -> None:
         """Remove an object if present."""
