@@ -56,8 +56,9 @@ from modelplane.crossplane.convert import (
     Parts,
     add_outcome,
     as_json,
+    as_stored,
     dict_to_struct,
-    freeze,
+    freeze_stored,
     parts_of,
     refreeze,
     struct_to_dict,
@@ -245,10 +246,10 @@ def _digest(desired: Resource) -> bytes:
 
 
 def _converted(desired: Resource, text: bytes, last: Applied | None) -> Obj | None:
-    """`as_json(desired)`, or None when its `repr` is the one `last` applied had."""
+    """`as_stored(desired)`, or None when its `repr` is the one `last` applied had."""
     if last is not None and last.text == text:
         return None
-    return as_json(desired)
+    return as_stored(desired)
 
 
 @dataclass(frozen=True)
@@ -497,12 +498,12 @@ class ControlPlane:
         if cached is not None and cached[0] == version:
             return cached[1]
         if version is None:
-            return freeze(obj)
+            return freeze_stored(obj)
         meta = {**(obj.get("metadata") or {}), "resourceVersion": str(version)}
         versioned = {**obj, "metadata": meta}
         parts = parts_of(versioned)
         if cached is None or cached[2] is None or parts is None:
-            frozen = freeze(versioned)
+            frozen = freeze_stored(versioned)
         else:
             frozen = refreeze(versioned, parts, cached[1], cached[2])
         self._read[key] = (version, frozen, parts)
@@ -853,6 +854,12 @@ class ControlPlane:
             refs.append(ref)
         refs.sort(key=lambda r: (r["apiVersion"], r["kind"], r.get("namespace", ""), r["name"]))
         spec = xr.setdefault("spec", {})
+        # A composed XR's spec is stored read-only (`as_stored`), but these
+        # fields are the XR's own: what they are written into is copied first.
+        if type(spec) is FrozenDict:
+            spec = xr["spec"] = dict(spec)
+        if type(spec.get("crossplane")) is FrozenDict:
+            spec["crossplane"] = dict(spec["crossplane"])
         if refs:
             spec.setdefault("crossplane", {})["resourceRefs"] = refs
         elif isinstance(spec.get("crossplane"), dict):
@@ -880,7 +887,7 @@ class ControlPlane:
             current = observed.get(name)
             unchanged = self._unchanged(last.get(name), current) if converted is None else None
             if unchanged is None:
-                desired = converted if converted is not None else as_json(reply.raw[name][0])
+                desired = converted if converted is not None else as_stored(reply.raw[name][0])
                 obj, error = self._apply_one(xr, name, desired, current)
                 if obj is None:
                     errors.append(error)

@@ -15,7 +15,11 @@ import json
 from json.encoder import encode_basestring
 from typing import Any
 
+from modelplane.api.frozen import FrozenDict, FrozenList
+
 INDENT = 2
+_CONTAINERS: frozenset[type] = frozenset((dict, list, FrozenDict, FrozenList))
+"""Plain or read-only (a store holds both)."""
 
 
 class _UnhandledError(Exception):
@@ -50,7 +54,7 @@ def _dict(d: dict[Any, Any], level: int, out: list[str]) -> None:
         if type(k) is not str:
             raise _UnhandledError
         t = type(v)
-        if t is dict or t is list:
+        if t in _CONTAINERS:
             out.append(sep + encode_basestring(k) + ": ")
             _value(v, level + 1, out)
         else:
@@ -67,7 +71,7 @@ def _list(items: list[Any], level: int, out: list[str]) -> None:
     sep = "[" + inner
     for v in items:
         t = type(v)
-        if t is dict or t is list:
+        if t in _CONTAINERS:
             out.append(sep)
             _value(v, level + 1, out)
         else:
@@ -78,9 +82,9 @@ def _list(items: list[Any], level: int, out: list[str]) -> None:
 
 def _value(v: Any, level: int, out: list[str]) -> None:
     t = type(v)
-    if t is dict:
+    if t is dict or t is FrozenDict:
         _dict(v, level, out)
-    elif t is list:
+    elif t is list or t is FrozenList:
         _list(v, level, out)
     else:
         out.append(_scalar(v))
@@ -89,8 +93,8 @@ def _value(v: Any, level: int, out: list[str]) -> None:
 def encode(value: Any, level: int = 0) -> str:
     """`value`'s indented JSON text, as nested `level` containers deep in a document.
 
-    Only plain dicts, lists, strings, ints, finite floats, booleans and None
-    are encoded here; any other value (a subclass among them) is left to the
+    Only dicts, lists (plain or read-only), strings, ints, finite floats,
+    booleans and None are encoded here; any other value is left to the
     standard library, whose text at depth 0 differs from that at `level`
     only by the indentation after each line break (strings hold no raw line
     breaks), and whose errors are the ones raised.

@@ -11,6 +11,8 @@ import marshal
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
+from modelplane.api.frozen import FrozenDict, FrozenList, memoized
+
 Obj = dict[str, Any]
 
 
@@ -118,13 +120,40 @@ def _hash(data: bytes) -> bytes:
 
 
 def _text_digest(obj: Obj) -> bytes:
-    """A digest of the object's key-sorted JSON text (done in C): equal for equal
-    content in any key order, different when a value's type differs (1, 1.0, true)."""
+    """A digest of the object's content, field by field: equal for equal content
+    in any key order, different when a value's type differs (1, 1.0, true).
+
+    Each field counts by a digest of its key-sorted JSON text (done in C),
+    whether it is plain or read-only (`convert.as_stored`); a read-only one
+    never changes, so its digest is remembered on it.
+    """
     try:
-        text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=repr)
-    except (TypeError, ValueError):  # keys of mixed types cannot be sorted
-        text = repr(obj)
-    return _hash(text.encode())
+        fields = sorted(obj.items())
+    except TypeError:  # keys of mixed types cannot be sorted
+        return _hash(repr(obj).encode())
+    return _hash(b"".join(repr(k).encode() + b"\0" + _field_digest(v) for k, v in fields))
+
+
+_DIGEST = "store.digest"
+
+
+def _field_digest(value: Any) -> bytes:
+    t = type(value)
+    if t is FrozenDict:
+        return memoized(value, _DIGEST, _digest_of_text)
+    if t is str:
+        return _hash(b"s" + value.encode())
+    if t is dict or t is list or t is FrozenList:
+        return _digest_of_text(value)
+    return _hash(b"r" + repr(value).encode())
+
+
+def _digest_of_text(value: Any) -> bytes:
+    try:
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr)
+    except TypeError:  # keys of mixed types cannot be sorted
+        text = repr(value)
+    return _hash(b"j" + text.encode())
 
 
 class ObjectStore:
