@@ -82,7 +82,8 @@ def test_a_field_that_changes_only_in_type_gets_a_new_version() -> None:
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
     key = store.put({**cm, "data": "{}"})
     versions = {store.version(key)}
-    for data in ({}, "[]", [], FrozenDict(), 1, True, 1.0, "1", None):
+    changes: list[Any] = [{}, "[]", [], FrozenDict(), 1, True, 1.0, "1", None]
+    for data in changes:
         store.put({**cm, "data": data})
         versions.add(store.version(key))
     assert len(versions) == 10
