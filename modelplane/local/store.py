@@ -11,7 +11,7 @@ import marshal
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
-from modelplane.api.frozen import FrozenDict, FrozenList, memoized
+from modelplane.api.frozen import FrozenDict, memoized
 
 Obj = dict[str, Any]
 
@@ -120,40 +120,50 @@ def _hash(data: bytes) -> bytes:
 
 
 def _text_digest(obj: Obj) -> bytes:
-    """A digest of the object's content, field by field: equal for equal content
-    in any key order, different when a value's type differs (1, 1.0, true).
+    """A digest of the object's content: equal for equal content in any key order,
+    different when a value's type differs (1, 1.0, true).
 
-    Each field counts by a digest of its key-sorted JSON text (done in C),
-    whether it is plain or read-only (`convert.as_stored`); a read-only one
-    never changes, so its digest is remembered on it.
+    Its key-sorted JSON text (done in C) is digested in parts: the fields every
+    object has, which change most (`_TOGETHER`), at once; each other field on
+    its own, by content whether it is plain or read-only (`convert.as_stored`),
+    a read-only one's digest remembered on it, as it never changes.
     """
+    together = {}
+    apart = []
+    for k, v in obj.items():
+        if k in _TOGETHER:
+            together[k] = v
+        else:
+            apart.append((k, v))
     try:
-        fields = sorted(obj.items())
+        apart.sort()
     except TypeError:  # keys of mixed types cannot be sorted
         return _hash(repr(obj).encode())
-    return _hash(b"".join(repr(k).encode() + b"\0" + _field_digest(v) for k, v in fields))
+    parts = [_text(together)]
+    parts += [_text(k) + _field_digest(v) for k, v in apart]
+    return _hash(b"".join(parts))
 
 
+_TOGETHER = frozenset({"apiVersion", "kind", "metadata", "status"})
 _DIGEST = "store.digest"
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=repr)
+
+
+def _text(value: Any) -> bytes:
+    try:
+        return _ENCODER.encode(value).encode()
+    except TypeError:  # keys of mixed types cannot be sorted
+        return repr(value).encode()
 
 
 def _field_digest(value: Any) -> bytes:
-    t = type(value)
-    if t is FrozenDict:
+    if type(value) is FrozenDict:
         return memoized(value, _DIGEST, _digest_of_text)
-    if t is str:
-        return _hash(b"s" + value.encode())
-    if t is dict or t is list or t is FrozenList:
-        return _digest_of_text(value)
-    return _hash(b"r" + repr(value).encode())
+    return _digest_of_text(value)
 
 
 def _digest_of_text(value: Any) -> bytes:
-    try:
-        text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr)
-    except TypeError:  # keys of mixed types cannot be sorted
-        text = repr(value)
-    return _hash(b"j" + text.encode())
+    return _hash(_text(value))
 
 
 class ObjectStore:
