@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import marshal
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -167,8 +168,8 @@ class Reply(NamedTuple):
     status: dict[str, Any]
     """The desired composite's status."""
     raw: Mapping[str, tuple[Any, bytes]] = {}
-    """The composer's own desired objects by name, each with its `repr`'s digest
-    (in-process calls only)."""
+    """The composer's own desired objects by name, each with its digest (`_digest`;
+    in-process calls only)."""
 
 
 class Applied(NamedTuple):
@@ -179,8 +180,9 @@ class Applied(NamedTuple):
     """
 
     text: bytes
-    """A digest of the composer's desired object's `repr` (`_digest`): equal reprs are
-    equal objects, value types (1, 1.0 and True differ) and key order included."""
+    """A digest of the composer's desired object's serialization (`_digest`): equal
+    digests are equal objects, value types (1, 1.0 and True differ) and key order
+    included."""
     key: Key
     version: int | None
     """The applied object's store version right after it was applied."""
@@ -240,13 +242,19 @@ def reply_of(
 
 
 def _digest(desired: Resource) -> bytes:
-    """A digest of the object's `repr`: equal digests are equal reprs, hence equal
-    objects. Kept instead of the text, which is as large as the object."""
-    return hashlib.blake2b(repr(desired).encode(), digest_size=20).digest()
+    """A digest of the object's exact serialization: marshal's (done in C), else its
+    `repr`. Equal digests are equal serializations, hence equal objects (value
+    types and key order included). Kept instead of the text, which is as large
+    as the object."""
+    try:
+        data = b"m" + marshal.dumps(desired, 2)
+    except ValueError:  # a read-only container (a subclass) or a value marshal refuses
+        data = b"r" + repr(desired).encode()
+    return hashlib.blake2b(data, digest_size=20).digest()
 
 
 def _converted(desired: Resource, text: bytes, last: Applied | None) -> Obj | None:
-    """`as_stored(desired)`, or None when its `repr` is the one `last` applied had."""
+    """`as_stored(desired)`, or None when its digest is the one `last` applied had."""
     if last is not None and last.text == text:
         return None
     return as_stored(desired)
