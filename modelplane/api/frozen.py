@@ -104,3 +104,19 @@ def memoized(obj: Any, key: str, derive: Callable[[Any], T]) -> T:
     if key not in memo:
         memo[key] = derive(obj)
     return cast(T, memo[key])
+
+
+def _register_yaml() -> None:
+    """Let YAML's dumpers write them as the mapping and sequence they are.
+
+    The embedded control plane's store holds them (read-only subtrees of its
+    objects), and its objects are dumped by callers with `yaml.safe_dump`.
+    """
+    from yaml.representer import Representer, SafeRepresenter
+
+    for representer in (SafeRepresenter, Representer):
+        representer.add_representer(FrozenDict, SafeRepresenter.represent_dict)
+        representer.add_representer(FrozenList, SafeRepresenter.represent_list)
+
+
+_register_yaml()

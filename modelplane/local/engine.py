@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import marshal
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -56,8 +57,9 @@ from modelplane.crossplane.convert import (
     Parts,
     add_outcome,
     as_json,
+    as_stored,
     dict_to_struct,
-    freeze,
+    freeze_stored,
     parts_of,
     refreeze,
     struct_to_dict,
@@ -166,8 +168,8 @@ class Reply(NamedTuple):
     status: dict[str, Any]
     """The desired composite's status."""
     raw: Mapping[str, tuple[Any, bytes]] = {}
-    """The composer's own desired objects by name, each with its `repr`'s digest
-    (in-process calls only)."""
+    """The composer's own desired objects by name, each with its digest (`_digest`;
+    in-process calls only)."""
 
 
 class Applied(NamedTuple):
@@ -178,8 +180,9 @@ class Applied(NamedTuple):
     """
 
     text: bytes
-    """A digest of the composer's desired object's `repr` (`_digest`): equal reprs are
-    equal objects, value types (1, 1.0 and True differ) and key order included."""
+    """A digest of the composer's desired object's serialization (`_digest`): equal
+    digests are equal objects, value types (1, 1.0 and True differ) and key order
+    included."""
     key: Key
     version: int | None
     """The applied object's store version right after it was applied."""
@@ -239,16 +242,22 @@ def reply_of(
 
 
 def _digest(desired: Resource) -> bytes:
-    """A digest of the object's `repr`: equal digests are equal reprs, hence equal
-    objects. Kept instead of the text, which is as large as the object."""
-    return hashlib.blake2b(repr(desired).encode(), digest_size=20).digest()
+    """A digest of the object's exact serialization: marshal's (done in C), else its
+    `repr`. Equal digests are equal serializations, hence equal objects (value
+    types and key order included). Kept instead of the text, which is as large
+    as the object."""
+    try:
+        data = b"m" + marshal.dumps(desired, 2)
+    except ValueError:  # a read-only container (a subclass) or a value marshal refuses
+        data = b"r" + repr(desired).encode()
+    return hashlib.blake2b(data, digest_size=20).digest()
 
 
 def _converted(desired: Resource, text: bytes, last: Applied | None) -> Obj | None:
-    """`as_json(desired)`, or None when its `repr` is the one `last` applied had."""
+    """`as_stored(desired)`, or None when its digest is the one `last` applied had."""
     if last is not None and last.text == text:
         return None
-    return as_json(desired)
+    return as_stored(desired)
 
 
 @dataclass(frozen=True)
@@ -350,6 +359,8 @@ class ControlPlane:
         """The requirements each XR's last call settled on."""
         self._found_by_selector: dict[bytes, tuple[int | None, tuple[Version, ...]]] = {}
         """What each selector last fetched, by version, with its kind's version then."""
+        self._frozen_lists: dict[bytes, tuple[tuple[Version, ...], list[Resource]]] = {}
+        """What each selector last fetched, by version, and those objects frozen."""
         self._passes = Passes()
         """What the simulated providers read in their last pass over each object."""
         self.calls = 0
@@ -495,16 +506,32 @@ class ControlPlane:
         if cached is not None and cached[0] == version:
             return cached[1]
         if version is None:
-            return freeze(obj)
+            return freeze_stored(obj)
         meta = {**(obj.get("metadata") or {}), "resourceVersion": str(version)}
         versioned = {**obj, "metadata": meta}
         parts = parts_of(versioned)
         if cached is None or cached[2] is None or parts is None:
-            frozen = freeze(versioned)
+            frozen = freeze_stored(versioned)
         else:
             frozen = refreeze(versioned, parts, cached[1], cached[2])
         self._read[key] = (version, frozen, parts)
         return frozen
+
+    def _frozen_all(self, fetch: Fetch, objs: list[Obj]) -> list[Resource]:
+        """`_frozen` of every object a requirement fetched, as a new list.
+
+        A selector that fetches the same objects at the same versions as last
+        time gets the same frozen objects: the list is kept per selector and
+        copied, not rebuilt (a fleet's clusters are fetched by every call).
+        """
+        signature = fetch.selector.SerializeToString(deterministic=True)
+        cached = self._frozen_lists.get(signature)
+        if cached is not None and cached[0] == fetch.found:
+            return list(cached[1])
+        frozen: list[Resource] = [self._frozen(o) for o in objs]
+        if all(version is not None for _, version in fetch.found):
+            self._frozen_lists[signature] = (fetch.found, frozen)
+        return list(frozen)
 
     def _version(self, obj: Obj) -> Version:
         key = Key.of(obj)
@@ -649,7 +676,7 @@ class ControlPlane:
             for field_name in ("required", "extra"):
                 for fetch, objs in required:
                     if fetch.field == field_name and fetch.name not in got:
-                        got[fetch.name] = [self._frozen(o) for o in objs]
+                        got[fetch.name] = self._frozen_all(fetch, objs)
             inp = ComposeInput(composite=composite, observed=seen, required=got, image=image)
             return reply_of(runner, composite, runner.compose(composite, lambda: inp), last)
 
@@ -835,6 +862,12 @@ class ControlPlane:
             refs.append(ref)
         refs.sort(key=lambda r: (r["apiVersion"], r["kind"], r.get("namespace", ""), r["name"]))
         spec = xr.setdefault("spec", {})
+        # A composed XR's spec is stored read-only (`as_stored`), but these
+        # fields are the XR's own: what they are written into is copied first.
+        if type(spec) is FrozenDict:
+            spec = xr["spec"] = dict(spec)
+        if type(spec.get("crossplane")) is FrozenDict:
+            spec["crossplane"] = dict(spec["crossplane"])
         if refs:
             spec.setdefault("crossplane", {})["resourceRefs"] = refs
         elif isinstance(spec.get("crossplane"), dict):
@@ -862,7 +895,7 @@ class ControlPlane:
             current = observed.get(name)
             unchanged = self._unchanged(last.get(name), current) if converted is None else None
             if unchanged is None:
-                desired = converted if converted is not None else as_json(reply.raw[name][0])
+                desired = converted if converted is not None else as_stored(reply.raw[name][0])
                 obj, error = self._apply_one(xr, name, desired, current)
                 if obj is None:
                     errors.append(error)

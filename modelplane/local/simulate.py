@@ -31,7 +31,7 @@ from modelplane.local.gateway_sim import (
 from modelplane.local.loader import scope_of
 from modelplane.local.passes import Passes
 from modelplane.local.simulate_cloud import simulate_cloud, stuck_replicas
-from modelplane.local.store import Key, Obj, ObjectStore, json_copy
+from modelplane.local.store import Key, Obj, ObjectStore
 
 OBJECT_GROUPS = ("kubernetes.m.crossplane.io", "kubernetes.crossplane.io")
 RELEASE_GROUPS = ("helm.m.crossplane.io", "helm.crossplane.io")
@@ -188,8 +188,13 @@ def observed_manifest(manifest: Obj, at: str, stuck: frozenset[str] = frozenset(
     A workload of a replica in `stuck` (pod label values an `unschedulable`
     render fixture names) stays unavailable: its pods never get a node.
     """
-    out = json_copy(manifest)
+    # Only what is changed here is copied: the rest is shared with the Object's
+    # spec, which nothing changes in place (applying replaces it), so the
+    # observed copy of a large manifest costs no second copy of its content.
+    out = dict(manifest)
     meta = out.setdefault("metadata", {})
+    if type(meta) is dict:
+        meta = out["metadata"] = dict(meta)
     if scope_of(out) == "Namespaced" and not meta.get("namespace"):
         meta["namespace"] = "default"
     make = WORKLOAD_STATUS.get((_group(out), str(out.get("kind", ""))))

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import builtins
 import copy
+import hashlib
 import itertools
 import json
 import marshal
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
+
+from modelplane.api.frozen import FrozenDict, memoized
 
 Obj = dict[str, Any]
 
@@ -53,6 +56,17 @@ COMPOSITE_LABEL = "crossplane.io/composite"
 def _owner_names(obj: Mapping[str, Any]) -> set[str]:
     refs = (obj.get("metadata") or {}).get("ownerReferences") or []
     return {str(r.get("name")) for r in refs if isinstance(r, Mapping) and r.get("name")}
+
+
+def _candidate_name(obj: Mapping[str, Any]) -> str | None:
+    """The name of the composite `obj` can only be composed by (see `owned_by`): its
+    first controller ownerReference's, else its composite label's; None if neither."""
+    meta = obj.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or []:
+        if isinstance(ref, Mapping) and ref.get("controller"):
+            return str(ref.get("name"))
+    label = (meta.get("labels") or {}).get(COMPOSITE_LABEL)
+    return None if label is None else str(label)
 
 
 def owned_by(obj: Mapping[str, Any], xr: Mapping[str, Any]) -> bool:
@@ -100,16 +114,56 @@ def _marshalled(obj: Obj) -> bytes | None:
         return None
 
 
-def _text(obj: Obj) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=repr)
+def _hash(data: bytes) -> bytes:
+    # 160 bits: equal digests are equal inputs, barring a collision.
+    return hashlib.blake2b(data, digest_size=20).digest()
 
 
-def json_copy(obj: Obj) -> Obj:
-    """A deep copy of a JSON object: marshal's round trip (done in C), else deepcopy."""
+def _text_digest(obj: Obj) -> bytes:
+    """A digest of the object's content: equal for equal content in any key order,
+    different when a value's type differs (1, 1.0, true).
+
+    Its key-sorted JSON text (done in C) is digested in parts: the fields every
+    object has, which change most (`_TOGETHER`), at once; each other field on
+    its own, by content whether it is plain or read-only (`convert.as_stored`),
+    a read-only one's digest remembered on it, as it never changes.
+    """
+    together = {}
+    apart = []
+    for k, v in obj.items():
+        if k in _TOGETHER:
+            together[k] = v
+        else:
+            apart.append((k, v))
     try:
-        return dict(marshal.loads(marshal.dumps(obj, 2)))
-    except ValueError:  # a container subclass, or a value JSON turns into a string
-        return copy.deepcopy(obj)
+        apart.sort()
+    except TypeError:  # keys of mixed types cannot be sorted
+        return _hash(repr(obj).encode())
+    parts = [_text(together)]
+    parts += [_text(k) + _field_digest(v) for k, v in apart]
+    return _hash(b"".join(parts))
+
+
+_TOGETHER = frozenset({"apiVersion", "kind", "metadata", "status"})
+_DIGEST = "store.digest"
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=repr)
+
+
+def _text(value: Any) -> bytes:
+    try:
+        return _ENCODER.encode(value).encode()
+    except TypeError:  # keys of mixed types cannot be sorted
+        return repr(value).encode()
+
+
+def _field_digest(value: Any) -> bytes:
+    if type(value) is FrozenDict:
+        return memoized(value, _DIGEST, _digest_of_text)
+    return _digest_of_text(value)
+
+
+def _digest_of_text(value: Any) -> bytes:
+    return _hash(_text(value))
 
 
 class ObjectStore:
@@ -131,14 +185,17 @@ class ObjectStore:
         """Create a store, optionally from a mapping of key to object."""
         self._objects: dict[Key, Obj] = {}
         self._labels: dict[Key, dict[str, str]] = {}
-        self._by_composite: dict[str, set[Key]] = {}
+        self._by_candidate: dict[str, set[Key]] = {}
+        """Keys by the one composite name that can compose them (`_candidate_name`)."""
+        self._candidate: dict[Key, str] = {}
         self._by_owner: dict[str, set[Key]] = {}
         self._owners: dict[Key, frozenset[str]] = {}
         self._by_label: dict[tuple[str, str, str, str], set[Key]] = {}
         self._by_kind: dict[tuple[str, str], set[Key]] = {}
         self._sorted: dict[tuple[str, str], tuple[Key, ...]] = {}
         self._all_sorted: tuple[Key, ...] | None = None
-        self._content: dict[Key, bytes | Obj] = {}
+        self._content: dict[Key, tuple[bytes | None, bytes]] = {}
+        """Per object, digests of its exact bytes (None: marshal refused it) and its text."""
         self._kind_versions: dict[tuple[str, str], int] = {}
         self._versions: dict[Key, int] = {}
         for obj in (objects or {}).values():
@@ -174,22 +231,20 @@ class ObjectStore:
     def _note(self, key: Key, obj: Obj) -> bool:
         """Record the object's content; returns whether it differs from the last recorded.
 
-        The content is kept as marshal's bytes (a copy, when marshal refuses
-        the object): equal bytes settle it at once; otherwise the recorded
-        content is read back and compared, key order aside and value types
-        not (1, 1.0 and True differ).
+        Only digests are kept, not a copy of the content: one of marshal's
+        exact bytes (done in C, cheap), which settles an unchanged object at
+        once, and one of its key-sorted JSON text, which decides otherwise:
+        content is compared key order aside and value types not (1, 1.0 and
+        True differ).
         """
         data = _marshalled(obj)
+        exact = _hash(data) if data is not None else None
         old = self._content.get(key)
-        if data is not None and data == old:
+        if old is not None and exact is not None and old[0] == exact:
             return False
-        self._content[key] = data if data is not None else json_copy(obj)
-        if old is None:
-            return True
-        previous = marshal.loads(old) if isinstance(old, bytes) else old
-        # `==` alone would take 1, 1.0 and True for one value: equal dicts are
-        # told apart by their key-sorted JSON text, as a reader of the object would.
-        return previous != obj or _text(previous) != _text(obj)
+        text = _text_digest(obj)
+        self._content[key] = (exact, text)
+        return old is None or old[1] != text
 
     def delete(self, key: Key) -> None:
         """Remove an object if present."""
@@ -198,6 +253,7 @@ class ObjectStore:
             return
         self._unindex(key)
         self._index_owners(key, frozenset())
+        self._index_candidate(key, None)
         self._owners.pop(key, None)
         self._by_kind.get(key[:2], set()).discard(key)
         self._sorted.pop(key[:2], None)
@@ -209,6 +265,7 @@ class ObjectStore:
     def _index(self, key: Key, obj: Obj) -> None:
         """Index the object's owners and labels, unless they are those indexed already."""
         self._index_owners(key, frozenset(_owner_names(obj)))
+        self._index_candidate(key, _candidate_name(obj))
         labels = (obj.get("metadata") or {}).get("labels") or {}
         if self._labels.get(key) == labels:
             return
@@ -216,8 +273,17 @@ class ObjectStore:
         self._labels[key] = dict(labels)
         for k, v in labels.items():
             self._by_label.setdefault((key[0], key[1], k, v), set()).add(key)
-        if COMPOSITE_LABEL in labels:
-            self._by_composite.setdefault(labels[COMPOSITE_LABEL], set()).add(key)
+
+    def _index_candidate(self, key: Key, name: str | None) -> None:
+        old = self._candidate.get(key)
+        if name == old:
+            return
+        if old is not None:
+            self._by_candidate[old].discard(key)
+            del self._candidate[key]
+        if name is not None:
+            self._by_candidate.setdefault(name, set()).add(key)
+            self._candidate[key] = name
 
     def _index_owners(self, key: Key, names: frozenset[str]) -> None:
         old = self._owners.get(key, frozenset())
@@ -233,8 +299,6 @@ class ObjectStore:
         old = self._labels.pop(key, {})
         for k, v in old.items():
             self._by_label.get((key[0], key[1], k, v), set()).discard(key)
-        if COMPOSITE_LABEL in old:
-            self._by_composite.get(old[COMPOSITE_LABEL], set()).discard(key)
 
     def _bump(self, key: Key) -> None:
         self._versions[key] = self._kind_versions[key[:2]] = next(_VERSIONS)
@@ -267,10 +331,15 @@ class ObjectStore:
         return dict(self._versions)
 
     def candidates_of(self, xr: Mapping[str, Any]) -> list[Obj]:
-        """Objects that may be composed by xr: labelled with its name or owned by its name."""
+        """Objects that may be composed by xr, in key order: those whose controller
+        ownerReference names it, or without one, whose composite label does.
+
+        A superset of its composed resources (`owned_by` decides): indexed by
+        that one name, a root composite's candidates are its own resources,
+        not every resource of its tree (which all carry its label).
+        """
         name = str((xr.get("metadata") or {}).get("name", ""))
-        keys = self._by_composite.get(name, set()) | self._by_owner.get(name, set())
-        return [self._objects[k] for k in sorted(keys)]
+        return [self._objects[k] for k in sorted(self._by_candidate.get(name, ()))]
 
     def owned_by_name(self, name: str) -> list[Obj]:
         """Objects with an ownerReference to an object called `name`, in key order."""

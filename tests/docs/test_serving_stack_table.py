@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from modelplane.api import constants as c
+from modelplane.api.frozen import thaw
 from modelplane.api.readers import read_inference_cluster
 from modelplane.local import ControlPlane, load_paths
 from modelplane.local.engine import RenderResult
@@ -135,11 +136,14 @@ def test_the_check_fails_when_an_installer_is_missing() -> None:
         and o["spec"]["forProvider"]["chart"]["name"] == "kai-scheduler"
     ]
     assert len(kai) == 1
-    chart = kai[0]["spec"]["forProvider"]["chart"]
-    chart["name"] = "not-kai"
+    # A composed object's spec is stored read-only: the edit replaces it.
+    release = kai[0]
+    spec = release["spec"]
+    release["spec"] = thaw(spec)
+    release["spec"]["forProvider"]["chart"]["name"] = "not-kai"
     try:
         problems = unserved(result)
     finally:
-        chart["name"] = "kai-scheduler"
+        release["spec"] = spec
     assert problems and all("nothing installs chart:kai-scheduler" in p for p in problems)
     assert {p.split(": ")[1].split(" ")[0] for p in problems} == {"PodGroup", "Queue"}

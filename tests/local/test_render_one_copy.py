@@ -1,0 +1,133 @@
+"""One copy of a composed object's content: stored read-only, shared with what calls read.
+
+The engine stores what a composer desired read-only below its top level and
+metadata (`convert.as_stored`); the copy each call reads (`freeze_stored`)
+shares those containers instead of copying them, and the store's versions
+do not depend on whether a field is plain or read-only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from modelplane.api.frozen import FrozenDict, FrozenList, thaw
+from modelplane.compose.types import ComposeInput, ComposeResult, DesiredResource
+from modelplane.crossplane.convert import (
+    as_json,
+    as_stored,
+    dict_to_struct,
+    freeze,
+    freeze_stored,
+    struct_to_dict,
+)
+from modelplane.local import ControlPlane
+from modelplane.local.output import dump_json, dump_yaml
+from modelplane.local.store import ObjectStore
+from tests.local.conftest import TEST_API, Install
+
+DESIRED: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "made", "labels": {"a": "b"}, "finalizers": ["x"]},
+    "data": {"whole": 2.0, "list": [1, (2, 3)], "text": "t"},
+    "status": {"n": 1.0},
+}
+
+
+def typed(value: Any) -> Any:
+    """A value with every number's type spelled out (1, 1.0 and True differ), keys sorted."""
+    if isinstance(value, dict):
+        return ("dict", sorted((k, typed(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return ("list", [typed(v) for v in value])
+    return (type(value).__name__, repr(value))
+
+
+def test_as_stored_is_as_json_read_only_below_the_top_level_and_metadata() -> None:
+    stored = as_stored(DESIRED)
+    through = struct_to_dict(dict_to_struct(as_json(DESIRED)))
+    assert typed(thaw(stored)) == typed(through) == typed(as_json(DESIRED))
+    assert type(stored) is dict
+    assert type(stored["metadata"]) is dict and type(stored["metadata"]["labels"]) is dict
+    assert type(stored["status"]) is dict  # the engine drops or rewrites it
+    assert type(stored["data"]) is FrozenDict and type(stored["data"]["list"]) is FrozenList
+
+
+def test_freeze_stored_shares_read_only_containers_and_equals_freeze() -> None:
+    stored = as_stored(DESIRED)
+    stored["metadata"]["resourceVersion"] = "7"
+    shared = freeze_stored(stored)
+    assert shared["data"] is stored["data"]
+    assert shared["metadata"] is not stored["metadata"]
+    assert typed(thaw(shared)) == typed(thaw(freeze(stored)))
+
+
+def test_a_field_counts_by_content_whether_plain_or_read_only() -> None:
+    store = ObjectStore()
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
+    key = store.put({**cm, "data": {"x": "1", "n": [1, 2]}})
+    v1 = store.version(key)
+    store.put({**cm, "data": FrozenDict({"n": FrozenList([1, 2]), "x": "1"})})
+    assert store.version(key) == v1
+    store.put({**cm, "data": {"x": "1", "n": [1, 2]}})
+    assert store.version(key) == v1
+    store.put({**cm, "data": FrozenDict({"x": "1", "n": FrozenList([1, 2.0])})})
+    assert store.version(key) != v1
+
+
+def test_a_field_that_changes_only_in_type_gets_a_new_version() -> None:
+    store = ObjectStore()
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
+    key = store.put({**cm, "data": "{}"})
+    versions = {store.version(key)}
+    changes: list[Any] = [{}, "[]", [], FrozenDict(), 1, True, 1.0, "1", None]
+    for data in changes:
+        store.put({**cm, "data": data})
+        versions.add(store.version(key))
+    assert len(versions) == 10
+
+
+def test_yaml_dumps_read_only_containers_as_plain_ones() -> None:
+    value = {"a": FrozenDict({"b": FrozenList([1, "x"]), "a": FrozenDict()})}
+    assert (
+        yaml.safe_dump(value) == yaml.safe_dump(thaw(value)) == "a:\n  a: {}\n  b:\n  - 1\n  - x\n"
+    )
+    assert yaml.dump(FrozenDict({"k": 1})) == "k: 1\n"
+
+
+def nested(inp: ComposeInput) -> ComposeResult:
+    """A ConfigMap with nested data."""
+    data = {"cfg": {"a": [1, {"b": 2.0}]}, "n": str(inp.composite["spec"]["n"])}
+    return ComposeResult(
+        desired={
+            "cm": DesiredResource(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "made"},
+                    "data": data,
+                }
+            )
+        }
+    )
+
+
+def test_the_copy_a_call_reads_shares_the_stored_content(install: Install) -> None:
+    install({"Widget": nested})
+    widget = {
+        "apiVersion": TEST_API,
+        "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "default"},
+        "spec": {"n": 1},
+    }
+    plane = ControlPlane([widget])
+    result = plane.run()
+    made = result.get("v1", "ConfigMap", "made", "default")
+    assert made is not None and type(made["data"]) is FrozenDict
+    assert plane._frozen(made)["data"] is made["data"]
+    # The writers print read-only containers exactly as plain ones.
+    plain = [thaw(o) for o in result.store.objects()]
+    assert dump_yaml(result.store.objects()) == dump_yaml(plain)
+    assert dump_json(result.store.objects()) == dump_json(plain)
