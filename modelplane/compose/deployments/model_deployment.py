@@ -46,6 +46,7 @@ from modelplane.api.model_replica import ModelReplicaSpec
 from modelplane.api.objects import condition, is_condition_true, label_value
 from modelplane.api.readers import (
     ObservedInferenceCluster,
+    ObservedModelReplica,
     read_inference_cluster,
     read_model_replica,
 )
@@ -55,7 +56,7 @@ from modelplane.compose import outcome
 from modelplane.compose.common import as_desired, meta, parse_spec, without_crossplane_spec
 from modelplane.compose.deployments.endpoints import ReplicaView, endpoint_for, endpoint_key
 from modelplane.compose.deployments.observed import scheduler_input
-from modelplane.compose.deployments.revisions import Revisions, plan_revisions
+from modelplane.compose.deployments.revisions import Revisions, own_replicas, plan_revisions
 from modelplane.compose.deployments.scaling import (
     REMOVAL_REASON,
     Scaling,
@@ -286,13 +287,8 @@ def _serving(inp: ComposeInput, clusters: Mapping[str, ObservedInferenceCluster]
         if replica is None or not replica.ready:
             continue
         cluster = clusters.get(replica.cluster)
-        view = ReplicaView(
-            name=replica.name,
-            ready=True,
-            endpoint=replica.endpoint,
-            cluster_gateway=None if cluster is None else cluster.gateway_address,
-            cluster=replica.cluster,
-        )
+        gateway = None if cluster is None else cluster.gateway_address
+        view = _replica_view(replica.name, replica.cluster, replica, gateway)
         endpoint = inp.observed.get(endpoint_key(key))
         routed = endpoint_for(view, "", "", {}) is not None
         if not routed or (endpoint is not None and read_endpoint(endpoint).ready):
@@ -385,13 +381,7 @@ def _compose_leaving(
         kept.append(p.name)
         result.desired[key] = DesiredResource(manifest, "True")
         observed = read_model_replica(inp.observed[key])
-        view = ReplicaView(
-            name=p.name,
-            ready=observed is not None and observed.ready,
-            endpoint=observed.endpoint if observed is not None else None,
-            cluster_gateway=gateways.get(p.cluster),
-            cluster=p.cluster,
-        )
+        view = _replica_view(p.name, p.cluster, observed, gateways.get(p.cluster))
         endpoint = endpoint_for(view, name, namespace, _user_labels(_spec(inp), ComposeResult()))
         if endpoint is not None:
             endpoint["spec"]["draining"] = True
@@ -505,13 +495,7 @@ def _compose_endpoints(
         key = replica_key(planned.cluster, planned.index)
         observed = inp.observed.get(key)
         replica = read_model_replica(observed) if observed is not None else None
-        view = ReplicaView(
-            name=planned.name,
-            ready=replica is not None and replica.ready,
-            endpoint=replica.endpoint if replica is not None else None,
-            cluster_gateway=gateways.get(planned.cluster),
-            cluster=planned.cluster,
-        )
+        view = _replica_view(planned.name, planned.cluster, replica, gateways.get(planned.cluster))
         manifest = endpoint_for(view, name, namespace, labels)
         if manifest is None:
             continue
@@ -523,6 +507,20 @@ def _compose_endpoints(
         ekey = endpoint_key(key)
         ready = ekey in inp.observed and read_endpoint(inp.observed[ekey]).ready
         result.desired[ekey] = DesiredResource(manifest, "True" if ready else "False")
+
+
+def _replica_view(
+    name: str, cluster: str, replica: ObservedModelReplica | None, gateway: str | None
+) -> ReplicaView:
+    """What decides a replica's endpoint: its observed readiness and route, its cluster's
+    gateway (`endpoints.endpoint_for`)."""
+    return ReplicaView(
+        name=name,
+        ready=replica is not None and replica.ready,
+        endpoint=replica.endpoint if replica is not None else None,
+        cluster_gateway=gateway,
+        cluster=cluster,
+    )
 
 
 def _draining_manifest(inp: ComposeInput, planned: PlannedReplica, key: str) -> Resource | None:
@@ -577,7 +575,7 @@ def _fleet_replicas(inp: ComposeInput, namespace: str) -> list[Resource]:
     name is used; with no other copy it is kept under its slot.
     """
     listed = list(inp.required.get(REPLICAS_REQUIREMENT, []))
-    owned = [o for o in inp.observed.values() if o.get("kind") == MODEL_REPLICA_KIND]
+    owned = own_replicas(inp)
     readable = {_slot(o): o for o in listed if _readable_name(o)}
     by_id: dict[tuple[str, str], Resource] = {}
     for obj in listed:

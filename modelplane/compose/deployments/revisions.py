@@ -44,16 +44,17 @@ class Revisions:
     spec: ModelDeploymentSpec
     target: str  # the spec's revision
     place: str  # the revision new placements run
-    observed: Mapping[str, str | None]  # own replica name → the revision it is composed at
     templates: Mapping[str, Template]
-    actual: Mapping[str, str | None] = field(default_factory=dict)  # → the revision it runs
-    rollout: RolloutPlan | None = None
+    actual: Mapping[str, str | None]  # own replica name → the revision it runs (None: unread)
+    rollout: RolloutPlan | None = None  # None: not Progressive, every replica follows the spec
     _specs: dict[str, ModelDeploymentSpec | None] = field(default_factory=dict)
 
     def of(self, name: str) -> str:
-        """The revision replica `name` runs: its own when it exists (and reads), else the
-        one new placements run."""
-        return self.observed.get(name) or self.place
+        """The revision replica `name` is composed at: the spec's without a Progressive
+        rollout; else its own when it exists (and reads), or the one new placements run."""
+        if self.rollout is None:
+            return self.target
+        return self.actual.get(name) or self.place
 
     def running(self, name: str) -> str:
         """The revision replica `name` runs now (a draining one is kept as observed)."""
@@ -105,8 +106,7 @@ def plan_revisions(
         read[r.name] = rev
         replicas.append(ReplicaRevision(r.name, r.cluster, r.index, rev, r.ready))
     if not spec.rollout.progressive:
-        composed = {n: target for n in read}
-        return Revisions(spec, target, target, composed, {target: template}, actual=read)
+        return Revisions(spec, target, target, {target: template}, read)
     plan = decide(
         RolloutInput(
             rollout=spec.rollout,
@@ -121,7 +121,7 @@ def plan_revisions(
             cache_ready=_cache_ready(spec, observed),
         )
     )
-    return Revisions(spec, target, plan.place, read, plan.templates, actual=read, rollout=plan)
+    return Revisions(spec, target, plan.place, plan.templates, read, plan)
 
 
 def _status(composite: Resource) -> object:

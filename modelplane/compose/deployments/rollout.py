@@ -302,7 +302,9 @@ def _failed(state: _State) -> bool:
     return any(w.phase == "Failed" for w in state.waves)
 
 
-def _paused(state: _State, why: str, failed: bool = False) -> RolloutPlan:
+def _paused(
+    state: _State, why: str, failed: bool = False, events: tuple[tuple[str, str, str], ...] = ()
+) -> RolloutPlan:
     """Hold every replica where it is; replacements already under way finish."""
     inp = state.inp
     reason = RolledOutReason.ANALYSIS_FAILED if failed else RolledOutReason.PAUSED
@@ -311,7 +313,7 @@ def _paused(state: _State, why: str, failed: bool = False) -> RolloutPlan:
         place=inp.revision,
         templates=_templates(state),
         status=_status(state, "Paused", why),
-        verdict=Verdict(False, reason, why),
+        verdict=Verdict(False, reason, why, events),
     )
 
 
@@ -569,12 +571,7 @@ def _failed_wave(state: _State, judged: _Judged, events: list[tuple[str, str, st
     msg = judged.wave.message
     if inp.rollout.on_failure == "Pause":
         events.append(("Warning", "RolloutPaused", f"{msg}; every replica is held where it is"))
-        plan = _paused(state, f"{msg}; paused (onFailure: Pause)", failed=True)
-        assert plan.verdict is not None
-        verdict = Verdict(False, plan.verdict.reason, plan.verdict.message, tuple(events))
-        return RolloutPlan(
-            plan.outdated, plan.place, plan.templates, status=plan.status, verdict=verdict
-        )
+        return _paused(state, f"{msg}; paused (onFailure: Pause)", True, tuple(events))
     events.append(("Warning", "RolledBack", f"{msg}; rolled back to revision {state.stable}"))
     return _rolled_back(state, tuple(events))
 
