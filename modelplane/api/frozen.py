@@ -120,3 +120,86 @@ def _register_yaml() -> None:
 
 
 _register_yaml()
+
+
+_CONSTANT_TAGS: dict[Any, tuple[type, Any]] = {
+    None: (type(None), None),
+    True: (bool, True),
+    False: (bool, False),
+}
+
+
+class Interner:
+    """One shared copy of each distinct read-only container (hash-consing).
+
+    A fleet's objects repeat the same values over and over (a container
+    spec, a label set, a condition stamped in the same round), and a store
+    holding each copy on its own holds most of its memory twice or more.
+    Built bottom-up through an interner, equal containers are one object:
+    sharing is safe because they are read-only, and what is remembered on
+    one (`memoized`) holds for every place it appears, since equal here
+    means equal exactly: the same keys in the same order, the same value
+    types (1, 1.0 and True differ).
+
+    Its children being canonical already, a container is looked up by its
+    keys and its children's identities (other values by type and value). It
+    keeps every container it hands out alive, so an identity in a key never
+    names a container that is gone: `clear` drops them all at once.
+    """
+
+    __slots__ = ("_dicts", "_ids", "_lists")
+
+    def __init__(self) -> None:
+        """An empty interner."""
+        self._dicts: dict[tuple[Any, ...], FrozenDict] = {}
+        self._lists: dict[tuple[Any, ...], FrozenList] = {}
+        self._ids: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self._dicts) + len(self._lists)
+
+    def owns(self, value: Any) -> bool:
+        """Whether `value` is a container this interner handed out (and still keeps)."""
+        return id(value) in self._ids
+
+    def dict(self, fields: dict[str, Any]) -> FrozenDict:
+        """The shared FrozenDict equal to `fields`, whose values are canonical already."""
+        try:
+            key = (*fields, *[v if type(v) is str else self._tag(v) for v in fields.values()])
+            found = self._dicts.get(key)
+        except TypeError:  # an unhashable value: left unshared
+            return FrozenDict(fields)
+        if found is None:
+            found = self._dicts[key] = FrozenDict(fields)
+            self._ids.add(id(found))
+        return found
+
+    def list(self, items: list[Any]) -> FrozenList:
+        """The shared FrozenList equal to `items`, whose values are canonical already."""
+        try:
+            key = tuple([v if type(v) is str else self._tag(v) for v in items])
+            found = self._lists.get(key)
+        except TypeError:
+            return FrozenList(items)
+        if found is None:
+            found = self._lists[key] = FrozenList(items)
+            self._ids.add(id(found))
+        return found
+
+    @staticmethod
+    def _tag(value: Any) -> Any:
+        """A non-string value's part of a key: a read-only container by its identity
+        (an int), anything else by type and value (a 2-tuple, so an int value is
+        never taken for an identity)."""
+        t = type(value)
+        if t is FrozenDict or t is FrozenList:
+            return id(value)
+        if value is None or t is bool:
+            return _CONSTANT_TAGS[value]
+        return (t, value)
+
+    def clear(self) -> None:
+        """Forget every container (those in use stay valid; later ones are not shared with them)."""
+        self._dicts.clear()
+        self._lists.clear()
+        self._ids.clear()

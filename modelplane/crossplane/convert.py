@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-import marshal
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -19,7 +18,7 @@ from crossplane.function import response
 from google.protobuf import struct_pb2 as structpb
 
 from modelplane.api import constants as c
-from modelplane.api.frozen import FrozenDict, FrozenList
+from modelplane.api.frozen import FrozenDict, FrozenList, Interner
 from modelplane.api.function_input import read_image
 from modelplane.compose.types import ComposeInput, ComposeResult, Readiness, Requirement, Resource
 
@@ -302,15 +301,41 @@ def as_json(d: Mapping[str, Any]) -> Resource:
     return {_field(k): _json(v, False) for k, v in dict(d).items()}
 
 
-def as_stored(d: Mapping[str, Any]) -> Resource:
+def as_stored(d: Mapping[str, Any], interner: Interner | None = None) -> Resource:
     """`as_json(d)`, read-only below its top level and its metadata.
 
     What the embedded control plane stores of a composer's desired object:
     it changes an object's top level and metadata in place (name, owner,
     status), never the rest, so the rest is kept read-only and `freeze`
     shares it with the copy every call reads instead of copying it again.
+    Through `interner`, equal read-only containers are one shared object.
     """
-    return {_field(k): _json(v, k not in _CHANGED_IN_PLACE) for k, v in dict(d).items()}
+    if interner is None:
+        return {_field(k): _json(v, k not in _CHANGED_IN_PLACE) for k, v in dict(d).items()}
+    return {
+        _field(k): _json(v, False) if k in _CHANGED_IN_PLACE else _interned(v, interner)
+        for k, v in dict(d).items()
+    }
+
+
+def _interned(v: Any, interner: Interner) -> Any:
+    """`_json(v, True)`, each container the shared one `interner` holds."""
+    t = type(v)
+    if t is str or t is bool or v is None:
+        return v
+    if t is int and -_EXACT <= v <= _EXACT:
+        return v
+    if t is dict or t is FrozenDict:
+        if interner.owns(v):
+            return v
+        return interner.dict(
+            {k if type(k) is str else _field(k): _interned(x, interner) for k, x in v.items()}
+        )
+    if t is list or t is FrozenList or t is tuple:
+        if interner.owns(v):
+            return v
+        return interner.list([_interned(x, interner) for x in v])
+    return _other(v, True)
 
 
 _CHANGED_IN_PLACE = frozenset({"metadata", "status"})
@@ -321,90 +346,38 @@ def freeze(d: Mapping[str, Any]) -> FrozenDict:
     return FrozenDict({_field(k): _json(v, True) for k, v in dict(d).items()})
 
 
-def freeze_stored(d: Mapping[str, Any]) -> FrozenDict:
+def freeze_stored(d: Mapping[str, Any], interner: Interner | None = None) -> FrozenDict:
     """`freeze(d)` of an object of the embedded control plane's store, sharing its
     read-only containers instead of copying them.
 
     The store holds only read-only containers `as_stored` built, already in
     the form `freeze` gives, so taking them as they are gives the same value.
+    Through `interner`, the containers it builds are shared ones too.
     """
-    return FrozenDict({_field(k): _stored(v) for k, v in dict(d).items()})
+    return FrozenDict({_field(k): _stored_field(k, v, interner) for k, v in dict(d).items()})
 
 
-def _stored(v: Any) -> Any:
-    """`_json(v, True)`, sharing the read-only containers `v` holds."""
+def _stored_field(k: str, v: Any, interner: Interner | None) -> Any:
+    """`_stored` of a top-level field; an object's metadata is its own (its name,
+    uid, version), so only what it holds is shared."""
+    if interner is None or k != "metadata" or type(v) is not dict:
+        return _stored(v, interner)
+    return FrozenDict({_field(k2): _stored(v2, interner) for k2, v2 in v.items()})
+
+
+def _stored(v: Any, interner: Interner | None = None) -> Any:
+    """`_json(v, True)`, sharing the read-only containers `v` holds (and, through
+    `interner`, the ones it builds)."""
     t = type(v)
     if t is FrozenDict or t is FrozenList:
         return v
     if t is dict:
-        return FrozenDict({k if type(k) is str else _field(k): _stored(x) for k, x in v.items()})
+        fields = {k if type(k) is str else _field(k): _stored(x, interner) for k, x in v.items()}
+        return FrozenDict(fields) if interner is None else interner.dict(fields)
     if t is list:
-        return FrozenList([_stored(x) for x in v])
-    return _json(v, True)
-
-
-Parts = dict[str, "bytes | dict[str, bytes]"]
-"""What `refreeze` compares an object's versions by: a digest of each top-level
-field's exact serialization (marshal's), and of each field's of a top-level
-mapping. Digests, not the serializations: the engine keeps one `Parts` per
-object it read, which as serializations was a copy of every object."""
-
-
-def parts_of(d: Mapping[str, Any]) -> Parts | None:
-    """The object's `Parts`, or None when marshal cannot write it (nothing is shared then).
-
-    A read-only container has no part (b""): it is shared as it is.
-    """
-    try:
-        return {
-            k: {k2: _serialized(v2) for k2, v2 in v.items()} if type(v) is dict else _serialized(v)
-            for k, v in d.items()
-        }
-    except ValueError:  # a container subclass, or a value JSON would not hold
-        return None
-
-
-def _serialized(v: Any) -> bytes:
-    if type(v) is FrozenDict or type(v) is FrozenList:
-        return _SHARED
-    # A 160-bit digest: equal digests are equal serializations, barring a collision.
-    return hashlib.blake2b(marshal.dumps(v, 2), digest_size=20).digest()
-
-
-_SHARED = b""
-"""The part of a read-only container: never equal to a digest, it is never reused
-from an earlier version (`refreeze` takes the container itself)."""
-
-
-def refreeze(d: Mapping[str, Any], parts: Parts, previous: FrozenDict, before: Parts) -> FrozenDict:
-    """`freeze_stored(d)`, sharing `previous`'s frozen values whose serialization `d` repeats.
-
-    `previous` is the frozen copy of an earlier version whose parts were
-    `before`. A new version usually changes a few fields (its status): the
-    rest, and what was remembered on them (`memoized` readings), carry over.
-    Equal serializations (by digest) are equal in value, type (1, 1.0 and
-    True differ) and key order, so the result is exactly `freeze(d)`'s.
-    """
-    fields = {}
-    for k, v in dict(d).items():
-        now, then, old = parts.get(k), before.get(k), previous.get(k, _ABSENT)
-        if old is _ABSENT or now is None or then is None or now == _SHARED:
-            fields[_field(k)] = _stored(v)
-        elif isinstance(now, bytes) or isinstance(then, bytes):
-            fields[_field(k)] = old if now == then else _stored(v)
-        elif _SHARED not in now.values() and list(now.items()) == list(then.items()):
-            fields[_field(k)] = old
-        else:
-            fields[_field(k)] = FrozenDict(
-                {
-                    _field(k2): old[k2] if b != _SHARED and then.get(k2) == b else _stored(v[k2])
-                    for k2, b in now.items()
-                }
-            )
-    return FrozenDict(fields)
-
-
-_ABSENT = object()
+        items = [_stored(x, interner) for x in v]
+        return FrozenList(items) if interner is None else interner.list(items)
+    return _json(v, True) if interner is None else _interned(v, interner)
 
 
 def dict_to_struct(d: Mapping[str, Any]) -> structpb.Struct:

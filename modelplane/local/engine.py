@@ -47,21 +47,18 @@ import crossplane.function.proto.v1.run_function_pb2 as fnv1
 from google.protobuf import struct_pb2 as structpb
 
 from modelplane.api import constants as c
-from modelplane.api.frozen import FrozenDict
+from modelplane.api.frozen import FrozenDict, Interner
 from modelplane.api.function_input import function_input as default_function_input
 from modelplane.api.function_input import read_image
 from modelplane.api.objects import is_condition_true
 from modelplane.compose.types import ComposeInput, ComposeResult, Resource
 from modelplane.crossplane import FunctionRunner
 from modelplane.crossplane.convert import (
-    Parts,
     add_outcome,
     as_json,
     as_stored,
     dict_to_struct,
     freeze_stored,
-    parts_of,
-    refreeze,
     struct_to_dict,
 )
 from modelplane.local.conditions import Clock, set_condition
@@ -206,6 +203,7 @@ def reply_of(
     composite: Resource,
     result: ComposeResult,
     last: Mapping[str, Applied] | None = None,
+    interner: Interner | None = None,
 ) -> Reply:
     """A composer's result as the servicer would answer it, without protobuf Structs.
 
@@ -213,6 +211,7 @@ def reply_of(
     (`convert.as_json`); a result no Struct could carry is fatal, as it is
     in `FunctionRunner.run`. An object equal to the one `last` applied under
     its name is left unconverted (None): an equal object converts the same.
+    Through `interner`, equal read-only containers of the objects are shared.
     """
     rsp = fnv1.RunFunctionResponse()
     if result.fatal is None:
@@ -221,7 +220,7 @@ def reply_of(
         try:
             resources = {
                 name: (
-                    _converted(d.resource, texts[name], last.get(name)),
+                    _converted(d.resource, texts[name], last.get(name), interner),
                     _READY_FROM_RESULT.get(d.ready),
                 )
                 for name, d in sorted(result.desired.items())
@@ -253,11 +252,13 @@ def _digest(desired: Resource) -> bytes:
     return hashlib.blake2b(data, digest_size=20).digest()
 
 
-def _converted(desired: Resource, text: bytes, last: Applied | None) -> Obj | None:
+def _converted(
+    desired: Resource, text: bytes, last: Applied | None, interner: Interner | None
+) -> Obj | None:
     """`as_stored(desired)`, or None when its digest is the one `last` applied had."""
     if last is not None and last.text == text:
         return None
-    return as_stored(desired)
+    return as_stored(desired, interner)
 
 
 @dataclass(frozen=True)
@@ -343,7 +344,10 @@ class ControlPlane:
         # exception anyway.
         self.runner = runner
         self._composer = FunctionRunner(log_errors=False)
-        self._read: dict[Key, tuple[int, FrozenDict, Parts | None]] = {}
+        self._read: dict[Key, tuple[int, FrozenDict]] = {}
+        self._interner = Interner()
+        """One shared copy of each distinct read-only container the store and the
+        copies calls read hold (a fleet repeats most of its values)."""
         self.clock = Clock()
         self.store = ObjectStore()
         self.collector = Collector(self.store)
@@ -433,6 +437,7 @@ class ControlPlane:
         """Reconcile every composite once, then let providers and clusters report."""
         self.clock.tick()
         self._round_reconciled, self._round_skipped = self.reconciled, self.skipped
+        self._interner.clear()
         for key in list(self.store):
             if key in self.store and is_composite(key.api_version, key.kind):
                 self._reconcile(key)
@@ -499,22 +504,22 @@ class ControlPlane:
 
     def _frozen(self, obj: Obj) -> FrozenDict:
         """The object as the function would decode its Struct (`_struct`), built once
-        per version: read-only, with its version as `metadata.resourceVersion`."""
+        per version: read-only, with its version as `metadata.resourceVersion`.
+
+        Its read-only containers are the store's own, and the ones built here
+        the interner's: what a new version repeats of an earlier one (and what
+        was remembered on it, `memoized`) is the same object.
+        """
         key = Key.of(obj)
         version = self.store.version(key)
         cached = self._read.get(key)
         if cached is not None and cached[0] == version:
             return cached[1]
         if version is None:
-            return freeze_stored(obj)
+            return freeze_stored(obj, self._interner)
         meta = {**(obj.get("metadata") or {}), "resourceVersion": str(version)}
-        versioned = {**obj, "metadata": meta}
-        parts = parts_of(versioned)
-        if cached is None or cached[2] is None or parts is None:
-            frozen = freeze_stored(versioned)
-        else:
-            frozen = refreeze(versioned, parts, cached[1], cached[2])
-        self._read[key] = (version, frozen, parts)
+        frozen = freeze_stored({**obj, "metadata": meta}, self._interner)
+        self._read[key] = (version, frozen)
         return frozen
 
     def _frozen_all(self, fetch: Fetch, objs: list[Obj]) -> list[Resource]:
@@ -678,7 +683,8 @@ class ControlPlane:
                     if fetch.field == field_name and fetch.name not in got:
                         got[fetch.name] = self._frozen_all(fetch, objs)
             inp = ComposeInput(composite=composite, observed=seen, required=got, image=image)
-            return reply_of(runner, composite, runner.compose(composite, lambda: inp), last)
+            result = runner.compose(composite, lambda: inp)
+            return reply_of(runner, composite, result, last, self._interner)
 
         return in_process
 
@@ -895,7 +901,11 @@ class ControlPlane:
             current = observed.get(name)
             unchanged = self._unchanged(last.get(name), current) if converted is None else None
             if unchanged is None:
-                desired = converted if converted is not None else as_stored(reply.raw[name][0])
+                desired = (
+                    converted
+                    if converted is not None
+                    else as_stored(reply.raw[name][0], self._interner)
+                )
                 obj, error = self._apply_one(xr, name, desired, current)
                 if obj is None:
                     errors.append(error)
@@ -956,21 +966,22 @@ class ControlPlane:
         # (a real control plane showed the ModelReplicas' Objects labelled
         # with their ModelDeployment).
         root = (xm.get("labels") or {}).get(c.XP_LABEL_COMPOSITE) or xm["name"]
-        meta["labels"] = {**(meta.get("labels") or {}), c.XP_LABEL_COMPOSITE: root}
-        meta["annotations"] = {
-            **(meta.get("annotations") or {}),
-            c.XP_ANNOTATION_RESOURCE_NAME: name,
+        # Read-only and shared (`Interner`): a fleet's composed resources repeat
+        # a handful of label sets and owners; nothing edits them in place.
+        shared = self._interner
+        meta["labels"] = shared.dict({**(meta.get("labels") or {}), c.XP_LABEL_COMPOSITE: root})
+        meta["annotations"] = shared.dict(
+            {**(meta.get("annotations") or {}), c.XP_ANNOTATION_RESOURCE_NAME: name}
+        )
+        owner = {
+            "apiVersion": xr["apiVersion"],
+            "kind": xr["kind"],
+            "name": xm["name"],
+            "uid": xm.get("uid", ""),
+            "controller": True,
+            "blockOwnerDeletion": True,
         }
-        meta["ownerReferences"] = [
-            {
-                "apiVersion": xr["apiVersion"],
-                "kind": xr["kind"],
-                "name": xm["name"],
-                "uid": xm.get("uid", ""),
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
-        ]
+        meta["ownerReferences"] = shared.list([shared.dict(owner)])
         return meta
 
     def _unchanged(self, last: Applied | None, current: Obj | None) -> Applied | None:
@@ -993,7 +1004,7 @@ class ControlPlane:
         for f in ("labels", "annotations"):
             merged = {**(em.get(f) or {}), **(dm.get(f) or {})}
             if merged:
-                meta[f] = merged
+                meta[f] = self._interner.dict(merged)
         for f in ("uid", "creationTimestamp", "generation"):
             if f in em:
                 meta[f] = em[f]

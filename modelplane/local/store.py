@@ -7,8 +7,9 @@ import copy
 import hashlib
 import itertools
 import json
+import json.encoder
 import marshal
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from modelplane.api.frozen import FrozenDict, memoized
@@ -146,14 +147,31 @@ def _text_digest(obj: Obj) -> bytes:
 
 _TOGETHER = frozenset({"apiVersion", "kind", "metadata", "status"})
 _DIGEST = "store.digest"
-_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=repr)
+
+
+def _encoder() -> Callable[[Any], str]:
+    """Key-sorted compact JSON, done in C: the standard library's C encoder called
+    directly, without the circular-reference check (objects are trees) and with
+    non-ASCII text as it is, which spares it most of its work per container."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    quote = getattr(json.encoder, "c_encode_basestring", None)
+    if make is None or quote is None:  # an interpreter without the C accelerator
+        slow = json.JSONEncoder(
+            sort_keys=True, separators=(",", ":"), default=repr, ensure_ascii=False
+        )
+        return slow.encode
+    encode = make(None, repr, quote, None, ":", ",", True, False, True)
+    return lambda value: "".join(encode(value, 0))
+
+
+_ENCODE = _encoder()
 
 
 def _text(value: Any) -> bytes:
     try:
-        return _ENCODER.encode(value).encode()
-    except TypeError:  # keys of mixed types cannot be sorted
-        return repr(value).encode()
+        return _ENCODE(value).encode("utf-8", "surrogatepass")
+    except (TypeError, RecursionError):  # keys of mixed types cannot be sorted
+        return repr(value).encode("utf-8", "surrogatepass")
 
 
 def _field_digest(value: Any) -> bytes:
@@ -237,9 +255,11 @@ class ObjectStore:
         content is compared key order aside and value types not (1, 1.0 and
         True differ).
         """
-        data = _marshalled(obj)
-        exact = _hash(data) if data is not None else None
         old = self._content.get(key)
+        # An object marshal refused (it holds read-only containers) is refused
+        # again: it is not tried twice.
+        data = _marshalled(obj) if old is None or old[0] is not None else None
+        exact = _hash(data) if data is not None else None
         if old is not None and exact is not None and old[0] == exact:
             return False
         text = _text_digest(obj)
@@ -270,7 +290,8 @@ class ObjectStore:
         if self._labels.get(key) == labels:
             return
         self._unindex(key)
-        self._labels[key] = dict(labels)
+        # A read-only label set (`Interner`) cannot change under the index: shared.
+        self._labels[key] = labels if type(labels) is FrozenDict else dict(labels)
         for k, v in labels.items():
             self._by_label.setdefault((key[0], key[1], k, v), set()).add(key)
 

@@ -8,7 +8,7 @@ from typing import Any
 import crossplane.function.proto.v1.run_function_pb2 as fnv1
 import pytest
 
-from modelplane.api.frozen import FrozenDict, FrozenList, memoized, thaw
+from modelplane.api.frozen import FrozenDict, FrozenList, Interner, memoized, thaw
 from modelplane.compose import registry
 from modelplane.compose.types import ComposeInput, ComposeResult
 from modelplane.crossplane import FunctionRunner
@@ -16,10 +16,10 @@ from modelplane.crossplane.convert import (
     DecodeCache,
     SharedDecoder,
     as_json,
+    as_stored,
     dict_to_struct,
     freeze,
-    parts_of,
-    refreeze,
+    freeze_stored,
     struct_to_dict,
     to_input,
 )
@@ -238,64 +238,96 @@ def test_as_json_and_freeze_are_the_struct_round_trip(value: dict[str, Any]) -> 
     assert isinstance(frozen, FrozenDict) and typed(thaw(frozen)) == typed(through)
 
 
-def _refrozen(new: dict[str, Any], old: dict[str, Any]) -> Any:
-    before, parts = parts_of(old), parts_of(new)
-    assert before is not None and parts is not None
-    previous = freeze(old)
-    return previous, refreeze(new, parts, previous, before)
-
-
 PLAIN_VALUES = [v for v in JSON_VALUES if "frozen" not in v]  # what a store holds
 
 
 @pytest.mark.parametrize("value", PLAIN_VALUES)
-def test_refreezing_a_new_version_is_freezing_it_sharing_what_it_repeats(
+def test_freezing_through_an_interner_is_freezing_sharing_equal_parts(
     value: dict[str, Any],
 ) -> None:
+    interner = Interner()
+    first = freeze_stored(copy.deepcopy(value), interner)
     new = {**copy.deepcopy(value), "status": {"n": 2.0}, "extra": [1]}
-    previous, refrozen = _refrozen(new, value)
-    assert typed(thaw(refrozen)) == typed(thaw(freeze(new)))
-    assert list(refrozen) == list(new)  # the new version's field order
+    again = freeze_stored(new, interner)
+    assert typed(thaw(first)) == typed(thaw(freeze(value)))
+    assert typed(thaw(again)) == typed(thaw(freeze(new)))
+    assert list(again) == list(new)  # the new version's field order
     assert value, "an empty value repeats nothing"
-    for k in value:
-        assert refrozen[k] is previous[k]  # an unchanged field is the old frozen value
+    for k, v in value.items():
+        if isinstance(v, (dict, list)) and k != "metadata":
+            assert again[k] is first[k]  # an equal part is the one shared object
 
 
 @pytest.mark.parametrize(
     ("old", "new"),
     [
         pytest.param({"x": 1}, {"x": True}, id="1-to-True"),
-        pytest.param({"x": 1}, {"x": 1.0}, id="1-to-1.0"),
+        pytest.param({"x": 2}, {"x": 2.5}, id="int-to-float"),
+        pytest.param({"x": True}, {"x": 1}, id="True-to-1"),
+        pytest.param({"x": None}, {"x": 0}, id="None-to-0"),
         pytest.param({"x": {"a": 1, "b": 2}}, {"x": {"b": 2, "a": 1}}, id="reordered"),
         pytest.param({"x": [0]}, {"x": [False]}, id="in-a-list"),
+        pytest.param({"x": ["1"]}, {"x": [1]}, id="string-to-int"),
     ],
 )
-def test_a_value_equal_only_to_python_is_frozen_anew(
+def test_values_equal_only_to_python_are_not_shared(
     old: dict[str, Any], new: dict[str, Any]
 ) -> None:
     # 1 == 1.0 == True to Python, and dicts compare without order; a reader
     # of the new version must still see exactly the new version.
-    spec_old, spec_new = {"spec": old, "status": {}}, {"spec": new, "status": {}}
-    _, refrozen = _refrozen(spec_new, spec_old)
-    assert typed(thaw(refrozen)) == typed(thaw(freeze(spec_new)))
+    interner = Interner()
+    first = freeze_stored({"spec": old}, interner)
+    second = freeze_stored({"spec": new}, interner)
+    assert second["spec"] is not first["spec"]
+    assert typed(thaw(second)) == typed(thaw(freeze({"spec": new})))
     if isinstance(new["x"], dict):
-        assert list(refrozen["spec"]["x"]) == list(new["x"])  # the new key order
+        assert list(second["spec"]["x"]) == list(new["x"])  # the new key order
 
 
-def test_a_reading_remembered_on_an_unchanged_part_survives_a_new_version() -> None:
+def test_a_container_is_not_taken_for_a_number_equal_to_its_identity() -> None:
+    interner = Interner()
+    child = interner.dict({"a": "b"})
+    by_child = interner.list([child])
+    by_number = interner.list([id(child)])
+    assert by_number is not by_child and by_number == [id(child)]
+
+
+def test_a_reading_remembered_on_a_shared_part_serves_every_copy() -> None:
+    interner = Interner()
     old: dict[str, Any] = {"spec": {"pools": [{"name": "a"}], "region": "eu"}, "status": {"n": 1}}
-    previous, changed = _refrozen({**old, "status": {"n": 2}}, old)
-    spec = previous["spec"]
-    assert changed["spec"] is spec
-    # A changed mapping is rebuilt field by field: its unchanged parts stay shared.
-    us = {**old, "spec": {**old["spec"], "region": "us"}}
-    before, parts = parts_of(old), parts_of(us)
-    assert before is not None and parts is not None
-    moved = refreeze(us, parts, previous, before)
-    assert moved["spec"] is not spec and moved["spec"]["pools"] is spec["pools"]
-    first = memoized(spec["pools"][0], "test", lambda p: [p["name"]])
-    assert memoized(moved["spec"]["pools"][0], "test", list) is first
-    assert typed(thaw(moved)) == typed(thaw(freeze(us)))
+    previous = freeze_stored(old, interner)
+    first = memoized(previous["spec"]["pools"][0], "test", lambda p: [p["name"]])
+    us = freeze_stored({**old, "spec": {**old["spec"], "region": "us"}}, interner)
+    assert us["spec"] is not previous["spec"]
+    assert us["spec"]["pools"] is previous["spec"]["pools"]
+    assert memoized(us["spec"]["pools"][0], "test", list) is first
+
+
+def test_what_an_interner_cannot_key_is_frozen_unshared() -> None:
+    interner = Interner()
+    a = interner.dict({"s": {1, 2}})  # type: ignore[dict-item]
+    b = interner.dict({"s": {1, 2}})  # type: ignore[dict-item]
+    assert a == b and a is not b and isinstance(a, FrozenDict)
+
+
+def test_clearing_an_interner_keeps_what_it_handed_out() -> None:
+    interner = Interner()
+    kept = freeze_stored({"spec": {"a": [1, {"b": 2}]}}, interner)
+    assert len(interner) == 3
+    interner.clear()
+    assert len(interner) == 0 and not interner.owns(kept["spec"])
+    assert thaw(kept) == {"spec": {"a": [1, {"b": 2}]}}
+    again = freeze_stored({"spec": {"a": [1, {"b": 2}]}}, interner)
+    assert again == kept and again["spec"] is not kept["spec"]
+
+
+def test_as_stored_through_an_interner_shares_across_objects() -> None:
+    interner = Interner()
+    one = as_stored({"kind": "A", "metadata": {"name": "a"}, "spec": {"x": [1, 2]}}, interner)
+    two = as_stored({"kind": "A", "metadata": {"name": "b"}, "spec": {"x": [1, 2]}}, interner)
+    assert one["spec"] is two["spec"] and isinstance(one["spec"], FrozenDict)
+    assert type(one["metadata"]) is dict  # changed in place by the control plane
+    assert typed(one) == typed({**as_json(one), "spec": freeze({"x": [1, 2]})})
 
 
 def typed(v: Any) -> Any:
