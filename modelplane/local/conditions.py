@@ -6,6 +6,8 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
+from modelplane.api.frozen import FrozenDict, FrozenList
+
 EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 """Where the logical clock starts, so that every render is reproducible."""
 
@@ -54,7 +56,7 @@ def set_condition(
     observed_generation: bool = True,
 ) -> None:
     """Set a condition in place; lastTransitionTime moves only when the status changes."""
-    conditions = obj.setdefault("status", {}).setdefault("conditions", [])
+    conditions = writable_list(writable_dict(obj, "status"), "conditions")
     new: dict[str, Any] = {"type": type_, "status": status, "reason": reason}
     if message:
         new["message"] = message
@@ -74,3 +76,27 @@ def set_condition(
 def ordered(cond: Mapping[str, Any]) -> dict[str, Any]:
     """A condition with its keys in the conventional order."""
     return {k: cond[k] for k in _CONDITION_ORDER if k in cond}
+
+
+def writable_dict(parent: dict[str, Any], field: str) -> Any:
+    """`parent[field]`, a mapping the caller may change in place ({} set when absent).
+
+    The engine shares an object's status read-only with the copies calls
+    read (`ControlPlane._frozen`), so a read-only one is replaced by a plain
+    shallow copy first: what others hold of it stays as it was.
+    """
+    if field not in parent:
+        parent[field] = {}
+    elif type(parent[field]) is FrozenDict:
+        parent[field] = dict(parent[field])
+    return parent[field]
+
+
+def writable_list(parent: dict[str, Any], field: str) -> Any:
+    """`parent[field]`, a list the caller may change in place ([] set when absent);
+    a read-only one is replaced by a plain shallow copy first (`writable_dict`)."""
+    if field not in parent:
+        parent[field] = []
+    elif type(parent[field]) is FrozenList:
+        parent[field] = list(parent[field])
+    return parent[field]

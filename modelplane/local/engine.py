@@ -437,10 +437,12 @@ class ControlPlane:
         """Reconcile every composite once, then let providers and clusters report."""
         self.clock.tick()
         self._round_reconciled, self._round_skipped = self.reconciled, self.skipped
-        self._interner.clear()
         for key in list(self.store):
             if key in self.store and is_composite(key.api_version, key.kind):
                 self._reconcile(key)
+        # What the round's objects share stays shared; the table that found it
+        # (as large as the round's new content) is not kept.
+        self._interner.clear()
         # Deletions a Usage held back go once their users are gone (replayDeletion).
         self.collector.collect(self.round)
         if not self.simulate:
@@ -520,6 +522,11 @@ class ControlPlane:
         meta = {**(obj.get("metadata") or {}), "resourceVersion": str(version)}
         frozen = freeze_stored({**obj, "metadata": meta}, self._interner)
         self._read[key] = (version, frozen)
+        if type(obj.get("status")) is dict:
+            # The store keeps the read-only status too, not a second plain copy
+            # of it: whoever changes a status replaces what it changes
+            # (`conditions.writable_dict`).
+            obj["status"] = frozen["status"]
         return frozen
 
     def _frozen_all(self, fetch: Fetch, objs: list[Obj]) -> list[Resource]:

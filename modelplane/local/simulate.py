@@ -21,7 +21,7 @@ from typing import Any
 from modelplane.api import constants as c
 from modelplane.api.model_cache import HydrateEnv, HydrationResult
 from modelplane.api.objects import short_hash
-from modelplane.local.conditions import Clock, set_condition
+from modelplane.local.conditions import Clock, set_condition, writable_dict
 from modelplane.local.gateway_sim import (
     GATEWAY_STATUS,
     allocate,
@@ -304,7 +304,7 @@ def _simulate_object(
         )
         return
     at = str((obj.get("metadata") or {}).get("creationTimestamp") or clock.stamp())
-    status = obj.setdefault("status", {})
+    status = writable_dict(obj, "status")
     live = observed_manifest(manifest, at, stuck)
     if (_group(live), live.get("kind")) == GATEWAY_KIND:
         addresses = addresses if addresses is not None else Addresses(store)
@@ -440,7 +440,7 @@ def _simulate_release(obj: Obj, clock: Clock) -> None:
     }
     if chart.get("version"):
         at_provider["version"] = str(chart["version"])
-    status = obj.setdefault("status", {})
+    status = writable_dict(obj, "status")
     status["atProvider"] = at_provider
     status["synced"] = True
     set_condition(obj, "Synced", "True", "ReconcileSuccess", "", clock)
@@ -531,7 +531,9 @@ def simulate_hydration(store: ObjectStore) -> list[Key]:
                 and (cm.get("metadata") or {}).get("name") == env[HydrateEnv.RESULT_CONFIGMAP]
                 and (cm.get("metadata") or {}).get("labels", {}).get(c.LABEL_CACHE)
             ):
-                cm["data"] = result.to_data()
+                # The observed manifest is shared read-only once read: written anew.
+                at = writable_dict(writable_dict(other, "status"), "atProvider")
+                at["manifest"] = {**cm, "data": result.to_data()}
                 written.append(key)
     return written
 

@@ -66,7 +66,7 @@ from modelplane.api.readers import ObservedInferenceCluster, read_inference_clus
 from modelplane.compose.clusters.clouds import PROVISIONERS
 from modelplane.compose.clusters.clouds.provisioned import ProviderReports
 from modelplane.compose.objects import dns_label
-from modelplane.local.conditions import EPOCH, Clock, set_condition
+from modelplane.local.conditions import EPOCH, Clock, set_condition, writable_dict
 from modelplane.local.passes import Passes
 from modelplane.local.store import Key, Obj, ObjectStore, labels_of
 
@@ -262,7 +262,7 @@ def _connection_secret(store: ObjectStore, obj: Obj) -> None:
 
 def simulate_managed(store: ObjectStore, obj: Obj, clock: Clock, stockouts: list) -> None:
     """One managed resource as its provider would report it (in place)."""
-    status = obj.setdefault("status", {})
+    status = writable_dict(obj, "status")
     status["atProvider"] = {**(status.get("atProvider") or {}), **_at_provider(obj)}
     fixture = _stocked_out(obj, stockouts)
     if fixture is not None:
@@ -580,8 +580,12 @@ def _live(obj: Obj) -> Any:
 
 
 def _write_inventory(obj: Obj, key: str) -> None:
-    """Write the simulated agent's summary where the Object observes the ConfigMap."""
-    _live(obj)["data"] = json.loads(_summary_text(key))
+    """Write the simulated agent's summary where the Object observes the ConfigMap.
+
+    The observed manifest is shared read-only once read: it is written anew.
+    """
+    at = writable_dict(writable_dict(obj, "status"), "atProvider")
+    at["manifest"] = {**_live(obj), "data": json.loads(_summary_text(key))}
 
 
 def simulate_cloud(store: ObjectStore, clock: Clock, passes: Passes | None = None) -> list[Key]:

@@ -124,10 +124,11 @@ def _text_digest(obj: Obj) -> bytes:
     """A digest of the object's content: equal for equal content in any key order,
     different when a value's type differs (1, 1.0, true).
 
-    Its key-sorted JSON text (done in C) is digested in parts: the fields every
-    object has, which change most (`_TOGETHER`), at once; each other field on
-    its own, by content whether it is plain or read-only (`convert.as_stored`),
-    a read-only one's digest remembered on it, as it never changes.
+    Its key-sorted JSON text (done in C) is digested in parts: the object's
+    identity and metadata (`_TOGETHER`) at once; each other field (spec,
+    status, ...) on its own, by content whether it is plain or read-only
+    (`convert.as_stored`, `engine.ControlPlane._frozen`), a read-only one's
+    digest remembered on it, as it never changes.
     """
     together = {}
     apart = []
@@ -145,7 +146,7 @@ def _text_digest(obj: Obj) -> bytes:
     return _hash(b"".join(parts))
 
 
-_TOGETHER = frozenset({"apiVersion", "kind", "metadata", "status"})
+_TOGETHER = frozenset({"apiVersion", "kind", "metadata"})
 _DIGEST = "store.digest"
 
 
