@@ -407,11 +407,14 @@ def write_json(objects: Iterable[Obj], write: Callable[[str], Any]) -> None:
     text, several times the size of the output at once (most of a large
     render's peak memory); each object is encoded on its own instead, by
     `jsontext.encode` (the same text, written faster than the standard
-    library's indented encoder). The List's own keys sort around its items.
+    library's indented encoder; a container the objects share, written
+    once). The List's own keys sort around its items.
     """
     sep = '{\n  "apiVersion": "v1",\n  "items": ['
+    objects = list(objects)  # alive while written: `jsontext.Shared` keys texts by identity
+    shared = jsontext.Shared()
     for obj in objects:
-        write(sep + "\n    " + jsontext.encode(obj, 2))
+        write(sep + "\n    " + jsontext.encode(obj, 2, shared))
         sep = ","
     end = "\n  ]" if sep == "," else sep + "]"
     write(end + ',\n  "kind": "List"\n}\n')

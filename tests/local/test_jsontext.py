@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from modelplane.api.frozen import FrozenDict
+from modelplane.api.frozen import FrozenDict, FrozenList
 from modelplane.local import jsontext
 from modelplane.local.output import write_json
 
@@ -67,3 +67,26 @@ def test_the_streamed_list_is_the_text_json_dumps_writes(objects: list[Any]) -> 
     write_json(objects, parts.append)
     doc = {"apiVersion": "v1", "kind": "List", "items": objects}
     assert "".join(parts) == reference(doc) + "\n"
+
+
+def test_a_shared_container_is_written_as_where_it_first_appeared_at_its_depth() -> None:
+    inner = FrozenDict({"b": FrozenList([1, "x", FrozenDict({})]), "a": None})
+    values = [
+        {"one": inner, "two": [inner, {"deeper": inner}]},
+        FrozenList([inner, inner]),
+        {"again": inner},
+    ]
+    for limit in (4_000_000, 10, 0):  # a table that fills up starts afresh
+        shared = jsontext.Shared(limit)
+        for value in values:
+            for level in (0, 2, 3):
+                assert jsontext.encode(value, level, shared) == jsontext.encode(value, level)
+        assert shared.size <= max(limit, max(len(t) for t in shared.texts.values()))
+
+
+def test_a_shared_container_s_text_is_written_once_per_depth() -> None:
+    inner = FrozenDict({"k": FrozenList(["v"])})
+    shared = jsontext.Shared()
+    jsontext.encode({"a": inner, "b": {"c": inner}, "d": inner}, 0, shared)
+    # inner at depth 1 (under a and d) and 2 (under c), its list once at each depth below.
+    assert sorted(level for _, level in shared.texts) == [1, 2, 2, 3]
