@@ -443,6 +443,7 @@ class ControlPlane:
         # What the round's objects share stays shared; the table that found it
         # (as large as the round's new content) is not kept.
         self._interner.clear()
+        self._forget_stale_lists()
         # Deletions a Usage held back go once their users are gone (replayDeletion).
         self.collector.collect(self.round)
         if not self.simulate:
@@ -545,6 +546,18 @@ class ControlPlane:
             self._frozen_lists[signature] = (fetch.found, frozen)
         return list(frozen)
 
+    def _forget_stale_lists(self) -> None:
+        """Drop the frozen lists of selectors whose objects changed since: they
+        would only be rebuilt, and meanwhile keep old versions alive."""
+        version = self.store.version
+        stale = [
+            signature
+            for signature, (found, _) in self._frozen_lists.items()
+            if any(version(key) != v for key, v in found)
+        ]
+        for signature in stale:
+            del self._frozen_lists[signature]
+
     def _version(self, obj: Obj) -> Version:
         key = Key.of(obj)
         return key, self.store.version(key)
@@ -604,7 +617,9 @@ class ControlPlane:
                 found = self._fetch(selector)
                 kept = fnv1.ResourceSelector()
                 kept.CopyFrom(selector)
-                fetch = Fetch(field_name, name, kept, self._versions(found))
+                # The versions as `_found` keeps them: one tuple for every call
+                # that asks the same (a fleet's clusters, asked by every deployment).
+                fetch = Fetch(field_name, name, kept, self._found(selector))
                 fetches.append((fetch, [obj for _, obj in found]))
         return fetches
 

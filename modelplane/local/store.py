@@ -54,9 +54,12 @@ def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
 COMPOSITE_LABEL = "crossplane.io/composite"
 
 
-def _owner_names(obj: Mapping[str, Any]) -> set[str]:
+def _owner_names(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    """The names an object's ownerReferences give, sorted, each once (a tuple: a
+    frozenset of one name is four times its size, kept per object)."""
     refs = (obj.get("metadata") or {}).get("ownerReferences") or []
-    return {str(r.get("name")) for r in refs if isinstance(r, Mapping) and r.get("name")}
+    names = {str(r.get("name")) for r in refs if isinstance(r, Mapping) and r.get("name")}
+    return tuple(sorted(names))
 
 
 def _candidate_name(obj: Mapping[str, Any]) -> str | None:
@@ -208,7 +211,7 @@ class ObjectStore:
         """Keys by the one composite name that can compose them (`_candidate_name`)."""
         self._candidate: dict[Key, str] = {}
         self._by_owner: dict[str, set[Key]] = {}
-        self._owners: dict[Key, frozenset[str]] = {}
+        self._owners: dict[Key, tuple[str, ...]] = {}
         self._by_label: dict[tuple[str, str, str, str], set[Key]] = {}
         self._by_kind: dict[tuple[str, str], set[Key]] = {}
         self._sorted: dict[tuple[str, str], tuple[Key, ...]] = {}
@@ -273,7 +276,7 @@ class ObjectStore:
         if old is None:
             return
         self._unindex(key)
-        self._index_owners(key, frozenset())
+        self._index_owners(key, ())
         self._index_candidate(key, None)
         self._owners.pop(key, None)
         self._by_kind.get(key[:2], set()).discard(key)
@@ -285,7 +288,7 @@ class ObjectStore:
 
     def _index(self, key: Key, obj: Obj) -> None:
         """Index the object's owners and labels, unless they are those indexed already."""
-        self._index_owners(key, frozenset(_owner_names(obj)))
+        self._index_owners(key, _owner_names(obj))
         self._index_candidate(key, _candidate_name(obj))
         labels = (obj.get("metadata") or {}).get("labels") or {}
         if self._labels.get(key) == labels:
@@ -307,15 +310,20 @@ class ObjectStore:
             self._by_candidate.setdefault(name, set()).add(key)
             self._candidate[key] = name
 
-    def _index_owners(self, key: Key, names: frozenset[str]) -> None:
-        old = self._owners.get(key, frozenset())
+    def _index_owners(self, key: Key, names: tuple[str, ...]) -> None:
+        old = self._owners.get(key, ())
         if names == old:
             return
-        for name in old - names:
-            self._by_owner.get(name, set()).discard(key)
-        for name in names - old:
-            self._by_owner.setdefault(name, set()).add(key)
-        self._owners[key] = names
+        for name in old:
+            if name not in names:
+                self._by_owner.get(name, set()).discard(key)
+        for name in names:
+            if name not in old:
+                self._by_owner.setdefault(name, set()).add(key)
+        if names:
+            self._owners[key] = names
+        else:
+            self._owners.pop(key, None)
 
     def _unindex(self, key: Key) -> None:
         old = self._labels.pop(key, {})
