@@ -213,6 +213,9 @@ class ObjectStore:
         self._by_owner: dict[str, set[Key]] = {}
         self._owners: dict[Key, tuple[str, ...]] = {}
         self._by_label: dict[tuple[str, str, str, str], set[Key]] = {}
+        self._selected: set[tuple[str, str, str]] = set()
+        """The (apiVersion, kind, label key)s a selection asked for: only their
+        values are indexed (most labels of a fleet are never selected on)."""
         self._by_kind: dict[tuple[str, str], set[Key]] = {}
         self._sorted: dict[tuple[str, str], tuple[Key, ...]] = {}
         self._all_sorted: tuple[Key, ...] | None = None
@@ -297,7 +300,8 @@ class ObjectStore:
         # A read-only label set (`Interner`) cannot change under the index: shared.
         self._labels[key] = labels if type(labels) is FrozenDict else dict(labels)
         for k, v in labels.items():
-            self._by_label.setdefault((key[0], key[1], k, v), set()).add(key)
+            if (key[0], key[1], k) in self._selected:
+                self._by_label.setdefault((key[0], key[1], k, v), set()).add(key)
 
     def _index_candidate(self, key: Key, name: str | None) -> None:
         old = self._candidate.get(key)
@@ -426,9 +430,21 @@ class ObjectStore:
         self, api_version: str, kind: str, labels: Mapping[str, str]
     ) -> builtins.list[Key]:
         """Keys of a kind carrying every given label, in key order, from the label index."""
+        for k in labels:
+            self._select(api_version, kind, k)
         sets = [self._by_label.get((api_version, kind, k, v), set()) for k, v in labels.items()]
         sets.sort(key=len)
         return sorted(sets[0].intersection(*sets[1:]))
+
+    def _select(self, api_version: str, kind: str, label: str) -> None:
+        """Index the values of `label` on the kind's objects, from now on."""
+        if (api_version, kind, label) in self._selected:
+            return
+        self._selected.add((api_version, kind, label))
+        for key in self._by_kind.get((api_version, kind), ()):
+            labels = self._labels.get(key) or {}
+            if label in labels:
+                self._by_label.setdefault((api_version, kind, label, labels[label]), set()).add(key)
 
     def _kind_keys(self, kind: tuple[str, str]) -> tuple[Key, ...]:
         keys = self._sorted.get(kind)
