@@ -616,7 +616,7 @@ class ObservedModelReplica:
         """The observed role called `name`, or None."""
         return next((r for r in self.roles if r.role == name), None)
 
-    @property
+    @cached_property  # sorted by, many times per call: built once per reading
     def order(self) -> ReplayOrder:
         """Contention order: Ready first, then oldest, then (namespace, name)."""
         return ReplayOrder(

@@ -172,6 +172,16 @@ def _read_clusters(
     return parsed, {label_value(k): k for k in sorted(parsed, reverse=True)}
 
 
+def read_clusters(clusters: Sequence[Mapping[str, Any]]) -> Mapping[str, ObservedInferenceCluster]:
+    """Every InferenceCluster by name (sorted), as a scheduling cycle reads them.
+
+    The reading of the last list is reused while the same objects arrive (`_LastRead`),
+    so a composer and the cycle it runs share one reading of an unchanged fleet. The
+    mapping is shared: callers never change it.
+    """
+    return _CLUSTERS.get(clusters, None, lambda: _read_clusters(clusters))[0]
+
+
 def build_input(
     namespace: str,
     name: str,
