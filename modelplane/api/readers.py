@@ -247,7 +247,7 @@ class ObservedInferenceCluster:
         """The engine signals the cluster reports for ModelReplica `replica`, if any."""
         return self.signals.get(replica_base(replica)) if self.signals else None
 
-    @property
+    @cached_property  # asked per pool, per call: read once per reading
     def packing(self) -> Packing:
         """How the cluster packs pods on a pool's nodes (`spec.scheduling.packing`).
 
@@ -603,6 +603,9 @@ class ObservedModelReplica:
     workload_namespace: str | None = None
     priority: str | None = None  # spec.priority: a PriorityClass name
     preempts: tuple[tuple[str, str], ...] = ()  # spec.preempts: (namespace, name) of each
+    # What later layers derive from this reading alone (what it charges its pools), as
+    # `ObservedInferenceCluster.derived`; never copied to another reading.
+    derived: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def belongs_to(self, namespace: str, deployment: str) -> bool:
         """Whether this replica is one of deployment `namespace/deployment`."""

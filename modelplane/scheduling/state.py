@@ -60,6 +60,10 @@ class ByCluster(Mapping[PoolKey, V]):
         """Every pool of `cluster` with its value (replacing what it had)."""
         self._tables[cluster] = table
 
+    def table(self, cluster: str) -> Mapping[str, V] | None:
+        """Every pool of `cluster` with its value; None for a cluster not added."""
+        return self._tables.get(cluster)
+
     def __getitem__(self, key: PoolKey) -> V:
         return self._tables[key[0]][key[1]]
 
