@@ -10,6 +10,8 @@ rather than whole clusters is also registered in `POOL_FILTERS`.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
 from modelplane.scheduling.backend_filter import BackendFilter
 from modelplane.scheduling.framework import (
@@ -34,6 +36,10 @@ class ClusterSelectorFilter:
         """Refuse a cluster the selector does not select."""
         return None if cluster.name in inp.candidates else Rejection("NotSelected")
 
+    def suspects(self, inp: ScheduleInput) -> Collection[str]:
+        """The clusters the selector leaves out."""
+        return inp.clusters.keys() - inp.candidates
+
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica
     ) -> Eviction | None:
@@ -50,6 +56,10 @@ class TaintFilter:
         """Refuse a cluster with any untolerated taint, naming every such taint."""
         taints = untolerated(cluster.taints, inp.tolerations)
         return Rejection("Tainted", tuple(map(describe_taint, taints))) if taints else None
+
+    def suspects(self, inp: ScheduleInput) -> Collection[str]:
+        """The tainted clusters."""
+        return [name for name, cl in inp.clusters.items() if cl.taints]
 
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica
@@ -79,6 +89,10 @@ class ReadinessFilter:
             return Rejection("NotReady", ("no-pools",))
         return None
 
+    def suspects(self, inp: ScheduleInput) -> Collection[str]:
+        """The clusters not Ready or publishing no pools."""
+        return [name for name, cl in inp.clusters.items() if not cl.ready or not cl.pools]
+
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica
     ) -> Eviction | None:
@@ -106,6 +120,15 @@ class CacheFilter:
         if cache is not None and not cache.covers(cluster.name):
             return Rejection("CacheNotOnCluster", (cache.name,))
         return None
+
+    def suspects(self, inp: ScheduleInput) -> Collection[str] | None:
+        """Every cluster while a cache is missing, else those the cache does not cover."""
+        if inp.missing_caches:
+            return None
+        cache = inp.cache
+        if cache is None:
+            return ()
+        return [name for name in inp.clusters if not cache.covers(name)]
 
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica

@@ -7,7 +7,8 @@ a tuple (`modelplane.scheduling.filters.FILTERS`, `scores.SCORES`):
 - a `ClusterFilter` answers two questions about one cluster, each with its own
   reason code: `admit` — may a new replica go here? — and `evict` — must an
   existing replica leave? The answers differ: a NoSchedule taint repels new
-  replicas but keeps existing ones.
+  replicas but keeps existing ones. It also names, once per cycle, the
+  clusters it may refuse (`suspects`): every other one is admitted without asking.
 - a `PoolFilter` refuses single pools of otherwise admitted clusters for new
   replicas (`filters.POOL_FILTERS`): a refused pool does not match any role
   of the deployment for the fill, the explanation and the what-if, and the
@@ -24,7 +25,7 @@ its registration and its test.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, cast
 
@@ -310,6 +311,13 @@ class ClusterFilter(Protocol):
 
     def admit(self, inp: ScheduleInput, cluster: ObservedInferenceCluster) -> Rejection | None:
         """None when a new replica may be placed on `cluster`, else why not."""
+
+    def suspects(self, inp: ScheduleInput) -> Collection[str] | None:
+        """The names of the clusters `admit` may refuse (it admits every other); None: any.
+
+        Lets a cycle skip the rule where it cannot refuse, so one over a large fleet
+        asks it only about the clusters it may keep out.
+        """
 
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica

@@ -54,8 +54,16 @@ from modelplane.scheduling.whatif import what_if
 
 
 def filter_clusters(state: CycleState) -> None:
-    """Run every filter on every cluster; the first refusal is the cluster's verdict."""
+    """Run every filter on every cluster; the first refusal is the cluster's verdict.
+
+    A cluster no filter names among its suspects is admitted by all of them,
+    without asking each (`ClusterFilter.suspects`).
+    """
+    suspects = _suspects(state.inp)
     for name, cl in state.inp.clusters.items():
+        if suspects is not None and name not in suspects:
+            state.schedulable.append(name)
+            continue
         for rule in FILTERS:
             rejection = rule.admit(state.inp, cl)
             if rejection is not None:
@@ -64,6 +72,17 @@ def filter_clusters(state: CycleState) -> None:
                 break
         else:
             state.schedulable.append(name)
+
+
+def _suspects(inp: ScheduleInput) -> set[str] | None:
+    """The clusters some filter may refuse; None: any of them."""
+    out: set[str] = set()
+    for rule in FILTERS:
+        some = rule.suspects(inp)
+        if some is None:
+            return None
+        out.update(some)
+    return out
 
 
 def check_selectors(state: CycleState) -> None:

@@ -10,7 +10,7 @@ does (`unschedulable`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
 from modelplane.scheduling.framework import Eviction, PoolKey, Rejection, ScheduleInput
@@ -30,6 +30,10 @@ class SpotFilter:
     def admit(self, inp: ScheduleInput, cluster: ObservedInferenceCluster) -> Rejection | None:
         """Never refuses a whole cluster: its on-demand pools stay open (see `refusals`)."""
         return None
+
+    def suspects(self, inp: ScheduleInput) -> Collection[str]:
+        """No cluster: `admit` refuses none."""
+        return ()
 
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica
