@@ -10,7 +10,7 @@ rather than whole clusters is also registered in `POOL_FILTERS`.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
 from modelplane.scheduling.backend_filter import BackendFilter
@@ -20,6 +20,7 @@ from modelplane.scheduling.framework import (
     PoolFilter,
     Rejection,
     ScheduleInput,
+    fleet_derived,
 )
 from modelplane.scheduling.labels import describe_taint, untolerated
 from modelplane.scheduling.preempt import PreemptionFilter
@@ -59,7 +60,8 @@ class TaintFilter:
 
     def suspects(self, inp: ScheduleInput) -> Collection[str]:
         """The tainted clusters."""
-        return [name for name, cl in inp.clusters.items() if cl.taints]
+        clusters = inp.clusters
+        return fleet_derived(clusters, "filters.tainted", lambda: _tainted(clusters))
 
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica
@@ -91,13 +93,22 @@ class ReadinessFilter:
 
     def suspects(self, inp: ScheduleInput) -> Collection[str]:
         """The clusters not Ready or publishing no pools."""
-        return [name for name, cl in inp.clusters.items() if not cl.ready or not cl.pools]
+        clusters = inp.clusters
+        return fleet_derived(clusters, "filters.not_ready", lambda: _not_ready(clusters))
 
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica
     ) -> Eviction | None:
         """Never: readiness comes and goes; the replica is kept."""
         return None
+
+
+def _tainted(clusters: Mapping[str, ObservedInferenceCluster]) -> frozenset[str]:
+    return frozenset(name for name, cl in clusters.items() if cl.taints)
+
+
+def _not_ready(clusters: Mapping[str, ObservedInferenceCluster]) -> frozenset[str]:
+    return frozenset(name for name, cl in clusters.items() if not cl.ready or not cl.published)
 
 
 class CacheFilter:

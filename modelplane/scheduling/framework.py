@@ -99,14 +99,45 @@ class ScheduleInput:
         return (self.caches or {}).get(names[0]) if names else None
 
 
-def _unique_clusters(objects: Sequence[Mapping[str, Any]]) -> dict[str, ObservedInferenceCluster]:
+class ClusterTable(dict[str, ObservedInferenceCluster]):
+    """Every cluster's reading by name, sorted: what one cycle reads of the fleet.
+
+    A table read from the same cluster objects is shared by every call that
+    sees them (`read_clusters`), so what later steps derive from the whole
+    table alone is remembered on it (`fleet_derived`); nothing changes it once built.
+    """
+
+    __slots__ = ("derived",)
+
+    def __init__(self, items: Mapping[str, ObservedInferenceCluster]) -> None:
+        """The table of `items`, in their order."""
+        super().__init__(items)
+        self.derived: dict[str, Any] = {}
+
+
+def fleet_derived(
+    clusters: Mapping[str, ObservedInferenceCluster], key: str, derive: Callable[[], T]
+) -> T:
+    """`derive()`, remembered under `key` on `clusters` when it is a `ClusterTable`.
+
+    `derive` must depend on the table alone (and on what `key` names), and its
+    answer is shared: callers never change it.
+    """
+    if not isinstance(clusters, ClusterTable):
+        return derive()
+    if key not in clusters.derived:
+        clusters.derived[key] = derive()
+    return cast(T, clusters.derived[key])
+
+
+def _unique_clusters(objects: Sequence[Mapping[str, Any]]) -> ClusterTable:
     parsed: dict[str, ObservedInferenceCluster] = {}
     for obj in objects:
         cl = read_inference_cluster(obj)
         # Names are unique in a real fleet; keep a deterministic one if not.
         if cl is not None and (cl.name not in parsed or repr(cl) < repr(parsed[cl.name])):
             parsed[cl.name] = cl
-    return {k: parsed[k] for k in sorted(parsed)}
+    return ClusterTable({k: parsed[k] for k in sorted(parsed)})
 
 
 def _unique_replicas(
@@ -167,7 +198,7 @@ _REPLICAS = _LastRead()
 
 def _read_clusters(
     clusters: Sequence[Mapping[str, Any]],
-) -> tuple[dict[str, ObservedInferenceCluster], dict[str, str]]:
+) -> tuple[ClusterTable, dict[str, str]]:
     """Every cluster by name, and each cluster's name by its label value."""
     parsed = _unique_clusters(clusters)
     return parsed, {label_value(k): k for k in sorted(parsed, reverse=True)}

@@ -28,12 +28,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from modelplane.api.model_deployment import MAX_UNSCHEDULABLE_ENTRIES
+from modelplane.api.readers import ObservedInferenceCluster
 from modelplane.scheduling import cost, preempt, quota, words
 from modelplane.scheduling.explain import explain
 from modelplane.scheduling.fill import build_ledger, fill, rank, surge
 from modelplane.scheduling.filters import FILTERS, POOL_FILTERS
-from modelplane.scheduling.framework import ClusterScore, ScheduleInput, read_input
-from modelplane.scheduling.matching import cluster_pools
+from modelplane.scheduling.framework import ClusterScore, ScheduleInput, fleet_derived, read_input
+from modelplane.scheduling.matching import ClusterPools, Shapes, cluster_pools
 from modelplane.scheduling.retain import (
     resolve_contention,
     retain,
@@ -105,12 +106,27 @@ def match_pools(state: CycleState) -> None:
     `CycleState.pool_matches`, once per shape, when a step first asks.
     """
     held = {r.cluster for r in state.inp.replicas}
+    every = fleet_pools(state.inp.clusters, state.shapes)
     for name in sorted(set(state.schedulable) | (held & state.inp.candidates)):
-        # Interned once per cluster version, shared by every call (`cluster_pools`).
-        pools = cluster_pools(state.inp.clusters[name], state.shapes)
+        pools = every[name]
         state.known_pools[name] = pools.names
         state.pool_shapes.add(name, pools.shapes)
         state.pool_nodes.add(name, pools.nodes)
+
+
+def fleet_pools(
+    clusters: Mapping[str, ObservedInferenceCluster], shapes: Shapes
+) -> Mapping[str, ClusterPools]:
+    """Every cluster's interned pools by name, once per fleet table (`fleet_derived`).
+
+    Each cluster's are interned once per cluster version (`cluster_pools`).
+    """
+
+    def derive() -> tuple[Shapes, dict[str, ClusterPools]]:
+        return shapes, {n: cluster_pools(cl, shapes) for n, cl in clusters.items()}
+
+    found = fleet_derived(clusters, "scheduling.pools", derive)
+    return found[1] if found[0] is shapes else derive()[1]
 
 
 def filter_pools(state: CycleState) -> None:
