@@ -29,7 +29,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, cast
 
-from modelplane.api.common import Toleration
+from modelplane.api.common import LabelSelector, Toleration
 from modelplane.api.fleet_quota import ObservedQuota, governing_quota
 from modelplane.api.frozen import FrozenDict
 from modelplane.api.model_cache import ObservedModelCache, read_model_cache
@@ -245,9 +245,7 @@ def build_input(
         name=name,
         spec=spec,
         clusters=parsed,
-        candidates=frozenset(
-            k for k, cl in parsed.items() if selector_matches(spec.cluster_selector, cl.labels)
-        ),
+        candidates=selected(parsed, spec.cluster_selector),
         replicas=unique,
         caches=found,
         tolerations=tuple(spec.tolerations or ()),
@@ -255,6 +253,22 @@ def build_input(
         quota=governing_quota(list(quotas)),
         priorities=values,
         preempted=_preemptions(unique, values),
+    )
+
+
+def selected(
+    clusters: Mapping[str, ObservedInferenceCluster], selector: LabelSelector | None
+) -> frozenset[str]:
+    """The names of the clusters `selector` selects (every one without a selector).
+
+    Many deployments share a selector: the answer is remembered on the fleet's
+    table by the selector's content (`fleet_derived`).
+    """
+    key = "candidates " + ("" if selector is None else selector.model_dump_json())
+    return fleet_derived(
+        clusters,
+        key,
+        lambda: frozenset(k for k, cl in clusters.items() if selector_matches(selector, cl.labels)),
     )
 
 

@@ -32,6 +32,7 @@ from pydantic import ValidationError
 
 from modelplane.api import constants as c
 from modelplane.api.common import format_validation_error
+from modelplane.api.frozen import memoized
 from modelplane.api.model_deployment import (
     MAX_UNSCHEDULABLE_ENTRIES,
     MAX_UNSCHEDULABLE_MESSAGE,
@@ -564,29 +565,45 @@ def _fleet_replicas(inp: ComposeInput, namespace: str) -> list[Resource]:
     other copy by its spec's slot (deployment, cluster, index) and that copy's
     name is used; with no other copy it is kept under its slot.
     """
-    listed = list(inp.required.get(REPLICAS_REQUIREMENT, []))
+    listed = inp.required.get(REPLICAS_REQUIREMENT, [])
     owned = own_replicas(inp)
-    readable = {_slot(o): o for o in listed if _readable_name(o)}
     by_id: dict[tuple[str, str], Resource] = {}
+    unnamed = []
     for obj in listed:
-        if _readable_name(obj):
-            om = meta(obj)
-            by_id[(str(om.get("namespace", "")), str(om["name"]))] = obj
+        # Named once per object version: the listing is the same objects call after call.
+        key = memoized(obj, "model_deployment.replica_id", _replica_id)
+        if key is None:
+            unnamed.append(obj)
+        else:
+            by_id[key] = obj
     owned_slots = set()
     for obj in owned:
         om = dict(meta(obj))
-        twin = readable.get(_slot(obj))
         if not _readable_name(obj):
+            twin = _named_twin(listed, _slot(obj))
             om = dict(meta(twin)) if twin is not None else {"name": _slot_name(obj)}
         om.setdefault("namespace", namespace)
         owned_slots.add(_slot(obj))
         by_id[(str(om["namespace"]), str(om.get("name", "")))] = {**obj, "metadata": om}
-    for obj in listed:
-        if not _readable_name(obj) and _slot(obj) not in owned_slots:
+    for obj in unnamed:
+        if _slot(obj) not in owned_slots:
             om = {**meta(obj), "name": _slot_name(obj)}
             om["namespace"] = om.get("namespace") if isinstance(om.get("namespace"), str) else ""
             by_id[(om["namespace"], om["name"])] = {**obj, "metadata": om}
     return [by_id[k] for k in sorted(by_id)]
+
+
+def _replica_id(obj: Resource) -> tuple[str, str] | None:
+    """A listed replica's (namespace, name); None when its metadata does not name it."""
+    if not _readable_name(obj):
+        return None
+    om = meta(obj)
+    return str(om.get("namespace", "")), str(om["name"])
+
+
+def _named_twin(listed: Sequence[Resource], slot: tuple[str, str, str]) -> Resource | None:
+    """The last listed replica whose metadata names it, in `slot` (by its spec)."""
+    return next((o for o in reversed(listed) if _readable_name(o) and _slot(o) == slot), None)
 
 
 def _readable_name(obj: Resource) -> bool:
