@@ -7,6 +7,7 @@ import heapq
 import itertools
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import cast
 
 from modelplane.api.readers import ObservedModelReplica, ReplayOrder
@@ -70,14 +71,15 @@ def _role_charges(run: Run) -> list[RoleCharge]:
 def _charges(state: CycleState) -> list[tuple[ReplayOrder, str, Charge]]:
     """Every charge on the candidate clusters' known pools, in replay order."""
     charges: list[tuple[ReplayOrder, str, Charge]] = []
+    inp = state.inp
     for r in state.others:
-        if r.cluster not in state.inp.candidates or state.inp.preemptor(r) is not None:
+        if r.cluster not in inp.candidates or (inp.preempted and inp.preemptor(r) is not None):
             continue  # a preempted replica's devices belong to its preemptor
         order, cluster = r.order, r.cluster
         charges.extend((order, cluster, ch) for ch in observed_charges(state, r))
     for s in [*state.slots, *state.draining, *state.stuck]:
         charges.extend((s.order, s.cluster, ch) for ch in s.charges)
-    charges.sort(key=lambda t: t[0])
+    charges.sort(key=itemgetter(0))  # stable: a replica's roles keep their order
     return charges
 
 

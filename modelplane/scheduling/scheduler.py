@@ -107,11 +107,10 @@ def match_pools(state: CycleState) -> None:
     """
     held = {r.cluster for r in state.inp.replicas}
     every = fleet_pools(state.inp.clusters, state.shapes)
-    for name in sorted(set(state.schedulable) | (held & state.inp.candidates)):
-        pools = every[name]
-        state.known_pools[name] = pools.names
-        state.pool_shapes.add(name, pools.shapes)
-        state.pool_nodes.add(name, pools.nodes)
+    names = sorted(set(state.schedulable) | (held & state.inp.candidates))
+    state.known_pools = {name: every[name].names for name in names}
+    state.pool_shapes.update({name: every[name].shapes for name in names})
+    state.pool_nodes.update({name: every[name].nodes for name in names})
 
 
 def fleet_pools(
