@@ -104,8 +104,9 @@ _POOL_CAPACITY = _wire(GPUPool, "capacity_type")
 
 
 def _is_map(value: Any) -> bool:
-    # Observed objects are plain dicts; the ABC check is the slow fallback.
-    return type(value) is dict or isinstance(value, Mapping)
+    # Observed objects are dicts (plain, or read-only subclasses); the ABC check is the
+    # slow fallback.
+    return isinstance(value, (dict, Mapping))
 
 
 def _map(value: Any) -> Mapping[str, Any]:

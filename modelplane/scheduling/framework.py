@@ -31,7 +31,7 @@ from typing import Any, Protocol, TypeVar, cast
 
 from modelplane.api.common import LabelSelector, Toleration
 from modelplane.api.fleet_quota import ObservedQuota, governing_quota
-from modelplane.api.frozen import FrozenDict
+from modelplane.api.frozen import FrozenDict, memoized
 from modelplane.api.model_cache import ObservedModelCache, read_model_cache
 from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.api.objects import label_value
@@ -145,7 +145,9 @@ def _unique_replicas(
 ) -> tuple[ObservedModelReplica, ...]:
     unique: dict[tuple[str, str], ObservedModelReplica] = {}
     for obj in objects:
-        r = read_model_replica(obj, by_label)
+        named, r = memoized(obj, "scheduling.replica", _label_free)
+        if not named:
+            r = read_model_replica(obj, by_label)
         if r is None:
             continue
         key = (r.namespace, r.name)
@@ -153,6 +155,16 @@ def _unique_replicas(
         if key not in unique or repr(r) < repr(unique[key]):
             unique[key] = r
     return tuple(unique[k] for k in sorted(unique))
+
+
+def _label_free(obj: Mapping[str, Any]) -> tuple[bool, ObservedModelReplica | None]:
+    """(True, its reading) for a replica whose spec names its cluster: the reading needs
+    no label map, so a read-only object keeps it (`memoized`); else (False, None)."""
+    spec = obj.get("spec")
+    cluster = spec.get("clusterName") if isinstance(spec, Mapping) else None
+    if isinstance(cluster, str) and cluster:
+        return True, read_model_replica(obj)
+    return False, None
 
 
 def _caches(objects: Sequence[Mapping[str, Any]]) -> dict[str, ObservedModelCache]:

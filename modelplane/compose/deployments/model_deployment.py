@@ -145,7 +145,9 @@ def requirements(
             api_version=c.API_VERSION, kind=FLEET_QUOTA_KIND, namespace=namespace
         ),
     }
-    if (spec is not None and spec.priority) or any(map(_preempts, replicas)):
+    if (spec is not None and spec.priority) or any(
+        memoized(r, "model_deployment.preempts", _preempts) for r in replicas
+    ):
         reqs[PRIORITIES_REQUIREMENT] = Requirement(
             api_version=PRIORITY_CLASS_API_VERSION, kind=PRIORITY_CLASS_KIND
         )
