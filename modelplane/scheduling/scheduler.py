@@ -33,7 +33,13 @@ from modelplane.scheduling import cost, preempt, quota, words
 from modelplane.scheduling.explain import explain
 from modelplane.scheduling.fill import build_ledger, fill, rank, surge
 from modelplane.scheduling.filters import FILTERS, POOL_FILTERS
-from modelplane.scheduling.framework import ClusterScore, ScheduleInput, fleet_derived, read_input
+from modelplane.scheduling.framework import (
+    ClusterScore,
+    Rejection,
+    ScheduleInput,
+    fleet_derived,
+    read_input,
+)
 from modelplane.scheduling.matching import ClusterPools, Shapes, cluster_pools
 from modelplane.scheduling.retain import (
     resolve_contention,
@@ -61,6 +67,7 @@ def filter_clusters(state: CycleState) -> None:
     without asking each (`ClusterFilter.suspects`).
     """
     suspects = _suspects(state.inp)
+    texts: dict[Rejection, str] = {}  # many clusters are refused alike (NotSelected)
     for name, cl in state.inp.clusters.items():
         if suspects is not None and name not in suspects:
             state.schedulable.append(name)
@@ -68,7 +75,9 @@ def filter_clusters(state: CycleState) -> None:
         for rule in FILTERS:
             rejection = rule.admit(state.inp, cl)
             if rejection is not None:
-                why = words.rejection_text(rejection)
+                why = texts.get(rejection)
+                if why is None:
+                    why = texts[rejection] = words.rejection_text(rejection)
                 state.verdicts[name] = ClusterVerdict(name, False, rejection.reason, why)
                 break
         else:
