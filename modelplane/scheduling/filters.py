@@ -27,6 +27,8 @@ from modelplane.scheduling.preempt import PreemptionFilter
 from modelplane.scheduling.spot import SpotFilter
 from modelplane.scheduling.unschedulable import UnschedulableFilter
 
+_NOT_SELECTED = Rejection("NotSelected")  # immutable: one for every cluster left out
+
 
 class ClusterSelectorFilter:
     """`spec.clusterSelector`: only selected clusters take or keep replicas."""
@@ -35,7 +37,7 @@ class ClusterSelectorFilter:
 
     def admit(self, inp: ScheduleInput, cluster: ObservedInferenceCluster) -> Rejection | None:
         """Refuse a cluster the selector does not select."""
-        return None if cluster.name in inp.candidates else Rejection("NotSelected")
+        return None if cluster.name in inp.candidates else _NOT_SELECTED
 
     def suspects(self, inp: ScheduleInput) -> Collection[str]:
         """The clusters the selector leaves out."""

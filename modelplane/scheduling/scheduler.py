@@ -35,7 +35,6 @@ from modelplane.scheduling.fill import build_ledger, fill, rank, surge
 from modelplane.scheduling.filters import FILTERS, POOL_FILTERS
 from modelplane.scheduling.framework import (
     ClusterScore,
-    Rejection,
     ScheduleInput,
     fleet_derived,
     read_input,
@@ -67,7 +66,7 @@ def filter_clusters(state: CycleState) -> None:
     without asking each (`ClusterFilter.suspects`).
     """
     suspects = _suspects(state.inp)
-    texts: dict[Rejection, str] = {}  # many clusters are refused alike (NotSelected)
+    texts: dict[tuple[str, tuple[str, ...]], str] = {}  # many are refused alike (NotSelected)
     for name, cl in state.inp.clusters.items():
         if suspects is not None and name not in suspects:
             state.schedulable.append(name)
@@ -75,9 +74,10 @@ def filter_clusters(state: CycleState) -> None:
         for rule in FILTERS:
             rejection = rule.admit(state.inp, cl)
             if rejection is not None:
-                why = texts.get(rejection)
+                key = (rejection.reason, rejection.detail)
+                why = texts.get(key)
                 if why is None:
-                    why = texts[rejection] = words.rejection_text(rejection)
+                    why = texts[key] = words.rejection_text(rejection)
                 state.verdicts[name] = ClusterVerdict(name, False, rejection.reason, why)
                 break
         else:
