@@ -104,8 +104,9 @@ _POOL_CAPACITY = _wire(GPUPool, "capacity_type")
 
 
 def _is_map(value: Any) -> bool:
-    # Observed objects are plain dicts; the ABC check is the slow fallback.
-    return type(value) is dict or isinstance(value, Mapping)
+    # Observed objects are dicts (plain, or read-only subclasses); the ABC check is the
+    # slow fallback.
+    return isinstance(value, (dict, Mapping))
 
 
 def _map(value: Any) -> Mapping[str, Any]:
@@ -247,7 +248,7 @@ class ObservedInferenceCluster:
         """The engine signals the cluster reports for ModelReplica `replica`, if any."""
         return self.signals.get(replica_base(replica)) if self.signals else None
 
-    @property
+    @cached_property  # asked per pool, per call: read once per reading
     def packing(self) -> Packing:
         """How the cluster packs pods on a pool's nodes (`spec.scheduling.packing`).
 
@@ -603,6 +604,9 @@ class ObservedModelReplica:
     workload_namespace: str | None = None
     priority: str | None = None  # spec.priority: a PriorityClass name
     preempts: tuple[tuple[str, str], ...] = ()  # spec.preempts: (namespace, name) of each
+    # What later layers derive from this reading alone (what it charges its pools), as
+    # `ObservedInferenceCluster.derived`; never copied to another reading.
+    derived: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def belongs_to(self, namespace: str, deployment: str) -> bool:
         """Whether this replica is one of deployment `namespace/deployment`."""
@@ -616,7 +620,7 @@ class ObservedModelReplica:
         """The observed role called `name`, or None."""
         return next((r for r in self.roles if r.role == name), None)
 
-    @property
+    @cached_property  # sorted by, many times per call: built once per reading
     def order(self) -> ReplayOrder:
         """Contention order: Ready first, then oldest, then (namespace, name)."""
         return ReplayOrder(

@@ -11,6 +11,8 @@ InferencePool, so they go only to clusters that serve InferencePools
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from modelplane.api.backends import runs_everywhere
 from modelplane.api.constants import DISAGGREGATED
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
@@ -34,6 +36,20 @@ class BackendFilter:
             return None
         why = "unreadable" if cluster.backends is None else "not-enabled"
         return Rejection("BackendUnsupported", (backend, why))
+
+    def suspects(self, inp: ScheduleInput) -> Collection[str]:
+        """The clusters that do not (verifiably) run the backend, or disaggregation."""
+        out: set[str] = set()
+        if inp.spec.prefill is not None:
+            out.update(n for n, cl in inp.clusters.items() if cl.inference_pools is not True)
+        backend = inp.spec.backend
+        if not runs_everywhere(backend):
+            out.update(
+                n
+                for n, cl in inp.clusters.items()
+                if cl.backends is None or backend not in cl.backends
+            )
+        return out
 
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica

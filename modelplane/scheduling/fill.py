@@ -6,11 +6,13 @@ import bisect
 import heapq
 import itertools
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from operator import itemgetter
+from typing import cast
 
-from modelplane.api.readers import ReplayOrder
+from modelplane.api.readers import ObservedModelReplica, ReplayOrder
 from modelplane.scheduling import cost, quota
-from modelplane.scheduling.ledger import PoolLedger
+from modelplane.scheduling.ledger import RoleCharge, replayed
 from modelplane.scheduling.matching import RoleMatch, observed_demand
 from modelplane.scheduling.names import replica_name
 from modelplane.scheduling.scores import weighted
@@ -26,6 +28,8 @@ from modelplane.scheduling.state import (
 )
 from modelplane.scheduling.types import RoleAssignment, RuleScore, ScoreCard
 
+Run = list[tuple[ReplayOrder, Charge]]  # one pool's charges in replay order
+
 
 def build_ledger(state: CycleState) -> None:
     """Charge every pool with what other deployments and our kept replicas hold.
@@ -37,30 +41,70 @@ def build_ledger(state: CycleState) -> None:
     unschedulable are charged while the fill runs: their replacements are
     placed without counting on the place they hold (make before break). A
     spreading pool is also replayed by age alone where that differs
-    (`settle_spread`).
+    (`settle_spread`). A pool charged as a call before charged it is not
+    replayed again (`ledger.replayed`).
     """
+    runs: dict[PoolKey, Run] = {}
+    for order, cluster, ch in _charges(state):
+        key = (cluster, ch.pool)
+        run = runs.get(key)
+        if run is None:
+            if key not in state.pool_shapes:
+                continue
+            run = runs[key] = []
+        run.append((order, ch))
+    for key, run in runs.items():
+        state.ledgers[key] = replayed(
+            state.pool_shapes[key].cap,
+            state.pool_nodes[key],
+            state.inp.clusters[key[0]].packing == "Spread",
+            _role_charges(run),
+        )
+        state.charged[key] = [ch for _, ch in run]
+    settle_spread(state, runs)
+
+
+def _role_charges(run: Run) -> list[RoleCharge]:
+    return [(ch.demands, ch.nodes_per_worker, ch.workers) for _, ch in run]
+
+
+def _charges(state: CycleState) -> list[tuple[ReplayOrder, str, Charge]]:
+    """Every charge on the candidate clusters' known pools, in replay order."""
     charges: list[tuple[ReplayOrder, str, Charge]] = []
+    inp = state.inp
     for r in state.others:
-        if r.cluster not in state.inp.candidates or state.inp.preemptor(r) is not None:
+        if r.cluster not in inp.candidates or (inp.preempted and inp.preemptor(r) is not None):
             continue  # a preempted replica's devices belong to its preemptor
-        for role in r.roles:
-            shape = state.pool_shapes.get((r.cluster, role.pool))
-            if shape is not None:
-                demand = observed_demand(shape, role.request_key, state.ev)
-                charge = Charge(role.pool, demand, role.nodes_per_worker, role.workers)
-                charges.append((r.order, r.cluster, charge))
+        order, cluster = r.order, r.cluster
+        charges.extend((order, cluster, ch) for ch in observed_charges(state, r))
     for s in [*state.slots, *state.draining, *state.stuck]:
         charges.extend((s.order, s.cluster, ch) for ch in s.charges)
-    charges.sort(key=lambda t: t[0])
-    for _, cluster, ch in charges:
-        led = state.ledger((cluster, ch.pool))
-        if led is not None:
-            led.place(ch.demands, ch.nodes_per_worker, ch.workers, force=True)
-            state.charged.setdefault((cluster, ch.pool), []).append(ch)
-    settle_spread(state, charges)
+    charges.sort(key=itemgetter(0))  # stable: a replica's roles keep their order
+    return charges
 
 
-def settle_spread(state: CycleState, charges: list[tuple[ReplayOrder, str, Charge]]) -> None:
+def observed_charges(state: CycleState, r: ObservedModelReplica) -> tuple[Charge, ...]:
+    """What another deployment's replica holds on its cluster's known pools, role by role.
+
+    It depends on the reading and its cluster's interned pools alone, so it is
+    remembered on the reading (`derived`) while those pools are the same.
+    """
+    table = state.pool_shapes.table(r.cluster)
+    found = r.derived.get("scheduling.charges")
+    if found is not None and found[0] is table and found[1] is state.ev:
+        return cast(tuple[Charge, ...], found[2])
+    charges = []
+    for role in r.roles:
+        shape = None if table is None else table.get(role.pool)
+        if shape is not None:
+            demand = observed_demand(shape, role.request_key, state.ev)
+            charges.append(Charge(role.pool, demand, role.nodes_per_worker, role.workers))
+    out = tuple(charges)
+    r.derived["scheduling.charges"] = (table, state.ev, out)
+    return out
+
+
+def settle_spread(state: CycleState, runs: Mapping[PoolKey, Run]) -> None:
     """Give each spreading pool whose replay changes once its holders are Ready a
     `settled` ledger: the same charges replayed by age alone (`ledger`'s docstring).
 
@@ -68,20 +112,15 @@ def settle_spread(state: CycleState, charges: list[tuple[ReplayOrder, str, Charg
     it replays by its age, ahead of younger Ready ones, and under Spread where
     those are thought to run moves. A new replica (the youngest) placed on the
     pool must fit in that replay too, or the pool ends up holding Ready replicas
-    it cannot run. `charges` are in replay order.
+    it cannot run. `runs` are each pool's charges in replay order.
     """
-    by_pool: dict[PoolKey, list[tuple[ReplayOrder, Charge]]] = defaultdict(list)
-    for order, cluster, ch in charges:
-        by_pool[(cluster, ch.pool)].append((order, ch))
-    for key, replay in by_pool.items():
+    for key, replay in runs.items():
         led = state.ledgers.get(key)
+        if led is None or not led.spread or len({o.not_ready for o, _ in replay}) < 2:
+            continue  # holders all Ready (or none): the replay is already by age
         aged = sorted(replay, key=lambda t: by_age(t[0]))  # stable: roles keep their order
-        if led is None or not led.spread or [o for o, _ in aged] == [o for o, _ in replay]:
-            continue
-        twin = PoolLedger(led.cap, led.nodes, spread=True)
-        for _, ch in aged:
-            twin.place(ch.demands, ch.nodes_per_worker, ch.workers, force=True)
-        led.settled = twin
+        if [o for o, _ in aged] != [o for o, _ in replay]:
+            led.settled = replayed(led.cap, led.nodes, True, _role_charges(aged))
 
 
 def _load(

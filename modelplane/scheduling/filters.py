@@ -10,6 +10,8 @@ rather than whole clusters is also registered in `POOL_FILTERS`.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
+
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
 from modelplane.scheduling.backend_filter import BackendFilter
 from modelplane.scheduling.framework import (
@@ -18,11 +20,14 @@ from modelplane.scheduling.framework import (
     PoolFilter,
     Rejection,
     ScheduleInput,
+    fleet_derived,
 )
 from modelplane.scheduling.labels import describe_taint, untolerated
 from modelplane.scheduling.preempt import PreemptionFilter
 from modelplane.scheduling.spot import SpotFilter
 from modelplane.scheduling.unschedulable import UnschedulableFilter
+
+_NOT_SELECTED = Rejection("NotSelected")  # immutable: one for every cluster left out
 
 
 class ClusterSelectorFilter:
@@ -32,7 +37,11 @@ class ClusterSelectorFilter:
 
     def admit(self, inp: ScheduleInput, cluster: ObservedInferenceCluster) -> Rejection | None:
         """Refuse a cluster the selector does not select."""
-        return None if cluster.name in inp.candidates else Rejection("NotSelected")
+        return None if cluster.name in inp.candidates else _NOT_SELECTED
+
+    def suspects(self, inp: ScheduleInput) -> Collection[str]:
+        """The clusters the selector leaves out."""
+        return inp.clusters.keys() - inp.candidates
 
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica
@@ -50,6 +59,11 @@ class TaintFilter:
         """Refuse a cluster with any untolerated taint, naming every such taint."""
         taints = untolerated(cluster.taints, inp.tolerations)
         return Rejection("Tainted", tuple(map(describe_taint, taints))) if taints else None
+
+    def suspects(self, inp: ScheduleInput) -> Collection[str]:
+        """The tainted clusters."""
+        clusters = inp.clusters
+        return fleet_derived(clusters, "filters.tainted", lambda: _tainted(clusters))
 
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica
@@ -79,11 +93,24 @@ class ReadinessFilter:
             return Rejection("NotReady", ("no-pools",))
         return None
 
+    def suspects(self, inp: ScheduleInput) -> Collection[str]:
+        """The clusters not Ready or publishing no pools."""
+        clusters = inp.clusters
+        return fleet_derived(clusters, "filters.not_ready", lambda: _not_ready(clusters))
+
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica
     ) -> Eviction | None:
         """Never: readiness comes and goes; the replica is kept."""
         return None
+
+
+def _tainted(clusters: Mapping[str, ObservedInferenceCluster]) -> frozenset[str]:
+    return frozenset(name for name, cl in clusters.items() if cl.taints)
+
+
+def _not_ready(clusters: Mapping[str, ObservedInferenceCluster]) -> frozenset[str]:
+    return frozenset(name for name, cl in clusters.items() if not cl.ready or not cl.published)
 
 
 class CacheFilter:
@@ -106,6 +133,15 @@ class CacheFilter:
         if cache is not None and not cache.covers(cluster.name):
             return Rejection("CacheNotOnCluster", (cache.name,))
         return None
+
+    def suspects(self, inp: ScheduleInput) -> Collection[str] | None:
+        """Every cluster while a cache is missing, else those the cache does not cover."""
+        if inp.missing_caches:
+            return None
+        cache = inp.cache
+        if cache is None:
+            return ()
+        return [name for name in inp.clusters if not cache.covers(name)]
 
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica

@@ -7,7 +7,8 @@ a tuple (`modelplane.scheduling.filters.FILTERS`, `scores.SCORES`):
 - a `ClusterFilter` answers two questions about one cluster, each with its own
   reason code: `admit` — may a new replica go here? — and `evict` — must an
   existing replica leave? The answers differ: a NoSchedule taint repels new
-  replicas but keeps existing ones.
+  replicas but keeps existing ones. It also names, once per cycle, the
+  clusters it may refuse (`suspects`): every other one is admitted without asking.
 - a `PoolFilter` refuses single pools of otherwise admitted clusters for new
   replicas (`filters.POOL_FILTERS`): a refused pool does not match any role
   of the deployment for the fill, the explanation and the what-if, and the
@@ -24,13 +25,13 @@ its registration and its test.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, cast
 
-from modelplane.api.common import Toleration
+from modelplane.api.common import LabelSelector, Toleration
 from modelplane.api.fleet_quota import ObservedQuota, governing_quota
-from modelplane.api.frozen import FrozenDict
+from modelplane.api.frozen import FrozenDict, memoized
 from modelplane.api.model_cache import ObservedModelCache, read_model_cache
 from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.api.objects import label_value
@@ -98,14 +99,45 @@ class ScheduleInput:
         return (self.caches or {}).get(names[0]) if names else None
 
 
-def _unique_clusters(objects: Sequence[Mapping[str, Any]]) -> dict[str, ObservedInferenceCluster]:
+class ClusterTable(dict[str, ObservedInferenceCluster]):
+    """Every cluster's reading by name, sorted: what one cycle reads of the fleet.
+
+    A table read from the same cluster objects is shared by every call that
+    sees them (`read_clusters`), so what later steps derive from the whole
+    table alone is remembered on it (`fleet_derived`); nothing changes it once built.
+    """
+
+    __slots__ = ("derived",)
+
+    def __init__(self, items: Mapping[str, ObservedInferenceCluster]) -> None:
+        """The table of `items`, in their order."""
+        super().__init__(items)
+        self.derived: dict[str, Any] = {}
+
+
+def fleet_derived(
+    clusters: Mapping[str, ObservedInferenceCluster], key: str, derive: Callable[[], T]
+) -> T:
+    """`derive()`, remembered under `key` on `clusters` when it is a `ClusterTable`.
+
+    `derive` must depend on the table alone (and on what `key` names), and its
+    answer is shared: callers never change it.
+    """
+    if not isinstance(clusters, ClusterTable):
+        return derive()
+    if key not in clusters.derived:
+        clusters.derived[key] = derive()
+    return cast(T, clusters.derived[key])
+
+
+def _unique_clusters(objects: Sequence[Mapping[str, Any]]) -> ClusterTable:
     parsed: dict[str, ObservedInferenceCluster] = {}
     for obj in objects:
         cl = read_inference_cluster(obj)
         # Names are unique in a real fleet; keep a deterministic one if not.
         if cl is not None and (cl.name not in parsed or repr(cl) < repr(parsed[cl.name])):
             parsed[cl.name] = cl
-    return {k: parsed[k] for k in sorted(parsed)}
+    return ClusterTable({k: parsed[k] for k in sorted(parsed)})
 
 
 def _unique_replicas(
@@ -113,7 +145,9 @@ def _unique_replicas(
 ) -> tuple[ObservedModelReplica, ...]:
     unique: dict[tuple[str, str], ObservedModelReplica] = {}
     for obj in objects:
-        r = read_model_replica(obj, by_label)
+        named, r = memoized(obj, "scheduling.replica", _label_free)
+        if not named:
+            r = read_model_replica(obj, by_label)
         if r is None:
             continue
         key = (r.namespace, r.name)
@@ -121,6 +155,16 @@ def _unique_replicas(
         if key not in unique or repr(r) < repr(unique[key]):
             unique[key] = r
     return tuple(unique[k] for k in sorted(unique))
+
+
+def _label_free(obj: Mapping[str, Any]) -> tuple[bool, ObservedModelReplica | None]:
+    """(True, its reading) for a replica whose spec names its cluster: the reading needs
+    no label map, so a read-only object keeps it (`memoized`); else (False, None)."""
+    spec = obj.get("spec")
+    cluster = spec.get("clusterName") if isinstance(spec, Mapping) else None
+    if isinstance(cluster, str) and cluster:
+        return True, read_model_replica(obj)
+    return False, None
 
 
 def _caches(objects: Sequence[Mapping[str, Any]]) -> dict[str, ObservedModelCache]:
@@ -166,10 +210,20 @@ _REPLICAS = _LastRead()
 
 def _read_clusters(
     clusters: Sequence[Mapping[str, Any]],
-) -> tuple[dict[str, ObservedInferenceCluster], dict[str, str]]:
+) -> tuple[ClusterTable, dict[str, str]]:
     """Every cluster by name, and each cluster's name by its label value."""
     parsed = _unique_clusters(clusters)
     return parsed, {label_value(k): k for k in sorted(parsed, reverse=True)}
+
+
+def read_clusters(clusters: Sequence[Mapping[str, Any]]) -> Mapping[str, ObservedInferenceCluster]:
+    """Every InferenceCluster by name (sorted), as a scheduling cycle reads them.
+
+    The reading of the last list is reused while the same objects arrive (`_LastRead`),
+    so a composer and the cycle it runs share one reading of an unchanged fleet. The
+    mapping is shared: callers never change it.
+    """
+    return _CLUSTERS.get(clusters, None, lambda: _read_clusters(clusters))[0]
 
 
 def build_input(
@@ -203,9 +257,7 @@ def build_input(
         name=name,
         spec=spec,
         clusters=parsed,
-        candidates=frozenset(
-            k for k, cl in parsed.items() if selector_matches(spec.cluster_selector, cl.labels)
-        ),
+        candidates=selected(parsed, spec.cluster_selector),
         replicas=unique,
         caches=found,
         tolerations=tuple(spec.tolerations or ()),
@@ -213,6 +265,22 @@ def build_input(
         quota=governing_quota(list(quotas)),
         priorities=values,
         preempted=_preemptions(unique, values),
+    )
+
+
+def selected(
+    clusters: Mapping[str, ObservedInferenceCluster], selector: LabelSelector | None
+) -> frozenset[str]:
+    """The names of the clusters `selector` selects (every one without a selector).
+
+    Many deployments share a selector: the answer is remembered on the fleet's
+    table by the selector's content (`fleet_derived`).
+    """
+    key = "candidates " + ("" if selector is None else selector.model_dump_json())
+    return fleet_derived(
+        clusters,
+        key,
+        lambda: frozenset(k for k, cl in clusters.items() if selector_matches(selector, cl.labels)),
     )
 
 
@@ -300,6 +368,13 @@ class ClusterFilter(Protocol):
 
     def admit(self, inp: ScheduleInput, cluster: ObservedInferenceCluster) -> Rejection | None:
         """None when a new replica may be placed on `cluster`, else why not."""
+
+    def suspects(self, inp: ScheduleInput) -> Collection[str] | None:
+        """The names of the clusters `admit` may refuse (it admits every other); None: any.
+
+        Lets a cycle skip the rule where it cannot refuse, so one over a large fleet
+        asks it only about the clusters it may keep out.
+        """
 
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica

@@ -230,3 +230,28 @@ class PoolLedger:
         if self.settled is None:
             return here
         return min(here, self.settled.free_for(demands, nodes_per_worker))
+
+
+# A forced replay's answer depends on nothing but the pool and its charges, so
+# it is shared by content between calls: the fleet's other deployments charge
+# most pools the same way for every deployment that is scheduled. Bounded; an
+# entry dropped only costs its replay.
+_REPLAYS: dict[tuple[object, ...], Snapshot] = {}
+MAX_REPLAYS = 8192
+
+
+def replayed(cap: Vector, nodes: int, spread: bool, charges: Sequence[RoleCharge]) -> PoolLedger:
+    """A new ledger of the pool (`cap`, `nodes`, packing) charged with `charges`, in
+    order, each forced: what the pool's observed holders hold."""
+    led = PoolLedger(cap, nodes, spread)
+    key = (cap, led.nodes, spread, tuple(charges))
+    hit = _REPLAYS.get(key)
+    if hit is not None:
+        led.restore(hit)
+        return led
+    for demands, nodes_per_worker, workers in charges:
+        led.place(demands, nodes_per_worker, workers, force=True)
+    if len(_REPLAYS) >= MAX_REPLAYS:
+        del _REPLAYS[next(iter(_REPLAYS))]
+    _REPLAYS[key] = led.snapshot()
+    return led

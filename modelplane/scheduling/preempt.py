@@ -20,6 +20,7 @@ priority: the victim's deployment checks the values again.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
@@ -54,6 +55,10 @@ class PreemptionFilter:
     def admit(self, inp: ScheduleInput, cluster: ObservedInferenceCluster) -> Rejection | None:
         """Never refuses a cluster: preemption withdraws replicas, it does not keep any out."""
         return None
+
+    def suspects(self, inp: ScheduleInput) -> Collection[str]:
+        """No cluster: `admit` refuses none."""
+        return ()
 
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica

@@ -28,12 +28,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from modelplane.api.model_deployment import MAX_UNSCHEDULABLE_ENTRIES
+from modelplane.api.readers import ObservedInferenceCluster
 from modelplane.scheduling import cost, preempt, quota, words
 from modelplane.scheduling.explain import explain
 from modelplane.scheduling.fill import build_ledger, fill, rank, surge
 from modelplane.scheduling.filters import FILTERS, POOL_FILTERS
-from modelplane.scheduling.framework import ClusterScore, ScheduleInput, read_input
-from modelplane.scheduling.matching import cluster_pools
+from modelplane.scheduling.framework import (
+    ClusterScore,
+    ScheduleInput,
+    fleet_derived,
+    read_input,
+)
+from modelplane.scheduling.matching import ClusterPools, Shapes, cluster_pools
 from modelplane.scheduling.retain import (
     resolve_contention,
     retain,
@@ -54,16 +60,39 @@ from modelplane.scheduling.whatif import what_if
 
 
 def filter_clusters(state: CycleState) -> None:
-    """Run every filter on every cluster; the first refusal is the cluster's verdict."""
+    """Run every filter on every cluster; the first refusal is the cluster's verdict.
+
+    A cluster no filter names among its suspects is admitted by all of them,
+    without asking each (`ClusterFilter.suspects`).
+    """
+    suspects = _suspects(state.inp)
+    texts: dict[tuple[str, tuple[str, ...]], str] = {}  # many are refused alike (NotSelected)
     for name, cl in state.inp.clusters.items():
+        if suspects is not None and name not in suspects:
+            state.schedulable.append(name)
+            continue
         for rule in FILTERS:
             rejection = rule.admit(state.inp, cl)
             if rejection is not None:
-                why = words.rejection_text(rejection)
+                key = (rejection.reason, rejection.detail)
+                why = texts.get(key)
+                if why is None:
+                    why = texts[key] = words.rejection_text(rejection)
                 state.verdicts[name] = ClusterVerdict(name, False, rejection.reason, why)
                 break
         else:
             state.schedulable.append(name)
+
+
+def _suspects(inp: ScheduleInput) -> set[str] | None:
+    """The clusters some filter may refuse; None: any of them."""
+    out: set[str] = set()
+    for rule in FILTERS:
+        some = rule.suspects(inp)
+        if some is None:
+            return None
+        out.update(some)
+    return out
 
 
 def check_selectors(state: CycleState) -> None:
@@ -86,12 +115,26 @@ def match_pools(state: CycleState) -> None:
     `CycleState.pool_matches`, once per shape, when a step first asks.
     """
     held = {r.cluster for r in state.inp.replicas}
-    for name in sorted(set(state.schedulable) | (held & state.inp.candidates)):
-        # Interned once per cluster version, shared by every call (`cluster_pools`).
-        pools = cluster_pools(state.inp.clusters[name], state.shapes)
-        state.known_pools[name] = pools.names
-        state.pool_shapes.add(name, pools.shapes)
-        state.pool_nodes.add(name, pools.nodes)
+    every = fleet_pools(state.inp.clusters, state.shapes)
+    names = sorted(set(state.schedulable) | (held & state.inp.candidates))
+    state.known_pools = {name: every[name].names for name in names}
+    state.pool_shapes.update({name: every[name].shapes for name in names})
+    state.pool_nodes.update({name: every[name].nodes for name in names})
+
+
+def fleet_pools(
+    clusters: Mapping[str, ObservedInferenceCluster], shapes: Shapes
+) -> Mapping[str, ClusterPools]:
+    """Every cluster's interned pools by name, once per fleet table (`fleet_derived`).
+
+    Each cluster's are interned once per cluster version (`cluster_pools`).
+    """
+
+    def derive() -> tuple[Shapes, dict[str, ClusterPools]]:
+        return shapes, {n: cluster_pools(cl, shapes) for n, cl in clusters.items()}
+
+    found = fleet_derived(clusters, "scheduling.pools", derive)
+    return found[1] if found[0] is shapes else derive()[1]
 
 
 def filter_pools(state: CycleState) -> None:

@@ -10,10 +10,16 @@ does (`unschedulable`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
-from modelplane.scheduling.framework import Eviction, PoolKey, Rejection, ScheduleInput
+from modelplane.scheduling.framework import (
+    Eviction,
+    PoolKey,
+    Rejection,
+    ScheduleInput,
+    fleet_derived,
+)
 
 
 def allows_spot(inp: ScheduleInput) -> bool:
@@ -31,6 +37,10 @@ class SpotFilter:
         """Never refuses a whole cluster: its on-demand pools stay open (see `refusals`)."""
         return None
 
+    def suspects(self, inp: ScheduleInput) -> Collection[str]:
+        """No cluster: `admit` refuses none."""
+        return ()
+
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica
     ) -> Eviction | None:
@@ -47,9 +57,20 @@ class SpotFilter:
         """Every Spot pool of a candidate cluster, unless the deployment allows Spot."""
         if allows_spot(inp):
             return {}
+        clusters = inp.clusters
+        spot = fleet_derived(clusters, "spot.pools", lambda: _spot_pools(clusters))
         return {
-            (name, p.name): Rejection("SpotNotAllowed", (p.name,))
-            for name in sorted(inp.candidates)
-            for p in inp.clusters[name].pools
-            if p.spot is not False  # Spot, or a capacityType that does not read
+            (name, pool): Rejection("SpotNotAllowed", (pool,))
+            for name, pool in spot
+            if name in inp.candidates
         }
+
+
+def _spot_pools(clusters: Mapping[str, ObservedInferenceCluster]) -> tuple[tuple[str, str], ...]:
+    """Every (cluster, pool) of Spot capacity, or whose capacityType does not read, sorted."""
+    return tuple(
+        (name, p.name)
+        for name in sorted(clusters)
+        for p in clusters[name].pools
+        if p.spot is not False
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import TypeVar
 
 from modelplane.api.readers import UNKNOWN_ORDER, ObservedModelReplica, ReplayOrder, StuckReplica
@@ -59,6 +60,14 @@ class ByCluster(Mapping[PoolKey, V]):
     def add(self, cluster: str, table: Mapping[str, V]) -> None:
         """Every pool of `cluster` with its value (replacing what it had)."""
         self._tables[cluster] = table
+
+    def update(self, tables: Mapping[str, Mapping[str, V]]) -> None:
+        """Every pool of each cluster in `tables` with its value (as `add`, at once)."""
+        self._tables.update(tables)
+
+    def table(self, cluster: str) -> Mapping[str, V] | None:
+        """Every pool of `cluster` with its value; None for a cluster not added."""
+        return self._tables.get(cluster)
 
     def __getitem__(self, key: PoolKey) -> V:
         return self._tables[key[0]][key[1]]
@@ -267,7 +276,7 @@ def new_state(inp: ScheduleInput, scores: tuple[ClusterScore, ...] = SCORES) -> 
     for r in inp.replicas:
         (own if r.belongs_to(inp.namespace, inp.name) else others).append(r)
     own.sort(key=lambda r: (r.cluster, r.index, r.order))
-    others.sort(key=lambda r: r.order)
+    others.sort(key=attrgetter("order"))
     return CycleState(inp=inp, roles=role_defs(inp), own=own, others=others, scores=scores)
 
 

@@ -24,7 +24,7 @@ it is withdrawn at once.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica, StuckReplica
 from modelplane.scheduling.framework import Eviction, PoolKey, Rejection, ScheduleInput
@@ -56,6 +56,10 @@ class UnschedulableFilter:
     def admit(self, inp: ScheduleInput, cluster: ObservedInferenceCluster) -> Rejection | None:
         """Never refuses a whole cluster: another of its pools may take a replica."""
         return None
+
+    def suspects(self, inp: ScheduleInput) -> Collection[str]:
+        """No cluster: `admit` refuses none."""
+        return ()
 
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica

@@ -74,6 +74,8 @@ def test_backend_filter(
     assert r is not None
     rule = BackendFilter()
     assert (rule.admit(inp, observed), rule.evict(inp, observed, r)) == (admit, evict)
+    # A refused cluster is among the rule's suspects: a cycle asks no other.
+    assert admit is None or "a" in rule.suspects(inp)
 
 
 def test_a_cluster_without_kserve_is_never_chosen_and_the_explanation_says_so() -> None:

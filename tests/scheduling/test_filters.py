@@ -46,7 +46,11 @@ def _answer(
     assert observed is not None
     r = read_model_replica(replica("llm", observed.name, 0, "l4", [resolved("gpu")]))
     assert r is not None
-    return rule.admit(inp, observed), rule.evict(inp, observed, r)
+    admitted = rule.admit(inp, observed)
+    suspects = rule.suspects(inp)
+    # A cluster the rule refuses is always among its suspects: a cycle asks no other.
+    assert admitted is None or suspects is None or observed.name in suspects
+    return admitted, rule.evict(inp, observed, r)
 
 
 def test_the_registry_order_is_the_reporting_order() -> None:
@@ -179,3 +183,58 @@ def test_cache_admits_only_clusters_it_covers_and_never_evicts(
     dep["spec"]["caches"] = [{"name": "w"}]
     cl = cluster("a", {"l4": ("l4-1x", 1)})
     assert _answer(CacheFilter(), cl, dep, [_cache("w", *copies)]) == (admit, None)
+
+
+def _mixed_fleet() -> list[dict[str, Any]]:
+    """Clusters each of which some filter refuses for some deployment below."""
+    kserve = cluster("e-kserve", {"l4": ("l4-1x", 1)}, labels={"tier": "gold"})
+    kserve["spec"]["servingStack"] = {"kserve": {"enabled": True}}
+    unreadable = cluster("f-unreadable", {"l4": ("l4-1x", 1)})
+    unreadable["spec"]["servingStack"] = {"kserve": "yes"}
+    return [
+        cluster("a-gold", {"l4": ("l4-1x", 1)}, labels={"tier": "gold"}),
+        cluster("b-tainted", {"l4": ("l4-1x", 1)}, labels={"tier": "gold"}, taints=[NOSCHED]),
+        cluster("c-notready", {"l4": ("l4-1x", 1)}, ready=False),
+        cluster("d-nopools", {}, labels={"tier": "gold"}),
+        kserve,
+        unreadable,
+        cluster("g-drain", {"l4": ("l4-1x", 1)}, taints=[DRAIN]),
+    ]
+
+
+def _deployments() -> list[tuple[dict[str, Any], list[dict[str, Any]] | None]]:
+    gold = deployment(1, NODE_1X, selector={"matchLabels": {"tier": "gold"}})
+    tolerant = deployment(1, NODE_1X, tolerations=[{"operator": "Exists"}])
+    kserve = deployment(1, NODE_1X)
+    kserve["spec"]["backend"] = "KServe"
+    cached = deployment(1, NODE_1X)
+    cached["spec"]["caches"] = [{"name": "w"}]
+    return [
+        (deployment(1, NODE_1X), None),
+        (gold, None),
+        (tolerant, None),
+        (kserve, None),
+        (cached, [_cache("w", ("a-gold", "Ready"), ("c-notready", "Ready"))]),
+        (cached, []),  # the cache is missing: every cluster waits
+    ]
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_the_cycle_asks_only_suspects_and_reaches_every_rules_verdict(case: int) -> None:
+    from modelplane.scheduling.scheduler import filter_clusters
+    from modelplane.scheduling.state import new_state
+
+    dep, caches = _deployments()[case]
+    inp = read_input(dep, _mixed_fleet(), [], caches)
+    # Independently: every rule asked about every cluster, the first refusal wins.
+    expected = {}
+    for name, cl in inp.clusters.items():
+        found = (rule.admit(inp, cl) for rule in FILTERS)
+        expected[name] = next((r.reason for r in found if r is not None), None)
+    state = new_state(inp)
+    filter_clusters(state)
+    got = {name: v.reason for name, v in state.verdicts.items()}
+    got.update(dict.fromkeys(state.schedulable))
+    assert got == expected
+    assert sorted(state.schedulable) == sorted(k for k, v in expected.items() if v is None)
+    assert any(v is not None for v in expected.values())  # the case refuses something

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from modelplane.scheduling.ledger import PoolLedger, fits
+from modelplane.scheduling.ledger import PoolLedger, fits, replayed
 
 
 @pytest.mark.parametrize(
@@ -82,3 +82,18 @@ def test_forced_whole_node_charges_are_bounded_by_the_pool_size() -> None:
     assert led.oversubscribed
     assert led.free == {(7 - 3 * 8,): 1}
     assert led.free_for(((1,),), 1) == 0
+
+
+def test_a_replay_shared_by_content_hands_out_a_fresh_ledger_each_time() -> None:
+    # A 1-GPU worker then a 4-GPU worker on two 8-GPU nodes, under Spread: each takes
+    # a node of its own (worst fit), so the nodes have 7 and 4 left.
+    charges = [(((1,),), 1, 1), (((4,),), 1, 1)]
+    first = replayed((8,), 2, True, charges)
+    assert first.free == {(7,): 1, (4,): 1}
+    assert not first.oversubscribed
+    # What a fill does to the ledger it got is not what the next call replays.
+    assert first.place(((4,),), 1, 1, force=False)
+    again = replayed((8,), 2, True, charges)
+    assert again.free == {(7,): 1, (4,): 1}
+    # The same charges on a pool that packs (BinPack) are another replay.
+    assert replayed((8,), 2, False, charges).free == {(3,): 1, (8,): 1}

@@ -32,6 +32,7 @@ from pydantic import ValidationError
 
 from modelplane.api import constants as c
 from modelplane.api.common import format_validation_error
+from modelplane.api.frozen import memoized
 from modelplane.api.model_deployment import (
     MAX_UNSCHEDULABLE_ENTRIES,
     MAX_UNSCHEDULABLE_MESSAGE,
@@ -47,7 +48,6 @@ from modelplane.api.objects import condition, is_condition_true, label_value
 from modelplane.api.readers import (
     ObservedInferenceCluster,
     ObservedModelReplica,
-    read_inference_cluster,
     read_model_replica,
 )
 from modelplane.api.reasons import AutoscalingReason, PreemptionReason, ScheduledReason
@@ -74,7 +74,7 @@ from modelplane.compose.types import (
     Resource,
 )
 from modelplane.scheduling import words
-from modelplane.scheduling.framework import ScheduleInput
+from modelplane.scheduling.framework import ScheduleInput, read_clusters
 from modelplane.scheduling.scheduler import schedule_input
 from modelplane.scheduling.types import PlannedReplica, ScheduleResult
 from modelplane.scheduling.words import cluster_message, truncate
@@ -145,7 +145,9 @@ def requirements(
             api_version=c.API_VERSION, kind=FLEET_QUOTA_KIND, namespace=namespace
         ),
     }
-    if (spec is not None and spec.priority) or any(map(_preempts, replicas)):
+    if (spec is not None and spec.priority) or any(
+        memoized(r, "model_deployment.preempts", _preempts) for r in replicas
+    ):
         reqs[PRIORITIES_REQUIREMENT] = Requirement(
             api_version=PRIORITY_CLASS_API_VERSION, kind=PRIORITY_CLASS_KIND
         )
@@ -240,8 +242,7 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
     if not all(inp.fetched(r) for r in result.requirements):
         return outcome.wait(inp, result)
 
-    clusters = list(inp.required[CLUSTERS_REQUIREMENT])
-    by_name = _clusters_by_name(clusters)
+    by_name = read_clusters(inp.required[CLUSTERS_REQUIREMENT])
     scaling = plan_scaling(spec, _status_of(inp.composite), inp.observed, by_name)
     asked = spec if scaling is None else spec.model_copy(update={"replicas": scaling.ask})
     try:
@@ -272,9 +273,9 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
     _events(result, plan)
     _replicas_ready(result, spec.replicas, placed)
     _rolled_out(result, revisions)
-    _compose_endpoints(inp, result, revisions, plan, clusters)
+    _compose_endpoints(inp, result, revisions, plan, by_name)
     if scaling is not None:
-        _compose_leaving(inp, result, scaling, leaving, clusters)
+        _compose_leaving(inp, result, scaling, leaving, by_name)
     return result
 
 
@@ -286,9 +287,7 @@ def _serving(inp: ComposeInput, clusters: Mapping[str, ObservedInferenceCluster]
         replica = read_model_replica(obj) if obj.get("kind") == MODEL_REPLICA_KIND else None
         if replica is None or not replica.ready:
             continue
-        cluster = clusters.get(replica.cluster)
-        gateway = None if cluster is None else cluster.gateway_address
-        view = _replica_view(replica.name, replica.cluster, replica, gateway)
+        view = _replica_view(replica.name, replica.cluster, replica, clusters)
         endpoint = inp.observed.get(endpoint_key(key))
         routed = endpoint_for(view, "", "", {}) is not None
         if not routed or (endpoint is not None and read_endpoint(endpoint).ready):
@@ -299,11 +298,6 @@ def _serving(inp: ComposeInput, clusters: Mapping[str, ObservedInferenceCluster]
 def _status_of(composite: Resource) -> Mapping[str, Any]:
     status = composite.get("status")
     return status if isinstance(status, dict) else {}
-
-
-def _clusters_by_name(clusters: Sequence[Resource]) -> dict[str, ObservedInferenceCluster]:
-    read = (read_inference_cluster(obj) for obj in clusters)
-    return {x.name: x for x in read if x is not None}
 
 
 def _scale(
@@ -364,12 +358,11 @@ def _compose_leaving(
     result: ComposeResult,
     scaling: Scaling,
     leaving: Sequence[PlannedReplica],
-    clusters: Sequence[Resource],
+    clusters: Mapping[str, ObservedInferenceCluster],
 ) -> None:
     """Leaving replicas: composed as observed, endpoint at weight 0, listed as draining."""
     m = meta(inp.composite)
     name, namespace = str(m.get("name", "")), str(m.get("namespace", ""))
-    gateways = _gateways(clusters)
     status = ModelDeploymentStatus.model_validate(result.status)
     placements = list(status.placements or [])
     kept = []
@@ -381,7 +374,7 @@ def _compose_leaving(
         kept.append(p.name)
         result.desired[key] = DesiredResource(manifest, "True")
         observed = read_model_replica(inp.observed[key])
-        view = _replica_view(p.name, p.cluster, observed, gateways.get(p.cluster))
+        view = _replica_view(p.name, p.cluster, observed, clusters)
         endpoint = endpoint_for(view, name, namespace, _user_labels(_spec(inp), ComposeResult()))
         if endpoint is not None:
             endpoint["spec"]["draining"] = True
@@ -409,10 +402,6 @@ def _spec(inp: ComposeInput) -> ModelDeploymentSpec:
     spec, _ = parse_spec(ModelDeploymentSpec, inp.composite)
     assert spec is not None  # compose_with held before any call when it did not parse
     return spec
-
-
-def _gateways(clusters: Sequence[Resource]) -> dict[str, str | None]:
-    return {x.name: x.gateway_address for x in _clusters_by_name(clusters).values()}
 
 
 def _cache_condition(
@@ -478,7 +467,7 @@ def _compose_endpoints(
     result: ComposeResult,
     revisions: Revisions,
     plan: ScheduleResult,
-    clusters: Sequence[Resource],
+    clusters: Mapping[str, ObservedInferenceCluster],
 ) -> None:
     """One ModelEndpoint per replica that is Ready behind its cluster's gateway.
 
@@ -488,14 +477,13 @@ def _compose_endpoints(
     """
     m = meta(inp.composite)
     name, namespace = str(m.get("name", "")), str(m.get("namespace", ""))
-    gateways = _gateways(clusters)
     # Labels are read again without warnings: `_compose_replicas` reported them.
     labels = _user_labels(revisions.spec, ComposeResult())
     for planned in plan.replicas:
         key = replica_key(planned.cluster, planned.index)
         observed = inp.observed.get(key)
         replica = read_model_replica(observed) if observed is not None else None
-        view = _replica_view(planned.name, planned.cluster, replica, gateways.get(planned.cluster))
+        view = _replica_view(planned.name, planned.cluster, replica, clusters)
         manifest = endpoint_for(view, name, namespace, labels)
         if manifest is None:
             continue
@@ -510,10 +498,15 @@ def _compose_endpoints(
 
 
 def _replica_view(
-    name: str, cluster: str, replica: ObservedModelReplica | None, gateway: str | None
+    name: str,
+    cluster: str,
+    replica: ObservedModelReplica | None,
+    clusters: Mapping[str, ObservedInferenceCluster],
 ) -> ReplicaView:
     """What decides a replica's endpoint: its observed readiness and route, its cluster's
     gateway (`endpoints.endpoint_for`)."""
+    found = clusters.get(cluster)
+    gateway = None if found is None else found.gateway_address
     return ReplicaView(
         name=name,
         ready=replica is not None and replica.ready,
@@ -574,29 +567,45 @@ def _fleet_replicas(inp: ComposeInput, namespace: str) -> list[Resource]:
     other copy by its spec's slot (deployment, cluster, index) and that copy's
     name is used; with no other copy it is kept under its slot.
     """
-    listed = list(inp.required.get(REPLICAS_REQUIREMENT, []))
+    listed = inp.required.get(REPLICAS_REQUIREMENT, [])
     owned = own_replicas(inp)
-    readable = {_slot(o): o for o in listed if _readable_name(o)}
     by_id: dict[tuple[str, str], Resource] = {}
+    unnamed = []
     for obj in listed:
-        if _readable_name(obj):
-            om = meta(obj)
-            by_id[(str(om.get("namespace", "")), str(om["name"]))] = obj
+        # Named once per object version: the listing is the same objects call after call.
+        key = memoized(obj, "model_deployment.replica_id", _replica_id)
+        if key is None:
+            unnamed.append(obj)
+        else:
+            by_id[key] = obj
     owned_slots = set()
     for obj in owned:
         om = dict(meta(obj))
-        twin = readable.get(_slot(obj))
         if not _readable_name(obj):
+            twin = _named_twin(listed, _slot(obj))
             om = dict(meta(twin)) if twin is not None else {"name": _slot_name(obj)}
         om.setdefault("namespace", namespace)
         owned_slots.add(_slot(obj))
         by_id[(str(om["namespace"]), str(om.get("name", "")))] = {**obj, "metadata": om}
-    for obj in listed:
-        if not _readable_name(obj) and _slot(obj) not in owned_slots:
+    for obj in unnamed:
+        if _slot(obj) not in owned_slots:
             om = {**meta(obj), "name": _slot_name(obj)}
             om["namespace"] = om.get("namespace") if isinstance(om.get("namespace"), str) else ""
             by_id[(om["namespace"], om["name"])] = {**obj, "metadata": om}
     return [by_id[k] for k in sorted(by_id)]
+
+
+def _replica_id(obj: Resource) -> tuple[str, str] | None:
+    """A listed replica's (namespace, name); None when its metadata does not name it."""
+    if not _readable_name(obj):
+        return None
+    om = meta(obj)
+    return str(om.get("namespace", "")), str(om["name"])
+
+
+def _named_twin(listed: Sequence[Resource], slot: tuple[str, str, str]) -> Resource | None:
+    """The last listed replica whose metadata names it, in `slot` (by its spec)."""
+    return next((o for o in reversed(listed) if _readable_name(o) and _slot(o) == slot), None)
 
 
 def _readable_name(obj: Resource) -> bool:
