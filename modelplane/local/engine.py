@@ -523,11 +523,14 @@ class ControlPlane:
         meta = {**(obj.get("metadata") or {}), "resourceVersion": str(version)}
         frozen = freeze_stored({**obj, "metadata": meta}, self._interner)
         self._read[key] = (version, frozen)
-        if type(obj.get("status")) is dict:
-            # The store keeps the read-only status too, not a second plain copy
-            # of it: whoever changes a status replaces what it changes
-            # (`conditions.writable_dict`).
-            obj["status"] = frozen["status"]
+        # The store keeps the read-only fields too, not a second plain copy of
+        # them, so the next version is frozen without walking what it repeats:
+        # whoever changes a field replaces what it changes (a status through
+        # `conditions.writable_dict`, the spec in `_resource_refs`). Only the
+        # metadata stays the store's own.
+        for field_name, value in list(obj.items()):
+            if field_name != "metadata" and type(value) in (dict, list):
+                obj[field_name] = frozen[field_name]
         return frozen
 
     def _frozen_all(self, fetch: Fetch, objs: list[Obj]) -> list[Resource]:
