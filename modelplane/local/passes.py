@@ -25,6 +25,15 @@ class Passes:
         """Whether `step` last simulated the object at its current version, with these reads."""
         return self._last.get((step, key)) == (store.version(key), reads)
 
+    def last_reads(self, step: str, store: ObjectStore, key: Key) -> Hashable | None:
+        """The reads `step` last simulated the object with, if it is at that pass's version.
+
+        Whatever those reads derived from the object alone still holds then, so
+        a step can keep it instead of reading the object again.
+        """
+        last = self._last.get((step, key))
+        return last[1] if last is not None and last[0] == store.version(key) else None
+
     def simulated(self, step: str, key: Key, reads: Hashable) -> None:
         """Record that `step` simulated the object now, with these reads."""
         self._pending[(step, key)] = reads
