@@ -34,6 +34,16 @@ class Passes:
         last = self._last.get((step, key))
         return last[1] if last is not None and last[0] == store.version(key) else None
 
+    def amend(self, step: str, key: Key, reads: Hashable) -> None:
+        """Replace the reads of `step`'s last pass over the object by equivalent ones.
+
+        For reads that would have left the object as that pass did (the step
+        found so and did not simulate it): its version stays the one recorded.
+        """
+        last = self._last.get((step, key))
+        if last is not None:
+            self._last[(step, key)] = (last[0], reads)
+
     def simulated(self, step: str, key: Key, reads: Hashable) -> None:
         """Record that `step` simulated the object now, with these reads."""
         self._pending[(step, key)] = reads

@@ -604,7 +604,7 @@ def _object_reads(
         references,
         replica,
         config in store,
-        _first_missing(store, references),
+        _first_missing(store, references) if references else None,
         replica in stuck,
     )
 

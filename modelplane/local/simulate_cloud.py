@@ -622,7 +622,10 @@ def _simulate_inventories(
             continue
         text = _inventory_key(store, obj, managed, found)
         digest = _key_digest(text) if text is not None else None
-        if text is None or (isinstance(last, tuple) and last[1] == digest):
+        if text is None:
+            continue
+        if isinstance(last, tuple) and last[1] == digest:
+            passes.amend("inventory", key, (stamp, digest))  # the same summary, stamped anew
             continue
         _write_inventory(obj, text)
         passes.simulated("inventory", key, (stamp, digest))
