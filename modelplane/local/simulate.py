@@ -588,9 +588,16 @@ def _replica_label(obj: Obj) -> Any:
 
 
 def _object_reads(
-    store: ObjectStore, obj: Obj, stuck: frozenset[str], last: object = None
+    store: ObjectStore,
+    obj: Obj,
+    stuck: frozenset[str],
+    last: object = None,
+    kinds: set[tuple[str, str]] | None = None,
 ) -> ObjectReads:
-    """What simulating `obj` reads now; `last` is its last pass's reads, if at its version."""
+    """What simulating `obj` reads now; `last` is its last pass's reads, if at its version.
+
+    The kinds of the objects it looks up are added to `kinds`.
+    """
     if isinstance(last, ObjectReads):
         config, references, replica = last.provider_config, last.references, last.replica
     else:
@@ -599,6 +606,8 @@ def _object_reads(
             _reference_keys(obj),
             _replica_label(obj),
         )
+        if kinds is not None:
+            kinds.update(key[:2] for key in (config, *references))
     return ObjectReads(
         config,
         references,
@@ -626,12 +635,19 @@ def _simulate_objects(
     pairs: list[tuple[Key, Obj]],
     stuck: frozenset[str],
     addresses: Addresses,
+    fast: bool = False,
 ) -> list[Key]:
-    """Simulate the Objects that changed, or whose reads did, since their last pass."""
+    """Simulate the Objects that changed, or whose reads did, since their last pass.
+
+    `fast`: nothing any Object reads changed since the last pass (`Passes.world_still`).
+    """
     touched = []
+    kinds = passes.kinds("Object")
     for key, obj in pairs:
+        if fast and passes.current("Object", store, key):
+            continue  # nothing it reads changed since it was last read
         last = passes.last_reads("Object", store, key)
-        reads = _object_reads(store, obj, stuck, last)
+        reads = _object_reads(store, obj, stuck, last, kinds)
         if reads == last:
             continue
         _simulate_object(store, obj, clock, stuck, addresses)
@@ -668,13 +684,15 @@ def simulate(store: ObjectStore, clock: Clock, passes: Passes | None = None) -> 
     addresses = Addresses(store)
     objects: list[tuple[Key, Obj]] = []
     touched: list[Key] = []
+    start = _world(store, passes.kinds("Object"), stuck)
+    fast = passes.world_still("Object", start)
     # Kind by kind in the store's (sorted) order: the concatenation is key order.
     for api_version, kind in store.kinds():
         step = _step(api_version, kind)
         if step == "Object":
             pairs = store.select(api_version, kind)
             objects += pairs
-            touched += _simulate_objects(store, clock, passes, pairs, stuck, addresses)
+            touched += _simulate_objects(store, clock, passes, pairs, stuck, addresses, fast)
         elif step == "Release":
             touched += _simulate_releases(store, clock, passes, store.select(api_version, kind))
     touched += simulate_cloud(store, clock, passes)
@@ -682,5 +700,14 @@ def simulate(store: ObjectStore, clock: Clock, passes: Passes | None = None) -> 
     for key in touched:
         store.touch(key)
     # After every change of the pass: the version the next pass must still find.
+    passes.world_after("Object", start, _world(store, passes.kinds("Object"), stuck))
     passes.settle(store)
     return touched
+
+
+def _world(
+    store: ObjectStore, kinds: set[tuple[str, str]], stuck: frozenset[str]
+) -> tuple[Any, ...]:
+    """A stamp of what Objects read besides themselves: the versions of the kinds they
+    look objects up in (any change to one changes it), and the stuck replicas."""
+    return stuck, tuple(sorted((kind, store.kind_version(*kind)) for kind in kinds))
