@@ -255,14 +255,6 @@ def _provider_config_key(obj: Obj) -> Key:
     return Key(api_version, kind, ns, name)
 
 
-def _provider_config_exists(store: ObjectStore, obj: Obj) -> tuple[bool, str]:
-    key = _provider_config_key(obj)
-    if store.get(key) is not None:
-        return True, ""
-    where = f"{key.namespace}/{key.name}" if key.namespace else key.name
-    return False, f"cannot get referenced {key.kind} {where}: not found"
-
-
 def _reference_keys(obj: Obj) -> tuple[Key, ...]:
     """The objects an Object's `references` patch from or depend on, in order."""
     keys = []
@@ -284,15 +276,19 @@ def _first_missing(store: ObjectStore, keys: tuple[Key, ...]) -> int | None:
     return next((i for i, key in enumerate(keys) if key not in store), None)
 
 
-def _missing_reference(store: ObjectStore, obj: Obj) -> str | None:
-    """Why provider-kubernetes could not resolve an Object's `references`, if it could not."""
-    keys = _reference_keys(obj)
-    missing = _first_missing(store, keys)
-    if missing is None:
-        return None
-    key = keys[missing]
-    where = f"{key.namespace}/{key.name}" if key.namespace else key.name
-    return f"cannot resolve references: {key.kind} {where}: not found"
+def _not_found(key: Key) -> str:
+    return f"{key.kind} {key.namespace}/{key.name}" if key.namespace else f"{key.kind} {key.name}"
+
+
+def _sync_error(reads: ObjectReads) -> str | None:
+    """Why provider-kubernetes could not sync an Object (its provider config or a
+    reference is missing), or None when it could."""
+    if not reads.config_found:
+        return f"cannot get referenced {_not_found(reads.provider_config)}: not found"
+    if reads.first_missing is not None:
+        missing = reads.references[reads.first_missing]
+        return f"cannot resolve references: {_not_found(missing)}: not found"
+    return None
 
 
 def _keep_written_data(obj: Obj, live: Obj) -> None:
@@ -311,13 +307,12 @@ def _simulate_object(
     clock: Clock,
     stuck: frozenset[str] = frozenset(),
     addresses: Addresses | None = None,
+    reads: ObjectReads | None = None,
 ) -> None:
-    ok, message = _provider_config_exists(store, obj)
-    missing = _missing_reference(store, obj) if ok else None
-    if missing is not None:
-        ok, message = False, missing
-    if not ok:
-        set_condition(obj, "Synced", "False", "ReconcileError", message, clock)
+    """Simulate one Object in place; `reads` are what it reads now, when already read."""
+    error = _sync_error(reads or _object_reads(store, obj, stuck))
+    if error is not None:
+        set_condition(obj, "Synced", "False", "ReconcileError", error, clock)
         return
     manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
     if not isinstance(manifest, dict):
@@ -650,7 +645,7 @@ def _simulate_objects(
         reads = _object_reads(store, obj, stuck, last, kinds)
         if reads == last:
             continue
-        _simulate_object(store, obj, clock, stuck, addresses)
+        _simulate_object(store, obj, clock, stuck, addresses, reads)
         passes.simulated("Object", key, reads)
         touched.append(key)
     return touched
