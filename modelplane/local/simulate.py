@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 from collections import Counter
 from collections.abc import Callable, Container
-from typing import Any
+from typing import Any, NamedTuple
 
 from modelplane.api import constants as c
 from modelplane.api.model_cache import HydrateEnv, HydrationResult
@@ -241,7 +241,8 @@ def _unavailable(status: dict[str, Any], message: str) -> dict[str, Any]:
     return status
 
 
-def _provider_config_exists(store: ObjectStore, obj: Obj) -> tuple[bool, str]:
+def _provider_config_key(obj: Obj) -> Key:
+    """The provider config an Object or Release names (the provider's default when none)."""
     ref = (obj.get("spec") or {}).get("providerConfigRef") or {"name": "default"}
     name = str(ref.get("name", "default"))
     api_version = str(obj.get("apiVersion", ""))
@@ -251,25 +252,42 @@ def _provider_config_exists(store: ObjectStore, obj: Obj) -> tuple[bool, str]:
         ns = namespace if kind == "ProviderConfig" else ""
     else:
         kind, ns = "ProviderConfig", ""
-    if store.get(Key(api_version, kind, ns, name)) is not None:
-        return True, ""
-    where = f"{ns}/{name}" if ns else name
-    return False, f"cannot get referenced {kind} {where}: not found"
+    return Key(api_version, kind, ns, name)
 
 
-def _missing_reference(store: ObjectStore, obj: Obj) -> str | None:
-    """Why provider-kubernetes could not resolve an Object's `references`, if it could not."""
+def _reference_keys(obj: Obj) -> tuple[Key, ...]:
+    """The objects an Object's `references` patch from or depend on, in order."""
+    keys = []
     for ref in (obj.get("spec") or {}).get("references") or []:
         src = (ref or {}).get("patchesFrom") or (ref or {}).get("dependsOn") or {}
-        key = Key(
-            str(src.get("apiVersion", "")),
-            str(src.get("kind", "")),
-            str(src.get("namespace") or ""),
-            str(src.get("name", "")),
+        keys.append(
+            Key(
+                str(src.get("apiVersion", "")),
+                str(src.get("kind", "")),
+                str(src.get("namespace") or ""),
+                str(src.get("name", "")),
+            )
         )
-        if store.get(key) is None:
-            where = f"{key.namespace}/{key.name}" if key.namespace else key.name
-            return f"cannot resolve references: {key.kind} {where}: not found"
+    return tuple(keys)
+
+
+def _first_missing(store: ObjectStore, keys: tuple[Key, ...]) -> int | None:
+    """The index of the first key the store lacks, or None when it has them all."""
+    return next((i for i, key in enumerate(keys) if key not in store), None)
+
+
+def _not_found(key: Key) -> str:
+    return f"{key.kind} {key.namespace}/{key.name}" if key.namespace else f"{key.kind} {key.name}"
+
+
+def _sync_error(reads: ObjectReads) -> str | None:
+    """Why provider-kubernetes could not sync an Object (its provider config or a
+    reference is missing), or None when it could."""
+    if not reads.config_found:
+        return f"cannot get referenced {_not_found(reads.provider_config)}: not found"
+    if reads.first_missing is not None:
+        missing = reads.references[reads.first_missing]
+        return f"cannot resolve references: {_not_found(missing)}: not found"
     return None
 
 
@@ -289,13 +307,12 @@ def _simulate_object(
     clock: Clock,
     stuck: frozenset[str] = frozenset(),
     addresses: Addresses | None = None,
+    reads: ObjectReads | None = None,
 ) -> None:
-    ok, message = _provider_config_exists(store, obj)
-    missing = _missing_reference(store, obj) if ok else None
-    if missing is not None:
-        ok, message = False, missing
-    if not ok:
-        set_condition(obj, "Synced", "False", "ReconcileError", message, clock)
+    """Simulate one Object in place; `reads` are what it reads now, when already read."""
+    error = _sync_error(reads or _object_reads(store, obj, stuck))
+    if error is not None:
+        set_condition(obj, "Synced", "False", "ReconcileError", error, clock)
         return
     manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
     if not isinstance(manifest, dict):
@@ -487,30 +504,36 @@ def _secret_unsynced(objects: list[Obj], pc: Any, names: set[str]) -> bool:
     return False
 
 
-def simulate_hydration(store: ObjectStore) -> list[Key]:
+def _completed_job_env(obj: Obj) -> dict[str, str]:
+    """The environment of the Job an Object wraps, once it is Complete (else empty)."""
+    job = _wrapped(obj)
+    if job.get("kind") != "Job":
+        return {}
+    complete = any(
+        x.get("type") == "Complete" and x.get("status") == "True"
+        for x in (job.get("status") or {}).get("conditions") or []
+    )
+    return _hydration_env(job) if complete else {}
+
+
+def simulate_hydration(store: ObjectStore, pairs: list[tuple[Key, Obj]] | None = None) -> list[Key]:
     """Report what each completed ModelCache hydration Job would have measured.
 
     The Job's result ConfigMap (an Object on the same provider config) gets a
     `Ready` result with a visibly simulated digest (`simulated:<hash>`) and a
     byte count, both derived from the Job's environment, and the Job's
     creation time as completion time: deterministic, so a fixed point exists.
+    `pairs` are the store's Objects in key order when the caller has them.
     """
-    pairs = [
-        (key, o)
-        for key, o in _of_kinds(store, {"Object": OBJECT_GROUPS})
-        if o.get("kind") == "Object" and _group(o) in OBJECT_GROUPS
-    ]
+    if pairs is None:
+        pairs = _of_kinds(store, {"Object": OBJECT_GROUPS})
     objects = [o for _, o in pairs]
     written: list[Key] = []
     for obj in objects:
-        job = _wrapped(obj)
-        complete = any(
-            x.get("type") == "Complete" and x.get("status") == "True"
-            for x in (job.get("status") or {}).get("conditions") or []
-        )
-        env = _hydration_env(job) if job.get("kind") == "Job" and complete else {}
+        env = _completed_job_env(obj)
         if HydrateEnv.RESULT_CONFIGMAP not in env:
             continue
+        job = _wrapped(obj)
         digest = short_hash(*sorted(f"{k}={v}" for k, v in env.items()), length=12)
         result = HydrationResult(
             source_hash=env.get(HydrateEnv.SOURCE_HASH, ""),
@@ -538,16 +561,110 @@ def simulate_hydration(store: ObjectStore) -> list[Key]:
     return written
 
 
-def _object_reads(store: ObjectStore, obj: Obj, stuck: frozenset[str]) -> tuple[Any, ...]:
-    """Everything simulating an Object reads besides the Object itself."""
+class ObjectReads(NamedTuple):
+    """Everything simulating an Object reads besides the Object itself.
+
+    The first three are derived from the Object alone, so a pass over an
+    Object at the version of its last pass takes them from that pass; the
+    rest are what the store and the fixtures say now.
+    """
+
+    provider_config: Key
+    references: tuple[Key, ...]
+    replica: Any
+    config_found: bool
+    first_missing: int | None
+    stuck: bool
+
+
+def _replica_label(obj: Obj) -> Any:
+    """The replica (pod label value) of the workload an Object wraps, if it names one."""
     manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
     labels = (manifest.get("metadata") or {}).get("labels") if isinstance(manifest, dict) else None
-    replica = labels.get(c.LABEL_REPLICA) if isinstance(labels, dict) else None
-    return (
-        _provider_config_exists(store, obj),
-        _missing_reference(store, obj),
+    return labels.get(c.LABEL_REPLICA) if isinstance(labels, dict) else None
+
+
+def _object_reads(
+    store: ObjectStore,
+    obj: Obj,
+    stuck: frozenset[str],
+    last: object = None,
+    kinds: set[tuple[str, str]] | None = None,
+) -> ObjectReads:
+    """What simulating `obj` reads now; `last` is its last pass's reads, if at its version.
+
+    The kinds of the objects it looks up are added to `kinds`.
+    """
+    if isinstance(last, ObjectReads):
+        config, references, replica = last.provider_config, last.references, last.replica
+    else:
+        config, references, replica = (
+            _provider_config_key(obj),
+            _reference_keys(obj),
+            _replica_label(obj),
+        )
+        if kinds is not None:
+            kinds.update(key[:2] for key in (config, *references))
+    return ObjectReads(
+        config,
+        references,
+        replica,
+        config in store,
+        _first_missing(store, references) if references else None,
         replica in stuck,
     )
+
+
+def _step(api_version: str, kind: str) -> str | None:
+    """Which simulation step a kind's objects go through ("Object", "Release"), if any."""
+    group = _group({"apiVersion": api_version})
+    if kind == "Object" and group in OBJECT_GROUPS:
+        return "Object"
+    if kind == "Release" and group in RELEASE_GROUPS:
+        return "Release"
+    return None
+
+
+def _simulate_objects(
+    store: ObjectStore,
+    clock: Clock,
+    passes: Passes,
+    pairs: list[tuple[Key, Obj]],
+    stuck: frozenset[str],
+    addresses: Addresses,
+    fast: bool = False,
+) -> list[Key]:
+    """Simulate the Objects that changed, or whose reads did, since their last pass.
+
+    `fast`: nothing any Object reads changed since the last pass (`Passes.world_still`).
+    """
+    touched = []
+    kinds = passes.kinds("Object")
+    for key, obj in pairs:
+        if fast and passes.current("Object", store, key):
+            continue  # nothing it reads changed since it was last read
+        last = passes.last_reads("Object", store, key)
+        reads = _object_reads(store, obj, stuck, last, kinds)
+        if reads == last:
+            continue
+        _simulate_object(store, obj, clock, stuck, addresses, reads)
+        passes.simulated("Object", key, reads)
+        touched.append(key)
+    return touched
+
+
+def _simulate_releases(
+    store: ObjectStore, clock: Clock, passes: Passes, pairs: list[tuple[Key, Obj]]
+) -> list[Key]:
+    """Simulate the Releases that changed since their last pass (a Release reads only itself)."""
+    touched = []
+    for key, obj in pairs:
+        if passes.unchanged("Release", store, key, ()):
+            continue
+        _simulate_release(obj, clock)
+        passes.simulated("Release", key, ())
+        touched.append(key)
+    return touched
 
 
 def simulate(store: ObjectStore, clock: Clock, passes: Passes | None = None) -> list[Key]:
@@ -562,27 +679,32 @@ def simulate(store: ObjectStore, clock: Clock, passes: Passes | None = None) -> 
     passes = Passes() if passes is None else passes
     stuck = stuck_replicas(store)
     addresses = Addresses(store)
+    objects: list[tuple[Key, Obj]] = []
     touched: list[Key] = []
-    for key, obj in _of_kinds(store, {"Object": OBJECT_GROUPS, "Release": RELEASE_GROUPS}):
-        group, kind = _group(obj), obj.get("kind")
-        if group in OBJECT_GROUPS and kind == "Object":
-            reads = _object_reads(store, obj, stuck)
-            if passes.unchanged("Object", store, key, reads):
-                continue
-            _simulate_object(store, obj, clock, stuck, addresses)
-        elif group in RELEASE_GROUPS and kind == "Release":
-            reads = ()  # a release reads only itself
-            if passes.unchanged("Release", store, key, reads):
-                continue
-            _simulate_release(obj, clock)
-        else:
-            continue
-        passes.simulated(str(kind), key, reads)
-        touched.append(key)
+    start = _world(store, passes.kinds("Object"), stuck)
+    fast = passes.world_still("Object", start)
+    # Kind by kind in the store's (sorted) order: the concatenation is key order.
+    for api_version, kind in store.kinds():
+        step = _step(api_version, kind)
+        if step == "Object":
+            pairs = store.select(api_version, kind)
+            objects += pairs
+            touched += _simulate_objects(store, clock, passes, pairs, stuck, addresses, fast)
+        elif step == "Release":
+            touched += _simulate_releases(store, clock, passes, store.select(api_version, kind))
     touched += simulate_cloud(store, clock, passes)
-    touched += simulate_hydration(store)  # changes wrapped manifests of Objects
+    touched += simulate_hydration(store, objects)  # changes wrapped manifests of Objects
     for key in touched:
         store.touch(key)
     # After every change of the pass: the version the next pass must still find.
+    passes.world_after("Object", start, _world(store, passes.kinds("Object"), stuck))
     passes.settle(store)
     return touched
+
+
+def _world(
+    store: ObjectStore, kinds: set[tuple[str, str]], stuck: frozenset[str]
+) -> tuple[Any, ...]:
+    """A stamp of what Objects read besides themselves: the versions of the kinds they
+    look objects up in (any change to one changes it), and the stuck replicas."""
+    return stuck, tuple(sorted((kind, store.kind_version(*kind)) for kind in kinds))

@@ -51,6 +51,7 @@ from __future__ import annotations
 import base64
 import copy
 import functools
+import hashlib
 import json
 from dataclasses import astuple, dataclass, field
 from typing import Any
@@ -548,14 +549,6 @@ def _stuck_pods(store: ObjectStore, cluster: str, found: Fixtures) -> list[Obj]:
     return pods
 
 
-def _is_inventory(obj: Obj) -> bool:
-    return (
-        obj.get("apiVersion") == OBJECT_API_VERSION
-        and obj.get("kind") == "Object"
-        and labels_of(obj).get(c.LABEL_COMPONENT) == "inventory"
-    )
-
-
 def _inventory_key(store: ObjectStore, obj: Obj, managed: list[Obj], found: Fixtures) -> str | None:
     """What the simulated agent's summary is made of (its JSON key), or None when the
     Object did not sync (no provider config): nothing is observed."""
@@ -588,6 +581,62 @@ def _write_inventory(obj: Obj, key: str) -> None:
     at["manifest"] = {**_live(obj), "data": json.loads(_summary_text(key))}
 
 
+def _inventory_stamp(
+    store: ObjectStore, obj: Obj, found: Fixtures, pooled: set[str]
+) -> tuple[int | None, ...] | None:
+    """Versions of everything an inventory Object's summary is made of, besides the Object.
+
+    Equal stamps (at an equal Object version) mean an equal summary key
+    (`_inventory_key`), so the key need not be built again. None for a cluster
+    with managed node pools: the managed resources were just changed in place
+    and their versions do not show it yet.
+    """
+    cluster = labels_of(obj).get(c.LABEL_CLUSTER, "")
+    if cluster in pooled:
+        return None
+    replicas = bool(found.unschedulable or found.signals)
+    return (
+        store.version(Key(c.API_VERSION, "InferenceCluster", "", cluster)),
+        store.kind_version("v1", "ConfigMap"),
+        store.kind_version(c.API_VERSION, "ModelReplica") if replicas else None,
+        store.kind_version(c.API_VERSION, "ModelEndpoint") if found.signals else None,
+    )
+
+
+def _key_digest(key: str) -> bytes:
+    """A summary key's digest: what a pass remembers of it instead of the (large) key."""
+    return hashlib.blake2b(key.encode(), digest_size=20).digest()
+
+
+def _simulate_inventories(
+    store: ObjectStore, passes: Passes, managed: list[Obj], found: Fixtures
+) -> list[Key]:
+    """Write the simulated agent's summary into each inventory Object whose summary changed."""
+    pooled = {(_pool_of(o) or ("",))[0] for o in managed}
+    touched = []
+    # The inventory Objects, from the label index (in key order).
+    for key, obj in store.select(
+        OBJECT_API_VERSION, "Object", labels={c.LABEL_COMPONENT: "inventory"}
+    ):
+        if not isinstance(_live(obj), dict):
+            continue  # not synced (no provider config): nothing is observed
+        last = passes.last_reads("inventory", store, key)
+        stamp = _inventory_stamp(store, obj, found, pooled)
+        if stamp is not None and isinstance(last, tuple) and last[0] == stamp:
+            continue
+        text = _inventory_key(store, obj, managed, found)
+        digest = _key_digest(text) if text is not None else None
+        if text is None:
+            continue
+        if isinstance(last, tuple) and last[1] == digest:
+            passes.amend("inventory", key, (stamp, digest))  # the same summary, stamped anew
+            continue
+        _write_inventory(obj, text)
+        passes.simulated("inventory", key, (stamp, digest))
+        touched.append(key)
+    return touched
+
+
 def simulate_cloud(store: ObjectStore, clock: Clock, passes: Passes | None = None) -> list[Key]:
     """Update every cloud managed resource, connection Secret and observed inventory.
 
@@ -610,13 +659,4 @@ def simulate_cloud(store: ObjectStore, clock: Clock, passes: Passes | None = Non
     for obj in managed:
         simulate_managed(store, obj, clock, found.stockouts)
     touched = [Key.of(obj) for obj in managed]
-    # Inventory Objects are of one kind: only that kind is looked at (same order).
-    for key, obj in store.select(OBJECT_API_VERSION, "Object"):
-        if _is_inventory(obj):
-            reads = _inventory_key(store, obj, managed, found)
-            if reads is None or passes.unchanged("inventory", store, key, reads):
-                continue
-            _write_inventory(obj, reads)
-            passes.simulated("inventory", key, reads)
-            touched.append(key)
-    return touched
+    return touched + _simulate_inventories(store, passes, managed, found)

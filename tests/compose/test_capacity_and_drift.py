@@ -489,3 +489,28 @@ def test_raw_shapes_compare_by_type_and_value(
 ) -> None:
     shape = {"attributes": {**TYPED_ATTRS, **attributes}, "capacity": capacity}
     assert _compare(TYPED, shape) == want
+
+
+def test_a_summary_compared_again_answers_for_the_device_it_is_compared_with() -> None:
+    # The comparison is remembered per published shape and device (a summary is
+    # read once and compared on every call): the same summary compared with
+    # another class's device answers for that device, and a shape's entry goes
+    # with the shape.
+    import gc
+
+    from modelplane.compose.clusters import drift
+
+    nodes = [_node("n1", "h100")]
+    slices = [_slice("n1", _gpu("g0", "40Gi"), _gpu("g1", "40Gi"))]
+    inventory = summarize(nodes, slices, [], NOW, 0)
+    pool = inventory.pool("h100")
+    want = [Drift("h100", "gpu", "capacity memory", "80Gi", "40Gi")]
+    assert hardware_drift("h100", [GPU], pool) == want
+    assert hardware_drift("h100", [GPU], pool) == want
+    smaller = Device.model_validate({**GPU.to_dict(), "capacity": {"memory": {"value": "40Gi"}}})
+    assert hardware_drift("h100", [smaller], pool) == []
+    assert hardware_drift("h100", [GPU], pool) == want
+    remembered = len(drift._compared._by_shape)
+    del inventory, pool
+    gc.collect()
+    assert len(drift._compared._by_shape) < remembered

@@ -19,11 +19,13 @@ driver publishing them and are never compared.
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from modelplane.api.inference_class import Device
-from modelplane.api.inventory import PoolInventory
+from modelplane.api.inventory import DeviceShape, PoolInventory
 from modelplane.dra.quantity import QuantityError, parse_quantity
 
 
@@ -134,7 +136,11 @@ def _published(
     return attrs, caps
 
 
-def _compare(device: Device, slice_device: dict[str, Any]) -> list[tuple[str, str, str]]:
+Diff = tuple[str, str, str]
+"""(field, declared, observed)."""
+
+
+def _compare(device: Device, slice_device: dict[str, Any]) -> list[Diff]:
     """(field, declared, observed) for each declared attribute/capacity that differs."""
     want_attrs, want_caps = _declared(device)
     have_attrs, have_caps = _published(slice_device, device.driver)
@@ -170,13 +176,49 @@ def _count_drift(device: Device, pool: PoolInventory) -> dict[tuple[str, str, st
     return found
 
 
+class _Compared:
+    """`_compare` of a published shape with a declared device, kept while the shape lives.
+
+    A cluster's inventory summary is read once per observed version (remembered
+    on the decoded ConfigMap data), and every call compares its shapes with the
+    same class devices: the comparison is remembered per shape and device
+    instead of redone, and goes when the shape does. Results are only read.
+    """
+
+    def __init__(self) -> None:
+        self._by_shape: dict[int, tuple[weakref.ref[DeviceShape], dict[int, Any]]] = {}
+
+    def __call__(self, device: Device, shape: DeviceShape) -> list[Diff]:
+        """The differences between `device` and `shape` (remembered)."""
+        key = id(shape)
+        entry = self._by_shape.get(key)
+        if entry is None or entry[0]() is not shape:
+            entry = self._by_shape[key] = (weakref.ref(shape, self._forget(key)), {})
+        # The device is held with its result, so its id stays its own.
+        hit = entry[1].get(id(device))
+        if hit is None or hit[0] is not device:
+            hit = entry[1][id(device)] = (device, _compare(device, shape.to_dict()))
+        return list(hit[1])
+
+    def _forget(self, key: int) -> Callable[[weakref.ref[DeviceShape]], None]:
+        """The callback that drops a shape's entry when the shape goes."""
+
+        def forget(_: weakref.ref[DeviceShape]) -> None:
+            self._by_shape.pop(key, None)
+
+        return forget
+
+
+_compared = _Compared()
+
+
 def _device_drift(pool: PoolInventory, device: Device) -> list[Drift]:
     found = _count_drift(device, pool)
     for shape in pool.shapes:
         if shape.driver != device.driver:
             continue
         # Identical devices are declared once: every published shape must match.
-        for diff in _compare(device, shape.to_dict()):
+        for diff in _compared(device, shape):
             found[diff] = min(pool.nodes, found.get(diff, 0) + shape.nodes)
     return [Drift(pool.name, device.name, f, d, o, n) for (f, d, o), n in sorted(found.items())]
 

@@ -86,13 +86,13 @@ def compose(inp: ComposeInput) -> ComposeResult:
 
     pools, pools_ok = _publish_pools(inp, spec, result)
     status = InferenceClusterStatus(gpu_pools=pools)
-    result.status = status.to_dict()
     pc_name = provider_config_name(name)
     if spec.source == "Existing":
         reachable, view = _existing(inp, spec, result, name, pc_name), None
     else:
         reach = sources.provision(inp, result, name, spec, _classes(inp, spec), pc_name)
         if reach.problem is not None:
+            result.status = status.to_dict()  # the pools, published while provisioning waits
             reason = PoolsResolvedReason.NOT_PROVISIONABLE
             return outcome.hold(inp, result, c.CONDITION_POOLS_RESOLVED, reason, reach.problem)
         reachable, view = reach.provider_config is not None, reach.view

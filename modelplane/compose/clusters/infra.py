@@ -10,13 +10,13 @@ keeps a replica's workload from outliving the releases it needs.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from modelplane.api import constants as c
 from modelplane.api.clouds import Cloud
+from modelplane.api.frozen import thaw
 from modelplane.api.inference_class import InferenceClassSpec
 from modelplane.api.inference_cluster import Pool
 from modelplane.api.objects import condition
@@ -139,7 +139,7 @@ def provider_configs(
                 "name": name,
                 "labels": {c.LABEL_CLUSTER: cluster, c.LABEL_MANAGED_BY: c.MANAGED_BY},
             },
-            "spec": copy.deepcopy(spec),
+            "spec": thaw(spec),
         }
     return out
 

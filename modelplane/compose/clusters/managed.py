@@ -10,13 +10,14 @@ resource gets an explicit, stable name so Usages can name it.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from modelplane.api import constants as c
 from modelplane.api.clouds.base import CloudProviderConfigRef
-from modelplane.api.objects import condition_status
+from modelplane.api.objects import MAX_DNS_LABEL, condition_status
 from modelplane.compose.objects import dns_label
 from modelplane.compose.types import Resource
 
@@ -34,7 +35,17 @@ class Ref:
 
 def resource_name(cluster: str, *suffix: str) -> str:
     """The stable name of a composed resource of `cluster` (a DNS label)."""
-    return dns_label("-".join((cluster, *suffix)))
+    name = "-".join((cluster, *suffix))
+    # Most names already are one, and `dns_label` returns those as they are:
+    # a cluster composes dozens of names per call.
+    if len(name) <= MAX_DNS_LABEL and _PLAIN_LABEL.fullmatch(name):
+        return name
+    return dns_label(name)
+
+
+_PLAIN_LABEL = re.compile(r"[a-z](?:[a-z0-9-]*[a-z0-9])?")
+"""A name `dns_label` keeps unchanged: lower-case letters, digits and inner dashes,
+starting with a letter."""
 
 
 def labels(cluster: str, component: str, **extra: str) -> dict[str, str]:

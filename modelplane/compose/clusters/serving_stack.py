@@ -44,7 +44,7 @@ from modelplane.api.clouds import cloud_named
 from modelplane.api.gateway_hop import CLIENT_POLICY
 from modelplane.api.readers import ObservedModelReplica, read_model_replica
 from modelplane.api.reasons import ServingStackReadyReason, ValidReason
-from modelplane.api.serving_stack import NodePoolRef, ReleaseStatus, ServingStackSpec
+from modelplane.api.serving_stack import ReleaseStatus, ServingStackSpec
 from modelplane.api.serving_stack import ServingStackStatus as StackStatus
 from modelplane.compose import outcome
 from modelplane.compose import readiness as rd
@@ -222,15 +222,13 @@ def _usages(
     spec: ServingStackSpec, namespace: str, objects: dict[str, Resource]
 ) -> dict[str, Resource]:
     out: dict[str, Resource] = {}
-    pools: list[NodePoolRef] = spec.node_pools or []
+    pools = [(p.gpu, Ref(p.api_version, p.kind, p.name)) for p in spec.node_pools or []]
     for chart, _ in charts(spec):
-        for pool in pools:
-            if pool.gpu and not chart.on_gpu_nodes:
+        by = release_ref(spec, chart)
+        for gpu, of in pools:
+            if gpu and not chart.on_gpu_nodes:
                 continue
-            of = Ref(pool.api_version, pool.kind, pool.name)
-            _add_usage(
-                out, spec, namespace, of, release_ref(spec, chart), "releases go before node pools"
-            )
+            _add_usage(out, spec, namespace, of, by, "releases go before node pools")
     envoy = release_ref(spec, ENVOY_GATEWAY)
     for key in ("gateway", "gateway-class", gateway_hop.POLICY_KEY):
         gw = Ref(c.PROVIDER_KUBERNETES_API_VERSION, "Object", resource_name(spec.cluster_name, key))

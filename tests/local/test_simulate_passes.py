@@ -1,0 +1,93 @@
+"""Passes of the simulated providers: when an unchanged Object is simulated again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from modelplane.api import constants as c
+from modelplane.local.conditions import Clock
+from modelplane.local.passes import Passes
+from modelplane.local.simulate import simulate
+from modelplane.local.store import Key, ObjectStore
+
+
+def _object(name: str, references: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "providerConfigRef": {"kind": "ClusterProviderConfig", "name": "cluster-a"},
+        "forProvider": {
+            "manifest": {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": "default"},
+            }
+        },
+    }
+    if references:
+        spec["references"] = references
+    return {
+        "apiVersion": c.PROVIDER_KUBERNETES_API_VERSION,
+        "kind": "Object",
+        "metadata": {"name": name, "namespace": "modelplane-system"},
+        "spec": spec,
+    }
+
+
+def _provider_config() -> dict[str, Any]:
+    return {
+        "apiVersion": c.PROVIDER_KUBERNETES_API_VERSION,
+        "kind": "ClusterProviderConfig",
+        "metadata": {"name": "cluster-a"},
+        "spec": {"credentials": {"source": "Secret"}},
+    }
+
+
+def _synced(store: ObjectStore, name: str) -> tuple[str, str]:
+    obj = store.get(Key(c.PROVIDER_KUBERNETES_API_VERSION, "Object", "modelplane-system", name))
+    assert obj is not None
+    cond = next(x for x in obj["status"]["conditions"] if x["type"] == "Synced")
+    return cond["status"], cond.get("message", "")
+
+
+def test_an_unchanged_object_syncs_once_its_provider_config_appears() -> None:
+    store, clock, passes = ObjectStore(), Clock(), Passes()
+    store.put(_object("a"))
+    simulate(store, clock, passes)
+    assert _synced(store, "a") == (
+        "False",
+        "cannot get referenced ClusterProviderConfig cluster-a: not found",
+    )
+    # Nothing changed: nothing is simulated again, however many passes.
+    assert simulate(store, clock, passes) == []
+    assert simulate(store, clock, passes) == []
+    # The Object is as it was, but what it reads is not: it is simulated again.
+    store.put(_provider_config())
+    touched = simulate(store, clock, passes)
+    assert Key(c.PROVIDER_KUBERNETES_API_VERSION, "Object", "modelplane-system", "a") in touched
+    assert _synced(store, "a") == ("True", "")
+    assert simulate(store, clock, passes) == []
+
+
+def test_an_unchanged_object_resolves_a_reference_that_appears_later() -> None:
+    store, clock, passes = ObjectStore(), Clock(), Passes()
+    store.put(_provider_config())
+    ref = {
+        "patchesFrom": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "x", "name": "src"}
+    }
+    store.put(_object("b", [ref]))
+    simulate(store, clock, passes)
+    assert _synced(store, "b") == (
+        "False",
+        "cannot resolve references: ConfigMap x/src: not found",
+    )
+    assert simulate(store, clock, passes) == []
+    # A ConfigMap elsewhere changes nothing the Object reads ...
+    store.put(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "other", "namespace": "x"}}
+    )
+    assert simulate(store, clock, passes) == []
+    # ... the one it names does.
+    store.put(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "src", "namespace": "x"}}
+    )
+    simulate(store, clock, passes)
+    assert _synced(store, "b") == ("True", "")
