@@ -360,6 +360,8 @@ class ControlPlane:
         self._applied: dict[tuple[Key, str], dict[str, Applied]] = {}
         """What each XR (by key and uid) last applied, by composed resource name."""
         self._settled: dict[Key, fnv1.Requirements] = {}
+        self._observed_by_xr: dict[Key, tuple[int | None, dict[str, Obj]]] = {}
+        """Each XR's composed resources, with its candidates' version then."""
         """The requirements each XR's last call settled on."""
         self._found_by_selector: dict[bytes, tuple[int | None, tuple[Version, ...]]] = {}
         """What each selector last fetched, by version, with its kind's version then."""
@@ -476,6 +478,18 @@ class ControlPlane:
     # -- one XR ----------------------------------------------------------
 
     def _observed(self, xr: Obj) -> dict[str, Obj]:
+        """The XR's composed resources by resource name (a mapping callers only read),
+        looked up again only after one of its candidates changed."""
+        key = Key.of(xr)
+        version = self.store.candidates_version(key.name)
+        cached = self._observed_by_xr.get(key)
+        if cached is not None and version is not None and cached[0] == version:
+            return cached[1]
+        observed = self._lookup_observed(xr)
+        self._observed_by_xr[key] = (version, observed)
+        return observed
+
+    def _lookup_observed(self, xr: Obj) -> dict[str, Obj]:
         observed: dict[str, Obj] = {}
         for obj in self.store.candidates_of(xr):
             name = resource_name(obj)

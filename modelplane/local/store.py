@@ -210,6 +210,7 @@ class ObjectStore:
         self._by_candidate: dict[str, set[Key]] = {}
         """Keys by the one composite name that can compose them (`_candidate_name`)."""
         self._candidate: dict[Key, str] = {}
+        self._candidate_versions: dict[str, int] = {}
         self._by_owner: dict[str, set[Key]] = {}
         self._owners: dict[Key, tuple[str, ...]] = {}
         self._by_label: dict[tuple[str, str, str, str], set[Key]] = {}
@@ -251,6 +252,9 @@ class ObjectStore:
         self._index(key, obj)
         if self._note(key, obj) or old is None:
             self._bump(key)
+        elif old is not obj and key in self._candidate:
+            # Equal content in a new dict: who holds the old one must look again.
+            self._candidate_versions[self._candidate[key]] = next(_VERSIONS)
         return key
 
     def _note(self, key: Key, obj: Obj) -> bool:
@@ -310,9 +314,11 @@ class ObjectStore:
         if old is not None:
             self._by_candidate[old].discard(key)
             del self._candidate[key]
+            self._candidate_versions[old] = next(_VERSIONS)
         if name is not None:
             self._by_candidate.setdefault(name, set()).add(key)
             self._candidate[key] = name
+            self._candidate_versions[name] = next(_VERSIONS)
 
     def _index_owners(self, key: Key, names: tuple[str, ...]) -> None:
         old = self._owners.get(key, ())
@@ -335,7 +341,15 @@ class ObjectStore:
             self._by_label.get((key[0], key[1], k, v), set()).discard(key)
 
     def _bump(self, key: Key) -> None:
-        self._versions[key] = self._kind_versions[key[:2]] = next(_VERSIONS)
+        self._versions[key] = self._kind_versions[key[:2]] = version = next(_VERSIONS)
+        name = self._candidate.get(key)
+        if name is not None:
+            self._candidate_versions[name] = version
+
+    def candidates_version(self, name: str) -> int | None:
+        """A number that changes whenever a candidate of the composite called `name`
+        (`candidates_of`) is added, changed or removed."""
+        return self._candidate_versions.get(name)
 
     def kind_version(self, api_version: str, kind: str) -> int | None:
         """A number that changes whenever an object of the kind is added, changed or removed."""

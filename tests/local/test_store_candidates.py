@@ -59,3 +59,34 @@ def test_the_index_follows_a_changed_controller_and_a_deletion() -> None:
     assert names(store.candidates_of(a)) == [] and names(store.candidates_of(b)) == ["leaf"]
     store.delete(key)
     assert store.candidates_of(b) == []
+
+
+def test_the_candidates_version_moves_exactly_when_a_candidate_does() -> None:
+    store = ObjectStore()
+    store.put(obj("Parent", "root"))
+    store.put(obj("Parent", "other"))
+    leaf = obj("Leaf", "a", controller="root")
+    store.put(leaf)
+    seen = [store.candidates_version("root")]
+
+    def moved() -> bool:
+        now = store.candidates_version("root")
+        changed = now != seen[-1]
+        seen.append(now)
+        return changed
+
+    store.put(obj("Leaf", "b", controller="other"))
+    assert not moved()  # another composite's candidate
+    store.put(obj("Leaf", "a", controller="root"))
+    assert moved()  # equal content, a new object: holders of the old one look again
+    same = store.get(next(k for k in store if k.name == "a"))
+    assert same is not None
+    store.put(same)
+    assert not moved()  # the very object again
+    same["metadata"]["labels"] = {"x": "y"}
+    store.touch(next(k for k in store if k.name == "a"))
+    assert moved()  # changed in place, then noted
+    store.put(obj("Leaf", "b", controller="root"))
+    assert moved()  # b becomes a candidate of root
+    store.delete(next(k for k in store if k.name == "b"))
+    assert moved()
