@@ -165,7 +165,7 @@ class Interner:
     def dict(self, fields: dict[str, Any]) -> FrozenDict:
         """The shared FrozenDict equal to `fields`, whose values are canonical already."""
         try:
-            key = (*fields, *[v if type(v) is str else self._tag(v) for v in fields.values()])
+            key = (*fields, *[v if type(v) is str else _tag(v) for v in fields.values()])
             found = self._dicts.get(key)
         except TypeError:  # an unhashable value: left unshared
             return FrozenDict(fields)
@@ -177,7 +177,7 @@ class Interner:
     def list(self, items: list[Any]) -> FrozenList:
         """The shared FrozenList equal to `items`, whose values are canonical already."""
         try:
-            key = tuple([v if type(v) is str else self._tag(v) for v in items])
+            key = tuple([v if type(v) is str else _tag(v) for v in items])
             found = self._lists.get(key)
         except TypeError:
             return FrozenList(items)
@@ -186,20 +186,20 @@ class Interner:
             self._ids.add(id(found))
         return found
 
-    @staticmethod
-    def _tag(value: Any) -> Any:
-        """A non-string value's part of a key: a read-only container by its identity
-        (an int), anything else by type and value (a 2-tuple, so an int value is
-        never taken for an identity)."""
-        t = type(value)
-        if t is FrozenDict or t is FrozenList:
-            return id(value)
-        if value is None or t is bool:
-            return _CONSTANT_TAGS[value]
-        return (t, value)
-
     def clear(self) -> None:
         """Forget every container (those in use stay valid; later ones are not shared with them)."""
         self._dicts.clear()
         self._lists.clear()
         self._ids.clear()
+
+
+def _tag(value: Any) -> Any:
+    """A non-string value's part of an `Interner` key: a read-only container by its
+    identity (an int), anything else by type and value (a 2-tuple, so an int value
+    is never taken for an identity)."""
+    t = type(value)
+    if t is FrozenDict or t is FrozenList:
+        return id(value)
+    if value is None or t is bool:
+        return _CONSTANT_TAGS[value]
+    return (t, value)

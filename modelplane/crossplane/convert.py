@@ -321,20 +321,19 @@ def as_stored(d: Mapping[str, Any], interner: Interner | None = None) -> Resourc
 def _interned(v: Any, interner: Interner) -> Any:
     """`_json(v, True)`, each container the shared one `interner` holds."""
     t = type(v)
-    if t is str or t is bool or v is None:
+    if t is str:
         return v
-    if t is int and -_EXACT <= v <= _EXACT:
-        return v
-    if t is dict or t is FrozenDict:
-        if interner.owns(v):
-            return v
+    if t is dict:
         return interner.dict(
             {k if type(k) is str else _field(k): _interned(x, interner) for k, x in v.items()}
         )
-    if t is list or t is FrozenList or t is tuple:
-        if interner.owns(v):
-            return v
+    if t is list or t is tuple:
         return interner.list([_interned(x, interner) for x in v])
+    if t is bool or v is None or (t is int and -_EXACT <= v <= _EXACT):
+        return v
+    if t is FrozenDict or t is FrozenList:
+        # Read-only already: taken as it is when it is the interner's own.
+        return v if interner.owns(v) else _interned(thaw_one(v), interner)
     return _other(v, True)
 
 
@@ -344,6 +343,11 @@ _CHANGED_IN_PLACE = frozenset({"metadata", "status"})
 def freeze(d: Mapping[str, Any]) -> FrozenDict:
     """A read-only copy of a mapping exactly as `DecodeCache.decode` of its Struct returns it."""
     return FrozenDict({_field(k): _json(v, True) for k, v in dict(d).items()})
+
+
+def thaw_one(v: FrozenDict | FrozenList) -> dict[str, Any] | list[Any]:
+    """A read-only container's top level as a plain one (its values shared)."""
+    return dict(v) if type(v) is FrozenDict else list(v)
 
 
 def freeze_stored(d: Mapping[str, Any], interner: Interner | None = None) -> FrozenDict:
