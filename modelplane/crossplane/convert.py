@@ -269,14 +269,31 @@ def _other(v: Any, frozen: bool) -> Any:
     if isinstance(v, (bool, str)):
         return v
     if isinstance(v, (int, float)):
-        return v if type(v) is int and -_EXACT <= v <= _EXACT else _number(v)
+        out = v if type(v) is int and -_EXACT <= v <= _EXACT else _number(v)
+        if type(out) is not type(v) or out != v:  # 1.0 read back as 1, 2**60 + 1 as 2**60
+            _LOSSY[0] += 1
+        return out
     if isinstance(v, dict):
         fields = {_field(k): _json(x, frozen) for k, x in v.items()}
         return FrozenDict(fields) if frozen else fields
     if isinstance(v, (list, tuple)):
+        if type(v) is tuple:
+            _LOSSY[0] += 1
         items = [_json(x, frozen) for x in v]
         return FrozenList(items) if frozen else items
     raise ValueError(f"Unexpected type {type(v).__name__}")
+
+
+_LOSSY = [0]
+"""How many values a conversion has changed so far (see `lossy_conversions`)."""
+
+
+def lossy_conversions() -> int:
+    """How many values conversions in this process have changed so far (an integral
+    float read back as an int, a huge int rounded to a double's, a tuple as a list):
+    a caller compares the count before and after a conversion to learn whether
+    its result equals its input exactly, types included."""
+    return _LOSSY[0]
 
 
 _EXACT = 2**53

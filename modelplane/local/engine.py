@@ -59,6 +59,7 @@ from modelplane.crossplane.convert import (
     as_stored,
     dict_to_struct,
     freeze_stored,
+    lossy_conversions,
     struct_to_dict,
 )
 from modelplane.local.conditions import Clock, set_condition
@@ -535,17 +536,26 @@ class ControlPlane:
         if version is None:
             return freeze_stored(obj, self._interner)
         meta = {**(obj.get("metadata") or {}), "resourceVersion": str(version)}
+        lossy = lossy_conversions()
         frozen = freeze_stored({**obj, "metadata": meta}, self._interner)
         self._read[key] = (version, frozen)
-        # The store keeps the read-only fields too, not a second plain copy of
-        # them, so the next version is frozen without walking what it repeats:
-        # whoever changes a field replaces what it changes (a status through
-        # `conditions.writable_dict`, the spec in `_resource_refs`). Only the
-        # metadata stays the store's own.
+        if lossy_conversions() == lossy:
+            self._share(obj, frozen)
+        return frozen
+
+    @staticmethod
+    def _share(obj: Obj, frozen: FrozenDict) -> None:
+        """Let the store keep the read-only fields of `frozen`, a copy of `obj` equal
+        to it exactly (types included), not a second plain copy of them.
+
+        The next version is then frozen without walking what it repeats. Whoever
+        changes a field replaces what it changes (a status through
+        `conditions.writable_dict`, the spec in `_resource_refs`); the metadata
+        stays the store's own.
+        """
         for field_name, value in list(obj.items()):
             if field_name != "metadata" and type(value) in (dict, list):
                 obj[field_name] = frozen[field_name]
-        return frozen
 
     def _frozen_all(self, fetch: Fetch, objs: list[Obj]) -> list[Resource]:
         """`_frozen` of every object a requirement fetched, as a new list.

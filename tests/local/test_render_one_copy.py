@@ -131,3 +131,36 @@ def test_the_copy_a_call_reads_shares_the_stored_content(install: Install) -> No
     plain = [thaw(o) for o in result.store.objects()]
     assert dump_yaml(result.store.objects()) == dump_yaml(plain)
     assert dump_json(result.store.objects()) == dump_json(plain)
+
+
+def seen_by(inp: ComposeInput) -> ComposeResult:
+    """Reports what the composer read of the spec, as its status."""
+    spec = inp.composite["spec"]
+    return ComposeResult(status={"seen": {k: type(v).__name__ for k, v in spec.items()}})
+
+
+def test_the_store_shares_a_field_only_when_the_copy_equals_it_exactly(install: Install) -> None:
+    install({"Widget": seen_by})
+    exact = {"n": 1, "items": ["a"], "ratio": 0.5}
+    # A Struct reads back 1, and the nearest double's integer.
+    rounded = {"n": 1.0, "big": 2**60 + 1, "items": ["a"]}
+    widgets = [
+        {
+            "apiVersion": TEST_API,
+            "kind": "Widget",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": dict(spec),
+        }
+        for name, spec in (("exact", exact), ("rounded", rounded))
+    ]
+    result = ControlPlane(widgets).run()
+    shared = result.get(TEST_API, "Widget", "exact", "default")
+    kept = result.get(TEST_API, "Widget", "rounded", "default")
+    assert shared is not None and kept is not None
+    # Shared with the copy calls read (the top level is the XR's own: it writes
+    # its resource references there).
+    assert type(shared["spec"]["items"]) is FrozenList
+    assert typed(thaw(shared["spec"])) == typed(exact)
+    # The composer read the Struct's numbers; the store kept what was written.
+    assert kept["status"]["seen"] == {"n": "int", "big": "int", "items": "FrozenList"}
+    assert type(kept["spec"]["items"]) is list and typed(kept["spec"]) == typed(rounded)
