@@ -7,6 +7,7 @@ functions so the servicer, the embedded control plane and the tests share them.
 
 from __future__ import annotations
 
+import copy
 import datetime
 import hashlib
 from collections import OrderedDict
@@ -349,8 +350,9 @@ def _interned(v: Any, interner: Interner) -> Any:
     if t is bool or v is None or (t is int and -_EXACT <= v <= _EXACT):
         return v
     if t is FrozenDict or t is FrozenList:
-        # Read-only already: taken as it is when it is the interner's own.
-        return v if interner.owns(v) else _interned(thaw_one(v), interner)
+        # Read-only already: taken as it is when it is the interner's own, else
+        # its top level copied (`__copy__` gives a plain one) and interned.
+        return v if interner.owns(v) else _interned(copy.copy(v), interner)
     return _other(v, True)
 
 
@@ -360,11 +362,6 @@ _CHANGED_IN_PLACE = frozenset({"metadata", "status"})
 def freeze(d: Mapping[str, Any]) -> FrozenDict:
     """A read-only copy of a mapping exactly as `DecodeCache.decode` of its Struct returns it."""
     return FrozenDict({_field(k): _json(v, True) for k, v in dict(d).items()})
-
-
-def thaw_one(v: FrozenDict | FrozenList) -> dict[str, Any] | list[Any]:
-    """A read-only container's top level as a plain one (its values shared)."""
-    return dict(v) if type(v) is FrozenDict else list(v)
 
 
 def freeze_stored(d: Mapping[str, Any], interner: Interner | None = None) -> FrozenDict:

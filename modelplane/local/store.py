@@ -305,7 +305,7 @@ class ObjectStore:
         self._labels[key] = labels if type(labels) is FrozenDict else dict(labels)
         for k, v in labels.items():
             if (key[0], key[1], k) in self._selected:
-                self._by_label.setdefault((key[0], key[1], k, v), set()).add(key)
+                self._index_label(key, k, v)
 
     def _index_candidate(self, key: Key, name: str | None) -> None:
         old = self._candidate.get(key)
@@ -458,7 +458,10 @@ class ObjectStore:
         for key in self._by_kind.get((api_version, kind), ()):
             labels = self._labels.get(key) or {}
             if label in labels:
-                self._by_label.setdefault((api_version, kind, label, labels[label]), set()).add(key)
+                self._index_label(key, label, labels[label])
+
+    def _index_label(self, key: Key, label: str, value: str) -> None:
+        self._by_label.setdefault((key[0], key[1], label, value), set()).add(key)
 
     def _kind_keys(self, kind: tuple[str, str]) -> tuple[Key, ...]:
         keys = self._sorted.get(kind)
