@@ -184,6 +184,10 @@ class Applied(NamedTuple):
     key: Key
     version: int | None
     """The applied object's store version right after it was applied."""
+    body: bytes | None
+    """The store's digest of everything but its status then (`ObjectStore.body`):
+    a status written since (by a provider, or the object's own reconciler)
+    leaves nothing for the same desired object to apply."""
 
 
 def decoded(rsp: fnv1.RunFunctionResponse) -> Reply:
@@ -358,7 +362,7 @@ class ControlPlane:
         self.readiness: dict[Key, bool | None] = {}
         self._structs: dict[Key, tuple[int, structpb.Struct]] = {}
         self._last: dict[Key, Inputs] = {}
-        self._applied: dict[tuple[Key, str], dict[str, Applied]] = {}
+        self._applied: dict[tuple[Key, str, str], dict[str, Applied]] = {}
         """What each XR (by key and uid) last applied, by composed resource name."""
         self._settled: dict[Key, fnv1.Requirements] = {}
         self._observed_by_xr: dict[Key, tuple[int | None, dict[str, Obj]]] = {}
@@ -961,7 +965,8 @@ class ControlPlane:
                     continue
                 key = Key.of(obj)
                 if name in reply.raw:
-                    now[name] = Applied(reply.raw[name][1], key, self.store.version(key))
+                    version, body = self.store.version(key), self.store.body(key)
+                    now[name] = Applied(reply.raw[name][1], key, version, body)
             else:
                 obj, key = observed[name], unchanged.key
                 now[name] = unchanged
@@ -1034,10 +1039,15 @@ class ControlPlane:
         return meta
 
     def _unchanged(self, last: Applied | None, current: Obj | None) -> Applied | None:
-        """`last`, if the object it applied is still the XR's, unchanged since."""
+        """`last`, if the object it applied is still the XR's, unchanged since but
+        for its status (which applying keeps as it is)."""
         if last is None or current is None or Key.of(current) != last.key:
             return None
-        return last if self.store.version(last.key) == last.version else None
+        if self.store.version(last.key) == last.version:
+            return last
+        if last.body is None or self.store.body(last.key) != last.body:
+            return None
+        return last._replace(version=self.store.version(last.key))
 
     def _merge(self, existing: Obj | None, desired: Obj) -> Obj:
         """Server-side-apply, simplified: desired fields win; status and identity stay."""
@@ -1070,9 +1080,12 @@ class ControlPlane:
         return _ordered_object(obj)
 
 
-def _identity(xr: Obj) -> tuple[Key, str]:
-    """An XR's key and uid: a deleted and recreated XR applies afresh."""
-    return Key.of(xr), str((xr.get("metadata") or {}).get("uid", ""))
+def _identity(xr: Obj) -> tuple[Key, str, str]:
+    """An XR's key, uid and root composite: a deleted and recreated XR applies
+    afresh, and so does one whose root changed (it labels what it composes)."""
+    meta = xr.get("metadata") or {}
+    root = (meta.get("labels") or {}).get(c.XP_LABEL_COMPOSITE) or meta.get("name")
+    return Key.of(xr), str(meta.get("uid", "")), str(root)
 
 
 def _changed(before: Mapping[Key, int], after: Mapping[Key, int]) -> list[Key]:

@@ -131,13 +131,18 @@ def _text_digest(obj: Obj) -> bytes:
     identity and metadata (`_TOGETHER`) at once; each other field (spec,
     status, ...) on its own, by content whether it is plain or read-only
     (`convert.as_stored`, `engine.ControlPlane._frozen`), a read-only one's
-    digest remembered on it, as it never changes.
+    digest remembered on it, as it never changes. Its first `_BODY` bytes are
+    the digest of everything but the status (`ObjectStore.body`), the rest the
+    status's.
     """
     together = {}
     apart = []
+    status: Any = _NO_STATUS
     for k, v in obj.items():
         if k in _TOGETHER:
             together[k] = v
+        elif k == "status":
+            status = v
         else:
             apart.append((k, v))
     try:
@@ -146,9 +151,13 @@ def _text_digest(obj: Obj) -> bytes:
         return _hash(repr(obj).encode())
     parts = [_text(together)]
     parts += [_text(k) + _field_digest(v) for k, v in apart]
-    return _hash(b"".join(parts))
+    body = _hash(b"".join(parts))
+    return body if status is _NO_STATUS else body + _field_digest(status)
 
 
+_NO_STATUS = object()
+_BODY = 20
+"""The length of a digest (`_hash`): a content digest's body part."""
 _TOGETHER = frozenset({"apiVersion", "kind", "metadata"})
 _DIGEST = "store.digest"
 
@@ -221,7 +230,8 @@ class ObjectStore:
         self._sorted: dict[tuple[str, str], tuple[Key, ...]] = {}
         self._all_sorted: tuple[Key, ...] | None = None
         self._content: dict[Key, tuple[bytes | None, bytes]] = {}
-        """Per object, digests of its exact bytes (None: marshal refused it) and its text."""
+        """Per object, digests of its exact bytes (None: marshal refused it) and its
+        text (`_text_digest`)."""
         self._kind_versions: dict[tuple[str, str], int] = {}
         self._versions: dict[Key, int] = {}
         for obj in (objects or {}).values():
@@ -350,6 +360,12 @@ class ObjectStore:
         """A number that changes whenever a candidate of the composite called `name`
         (`candidates_of`) is added, changed or removed."""
         return self._candidate_versions.get(name)
+
+    def body(self, key: Key) -> bytes | None:
+        """A digest of the object's content but its status, or None when it is absent:
+        equal digests, equal everything else (what a composer applies)."""
+        content = self._content.get(key)
+        return None if content is None else content[1][:_BODY]
 
     def kind_version(self, api_version: str, kind: str) -> int | None:
         """A number that changes whenever an object of the kind is added, changed or removed."""

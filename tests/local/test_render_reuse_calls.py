@@ -91,6 +91,43 @@ def test_an_equal_desired_object_is_applied_again_only_when_its_object_changed(
     assert (plane.store.get(made) or {})["data"] == {"x": "1"}
 
 
+def test_a_status_written_since_leaves_an_equal_desired_object_unapplied(
+    install: Install,
+) -> None:
+    install({"Widget": fixed_configmap})
+    plane = CountingPuts([widget()])
+    plane.run()
+    made = Key("v1", "ConfigMap", "default", "made")
+    assert plane.puts[made] == 1
+
+    # A provider reports on the object: its status is not the composer's, so
+    # an equal desired object has nothing to apply.
+    cm = plane.store.get(made)
+    assert cm is not None
+    cm["status"] = {"observed": True}
+    plane.store.touch(made)
+    xr = plane.store.get(WIDGET)
+    assert xr is not None
+    plane.store.put({**xr, "spec": {"n": 2}})
+    calls = plane.calls
+    plane.run()
+    assert plane.calls > calls and plane.puts[made] == 1
+    assert (plane.store.get(made) or {})["status"] == {"observed": True}
+
+    # Anything else written since is the desired object's to correct, status kept.
+    cm = plane.store.get(made)
+    assert cm is not None
+    cm["metadata"] = {**cm["metadata"], "labels": {"crossplane.io/composite": "other"}}
+    cm["status"] = {"observed": 2}
+    plane.store.touch(made)
+    plane.store.put({**xr, "spec": {"n": 3}})
+    plane.run()
+    assert plane.puts[made] == 2
+    now = plane.store.get(made) or {}
+    assert now["metadata"]["labels"] == {"crossplane.io/composite": "w"}
+    assert now["status"] == {"observed": 2}
+
+
 def two_level(inp: ComposeInput) -> ComposeResult:
     """Requires the labelled ConfigMaps, then a Secret named after each one found."""
     res = ComposeResult(
