@@ -145,6 +145,8 @@ class Fetch(NamedTuple):
     name: str
     selector: fnv1.ResourceSelector
     found: tuple[Version, ...]
+    signature: bytes
+    """The selector's deterministic serialization: what it is known by."""
 
 
 Fetched = list[tuple[Fetch, list[Obj]]]
@@ -368,7 +370,7 @@ class ControlPlane:
         self._observed_by_xr: dict[Key, tuple[int | None, dict[str, Obj]]] = {}
         """Each XR's composed resources, with its candidates' version then."""
         """The requirements each XR's last call settled on."""
-        self._found_by_selector: dict[bytes, tuple[int | None, tuple[Version, ...]]] = {}
+        self._found_by_selector: dict[bytes, tuple[int | None, tuple[Version, ...], list[Obj]]] = {}
         """What each selector last fetched, by version, with its kind's version then."""
         self._frozen_lists: dict[bytes, tuple[tuple[Version, ...], list[Resource]]] = {}
         """What each selector last fetched, by version, and those objects frozen."""
@@ -568,7 +570,7 @@ class ControlPlane:
         time gets the same frozen objects: the list is kept per selector and
         copied, not rebuilt (a fleet's clusters are fetched by every call).
         """
-        signature = fetch.selector.SerializeToString(deterministic=True)
+        signature = fetch.signature
         cached = self._frozen_lists.get(signature)
         if cached is not None and cached[0] == fetch.found:
             return list(cached[1])
@@ -622,16 +624,20 @@ class ControlPlane:
             selector.api_version, selector.kind, namespace or None, labels or None
         )
 
-    def _found(self, selector: fnv1.ResourceSelector) -> tuple[Version, ...]:
-        """What `selector` fetches now, by version; listed again only after its kind changed."""
-        signature = selector.SerializeToString(deterministic=True)
+    def _found(
+        self, signature: bytes, selector: fnv1.ResourceSelector
+    ) -> tuple[tuple[Version, ...], list[Obj]]:
+        """What `selector` (known by `signature`) fetches now, by version, and the
+        objects; listed again only after its kind changed."""
         kind = self.store.kind_version(selector.api_version, selector.kind)
         cached = self._found_by_selector.get(signature)
         if cached is not None and cached[0] == kind:
-            return cached[1]
-        found = self._versions(self._fetch(selector))
-        self._found_by_selector[signature] = (kind, found)
-        return found
+            return cached[1], cached[2]
+        fetched = self._fetch(selector)
+        found = self._versions(fetched)
+        objs = [obj for _, obj in fetched]
+        self._found_by_selector[signature] = (kind, found, objs)
+        return found, objs
 
     def _versions(self, found: list[tuple[Key, Obj]]) -> tuple[Version, ...]:
         version = self.store.version
@@ -645,13 +651,13 @@ class ControlPlane:
             ("extra", requirements.extra_resources),
         ):
             for name, selector in sorted(wanted.items()):
-                found = self._fetch(selector)
-                kept = fnv1.ResourceSelector()
-                kept.CopyFrom(selector)
+                signature = selector.SerializeToString(deterministic=True)
                 # The versions as `_found` keeps them: one tuple for every call
                 # that asks the same (a fleet's clusters, asked by every deployment).
-                fetch = Fetch(field_name, name, kept, self._found(selector))
-                fetches.append((fetch, [obj for _, obj in found]))
+                found, objs = self._found(signature, selector)
+                kept = fnv1.ResourceSelector()
+                kept.CopyFrom(selector)
+                fetches.append((Fetch(field_name, name, kept, found, signature), list(objs)))
         return fetches
 
     def _call(
@@ -761,21 +767,23 @@ class ControlPlane:
             "the function inline, without a worker pool"
         )
 
-    def _inputs(
-        self, xr: Obj, observed: Mapping[str, Obj], fetched: tuple[tuple[Fetch, ...], ...]
-    ) -> Inputs:
-        """What a call of the function for `xr` would see now, by version.
+    def _sees(self, xr: Obj, observed: Mapping[str, Obj], inputs: Inputs) -> bool:
+        """Whether a call of the function for `xr` would see `inputs` now, by version.
 
-        `fetched` gives the selectors to fetch (from an earlier call); since
+        The selectors are those `inputs` fetched with (an earlier call's); since
         the function is pure, equal inputs mean it would ask for the same.
         """
-        return Inputs(
-            composite=self._version(xr),
-            observed=tuple((name, self._version(obj)) for name, obj in sorted(observed.items())),
-            fetched=tuple(
-                tuple(f._replace(found=self._found(f.selector)) for f in iteration)
-                for iteration in fetched
-            ),
+        if self._version(xr) != inputs.composite or len(observed) != len(inputs.observed):
+            return False
+        version = self.store.version
+        now = sorted(observed.items())
+        for (name, (key, seen)), (now_name, obj) in zip(inputs.observed, now, strict=True):
+            if name != now_name or key != Key.of(obj) or version(key) != seen:
+                return False
+        return all(
+            self._found(f.signature, f.selector)[0] == f.found
+            for iteration in inputs.fetched
+            for f in iteration
         )
 
     def _reconcile(self, key: Key) -> None:
@@ -790,7 +798,7 @@ class ControlPlane:
         assert xr is not None
         observed = self._observed(xr)
         last = self._last.pop(key, None)
-        if last is not None and self._inputs(xr, observed, last.fetched) == last:
+        if last is not None and self._sees(xr, observed, last):
             self._last[key] = last
             self.skipped += 1
             return
@@ -804,7 +812,7 @@ class ControlPlane:
         self.store.touch(key)
         self.reconciled += 1
         now = self.store.get(key)
-        if now is not None and self._inputs(now, self._observed(now), fetched) == called:
+        if now is not None and self._sees(now, self._observed(now), called):
             self._last[key] = called
 
     def _respond(
@@ -1047,7 +1055,9 @@ class ControlPlane:
             return last
         if last.body is None or self.store.body(last.key) != last.body:
             return None
-        return last._replace(version=self.store.version(last.key))
+        # Not `_replace`: a named tuple's is a Python function, and this runs
+        # for most of a fleet's objects once a provider reported on them.
+        return Applied(last.text, last.key, self.store.version(last.key), last.body)
 
     def _merge(self, existing: Obj | None, desired: Obj) -> Obj:
         """Server-side-apply, simplified: desired fields win; status and identity stay."""

@@ -12,7 +12,6 @@ from modelplane.api.frozen import FrozenDict
 from modelplane.compose.types import ComposeResult, DesiredResource
 from modelplane.crossplane import FunctionRunner
 from modelplane.local import ControlPlane, Key, load_paths
-from modelplane.local.engine import Inputs
 from modelplane.local.output import dump_yaml
 from modelplane.local.store import ObjectStore
 from tests.local.conftest import TEST_API
@@ -83,8 +82,8 @@ def test_a_kind_is_listed_in_key_order_without_scanning_others() -> None:
 class CallEveryTime(ControlPlane):
     """The engine as it was: every XR called in every round."""
 
-    def _inputs(self, *args: Any) -> Inputs:
-        return Inputs(composite=(Key("", "", "", ""), -1), observed=(), fetched=())
+    def _sees(self, *args: Any) -> bool:
+        return False
 
 
 def test_skipping_unchanged_composites_changes_nothing_in_the_result() -> None:
