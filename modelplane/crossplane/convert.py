@@ -336,6 +336,13 @@ def as_stored(d: Mapping[str, Any], interner: Interner | None = None) -> Resourc
     }
 
 
+def as_shared_fields(d: Mapping[str, Any], interner: Interner) -> Resource:
+    """`as_json(d)`, its fields read-only and shared through `interner`: for a
+    composite's status, whose top level the embedded control plane replaces
+    field by field (its conditions) but whose fields it never changes."""
+    return {_field(k): _interned(v, interner) for k, v in dict(d).items()}
+
+
 def _interned(v: Any, interner: Interner) -> Any:
     """`_json(v, True)`, each container the shared one `interner` holds."""
     t = type(v)

@@ -56,6 +56,7 @@ from modelplane.crossplane import FunctionRunner
 from modelplane.crossplane.convert import (
     add_outcome,
     as_json,
+    as_shared_fields,
     as_stored,
     dict_to_struct,
     freeze_stored,
@@ -232,7 +233,7 @@ def reply_of(
                 )
                 for name, d in sorted(result.desired.items())
             }
-            status = as_json({"status": dict(result.status)})["status"] if result.status else {}
+            status = _status_of(result, interner)
         except (TypeError, ValueError) as exc:
             result = ComposeResult(fatal=runner.not_json(composite, exc))
         else:
@@ -245,6 +246,17 @@ def reply_of(
         )
     )
     return Reply(rsp, {}, {})
+
+
+def _status_of(result: ComposeResult, interner: Interner | None) -> dict[str, Any]:
+    """The composite's desired status as a Struct would carry it; its fields
+    read-only and shared through `interner` (the copy a call reads of the
+    composite then shares them, instead of copying them once more)."""
+    if not result.status:
+        return {}
+    if interner is None:
+        return dict(as_json({"status": dict(result.status)})["status"])
+    return as_shared_fields(result.status, interner)
 
 
 def _digest(desired: Resource) -> bytes:
@@ -928,6 +940,9 @@ class ControlPlane:
                 ref["namespace"] = ns
             refs.append(ref)
         refs.sort(key=lambda r: (r["apiVersion"], r["kind"], r.get("namespace", ""), r["name"]))
+        if refs and _refs_of(xr) == refs:
+            # Left as they are: the spec stays the read-only one a call's copy shares.
+            return
         spec = xr.setdefault("spec", {})
         # A composed XR's spec is stored read-only (`as_stored`), but these
         # fields are the XR's own: what they are written into is copied first.
@@ -936,7 +951,11 @@ class ControlPlane:
         if type(spec.get("crossplane")) is FrozenDict:
             spec["crossplane"] = dict(spec["crossplane"])
         if refs:
-            spec.setdefault("crossplane", {})["resourceRefs"] = refs
+            # Read-only and shared (`Interner`): a composite's refs repeat from
+            # call to call, and each call's copy of it would copy them again.
+            shared = self._interner
+            refs_list = shared.list([shared.dict(ref) for ref in refs])
+            spec.setdefault("crossplane", {})["resourceRefs"] = refs_list
         elif isinstance(spec.get("crossplane"), dict):
             spec["crossplane"].pop("resourceRefs", None)
             if not spec["crossplane"]:
@@ -1088,6 +1107,13 @@ class ControlPlane:
         if "status" in existing:
             obj["status"] = existing["status"]
         return _ordered_object(obj)
+
+
+def _refs_of(xr: Obj) -> Any:
+    """The composite's `spec.crossplane.resourceRefs`, or None."""
+    spec = xr.get("spec")
+    machinery = spec.get("crossplane") if isinstance(spec, dict) else None
+    return machinery.get("resourceRefs") if isinstance(machinery, dict) else None
 
 
 def _identity(xr: Obj) -> tuple[Key, str, str]:
