@@ -22,7 +22,7 @@ from modelplane.crossplane.convert import (
     freeze_stored,
     struct_to_dict,
 )
-from modelplane.local import ControlPlane
+from modelplane.local import ControlPlane, Key
 from modelplane.local.output import dump_json, dump_yaml
 from modelplane.local.store import ObjectStore
 from tests.local.conftest import TEST_API, Install
@@ -164,3 +164,43 @@ def test_the_store_shares_a_field_only_when_the_copy_equals_it_exactly(install: 
     # The composer read the Struct's numbers; the store kept what was written.
     assert kept["status"]["seen"] == {"n": "int", "big": "int", "items": "FrozenList"}
     assert type(kept["spec"]["items"]) is list and typed(kept["spec"]) == typed(rounded)
+
+
+def test_a_composites_status_and_refs_are_shared_with_the_copy_calls_read(
+    install: Install,
+) -> None:
+    install({"Widget": nested_with_status})
+    widget = {
+        "apiVersion": TEST_API,
+        "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "default"},
+        "spec": {"n": 1},
+    }
+    plane = ControlPlane([widget])
+    result = plane.run()
+    xr = result.get(TEST_API, "Widget", "w", "default")
+    assert xr is not None
+    refs = xr["spec"]["crossplane"]["resourceRefs"]
+    assert refs == [{"apiVersion": "v1", "kind": "ConfigMap", "name": "made"}]
+    assert type(refs) is FrozenList and type(xr["status"]["summary"]) is FrozenDict
+    # Freezing the composite for a call takes them as they are.
+    read = freeze_stored(xr)
+    assert read["status"]["summary"] is xr["status"]["summary"]
+    assert read["spec"]["crossplane"]["resourceRefs"] is refs
+    # Written exactly as a plain composite would be.
+    assert typed(thaw(xr["status"]["summary"])) == typed({"made": [1, {"ready": True}]})
+
+    # Refs equal to the ones it holds are left as they are, spec and all.
+    spec = xr["spec"]
+    xr["spec"] = {**spec, "n": 2}
+    plane.store.touch(Key.of(xr))
+    plane.run()
+    now = plane.store.get(Key.of(xr))
+    assert now is not None and now["spec"]["crossplane"]["resourceRefs"] is refs
+
+
+def nested_with_status(inp: ComposeInput) -> ComposeResult:
+    """`nested`, reporting a nested status."""
+    result = nested(inp)
+    result.status = {"summary": {"made": [1, {"ready": True}]}}
+    return result
