@@ -394,7 +394,7 @@ def _stored(v: Any, interner: Interner | None = None) -> Any:
     """`_json(v, True)`, sharing the read-only containers `v` holds (and, through
     `interner`, the ones it builds)."""
     t = type(v)
-    if t is FrozenDict or t is FrozenList:
+    if t is str or t is FrozenDict or t is FrozenList:
         return v
     if t is dict:
         fields = {k if type(k) is str else _field(k): _stored(x, interner) for k, x in v.items()}

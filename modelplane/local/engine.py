@@ -82,6 +82,7 @@ REASON_COMPOSE = "ComposeResources"
 PIPELINE_STEP = "compose"
 MAX_REQUIREMENTS_ITERATIONS = 5
 _UID_NAMESPACE = uuid.UUID("8a0e5d8c-4a7e-4bd6-9a3c-6d6f64656c70")
+_UID_PREFIX = _UID_NAMESPACE.bytes
 _SYSTEM_CONDITIONS = frozenset({c.CONDITION_READY, c.CONDITION_SYNCED})
 _READY_FROM_PB = {fnv1.READY_TRUE: True, fnv1.READY_FALSE: False}
 _STATUS_FROM_PB = {
@@ -405,7 +406,8 @@ class ControlPlane:
     def _stamp(self, obj: Obj) -> None:
         m = obj.setdefault("metadata", {})
         key = Key.of(obj)
-        m.setdefault("uid", str(uuid.uuid5(_UID_NAMESPACE, "/".join(key))))
+        if "uid" not in m:
+            m["uid"] = uid_of(key)
         if "creationTimestamp" not in m:
             m["creationTimestamp"] = self.clock.tick()
         m.setdefault("generation", 1)
@@ -1114,6 +1116,18 @@ def _refs_of(xr: Obj) -> Any:
     spec = xr.get("spec")
     machinery = spec.get("crossplane") if isinstance(spec, dict) else None
     return machinery.get("resourceRefs") if isinstance(machinery, dict) else None
+
+
+def uid_of(key: Key) -> str:
+    """The uid an object created under `key` gets: `uuid.uuid5` of its key's path,
+    computed without building a UUID object (one per composed object)."""
+    h = bytearray(
+        hashlib.sha1(_UID_PREFIX + "/".join(key).encode(), usedforsecurity=False).digest()[:16]
+    )
+    h[6] = (h[6] & 0x0F) | 0x50  # version 5
+    h[8] = (h[8] & 0x3F) | 0x80  # the RFC 4122 variant
+    x = h.hex()
+    return f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"
 
 
 def _identity(xr: Obj) -> tuple[Key, str, str]:
