@@ -55,14 +55,20 @@ def set_condition(
     *,
     observed_generation: bool = True,
 ) -> None:
-    """Set a condition in place; lastTransitionTime moves only when the status changes."""
-    conditions = writable_list(writable_dict(obj, "status"), "conditions")
+    """Set a condition in place; lastTransitionTime moves only when the status changes.
+
+    A condition that already reads exactly so is left as it is, and so is the
+    status holding it (a read-only one stays shared, `writable_dict`).
+    """
     new: dict[str, Any] = {"type": type_, "status": status, "reason": reason}
     if message:
         new["message"] = message
     generation = (obj.get("metadata") or {}).get("generation")
     if observed_generation and generation is not None:
         new["observedGeneration"] = generation
+    if _holds(obj, new):
+        return
+    conditions = writable_list(writable_dict(obj, "status"), "conditions")
     for i, old in enumerate(conditions):
         if isinstance(old, dict) and old.get("type") == type_:
             keep = old.get("status") == status and old.get("lastTransitionTime")
@@ -71,6 +77,26 @@ def set_condition(
             return
     new["lastTransitionTime"] = clock.stamp()
     conditions.append(ordered(new))
+
+
+def _holds(obj: Mapping[str, Any], new: dict[str, Any]) -> bool:
+    """Whether `obj` has the condition `new` (without its time) exactly: the same
+    keys in the conventional order, the same values of the same types."""
+    status = obj.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    if not isinstance(conditions, list):
+        return False
+    for old in conditions:
+        if isinstance(old, dict) and old.get("type") == new["type"]:
+            if old.get("status") != new["status"] or not old.get("lastTransitionTime"):
+                return False
+            want = ordered({**new, "lastTransitionTime": old["lastTransitionTime"]})
+            return list(map(_typed, old.items())) == list(map(_typed, want.items()))
+    return False
+
+
+def _typed(item: tuple[str, Any]) -> tuple[str, type, Any]:
+    return item[0], type(item[1]), item[1]
 
 
 def ordered(cond: Mapping[str, Any]) -> dict[str, Any]:
