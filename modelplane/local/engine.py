@@ -172,6 +172,8 @@ class Reply(NamedTuple):
     raw: Mapping[str, tuple[Any, bytes]] = {}
     """The composer's own desired objects by name, each with its digest (`_digest`;
     in-process calls only)."""
+    status_text: bytes | None = None
+    """A digest of the composer's own desired status (`_digest`; in-process calls only)."""
 
 
 class Applied(NamedTuple):
@@ -213,6 +215,7 @@ def reply_of(
     result: ComposeResult,
     last: Mapping[str, Applied] | None = None,
     interner: Interner | None = None,
+    last_status: tuple[bytes | None, dict[str, Any]] | None = None,
 ) -> Reply:
     """A composer's result as the servicer would answer it, without protobuf Structs.
 
@@ -221,6 +224,7 @@ def reply_of(
     in `FunctionRunner.run`. An object equal to the one `last` applied under
     its name is left unconverted (None): an equal object converts the same.
     Through `interner`, equal read-only containers of the objects are shared.
+    A status equal to the one `last_status` digested is that one.
     """
     rsp = fnv1.RunFunctionResponse()
     if result.fatal is None:
@@ -234,13 +238,18 @@ def reply_of(
                 )
                 for name, d in sorted(result.desired.items())
             }
-            status = _status_of(result, interner)
+            status_text = _digest(dict(result.status)) if result.status else None
+            if status_text is not None and last_status and status_text == last_status[0]:
+                # Equal to the last call's: its read-only fields, not new copies of them.
+                status = last_status[1]
+            else:
+                status = _status_of(result, interner)
         except (TypeError, ValueError) as exc:
             result = ComposeResult(fatal=runner.not_json(composite, exc))
         else:
             add_outcome(rsp, result)
             raw = {name: (d.resource, texts[name]) for name, d in result.desired.items()}
-            return Reply(rsp, resources, status, raw)
+            return Reply(rsp, resources, status, raw, status_text)
     rsp.results.append(
         fnv1.Result(
             severity=fnv1.SEVERITY_FATAL, message=result.fatal, target=fnv1.TARGET_COMPOSITE
@@ -383,6 +392,8 @@ class ControlPlane:
         self._observed_by_xr: dict[Key, tuple[int | None, dict[str, Obj]]] = {}
         """Each XR's composed resources, with its candidates' version then."""
         """The requirements each XR's last call settled on."""
+        self._statuses: dict[Key, tuple[bytes | None, dict[str, Any]]] = {}
+        """Per composite, its composer's last desired status and that status's digest."""
         self._found_by_selector: dict[bytes, tuple[int | None, tuple[Version, ...], list[Obj]]] = {}
         """What each selector last fetched, by version, with its kind's version then."""
         self._frozen_lists: dict[bytes, tuple[tuple[Version, ...], list[Resource]]] = {}
@@ -746,6 +757,7 @@ class ControlPlane:
         composite = self._frozen(xr)
         seen = {name: self._frozen(obj) for name, obj in sorted(observed.items())}
         last = self._applied.get(_identity(xr))
+        last_status = self._statuses.get(Key.of(xr))
 
         def in_process(required: Fetched) -> Reply:
             got: dict[str, list[Resource]] = {}
@@ -757,7 +769,7 @@ class ControlPlane:
                         got[fetch.name] = self._frozen_all(fetch, objs)
             inp = ComposeInput(composite=composite, observed=seen, required=got, image=image)
             result = runner.compose(composite, lambda: inp)
-            return reply_of(runner, composite, result, last, self._interner)
+            return reply_of(runner, composite, result, last, self._interner, last_status)
 
         return in_process
 
@@ -864,10 +876,7 @@ class ControlPlane:
             if name not in reply.resources:
                 self._delete(obj)
 
-        status = dict(reply.status)
-        status.pop("conditions", None)
-        conditions = (xr.get("status") or {}).get("conditions") or []
-        xr["status"] = {**status, "conditions": conditions}
+        self._write_status(key, xr, reply)
         self._resource_refs(xr, applied)
 
         unready = [
@@ -890,6 +899,17 @@ class ControlPlane:
             message = f"Unready resources: {names_and_more(unready)}"
             self._set(xr, c.CONDITION_READY, "False", REASON_CREATING, message)
         self.events[key] = events
+
+    def _write_status(self, key: Key, xr: Obj, reply: Reply) -> None:
+        """The composite's status as the reply desires it, its conditions kept."""
+        if reply.status_text is not None:
+            self._statuses[key] = (reply.status_text, reply.status)
+        status = dict(reply.status)
+        status.pop("conditions", None)
+        old = xr.get("status")
+        conditions = (old or {}).get("conditions") or []
+        if not _holds_fields(old, status, conditions):
+            xr["status"] = {**status, "conditions": conditions}
 
     def _delete(self, obj: Obj) -> None:
         """Delete an undesired composed resource and, through garbage collection, its
@@ -1109,6 +1129,17 @@ class ControlPlane:
         if "status" in existing:
             obj["status"] = existing["status"]
         return _ordered_object(obj)
+
+
+def _holds_fields(old: Any, status: dict[str, Any], conditions: Any) -> bool:
+    """Whether the status `old` is `{**status, "conditions": conditions}` already:
+    the same fields, in order, each the very object (then it is left as it is,
+    shared read-only with the copies calls read)."""
+    if not isinstance(old, dict) or len(old) != len(status) + 1:
+        return False
+    if old.get("conditions") is not conditions or list(old)[-1] != "conditions":
+        return False
+    return list(old)[:-1] == list(status) and all(old[k] is v for k, v in status.items())
 
 
 def _refs_of(xr: Obj) -> Any:

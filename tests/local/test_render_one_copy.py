@@ -190,13 +190,17 @@ def test_a_composites_status_and_refs_are_shared_with_the_copy_calls_read(
     # Written exactly as a plain composite would be.
     assert typed(thaw(xr["status"]["summary"])) == typed({"made": [1, {"ready": True}]})
 
-    # Refs equal to the ones it holds are left as they are, spec and all.
-    spec = xr["spec"]
+    # Refs equal to the ones it holds are left as they are, spec and all; so is
+    # a status equal to the one the composer desired last time.
+    spec, status = xr["spec"], xr["status"]
     xr["spec"] = {**spec, "n": 2}
     plane.store.touch(Key.of(xr))
+    calls = plane.calls
     plane.run()
     now = plane.store.get(Key.of(xr))
-    assert now is not None and now["spec"]["crossplane"]["resourceRefs"] is refs
+    assert now is not None and plane.calls > calls
+    assert now["spec"]["crossplane"]["resourceRefs"] is refs
+    assert now["status"] is status
 
 
 def nested_with_status(inp: ComposeInput) -> ComposeResult:
