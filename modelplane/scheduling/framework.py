@@ -25,7 +25,7 @@ its registration and its test.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, cast
 
@@ -112,11 +112,11 @@ class ClusterTable(dict[str, ObservedInferenceCluster]):
     def __init__(self, items: Mapping[str, ObservedInferenceCluster]) -> None:
         """The table of `items`, in their order."""
         super().__init__(items)
-        self.derived: dict[str, Any] = {}
+        self.derived: dict[Hashable, Any] = {}
 
 
 def fleet_derived(
-    clusters: Mapping[str, ObservedInferenceCluster], key: str, derive: Callable[[], T]
+    clusters: Mapping[str, ObservedInferenceCluster], key: Hashable, derive: Callable[[], T]
 ) -> T:
     """`derive()`, remembered under `key` on `clusters` when it is a `ClusterTable`.
 
@@ -374,6 +374,13 @@ class ClusterFilter(Protocol):
 
         Lets a cycle skip the rule where it cannot refuse, so one over a large fleet
         asks it only about the clusters it may keep out.
+        """
+
+    def key(self, inp: ScheduleInput) -> Hashable:
+        """Everything of `inp` but its clusters that `admit` reads, as a hashable value.
+
+        Two inputs over the same cluster table with equal keys for every rule get
+        the same verdicts, so a cycle reuses them (`scheduler.filter_clusters`).
         """
 
     def evict(

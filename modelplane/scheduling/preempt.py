@@ -20,7 +20,7 @@ priority: the victim's deployment checks the values again.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Hashable
 from dataclasses import dataclass, field
 
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
@@ -58,6 +58,10 @@ class PreemptionFilter:
 
     def suspects(self, inp: ScheduleInput) -> Collection[str]:
         """No cluster: `admit` refuses none."""
+        return ()
+
+    def key(self, inp: ScheduleInput) -> Hashable:
+        """Nothing: `admit` reads nothing."""
         return ()
 
     def evict(

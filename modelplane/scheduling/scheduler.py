@@ -62,26 +62,43 @@ from modelplane.scheduling.whatif import what_if
 def filter_clusters(state: CycleState) -> None:
     """Run every filter on every cluster; the first refusal is the cluster's verdict.
 
+    The verdicts depend on the cluster table and on what each rule reads of
+    the input (`ClusterFilter.key`) alone, so deployments alike share them: they
+    are computed once per fleet table and key (`fleet_derived`).
+    """
+    inp = state.inp
+    key = ("scheduling.filters", *(rule.key(inp) for rule in FILTERS))
+    verdicts, schedulable = fleet_derived(inp.clusters, key, lambda: cluster_verdicts(inp))
+    state.verdicts.update(verdicts)
+    state.schedulable.extend(schedulable)
+
+
+def cluster_verdicts(inp: ScheduleInput) -> tuple[dict[str, ClusterVerdict], list[str]]:
+    """Every refused cluster's verdict, and the admitted clusters in table order.
+
     A cluster no filter names among its suspects is admitted by all of them,
     without asking each (`ClusterFilter.suspects`).
     """
-    suspects = _suspects(state.inp)
+    verdicts: dict[str, ClusterVerdict] = {}
+    schedulable: list[str] = []
+    suspects = _suspects(inp)
     texts: dict[tuple[str, tuple[str, ...]], str] = {}  # many are refused alike (NotSelected)
-    for name, cl in state.inp.clusters.items():
+    for name, cl in inp.clusters.items():
         if suspects is not None and name not in suspects:
-            state.schedulable.append(name)
+            schedulable.append(name)
             continue
         for rule in FILTERS:
-            rejection = rule.admit(state.inp, cl)
+            rejection = rule.admit(inp, cl)
             if rejection is not None:
                 key = (rejection.reason, rejection.detail)
                 why = texts.get(key)
                 if why is None:
                     why = texts[key] = words.rejection_text(rejection)
-                state.verdicts[name] = ClusterVerdict(name, False, rejection.reason, why)
+                verdicts[name] = ClusterVerdict(name, False, rejection.reason, why)
                 break
         else:
-            state.schedulable.append(name)
+            schedulable.append(name)
+    return verdicts, schedulable
 
 
 def _suspects(inp: ScheduleInput) -> set[str] | None:

@@ -580,12 +580,18 @@ def _fleet_replicas(inp: ComposeInput, namespace: str) -> list[Resource]:
             by_id[key] = obj
     owned_slots = set()
     for obj in owned:
+        owned_slots.add(_slot(obj))
+        key = _replica_id(obj)
+        if key is not None and isinstance(meta(obj).get("namespace"), str):
+            # Named in full: listed as it is, so a read-only object keeps its one
+            # reading and an unchanged fleet lists the very same objects call after call.
+            by_id[key] = obj
+            continue
         om = dict(meta(obj))
         if not _readable_name(obj):
             twin = _named_twin(listed, _slot(obj))
             om = dict(meta(twin)) if twin is not None else {"name": _slot_name(obj)}
         om.setdefault("namespace", namespace)
-        owned_slots.add(_slot(obj))
         by_id[(str(om["namespace"]), str(om.get("name", "")))] = {**obj, "metadata": om}
     for obj in unnamed:
         if _slot(obj) not in owned_slots:
