@@ -133,7 +133,7 @@ class _LastRuns:
     They depend on the replicas, the cluster table, who preempts whom (and
     at which priorities) and the shared interner and evaluator alone. Replica lists and
     tables of unchanged fleets arrive as the very same objects (`framework`'s
-    `_LastRead`); they are immutable, so holding them cannot go stale.
+    `LastRead`); they are immutable, so holding them cannot go stale.
     """
 
     def __init__(self) -> None:

@@ -172,7 +172,7 @@ def _caches(objects: Sequence[Mapping[str, Any]]) -> dict[str, ObservedModelCach
     return {c.name: c for c in sorted(seen, key=lambda c: c.name) if c.name}
 
 
-class _LastRead:
+class LastRead:
     """What was last read from a list of read-only objects, reused while the same arrive.
 
     Objects decoded once per version are shared between calls (`api.frozen`):
@@ -204,8 +204,8 @@ class _LastRead:
         return value
 
 
-_CLUSTERS = _LastRead()
-_REPLICAS = _LastRead()
+_CLUSTERS = LastRead()
+_REPLICAS = LastRead()
 
 
 def _read_clusters(
@@ -219,7 +219,7 @@ def _read_clusters(
 def read_clusters(clusters: Sequence[Mapping[str, Any]]) -> Mapping[str, ObservedInferenceCluster]:
     """Every InferenceCluster by name (sorted), as a scheduling cycle reads them.
 
-    The reading of the last list is reused while the same objects arrive (`_LastRead`),
+    The reading of the last list is reused while the same objects arrive (`LastRead`),
     so a composer and the cycle it runs share one reading of an unchanged fleet. The
     mapping is shared: callers never change it.
     """

@@ -32,7 +32,6 @@ from pydantic import ValidationError
 
 from modelplane.api import constants as c
 from modelplane.api.common import format_validation_error
-from modelplane.api.frozen import memoized
 from modelplane.api.model_deployment import (
     MAX_UNSCHEDULABLE_ENTRIES,
     MAX_UNSCHEDULABLE_MESSAGE,
@@ -74,7 +73,7 @@ from modelplane.compose.types import (
     Resource,
 )
 from modelplane.scheduling import words
-from modelplane.scheduling.framework import ScheduleInput, read_clusters
+from modelplane.scheduling.framework import LastRead, ScheduleInput, read_clusters
 from modelplane.scheduling.scheduler import schedule_input
 from modelplane.scheduling.types import PlannedReplica, ScheduleResult
 from modelplane.scheduling.words import cluster_message, truncate
@@ -145,9 +144,7 @@ def requirements(
             api_version=c.API_VERSION, kind=FLEET_QUOTA_KIND, namespace=namespace
         ),
     }
-    if (spec is not None and spec.priority) or any(
-        memoized(r, "model_deployment.preempts", _preempts) for r in replicas
-    ):
+    if (spec is not None and spec.priority) or _listing(replicas).preempts:
         reqs[PRIORITIES_REQUIREMENT] = Requirement(
             api_version=PRIORITY_CLASS_API_VERSION, kind=PRIORITY_CLASS_KIND
         )
@@ -569,15 +566,8 @@ def _fleet_replicas(inp: ComposeInput, namespace: str) -> list[Resource]:
     """
     listed = inp.required.get(REPLICAS_REQUIREMENT, [])
     owned = own_replicas(inp)
-    by_id: dict[tuple[str, str], Resource] = {}
-    unnamed = []
-    for obj in listed:
-        # Named once per object version: the listing is the same objects call after call.
-        key = memoized(obj, "model_deployment.replica_id", _replica_id)
-        if key is None:
-            unnamed.append(obj)
-        else:
-            by_id[key] = obj
+    index = _listing(listed)
+    by_id = dict(index.by_id)
     owned_slots = set()
     for obj in owned:
         owned_slots.add(_slot(obj))
@@ -593,12 +583,42 @@ def _fleet_replicas(inp: ComposeInput, namespace: str) -> list[Resource]:
             om = dict(meta(twin)) if twin is not None else {"name": _slot_name(obj)}
         om.setdefault("namespace", namespace)
         by_id[(str(om["namespace"]), str(om.get("name", "")))] = {**obj, "metadata": om}
-    for obj in unnamed:
+    for obj in index.unnamed:
         if _slot(obj) not in owned_slots:
             om = {**meta(obj), "name": _slot_name(obj)}
             om["namespace"] = om.get("namespace") if isinstance(om.get("namespace"), str) else ""
             by_id[(om["namespace"], om["name"])] = {**obj, "metadata": om}
     return [by_id[k] for k in sorted(by_id)]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Listing:
+    """What the composer reads of the fleet's replica listing as a whole."""
+
+    by_id: dict[tuple[str, str], Resource]  # the named ones by (namespace, name), last wins
+    unnamed: tuple[Resource, ...]  # those whose metadata does not name them
+    preempts: bool  # whether any names victims (`spec.preempts`)
+
+
+# Every deployment's call lists the same replica objects while the fleet is unchanged.
+_LISTINGS = LastRead()
+
+
+def _listing(listed: Sequence[Resource]) -> _Listing:
+    """The listing's index (`_Listing`), reused while the very same objects arrive."""
+    return _LISTINGS.get(listed, None, lambda: _index(listed))
+
+
+def _index(listed: Sequence[Resource]) -> _Listing:
+    by_id: dict[tuple[str, str], Resource] = {}
+    unnamed = []
+    for obj in listed:
+        key = _replica_id(obj)
+        if key is None:
+            unnamed.append(obj)
+        else:
+            by_id[key] = obj
+    return _Listing(by_id, tuple(unnamed), any(_preempts(r) for r in listed))
 
 
 def _replica_id(obj: Resource) -> tuple[str, str] | None:
