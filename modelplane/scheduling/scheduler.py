@@ -39,7 +39,7 @@ from modelplane.scheduling.framework import (
     fleet_derived,
     read_input,
 )
-from modelplane.scheduling.matching import ClusterPools, Shapes, cluster_pools
+from modelplane.scheduling.matching import ClusterPools, Shape, Shapes, cluster_pools
 from modelplane.scheduling.retain import (
     resolve_contention,
     retain,
@@ -131,12 +131,30 @@ def match_pools(state: CycleState) -> None:
     never matched against: nothing new goes there. Matching itself happens in
     `CycleState.pool_matches`, once per shape, when a step first asks.
     """
-    held = {r.cluster for r in state.inp.replicas}
-    every = fleet_pools(state.inp.clusters, state.shapes)
-    names = sorted(set(state.schedulable) | (held & state.inp.candidates))
-    state.known_pools = {name: every[name].names for name in names}
-    state.pool_shapes.update({name: every[name].shapes for name in names})
-    state.pool_nodes.update({name: every[name].nodes for name in names})
+    inp = state.inp
+    admitted = set(state.schedulable)
+    held = {r.cluster for r in inp.replicas if r.cluster not in admitted}
+    extra = held & inp.candidates
+    # The admitted clusters come in table order, by name: sorting them again is linear.
+    names = tuple(sorted(admitted | extra if extra else state.schedulable))
+    every = fleet_pools(inp.clusters, state.shapes)
+    known, shapes, nodes = fleet_derived(
+        inp.clusters, ("scheduling.matched", state.shapes, names), lambda: _pools_of(every, names)
+    )
+    state.known_pools = dict(known)
+    state.pool_shapes.update(shapes)
+    state.pool_nodes.update(nodes)
+
+
+def _pools_of(
+    every: Mapping[str, ClusterPools], names: Sequence[str]
+) -> tuple[dict[str, list[str]], dict[str, dict[str, Shape]], dict[str, dict[str, int]]]:
+    """The pool names, shapes and node counts of the clusters `names`, by cluster."""
+    return (
+        {name: every[name].names for name in names},
+        {name: every[name].shapes for name in names},
+        {name: every[name].nodes for name in names},
+    )
 
 
 def fleet_pools(

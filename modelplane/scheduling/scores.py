@@ -77,7 +77,7 @@ def normalise(raw: Mapping[str, float], *, lower_is_better: bool = False) -> dic
 
 def weighted(rules: Iterable[ClusterScore], states: RuleStates, cluster: str) -> float:
     """The cluster's weighted sum over `rules` (what the fill maximises)."""
-    return sum(rule.weight * rule.score(states, cluster) for rule in rules)
+    return sum([rule.weight * rule.score(states, cluster) for rule in rules])
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from pydantic import ValidationError
 
 from modelplane.api import constants as c
 from modelplane.api.common import format_validation_error
+from modelplane.api.frozen import memoized
 from modelplane.api.model_deployment import (
     MAX_UNSCHEDULABLE_ENTRIES,
     MAX_UNSCHEDULABLE_MESSAGE,
@@ -613,12 +614,14 @@ def _index(listed: Sequence[Resource]) -> _Listing:
     by_id: dict[tuple[str, str], Resource] = {}
     unnamed = []
     for obj in listed:
-        key = _replica_id(obj)
+        # Once per object version: a changed fleet lists mostly the objects it listed.
+        key = memoized(obj, "model_deployment.replica_id", _replica_id)
         if key is None:
             unnamed.append(obj)
         else:
             by_id[key] = obj
-    return _Listing(by_id, tuple(unnamed), any(_preempts(r) for r in listed))
+    preempts = any(memoized(r, "model_deployment.preempts", _preempts) for r in listed)
+    return _Listing(by_id, tuple(unnamed), preempts)
 
 
 def _replica_id(obj: Resource) -> tuple[str, str] | None:
