@@ -298,7 +298,7 @@ def fit(state: CycleState, cluster: str) -> float:
     nodes: 0, known without matching its pools, so a call still matches only
     the clusters holding something or that the fill reaches.
     """
-    if not any((cluster, p) in state.ledgers for p in state.known_pools.get(cluster, ())):
+    if not state.ledgers.holds(cluster):  # only known pools get a ledger
         return 0.0
     per_role = options(state, cluster)
     if per_role is None:

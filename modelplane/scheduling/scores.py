@@ -140,7 +140,8 @@ class SpreadByLoad:
     def score(self, states: RuleStates, cluster: str) -> float:
         """100 × the share of the bound the cluster does not hold (0 at or past it)."""
         load = states.get(self.name, _Load)
-        return max(0.0, MAX_SCORE * (load.bound - load.held[cluster]) / load.bound)
+        held = load.held.get(cluster, 0)  # a Counter's missing key costs a Python call
+        return max(0.0, MAX_SCORE * (load.bound - held) / load.bound)
 
     def placed(self, states: RuleStates, cluster: str) -> None:
         """One more replica counts on `cluster`."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from modelplane.api.readers import UNKNOWN_ORDER, ObservedModelReplica, ReplayOrder, StuckReplica
 from modelplane.scheduling import words
@@ -83,6 +83,47 @@ class ByCluster(Mapping[PoolKey, V]):
 
     def __len__(self) -> int:
         return sum(len(t) for t in self._tables.values())
+
+
+class Ledgers(dict[PoolKey, PoolLedger]):
+    """The cycle's pool ledgers by (cluster, pool), knowing which clusters hold one.
+
+    The fill asks of every cluster whether any of its pools has a ledger yet
+    (`fill.fit`); counting them as ledgers come and go answers without looking
+    pool by pool. Ledgers are added by key and removed by `pop` only.
+    """
+
+    __slots__ = ("_per_cluster",)
+
+    def __init__(self) -> None:
+        """No ledger yet."""
+        super().__init__()
+        self._per_cluster: dict[str, int] = {}
+
+    def __setitem__(self, key: PoolKey, led: PoolLedger) -> None:
+        if key not in self:
+            self._per_cluster[key[0]] = self._per_cluster.get(key[0], 0) + 1
+        super().__setitem__(key, led)
+
+    def pop(self, key: PoolKey, default: Any = None) -> Any:
+        """Remove the pool's ledger; `default` when it has none."""
+        if key not in self:
+            return default
+        left = self._per_cluster[key[0]] - 1
+        if left:
+            self._per_cluster[key[0]] = left
+        else:
+            del self._per_cluster[key[0]]
+        return super().pop(key)
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("ledgers are added by key and removed by pop only")
+
+    __delitem__ = update = setdefault = popitem = clear = __ior__ = _refuse  # type: ignore[assignment]
+
+    def holds(self, cluster: str) -> bool:
+        """Whether any pool of `cluster` has a ledger."""
+        return cluster in self._per_cluster
 
 
 @dataclass(frozen=True)
@@ -164,7 +205,7 @@ class CycleState:
     unverifiable: list[Unverifiable] = field(default_factory=list)
     withdrawn: list[Withdrawal] = field(default_factory=list)
     scaled_down: list[str] = field(default_factory=list)
-    ledgers: dict[PoolKey, PoolLedger] = field(default_factory=dict)
+    ledgers: Ledgers = field(default_factory=Ledgers)
     # What each ledger was charged by build_ledger, in replay order; the fill's new
     # replicas are in `placed` (see `charges`).
     charged: dict[PoolKey, list[Charge]] = field(default_factory=dict)

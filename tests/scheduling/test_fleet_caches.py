@@ -146,3 +146,24 @@ def test_preemption_changes_the_fleets_charges() -> None:
     assert plain == run(dep, _plain([*clusters]), _plain(fleet))
     assert plain.replicas == ()
     assert len(ranked.replicas) == 1
+
+
+def test_the_ledgers_know_which_clusters_hold_one() -> None:
+    from modelplane.scheduling.ledger import PoolLedger
+    from modelplane.scheduling.state import Ledgers
+
+    ledgers = Ledgers()
+    led = PoolLedger((8,), 1, False)
+    ledgers[("a", "x")] = led
+    ledgers[("a", "y")] = led
+    ledgers[("a", "x")] = led  # replaced, not a second one
+    ledgers[("b", "x")] = led
+    assert ledgers.holds("a") and ledgers.holds("b") and not ledgers.holds("c")
+    assert ledgers.pop(("a", "x")) is led
+    assert ledgers.holds("a")  # its pool y still has one
+    assert ledgers.pop(("a", "y"), None) is led
+    assert ledgers.pop(("a", "y"), None) is None
+    assert not ledgers.holds("a") and ledgers.holds("b")
+    assert dict(ledgers) == {("b", "x"): led}
+    with pytest.raises(TypeError):
+        ledgers.update({("c", "x"): led})
