@@ -50,7 +50,9 @@ def _with_ready(fleet: list[Obj], pick: list[bool]) -> list[Obj]:
     st.lists(st.booleans(), max_size=5),
     st.booleans(),
 )
-def test_warm_cycles_answer_as_cold_ones(clusters, others, deps, ready, explain_all):
+def test_warm_cycles_answer_as_cold_ones(
+    clusters: list[Obj], others: list[Obj], deps: list[Obj], ready: list[bool], explain_all: bool
+) -> None:
     fleet: list[Obj] = []
     for i, other in enumerate(others):
         other["metadata"]["name"] = f"other-{i}"
