@@ -7,15 +7,15 @@ import heapq
 import itertools
 import operator
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from operator import attrgetter, itemgetter
 from typing import cast
 
 from modelplane.api.readers import ObservedModelReplica, ReplayOrder
 from modelplane.scheduling import cost, quota
 from modelplane.scheduling.framework import ScheduleInput
-from modelplane.scheduling.ledger import RoleCharge, replayed
+from modelplane.scheduling.ledger import PoolLedger, RoleCharge, Snapshot, Vector, replayed
 from modelplane.scheduling.matching import (
     Evaluator,
     RoleMatch,
@@ -52,28 +52,38 @@ def build_ledger(state: CycleState) -> None:
     placed without counting on the place they hold (make before break). A
     spreading pool is also replayed by age alone where that differs
     (`settle_spread`). A pool charged as a call before charged it is not
-    replayed again (`ledger.replayed`).
+    replayed again (`ledger.replayed`); one this deployment holds nothing on is
+    charged as the fleet's run of it was the first time (`PoolRun.ledger`).
     """
-    runs = _runs(state)
-    for key, run in runs.items():
-        state.ledgers[key] = replayed(
-            state.pool_shapes[key].cap,
-            state.pool_nodes[key],
-            state.inp.clusters[key[0]].packing == "Spread",
-            _role_charges(run),
-        )
+    for key, (run, fleet) in _runs(state).items():
+        if fleet is None:
+            led = _replay(state, key, run)
+        else:
+            led = fleet.ledger(partial(_replay, state, key, run))
+        state.ledgers[key] = led
         state.charged[key] = [ch for _, ch in run]
-    settle_spread(state, runs)
+
+
+def _replay(state: CycleState, key: PoolKey, run: Run) -> PoolLedger:
+    """The pool's ledger charged with `run`, settled where it spreads (`settle_spread`)."""
+    led = replayed(
+        state.pool_shapes[key].cap,
+        state.pool_nodes[key],
+        state.inp.clusters[key[0]].packing == "Spread",
+        _role_charges(run),
+    )
+    settle_spread(led, run)
+    return led
 
 
 def _role_charges(run: Run) -> list[RoleCharge]:
     return [(ch.demands, ch.nodes_per_worker, ch.workers) for _, ch in run]
 
 
-def _runs(state: CycleState) -> dict[PoolKey, Run]:
+def _runs(state: CycleState) -> dict[PoolKey, tuple[Run, PoolRun | None]]:
     """Every charge on the known pools of the clusters that matter, pool by pool, in
     replay order: the fleet's (`fleet_runs`) but this deployment's own replicas, and
-    the slots this cycle keeps."""
+    the slots this cycle keeps; with the fleet's run where it is that run unchanged."""
     fleet = _FLEET_RUNS.get(state)
     mine: dict[PoolKey, Run] = {}
     for s in [*state.slots, *state.draining, *state.stuck]:
@@ -81,31 +91,54 @@ def _runs(state: CycleState) -> dict[PoolKey, Run]:
             mine.setdefault((s.cluster, ch.pool), []).append((s.order, ch))
     own = {id(r) for r in state.own}
     own_clusters = {r.cluster for r in state.own}
-    runs: dict[PoolKey, Run] = {}
+    runs: dict[PoolKey, tuple[Run, PoolRun | None]] = {}
     for key, held in fleet.items():
         if key[0] not in state.known_pools:
             continue  # not a cluster that matters: its pools are not charged
-        run = held.run
-        if key[0] in own_clusters and not own.isdisjoint(map(id, held.holders)):
-            run = [e for e, r in zip(run, held.holders, strict=True) if id(r) not in own]
+        if key[0] not in own_clusters or own.isdisjoint(map(id, held.holders)):
+            runs[key] = held.run, held
+            continue
+        run = [e for e, r in zip(held.run, held.holders, strict=True) if id(r) not in own]
         if run:
-            runs[key] = run
+            runs[key] = run, None
     for key, run in mine.items():
         if key in state.pool_shapes:
             # Stable: a replica's roles keep their order.
-            runs[key] = sorted([*runs.get(key, []), *run], key=itemgetter(0))
+            runs[key] = sorted([*runs.get(key, ((), None))[0], *run], key=itemgetter(0)), None
     return runs
 
 
-@dataclass(frozen=True)
-class Held:
-    """One pool's charges by the fleet's replicas, in replay order, with each one's holder."""
+class PoolRun:
+    """One pool's charges by the fleet's replicas, in replay order, with each one's holder.
 
-    run: Run
-    holders: tuple[ObservedModelReplica, ...]
+    It is the fleet's (`fleet_runs`), shared by every cycle that sees the same
+    fleet, so the pool's ledger charged with it is remembered too (`ledger`).
+    """
+
+    __slots__ = ("_ledger", "holders", "run")
+
+    def __init__(self, run: Run, holders: tuple[ObservedModelReplica, ...]) -> None:
+        """The run and its holders, in the same order."""
+        self.run = run
+        self.holders = holders
+        self._ledger: tuple[Vector, int, bool, bool, Snapshot] | None = None
+
+    def ledger(self, replay: Callable[[], PoolLedger]) -> PoolLedger:
+        """A new ledger charged with the run: `replay()` the first time, a copy of its
+        state later (a ledger is the caller's to change)."""
+        if self._ledger is None:
+            led = replay()
+            self._ledger = led.cap, led.nodes, led.spread, led.settled is not None, led.snapshot()
+            return led
+        cap, nodes, spread, settled, snap = self._ledger
+        led = PoolLedger(cap, nodes, spread)
+        if settled:
+            led.settled = PoolLedger(cap, nodes, True)
+        led.restore(snap)
+        return led
 
 
-def fleet_runs(inp: ScheduleInput, shapes: Shapes, ev: Evaluator) -> dict[PoolKey, Held]:
+def fleet_runs(inp: ScheduleInput, shapes: Shapes, ev: Evaluator) -> dict[PoolKey, PoolRun]:
     """Every known pool's charges by every replica of the fleet no one preempts, in
     replay order (Ready first, then oldest): a function of the observed fleet alone.
 
@@ -124,7 +157,7 @@ def fleet_runs(inp: ScheduleInput, shapes: Shapes, ev: Evaluator) -> dict[PoolKe
             run, holders = runs.setdefault((r.cluster, ch.pool), ([], []))
             run.append((r.order, ch))
             holders.append(r)
-    return {k: Held(run, tuple(holders)) for k, (run, holders) in runs.items()}
+    return {k: PoolRun(run, tuple(holders)) for k, (run, holders) in runs.items()}
 
 
 class _LastRuns:
@@ -139,9 +172,9 @@ class _LastRuns:
     def __init__(self) -> None:
         self._key: tuple[object, ...] = ()
         self._preemption: tuple[object, ...] = ()
-        self._runs: dict[PoolKey, Held] = {}
+        self._runs: dict[PoolKey, PoolRun] = {}
 
-    def get(self, state: CycleState) -> dict[PoolKey, Held]:
+    def get(self, state: CycleState) -> dict[PoolKey, PoolRun]:
         """The fleet's runs, computed only for a fleet not seen last."""
         inp = state.inp
         key = (inp.replicas, inp.clusters, state.shapes, state.ev)
@@ -184,23 +217,21 @@ def replica_charges(
     return out
 
 
-def settle_spread(state: CycleState, runs: Mapping[PoolKey, Run]) -> None:
-    """Give each spreading pool whose replay changes once its holders are Ready a
+def settle_spread(led: PoolLedger, replay: Run) -> None:
+    """Give a spreading pool whose replay changes once its holders are Ready a
     `settled` ledger: the same charges replayed by age alone (`ledger`'s docstring).
 
     A replica that is not Ready yet replays after every Ready one; once it runs
     it replays by its age, ahead of younger Ready ones, and under Spread where
     those are thought to run moves. A new replica (the youngest) placed on the
     pool must fit in that replay too, or the pool ends up holding Ready replicas
-    it cannot run. `runs` are each pool's charges in replay order.
+    it cannot run. `replay` is the pool's charges in replay order.
     """
-    for key, replay in runs.items():
-        led = state.ledgers.get(key)
-        if led is None or not led.spread or len({o.not_ready for o, _ in replay}) < 2:
-            continue  # holders all Ready (or none): the replay is already by age
-        aged = sorted(replay, key=lambda t: by_age(t[0]))  # stable: roles keep their order
-        if [o for o, _ in aged] != [o for o, _ in replay]:
-            led.settled = replayed(led.cap, led.nodes, True, _role_charges(aged))
+    if not led.spread or len({o.not_ready for o, _ in replay}) < 2:
+        return  # holders all Ready (or none): the replay is already by age
+    aged = sorted(replay, key=lambda t: by_age(t[0]))  # stable: roles keep their order
+    if [o for o, _ in aged] != [o for o, _ in replay]:
+        led.settled = replayed(led.cap, led.nodes, True, _role_charges(aged))
 
 
 def _load(
