@@ -314,11 +314,31 @@ def new_state(inp: ScheduleInput, scores: tuple[ClusterScore, ...] = SCORES) -> 
     """
     own: list[ObservedModelReplica] = []
     others: list[ObservedModelReplica] = []
-    for r in inp.replicas:
+    for r in _BY_ORDER.get(inp.replicas):
         (own if r.belongs_to(inp.namespace, inp.name) else others).append(r)
     own.sort(key=lambda r: (r.cluster, r.index, r.order))
-    others.sort(key=attrgetter("order"))
     return CycleState(inp=inp, roles=role_defs(inp), own=own, others=others, scores=scores)
+
+
+class _LastOrder:
+    """The last replica tuple seen, sorted by replay order: the replicas of an unchanged
+    fleet arrive as the very same tuple (`framework`'s `LastRead`), call after call."""
+
+    def __init__(self) -> None:
+        self._replicas: tuple[ObservedModelReplica, ...] = ()
+        self._sorted: list[ObservedModelReplica] = []
+
+    def get(self, replicas: tuple[ObservedModelReplica, ...]) -> list[ObservedModelReplica]:
+        """`replicas` by `order` (a shared list: callers never change it)."""
+        if type(replicas) is not tuple:  # a list could have changed in place
+            return sorted(replicas, key=attrgetter("order"))
+        if replicas is not self._replicas:
+            # Held, so the tuple cannot be freed and another take its identity.
+            self._replicas, self._sorted = replicas, sorted(replicas, key=attrgetter("order"))
+        return self._sorted
+
+
+_BY_ORDER = _LastOrder()
 
 
 def candidates(state: CycleState, cluster: str) -> PoolOptions | None:
