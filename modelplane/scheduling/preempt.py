@@ -269,7 +269,7 @@ def victims_of(state: CycleState, name: str, retained: bool) -> tuple[tuple[str,
     if not retained:
         return ()
     own = next((r for r in state.own if r.name == name), None)
-    if own is None or own.ready:
+    if own is None or own.ready or not own.preempts:
         return ()
     alive = {(r.namespace, r.name) for r in state.others}
     return tuple(v for v in own.preempts if v in alive)

@@ -80,6 +80,10 @@ def weighted(rules: Iterable[ClusterScore], states: RuleStates, cluster: str) ->
     return sum([rule.weight * rule.score(states, cluster) for rule in rules])
 
 
+# CacheReadiness's state; built once here, not per call (a subscripted type is a new object).
+_ReadyState = dict[str, frozenset[str] | None]
+
+
 @dataclass(frozen=True)
 class CacheReadiness:
     """Time to ready: a cluster whose copy of the deployment's ModelCache is Ready scores 100.
@@ -97,13 +101,13 @@ class CacheReadiness:
         """Note the clusters whose copy is Ready."""
         cache = inp.cache
         ready = {c.cluster for c in cache.copies if c.ready} if cache is not None else None
-        states.get(self.name, dict[str, frozenset[str] | None])["ready"] = (
+        states.get(self.name, _ReadyState)["ready"] = (
             frozenset(ready) if ready is not None else None
         )
 
     def score(self, states: RuleStates, cluster: str) -> float:
         """100 when the cluster's copy is Ready (or there is no cache), else 0."""
-        ready = states.get(self.name, dict[str, frozenset[str] | None]).get("ready")
+        ready = states.get(self.name, _ReadyState).get("ready")
         return MAX_SCORE if ready is None or cluster in ready else 0.0
 
     def placed(self, states: RuleStates, cluster: str) -> None:
