@@ -288,9 +288,14 @@ def _serving(inp: ComposeInput, clusters: Mapping[str, ObservedInferenceCluster]
         view = _replica_view(replica.name, replica.cluster, replica, clusters)
         endpoint = inp.observed.get(endpoint_key(key))
         routed = endpoint_for(view, "", "", {}) is not None
-        if not routed or (endpoint is not None and read_endpoint(endpoint).ready):
+        if not routed or (endpoint is not None and _endpoint_ready(endpoint)):
             out.add(replica.name)
     return frozenset(out)
+
+
+def _endpoint_ready(obj: Resource) -> bool:
+    """Whether an observed ModelEndpoint is Ready, read once per object version."""
+    return memoized(obj, "model_deployment.endpoint_ready", lambda o: read_endpoint(o).ready)
 
 
 def _status_of(composite: Resource) -> Mapping[str, Any]:
@@ -377,7 +382,7 @@ def _compose_leaving(
         if endpoint is not None:
             endpoint["spec"]["draining"] = True
             ekey = endpoint_key(key)
-            ready = ekey in inp.observed and read_endpoint(inp.observed[ekey]).ready
+            ready = ekey in inp.observed and _endpoint_ready(inp.observed[ekey])
             result.desired[ekey] = DesiredResource(endpoint, "True" if ready else "False")
         placements.append(
             Placement(
@@ -491,7 +496,7 @@ def _compose_endpoints(
         if canary is not None:
             manifest["spec"]["canaryPercent"] = canary
         ekey = endpoint_key(key)
-        ready = ekey in inp.observed and read_endpoint(inp.observed[ekey]).ready
+        ready = ekey in inp.observed and _endpoint_ready(inp.observed[ekey])
         result.desired[ekey] = DesiredResource(manifest, "True" if ready else "False")
 
 
