@@ -57,11 +57,11 @@ def build_ledger(state: CycleState) -> None:
     """
     for key, (run, fleet) in _runs(state).items():
         if fleet is None:
-            led = _replay(state, key, run)
+            state.ledgers[key] = _replay(state, key, run)
+            state.charged[key] = [ch for _, ch in run]
         else:
-            led = fleet.ledger(partial(_replay, state, key, run))
-        state.ledgers[key] = led
-        state.charged[key] = [ch for _, ch in run]
+            state.ledgers[key] = fleet.ledger(partial(_replay, state, key, run))
+            state.charged[key] = fleet.charged
 
 
 def _replay(state: CycleState, key: PoolKey, run: Run) -> PoolLedger:
@@ -115,12 +115,13 @@ class PoolRun:
     fleet, so the pool's ledger charged with it is remembered too (`ledger`).
     """
 
-    __slots__ = ("_ledger", "holders", "run")
+    __slots__ = ("_ledger", "charged", "holders", "run")
 
     def __init__(self, run: Run, holders: tuple[ObservedModelReplica, ...]) -> None:
         """The run and its holders, in the same order."""
         self.run = run
         self.holders = holders
+        self.charged = [ch for _, ch in run]  # the run's charges alone (shared: never changed)
         self._ledger: tuple[Vector, int, bool, bool, Snapshot] | None = None
 
     def ledger(self, replay: Callable[[], PoolLedger]) -> PoolLedger:

@@ -206,8 +206,8 @@ class CycleState:
     withdrawn: list[Withdrawal] = field(default_factory=list)
     scaled_down: list[str] = field(default_factory=list)
     ledgers: Ledgers = field(default_factory=Ledgers)
-    # What each ledger was charged by build_ledger, in replay order; the fill's new
-    # replicas are in `placed` (see `charges`).
+    # What each ledger was charged by build_ledger, in replay order (lists shared with
+    # the fleet's runs: never changed); the fill's new replicas are in `placed` (see `charges`).
     charged: dict[PoolKey, list[Charge]] = field(default_factory=dict)
     # What the fill charged each pool: the new replicas' names (sorted) by their load
     # there. The cluster runs replicas created together in name order, whatever
