@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any, TypeVar
 
+from modelplane.api.objects import label_value
 from modelplane.api.readers import UNKNOWN_ORDER, ObservedModelReplica, ReplayOrder, StuckReplica
 from modelplane.scheduling import words
 from modelplane.scheduling.framework import (
@@ -312,30 +313,51 @@ def new_state(inp: ScheduleInput, scores: tuple[ClusterScore, ...] = SCORES) -> 
 
     `scores` is the profile the fill ranks clusters by (the default: `SCORES`).
     """
-    own: list[ObservedModelReplica] = []
-    others: list[ObservedModelReplica] = []
-    for r in _BY_ORDER.get(inp.replicas):
-        (own if r.belongs_to(inp.namespace, inp.name) else others).append(r)
+    fleet = _BY_ORDER.get(inp.replicas)
+    own = [
+        *fleet.owned.get((inp.namespace, inp.name, False), ()),
+        *fleet.owned.get((inp.namespace, label_value(inp.name), True), ()),
+    ]  # as `ObservedModelReplica.belongs_to` says
+    mine = {id(r) for r in own}
+    others = [r for r in fleet.by_order if id(r) not in mine] if mine else [*fleet.by_order]
     own.sort(key=lambda r: (r.cluster, r.index, r.order))
     return CycleState(inp=inp, roles=role_defs(inp), own=own, others=others, scores=scores)
 
 
+@dataclass(frozen=True)
+class FleetOrder:
+    """A fleet's replicas by replay order, and by the deployment they belong to."""
+
+    by_order: list[ObservedModelReplica]
+    # (namespace, deployment, whether that is a label value) → its replicas.
+    owned: dict[tuple[str, str, bool], list[ObservedModelReplica]]
+
+
+def fleet_order(replicas: Sequence[ObservedModelReplica]) -> FleetOrder:
+    """`replicas` by `order`, and grouped by deployment (each group in that order)."""
+    by_order = sorted(replicas, key=attrgetter("order"))
+    owned: dict[tuple[str, str, bool], list[ObservedModelReplica]] = {}
+    for r in by_order:
+        owned.setdefault((r.namespace, r.deployment, r.deployment_is_label), []).append(r)
+    return FleetOrder(by_order, owned)
+
+
 class _LastOrder:
-    """The last replica tuple seen, sorted by replay order: the replicas of an unchanged
-    fleet arrive as the very same tuple (`framework`'s `LastRead`), call after call."""
+    """The last replica tuple seen, in order (`fleet_order`): the replicas of an
+    unchanged fleet arrive as the very same tuple (`framework`'s `LastRead`)."""
 
     def __init__(self) -> None:
         self._replicas: tuple[ObservedModelReplica, ...] = ()
-        self._sorted: list[ObservedModelReplica] = []
+        self._order = fleet_order(())
 
-    def get(self, replicas: tuple[ObservedModelReplica, ...]) -> list[ObservedModelReplica]:
-        """`replicas` by `order` (a shared list: callers never change it)."""
+    def get(self, replicas: Sequence[ObservedModelReplica]) -> FleetOrder:
+        """The fleet's order of `replicas` (shared: callers never change it)."""
         if type(replicas) is not tuple:  # a list could have changed in place
-            return sorted(replicas, key=attrgetter("order"))
+            return fleet_order(replicas)
         if replicas is not self._replicas:
             # Held, so the tuple cannot be freed and another take its identity.
-            self._replicas, self._sorted = replicas, sorted(replicas, key=attrgetter("order"))
-        return self._sorted
+            self._replicas, self._order = replicas, fleet_order(replicas)
+        return self._order
 
 
 _BY_ORDER = _LastOrder()

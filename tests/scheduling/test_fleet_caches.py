@@ -12,6 +12,7 @@ over the same read-only objects (warm) must answer exactly as the copies (cold).
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
@@ -171,3 +172,28 @@ def test_the_ledgers_know_which_clusters_hold_one() -> None:
     assert dict(ledgers) == {("b", "x"): led}
     with pytest.raises(TypeError):
         ledgers.update({("c", "x"): led})
+
+
+def test_a_cycle_splits_its_own_replicas_from_the_fleets_as_belongs_to_does() -> None:
+    from modelplane.scheduling.framework import read_input
+    from modelplane.scheduling.state import new_state
+
+    long = "a-deployment-name-long-enough-that-its-label-value-is-shortened-" + "x" * 20
+    objs = [
+        replica(long, "a", 0, "x", [resolved("gpu")]),
+        replica(long, "a", 1, "x", [resolved("gpu")], ready=True),
+        replica(long, "b", 0, "x", [resolved("gpu")], namespace="team-b"),
+        replica("other", "a", 0, "x", [resolved("gpu")], created="2025-01-01T00:00:00Z"),
+    ]
+    del objs[1]["spec"]["deploymentName"]  # known by its label alone (a label value)
+    clusters = [cluster(n, {"x": ("l4-1x", 2)}) for n in ("a", "b")]
+    inp = read_input(deployment(2, [request("gpu", ANY_GPU)], name=long), clusters, objs)
+    assert any(r.deployment_is_label for r in inp.replicas)
+    for fleet in (inp.replicas, list(inp.replicas)):  # a tuple is remembered, a list not
+        state = new_state(dataclasses.replace(inp, replicas=fleet))
+        mine = [r for r in inp.replicas if r.belongs_to(inp.namespace, inp.name)]
+        rest = [r for r in inp.replicas if not r.belongs_to(inp.namespace, inp.name)]
+        assert state.own == sorted(mine, key=lambda r: (r.cluster, r.index, r.order))
+        assert state.others == sorted(rest, key=lambda r: r.order)
+        assert [r.index for r in state.own] == [0, 1]
+        assert len(state.others) == 2
