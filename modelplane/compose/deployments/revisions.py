@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from modelplane.api import constants as c
 from modelplane.api.autoscaling import ReplicaSignals
-from modelplane.api.frozen import memoized
 from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.api.readers import ObservedInferenceCluster, read_model_replica
 from modelplane.api.rollout import read_rollout_status
@@ -100,7 +99,8 @@ def plan_revisions(
         r = read_model_replica(obj)
         if r is None:
             continue
-        t, rev = memoized(obj, "revisions.template", _revision_read)
+        t = replica_template(obj.get("spec"))
+        rev = None if t is None else revision_of(t)
         if t is not None and rev is not None:
             templates.setdefault(rev, t)
         read[r.name] = rev
@@ -122,13 +122,6 @@ def plan_revisions(
         )
     )
     return Revisions(spec, target, plan.place, plan.templates, read, plan)
-
-
-def _revision_read(obj: Resource) -> tuple[Template | None, str | None]:
-    """The revision template a replica runs and its name (None, None when it does not
-    read); a read-only object is read once per version (`memoized`), shared unchanged."""
-    t = replica_template(obj.get("spec"))
-    return t, None if t is None else revision_of(t)
 
 
 def _status(composite: Resource) -> object:
