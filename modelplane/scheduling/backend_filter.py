@@ -11,7 +11,7 @@ InferencePool, so they go only to clusters that serve InferencePools
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Hashable
 
 from modelplane.api.backends import runs_everywhere
 from modelplane.api.constants import DISAGGREGATED
@@ -50,6 +50,10 @@ class BackendFilter:
                 if cl.backends is None or backend not in cl.backends
             )
         return out
+
+    def key(self, inp: ScheduleInput) -> Hashable:
+        """The backend, and whether the deployment is disaggregated."""
+        return inp.spec.backend, inp.spec.prefill is not None
 
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica

@@ -5,15 +5,25 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
+import operator
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from operator import itemgetter
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from operator import attrgetter, itemgetter
 from typing import cast
 
 from modelplane.api.readers import ObservedModelReplica, ReplayOrder
 from modelplane.scheduling import cost, quota
-from modelplane.scheduling.ledger import RoleCharge, replayed
-from modelplane.scheduling.matching import RoleMatch, observed_demand
+from modelplane.scheduling.framework import ScheduleInput
+from modelplane.scheduling.ledger import PoolLedger, RoleCharge, Snapshot, Vector, replayed
+from modelplane.scheduling.matching import (
+    Evaluator,
+    RoleMatch,
+    Shape,
+    Shapes,
+    cluster_pools,
+    observed_demand,
+)
 from modelplane.scheduling.names import replica_name
 from modelplane.scheduling.scores import weighted
 from modelplane.scheduling.state import (
@@ -42,85 +52,187 @@ def build_ledger(state: CycleState) -> None:
     placed without counting on the place they hold (make before break). A
     spreading pool is also replayed by age alone where that differs
     (`settle_spread`). A pool charged as a call before charged it is not
-    replayed again (`ledger.replayed`).
+    replayed again (`ledger.replayed`); one this deployment holds nothing on is
+    charged as the fleet's run of it was the first time (`PoolRun.ledger`).
     """
-    runs: dict[PoolKey, Run] = {}
-    for order, cluster, ch in _charges(state):
-        key = (cluster, ch.pool)
-        run = runs.get(key)
-        if run is None:
-            if key not in state.pool_shapes:
-                continue
-            run = runs[key] = []
-        run.append((order, ch))
-    for key, run in runs.items():
-        state.ledgers[key] = replayed(
-            state.pool_shapes[key].cap,
-            state.pool_nodes[key],
-            state.inp.clusters[key[0]].packing == "Spread",
-            _role_charges(run),
-        )
-        state.charged[key] = [ch for _, ch in run]
-    settle_spread(state, runs)
+    for key, (run, fleet) in _runs(state).items():
+        if fleet is None:
+            state.ledgers[key] = _replay(state, key, run)
+            state.charged[key] = [ch for _, ch in run]
+        else:
+            state.ledgers[key] = fleet.ledger(partial(_replay, state, key, run))
+            state.charged[key] = fleet.charged
+
+
+def _replay(state: CycleState, key: PoolKey, run: Run) -> PoolLedger:
+    """The pool's ledger charged with `run`, settled where it spreads (`settle_spread`)."""
+    led = replayed(
+        state.pool_shapes[key].cap,
+        state.pool_nodes[key],
+        state.inp.clusters[key[0]].packing == "Spread",
+        _role_charges(run),
+    )
+    settle_spread(led, run)
+    return led
 
 
 def _role_charges(run: Run) -> list[RoleCharge]:
     return [(ch.demands, ch.nodes_per_worker, ch.workers) for _, ch in run]
 
 
-def _charges(state: CycleState) -> list[tuple[ReplayOrder, str, Charge]]:
-    """Every charge on the candidate clusters' known pools, in replay order."""
-    charges: list[tuple[ReplayOrder, str, Charge]] = []
-    inp = state.inp
-    for r in state.others:
-        if r.cluster not in inp.candidates or (inp.preempted and inp.preemptor(r) is not None):
-            continue  # a preempted replica's devices belong to its preemptor
-        order, cluster = r.order, r.cluster
-        charges.extend((order, cluster, ch) for ch in observed_charges(state, r))
+def _runs(state: CycleState) -> dict[PoolKey, tuple[Run, PoolRun | None]]:
+    """Every charge on the known pools of the clusters that matter, pool by pool, in
+    replay order: the fleet's (`fleet_runs`) but this deployment's own replicas, and
+    the slots this cycle keeps; with the fleet's run where it is that run unchanged."""
+    fleet = _FLEET_RUNS.get(state)
+    mine: dict[PoolKey, Run] = {}
     for s in [*state.slots, *state.draining, *state.stuck]:
-        charges.extend((s.order, s.cluster, ch) for ch in s.charges)
-    charges.sort(key=itemgetter(0))  # stable: a replica's roles keep their order
-    return charges
+        for ch in s.charges:
+            mine.setdefault((s.cluster, ch.pool), []).append((s.order, ch))
+    own = {id(r) for r in state.own}
+    own_clusters = {r.cluster for r in state.own}
+    runs: dict[PoolKey, tuple[Run, PoolRun | None]] = {}
+    for key, held in fleet.items():
+        if key[0] not in state.known_pools:
+            continue  # not a cluster that matters: its pools are not charged
+        if key[0] not in own_clusters or own.isdisjoint(map(id, held.holders)):
+            runs[key] = held.run, held
+            continue
+        run = [e for e, r in zip(held.run, held.holders, strict=True) if id(r) not in own]
+        if run:
+            runs[key] = run, None
+    for key, run in mine.items():
+        if key in state.pool_shapes:
+            # Stable: a replica's roles keep their order.
+            runs[key] = sorted([*runs.get(key, ((), None))[0], *run], key=itemgetter(0)), None
+    return runs
+
+
+class PoolRun:
+    """One pool's charges by the fleet's replicas, in replay order, with each one's holder.
+
+    It is the fleet's (`fleet_runs`), shared by every cycle that sees the same
+    fleet, so the pool's ledger charged with it is remembered too (`ledger`).
+    """
+
+    __slots__ = ("_ledger", "charged", "holders", "run")
+
+    def __init__(self, run: Run, holders: tuple[ObservedModelReplica, ...]) -> None:
+        """The run and its holders, in the same order."""
+        self.run = run
+        self.holders = holders
+        self.charged = [ch for _, ch in run]  # the run's charges alone (shared: never changed)
+        self._ledger: tuple[Vector, int, bool, bool, Snapshot] | None = None
+
+    def ledger(self, replay: Callable[[], PoolLedger]) -> PoolLedger:
+        """A new ledger charged with the run: `replay()` the first time, a copy of its
+        state later (a ledger is the caller's to change)."""
+        if self._ledger is None:
+            led = replay()
+            self._ledger = led.cap, led.nodes, led.spread, led.settled is not None, led.snapshot()
+            return led
+        cap, nodes, spread, settled, snap = self._ledger
+        led = PoolLedger(cap, nodes, spread)
+        if settled:
+            led.settled = PoolLedger(cap, nodes, True)
+        led.restore(snap)
+        return led
+
+
+def fleet_runs(inp: ScheduleInput, shapes: Shapes, ev: Evaluator) -> dict[PoolKey, PoolRun]:
+    """Every known pool's charges by every replica of the fleet no one preempts, in
+    replay order (Ready first, then oldest): a function of the observed fleet alone.
+
+    A preempted replica's devices belong to its preemptor.
+    """
+    everyone = sorted(
+        (r for r in inp.replicas if not inp.preempted or inp.preemptor(r) is None),
+        key=attrgetter("order"),
+    )
+    runs: dict[PoolKey, tuple[Run, list[ObservedModelReplica]]] = {}
+    for r in everyone:
+        cl = inp.clusters.get(r.cluster)
+        if cl is None:
+            continue
+        for ch in replica_charges(r, cluster_pools(cl, shapes).shapes, ev):
+            run, holders = runs.setdefault((r.cluster, ch.pool), ([], []))
+            run.append((r.order, ch))
+            holders.append(r)
+    return {k: PoolRun(run, tuple(holders)) for k, (run, holders) in runs.items()}
+
+
+class _LastRuns:
+    """The fleet's runs (`fleet_runs`) of the last fleet seen, kept while it arrives again.
+
+    They depend on the replicas, the cluster table, who preempts whom (and
+    at which priorities) and the shared interner and evaluator alone. Replica lists and
+    tables of unchanged fleets arrive as the very same objects (`framework`'s
+    `LastRead`); they are immutable, so holding them cannot go stale.
+    """
+
+    def __init__(self) -> None:
+        self._key: tuple[object, ...] = ()
+        self._preemption: tuple[object, ...] = ()
+        self._runs: dict[PoolKey, PoolRun] = {}
+
+    def get(self, state: CycleState) -> dict[PoolKey, PoolRun]:
+        """The fleet's runs, computed only for a fleet not seen last."""
+        inp = state.inp
+        key = (inp.replicas, inp.clusters, state.shapes, state.ev)
+        same = len(key) == len(self._key) and all(map(operator.is_, key, self._key))
+        preemption = (inp.preempted, inp.priorities)  # who preempts whom: by value
+        if not same or preemption != self._preemption:
+            self._runs = fleet_runs(inp, state.shapes, state.ev)
+            self._key, self._preemption = key, preemption
+        return self._runs
+
+
+_FLEET_RUNS = _LastRuns()
 
 
 def observed_charges(state: CycleState, r: ObservedModelReplica) -> tuple[Charge, ...]:
-    """What another deployment's replica holds on its cluster's known pools, role by role.
+    """What another deployment's replica holds on its cluster's known pools, role by role
+    (none when its cluster's pools are not among the cycle's)."""
+    return replica_charges(r, state.pool_shapes.table(r.cluster), state.ev)
 
-    It depends on the reading and its cluster's interned pools alone, so it is
-    remembered on the reading (`derived`) while those pools are the same.
+
+def replica_charges(
+    r: ObservedModelReplica, table: Mapping[str, Shape] | None, ev: Evaluator
+) -> tuple[Charge, ...]:
+    """What a replica holds on the pools of `table` (its cluster's interned shapes).
+
+    It depends on the reading and that table alone, so it is remembered on the
+    reading (`derived`) while the table is the same.
     """
-    table = state.pool_shapes.table(r.cluster)
     found = r.derived.get("scheduling.charges")
-    if found is not None and found[0] is table and found[1] is state.ev:
+    if found is not None and found[0] is table and found[1] is ev:
         return cast(tuple[Charge, ...], found[2])
     charges = []
     for role in r.roles:
         shape = None if table is None else table.get(role.pool)
         if shape is not None:
-            demand = observed_demand(shape, role.request_key, state.ev)
+            demand = observed_demand(shape, role.request_key, ev)
             charges.append(Charge(role.pool, demand, role.nodes_per_worker, role.workers))
     out = tuple(charges)
-    r.derived["scheduling.charges"] = (table, state.ev, out)
+    r.derived["scheduling.charges"] = (table, ev, out)
     return out
 
 
-def settle_spread(state: CycleState, runs: Mapping[PoolKey, Run]) -> None:
-    """Give each spreading pool whose replay changes once its holders are Ready a
+def settle_spread(led: PoolLedger, replay: Run) -> None:
+    """Give a spreading pool whose replay changes once its holders are Ready a
     `settled` ledger: the same charges replayed by age alone (`ledger`'s docstring).
 
     A replica that is not Ready yet replays after every Ready one; once it runs
     it replays by its age, ahead of younger Ready ones, and under Spread where
     those are thought to run moves. A new replica (the youngest) placed on the
     pool must fit in that replay too, or the pool ends up holding Ready replicas
-    it cannot run. `runs` are each pool's charges in replay order.
+    it cannot run. `replay` is the pool's charges in replay order.
     """
-    for key, replay in runs.items():
-        led = state.ledgers.get(key)
-        if led is None or not led.spread or len({o.not_ready for o, _ in replay}) < 2:
-            continue  # holders all Ready (or none): the replay is already by age
-        aged = sorted(replay, key=lambda t: by_age(t[0]))  # stable: roles keep their order
-        if [o for o, _ in aged] != [o for o, _ in replay]:
-            led.settled = replayed(led.cap, led.nodes, True, _role_charges(aged))
+    if not led.spread or len({o.not_ready for o, _ in replay}) < 2:
+        return  # holders all Ready (or none): the replay is already by age
+    aged = sorted(replay, key=lambda t: by_age(t[0]))  # stable: roles keep their order
+    if [o for o, _ in aged] != [o for o, _ in replay]:
+        led.settled = replayed(led.cap, led.nodes, True, _role_charges(aged))
 
 
 def _load(
@@ -218,7 +330,7 @@ def fit(state: CycleState, cluster: str) -> float:
     nodes: 0, known without matching its pools, so a call still matches only
     the clusters holding something or that the fill reaches.
     """
-    if not any((cluster, p) in state.ledgers for p in state.known_pools.get(cluster, ())):
+    if not state.ledgers.holds(cluster):  # only known pools get a ledger
         return 0.0
     per_role = options(state, cluster)
     if per_role is None:

@@ -10,7 +10,7 @@ rather than whole clusters is also registered in `POOL_FILTERS`.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Hashable, Mapping
 
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
 from modelplane.scheduling.backend_filter import BackendFilter
@@ -43,6 +43,10 @@ class ClusterSelectorFilter:
         """The clusters the selector leaves out."""
         return inp.clusters.keys() - inp.candidates
 
+    def key(self, inp: ScheduleInput) -> Hashable:
+        """The selected clusters."""
+        return inp.candidates
+
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica
     ) -> Eviction | None:
@@ -64,6 +68,10 @@ class TaintFilter:
         """The tainted clusters."""
         clusters = inp.clusters
         return fleet_derived(clusters, "filters.tainted", lambda: _tainted(clusters))
+
+    def key(self, inp: ScheduleInput) -> Hashable:
+        """The deployment's tolerations, field by field."""
+        return tuple((t.key, t.operator, t.value, t.effect) for t in inp.tolerations)
 
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica
@@ -97,6 +105,10 @@ class ReadinessFilter:
         """The clusters not Ready or publishing no pools."""
         clusters = inp.clusters
         return fleet_derived(clusters, "filters.not_ready", lambda: _not_ready(clusters))
+
+    def key(self, inp: ScheduleInput) -> Hashable:
+        """Nothing: readiness is the cluster's alone."""
+        return ()
 
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica
@@ -142,6 +154,16 @@ class CacheFilter:
         if cache is None:
             return ()
         return [name for name in inp.clusters if not cache.covers(name)]
+
+    def key(self, inp: ScheduleInput) -> Hashable:
+        """The missing caches, else the clusters the deployment's cache covers (its name
+        too: the refusal names it)."""
+        if inp.missing_caches:
+            return ("missing", inp.missing_caches)
+        cache = inp.cache
+        if cache is None:
+            return ()
+        return ("covers", cache.name, frozenset(x.cluster for x in cache.copies))
 
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica

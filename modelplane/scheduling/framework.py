@@ -25,7 +25,7 @@ its registration and its test.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, cast
 
@@ -112,11 +112,11 @@ class ClusterTable(dict[str, ObservedInferenceCluster]):
     def __init__(self, items: Mapping[str, ObservedInferenceCluster]) -> None:
         """The table of `items`, in their order."""
         super().__init__(items)
-        self.derived: dict[str, Any] = {}
+        self.derived: dict[Hashable, Any] = {}
 
 
 def fleet_derived(
-    clusters: Mapping[str, ObservedInferenceCluster], key: str, derive: Callable[[], T]
+    clusters: Mapping[str, ObservedInferenceCluster], key: Hashable, derive: Callable[[], T]
 ) -> T:
     """`derive()`, remembered under `key` on `clusters` when it is a `ClusterTable`.
 
@@ -172,7 +172,7 @@ def _caches(objects: Sequence[Mapping[str, Any]]) -> dict[str, ObservedModelCach
     return {c.name: c for c in sorted(seen, key=lambda c: c.name) if c.name}
 
 
-class _LastRead:
+class LastRead:
     """What was last read from a list of read-only objects, reused while the same arrive.
 
     Objects decoded once per version are shared between calls (`api.frozen`):
@@ -204,8 +204,8 @@ class _LastRead:
         return value
 
 
-_CLUSTERS = _LastRead()
-_REPLICAS = _LastRead()
+_CLUSTERS = LastRead()
+_REPLICAS = LastRead()
 
 
 def _read_clusters(
@@ -219,7 +219,7 @@ def _read_clusters(
 def read_clusters(clusters: Sequence[Mapping[str, Any]]) -> Mapping[str, ObservedInferenceCluster]:
     """Every InferenceCluster by name (sorted), as a scheduling cycle reads them.
 
-    The reading of the last list is reused while the same objects arrive (`_LastRead`),
+    The reading of the last list is reused while the same objects arrive (`LastRead`),
     so a composer and the cycle it runs share one reading of an unchanged fleet. The
     mapping is shared: callers never change it.
     """
@@ -374,6 +374,13 @@ class ClusterFilter(Protocol):
 
         Lets a cycle skip the rule where it cannot refuse, so one over a large fleet
         asks it only about the clusters it may keep out.
+        """
+
+    def key(self, inp: ScheduleInput) -> Hashable:
+        """Everything of `inp` but its clusters that `admit` reads, as a hashable value.
+
+        Two inputs over the same cluster table with equal keys for every rule get
+        the same verdicts, so a cycle reuses them (`scheduler.filter_clusters`).
         """
 
     def evict(

@@ -20,7 +20,7 @@ priority: the victim's deployment checks the values again.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Hashable
 from dataclasses import dataclass, field
 
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
@@ -58,6 +58,10 @@ class PreemptionFilter:
 
     def suspects(self, inp: ScheduleInput) -> Collection[str]:
         """No cluster: `admit` refuses none."""
+        return ()
+
+    def key(self, inp: ScheduleInput) -> Hashable:
+        """Nothing: `admit` reads nothing."""
         return ()
 
     def evict(
@@ -265,7 +269,7 @@ def victims_of(state: CycleState, name: str, retained: bool) -> tuple[tuple[str,
     if not retained:
         return ()
     own = next((r for r in state.own if r.name == name), None)
-    if own is None or own.ready:
+    if own is None or own.ready or not own.preempts:
         return ()
     alive = {(r.namespace, r.name) for r in state.others}
     return tuple(v for v in own.preempts if v in alive)

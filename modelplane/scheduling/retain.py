@@ -7,7 +7,7 @@ import operator
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -103,13 +103,39 @@ def _fleet_losers(state: CycleState) -> Losers:
     everyone = sorted((r for r in inp.replicas if inp.preemptor(r) is None), key=lambda r: r.order)
     found = []
     for key, holders in sorted(_holders(inp, everyone, state.shapes).items()):
-        lost = _replay_losers(state, key, holders, frozenset())
-        aged = sorted(holders, key=lambda h: by_age(h[0].order))
-        if inp.clusters[key[0]].packing == "Spread" and aged != holders:
-            lost += _replay_losers(state, key, aged, frozenset(lost))
+        lost = _pool_losers(state, key, holders)
         if lost:
-            found.append((key, tuple(lost)))
+            found.append((key, lost))
     return tuple(found)
+
+
+def _pool_losers(
+    state: CycleState, key: PoolKey, holders: list[Holder]
+) -> tuple[tuple[str, str], ...]:
+    """The holders that lose one pool (see `_fleet_losers`).
+
+    They depend on the cluster's reading and the holders' readings alone, so
+    they are remembered on the cluster's reading, pool by pool, while the very
+    same holders arrive: a fleet that changed elsewhere replays only the pools
+    whose holders changed. Readings never change, so the memo cannot go stale.
+    """
+    memo = state.inp.clusters[key[0]].derived.setdefault("retain.losers", {})
+    readings = tuple(r for r, _ in holders)
+    held = memo.get(key[1])
+    if (
+        held is not None
+        and held[0] is state.shapes
+        and held[1] is state.ev
+        and len(held[2]) == len(readings)
+        and all(map(operator.is_, held[2], readings))
+    ):
+        return cast(tuple[tuple[str, str], ...], held[3])
+    lost = _replay_losers(state, key, holders, frozenset())
+    aged = sorted(holders, key=lambda h: by_age(h[0].order))
+    if state.inp.clusters[key[0]].packing == "Spread" and aged != holders:
+        lost += _replay_losers(state, key, aged, frozenset(lost))
+    memo[key[1]] = (state.shapes, state.ev, readings, tuple(lost))
+    return tuple(lost)
 
 
 class _LastLosers:
@@ -118,7 +144,7 @@ class _LastLosers:
     Contention depends on the observed fleet alone, not on the deployment
     being scheduled, so it is replayed only when the fleet differs from the
     last call's: other clusters (readings of unchanged clusters arrive as
-    the very same objects, see `framework`'s `_LastRead`) or replicas that
+    the very same objects, see `framework`'s `LastRead`) or replicas that
     read differently (compared by value: a deployment's own replicas are
     merged into the listing afresh by every call). The readings are
     immutable, so holding them cannot go stale.

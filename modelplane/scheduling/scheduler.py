@@ -39,7 +39,7 @@ from modelplane.scheduling.framework import (
     fleet_derived,
     read_input,
 )
-from modelplane.scheduling.matching import ClusterPools, Shapes, cluster_pools
+from modelplane.scheduling.matching import ClusterPools, Shape, Shapes, cluster_pools
 from modelplane.scheduling.retain import (
     resolve_contention,
     retain,
@@ -62,26 +62,43 @@ from modelplane.scheduling.whatif import what_if
 def filter_clusters(state: CycleState) -> None:
     """Run every filter on every cluster; the first refusal is the cluster's verdict.
 
+    The verdicts depend on the cluster table and on what each rule reads of
+    the input (`ClusterFilter.key`) alone, so deployments alike share them: they
+    are computed once per fleet table and key (`fleet_derived`).
+    """
+    inp = state.inp
+    key = ("scheduling.filters", *(rule.key(inp) for rule in FILTERS))
+    verdicts, schedulable = fleet_derived(inp.clusters, key, lambda: cluster_verdicts(inp))
+    state.verdicts.update(verdicts)
+    state.schedulable.extend(schedulable)
+
+
+def cluster_verdicts(inp: ScheduleInput) -> tuple[dict[str, ClusterVerdict], list[str]]:
+    """Every refused cluster's verdict, and the admitted clusters in table order.
+
     A cluster no filter names among its suspects is admitted by all of them,
     without asking each (`ClusterFilter.suspects`).
     """
-    suspects = _suspects(state.inp)
+    verdicts: dict[str, ClusterVerdict] = {}
+    schedulable: list[str] = []
+    suspects = _suspects(inp)
     texts: dict[tuple[str, tuple[str, ...]], str] = {}  # many are refused alike (NotSelected)
-    for name, cl in state.inp.clusters.items():
+    for name, cl in inp.clusters.items():
         if suspects is not None and name not in suspects:
-            state.schedulable.append(name)
+            schedulable.append(name)
             continue
         for rule in FILTERS:
-            rejection = rule.admit(state.inp, cl)
+            rejection = rule.admit(inp, cl)
             if rejection is not None:
                 key = (rejection.reason, rejection.detail)
                 why = texts.get(key)
                 if why is None:
                     why = texts[key] = words.rejection_text(rejection)
-                state.verdicts[name] = ClusterVerdict(name, False, rejection.reason, why)
+                verdicts[name] = ClusterVerdict(name, False, rejection.reason, why)
                 break
         else:
-            state.schedulable.append(name)
+            schedulable.append(name)
+    return verdicts, schedulable
 
 
 def _suspects(inp: ScheduleInput) -> set[str] | None:
@@ -114,12 +131,30 @@ def match_pools(state: CycleState) -> None:
     never matched against: nothing new goes there. Matching itself happens in
     `CycleState.pool_matches`, once per shape, when a step first asks.
     """
-    held = {r.cluster for r in state.inp.replicas}
-    every = fleet_pools(state.inp.clusters, state.shapes)
-    names = sorted(set(state.schedulable) | (held & state.inp.candidates))
-    state.known_pools = {name: every[name].names for name in names}
-    state.pool_shapes.update({name: every[name].shapes for name in names})
-    state.pool_nodes.update({name: every[name].nodes for name in names})
+    inp = state.inp
+    admitted = set(state.schedulable)
+    held = {r.cluster for r in inp.replicas if r.cluster not in admitted}
+    extra = held & inp.candidates
+    # The admitted clusters come in table order, by name: sorting them again is linear.
+    names = tuple(sorted(admitted | extra if extra else state.schedulable))
+    every = fleet_pools(inp.clusters, state.shapes)
+    known, shapes, nodes = fleet_derived(
+        inp.clusters, ("scheduling.matched", state.shapes, names), lambda: _pools_of(every, names)
+    )
+    state.known_pools = dict(known)
+    state.pool_shapes.update(shapes)
+    state.pool_nodes.update(nodes)
+
+
+def _pools_of(
+    every: Mapping[str, ClusterPools], names: Sequence[str]
+) -> tuple[dict[str, list[str]], dict[str, dict[str, Shape]], dict[str, dict[str, int]]]:
+    """The pool names, shapes and node counts of the clusters `names`, by cluster."""
+    return (
+        {name: every[name].names for name in names},
+        {name: every[name].shapes for name in names},
+        {name: every[name].nodes for name in names},
+    )
 
 
 def fleet_pools(

@@ -77,7 +77,11 @@ def normalise(raw: Mapping[str, float], *, lower_is_better: bool = False) -> dic
 
 def weighted(rules: Iterable[ClusterScore], states: RuleStates, cluster: str) -> float:
     """The cluster's weighted sum over `rules` (what the fill maximises)."""
-    return sum(rule.weight * rule.score(states, cluster) for rule in rules)
+    return sum([rule.weight * rule.score(states, cluster) for rule in rules])
+
+
+# CacheReadiness's state; built once here, not per call (a subscripted type is a new object).
+_ReadyState = dict[str, frozenset[str] | None]
 
 
 @dataclass(frozen=True)
@@ -97,13 +101,13 @@ class CacheReadiness:
         """Note the clusters whose copy is Ready."""
         cache = inp.cache
         ready = {c.cluster for c in cache.copies if c.ready} if cache is not None else None
-        states.get(self.name, dict[str, frozenset[str] | None])["ready"] = (
+        states.get(self.name, _ReadyState)["ready"] = (
             frozenset(ready) if ready is not None else None
         )
 
     def score(self, states: RuleStates, cluster: str) -> float:
         """100 when the cluster's copy is Ready (or there is no cache), else 0."""
-        ready = states.get(self.name, dict[str, frozenset[str] | None]).get("ready")
+        ready = states.get(self.name, _ReadyState).get("ready")
         return MAX_SCORE if ready is None or cluster in ready else 0.0
 
     def placed(self, states: RuleStates, cluster: str) -> None:
@@ -140,7 +144,8 @@ class SpreadByLoad:
     def score(self, states: RuleStates, cluster: str) -> float:
         """100 × the share of the bound the cluster does not hold (0 at or past it)."""
         load = states.get(self.name, _Load)
-        return max(0.0, MAX_SCORE * (load.bound - load.held[cluster]) / load.bound)
+        held = load.held.get(cluster, 0)  # a Counter's missing key costs a Python call
+        return max(0.0, MAX_SCORE * (load.bound - held) / load.bound)
 
     def placed(self, states: RuleStates, cluster: str) -> None:
         """One more replica counts on `cluster`."""

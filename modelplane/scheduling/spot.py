@@ -10,7 +10,7 @@ does (`unschedulable`).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Hashable, Mapping
 
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
 from modelplane.scheduling.framework import (
@@ -39,6 +39,10 @@ class SpotFilter:
 
     def suspects(self, inp: ScheduleInput) -> Collection[str]:
         """No cluster: `admit` refuses none."""
+        return ()
+
+    def key(self, inp: ScheduleInput) -> Hashable:
+        """Nothing: `admit` reads nothing."""
         return ()
 
     def evict(

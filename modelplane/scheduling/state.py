@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from modelplane.api.objects import label_value
 from modelplane.api.readers import UNKNOWN_ORDER, ObservedModelReplica, ReplayOrder, StuckReplica
 from modelplane.scheduling import words
 from modelplane.scheduling.framework import (
@@ -83,6 +84,47 @@ class ByCluster(Mapping[PoolKey, V]):
 
     def __len__(self) -> int:
         return sum(len(t) for t in self._tables.values())
+
+
+class Ledgers(dict[PoolKey, PoolLedger]):
+    """The cycle's pool ledgers by (cluster, pool), knowing which clusters hold one.
+
+    The fill asks of every cluster whether any of its pools has a ledger yet
+    (`fill.fit`); counting them as ledgers come and go answers without looking
+    pool by pool. Ledgers are added by key and removed by `pop` only.
+    """
+
+    __slots__ = ("_per_cluster",)
+
+    def __init__(self) -> None:
+        """No ledger yet."""
+        super().__init__()
+        self._per_cluster: dict[str, int] = {}
+
+    def __setitem__(self, key: PoolKey, led: PoolLedger) -> None:
+        if key not in self:
+            self._per_cluster[key[0]] = self._per_cluster.get(key[0], 0) + 1
+        super().__setitem__(key, led)
+
+    def pop(self, key: PoolKey, default: Any = None) -> Any:
+        """Remove the pool's ledger; `default` when it has none."""
+        if key not in self:
+            return default
+        left = self._per_cluster[key[0]] - 1
+        if left:
+            self._per_cluster[key[0]] = left
+        else:
+            del self._per_cluster[key[0]]
+        return super().pop(key)
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("ledgers are added by key and removed by pop only")
+
+    __delitem__ = update = setdefault = popitem = clear = __ior__ = _refuse  # type: ignore[assignment]
+
+    def holds(self, cluster: str) -> bool:
+        """Whether any pool of `cluster` has a ledger."""
+        return cluster in self._per_cluster
 
 
 @dataclass(frozen=True)
@@ -164,9 +206,9 @@ class CycleState:
     unverifiable: list[Unverifiable] = field(default_factory=list)
     withdrawn: list[Withdrawal] = field(default_factory=list)
     scaled_down: list[str] = field(default_factory=list)
-    ledgers: dict[PoolKey, PoolLedger] = field(default_factory=dict)
-    # What each ledger was charged by build_ledger, in replay order; the fill's new
-    # replicas are in `placed` (see `charges`).
+    ledgers: Ledgers = field(default_factory=Ledgers)
+    # What each ledger was charged by build_ledger, in replay order (lists shared with
+    # the fleet's runs: never changed); the fill's new replicas are in `placed` (see `charges`).
     charged: dict[PoolKey, list[Charge]] = field(default_factory=dict)
     # What the fill charged each pool: the new replicas' names (sorted) by their load
     # there. The cluster runs replicas created together in name order, whatever
@@ -271,13 +313,54 @@ def new_state(inp: ScheduleInput, scores: tuple[ClusterScore, ...] = SCORES) -> 
 
     `scores` is the profile the fill ranks clusters by (the default: `SCORES`).
     """
-    own: list[ObservedModelReplica] = []
-    others: list[ObservedModelReplica] = []
-    for r in inp.replicas:
-        (own if r.belongs_to(inp.namespace, inp.name) else others).append(r)
+    fleet = _BY_ORDER.get(inp.replicas)
+    own = [
+        *fleet.owned.get((inp.namespace, inp.name, False), ()),
+        *fleet.owned.get((inp.namespace, label_value(inp.name), True), ()),
+    ]  # as `ObservedModelReplica.belongs_to` says
+    mine = {id(r) for r in own}
+    others = [r for r in fleet.by_order if id(r) not in mine] if mine else [*fleet.by_order]
     own.sort(key=lambda r: (r.cluster, r.index, r.order))
-    others.sort(key=attrgetter("order"))
     return CycleState(inp=inp, roles=role_defs(inp), own=own, others=others, scores=scores)
+
+
+@dataclass(frozen=True)
+class FleetOrder:
+    """A fleet's replicas by replay order, and by the deployment they belong to."""
+
+    by_order: list[ObservedModelReplica]
+    # (namespace, deployment, whether that is a label value) → its replicas.
+    owned: dict[tuple[str, str, bool], list[ObservedModelReplica]]
+
+
+def fleet_order(replicas: Sequence[ObservedModelReplica]) -> FleetOrder:
+    """`replicas` by `order`, and grouped by deployment (each group in that order)."""
+    by_order = sorted(replicas, key=attrgetter("order"))
+    owned: dict[tuple[str, str, bool], list[ObservedModelReplica]] = {}
+    for r in by_order:
+        owned.setdefault((r.namespace, r.deployment, r.deployment_is_label), []).append(r)
+    return FleetOrder(by_order, owned)
+
+
+class _LastOrder:
+    """The last replica tuple seen, in order (`fleet_order`): the replicas of an
+    unchanged fleet arrive as the very same tuple (`framework`'s `LastRead`)."""
+
+    def __init__(self) -> None:
+        self._replicas: tuple[ObservedModelReplica, ...] = ()
+        self._order = fleet_order(())
+
+    def get(self, replicas: Sequence[ObservedModelReplica]) -> FleetOrder:
+        """The fleet's order of `replicas` (shared: callers never change it)."""
+        if type(replicas) is not tuple:  # a list could have changed in place
+            return fleet_order(replicas)
+        if replicas is not self._replicas:
+            # Held, so the tuple cannot be freed and another take its identity.
+            self._replicas, self._order = replicas, fleet_order(replicas)
+        return self._order
+
+
+_BY_ORDER = _LastOrder()
 
 
 def candidates(state: CycleState, cluster: str) -> PoolOptions | None:

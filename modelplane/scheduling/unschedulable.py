@@ -24,7 +24,7 @@ it is withdrawn at once.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Hashable, Mapping
 
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica, StuckReplica
 from modelplane.scheduling.framework import Eviction, PoolKey, Rejection, ScheduleInput
@@ -59,6 +59,10 @@ class UnschedulableFilter:
 
     def suspects(self, inp: ScheduleInput) -> Collection[str]:
         """No cluster: `admit` refuses none."""
+        return ()
+
+    def key(self, inp: ScheduleInput) -> Hashable:
+        """Nothing: `admit` reads nothing."""
         return ()
 
     def evict(

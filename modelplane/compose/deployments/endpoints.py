@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from modelplane.api import constants as c
@@ -49,9 +50,7 @@ def endpoint_for(
     """The replica's ModelEndpoint, or None while it must receive no traffic."""
     if not (replica.ready and replica.endpoint and replica.cluster_gateway):
         return None
-    try:
-        parse_url(replica.endpoint)
-    except ValueError:
+    if not _valid_url(replica.endpoint):
         return None
     labels: dict[str, Any] = {
         **user_labels,
@@ -66,6 +65,16 @@ def endpoint_for(
         # verify and which client certificate to present (api/gateway_hop.py).
         "spec": {"url": replica.endpoint, **_cluster(replica)},
     }
+
+
+@lru_cache(maxsize=4096)  # by content: every call asks again of the same replicas' URLs
+def _valid_url(url: str) -> bool:
+    """Whether a replica's `status.endpoint` is a URL a ModelEndpoint may carry."""
+    try:
+        parse_url(url)
+    except ValueError:
+        return False
+    return True
 
 
 def _cluster(replica: ReplicaView) -> dict[str, str]:

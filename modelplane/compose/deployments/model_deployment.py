@@ -74,7 +74,7 @@ from modelplane.compose.types import (
     Resource,
 )
 from modelplane.scheduling import words
-from modelplane.scheduling.framework import ScheduleInput, read_clusters
+from modelplane.scheduling.framework import LastRead, ScheduleInput, read_clusters
 from modelplane.scheduling.scheduler import schedule_input
 from modelplane.scheduling.types import PlannedReplica, ScheduleResult
 from modelplane.scheduling.words import cluster_message, truncate
@@ -145,9 +145,7 @@ def requirements(
             api_version=c.API_VERSION, kind=FLEET_QUOTA_KIND, namespace=namespace
         ),
     }
-    if (spec is not None and spec.priority) or any(
-        memoized(r, "model_deployment.preempts", _preempts) for r in replicas
-    ):
+    if (spec is not None and spec.priority) or _listing(replicas).preempts:
         reqs[PRIORITIES_REQUIREMENT] = Requirement(
             api_version=PRIORITY_CLASS_API_VERSION, kind=PRIORITY_CLASS_KIND
         )
@@ -290,9 +288,14 @@ def _serving(inp: ComposeInput, clusters: Mapping[str, ObservedInferenceCluster]
         view = _replica_view(replica.name, replica.cluster, replica, clusters)
         endpoint = inp.observed.get(endpoint_key(key))
         routed = endpoint_for(view, "", "", {}) is not None
-        if not routed or (endpoint is not None and read_endpoint(endpoint).ready):
+        if not routed or (endpoint is not None and _endpoint_ready(endpoint)):
             out.add(replica.name)
     return frozenset(out)
+
+
+def _endpoint_ready(obj: Resource) -> bool:
+    """Whether an observed ModelEndpoint is Ready, read once per object version."""
+    return memoized(obj, "model_deployment.endpoint_ready", lambda o: read_endpoint(o).ready)
 
 
 def _status_of(composite: Resource) -> Mapping[str, Any]:
@@ -379,7 +382,7 @@ def _compose_leaving(
         if endpoint is not None:
             endpoint["spec"]["draining"] = True
             ekey = endpoint_key(key)
-            ready = ekey in inp.observed and read_endpoint(inp.observed[ekey]).ready
+            ready = ekey in inp.observed and _endpoint_ready(inp.observed[ekey])
             result.desired[ekey] = DesiredResource(endpoint, "True" if ready else "False")
         placements.append(
             Placement(
@@ -493,7 +496,7 @@ def _compose_endpoints(
         if canary is not None:
             manifest["spec"]["canaryPercent"] = canary
         ekey = endpoint_key(key)
-        ready = ekey in inp.observed and read_endpoint(inp.observed[ekey]).ready
+        ready = ekey in inp.observed and _endpoint_ready(inp.observed[ekey])
         result.desired[ekey] = DesiredResource(manifest, "True" if ready else "False")
 
 
@@ -569,30 +572,61 @@ def _fleet_replicas(inp: ComposeInput, namespace: str) -> list[Resource]:
     """
     listed = inp.required.get(REPLICAS_REQUIREMENT, [])
     owned = own_replicas(inp)
-    by_id: dict[tuple[str, str], Resource] = {}
-    unnamed = []
-    for obj in listed:
-        # Named once per object version: the listing is the same objects call after call.
-        key = memoized(obj, "model_deployment.replica_id", _replica_id)
-        if key is None:
-            unnamed.append(obj)
-        else:
-            by_id[key] = obj
+    index = _listing(listed)
+    by_id = dict(index.by_id)
     owned_slots = set()
     for obj in owned:
+        owned_slots.add(_slot(obj))
+        key = _replica_id(obj)
+        if key is not None and isinstance(meta(obj).get("namespace"), str):
+            # Named in full: listed as it is, so a read-only object keeps its one
+            # reading and an unchanged fleet lists the very same objects call after call.
+            by_id[key] = obj
+            continue
         om = dict(meta(obj))
         if not _readable_name(obj):
             twin = _named_twin(listed, _slot(obj))
             om = dict(meta(twin)) if twin is not None else {"name": _slot_name(obj)}
         om.setdefault("namespace", namespace)
-        owned_slots.add(_slot(obj))
         by_id[(str(om["namespace"]), str(om.get("name", "")))] = {**obj, "metadata": om}
-    for obj in unnamed:
+    for obj in index.unnamed:
         if _slot(obj) not in owned_slots:
             om = {**meta(obj), "name": _slot_name(obj)}
             om["namespace"] = om.get("namespace") if isinstance(om.get("namespace"), str) else ""
             by_id[(om["namespace"], om["name"])] = {**obj, "metadata": om}
     return [by_id[k] for k in sorted(by_id)]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Listing:
+    """What the composer reads of the fleet's replica listing as a whole."""
+
+    by_id: dict[tuple[str, str], Resource]  # the named ones by (namespace, name), last wins
+    unnamed: tuple[Resource, ...]  # those whose metadata does not name them
+    preempts: bool  # whether any names victims (`spec.preempts`)
+
+
+# Every deployment's call lists the same replica objects while the fleet is unchanged.
+_LISTINGS = LastRead()
+
+
+def _listing(listed: Sequence[Resource]) -> _Listing:
+    """The listing's index (`_Listing`), reused while the very same objects arrive."""
+    return _LISTINGS.get(listed, None, lambda: _index(listed))
+
+
+def _index(listed: Sequence[Resource]) -> _Listing:
+    by_id: dict[tuple[str, str], Resource] = {}
+    unnamed = []
+    for obj in listed:
+        # Once per object version: a changed fleet lists mostly the objects it listed.
+        key = memoized(obj, "model_deployment.replica_id", _replica_id)
+        if key is None:
+            unnamed.append(obj)
+        else:
+            by_id[key] = obj
+    preempts = any(memoized(r, "model_deployment.preempts", _preempts) for r in listed)
+    return _Listing(by_id, tuple(unnamed), preempts)
 
 
 def _replica_id(obj: Resource) -> tuple[str, str] | None:
