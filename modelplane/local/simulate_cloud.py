@@ -60,6 +60,7 @@ from modelplane.api import constants as c
 from modelplane.api.autoscaling import ReplicaSignals
 from modelplane.api.clouds import cloud_managing
 from modelplane.api.dra_publish import node_slices
+from modelplane.api.inventory import InventorySummary
 from modelplane.api.inventory_summary import summarize
 from modelplane.api.model_replica import ModelReplicaSpec
 from modelplane.api.objects import is_condition_true, label_value, replica_base, short_hash
@@ -401,17 +402,36 @@ def _summary_text(key: str) -> str:
     """The simulated agent's ConfigMap data (as JSON) for one cluster's plan, pods and time.
 
     Pure in its (JSON) key, so memoized: a render calls it for every cluster in
-    every round, and the Nodes and ResourceSlices it builds are the costly part.
+    every round. Its pools are the summary of the plans alone (`_pools_summary`).
     """
-    cluster, plans, pods, now, signals = json.loads(key)
+    _, plans, pods, now, signals = json.loads(key)
+    pools = _pools_summary(json.dumps(plans))
+    replicas = [ReplicaSignals.model_validate(s) for s in signals] or None
+    update = {"pools": pools.pools, "pools_truncated": pools.pools_truncated, "replicas": replicas}
+    summary = summarize([], [], pods, now, 0).model_copy(update=update)
+    return json.dumps(summary.to_data())
+
+
+STAND_IN_CLUSTER = "simulated"
+"""The cluster name the nodes of `_pools_summary` are named after."""
+
+
+@functools.lru_cache(maxsize=1024)
+def _pools_summary(plans: str) -> InventorySummary:
+    """The summary of the Nodes and ResourceSlices some pool plans bring up (no pods).
+
+    A summary counts nodes, zones and device shapes per pool; a node's name only
+    tells its devices apart from other nodes', and names built from any one
+    cluster's name are distinct. So the plans alone decide it, whatever cluster
+    they are on: a fleet of many alike clusters builds the costly Nodes and
+    ResourceSlices once per kind of cluster, not once per cluster.
+    """
     nodes: list[Obj] = []
     slices: list[Obj] = []
-    for plan in plans:
-        more = _pool_world(cluster, tuple(plan))
+    for plan in json.loads(plans):
+        more = _pool_world(STAND_IN_CLUSTER, tuple(plan))
         nodes, slices = nodes + more[0], slices + more[1]
-    summary = summarize(nodes, slices, pods, now, 0)
-    replicas = [ReplicaSignals.model_validate(s) for s in signals] or None
-    return json.dumps(summary.model_copy(update={"replicas": replicas}).to_data())
+    return summarize(nodes, slices, [], EPOCH.strftime("%Y-%m-%dT%H:%M:%SZ"), 0)
 
 
 def _float(value: str | None) -> float | None:
