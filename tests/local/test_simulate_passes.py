@@ -91,3 +91,39 @@ def test_an_unchanged_object_resolves_a_reference_that_appears_later() -> None:
     )
     simulate(store, clock, passes)
     assert _synced(store, "b") == ("True", "")
+
+
+class _CountingStore(ObjectStore):
+    """A store that counts how often each object's in-place changes are noted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.touches: dict[Key, int] = {}
+
+    def touch(self, key: Key) -> bool:
+        self.touches[key] = self.touches.get(key, 0) + 1
+        return super().touch(key)
+
+
+def test_an_object_two_steps_change_in_one_pass_is_noted_once() -> None:
+    # An inventory Object is simulated (synced, observed), then the simulated
+    # agent's summary is written into it: one pass, two in-place changes.
+    store, clock = _CountingStore(), Clock()
+    store.put(_provider_config())
+    inventory = _object("cluster-a-inventory")
+    inventory["metadata"]["labels"] = {c.LABEL_COMPONENT: "inventory", c.LABEL_CLUSTER: "cluster-a"}
+    store.put(inventory)
+    key = Key(
+        c.PROVIDER_KUBERNETES_API_VERSION,
+        "Object",
+        "modelplane-system",
+        inventory["metadata"]["name"],
+    )
+    version = store.version(key)
+    touched = simulate(store, clock, Passes())
+    assert touched == [key]
+    assert store.touches == {key: 1}
+    assert store.version(key) != version
+    obj = store.get(key)
+    assert obj is not None
+    assert list(obj["status"]["atProvider"]["manifest"]["data"]) == [c.INVENTORY_DATA_KEY]
