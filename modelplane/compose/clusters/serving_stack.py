@@ -37,10 +37,12 @@ Every chart is pinned at a version the Helm values oracle knows (`stack/charts.p
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from modelplane.api import constants as c
 from modelplane.api.clouds import cloud_named
+from modelplane.api.frozen import memoized
 from modelplane.api.gateway_hop import CLIENT_POLICY
 from modelplane.api.readers import ObservedModelReplica, read_model_replica
 from modelplane.api.reasons import ServingStackReadyReason, ValidReason
@@ -165,12 +167,14 @@ def _storage_class(spec: ServingStackSpec, driver: str) -> tuple[dict[str, Any] 
     return sc, None
 
 
-def _storage(spec: ServingStackSpec, namespace: str, result: ComposeResult) -> dict[str, Resource]:
+def _storage(spec: ServingStackSpec, namespace: str) -> tuple[dict[str, Resource], list[str]]:
+    """The StorageClasses' Objects, and why each one not made yet waits (an event each)."""
     out = {}
+    pending = []
     for driver in (spec.storage.csi_drivers or []) if spec.storage else []:
         sc, why = _storage_class(spec, driver)
         if sc is None:
-            result.normal("StorageClassPending", str(why))
+            pending.append(str(why))
             continue
         key = f"storage-class-{STORAGE_CLASS_NAMES[driver]}"
         item = Item(
@@ -183,7 +187,7 @@ def _storage(spec: ServingStackSpec, namespace: str, result: ComposeResult) -> d
         out[key] = wrap(
             item, namespace, spec.provider_config_name, labels(spec.cluster_name, "storage-class")
         )
-    return out
+    return out, pending
 
 
 def _usage_key(cluster: str, of: Ref, by: Ref) -> str:
@@ -218,9 +222,8 @@ def cert_manager_usage(
     return key, resource
 
 
-def _usages(
-    spec: ServingStackSpec, namespace: str, objects: dict[str, Resource]
-) -> dict[str, Resource]:
+def _usages(spec: ServingStackSpec, namespace: str) -> dict[str, Resource]:
+    """The Usages the spec alone decides (every one but the queues', `_queue_usages`)."""
     out: dict[str, Resource] = {}
     pools = [(p.gpu, Ref(p.api_version, p.kind, p.name)) for p in spec.node_pools or []]
     for chart, _ in charts(spec):
@@ -252,6 +255,14 @@ def _usages(
             "KServe's certificates go before cert-manager",
         )
         out[key] = resource
+    return out
+
+
+def _queue_usages(
+    spec: ServingStackSpec, namespace: str, objects: dict[str, Resource]
+) -> dict[str, Resource]:
+    """A Usage per queue among `objects`: the queue goes before the release serving it."""
+    out: dict[str, Resource] = {}
     for obj in objects.values():
         system = _queue_system(obj)
         if system is not None:
@@ -338,6 +349,45 @@ def compose(inp: ComposeInput) -> ComposeResult:
             f"invalid ServingStack: {error}",
         )
     namespace = str(meta(inp.composite).get("namespace") or c.SYSTEM_NAMESPACE)
+    fixed = _fixed_resources(inp, spec, namespace)
+    for message in fixed.pending:
+        result.normal("StorageClassPending", message)
+    scheduling = _scheduling(inp, spec, namespace, result)
+    objects: dict[str, Resource] = {**fixed.objects, **scheduling}
+    usages = {**fixed.usages, **_queue_usages(spec, namespace, scheduling)}
+    resources = {**fixed.releases, **objects, **usages}
+    for key, resource in resources.items():
+        ok = _readiness(inp, key, resource)
+        result.desired[key] = DesiredResource(resource, "True" if ok else "False")
+    _status(inp, result, spec)
+    return result
+
+
+@dataclass(frozen=True)
+class _Fixed:
+    """What the stack's spec, namespace and image alone decide: the releases, the
+    objects but the queues, the Usages but the queues', the StorageClasses that wait."""
+
+    releases: dict[str, Resource]
+    objects: dict[str, Resource]
+    usages: dict[str, Resource]
+    pending: list[str]
+
+
+def _fixed_resources(inp: ComposeInput, spec: ServingStackSpec, namespace: str) -> _Fixed:
+    """`_fixed`, remembered on the decoded (read-only) spec for its namespace and image.
+
+    A stack's spec changes rarely while its composer is called every time what
+    it observes does (a fleet's thousand stacks, several times each). What is
+    remembered is only read: the engine and the servicer copy or encode
+    desired objects, never change them.
+    """
+    key = f"serving_stack.fixed:{namespace}:{inp.image}"
+    return memoized(inp.composite.get("spec"), key, lambda _: _fixed(spec, namespace, inp.image))
+
+
+def _fixed(spec: ServingStackSpec, namespace: str, image: str) -> _Fixed:
+    storage, pending = _storage(spec, namespace)
     releases = {
         release_key(chart): release(chart, version, spec, namespace)
         for chart, version in charts(spec)
@@ -346,16 +396,10 @@ def compose(inp: ComposeInput) -> ComposeResult:
         **_gateway_objects(spec, namespace),
         **gateway_hop.objects(spec, namespace),
         **inference_pool.crd_object(spec, namespace),
-        **_storage(spec, namespace, result),
-        **agent_objects(spec, namespace, inp.image),
-        **_scheduling(inp, spec, namespace, result),
+        **storage,
+        **agent_objects(spec, namespace, image),
     }
-    resources = {**releases, **objects, **_usages(spec, namespace, objects)}
-    for key, resource in resources.items():
-        ok = _readiness(inp, key, resource)
-        result.desired[key] = DesiredResource(resource, "True" if ok else "False")
-    _status(inp, result, spec)
-    return result
+    return _Fixed(releases, objects, _usages(spec, namespace), pending)
 
 
 def _scheduling(
