@@ -64,7 +64,7 @@ from modelplane.api.inventory import InventorySummary
 from modelplane.api.inventory_summary import summarize
 from modelplane.api.model_replica import ModelReplicaSpec
 from modelplane.api.objects import is_condition_true, label_value, replica_base, short_hash
-from modelplane.api.readers import ObservedInferenceCluster, read_inference_cluster
+from modelplane.api.readers import ObservedPool, read_published_pools
 from modelplane.compose.clusters.clouds import PROVISIONERS
 from modelplane.compose.clusters.clouds.provisioned import ProviderReports
 from modelplane.compose.objects import dns_label
@@ -292,9 +292,13 @@ def _requested(obj: Obj) -> int:
     return 0
 
 
-def _pool_devices(observed: ObservedInferenceCluster | None, pool: str) -> list[dict[str, Any]]:
+Published = dict[str, ObservedPool]
+"""An InferenceCluster's published pools, by name (`read_published_pools`)."""
+
+
+def _pool_devices(observed: Published, pool: str) -> list[dict[str, Any]]:
     """The class devices the InferenceCluster publishes for `pool` (wire form)."""
-    published = observed.pool(pool) if observed is not None else None
+    published = observed.get(pool)
     if published is None or not published.known:
         return []
     return [dict(d) for d in published.devices if d.get("claim", "DRA") == "DRA"]
@@ -343,7 +347,7 @@ PoolPlan = tuple[str, int, str | None, list[dict[str, Any]], list[tuple[str, ...
 
 
 def _pool_plan(
-    observed: ObservedInferenceCluster | None,
+    observed: Published,
     cluster: str,
     pool: str,
     count: int,
@@ -366,9 +370,7 @@ def _pool_world(cluster: str, plan: PoolPlan) -> World:
     return nodes, slices
 
 
-def _node_pool_plan(
-    observed: ObservedInferenceCluster | None, obj: Obj, found: Fixtures
-) -> PoolPlan | None:
+def _node_pool_plan(observed: Published, obj: Obj, found: Fixtures) -> PoolPlan | None:
     """What a provisioned node pool brought up (None: nothing yet)."""
     cluster, pool = _pool_of(obj) or ("", "")
     fixture = _stocked_out(obj, found.stockouts)
@@ -385,7 +387,8 @@ def _cluster_plan(
     """The simulated cluster's pools: its node pools, or an Existing cluster's declared pools."""
     node_pools = [o for o in managed if (_pool_of(o) or ("",))[0] == cluster]
     ic = store.get(Key(c.API_VERSION, "InferenceCluster", "", cluster))
-    observed = read_inference_cluster(ic) if ic is not None else None
+    # Its published pools alone: the rest of a reading validates the whole spec.
+    observed = read_published_pools(ic) if ic is not None else {}
     plans = [_node_pool_plan(observed, obj, found) for obj in node_pools]
     out = [p for p in plans if p is not None]
     spec = (ic or {}).get("spec") or {}
