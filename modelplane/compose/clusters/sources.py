@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from modelplane.api import constants as c
 from modelplane.api.clouds import Cloud, cloud_named
 from modelplane.api.common import format_validation_error
+from modelplane.api.frozen import memoized
 from modelplane.api.inference_class import InferenceClassSpec
 from modelplane.api.inference_cluster import (
     GPUPool,
@@ -251,6 +252,27 @@ def _stack_spec(
     )
 
 
+def _stack_spec_wire(
+    inp: ComposeInput,
+    name: str,
+    spec: InferenceClusterSpec,
+    pc_name: str,
+    view: ProvisionedClusterView | None,
+) -> dict[str, Any]:
+    """The ServingStack's spec (wire form); remembered on the decoded InferenceCluster
+    spec `spec` was read from when nothing provisioned adds to it (an Existing cluster).
+
+    What is remembered is only read: the engine and the servicer copy or encode
+    desired objects, never change them.
+    """
+    if view is not None:
+        return _stack_spec(name, spec, pc_name, view).to_dict()
+    key = f"sources.stack_spec:{name}:{pc_name}"
+    return memoized(
+        inp.composite.get("spec"), key, lambda _: _stack_spec(name, spec, pc_name, None).to_dict()
+    )
+
+
 def serving_stack(
     inp: ComposeInput,
     result: ComposeResult,
@@ -276,7 +298,7 @@ def serving_stack(
             "namespace": c.SYSTEM_NAMESPACE,
             "labels": {c.LABEL_CLUSTER: name, c.LABEL_MANAGED_BY: c.MANAGED_BY},
         },
-        "spec": _stack_spec(name, spec, pc_name, view).to_dict(),
+        "spec": _stack_spec_wire(inp, name, spec, pc_name, view),
     }
     observed = inp.observed.get(STACK_KEY)
     cond = condition(observed, c.CONDITION_SERVING_STACK_READY)
