@@ -14,7 +14,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from replicas import NAME, NS, cluster, cond, manifest, observed_from, parent, replica, run
 
-from modelplane.api.frozen import frozen, thaw
 from modelplane.compose import objects
 from modelplane.compose.replica.engines import ray
 from modelplane.compose.replica.model_replica import compose
@@ -831,33 +830,3 @@ def test_engine_port_is_the_one_the_container_declares(
     assert [(p["port"], p["targetPort"]) for p in svc] == [(expected_port, expected_port)]
     backend = manifest(res, "route")["spec"]["rules"][0]["backendRefs"]
     assert [b["port"] for b in backend] == [expected_port]
-
-
-def _answer(res: ComposeResult) -> Any:
-    return (
-        {k: (thaw(d.resource), d.ready) for k, d in res.desired.items()},
-        [(c.type, c.status, c.reason, c.message) for c in res.conditions],
-        [(e.severity, e.reason, e.message) for e in res.events],
-        thaw(dict(res.status)),
-        res.ready,
-        res.fatal,
-    )
-
-
-@pytest.mark.parametrize(
-    "spec",
-    [
-        {},
-        {"workers": {"count": 1, "template": {"spec": {"containers": [{"name": "x"}]}}}},
-        {"index": -1},
-    ],
-    ids=["valid", "bad-template", "bad-field"],
-)
-def test_a_remembered_spec_check_answers_as_a_plain_spec(spec: dict[str, Any]) -> None:
-    plain = replica(**spec)
-    decoded = frozen(plain)
-    expected = _answer(run(plain, cluster()))
-    valid = next(x for x in expected[1] if x[0] == "Valid")
-    assert valid[1] == ("True" if not spec else "False")
-    for _ in range(2):  # the second call over the decoded spec reads the memo
-        assert _answer(run(decoded, frozen(cluster()))) == expected

@@ -49,7 +49,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from modelplane.api import constants as c
-from modelplane.api.frozen import memoized
 from modelplane.api.inference_cluster import GatewayRef
 from modelplane.api.model_replica import ModelReplicaSpec, ModelReplicaStatus
 from modelplane.api.objects import condition, label_value, replica_base
@@ -101,30 +100,19 @@ def _identity(xr: Resource) -> tuple[str, str] | None:
     return (name, ns) if name and ns else None
 
 
-def _checked(composite: Resource) -> tuple[ModelReplicaSpec | None, str]:
-    """The replica's spec and what is wrong with it ("" when nothing); remembered on
-    the decoded spec, as the spec alone decides it."""
-
-    def check(_: Any) -> tuple[ModelReplicaSpec | None, str]:
-        spec, msg = parse_spec(ModelReplicaSpec, composite)
-        if spec is not None:
-            msg = "; ".join(
-                [
-                    err
-                    for role in spec.roles().values()
-                    for err in workload.template_errors(
-                        role.workers.template, workload.template_path(role)
-                    )
-                ]
-                or backends.spec_errors(spec)
-            )
-        return spec, msg
-
-    return memoized(composite.get("spec"), "model_replica.checked", check)
-
-
 def _validate(inp: ComposeInput, res: ComposeResult) -> ModelReplicaSpec | ComposeResult:
-    spec, msg = _checked(inp.composite)
+    spec, msg = parse_spec(ModelReplicaSpec, inp.composite)
+    if spec is not None:
+        msg = "; ".join(
+            [
+                err
+                for role in spec.roles().values()
+                for err in workload.template_errors(
+                    role.workers.template, workload.template_path(role)
+                )
+            ]
+            or backends.spec_errors(spec)
+        )
     if spec is None or msg:
         return outcome.hold(
             inp,
