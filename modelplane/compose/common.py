@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -157,3 +158,48 @@ def keep_observed(inp: ComposeInput) -> dict[str, DesiredResource]:
     resource left out of desired state is deleted.
     """
     return {name: DesiredResource(as_desired(obj)) for name, obj in inp.observed.items()}
+
+
+T = TypeVar("T")
+
+
+class ContentMemo(Generic[T]):
+    """Values derived from content, remembered by a key that renders the content exactly
+    (`content_key`), the least recently used forgotten beyond `size`.
+
+    For what a composite's spec decides, called again and again while the spec
+    stays as it was: the decoded spec object itself is a new one whenever
+    Crossplane's own `spec.crossplane` bookkeeping changes, so `memoized` on it
+    would forget at every new composed resource. Every value is only read by
+    its callers.
+    """
+
+    def __init__(self, size: int) -> None:
+        """An empty memo keeping at most `size` values."""
+        self._size = size
+        self._entries: OrderedDict[Hashable, T] = OrderedDict()
+
+    def get(self, key: Hashable, derive: Callable[[], T]) -> T:
+        """The value remembered under `key`, else `derive()` (then remembered)."""
+        try:
+            value = self._entries[key]
+        except KeyError:
+            value = self._entries[key] = derive()
+            if len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+            return value
+        self._entries.move_to_end(key)
+        return value
+
+    def clear(self) -> None:
+        """Forget every value."""
+        self._entries.clear()
+
+
+def content_key(composite: Resource) -> str:
+    """The composite's spec without Crossplane's bookkeeping, rendered exactly.
+
+    `repr` of JSON values is a Python literal that reads back to the same values
+    and types (1, 1.0 and True differ), so equal keys are equal specs.
+    """
+    return repr(spec_body(composite))

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from modelplane.api.frozen import FrozenDict, frozen
-from modelplane.compose.clusters import inference_class, inference_cluster
+from modelplane.api.frozen import frozen
+from modelplane.compose.clusters import inference_class, inference_cluster, sources
 from modelplane.compose.common import keep_observed
 from modelplane.compose.types import (
     ComposeInput,
@@ -425,28 +425,28 @@ def test_kept_resources_carry_intent_not_server_owned_fields() -> None:
         {"enabled": True, "kserve": {"enabled": True}, "inventory": {"enabled": False}},
     ],
 )
-def test_a_remembered_serving_stack_spec_is_the_one_a_plain_spec_composes(
+def test_a_remembered_serving_stack_spec_is_the_one_built_afresh(
     stack: dict[str, Any] | None,
 ) -> None:
     spec: dict[str, Any] = {"scheduling": {"schedulerName": "kai-scheduler", "install": True}}
     spec["servingStack"] = stack
 
-    def stack_spec(composite: dict[str, Any]) -> Any:
+    def stack_spec(composite: dict[str, Any], afresh: bool = False) -> Any:
+        if afresh:
+            sources._STACK_SPECS.clear()
         required = {"class-h100-8x": [frozen(klass("h100-8x", GPU))], "kubeconfig-secret": [SECRET]}
         res = inference_cluster.compose(ComposeInput(composite, {}, required))
         return res.desired["serving-stack"].resource["spec"]
 
     plain = cluster(**spec)
-    if stack is None:
-        del plain["spec"]["servingStack"]
-    decoded = frozen(plain)
-    expected = stack_spec(plain)
+    expected = stack_spec(plain, afresh=True)
     assert expected["clusterName"] == "east"
-    assert stack_spec(decoded) == expected
-    assert stack_spec(decoded) is stack_spec(decoded)  # remembered on the decoded spec
-    # The same spec object under another name: its own stack spec.
-    renamed = FrozenDict({**decoded, "metadata": frozen({"name": "west"})})
-    assert renamed["spec"] is decoded["spec"]
+    assert stack_spec(frozen(plain)) == expected
+    # A new object, the same spec but Crossplane's bookkeeping: remembered.
+    moved = copy.deepcopy(plain)
+    moved["spec"]["crossplane"] = {"resourceRefs": [{"name": "r"}]}
+    assert stack_spec(moved) is stack_spec(plain)
+    # The same spec under another name: its own stack spec.
     west = copy.deepcopy(plain)
     west["metadata"]["name"] = "west"
-    assert stack_spec(renamed) == stack_spec(west) != expected
+    assert stack_spec(west) == stack_spec(west, afresh=True) != expected

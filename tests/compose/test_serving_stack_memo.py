@@ -1,5 +1,5 @@
-"""ServingStack: what its spec alone decides is remembered on the decoded spec, and answers
-exactly as a call over a plain (never remembered) spec does."""
+"""ServingStack: what its spec alone decides is remembered by the spec's content, and
+answers exactly as a call that builds it afresh does."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from modelplane.api.frozen import FrozenDict, frozen, thaw
+from modelplane.api.frozen import frozen, thaw
+from modelplane.compose.clusters import serving_stack
 from modelplane.compose.clusters.serving_stack import compose
 from modelplane.compose.types import ComposeInput, ComposeResult
 
@@ -21,13 +22,18 @@ SPECS: dict[str, dict[str, Any]] = {
 }
 
 
-def _stack(spec: dict[str, Any], namespace: str = "modelplane-system") -> dict[str, Any]:
-    return {
-        "apiVersion": "infrastructure.modelplane.ai/v1alpha1",
-        "kind": "ServingStack",
-        "metadata": {"name": "east", "namespace": namespace},
-        "spec": {"clusterName": "east", "providerConfigName": "modelplane-east", **spec},
-    }
+def _stack(spec: dict[str, Any], namespace: str = "modelplane-system", refs: int = 0) -> Any:
+    body = {"clusterName": "east", "providerConfigName": "modelplane-east", **spec}
+    # Crossplane's bookkeeping changes as composed resources appear: not the spec's content.
+    body["crossplane"] = {"resourceRefs": [{"name": f"r{i}"} for i in range(refs)]}
+    return frozen(
+        {
+            "apiVersion": "infrastructure.modelplane.ai/v1alpha1",
+            "kind": "ServingStack",
+            "metadata": {"name": "east", "namespace": namespace},
+            "spec": body,
+        }
+    )
 
 
 def _replica(namespace: str) -> dict[str, Any]:
@@ -54,36 +60,38 @@ def _answer(res: ComposeResult) -> tuple[Any, ...]:
     )
 
 
-def _call(composite: dict[str, Any], replicas: list[str], image: str = "img:1") -> tuple[Any, ...]:
+def _call(composite: Any, replicas: list[str], image: str = "img:1") -> ComposeResult:
     required = {"replicas": [_replica(ns) for ns in replicas]}
-    return _answer(compose(ComposeInput(composite, {}, required, image=image)))
+    return compose(ComposeInput(composite, {}, required, image=image))
+
+
+def _afresh(composite: Any, replicas: list[str], image: str = "img:1") -> tuple[Any, ...]:
+    serving_stack._FIXED.clear()
+    return _answer(_call(composite, replicas, image))
+
+
+CALLS = [(["a"], "img:1", 0), (["a", "b"], "img:1", 3), ([], "img:2", 3), (["b"], "img:1", 5)]
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))
-def test_a_remembered_stack_answers_as_a_plain_one(name: str) -> None:
-    decoded = frozen(_stack(SPECS[name]))
-    # Calls over the same decoded spec, with what else they see changing between them.
-    for replicas, image in (
-        (["a"], "img:1"),
-        (["a", "b"], "img:1"),
-        ([], "img:2"),
-        (["b"], "img:1"),
-    ):
-        plain = _call(_stack(SPECS[name]), replicas, image)
-        assert _call(decoded, replicas, image) == plain
-    # The same spec object under another namespace: its own answer, not the memo's.
-    moved = FrozenDict({**frozen(_stack({}, "other")), "spec": decoded["spec"]})
-    assert moved["spec"] is decoded["spec"]
-    assert _call(moved, ["a"]) == _call(_stack(SPECS[name], "other"), ["a"])
-    assert _call(moved, ["a"]) != _call(decoded, ["a"])
+def test_a_remembered_stack_answers_as_one_built_afresh(name: str) -> None:
+    expected = [_afresh(_stack(SPECS[name], refs=refs), r, image) for r, image, refs in CALLS]
+    serving_stack._FIXED.clear()
+    for (replicas, image, refs), answer in zip(CALLS, expected, strict=True):
+        assert _answer(_call(_stack(SPECS[name], refs=refs), replicas, image)) == answer
+    # The same spec in another namespace: its own answer, not the one remembered.
+    moved = _answer(_call(_stack(SPECS[name], "other"), ["a"]))
+    assert moved == _afresh(_stack(SPECS[name], "other"), ["a"])
+    assert moved != expected[0]
 
 
-def test_the_spec_is_read_once_per_namespace_and_image() -> None:
-    decoded = frozen(_stack(SPECS["storage"]))
-    first = compose(ComposeInput(decoded, {}, {"replicas": []}, image="img:1"))
-    again = compose(ComposeInput(decoded, {}, {"replicas": []}, image="img:1"))
-    other = compose(ComposeInput(decoded, {}, {"replicas": []}, image="img:2"))
+def test_the_spec_is_read_once_per_content_namespace_and_image() -> None:
+    serving_stack._FIXED.clear()
+    first = _call(_stack(SPECS["storage"]), [])
+    again = _call(_stack(SPECS["storage"], refs=2), [])  # a new object, the same spec
+    other = _call(_stack(SPECS["storage"]), [], image="img:2")
+    changed = _call(_stack({**SPECS["storage"], "cloud": "GKE"}), [])
     key = "gateway"
     assert again.desired[key].resource is first.desired[key].resource
     assert other.desired[key].resource is not first.desired[key].resource
-    assert other.desired[key].resource == first.desired[key].resource
+    assert changed.desired[key].resource is not first.desired[key].resource

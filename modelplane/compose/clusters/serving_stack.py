@@ -42,7 +42,6 @@ from typing import Any
 
 from modelplane.api import constants as c
 from modelplane.api.clouds import cloud_named
-from modelplane.api.frozen import memoized
 from modelplane.api.gateway_hop import CLIENT_POLICY
 from modelplane.api.readers import ObservedModelReplica, read_model_replica
 from modelplane.api.reasons import ServingStackReadyReason, ValidReason
@@ -66,7 +65,7 @@ from modelplane.compose.clusters.stack.charts import (
     release,
     release_key,
 )
-from modelplane.compose.common import meta, parse_spec
+from modelplane.compose.common import ContentMemo, content_key, meta, parse_spec
 from modelplane.compose.objects import Item, wrap
 from modelplane.compose.readiness import DEPLOYMENT_ROLLED_OUT, EXISTS, PROGRAMMED, wrapped
 from modelplane.compose.types import (
@@ -374,16 +373,19 @@ class _Fixed:
     pending: list[str]
 
 
+_FIXED: ContentMemo[_Fixed] = ContentMemo(4096)
+
+
 def _fixed_resources(inp: ComposeInput, spec: ServingStackSpec, namespace: str) -> _Fixed:
-    """`_fixed`, remembered on the decoded (read-only) spec for its namespace and image.
+    """`_fixed`, remembered by the spec's content, namespace and image.
 
     A stack's spec changes rarely while its composer is called every time what
     it observes does (a fleet's thousand stacks, several times each). What is
     remembered is only read: the engine and the servicer copy or encode
     desired objects, never change them.
     """
-    key = f"serving_stack.fixed:{namespace}:{inp.image}"
-    return memoized(inp.composite.get("spec"), key, lambda _: _fixed(spec, namespace, inp.image))
+    key = (content_key(inp.composite), namespace, inp.image)
+    return _FIXED.get(key, lambda: _fixed(spec, namespace, inp.image))
 
 
 def _fixed(spec: ServingStackSpec, namespace: str, image: str) -> _Fixed:

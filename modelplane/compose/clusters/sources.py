@@ -30,7 +30,6 @@ from pydantic import ValidationError
 from modelplane.api import constants as c
 from modelplane.api.clouds import Cloud, cloud_named
 from modelplane.api.common import format_validation_error
-from modelplane.api.frozen import memoized
 from modelplane.api.inference_class import InferenceClassSpec
 from modelplane.api.inference_cluster import (
     GPUPool,
@@ -71,7 +70,7 @@ from modelplane.compose.clusters.inventory import (
     inventory_observation,
     read_observed_inventory,
 )
-from modelplane.compose.common import as_desired, meta, parse_spec
+from modelplane.compose.common import ContentMemo, as_desired, content_key, meta, parse_spec
 from modelplane.compose.types import ComposeInput, ComposeResult, DesiredResource, Resource
 
 INFRA_KEY = "infrastructure"
@@ -259,18 +258,20 @@ def _stack_spec_wire(
     pc_name: str,
     view: ProvisionedClusterView | None,
 ) -> dict[str, Any]:
-    """The ServingStack's spec (wire form); remembered on the decoded InferenceCluster
-    spec `spec` was read from when nothing provisioned adds to it (an Existing cluster).
+    """The ServingStack's spec (wire form); remembered by the content of the
+    InferenceCluster spec `spec` was read from, its name and provider config, when
+    nothing provisioned adds to it (an Existing cluster).
 
     What is remembered is only read: the engine and the servicer copy or encode
     desired objects, never change them.
     """
     if view is not None:
         return _stack_spec(name, spec, pc_name, view).to_dict()
-    key = f"sources.stack_spec:{name}:{pc_name}"
-    return memoized(
-        inp.composite.get("spec"), key, lambda _: _stack_spec(name, spec, pc_name, None).to_dict()
-    )
+    key = (content_key(inp.composite), name, pc_name)
+    return _STACK_SPECS.get(key, lambda: _stack_spec(name, spec, pc_name, None).to_dict())
+
+
+_STACK_SPECS: ContentMemo[dict[str, Any]] = ContentMemo(4096)
 
 
 def serving_stack(

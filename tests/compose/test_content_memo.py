@@ -1,0 +1,57 @@
+"""ContentMemo and content_key: a bounded memo keyed by a spec's exact content."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from modelplane.api.frozen import frozen
+from modelplane.compose.common import ContentMemo, content_key
+
+
+def _xr(spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "a"}, "spec": spec}
+
+
+def test_equal_specs_share_a_key_and_crossplane_bookkeeping_is_no_part_of_it() -> None:
+    spec = {"a": [1, {"b": "c"}], "d": None}
+    key = content_key(_xr(spec))
+    assert content_key(_xr(frozen(spec))) == key
+    assert content_key(_xr({**spec, "crossplane": {"resourceRefs": [{"name": "r"}]}})) == key
+
+
+def test_values_of_other_types_or_content_never_share_a_key() -> None:
+    specs = [
+        {"n": 1},
+        {"n": 1.0},
+        {"n": True},
+        {"n": "1"},
+        {"n": [1]},
+        {"n": None},
+        {"n": "a', 'm': 'b"},
+        {"n": "a", "m": "b"},
+        {},
+        None,
+    ]
+    assert len({content_key(_xr(s)) for s in specs}) == len(specs)
+    # Any spec that is not an object reads as none at all (`spec_body`).
+    assert content_key(_xr("spec")) == content_key(_xr(None))
+
+
+def test_the_least_recently_used_value_is_forgotten_beyond_the_size() -> None:
+    memo: ContentMemo[str] = ContentMemo(2)
+    derived: list[str] = []
+
+    def derive(value: str) -> Any:
+        def run() -> str:
+            derived.append(value)
+            return value.upper()
+
+        return run
+
+    assert memo.get("a", derive("a")) == "A"
+    assert memo.get("b", derive("b")) == "B"
+    assert memo.get("a", derive("a")) == "A"  # remembered; "b" is now the least recent
+    assert memo.get("c", derive("c")) == "C"  # forgets "b"
+    assert memo.get("a", derive("a")) == "A"
+    assert memo.get("b", derive("b")) == "B"
+    assert derived == ["a", "b", "c", "b"]
