@@ -44,11 +44,23 @@ def without_crossplane_spec(composite: Resource) -> Resource:
 def parse_spec(model: type[M], composite: Resource) -> tuple[M | None, str]:
     """Validate the composite's spec; return `(spec, "")` or `(None, message naming the field)`.
 
-    Remembered on a decoded (read-only) spec, so a spec many calls see is
-    validated once; callers never change the model they get.
+    Remembered on a decoded (read-only) spec, and by the spec's content
+    (`content_key`): a composite's decoded spec is a new object whenever
+    Crossplane's bookkeeping under it changes, and equal specs parse alike. So
+    a spec many calls see is validated once; callers never change the model
+    they get.
     """
     key, parse = _parser(model)
-    return memoized(composite.get("spec"), key, parse)
+
+    def parse_by_content(raw: Any) -> tuple[M | None, str]:
+        return _PARSED.get((key, _raw_key(raw)), lambda: parse(raw))
+
+    return memoized(composite.get("spec"), key, parse_by_content)
+
+
+def _raw_key(raw: Any) -> str:
+    """`content_key` of a composite whose spec is `raw`."""
+    return repr(_body(raw))
 
 
 @functools.cache
@@ -202,4 +214,8 @@ def content_key(composite: Resource) -> str:
     `repr` of JSON values is a Python literal that reads back to the same values
     and types (1, 1.0 and True differ), so equal keys are equal specs.
     """
-    return repr(spec_body(composite))
+    return _raw_key(composite.get("spec"))
+
+
+_PARSED: ContentMemo[Any] = ContentMemo(8192)
+"""`parse_spec`'s answers by model and spec content."""

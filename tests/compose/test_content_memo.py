@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from modelplane.api.frozen import frozen
-from modelplane.compose.common import ContentMemo, content_key
+from modelplane.api.serving_stack import ServingStackSpec
+from modelplane.compose import common
+from modelplane.compose.common import ContentMemo, content_key, parse_spec
 
 
 def _xr(spec: Any) -> dict[str, Any]:
@@ -55,3 +57,23 @@ def test_the_least_recently_used_value_is_forgotten_beyond_the_size() -> None:
     assert memo.get("a", derive("a")) == "A"
     assert memo.get("b", derive("b")) == "B"
     assert derived == ["a", "b", "c", "b"]
+
+
+def _stack(cluster: Any, refs: int) -> dict[str, Any]:
+    spec = {"clusterName": cluster, "providerConfigName": "pc"}
+    spec["crossplane"] = {"resourceRefs": [{"name": f"r{i}"} for i in range(refs)]}
+    return frozen({"metadata": {"name": "s"}, "spec": spec})
+
+
+def test_a_spec_parses_once_by_content_as_it_parses_afresh() -> None:
+    for cluster in ("east", 7, None):  # valid, and two invalid ones
+        common._PARSED.clear()
+        afresh = parse_spec(ServingStackSpec, _stack(cluster, 0))
+        assert (afresh[0] is None) == (cluster != "east")
+        # Other decoded objects of the same spec (Crossplane's bookkeeping changed).
+        again = parse_spec(ServingStackSpec, _stack(cluster, 1))
+        assert again == afresh
+        assert again[0] is afresh[0]
+    # Another spec is parsed on its own.
+    west, _ = parse_spec(ServingStackSpec, _stack("west", 1))
+    assert west is not None and west.cluster_name == "west"
