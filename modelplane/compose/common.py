@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import functools
+import marshal
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -219,3 +220,37 @@ def content_key(composite: Resource) -> str:
 
 _PARSED: ContentMemo[Any] = ContentMemo(8192)
 """`parse_spec`'s answers by model and spec content."""
+
+
+class CopiedMemo:
+    """A `ContentMemo` of JSON values that hands every caller a copy of its own.
+
+    Remembered as marshal's bytes: one object the garbage collector never walks
+    instead of the thousands of containers a composite's resources are, and a
+    copy (made in C) per caller, who may do with it what it likes. A value marshal
+    refuses (one holding read-only containers) is derived afresh every time.
+    """
+
+    def __init__(self, size: int) -> None:
+        """An empty memo keeping at most `size` values."""
+        self._memo: ContentMemo[bytes | None] = ContentMemo(size)
+
+    def get(self, key: Hashable, derive: Callable[[], T]) -> T:
+        """A copy of the value remembered under `key`, else `derive()` (then remembered)."""
+        made: list[T] = []
+
+        def encode() -> bytes | None:
+            made.append(derive())
+            try:
+                return marshal.dumps(cast(Any, made[0]))
+            except ValueError:
+                return None
+
+        data = self._memo.get(key, encode)
+        if made:
+            return made[0]
+        return derive() if data is None else cast(T, marshal.loads(data))
+
+    def clear(self) -> None:
+        """Forget every value."""
+        self._memo.clear()

@@ -7,7 +7,7 @@ from typing import Any
 from modelplane.api.frozen import frozen
 from modelplane.api.serving_stack import ServingStackSpec
 from modelplane.compose import common
-from modelplane.compose.common import ContentMemo, content_key, parse_spec
+from modelplane.compose.common import ContentMemo, CopiedMemo, content_key, parse_spec
 
 
 def _xr(spec: Any) -> dict[str, Any]:
@@ -77,3 +77,23 @@ def test_a_spec_parses_once_by_content_as_it_parses_afresh() -> None:
     # Another spec is parsed on its own.
     west, _ = parse_spec(ServingStackSpec, _stack("west", 1))
     assert west is not None and west.cluster_name == "west"
+
+
+def test_a_copied_memo_hands_each_caller_its_own_copy() -> None:
+    memo = CopiedMemo(4)
+    derived: list[int] = []
+
+    def derive() -> Any:
+        derived.append(1)
+        return {"a": [1, 1.0, True, None, "x"], "b": {"c": (1, 2)}}
+
+    first = memo.get("k", derive)
+    first["a"].append("changed")
+    second = memo.get("k", derive)
+    assert second == {"a": [1, 1.0, True, None, "x"], "b": {"c": (1, 2)}}
+    assert [type(x) for x in second["a"]] == [int, float, bool, type(None), str]
+    assert second is not memo.get("k", derive)
+    assert len(derived) == 1
+    # A value marshal refuses (read-only containers) is derived every time.
+    assert memo.get("frozen", lambda: frozen({"a": 1})) == {"a": 1}
+    assert memo.get("frozen", lambda: frozen({"a": 2})) == {"a": 2}

@@ -426,7 +426,7 @@ def test_kept_resources_carry_intent_not_server_owned_fields() -> None:
     ],
 )
 def test_a_remembered_serving_stack_spec_is_the_one_built_afresh(
-    stack: dict[str, Any] | None,
+    stack: dict[str, Any] | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     spec: dict[str, Any] = {"scheduling": {"schedulerName": "kai-scheduler", "install": True}}
     spec["servingStack"] = stack
@@ -445,8 +445,18 @@ def test_a_remembered_serving_stack_spec_is_the_one_built_afresh(
     # A new object, the same spec but Crossplane's bookkeeping: remembered.
     moved = copy.deepcopy(plain)
     moved["spec"]["crossplane"] = {"resourceRefs": [{"name": "r"}]}
-    assert stack_spec(moved) is stack_spec(plain)
+    built = []
+    made = sources._stack_spec
+
+    def counted(*args: Any) -> Any:
+        built.append(args[0])
+        return made(*args)
+
+    monkeypatch.setattr(sources, "_stack_spec", counted)
+    assert stack_spec(moved) == stack_spec(plain) == expected
+    assert built == []
     # The same spec under another name: its own stack spec.
     west = copy.deepcopy(plain)
     west["metadata"]["name"] = "west"
     assert stack_spec(west) == stack_spec(west, afresh=True) != expected
+    assert built == ["west", "west"]

@@ -85,13 +85,26 @@ def test_a_remembered_stack_answers_as_one_built_afresh(name: str) -> None:
     assert moved != expected[0]
 
 
-def test_the_spec_is_read_once_per_content_namespace_and_image() -> None:
+def test_the_spec_is_read_once_per_content_namespace_and_image(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    built: list[str] = []
+    fixed = serving_stack._fixed
+
+    def counted(spec: Any, namespace: str, image: str) -> Any:
+        built.append(image)
+        return fixed(spec, namespace, image)
+
+    monkeypatch.setattr(serving_stack, "_fixed", counted)
     serving_stack._FIXED.clear()
     first = _call(_stack(SPECS["storage"]), [])
     again = _call(_stack(SPECS["storage"], refs=2), [])  # a new object, the same spec
     other = _call(_stack(SPECS["storage"]), [], image="img:2")
-    changed = _call(_stack({**SPECS["storage"], "cloud": "GKE"}), [])
-    key = "gateway"
-    assert again.desired[key].resource is first.desired[key].resource
-    assert other.desired[key].resource is not first.desired[key].resource
-    assert changed.desired[key].resource is not first.desired[key].resource
+    _call(_stack({**SPECS["storage"], "cloud": "GKE"}), [])
+    assert built == ["img:1", "img:2", "img:1"]
+    # Each call has copies of its own: changing one changes no other call's.
+    assert again.desired["gateway"].resource == first.desired["gateway"].resource
+    assert again.desired["gateway"].resource is not first.desired["gateway"].resource
+    first.desired["gateway"].resource["spec"].clear()
+    assert _call(_stack(SPECS["storage"]), []).desired["gateway"].resource["spec"]
+    assert other.desired["gateway"].resource["spec"]

@@ -65,7 +65,7 @@ from modelplane.compose.clusters.stack.charts import (
     release,
     release_key,
 )
-from modelplane.compose.common import ContentMemo, content_key, meta, parse_spec
+from modelplane.compose.common import CopiedMemo, content_key, meta, parse_spec
 from modelplane.compose.objects import Item, wrap
 from modelplane.compose.readiness import DEPLOYMENT_ROLLED_OUT, EXISTS, PROGRAMMED, wrapped
 from modelplane.compose.types import (
@@ -373,35 +373,35 @@ class _Fixed:
     pending: list[str]
 
 
-_FIXED: ContentMemo[_Fixed] = ContentMemo(4096)
+_FIXED = CopiedMemo(4096)
 
 
 def _fixed_resources(inp: ComposeInput, spec: ServingStackSpec, namespace: str) -> _Fixed:
     """`_fixed`, remembered by the spec's content, namespace and image.
 
     A stack's spec changes rarely while its composer is called every time what
-    it observes does (a fleet's thousand stacks, several times each). What is
-    remembered is only read: the engine and the servicer copy or encode
-    desired objects, never change them.
+    it observes does (a fleet's thousand stacks, several times each). Every
+    call gets a copy of its own; the InferencePool CRD's Object is built every
+    call instead, as it shares the CRD's read-only constant.
     """
     key = (content_key(inp.composite), namespace, inp.image)
-    return _FIXED.get(key, lambda: _fixed(spec, namespace, inp.image))
+    releases, gateway, rest, usages, pending = _FIXED.get(
+        key, lambda: _fixed(spec, namespace, inp.image)
+    )
+    crd = inference_pool.crd_object(spec, namespace)
+    return _Fixed(releases, {**gateway, **crd, **rest}, usages, pending)
 
 
-def _fixed(spec: ServingStackSpec, namespace: str, image: str) -> _Fixed:
+def _fixed(spec: ServingStackSpec, namespace: str, image: str) -> tuple[Any, ...]:
+    """The releases, the objects before the CRD's and after it, the Usages, the waiting."""
     storage, pending = _storage(spec, namespace)
     releases = {
         release_key(chart): release(chart, version, spec, namespace)
         for chart, version in charts(spec)
     }
-    objects: dict[str, Resource] = {
-        **_gateway_objects(spec, namespace),
-        **gateway_hop.objects(spec, namespace),
-        **inference_pool.crd_object(spec, namespace),
-        **storage,
-        **agent_objects(spec, namespace, image),
-    }
-    return _Fixed(releases, objects, _usages(spec, namespace), pending)
+    gateway = {**_gateway_objects(spec, namespace), **gateway_hop.objects(spec, namespace)}
+    rest = {**storage, **agent_objects(spec, namespace, image)}
+    return releases, gateway, rest, _usages(spec, namespace), pending
 
 
 def _scheduling(

@@ -70,7 +70,7 @@ from modelplane.compose.clusters.inventory import (
     inventory_observation,
     read_observed_inventory,
 )
-from modelplane.compose.common import ContentMemo, as_desired, content_key, meta, parse_spec
+from modelplane.compose.common import CopiedMemo, as_desired, content_key, meta, parse_spec
 from modelplane.compose.types import ComposeInput, ComposeResult, DesiredResource, Resource
 
 INFRA_KEY = "infrastructure"
@@ -262,8 +262,7 @@ def _stack_spec_wire(
     InferenceCluster spec `spec` was read from, its name and provider config, when
     nothing provisioned adds to it (an Existing cluster).
 
-    What is remembered is only read: the engine and the servicer copy or encode
-    desired objects, never change them.
+    Every call gets a copy of its own.
     """
     if view is not None:
         return _stack_spec(name, spec, pc_name, view).to_dict()
@@ -271,7 +270,7 @@ def _stack_spec_wire(
     return _STACK_SPECS.get(key, lambda: _stack_spec(name, spec, pc_name, None).to_dict())
 
 
-_STACK_SPECS: ContentMemo[dict[str, Any]] = ContentMemo(4096)
+_STACK_SPECS = CopiedMemo(4096)
 
 
 def serving_stack(
