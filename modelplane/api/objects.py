@@ -9,7 +9,9 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
+
+from modelplane.api.frozen import FrozenDict
 
 MAX_LABEL_VALUE = 63
 LABEL_VALUE_PATTERN = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -85,11 +87,20 @@ def conditions(obj: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
 def condition(obj: Mapping[str, Any] | None, type_: str) -> Mapping[str, Any] | None:
     """The condition of `type_` in an object's `status.conditions`, or None."""
     status = (obj or {}).get("status")
-    found = status.get("conditions") if isinstance(status, Mapping) else None
+    if not _is_map(status):
+        return None
+    found = status.get("conditions")
     for cond in found if isinstance(found, list) else ():
-        if isinstance(cond, Mapping) and cond.get("type") == type_:
+        if _is_map(cond) and cond.get("type") == type_:
             return cond
     return None
+
+
+def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    """Whether `value` is a mapping: the exact types first, as a fleet's render reads
+    conditions a hundred thousand times and a check against the Mapping ABC costs more."""
+    kind = type(value)
+    return kind is FrozenDict or kind is dict or isinstance(value, Mapping)
 
 
 def condition_status(obj: Mapping[str, Any] | None, type_: str) -> str | None:

@@ -446,6 +446,15 @@ def read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster |
     return memoized(obj, "read_inference_cluster", _read_inference_cluster)
 
 
+def read_published_pools(obj: Mapping[str, Any]) -> dict[str, ObservedPool]:
+    """An InferenceCluster's published pools by name, read as `read_inference_cluster`
+    reads them, without reading (and validating) the rest of it; none without a name."""
+    if _str(_map(obj.get("metadata")).get("name")) is None:
+        return {}
+    pools, _ = _read_pools(_map(obj.get("status")))
+    return {p.name: p for p in pools}
+
+
 def _read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster | None:
     meta = _map(obj.get("metadata"))
     name = _str(meta.get("name"))

@@ -60,10 +60,11 @@ from modelplane.api import constants as c
 from modelplane.api.autoscaling import ReplicaSignals
 from modelplane.api.clouds import cloud_managing
 from modelplane.api.dra_publish import node_slices
+from modelplane.api.inventory import InventorySummary
 from modelplane.api.inventory_summary import summarize
 from modelplane.api.model_replica import ModelReplicaSpec
 from modelplane.api.objects import is_condition_true, label_value, replica_base, short_hash
-from modelplane.api.readers import ObservedInferenceCluster, read_inference_cluster
+from modelplane.api.readers import ObservedPool, read_published_pools
 from modelplane.compose.clusters.clouds import PROVISIONERS
 from modelplane.compose.clusters.clouds.provisioned import ProviderReports
 from modelplane.compose.objects import dns_label
@@ -291,9 +292,13 @@ def _requested(obj: Obj) -> int:
     return 0
 
 
-def _pool_devices(observed: ObservedInferenceCluster | None, pool: str) -> list[dict[str, Any]]:
+Published = dict[str, ObservedPool]
+"""An InferenceCluster's published pools, by name (`read_published_pools`)."""
+
+
+def _pool_devices(observed: Published, pool: str) -> list[dict[str, Any]]:
     """The class devices the InferenceCluster publishes for `pool` (wire form)."""
-    published = observed.pool(pool) if observed is not None else None
+    published = observed.get(pool)
     if published is None or not published.known:
         return []
     return [dict(d) for d in published.devices if d.get("claim", "DRA") == "DRA"]
@@ -342,7 +347,7 @@ PoolPlan = tuple[str, int, str | None, list[dict[str, Any]], list[tuple[str, ...
 
 
 def _pool_plan(
-    observed: ObservedInferenceCluster | None,
+    observed: Published,
     cluster: str,
     pool: str,
     count: int,
@@ -365,9 +370,7 @@ def _pool_world(cluster: str, plan: PoolPlan) -> World:
     return nodes, slices
 
 
-def _node_pool_plan(
-    observed: ObservedInferenceCluster | None, obj: Obj, found: Fixtures
-) -> PoolPlan | None:
+def _node_pool_plan(observed: Published, obj: Obj, found: Fixtures) -> PoolPlan | None:
     """What a provisioned node pool brought up (None: nothing yet)."""
     cluster, pool = _pool_of(obj) or ("", "")
     fixture = _stocked_out(obj, found.stockouts)
@@ -384,7 +387,8 @@ def _cluster_plan(
     """The simulated cluster's pools: its node pools, or an Existing cluster's declared pools."""
     node_pools = [o for o in managed if (_pool_of(o) or ("",))[0] == cluster]
     ic = store.get(Key(c.API_VERSION, "InferenceCluster", "", cluster))
-    observed = read_inference_cluster(ic) if ic is not None else None
+    # Its published pools alone: the rest of a reading validates the whole spec.
+    observed = read_published_pools(ic) if ic is not None else {}
     plans = [_node_pool_plan(observed, obj, found) for obj in node_pools]
     out = [p for p in plans if p is not None]
     spec = (ic or {}).get("spec") or {}
@@ -401,17 +405,36 @@ def _summary_text(key: str) -> str:
     """The simulated agent's ConfigMap data (as JSON) for one cluster's plan, pods and time.
 
     Pure in its (JSON) key, so memoized: a render calls it for every cluster in
-    every round, and the Nodes and ResourceSlices it builds are the costly part.
+    every round. Its pools are the summary of the plans alone (`_pools_summary`).
     """
-    cluster, plans, pods, now, signals = json.loads(key)
+    _, plans, pods, now, signals = json.loads(key)
+    pools = _pools_summary(json.dumps(plans))
+    replicas = [ReplicaSignals.model_validate(s) for s in signals] or None
+    update = {"pools": pools.pools, "pools_truncated": pools.pools_truncated, "replicas": replicas}
+    summary = summarize([], [], pods, now, 0).model_copy(update=update)
+    return json.dumps(summary.to_data())
+
+
+STAND_IN_CLUSTER = "simulated"
+"""The cluster name the nodes of `_pools_summary` are named after."""
+
+
+@functools.lru_cache(maxsize=1024)
+def _pools_summary(plans: str) -> InventorySummary:
+    """The summary of the Nodes and ResourceSlices some pool plans bring up (no pods).
+
+    A summary counts nodes, zones and device shapes per pool; a node's name only
+    tells its devices apart from other nodes', and names built from any one
+    cluster's name are distinct. So the plans alone decide it, whatever cluster
+    they are on: a fleet of many alike clusters builds the costly Nodes and
+    ResourceSlices once per kind of cluster, not once per cluster.
+    """
     nodes: list[Obj] = []
     slices: list[Obj] = []
-    for plan in plans:
-        more = _pool_world(cluster, tuple(plan))
+    for plan in json.loads(plans):
+        more = _pool_world(STAND_IN_CLUSTER, tuple(plan))
         nodes, slices = nodes + more[0], slices + more[1]
-    summary = summarize(nodes, slices, pods, now, 0)
-    replicas = [ReplicaSignals.model_validate(s) for s in signals] or None
-    return json.dumps(summary.model_copy(update={"replicas": replicas}).to_data())
+    return summarize(nodes, slices, [], EPOCH.strftime("%Y-%m-%dT%H:%M:%SZ"), 0)
 
 
 def _float(value: str | None) -> float | None:

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from types import MappingProxyType
+from typing import Any
 
 import pytest
 
-from modelplane.api.objects import condition_status, is_condition_true, label_value
+from modelplane.api.frozen import frozen
+from modelplane.api.objects import condition, condition_status, is_condition_true, label_value
 
 K8S_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
@@ -44,3 +48,23 @@ def test_condition_status() -> None:
     assert condition_status(None, "Ready") is None
     assert is_condition_true(obj, "Ready")
     assert not is_condition_true({"status": None}, "Ready")
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda x: x,
+        lambda x: MappingProxyType(x),  # any Mapping reads, not only the exact dict types
+        frozen,
+    ],
+    ids=["dict", "mapping", "frozen"],
+)
+def test_a_condition_is_read_from_any_mapping(wrap: Callable[[Any], Any]) -> None:
+    ready = wrap({"type": "Ready", "status": "True"})
+    status = wrap({"conditions": ["junk", None, wrap({"type": "Synced"}), ready]})
+    obj = {"status": status}
+    assert condition(obj, "Ready") == {"type": "Ready", "status": "True"}
+    assert condition(obj, "Synced") == {"type": "Synced"}
+    assert condition(obj, "Other") is None
+    assert condition({"status": ["not", "a", "mapping"]}, "Ready") is None
+    assert condition({"status": wrap({"conditions": wrap({"type": "Ready"})})}, "Ready") is None

@@ -18,6 +18,7 @@ from modelplane.api.readers import (
     read_inference_cluster,
     read_model_deployment,
     read_model_replica,
+    read_published_pools,
 )
 from modelplane.api.reasons import UnknownReason
 from modelplane.crossplane.convert import freeze
@@ -347,3 +348,29 @@ def test_a_read_only_replica_is_read_once_and_a_label_lookup_every_time() -> Non
     )
     assert a is not None and b is not None and (a.cluster, b.cluster) == ("a", "b")
     assert len(a.roles) == 1 and a.roles is b.roles  # the spec's reading is the object's own
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        _cluster([{"name": "l4", "className": "l4-1x", "nodes": 3, "devices": [GPU]}]),
+        _cluster(
+            [
+                {"name": "b", "nodes": 1, "devices": [GPU], "pricePerDeviceHour": 2.5},
+                {"nodes": 1},
+                {"name": "a", "nodes": 2.0, "devices": "junk"},
+                {"name": "b", "nodes": 9, "devices": []},  # a second "b": the first is kept
+                {"name": "u", "nodes": 1, "reason": "ClassNotFound", "message": "gone"},
+            ],
+            taints=[{"key": "b", "effect": "Sometimes"}],  # the rest of the spec is not read
+        ),
+        _cluster("nope"),
+        {"metadata": {"name": "east"}},
+        {"metadata": {"name": ""}, "status": {"gpuPools": [{"name": "x", "nodes": 1}]}},
+    ],
+)
+def test_the_published_pools_alone_read_as_the_whole_reading_has_them(obj: dict[str, Any]) -> None:
+    whole = read_inference_cluster(obj)
+    expected = {p.name: p for p in whole.pools} if whole is not None else {}
+    assert read_published_pools(obj) == expected
+    assert read_published_pools(freeze(obj)) == expected

@@ -492,25 +492,31 @@ def test_raw_shapes_compare_by_type_and_value(
 
 
 def test_a_summary_compared_again_answers_for_the_device_it_is_compared_with() -> None:
-    # The comparison is remembered per published shape and device (a summary is
-    # read once and compared on every call): the same summary compared with
-    # another class's device answers for that device, and a shape's entry goes
-    # with the shape.
-    import gc
-
+    # The comparison is remembered per published shape (by content) and device
+    # (every call compares a cluster's summary with the same class devices, and
+    # a fleet's clusters publish the same shapes): the same summary compared
+    # with another class's device answers for that device, and another
+    # cluster's summary of the same shapes reuses what was compared.
     from modelplane.compose.clusters import drift
 
+    drift._COMPARED.clear()
     nodes = [_node("n1", "h100")]
     slices = [_slice("n1", _gpu("g0", "40Gi"), _gpu("g1", "40Gi"))]
-    inventory = summarize(nodes, slices, [], NOW, 0)
-    pool = inventory.pool("h100")
+    pool = summarize(nodes, slices, [], NOW, 0).pool("h100")
     want = [Drift("h100", "gpu", "capacity memory", "80Gi", "40Gi")]
     assert hardware_drift("h100", [GPU], pool) == want
     assert hardware_drift("h100", [GPU], pool) == want
     smaller = Device.model_validate({**GPU.to_dict(), "capacity": {"memory": {"value": "40Gi"}}})
     assert hardware_drift("h100", [smaller], pool) == []
     assert hardware_drift("h100", [GPU], pool) == want
-    remembered = len(drift._compared._by_shape)
-    del inventory, pool
-    gc.collect()
-    assert len(drift._compared._by_shape) < remembered
+    remembered = len(drift._COMPARED._entries)
+    assert remembered == 2  # one shape, two devices
+    other = summarize(
+        [_node("m1", "h100")], [_slice("m1", _gpu("x", "40Gi"), _gpu("y", "40Gi"))], [], NOW, 0
+    )
+    assert hardware_drift("h100", [GPU], other.pool("h100")) == want
+    assert len(drift._COMPARED._entries) == remembered
+    # Another published shape is compared on its own.
+    full = summarize(nodes, [_slice("n1", _gpu("g0", "80Gi"), _gpu("g1", "80Gi"))], [], NOW, 0)
+    assert hardware_drift("h100", [GPU], full.pool("h100")) == []
+    assert len(drift._COMPARED._entries) == remembered + 1

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from modelplane.api.clouds.eks import CLOUD as EKS
 from modelplane.api.clouds.gke import CLOUD as GKE
 from modelplane.api.inference_class import InferenceClassSpec
 from modelplane.api.inference_cluster import Pool
+from modelplane.api.objects import dns_label
 from modelplane.api.provisioning import ProviderIdentity, read_provisioned_cluster
 from modelplane.compose.clusters.infra import (
     node_pool_refs,
@@ -17,6 +19,7 @@ from modelplane.compose.clusters.infra import (
     stockout_messages,
     workload_usage,
 )
+from modelplane.compose.clusters.managed import resource_name
 
 GPU = {"name": "gpu", "driver": "gpu.nvidia.com", "deviceClassName": "gpu.nvidia.com", "count": 8}
 
@@ -167,3 +170,20 @@ def test_cluster_usages_of_same_named_resources_of_two_kinds_both_survive() -> N
     assert plan["usage-eks-uses-private-a"]["spec"]["of"]["kind"] == "Subnet"
     of = plan["usage-cluster-eks-uses-routetableassociation-private-a"]["spec"]["of"]
     assert of["kind"] == "RouteTableAssociation"
+
+
+def test_a_remembered_resource_name_is_the_dns_label_of_its_parts() -> None:
+    # Independent expectations first; then each again, from the memo.
+    cases = {
+        ("c1", "gateway"): "c1-gateway",
+        ("c1", "usage", "a-uses-b"): "c1-usage-a-uses-b",
+        ("Prod_East", "gateway"): dns_label("Prod_East-gateway"),
+        ("x" * 60, "gateway-class"): dns_label("x" * 60 + "-gateway-class"),
+        ("9lives", "gateway"): dns_label("9lives-gateway"),
+    }
+    for _ in range(2):
+        for parts, expected in cases.items():
+            name = resource_name(*parts)
+            assert name == expected
+            assert len(name) <= 63 and re.fullmatch(r"[a-z]([a-z0-9-]*[a-z0-9])?", name)
+    assert resource_name("Prod_East", "gateway") != "prod-east-gateway"  # hashed: it was altered

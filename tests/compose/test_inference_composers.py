@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from modelplane.compose.clusters import inference_class, inference_cluster
+from modelplane.api.frozen import frozen
+from modelplane.compose.clusters import inference_class, inference_cluster, sources
 from modelplane.compose.common import keep_observed
 from modelplane.compose.types import (
     ComposeInput,
@@ -414,3 +415,48 @@ def test_kept_resources_carry_intent_not_server_owned_fields() -> None:
             }
         )
     }
+
+
+@pytest.mark.parametrize(
+    "stack",
+    [
+        None,
+        {"enabled": True},
+        {"enabled": True, "kserve": {"enabled": True}, "inventory": {"enabled": False}},
+    ],
+)
+def test_a_remembered_serving_stack_spec_is_the_one_built_afresh(
+    stack: dict[str, Any] | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec: dict[str, Any] = {"scheduling": {"schedulerName": "kai-scheduler", "install": True}}
+    spec["servingStack"] = stack
+
+    def stack_spec(composite: dict[str, Any], afresh: bool = False) -> Any:
+        if afresh:
+            sources._STACK_SPECS.clear()
+        required = {"class-h100-8x": [frozen(klass("h100-8x", GPU))], "kubeconfig-secret": [SECRET]}
+        res = inference_cluster.compose(ComposeInput(composite, {}, required))
+        return res.desired["serving-stack"].resource["spec"]
+
+    plain = cluster(**spec)
+    expected = stack_spec(plain, afresh=True)
+    assert expected["clusterName"] == "east"
+    assert stack_spec(frozen(plain)) == expected
+    # A new object, the same spec but Crossplane's bookkeeping: remembered.
+    moved = copy.deepcopy(plain)
+    moved["spec"]["crossplane"] = {"resourceRefs": [{"name": "r"}]}
+    built = []
+    made = sources._stack_spec
+
+    def counted(*args: Any) -> Any:
+        built.append(args[0])
+        return made(*args)
+
+    monkeypatch.setattr(sources, "_stack_spec", counted)
+    assert stack_spec(moved) == stack_spec(plain) == expected
+    assert built == []
+    # The same spec under another name: its own stack spec.
+    west = copy.deepcopy(plain)
+    west["metadata"]["name"] = "west"
+    assert stack_spec(west) == stack_spec(west, afresh=True) != expected
+    assert built == ["west", "west"]

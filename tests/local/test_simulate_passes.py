@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from modelplane.api import constants as c
+from modelplane.api.model_cache import HydrateEnv
 from modelplane.local.conditions import Clock
 from modelplane.local.passes import Passes
 from modelplane.local.simulate import simulate
@@ -91,3 +92,95 @@ def test_an_unchanged_object_resolves_a_reference_that_appears_later() -> None:
     )
     simulate(store, clock, passes)
     assert _synced(store, "b") == ("True", "")
+
+
+class _CountingStore(ObjectStore):
+    """A store that counts how often each object's in-place changes are noted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.touches: dict[Key, int] = {}
+
+    def touch(self, key: Key) -> bool:
+        self.touches[key] = self.touches.get(key, 0) + 1
+        return super().touch(key)
+
+
+def test_an_object_two_steps_change_in_one_pass_is_noted_once() -> None:
+    # An inventory Object is simulated (synced, observed), then the simulated
+    # agent's summary is written into it: one pass, two in-place changes.
+    store, clock = _CountingStore(), Clock()
+    store.put(_provider_config())
+    inventory = _object("cluster-a-inventory")
+    inventory["metadata"]["labels"] = {c.LABEL_COMPONENT: "inventory", c.LABEL_CLUSTER: "cluster-a"}
+    store.put(inventory)
+    key = Key(
+        c.PROVIDER_KUBERNETES_API_VERSION,
+        "Object",
+        "modelplane-system",
+        inventory["metadata"]["name"],
+    )
+    version = store.version(key)
+    touched = simulate(store, clock, Passes())
+    assert touched == [key]
+    assert store.touches == {key: 1}
+    assert store.version(key) != version
+    obj = store.get(key)
+    assert obj is not None
+    assert list(obj["status"]["atProvider"]["manifest"]["data"]) == [c.INVENTORY_DATA_KEY]
+
+
+def _wrapping(name: str, manifest: dict[str, Any]) -> dict[str, Any]:
+    obj = _object(name)
+    obj["spec"]["forProvider"]["manifest"] = manifest
+    return obj
+
+
+def _job(result: str, source_hash: str) -> dict[str, Any]:
+    env = [
+        {"name": HydrateEnv.RESULT_CONFIGMAP, "value": result},
+        {"name": HydrateEnv.SOURCE_HASH, "value": source_hash},
+    ]
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "hydrate", "namespace": "default"},
+        "spec": {"template": {"spec": {"containers": [{"name": "h", "image": "x", "env": env}]}}},
+    }
+
+
+def _result(store: ObjectStore) -> Any:
+    obj = store.get(Key(c.PROVIDER_KUBERNETES_API_VERSION, "Object", "modelplane-system", "cm"))
+    assert obj is not None
+    return obj["status"]["atProvider"]["manifest"].get("data")
+
+
+def test_hydration_results_stay_while_no_object_changes_and_follow_a_change() -> None:
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "result", "namespace": "default", "labels": {c.LABEL_CACHE: "c"}},
+    }
+    store, clock, passes = _CountingStore(), Clock(), Passes()
+    store.put(_provider_config())
+    store.put(_wrapping("cm", cm))
+    store.put(_wrapping("job", _job("result", "h1")))
+    for _ in range(3):
+        simulate(store, clock, passes)
+    first = _result(store)
+    assert first is not None and "h1" in str(first)
+    # Nothing changes: no pass writes (or notes) anything, and the result stays.
+    store.touches.clear()
+    assert simulate(store, clock, passes) == []
+    assert simulate(store, clock, passes) == []
+    assert store.touches == {}
+    assert _result(store) == first
+    # The Job changes: the next pass hydrates again, from the new Job.
+    store.put(_wrapping("job", _job("result", "h2")))
+    simulate(store, clock, passes)
+    second = _result(store)
+    assert "h2" in str(second) and second != first
+    # And a pass with no hydration at all (a fresh record) finds exactly that result.
+    fresh = Passes()
+    simulate(store, clock, fresh)
+    assert _result(store) == second

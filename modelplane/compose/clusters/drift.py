@@ -19,13 +19,12 @@ driver publishing them and are never compared.
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from modelplane.api.inference_class import Device
 from modelplane.api.inventory import DeviceShape, PoolInventory
+from modelplane.compose.common import ContentMemo
 from modelplane.dra.quantity import QuantityError, parse_quantity
 
 
@@ -176,40 +175,21 @@ def _count_drift(device: Device, pool: PoolInventory) -> dict[tuple[str, str, st
     return found
 
 
-class _Compared:
-    """`_compare` of a published shape with a declared device, kept while the shape lives.
+_COMPARED: ContentMemo[tuple[Device, list[Diff]]] = ContentMemo(8192)
+"""`_compare` by published shape (its content) and declared device (held with its result,
+so its id stays its own while remembered)."""
 
-    A cluster's inventory summary is read once per observed version (remembered
-    on the decoded ConfigMap data), and every call compares its shapes with the
-    same class devices: the comparison is remembered per shape and device
-    instead of redone, and goes when the shape does. Results are only read.
+
+def _compared(device: Device, shape: DeviceShape) -> list[Diff]:
+    """The differences between `device` and `shape`, remembered by the shape's content.
+
+    Every call compares the shapes of a cluster's inventory with the same class
+    devices, and a fleet's clusters publish the same few shapes: each is
+    compared once, not once per cluster and reading. Results are only read.
     """
-
-    def __init__(self) -> None:
-        self._by_shape: dict[int, tuple[weakref.ref[DeviceShape], dict[int, Any]]] = {}
-
-    def __call__(self, device: Device, shape: DeviceShape) -> list[Diff]:
-        """The differences between `device` and `shape` (remembered)."""
-        key = id(shape)
-        entry = self._by_shape.get(key)
-        if entry is None or entry[0]() is not shape:
-            entry = self._by_shape[key] = (weakref.ref(shape, self._forget(key)), {})
-        # The device is held with its result, so its id stays its own.
-        hit = entry[1].get(id(device))
-        if hit is None or hit[0] is not device:
-            hit = entry[1][id(device)] = (device, _compare(device, shape.to_dict()))
-        return list(hit[1])
-
-    def _forget(self, key: int) -> Callable[[weakref.ref[DeviceShape]], None]:
-        """The callback that drops a shape's entry when the shape goes."""
-
-        def forget(_: weakref.ref[DeviceShape]) -> None:
-            self._by_shape.pop(key, None)
-
-        return forget
-
-
-_compared = _Compared()
+    published = shape.to_dict()
+    key = (repr(published), id(device))
+    return list(_COMPARED.get(key, lambda: (device, _compare(device, published)))[1])
 
 
 def _device_drift(pool: PoolInventory, device: Device) -> list[Drift]:

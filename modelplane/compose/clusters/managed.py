@@ -9,6 +9,7 @@ resource gets an explicit, stable name so Usages can name it.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Mapping
@@ -35,9 +36,14 @@ class Ref:
 
 def resource_name(cluster: str, *suffix: str) -> str:
     """The stable name of a composed resource of `cluster` (a DNS label)."""
-    name = "-".join((cluster, *suffix))
-    # Most names already are one, and `dns_label` returns those as they are:
-    # a cluster composes dozens of names per call.
+    return _as_label("-".join((cluster, *suffix)))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _as_label(name: str) -> str:
+    """`dns_label(name)`, remembered: a fleet's clusters compose dozens of names per
+    call, the same names call after call (bounded; the name decides the answer)."""
+    # Most names already are one, and `dns_label` returns those as they are.
     if len(name) <= MAX_DNS_LABEL and _PLAIN_LABEL.fullmatch(name):
         return name
     return dns_label(name)

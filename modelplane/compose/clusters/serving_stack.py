@@ -37,6 +37,7 @@ Every chart is pinned at a version the Helm values oracle knows (`stack/charts.p
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from modelplane.api import constants as c
@@ -64,7 +65,7 @@ from modelplane.compose.clusters.stack.charts import (
     release,
     release_key,
 )
-from modelplane.compose.common import meta, parse_spec
+from modelplane.compose.common import CopiedMemo, content_key, meta, parse_spec
 from modelplane.compose.objects import Item, wrap
 from modelplane.compose.readiness import DEPLOYMENT_ROLLED_OUT, EXISTS, PROGRAMMED, wrapped
 from modelplane.compose.types import (
@@ -165,12 +166,14 @@ def _storage_class(spec: ServingStackSpec, driver: str) -> tuple[dict[str, Any] 
     return sc, None
 
 
-def _storage(spec: ServingStackSpec, namespace: str, result: ComposeResult) -> dict[str, Resource]:
+def _storage(spec: ServingStackSpec, namespace: str) -> tuple[dict[str, Resource], list[str]]:
+    """The StorageClasses' Objects, and why each one not made yet waits (an event each)."""
     out = {}
+    pending = []
     for driver in (spec.storage.csi_drivers or []) if spec.storage else []:
         sc, why = _storage_class(spec, driver)
         if sc is None:
-            result.normal("StorageClassPending", str(why))
+            pending.append(str(why))
             continue
         key = f"storage-class-{STORAGE_CLASS_NAMES[driver]}"
         item = Item(
@@ -183,7 +186,7 @@ def _storage(spec: ServingStackSpec, namespace: str, result: ComposeResult) -> d
         out[key] = wrap(
             item, namespace, spec.provider_config_name, labels(spec.cluster_name, "storage-class")
         )
-    return out
+    return out, pending
 
 
 def _usage_key(cluster: str, of: Ref, by: Ref) -> str:
@@ -218,9 +221,8 @@ def cert_manager_usage(
     return key, resource
 
 
-def _usages(
-    spec: ServingStackSpec, namespace: str, objects: dict[str, Resource]
-) -> dict[str, Resource]:
+def _usages(spec: ServingStackSpec, namespace: str) -> dict[str, Resource]:
+    """The Usages the spec alone decides (every one but the queues', `_queue_usages`)."""
     out: dict[str, Resource] = {}
     pools = [(p.gpu, Ref(p.api_version, p.kind, p.name)) for p in spec.node_pools or []]
     for chart, _ in charts(spec):
@@ -252,6 +254,14 @@ def _usages(
             "KServe's certificates go before cert-manager",
         )
         out[key] = resource
+    return out
+
+
+def _queue_usages(
+    spec: ServingStackSpec, namespace: str, objects: dict[str, Resource]
+) -> dict[str, Resource]:
+    """A Usage per queue among `objects`: the queue goes before the release serving it."""
+    out: dict[str, Resource] = {}
     for obj in objects.values():
         system = _queue_system(obj)
         if system is not None:
@@ -338,24 +348,60 @@ def compose(inp: ComposeInput) -> ComposeResult:
             f"invalid ServingStack: {error}",
         )
     namespace = str(meta(inp.composite).get("namespace") or c.SYSTEM_NAMESPACE)
-    releases = {
-        release_key(chart): release(chart, version, spec, namespace)
-        for chart, version in charts(spec)
-    }
-    objects: dict[str, Resource] = {
-        **_gateway_objects(spec, namespace),
-        **gateway_hop.objects(spec, namespace),
-        **inference_pool.crd_object(spec, namespace),
-        **_storage(spec, namespace, result),
-        **agent_objects(spec, namespace, inp.image),
-        **_scheduling(inp, spec, namespace, result),
-    }
-    resources = {**releases, **objects, **_usages(spec, namespace, objects)}
+    fixed = _fixed_resources(inp, spec, namespace)
+    for message in fixed.pending:
+        result.normal("StorageClassPending", message)
+    scheduling = _scheduling(inp, spec, namespace, result)
+    objects: dict[str, Resource] = {**fixed.objects, **scheduling}
+    usages = {**fixed.usages, **_queue_usages(spec, namespace, scheduling)}
+    resources = {**fixed.releases, **objects, **usages}
     for key, resource in resources.items():
         ok = _readiness(inp, key, resource)
         result.desired[key] = DesiredResource(resource, "True" if ok else "False")
     _status(inp, result, spec)
     return result
+
+
+@dataclass(frozen=True)
+class _Fixed:
+    """What the stack's spec, namespace and image alone decide: the releases, the
+    objects but the queues, the Usages but the queues', the StorageClasses that wait."""
+
+    releases: dict[str, Resource]
+    objects: dict[str, Resource]
+    usages: dict[str, Resource]
+    pending: list[str]
+
+
+_FIXED = CopiedMemo(4096)
+
+
+def _fixed_resources(inp: ComposeInput, spec: ServingStackSpec, namespace: str) -> _Fixed:
+    """`_fixed`, remembered by the spec's content, namespace and image.
+
+    A stack's spec changes rarely while its composer is called every time what
+    it observes does (a fleet's thousand stacks, several times each). Every
+    call gets a copy of its own; the InferencePool CRD's Object is built every
+    call instead, as it shares the CRD's read-only constant.
+    """
+    key = (content_key(inp.composite), namespace, inp.image)
+    releases, gateway, rest, usages, pending = _FIXED.get(
+        key, lambda: _fixed(spec, namespace, inp.image)
+    )
+    crd = inference_pool.crd_object(spec, namespace)
+    return _Fixed(releases, {**gateway, **crd, **rest}, usages, pending)
+
+
+def _fixed(spec: ServingStackSpec, namespace: str, image: str) -> tuple[Any, ...]:
+    """The releases, the objects before the CRD's and after it, the Usages, the waiting."""
+    storage, pending = _storage(spec, namespace)
+    releases = {
+        release_key(chart): release(chart, version, spec, namespace)
+        for chart, version in charts(spec)
+    }
+    gateway = {**_gateway_objects(spec, namespace), **gateway_hop.objects(spec, namespace)}
+    rest = {**storage, **agent_objects(spec, namespace, image)}
+    return releases, gateway, rest, _usages(spec, namespace), pending
 
 
 def _scheduling(

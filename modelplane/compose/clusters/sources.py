@@ -70,7 +70,7 @@ from modelplane.compose.clusters.inventory import (
     inventory_observation,
     read_observed_inventory,
 )
-from modelplane.compose.common import as_desired, meta, parse_spec
+from modelplane.compose.common import CopiedMemo, as_desired, content_key, meta, parse_spec
 from modelplane.compose.types import ComposeInput, ComposeResult, DesiredResource, Resource
 
 INFRA_KEY = "infrastructure"
@@ -251,6 +251,28 @@ def _stack_spec(
     )
 
 
+def _stack_spec_wire(
+    inp: ComposeInput,
+    name: str,
+    spec: InferenceClusterSpec,
+    pc_name: str,
+    view: ProvisionedClusterView | None,
+) -> dict[str, Any]:
+    """The ServingStack's spec (wire form); remembered by the content of the
+    InferenceCluster spec `spec` was read from, its name and provider config, when
+    nothing provisioned adds to it (an Existing cluster).
+
+    Every call gets a copy of its own.
+    """
+    if view is not None:
+        return _stack_spec(name, spec, pc_name, view).to_dict()
+    key = (content_key(inp.composite), name, pc_name)
+    return _STACK_SPECS.get(key, lambda: _stack_spec(name, spec, pc_name, None).to_dict())
+
+
+_STACK_SPECS = CopiedMemo(4096)
+
+
 def serving_stack(
     inp: ComposeInput,
     result: ComposeResult,
@@ -276,7 +298,7 @@ def serving_stack(
             "namespace": c.SYSTEM_NAMESPACE,
             "labels": {c.LABEL_CLUSTER: name, c.LABEL_MANAGED_BY: c.MANAGED_BY},
         },
-        "spec": _stack_spec(name, spec, pc_name, view).to_dict(),
+        "spec": _stack_spec_wire(inp, name, spec, pc_name, view),
     }
     observed = inp.observed.get(STACK_KEY)
     cond = condition(observed, c.CONDITION_SERVING_STACK_READY)
