@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -97,6 +100,29 @@ def _emit(result: RenderResult, output: str) -> None:
         for line in deletion_comments(result):
             click.echo(line)
         click.echo(dump_yaml(result.store.objects()), nl=False)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while the render runs and prints, as it was after.
+
+    A render builds about a million containers that live to its end and form
+    next to no cycles: at 1,000 clusters the collector's passes walked them some
+    thirty times (0.6–0.8 s of CPU) and freed nothing. What cycles there are
+    go at a later full pass. `main.GC_THRESHOLDS` spaces the passes of the
+    rest of the command.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        # Into the oldest generation without a pass (`freeze`, then `unfreeze`):
+        # otherwise the next young-generation pass would walk them all at once.
+        gc.freeze()
+        gc.unfreeze()
+        if enabled:
+            gc.enable()
 
 
 def _reconcile(
@@ -196,14 +222,15 @@ def render(
         objects = load_paths(paths)
     except LoadError as err:
         raise click.ClickException(str(err)) from None
-    try:
-        result = _reconcile(objects, deletes, max_rounds, not no_simulate, function_package)
-    except NotConvergedError as err:
+    with _collector_paused():
+        try:
+            result = _reconcile(objects, deletes, max_rounds, not no_simulate, function_package)
+        except NotConvergedError as err:
+            if output_dir is not None:
+                write_output_dir(err.result, output_dir)
+            raise click.ClickException(str(err)) from None
         if output_dir is not None:
-            write_output_dir(err.result, output_dir)
-        raise click.ClickException(str(err)) from None
-    if output_dir is not None:
-        write_output_dir(result, output_dir)
-    _emit(result, output or ("tree" if sys.stdout.isatty() else "yaml"))
+            write_output_dir(result, output_dir)
+        _emit(result, output or ("tree" if sys.stdout.isatty() else "yaml"))
     if result.stuck:
         raise click.ClickException("the deletion cannot finish:\n  " + "\n  ".join(result.stuck))
