@@ -47,7 +47,7 @@ import crossplane.function.proto.v1.run_function_pb2 as fnv1
 from google.protobuf import struct_pb2 as structpb
 
 from modelplane.api import constants as c
-from modelplane.api.frozen import FrozenDict, Interner
+from modelplane.api.frozen import FrozenDict, FrozenList, Interner, memoized
 from modelplane.api.function_input import function_input as default_function_input
 from modelplane.api.function_input import read_image
 from modelplane.api.objects import is_condition_true
@@ -273,12 +273,36 @@ def _digest(desired: Resource) -> bytes:
     """A digest of the object's exact serialization: marshal's (done in C), else its
     `repr`. Equal digests are equal serializations, hence equal objects (value
     types and key order included). Kept instead of the text, which is as large
-    as the object."""
+    as the object.
+
+    A read-only container the object holds (a composer's constant) is written
+    as its own digest, remembered on it: the marker it is written with, a
+    frozenset, is no value a composer's applied object can hold.
+    """
     try:
         data = b"m" + marshal.dumps(desired, 2)
     except ValueError:  # a read-only container (a subclass) or a value marshal refuses
-        data = b"r" + repr(desired).encode()
+        try:
+            data = b"s" + marshal.dumps(_sealed(desired), 2)
+        except ValueError:
+            data = b"r" + repr(desired).encode()
     return hashlib.blake2b(data, digest_size=20).digest()
+
+
+def _sealed(value: Any) -> Any:
+    """`value` with each read-only container in it replaced by its digest's marker."""
+    t = type(value)
+    if t is dict:
+        return {k: _sealed(v) for k, v in value.items()}
+    if t is list:
+        return [_sealed(v) for v in value]
+    if t is FrozenDict or t is FrozenList:
+        return frozenset((memoized(value, "engine.digest", _repr_digest),))
+    return value
+
+
+def _repr_digest(value: Any) -> bytes:
+    return hashlib.blake2b(repr(value).encode(), digest_size=20).digest()
 
 
 def _converted(
