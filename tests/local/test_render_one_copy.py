@@ -114,15 +114,19 @@ def nested(inp: ComposeInput) -> ComposeResult:
     )
 
 
-def test_the_copy_a_call_reads_shares_the_stored_content(install: Install) -> None:
-    install({"Widget": nested})
-    widget = {
+def widget() -> dict[str, Any]:
+    """The composite the tests compose."""
+    return {
         "apiVersion": TEST_API,
         "kind": "Widget",
         "metadata": {"name": "w", "namespace": "default"},
         "spec": {"n": 1},
     }
-    plane = ControlPlane([widget])
+
+
+def test_the_copy_a_call_reads_shares_the_stored_content(install: Install) -> None:
+    install({"Widget": nested})
+    plane = ControlPlane([widget()])
     result = plane.run()
     made = result.get("v1", "ConfigMap", "made", "default")
     assert made is not None and type(made["data"]) is FrozenDict
@@ -170,13 +174,7 @@ def test_a_composites_status_and_refs_are_shared_with_the_copy_calls_read(
     install: Install,
 ) -> None:
     install({"Widget": nested_with_status})
-    widget = {
-        "apiVersion": TEST_API,
-        "kind": "Widget",
-        "metadata": {"name": "w", "namespace": "default"},
-        "spec": {"n": 1},
-    }
-    plane = ControlPlane([widget])
+    plane = ControlPlane([widget()])
     result = plane.run()
     xr = result.get(TEST_API, "Widget", "w", "default")
     assert xr is not None
