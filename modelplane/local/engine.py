@@ -411,15 +411,17 @@ class ControlPlane:
         self._structs: dict[Key, tuple[int, structpb.Struct]] = {}
         self._last: dict[Key, Inputs] = {}
         self._applied: dict[tuple[Key, str, str], dict[str, Applied]] = {}
-        """What each XR (by key and uid) last applied, by composed resource name."""
+        """What each XR (by key, uid and root composite, `_identity`) last applied,
+        by composed resource name."""
         self._settled: dict[Key, fnv1.Requirements] = {}
+        """The requirements each XR's last call settled on."""
         self._observed_by_xr: dict[Key, tuple[int | None, dict[str, Obj]]] = {}
         """Each XR's composed resources, with its candidates' version then."""
-        """The requirements each XR's last call settled on."""
         self._statuses: dict[Key, tuple[bytes | None, dict[str, Any]]] = {}
         """Per composite, its composer's last desired status and that status's digest."""
         self._found_by_selector: dict[bytes, tuple[int | None, tuple[Version, ...], list[Obj]]] = {}
-        """What each selector last fetched, by version, with its kind's version then."""
+        """What each selector last fetched: by version, the objects, and its kind's
+        version then."""
         self._frozen_lists: dict[bytes, tuple[tuple[Version, ...], list[Resource]]] = {}
         """What each selector last fetched, by version, and those objects frozen."""
         self._passes = Passes()
@@ -1116,13 +1118,14 @@ class ControlPlane:
         for its status (which applying keeps as it is)."""
         if last is None or current is None or Key.of(current) != last.key:
             return None
-        if self.store.version(last.key) == last.version:
+        version = self.store.version(last.key)
+        if version == last.version:
             return last
         if last.body is None or self.store.body(last.key) != last.body:
             return None
         # Not `_replace`: a named tuple's is a Python function, and this runs
         # for most of a fleet's objects once a provider reported on them.
-        return Applied(last.text, last.key, self.store.version(last.key), last.body)
+        return Applied(last.text, last.key, version, last.body)
 
     def _merge(self, existing: Obj | None, desired: Obj) -> Obj:
         """Server-side-apply, simplified: desired fields win; status and identity stay."""
