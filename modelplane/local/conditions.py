@@ -66,37 +66,35 @@ def set_condition(
     generation = (obj.get("metadata") or {}).get("generation")
     if observed_generation and generation is not None:
         new["observedGeneration"] = generation
-    if _holds(obj, new):
+    at, old = _current(obj, type_)
+    kept = (
+        old.get("lastTransitionTime") if old is not None and old.get("status") == status else None
+    )
+    new["lastTransitionTime"] = kept or clock.stamp()
+    new = ordered(new)
+    if kept and old is not None and _typed(old) == _typed(new):
         return
     conditions = writable_list(writable_dict(obj, "status"), "conditions")
-    for i, old in enumerate(conditions):
-        if isinstance(old, dict) and old.get("type") == type_:
-            keep = old.get("status") == status and old.get("lastTransitionTime")
-            new["lastTransitionTime"] = old["lastTransitionTime"] if keep else clock.stamp()
-            conditions[i] = ordered(new)
-            return
-    new["lastTransitionTime"] = clock.stamp()
-    conditions.append(ordered(new))
+    if old is None:
+        conditions.append(new)
+    else:
+        conditions[at] = new
 
 
-def _holds(obj: Mapping[str, Any], new: dict[str, Any]) -> bool:
-    """Whether `obj` has the condition `new` (without its time) exactly: the same
-    keys in the conventional order, the same values of the same types."""
+def _current(obj: Mapping[str, Any], type_: str) -> tuple[int, Mapping[str, Any] | None]:
+    """The first condition of `type_` the object holds and where, or (-1, None)."""
     status = obj.get("status")
     conditions = status.get("conditions") if isinstance(status, dict) else None
-    if not isinstance(conditions, list):
-        return False
-    for old in conditions:
-        if isinstance(old, dict) and old.get("type") == new["type"]:
-            if old.get("status") != new["status"] or not old.get("lastTransitionTime"):
-                return False
-            want = ordered({**new, "lastTransitionTime": old["lastTransitionTime"]})
-            return list(map(_typed, old.items())) == list(map(_typed, want.items()))
-    return False
+    for i, old in enumerate(conditions if isinstance(conditions, list) else ()):
+        if isinstance(old, dict) and old.get("type") == type_:
+            return i, old
+    return -1, None
 
 
-def _typed(item: tuple[str, Any]) -> tuple[str, type, Any]:
-    return item[0], type(item[1]), item[1]
+def _typed(cond: Mapping[str, Any]) -> list[tuple[str, type, Any]]:
+    """A condition's fields in order with each value's type: equal only when they
+    read exactly alike (Python takes True for 1)."""
+    return [(k, type(v), v) for k, v in cond.items()]
 
 
 def ordered(cond: Mapping[str, Any]) -> dict[str, Any]:
