@@ -59,14 +59,21 @@ class CountingPuts(ControlPlane):
         self.store.put = counted  # type: ignore[method-assign]
 
 
-def test_an_equal_desired_object_is_applied_again_only_when_its_object_changed(
-    install: Install,
-) -> None:
+def settled_configmap(install: Install) -> tuple[CountingPuts, Key]:
+    """An engine at its fixed point over a Widget composing `fixed_configmap`, and
+    the ConfigMap's key (put once)."""
     install({"Widget": fixed_configmap})
     plane = CountingPuts([widget()])
     plane.run()
     made = Key("v1", "ConfigMap", "default", "made")
     assert plane.puts[made] == 1
+    return plane, made
+
+
+def test_an_equal_desired_object_is_applied_again_only_when_its_object_changed(
+    install: Install,
+) -> None:
+    plane, made = settled_configmap(install)
     version = plane.store.version(made)
 
     # The composite changes, its desired ConfigMap does not: it is called, nothing applied.
@@ -94,11 +101,7 @@ def test_an_equal_desired_object_is_applied_again_only_when_its_object_changed(
 def test_a_status_written_since_leaves_an_equal_desired_object_unapplied(
     install: Install,
 ) -> None:
-    install({"Widget": fixed_configmap})
-    plane = CountingPuts([widget()])
-    plane.run()
-    made = Key("v1", "ConfigMap", "default", "made")
-    assert plane.puts[made] == 1
+    plane, made = settled_configmap(install)
 
     # A provider reports on the object: its status is not the composer's, so
     # an equal desired object has nothing to apply.
