@@ -167,15 +167,13 @@ def instrument(phases: Phases) -> None:
     from modelplane.compose import registry
     from modelplane.compose.deployments import model_deployment
     from modelplane.crossplane import convert, servicer
-    from modelplane.local import engine
+    from modelplane.local import fetch, pipeline
 
-    # In-process calls (the default) read objects through `freeze` and copy
-    # results through `as_json`; calls through a runner use Structs.
-    for name, phase in (("freeze", "decode"), ("as_json", "encode")):
-        if hasattr(engine, name):
-            setattr(engine, name, phases.wrap(phase, getattr(engine, name)))
-    engine.dict_to_struct = phases.wrap("encode", engine.dict_to_struct)
-    engine.struct_to_dict = phases.wrap("decode", engine.struct_to_dict)
+    # In-process calls (the default) copy results through `as_json`; calls
+    # through a runner use Structs both ways.
+    pipeline.as_json = phases.wrap("encode", pipeline.as_json)
+    fetch.dict_to_struct = phases.wrap("encode", fetch.dict_to_struct)
+    pipeline.struct_to_dict = phases.wrap("decode", pipeline.struct_to_dict)
     convert.dict_to_struct = phases.wrap("encode", convert.dict_to_struct)
     convert.to_input = phases.wrap("decode", convert.to_input)
     servicer.convert = convert

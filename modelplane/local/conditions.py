@@ -106,7 +106,7 @@ def writable_dict(parent: dict[str, Any], field: str) -> Any:
     """`parent[field]`, a mapping the caller may change in place ({} set when absent).
 
     The engine shares an object's status read-only with the copies calls
-    read (`ControlPlane._frozen`), so a read-only one is replaced by a plain
+    read (`Fetcher.frozen`), so a read-only one is replaced by a plain
     shallow copy first: what others hold of it stays as it was.
     """
     if field not in parent:

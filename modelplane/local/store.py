@@ -130,7 +130,7 @@ def _text_digest(obj: Obj) -> bytes:
     Its key-sorted JSON text (done in C) is digested in parts: the object's
     identity and metadata (`_TOGETHER`) at once; each other field (spec,
     status, ...) on its own, by content whether it is plain or read-only
-    (`convert.as_stored`, `engine.ControlPlane._frozen`), a read-only one's
+    (`convert.as_stored`, `fetch.Fetcher.frozen`), a read-only one's
     digest remembered on it, as it never changes. Its first `_BODY` bytes are
     the digest of everything but the status (`ObjectStore.body`), the rest the
     status's.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from modelplane.api.frozen import FrozenDict, FrozenList, frozen
-from modelplane.local.engine import _digest
+from modelplane.local.apply import digest
 
 CRD = frozen({"spec": {"names": {"kind": "Pool"}, "versions": [{"name": "v1", "served": True}]}})
 
@@ -22,27 +22,27 @@ def test_a_read_only_part_counts_by_its_content() -> None:
         {"spec": {"names": {"kind": "Pool"}, "versions": [{"name": "v1", "served": True}]}}
     )
     assert type(CRD) is FrozenDict and again is not CRD
-    assert _digest(wrapped(CRD)) == _digest(wrapped(CRD)) == _digest(wrapped(again))
+    assert digest(wrapped(CRD)) == digest(wrapped(CRD)) == digest(wrapped(again))
     other = frozen({"spec": {"names": {"kind": "Pool"}, "versions": [{"name": "v1", "served": 1}]}})
-    assert _digest(wrapped(other)) != _digest(wrapped(CRD))
-    assert _digest(wrapped(CRD, "b")) != _digest(wrapped(CRD))
+    assert digest(wrapped(other)) != digest(wrapped(CRD))
+    assert digest(wrapped(CRD, "b")) != digest(wrapped(CRD))
 
 
 def test_a_read_only_list_and_the_plain_object_are_told_apart() -> None:
     listed = wrapped(FrozenList([CRD]))
-    assert _digest(listed) == _digest(wrapped(FrozenList([CRD])))
-    assert _digest(listed) != _digest(wrapped(FrozenList([CRD, CRD])))
+    assert digest(listed) == digest(wrapped(FrozenList([CRD])))
+    assert digest(listed) != digest(wrapped(FrozenList([CRD, CRD])))
     # The same content held plain is another serialization: a new digest, never a
     # false match.
     plain = wrapped(
         {"spec": {"names": {"kind": "Pool"}, "versions": [{"name": "v1", "served": True}]}}
     )
-    assert _digest(plain) != _digest(wrapped(CRD))
-    assert _digest(plain) == _digest(wrapped(dict(plain["spec"]["m"])))  # type: ignore[index]
+    assert digest(plain) != digest(wrapped(CRD))
+    assert digest(plain) == digest(wrapped(dict(plain["spec"]["m"])))  # type: ignore[index]
 
 
 def test_types_and_key_order_count() -> None:
-    assert _digest(wrapped({"x": 1})) != _digest(wrapped({"x": 1.0}))
-    assert _digest(wrapped({"x": 1})) != _digest(wrapped({"x": True}))
-    assert _digest(wrapped({"x": 1, "y": 2})) != _digest(wrapped({"y": 2, "x": 1}))
-    assert _digest(wrapped(frozen({"x": 1}))) != _digest(wrapped(frozen({"x": True})))
+    assert digest(wrapped({"x": 1})) != digest(wrapped({"x": 1.0}))
+    assert digest(wrapped({"x": 1})) != digest(wrapped({"x": True}))
+    assert digest(wrapped({"x": 1, "y": 2})) != digest(wrapped({"y": 2, "x": 1}))
+    assert digest(wrapped(frozen({"x": 1}))) != digest(wrapped(frozen({"x": True})))

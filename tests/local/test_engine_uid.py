@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import uuid
 
-from modelplane.local.engine import _UID_NAMESPACE, uid_of
+from modelplane.local.apply import UID_NAMESPACE, uid_of
 from modelplane.local.store import Key
 
 ALPHABET = "abcXYZ019-./: _é\u00df\u4e2d\U0001f600"
@@ -16,7 +16,7 @@ def test_uid_of_is_uuid5_of_the_keys_path() -> None:
     for _ in range(5000):
         parts = ("".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 12))) for _ in "abcd")
         key = Key(*parts)
-        assert uid_of(key) == str(uuid.uuid5(_UID_NAMESPACE, "/".join(key)))
+        assert uid_of(key) == str(uuid.uuid5(UID_NAMESPACE, "/".join(key)))
 
 
 def test_uid_of_a_known_key() -> None:

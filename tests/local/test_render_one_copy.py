@@ -130,7 +130,7 @@ def test_the_copy_a_call_reads_shares_the_stored_content(install: Install) -> No
     result = plane.run()
     made = result.get("v1", "ConfigMap", "made", "default")
     assert made is not None and type(made["data"]) is FrozenDict
-    assert plane._frozen(made)["data"] is made["data"]
+    assert plane.fetcher.frozen(made)["data"] is made["data"]
     # The writers print read-only containers exactly as plain ones.
     plain = [thaw(o) for o in result.store.objects()]
     assert dump_yaml(result.store.objects()) == dump_yaml(plain)
