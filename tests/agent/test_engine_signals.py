@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from modelplane.agent.engines import Scraper, Window, fetch, quantile, scrape
+from modelplane.agent.engines import ScrapeError, Scraper, Window, fetch, quantile, scrape
 from modelplane.api import constants as c
 from modelplane.api.inventory import InventorySummary, read_inventory
 from tests.loopback_http import serving
@@ -181,6 +181,29 @@ def test_a_huge_page_is_cut_and_unreachable() -> None:
     (one,) = scrape_pods([("p0", "r0")], {"p0": engine(page)}, max_bytes=64 * 1024)
     assert one["reachable"] is False
     assert f"more than {64 * 1024} bytes" in one["error"]
+
+
+def test_the_default_page_limit_is_four_mebibytes() -> None:
+    # vLLM's page is about 100 KiB; the agent allows 4 MiB unless told otherwise.
+    asked: list[tuple[str, float, int]] = []
+
+    def get(url: str, timeout: float, max_bytes: int) -> str:
+        asked.append((url, timeout, max_bytes))
+        return vllm_page(1, 1, 0.1, {})
+
+    signals, _ = scrape([pod("p0", "r0")], Scraper(get=get), Window(), "2026-11-01T01:00:00Z")
+    assert asked == [("http://127.0.0.1:8000/metrics", 2.0, 4 * 1024 * 1024)]
+    assert [s.reachable for s in signals] == [True]
+
+
+@pytest.mark.parametrize(("size", "whole"), [(1000, True), (1001, False)])
+def test_a_page_of_exactly_the_limit_is_read_one_byte_more_is_not(size: int, whole: bool) -> None:
+    with serving(engine(b"x" * size)) as address:
+        if whole:
+            assert fetch(f"{address}/metrics", 1.0, 1000) == "x" * size
+        else:
+            with pytest.raises(ScrapeError, match="more than 1000 bytes"):
+                fetch(f"{address}/metrics", 1.0, 1000)
 
 
 def test_a_missing_engine_is_unreachable() -> None:
