@@ -429,3 +429,55 @@ def test_silent_replicas_are_named_up_to_four_and_counted_past_that() -> None:
         "chat-east-2, chat-east-3, chat-east-4 and 2 more; no request counts (error rate); "
         "no time to first token; 6/6 Ready, 0 reporting"
     )
+
+
+def test_every_wave_passed_with_replicas_outside_them_promotes_the_rest() -> None:
+    # One wave (east); central's and west's replicas are on no wave: once east passes,
+    # they are updated.
+    replicas = [rep("central", 0, OLD), rep("east", 1, NEW), rep("west", 0, OLD, ready=False)]
+    waves = [{"clusterSelector": {"matchLabels": {"region": "us-east"}}}]
+    plan = run(replicas, {"chat-east-1": sig(T1, errors=2)}, WAVE_1, waves=waves)
+    assert outcome(plan) == (
+        ["chat-central-0", "chat-west-0"], NEW, "Progressing", [(1, "Passed")], False, "Promoting",
+    )  # fmt: skip
+    assert plan.verdict is not None and plan.status is not None
+    msg = "every wave passed; updating the 2 remaining replica(s)"
+    passed = (
+        "wave 1 passed: 1/1 Ready, 1 reporting, error rate 0.20% of 1000 requests, TTFT p90 0.5s"
+    )
+    assert (plan.verdict.message, plan.verdict.events) == (msg, (("Normal", "WavePassed", passed),))
+    assert [(r.revision, r.replicas, r.ready) for r in plan.status.revisions or []] == [
+        (NEW, 1, 1),
+        (OLD, 2, 1),
+    ]
+
+
+def test_a_wave_still_updating_at_time_up_says_how_many_are_left() -> None:
+    # Three wanted, three there: east's old replica is still to come, so 1 of 2 is Ready.
+    replicas = [rep("east", 1, NEW), rep("east", 0, OLD), rep("west", 0, OLD)]
+    plan = run(replicas, {"chat-east-1": sig(T1)}, WAVE_1)
+    assert plan.status is not None and plan.status.waves is not None
+    assert plan.status.waves[0].message == (
+        "wave 1: 1 replica(s) still to update; 1/2 Ready, 1 reporting, "
+        "error rate 0.10% of 1000 requests, TTFT p90 0.5s"
+    )
+
+
+def test_reports_without_request_counts_leave_requests_unknown_not_zero() -> None:
+    plan = run(AFTER_EAST, {"chat-east-1": sig(T1, requests=None, errors=None)}, WAVE_1)  # type: ignore[arg-type]
+    assert plan.status is not None and plan.status.waves is not None
+    first = plan.status.waves[0]
+    assert (first.phase, first.requests, first.errors, first.error_rate) == (
+        "Analyzing", None, None, None,
+    )  # fmt: skip
+    assert first.message == (
+        "wave 1: held, signals missing: no request counts (error rate); "
+        "1/1 Ready, 1 reporting, TTFT p90 0.5s"
+    )
+
+
+def test_a_failed_revision_without_a_failed_wave_still_says_why_it_rolled_back() -> None:
+    failed = prior(decision="RolledBack", failed_revision=NEW)
+    plan = run(OLD_FLEET, OLD_SIGNALS, failed)
+    assert plan.status is not None
+    assert plan.status.message == "revision new0000000 failed; rolled back to revision old0000000"
