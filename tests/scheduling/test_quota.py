@@ -165,3 +165,21 @@ def test_the_deployments_own_multi_node_replicas_count_devices_times_nodes() -> 
     room = run(dep, CLUSTERS, mine, [quota("team-a", h100={"devices": 32})])
     assert [(u.used, u.hard) for u in room.quota] == [(32, 32)]
     assert room.placed == 2
+
+
+def test_a_limit_on_a_class_is_named_where_it_refuses() -> None:
+    # The limit counts only h100-8x pools: with 8 of 8 held, every h100 pool is refused
+    # by the quota (named, with its numbers), not for want of nodes.
+    dep = deployment(2, [request("gpu", H100, count=8)], name="chat")
+    observed = [replica("batch", "east", 0, "h100", H8)]
+    limits = quota("team-a", h100={"devices": 8, "inferenceClasses": ["h100-8x"]})
+    result = run(dep, CLUSTERS, observed, [limits])
+    assert result.placed == 0
+    assert {v.cluster: v.reason for v in result.clusters} == {
+        "east": "QuotaExceeded",
+        "west": "QuotaExceeded",
+    }
+    west = next(v for v in result.clusters if v.cluster == "west")
+    assert "FleetQuota team-a limit h100: 8 of 8 devices used and a replica here needs 8" in (
+        west.message
+    )
