@@ -6,6 +6,8 @@ from __future__ import annotations
 from schedfleet import H100, cluster, deployment, replica, request, resolved, workers
 from tenancy import priority_class, quota, run, with_priority
 
+from modelplane.scheduling.names import replica_name
+
 PRIORITIES = [
     priority_class("critical", 1000),
     priority_class("high", 500),
@@ -182,3 +184,33 @@ def test_the_explanation_counts_the_preemptor_on_its_pool() -> None:
         "unified needs 2 node(s); free: h100 0",
     )
     assert [p.free_nodes for p in east.pools] == [0]
+
+
+def test_priority_zero_or_below_never_preempts_even_lower_priorities() -> None:
+    # A PriorityClass may be negative: a deployment without one (0) still takes nothing.
+    fleet = [cluster("east", {"h100": ("h100-8x", 1)})]
+    classes = [*PRIORITIES, priority_class("scavenger", -5), priority_class("zero", 0)]
+    held = [other("a", "east", 0, "h100", 8, "scavenger")]
+    for prio in (None, "zero"):
+        result = run(preemptor(prio=prio), fleet, held, priorities=classes)
+        assert result.preemptions == () and result.placed == 0, prio
+    above = run(preemptor(prio="low"), fleet, held, priorities=classes)
+    assert victims(above) == [("east", "h100", "serve", ["a"])]
+
+
+def test_without_surge_room_to_spare_the_missing_replica_still_preempts() -> None:
+    # Immediate: no surge, so the one missing replica is exactly the room there is.
+    fleet = [cluster("east", {"h100": ("h100-8x", 1)})]
+    held = [other("a", "east", 0, "h100", 8, "low")]
+    result = run(preemptor(rollout={"strategy": "Immediate"}), fleet, held, priorities=PRIORITIES)
+    assert result.surge == 0
+    assert victims(result) == [("east", "h100", "serve", ["a"])]
+
+
+def test_the_preemptor_is_named_as_the_fill_names_a_new_replica() -> None:
+    fleet = [cluster("east", {"h100": ("h100-8x", 1)})]
+    held = [other("a", "east", 0, "h100", 8, "low")]
+    result = run(preemptor(), fleet, held, priorities=PRIORITIES)
+    name = replica_name("team-a", "serve", "east", 0)
+    assert [r.name for r in result.replicas] == [name]
+    assert [p.replica for p in result.preemptions] == [name]
