@@ -237,6 +237,23 @@ def test_pods_not_ready_are_not_scraped() -> None:
     assert (signals, calls) == ([], [])
 
 
+@pytest.mark.parametrize("field", ["podIP", "name"])
+def test_a_pod_without_an_address_or_name_is_not_scraped(field: str) -> None:
+    p = pod("p0", "r0")
+    if field == "podIP":
+        p["status"]["podIP"] = ""
+    else:
+        p["metadata"]["name"] = ""
+    asked: list[str] = []
+
+    def get(url: str, timeout: float, max_bytes: int) -> str:
+        asked.append(url)
+        return vllm_page(1, 1, 0.1, {})
+
+    signals, _ = scrape([p], Scraper(get=get), Window(), "2026-11-01T01:00:00Z")
+    assert (signals, asked) == ([], [])
+
+
 def test_quantile_as_prometheus_interpolates() -> None:
     # 10 observations: 4 ≤ 0.1, 8 ≤ 0.5, 10 ≤ 1. p90: rank 9 in (0.5, 1] (8 → 10): 0.75.
     assert quantile(0.9, [], [(0.1, 4), (0.5, 8), (1.0, 10), (float("inf"), 10)]) == (0.75, 10)
@@ -342,6 +359,19 @@ def test_a_counter_that_went_down_counts_from_zero() -> None:
     ]
     one = scrape_series([{"p0": http_page(p)} for p in pages], [("p0", "r0")])
     assert (one["requests"], one["errors"]) == (20 + 2 + 10, 2)
+
+
+def test_each_method_is_a_series_of_its_own() -> None:
+    # POST went down (100 → 20: reset, 20 counted) while GET grew (5 → 10: +5): 25.
+    # Added up per handler and status instead, 105 → 30 would count 30.
+    pages = [
+        http_page({("/v1/models", "2xx"): 100})
+        + http_page({("/v1/models", "2xx"): 5}, method="GET"),
+        http_page({("/v1/models", "2xx"): 20})
+        + http_page({("/v1/models", "2xx"): 10}, method="GET"),
+    ]
+    one = scrape_series([{"p0": p} for p in pages], [("p0", "r0")])
+    assert (one["requests"], one["errors"]) == (25, 0)
 
 
 def test_a_restarted_engine_whose_series_are_gone_counts_nothing_for_them() -> None:
