@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit package-check install clean lock image mutation e2e parts
+.PHONY: demo test lint typecheck unit package-check install clean lock image mutation mutation-sample e2e parts
 
 # The schema oracles beside the project (../shared/conformance) are optional:
 # tests that use them skip when they are absent.
@@ -94,6 +94,15 @@ mutation: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[test,mutation]'
 	nice -n 19 $(BIN)/mutmut run --max-children $(MUTATION_JOBS) $(foreach m,$(MUTANTS),'$(m)')
 	$(BIN)/mutmut results | grep -v ': not checked$$' || true
+
+# A seeded sample of 30 mutants per module (tests/mutation_sample.py lists the
+# modules and the tests that judge each); SAMPLE narrows it to some of them,
+# e.g. make mutation-sample SAMPLE=modelplane/scheduling/quota.py.
+SAMPLE ?=
+
+mutation-sample: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[test,mutation]'
+	nice -n 19 $(BIN)/python tests/mutation_sample.py $(SAMPLE)
 
 clean:
 	rm -rf $(VENV) $(TOOLS) out build *.egg-info mutants

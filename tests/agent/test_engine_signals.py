@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from modelplane.agent.engines import Scraper, Window, fetch, quantile, scrape
+from modelplane.agent.engines import ScrapeError, Scraper, Window, fetch, quantile, scrape
 from modelplane.api import constants as c
 from modelplane.api.inventory import InventorySummary, read_inventory
 from tests.loopback_http import serving
@@ -183,6 +183,29 @@ def test_a_huge_page_is_cut_and_unreachable() -> None:
     assert f"more than {64 * 1024} bytes" in one["error"]
 
 
+def test_the_default_page_limit_is_four_mebibytes() -> None:
+    # vLLM's page is about 100 KiB; the agent allows 4 MiB unless told otherwise.
+    asked: list[tuple[str, float, int]] = []
+
+    def get(url: str, timeout: float, max_bytes: int) -> str:
+        asked.append((url, timeout, max_bytes))
+        return vllm_page(1, 1, 0.1, {})
+
+    signals, _ = scrape([pod("p0", "r0")], Scraper(get=get), Window(), "2026-11-01T01:00:00Z")
+    assert asked == [("http://127.0.0.1:8000/metrics", 2.0, 4 * 1024 * 1024)]
+    assert [s.reachable for s in signals] == [True]
+
+
+@pytest.mark.parametrize(("size", "whole"), [(1000, True), (1001, False)])
+def test_a_page_of_exactly_the_limit_is_read_one_byte_more_is_not(size: int, whole: bool) -> None:
+    with serving(engine(b"x" * size)) as address:
+        if whole:
+            assert fetch(f"{address}/metrics", 1.0, 1000) == "x" * size
+        else:
+            with pytest.raises(ScrapeError, match="more than 1000 bytes"):
+                fetch(f"{address}/metrics", 1.0, 1000)
+
+
 def test_a_missing_engine_is_unreachable() -> None:
     # No server for p0: the connection is refused.
     (one,) = scrape_pods([("p0", "r0")], {})
@@ -212,6 +235,23 @@ def test_pods_not_ready_are_not_scraped() -> None:
 
     signals, _ = scrape(objs, Scraper(get=get), Window(), "2026-11-01T01:00:00Z")
     assert (signals, calls) == ([], [])
+
+
+@pytest.mark.parametrize("field", ["podIP", "name"])
+def test_a_pod_without_an_address_or_name_is_not_scraped(field: str) -> None:
+    p = pod("p0", "r0")
+    if field == "podIP":
+        p["status"]["podIP"] = ""
+    else:
+        p["metadata"]["name"] = ""
+    asked: list[str] = []
+
+    def get(url: str, timeout: float, max_bytes: int) -> str:
+        asked.append(url)
+        return vllm_page(1, 1, 0.1, {})
+
+    signals, _ = scrape([p], Scraper(get=get), Window(), "2026-11-01T01:00:00Z")
+    assert (signals, asked) == ([], [])
 
 
 def test_quantile_as_prometheus_interpolates() -> None:
@@ -319,6 +359,19 @@ def test_a_counter_that_went_down_counts_from_zero() -> None:
     ]
     one = scrape_series([{"p0": http_page(p)} for p in pages], [("p0", "r0")])
     assert (one["requests"], one["errors"]) == (20 + 2 + 10, 2)
+
+
+def test_each_method_is_a_series_of_its_own() -> None:
+    # POST went down (100 → 20: reset, 20 counted) while GET grew (5 → 10: +5): 25.
+    # Added up per handler and status instead, 105 → 30 would count 30.
+    pages = [
+        http_page({("/v1/models", "2xx"): 100})
+        + http_page({("/v1/models", "2xx"): 5}, method="GET"),
+        http_page({("/v1/models", "2xx"): 20})
+        + http_page({("/v1/models", "2xx"): 10}, method="GET"),
+    ]
+    one = scrape_series([{"p0": p} for p in pages], [("p0", "r0")])
+    assert (one["requests"], one["errors"]) == (25, 0)
 
 
 def test_a_restarted_engine_whose_series_are_gone_counts_nothing_for_them() -> None:

@@ -244,3 +244,76 @@ def test_within_bounds_and_never_down_while_missing(
     assert sp.min_replicas <= d.desired <= sp.max_replicas
     if d.missing_count:
         assert d.desired >= current
+
+
+# Inputs the arithmetic must read right, and the edges of the HPA step:
+# (case, spec, signals, current, desired, proposal, reason, missing); every answer by hand.
+INPUTS = [
+    # Both replicas report, but nothing of the KV-cache target: no measure, so no
+    # proposal, and the count is held (an absent gauge is not an idle one).
+    (
+        "reports without the target's metric",
+        spec(targets={"kvCacheUtilization": 0.6}),
+        [sig("a", 0), sig("b", 0)],
+        2, 2, None, R.SIGNALS_MISSING, (),
+    ),
+    # A TTFT target and no replica saw a first token (no p90): held the same way.
+    (
+        "ttft target without a p90",
+        spec(targets={"ttftP90Seconds": 0.5}),
+        [sig("a", 0, ttft_requests=40), sig("b", 0)],
+        2, 2, None, R.SIGNALS_MISSING, (),
+    ),
+    # p90s of 1 s and 2 s without request counts: their plain mean, 1.5 s, against
+    # 0.5 s is a ratio of 3: ceil(2 × 3) = 6.
+    (
+        "ttft p90s without request counts",
+        spec(targets={"ttftP90Seconds": 0.5}),
+        [sig("a", ttft_p90_seconds=1.0), sig("b", ttft_p90_seconds=2.0)],
+        2, 6, 6, R.SCALED_UP, (),
+    ),
+    # b's scrapedAt does not read as a time: b is missing, so a's idle report cannot
+    # scale down (0 proposed, held at 2).
+    (
+        "unreadable scrapedAt",
+        spec(),
+        [sig("a", 0), sig("b", 0, when="yesterday")],
+        2, 2, 0, R.SIGNALS_MISSING, ("b",),
+    ),
+    # No report time reads at all: nothing is fresh, the count is held.
+    (
+        "no readable scrapedAt",
+        spec(),
+        [sig("a", 50, when="later"), sig("b", 50, when="")],
+        2, 2, None, R.SIGNALS_MISSING, ("a", "b"),
+    ),
+    # From zero replicas (a reporting one being replaced): ceil(12 / 5) = 3, not
+    # ceil(0 × ratio).
+    ("from zero", spec(), [sig("a", 12)], 0, 3, 3, R.SCALED_UP, ()),
+    # From zero with nothing waiting: 0 proposed, clamped to minReplicas 1.
+    ("from zero, idle", spec(), [sig("a", 0)], 0, 1, 0, R.LIMITED, ()),
+    # One replica at 5.4 waiting against 5: a ratio of 1.08 is within the 0.1
+    # tolerance, so 1 stays (not ceil(1 × 1.08) = 2).
+    ("tolerance at one replica", spec(), [sig("a", 5.4)], 1, 1, 1, R.STEADY, ()),
+    # At 5.6 the ratio 1.12 is outside: ceil(1.12) = 2.
+    ("outside tolerance at one replica", spec(), [sig("a", 5.6)], 1, 2, 2, R.SCALED_UP, ()),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("case", "sp", "signals", "current", "desired", "proposal", "reason", "missing"),
+    INPUTS,
+    ids=[c[0] for c in INPUTS],
+)
+def test_inputs_and_edges(
+    case: str,
+    sp: Autoscaling,
+    signals: list[ReplicaSignals],
+    current: int,
+    desired: int,
+    proposal: int | None,
+    reason: R,
+    missing: tuple[str, ...],
+) -> None:
+    d = decide(sp, *fleet(*signals), current)
+    assert (d.desired, d.proposal, d.reason, d.missing) == (desired, proposal, reason, missing)

@@ -339,3 +339,145 @@ def test_first_rollout_of_a_new_deployment_has_nothing_to_roll() -> None:
         )
     )  # fmt: skip
     assert outcome(plan) == ([], NEW, "Complete", [], True, "Complete")
+
+
+MID = "mid0000000"
+MID_T: dict[str, Any] = {"backend": "Native", "caches": [], "roles": {"unified": {"count": 3}}}
+
+
+@pytest.mark.parametrize(
+    ("revisions", "stable"),
+    [
+        ([OLD, OLD, MID], OLD),
+        ([MID, MID, OLD], MID),  # the most common, whatever its name
+        ([MID, OLD], OLD),  # a tie: the later name (a fixed choice, stable across cycles)
+    ],
+)
+def test_without_a_recorded_stable_revision_the_most_common_older_one_is(
+    revisions: list[str], stable: str
+) -> None:
+    replicas = [rep(c, 0, r) for c, r in zip(["central", "east", "west"], revisions, strict=False)]
+    plan = decide(
+        RolloutInput(
+            rollout=rollout(), replicas_wanted=3, revision=NEW, template=NEW_T, prior=None,
+            replicas=tuple(replicas), clusters=CLUSTERS, signals={},
+            templates={OLD: OLD_T, MID: MID_T, NEW: NEW_T},
+        )
+    )  # fmt: skip
+    assert plan.status is not None
+    assert plan.status.stable_revision == stable
+    assert plan.status.stable_template == {OLD: OLD_T, MID: MID_T}[stable]
+
+
+def test_a_replica_reporting_zero_errors_shows_zero_errors_and_rate_and_the_summary() -> None:
+    plan = run(AFTER_EAST, {"chat-east-1": sig(T1, errors=0)}, WAVE_1)
+    assert plan.status is not None and plan.status.waves is not None
+    first = plan.status.waves[0]
+    assert (first.phase, first.requests, first.errors, first.error_rate) == ("Passed", 1000, 0, 0.0)
+    assert first.message == (
+        "wave 1 passed: 1/1 Ready, 1 reporting, error rate 0.00% of 1000 requests, TTFT p90 0.5s"
+    )
+
+
+def test_ready_fraction_is_rounded_to_four_places() -> None:
+    # Two of the three new replicas Ready when the time is up: 0.6667, short of 1.0.
+    replicas = [rep("east", 1, NEW), rep("east", 2, NEW), rep("east", 3, NEW, ready=False)]
+    plan = run(replicas, {r.name: sig(T1) for r in replicas}, WAVE_1)
+    assert plan.status is not None and plan.status.waves is not None
+    first = plan.status.waves[0]
+    assert (first.phase, first.ready, first.replicas, first.ready_fraction) == (
+        "Failed", 2, 3, 0.6667,
+    )  # fmt: skip
+    assert first.message == (
+        "wave 1 failed: only 2 of 3 replicas of the new revision are Ready (at least 100% required)"
+    )
+
+
+def test_a_wave_over_more_than_eight_clusters_names_eight_and_counts_the_rest() -> None:
+    clusters = {f"c{i:02d}": {"region": "eu"} for i in range(10)}
+    replicas = [rep(name, 0, OLD) for name in clusters]
+    plan = run(
+        replicas, {r.name: sig(T0) for r in replicas}, clusters=clusters,
+        waves=[{"clusterSelector": {"matchLabels": {"region": "eu"}}}],
+    )  # fmt: skip
+    assert plan.status is not None and plan.status.waves is not None
+    first = plan.status.waves[0]
+    assert first.clusters == sorted(clusters)
+    assert plan.verdict is not None
+    assert [e for e in plan.verdict.events if e[1] == "WaveStarted"] == [
+        (
+            "Normal",
+            "WaveStarted",
+            "wave 1 started: replicas on c00, c01, c02, c03, c04, c05, c06, c07 and 2 more "
+            "move to revision new0000000",
+        )
+    ]
+    assert sorted(plan.outdated) == sorted(r.name for r in replicas)
+
+
+def test_silent_replicas_are_named_up_to_four_and_counted_past_that() -> None:
+    # Six new replicas on east, none reported since the wave started; central's report
+    # says the time is up. Held: four named, two counted, and what the limits lack.
+    new = [rep("east", i, NEW) for i in range(1, 7)]
+    replicas = [rep("central", 0, OLD), *new, rep("west", 0, OLD)]
+    plan = run(replicas, {"chat-central-0": sig(T1)}, WAVE_1)
+    assert plan.status is not None and plan.status.waves is not None
+    first = plan.status.waves[0]
+    assert first.phase == "Analyzing"
+    assert first.message == (
+        "wave 1: held, signals missing: no report since the wave started from chat-east-1, "
+        "chat-east-2, chat-east-3, chat-east-4 and 2 more; no request counts (error rate); "
+        "no time to first token; 6/6 Ready, 0 reporting"
+    )
+
+
+def test_every_wave_passed_with_replicas_outside_them_promotes_the_rest() -> None:
+    # One wave (east); central's and west's replicas are on no wave: once east passes,
+    # they are updated.
+    replicas = [rep("central", 0, OLD), rep("east", 1, NEW), rep("west", 0, OLD, ready=False)]
+    waves = [{"clusterSelector": {"matchLabels": {"region": "us-east"}}}]
+    plan = run(replicas, {"chat-east-1": sig(T1, errors=2)}, WAVE_1, waves=waves)
+    assert outcome(plan) == (
+        ["chat-central-0", "chat-west-0"], NEW, "Progressing", [(1, "Passed")], False, "Promoting",
+    )  # fmt: skip
+    assert plan.verdict is not None and plan.status is not None
+    msg = "every wave passed; updating the 2 remaining replica(s)"
+    passed = (
+        "wave 1 passed: 1/1 Ready, 1 reporting, error rate 0.20% of 1000 requests, TTFT p90 0.5s"
+    )
+    assert (plan.verdict.message, plan.verdict.events) == (msg, (("Normal", "WavePassed", passed),))
+    assert [(r.revision, r.replicas, r.ready) for r in plan.status.revisions or []] == [
+        (NEW, 1, 1),
+        (OLD, 2, 1),
+    ]
+
+
+def test_a_wave_still_updating_at_time_up_says_how_many_are_left() -> None:
+    # Three wanted, three there: east's old replica is still to come, so 1 of 2 is Ready.
+    replicas = [rep("east", 1, NEW), rep("east", 0, OLD), rep("west", 0, OLD)]
+    plan = run(replicas, {"chat-east-1": sig(T1)}, WAVE_1)
+    assert plan.status is not None and plan.status.waves is not None
+    assert plan.status.waves[0].message == (
+        "wave 1: 1 replica(s) still to update; 1/2 Ready, 1 reporting, "
+        "error rate 0.10% of 1000 requests, TTFT p90 0.5s"
+    )
+
+
+def test_reports_without_request_counts_leave_requests_unknown_not_zero() -> None:
+    plan = run(AFTER_EAST, {"chat-east-1": sig(T1, requests=None, errors=None)}, WAVE_1)  # type: ignore[arg-type]
+    assert plan.status is not None and plan.status.waves is not None
+    first = plan.status.waves[0]
+    assert (first.phase, first.requests, first.errors, first.error_rate) == (
+        "Analyzing", None, None, None,
+    )  # fmt: skip
+    assert first.message == (
+        "wave 1: held, signals missing: no request counts (error rate); "
+        "1/1 Ready, 1 reporting, TTFT p90 0.5s"
+    )
+
+
+def test_a_failed_revision_without_a_failed_wave_still_says_why_it_rolled_back() -> None:
+    failed = prior(decision="RolledBack", failed_revision=NEW)
+    plan = run(OLD_FLEET, OLD_SIGNALS, failed)
+    assert plan.status is not None
+    assert plan.status.message == "revision new0000000 failed; rolled back to revision old0000000"

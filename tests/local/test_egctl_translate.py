@@ -11,6 +11,7 @@ and Go is missing.
 from __future__ import annotations
 
 import copy
+import tempfile
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -71,9 +72,10 @@ def _translated(folder: Path, config: str) -> Obj:
 
 def _run(inputs: list[Obj], name: str) -> Obj:
     assert BINARY is not None
-    work = Path(f"/tmp/modelplane-egctl-{name}")
-    work.mkdir(parents=True, exist_ok=True)
-    (result,) = translate(BINARY, inputs, work)
+    # A directory of its own per translation: two runs on one machine (or two
+    # workers of one run) must not read each other's input file.
+    with tempfile.TemporaryDirectory(prefix=f"modelplane-egctl-{name}-") as work:
+        (result,) = translate(BINARY, inputs, Path(work))
     return result
 
 

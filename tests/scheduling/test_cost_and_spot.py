@@ -88,6 +88,33 @@ def test_the_cheapest_pool_of_a_cluster_is_tried_first() -> None:
     assert {r.roles[0].pool for r in plain.replicas} == {"a-dear"}  # pool-name order
 
 
+def test_a_free_pool_is_the_cheapest_to_grow() -> None:
+    # A price of 0 is a price (an already-paid reservation): the what-if grows it, not
+    # the pool at 0.5, though both need one node.
+    empty = priced(
+        cluster("x", {"a-paid": ("l4-1x", 0), "b-free": ("l4-1x", 0)}),
+        **{"a-paid": (0.5, None), "b-free": (0.0, None)},
+    )
+    result = run(chat(1, preference="LowestCost"), [empty])
+    assert [[(a.pool, a.nodes) for a in w.additions] for w in result.what_if] == [[("b-free", 1)]]
+
+
+def test_under_lowest_cost_the_what_if_grows_the_cheapest_matching_pool() -> None:
+    # Both pools are empty and equal but for the price: one node of either would place
+    # the replica. LowestCost advises the cheaper; without it, the first by name.
+    empty = priced(
+        cluster("x", {"a-dear": ("l4-1x", 0), "b-cheap": ("l4-1x", 0)}),
+        **{"a-dear": (1.0, None), "b-cheap": (0.5, None)},
+    )
+    cheap = run(chat(1, preference="LowestCost"), [empty])
+    assert cheap.placed == 0
+    assert [(w.cluster, [(a.pool, a.nodes) for a in w.additions]) for w in cheap.what_if] == [
+        ("x", [("b-cheap", 1)])
+    ]
+    plain = run(chat(1), [empty])
+    assert [[(a.pool, a.nodes) for a in w.additions] for w in plain.what_if] == [[("a-dear", 1)]]
+
+
 def test_an_unpriced_cluster_is_never_preferred_on_cost() -> None:
     clusters = [
         cluster("a", {"l4": ("l4-1x", 4)}),

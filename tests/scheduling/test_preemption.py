@@ -3,8 +3,10 @@ for equal priority; and the victim's side (withdrawn at once, re-placed if it fi
 
 from __future__ import annotations
 
-from schedfleet import H100, cluster, deployment, replica, request, resolved
-from tenancy import priority_class, run, with_priority
+from schedfleet import H100, cluster, deployment, replica, request, resolved, workers
+from tenancy import priority_class, quota, run, with_priority
+
+from modelplane.scheduling.names import replica_name
 
 PRIORITIES = [
     priority_class("critical", 1000),
@@ -137,3 +139,78 @@ def test_a_preemptor_of_equal_priority_is_ignored_by_the_victim() -> None:
     result = run(dep, fleet, [victim, claimant], priorities=PRIORITIES)
     assert [(r.name, r.retained) for r in result.replicas] == [(name, True)]
     assert result.preempted == ()
+
+
+def test_no_preemption_where_every_lower_victim_still_leaves_no_room() -> None:
+    # The node's other half is held at the preemptor's own priority: withdrawing the
+    # low replica frees 4 of the 8 GPUs needed, so nothing is taken and nothing placed.
+    fleet = [cluster("east", {"h100": ("h100-8x", 1)})]
+    held = [other("a", "east", 0, "h100", 4, "low"), other("b", "east", 0, "h100", 4, "critical")]
+    result = run(preemptor(), fleet, held, priorities=PRIORITIES)
+    assert result.preemptions == () and result.placed == 0
+    # The same node with the other half free: the low replica alone makes room.
+    freed = run(preemptor(), fleet, held[:1], priorities=PRIORITIES)
+    assert victims(freed) == [("east", "h100", "serve", ["a"])]
+
+
+def test_no_preemption_onto_a_pool_the_namespaces_quota_refuses() -> None:
+    # The preemptor's namespace (team-a) may hold no H100 at all: the low replica of
+    # team-b stays, even though withdrawing it would make room.
+    fleet = [cluster("east", {"h100": ("h100-8x", 1)})]
+    held = [other("a", "east", 0, "h100", 8, "low")]
+    refused = run(
+        preemptor(), fleet, held, [quota("team-a", h100={"devices": 0})], priorities=PRIORITIES
+    )
+    assert refused.preemptions == () and refused.placed == 0
+    allowed = run(
+        preemptor(), fleet, held, [quota("team-a", h100={"devices": 8})], priorities=PRIORITIES
+    )
+    assert victims(allowed) == [("east", "h100", "serve", ["a"])]
+
+
+def test_the_explanation_counts_the_preemptor_on_its_pool() -> None:
+    # A two-node worker (pipeline 2) on a two-node pool: the low replica holds one node,
+    # the other is free. The first replica takes both nodes; for the second, the
+    # explanation counts it there: no node free, not the one it took beside the victim.
+    fleet = [cluster("east", {"h100": ("h100-8x", 2)})]
+    held = [other("a", "east", 0, "h100", 8, "low")]
+    result = run(
+        preemptor(replicas=2, workers=workers(pipeline=2)), fleet, held, priorities=PRIORITIES
+    )
+    assert victims(result) == [("east", "h100", "serve", ["a"])]
+    [east] = result.clusters
+    assert (east.reason, east.message) == (
+        "InsufficientCapacity",
+        "unified needs 2 node(s); free: h100 0",
+    )
+    assert [p.free_nodes for p in east.pools] == [0]
+
+
+def test_priority_zero_or_below_never_preempts_even_lower_priorities() -> None:
+    # A PriorityClass may be negative: a deployment without one (0) still takes nothing.
+    fleet = [cluster("east", {"h100": ("h100-8x", 1)})]
+    classes = [*PRIORITIES, priority_class("scavenger", -5), priority_class("zero", 0)]
+    held = [other("a", "east", 0, "h100", 8, "scavenger")]
+    for prio in (None, "zero"):
+        result = run(preemptor(prio=prio), fleet, held, priorities=classes)
+        assert result.preemptions == () and result.placed == 0, prio
+    above = run(preemptor(prio="low"), fleet, held, priorities=classes)
+    assert victims(above) == [("east", "h100", "serve", ["a"])]
+
+
+def test_without_surge_room_to_spare_the_missing_replica_still_preempts() -> None:
+    # Immediate: no surge, so the one missing replica is exactly the room there is.
+    fleet = [cluster("east", {"h100": ("h100-8x", 1)})]
+    held = [other("a", "east", 0, "h100", 8, "low")]
+    result = run(preemptor(rollout={"strategy": "Immediate"}), fleet, held, priorities=PRIORITIES)
+    assert result.surge == 0
+    assert victims(result) == [("east", "h100", "serve", ["a"])]
+
+
+def test_the_preemptor_is_named_as_the_fill_names_a_new_replica() -> None:
+    fleet = [cluster("east", {"h100": ("h100-8x", 1)})]
+    held = [other("a", "east", 0, "h100", 8, "low")]
+    result = run(preemptor(), fleet, held, priorities=PRIORITIES)
+    name = replica_name("team-a", "serve", "east", 0)
+    assert [r.name for r in result.replicas] == [name]
+    assert [p.replica for p in result.preemptions] == [name]

@@ -127,3 +127,59 @@ def test_other_namespaces_do_not_count_and_the_first_quota_by_name_governs() -> 
     result = run(dep, CLUSTERS, theirs, quotas)
     assert result.placed == 1
     assert [(u.quota, u.used) for u in result.quota] == [("a-first", 8)]
+
+
+@pytest.mark.parametrize(
+    ("limit", "used"),
+    [
+        # A limit on nothing in particular counts the 8 H100s on a cluster the fleet no
+        # longer lists: the replica still holds them.
+        ({"devices": 100}, 8),
+        ({"devices": 100, "deviceClassName": "gpu.nvidia.com"}, 8),
+        # A limit on classes cannot tell the class of an unknown cluster's pool: not counted.
+        ({"devices": 100, "inferenceClasses": ["h100-8x"]}, 0),
+    ],
+)
+def test_a_replica_on_a_cluster_not_in_the_fleet_still_counts(
+    limit: dict[str, object], used: int
+) -> None:
+    observed = read_fleet_quota(quota("q", lim=limit))
+    assert observed is not None
+    clusters = {c.name: c for x in CLUSTERS if (c := read_inference_cluster(x))}
+    gone = read_model_replica(replica("chat", "gone", 0, "h100", H8))
+    assert gone is not None and "gone" not in clusters
+    [use] = q.namespace_use(observed, [gone], "team-a", clusters, Evaluator())
+    assert use.used == used
+
+
+def test_the_deployments_own_multi_node_replicas_count_devices_times_nodes() -> None:
+    # Its own Ready replica spans 2 nodes of 8 H100s: 16 devices. A limit of 24 leaves
+    # room for 8, not for a second 16; a limit of 32 takes the second.
+    dep = deployment(2, [request("gpu", H100, count=8)], name="big", work=workers(pipeline=2))
+    mine = [replica("big", "east", 0, "h100", H8, work=workers(pipeline=2), ready=True)]
+    short = run(dep, CLUSTERS, mine, [quota("team-a", h100={"devices": 24})])
+    assert [(u.used, u.hard) for u in short.quota] == [(16, 24)]
+    assert short.placed == 1
+    east = next(v for v in short.clusters if v.cluster == "east")
+    assert "16 of 24 devices used and a replica here needs 16" in east.message
+    room = run(dep, CLUSTERS, mine, [quota("team-a", h100={"devices": 32})])
+    assert [(u.used, u.hard) for u in room.quota] == [(32, 32)]
+    assert room.placed == 2
+
+
+def test_a_limit_on_a_class_is_named_where_it_refuses() -> None:
+    # The limit counts only h100-8x pools: with 8 of 8 held, every h100 pool is refused
+    # by the quota (named, with its numbers), not for want of nodes.
+    dep = deployment(2, [request("gpu", H100, count=8)], name="chat")
+    observed = [replica("batch", "east", 0, "h100", H8)]
+    limits = quota("team-a", h100={"devices": 8, "inferenceClasses": ["h100-8x"]})
+    result = run(dep, CLUSTERS, observed, [limits])
+    assert result.placed == 0
+    assert {v.cluster: v.reason for v in result.clusters} == {
+        "east": "QuotaExceeded",
+        "west": "QuotaExceeded",
+    }
+    west = next(v for v in result.clusters if v.cluster == "west")
+    assert "FleetQuota team-a limit h100: 8 of 8 devices used and a replica here needs 8" in (
+        west.message
+    )
