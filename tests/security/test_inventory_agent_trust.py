@@ -1,0 +1,194 @@
+"""Issue 40, finding 7: the inventory agent trusts what engine pages and pods say.
+
+Each test is one attack by whoever controls a replica's engine (its `/metrics`
+page) or can create pods on a workload cluster, against the agent's real code:
+real HTTP on loopback for the pages, the agent's loop for the writes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from http.server import BaseHTTPRequestHandler
+from typing import Any, ClassVar, cast
+
+import pytest
+from loopback_http import serving
+
+from modelplane.agent import inventory
+from modelplane.agent.engines import ScrapeError, Scraper, Window, fetch, scrape
+from modelplane.api import constants as c
+from modelplane.api.inventory import read_inventory
+from modelplane.kube.client import KubeClient
+
+INT64_MAX = 2**63 - 1
+
+
+class Dripper(BaseHTTPRequestHandler):
+    """Announces a page and sends it one byte every 50 ms until told to stop (at most 3 s)."""
+
+    stop: ClassVar[threading.Event]
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "100000")
+        self.end_headers()
+        end = time.monotonic() + 3.0
+        with suppress(OSError):
+            while not self.stop.wait(0.05) and time.monotonic() < end:
+                self.wfile.write(b"#")
+                self.wfile.flush()
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+@contextmanager
+def dripping() -> Iterator[str]:
+    stop = threading.Event()
+    handler: type[Dripper] = type("D", (Dripper,), {"stop": stop})
+    with serving(handler) as url:
+        try:
+            yield url
+        finally:
+            stop.set()
+
+
+def running_pod(name: str, replica: str, namespace: str = "team-a") -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": namespace, "labels": {c.LABEL_REPLICA: replica}},
+        "status": {
+            "phase": "Running",
+            "podIP": "127.0.0.1",
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+class FakeKube:
+    """The API calls the agent makes, answered from memory; records what it applies."""
+
+    def __init__(self, running: list[dict[str, Any]]) -> None:
+        self.running = running
+        self.applied: list[tuple[float, dict[str, Any]]] = []
+
+    def list_all(self, path: str, **query: str) -> list[dict[str, Any]]:
+        if path == inventory.PODS and query.get("fieldSelector") == "status.phase=Running":
+            return self.running
+        return []
+
+    def apply(self, path: str, manifest: dict[str, Any], manager: str) -> dict[str, Any]:
+        self.applied.append((time.monotonic(), manifest))
+        return manifest
+
+
+def test_slow_dripping_metrics_page_is_cut_at_the_fetch_deadline() -> None:
+    with dripping() as url:
+        started = time.monotonic()
+        with pytest.raises(ScrapeError, match="deadline"):
+            fetch(url + "/metrics", 0.5, 1 << 20)
+        elapsed = time.monotonic() - started
+    # Every byte arrives well inside the timeout: only a deadline on the whole
+    # page stops it (without one the fetch reads until the drip ends).
+    assert elapsed < 1.5
+
+
+def test_slow_dripping_pages_do_not_stop_inventory_writes() -> None:
+    pods = [running_pod(f"p{i}", f"r{i}") for i in range(20)]
+    with dripping() as url:
+        port = int(url.rsplit(":", 1)[1])
+        scraper = Scraper(port=port, timeout=0.5)
+        kube = FakeKube(pods)
+        started = time.monotonic()
+        settings = inventory.Settings(scraper=scraper)
+        failed = inventory.run(cast(KubeClient, kube), settings, rounds=1, log=lambda _: None)
+    assert failed == 0
+    ((at, written),) = kube.applied
+    # 20 pods, 16 at a time, each cut at 0.5 s: two waves, about a second.
+    assert at - started < 3.0
+    summary, why = read_inventory(written["data"])
+    assert why is None and summary is not None and summary.replicas is not None
+    assert [r.reachable for r in summary.replicas] == [False] * 20
+
+
+def test_engine_that_never_answers_is_cut_at_the_round_deadline() -> None:
+    release = threading.Event()
+
+    def hanging(url: str, timeout: float, limit: int) -> str:
+        release.wait(10)  # a fetch that ignores its own timeout
+        return ""
+
+    scraper = Scraper(get=hanging, round_deadline=0.3)
+    try:
+        started = time.monotonic()
+        (one,), _ = scrape([running_pod("p0", "r0")], scraper, Window(), "2026-11-01T00:00:00Z")
+        elapsed = time.monotonic() - started
+    finally:
+        release.set()
+    assert elapsed < 1.5
+    assert one.reachable is False and "deadline" in (one.error or "")
+
+
+def _page(counter: str, bucket_inf: str = "3", waiting: str = "2") -> str:
+    return "\n".join(
+        [
+            "# TYPE vllm:num_requests_waiting gauge",
+            f"vllm:num_requests_waiting {waiting}",
+            "# TYPE vllm:num_requests_running gauge",
+            "vllm:num_requests_running 1",
+            "# TYPE vllm:time_to_first_token_seconds histogram",
+            'vllm:time_to_first_token_seconds_bucket{le="0.5"} 1',
+            f'vllm:time_to_first_token_seconds_bucket{{le="+Inf"}} {bucket_inf}',
+            "vllm:time_to_first_token_seconds_count 3",
+            "vllm:time_to_first_token_seconds_sum 1",
+            "# TYPE http_requests_total counter",
+            'http_requests_total{handler="/v1/completions",method="POST",status="2xx"} '
+            f"{counter}",
+            'http_requests_total{handler="/v1/chat/completions",method="POST",status="2xx"} '
+            f"{counter}",
+            "",
+        ]
+    )
+
+
+def _two_rounds(first: str, second: str) -> dict[str, Any]:
+    """A replica's signals after two scrapes of its page, as the summary carries them."""
+    pages = iter([first, second])
+    scraper = Scraper(get=lambda url, t, n: next(pages))
+    window = Window()
+    scrape([running_pod("p0", "r0")], scraper, window, "2026-11-01T00:00:00Z")
+    (one,), _ = scrape([running_pod("p0", "r0")], scraper, window, "2026-11-01T00:01:00Z")
+    return one.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("second", "unknown"),
+    [
+        (_page("1", bucket_inf="+Inf"), "ttftP90Seconds"),  # an +Inf bucket count
+        (_page("1e308"), "requests"),  # two 1e308 series overflow to inf
+        (_page("+Inf"), "requests"),
+        (_page("NaN"), "requests"),
+    ],
+    ids=["inf-bucket", "1e308-counter", "inf-counter", "nan-counter"],
+)
+def test_nonfinite_metric_values_do_not_crash_the_agent(second: str, unknown: str) -> None:
+    got = _two_rounds(_page("0"), second)
+    assert got["reachable"] is True
+    assert got["requestsWaiting"] == 2.0  # the rest of the page still counts
+    assert unknown not in got  # unknown, not a number
+
+
+def test_huge_counter_is_not_written_as_a_huge_integer() -> None:
+    got = _two_rounds(_page("0"), _page("1e300"))
+    assert "requests" not in got and "errors" not in got
+    for value in got.values():
+        assert not isinstance(value, int) or abs(value) <= INT64_MAX
+
+
+def test_huge_gauge_or_negative_gauge_is_unknown_not_a_failed_round() -> None:
+    got = _two_rounds(_page("0", waiting="1e300"), _page("1", waiting="-5"))
+    assert got["reachable"] is True
+    assert "requestsWaiting" not in got
+    assert got["requests"] == 2
