@@ -6,6 +6,7 @@ command), and the per-deployment series a namespace leaves behind.
 
 from __future__ import annotations
 
+import copy
 import shutil
 import socket
 import ssl
@@ -18,9 +19,14 @@ from typing import Any
 import crossplane.function.proto.v1.run_function_pb2 as fnv1
 import pytest
 
+from modelplane.api.model_deployment import ModelDeploymentSpec
+from modelplane.compose.deployments import model_deployment
+from modelplane.compose.deployments.scaling import plan_scaling
+from modelplane.compose.types import ComposeInput
 from modelplane.crossplane import metrics as function_metrics
 from modelplane.crossplane.convert import dict_to_struct
 from modelplane.crossplane.metrics import FunctionMetrics, serve_metrics
+from tests.compose import test_deployment_endpoints as endpoints_fixture
 
 needs_openssl = pytest.mark.skipif(shutil.which("openssl") is None, reason="no openssl")
 
@@ -134,3 +140,76 @@ def test_deployment_no_longer_reconciled_leaves_no_metric_series() -> None:
     assert _deployments(m) == {"still-here"}
     names = {f.name for f in m.registry.collect() for s in f.samples if s.labels}
     assert "modelplane_autoscaling_decisions" in names  # still-here's own series
+
+
+# ── The deployment composer: what a replica's status may make it do ─────────
+
+
+def test_huge_status_replicas_is_not_the_autoscalers_floor() -> None:
+    spec = ModelDeploymentSpec.model_validate(
+        {
+            "replicas": 2,
+            "autoscaling": {"maxReplicas": 4, "targets": {"queueDepthPerReplica": 5}},
+            "nodeSelector": {"devices": [{"name": "gpu", "selectors": [{"cel": "true"}]}]},
+            "workers": {"template": {"spec": {"containers": [{"name": "engine"}]}}},
+        }
+    )
+    # Whoever can write the status subresource writes a billion counted replicas.
+    scaling = plan_scaling(spec, {"replicas": 10**9}, {}, {})
+    assert scaling is not None
+    assert scaling.ask == 4  # bounded by maxReplicas (no more replicas exist)
+    assert plan_scaling(spec, {"replicas": 3}, {}, {}).ask == 3  # type: ignore[union-attr]
+
+
+def _compose_with_replica_status(status: Any) -> Any:
+    """The deployment composed with its one replica's status replaced, its endpoint observed."""
+    replica = endpoints_fixture.observed_replica(True, endpoints_fixture.URL)
+    replica["status"] = status
+    endpoint = {**endpoints_fixture.EXPECTED_ENDPOINT, "status": {"ready": True}}
+    inp = ComposeInput(
+        composite=copy.deepcopy(endpoints_fixture.DEPLOYMENT),
+        observed={
+            endpoints_fixture.REPLICA_KEY: replica,
+            endpoints_fixture.ENDPOINT_KEY: endpoint,
+        },
+        required={
+            "inference-clusters": [endpoints_fixture.cluster("203.0.113.10")],
+            "model-replicas": [],
+            "fleet-quotas": [],
+            "priority-classes": [],
+        },
+    )
+    return model_deployment.compose_with(inp, endpoints_fixture.scheduler)
+
+
+def test_readable_replica_status_still_decides_its_endpoint() -> None:
+    ready = {"conditions": [{"type": "Ready", "status": "True"}], "endpoint": endpoints_fixture.URL}
+    assert endpoints_fixture.ENDPOINT_KEY in _compose_with_replica_status(ready).desired
+    not_ready = {**ready, "conditions": [{"type": "Ready", "status": "False"}]}
+    withdrawn = _compose_with_replica_status(not_ready)
+    assert endpoints_fixture.ENDPOINT_KEY not in withdrawn.desired
+    assert all(x.type != "InputsReadable" for x in withdrawn.conditions)
+
+
+@pytest.mark.parametrize(
+    ("status", "field"),
+    [
+        ("garbage", "status"),
+        ({"conditions": "Ready"}, "status.conditions"),
+        ({"conditions": [{"type": "Ready", "status": True}]}, "status.conditions[0].status"),
+        (
+            {"conditions": [{"type": "Ready", "status": "True"}], "endpoint": 42},
+            "status.endpoint",
+        ),
+    ],
+    ids=["status-string", "conditions-string", "condition-status-bool", "endpoint-number"],
+)
+def test_malformed_replica_status_does_not_withdraw_its_endpoint(status: Any, field: str) -> None:
+    result = _compose_with_replica_status(status)
+    kept = result.desired.get(endpoints_fixture.ENDPOINT_KEY)
+    assert kept is not None, "the endpoint was withdrawn"
+    assert kept.resource == endpoints_fixture.EXPECTED_ENDPOINT  # as observed, status aside
+    cond = next(x for x in result.conditions if x.type == "InputsReadable")
+    assert cond.status == "False" and cond.reason == "Unreadable"
+    assert f"ModelReplica chat-a0: {field} " in cond.message
+    assert any(e.reason == "Unreadable" for e in result.events)

@@ -95,14 +95,22 @@ def plan_scaling(
             "spec.autoscaling"
         )
     still_leaving = sum(1 for n, _ in present if n in leaving)
-    last_counted = _last_counted(status)
+    last_counted = _last_counted(status, max(auto.max_replicas, len(present)))
     ask = max(decision.desired + still_leaving, last_counted)
     return Scaling(decision, ask, recorded, external, leaving)
 
 
-def _last_counted(status: Mapping[str, object]) -> int:
+def _last_counted(status: Mapping[str, object], bound: int) -> int:
+    """`status.replicas`, never above `bound`.
+
+    The status is only what this composer wrote last, but anyone who can write
+    the status subresource can write it too: a count above both maxReplicas and
+    the replicas that exist is no count to keep (a billion would have the
+    scheduler place a billion replicas, for minutes).
+    """
     value = status.get("replicas")
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    counted = value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return max(0, min(counted, bound))
 
 
 def _removal_key(
