@@ -58,7 +58,7 @@ from modelplane.api.model_replica import (
     ModelReplicaStatus,
     ResolvedDeviceRequest,
 )
-from modelplane.api.objects import is_condition_true, label_value, replica_base
+from modelplane.api.objects import condition_status, is_condition_true, label_value, replica_base
 from modelplane.api.reasons import UnknownReason
 from modelplane.api.roles import DISAGGREGATED_ROLES, is_disaggregated, role_fields
 
@@ -475,6 +475,9 @@ def _read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster 
     backends, backends_error = read_backends(spec)
     if backends_error is not None:
         unreadable.append(backends_error)
+    # A cluster whose inventory is stale publishes none of its reports; should a
+    # status still hold some, no decision rests on them either.
+    stale = condition_status(obj, c.CONDITION_INVENTORY_FRESH) == "False"
     return ObservedInferenceCluster(
         name=name,
         labels={str(k): str(v) for k, v in _map(meta.get("labels")).items()},
@@ -490,8 +493,8 @@ def _read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster 
         storage=storage,
         backends=backends,
         inference_pools=read_inference_pools(spec),
-        unschedulable=read_unschedulable(status),
-        signals=read_replica_signals(status.get(_SIGNALS)),
+        unschedulable={} if stale else read_unschedulable(status),
+        signals={} if stale else read_replica_signals(status.get(_SIGNALS)),
         modelplane_image=read_modelplane_image(spec),
     )
 

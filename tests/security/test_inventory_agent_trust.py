@@ -192,3 +192,117 @@ def test_huge_gauge_or_negative_gauge_is_unknown_not_a_failed_round() -> None:
     assert got["reachable"] is True
     assert "requestsWaiting" not in got
     assert got["requests"] == 2
+
+
+# ── Stale inventory: reported, and never acted on ────────────────────────────
+
+REPORTED_AT = "2026-03-01T12:00:00Z"  # the fixture summary's observedAt
+
+
+def _signals_data(engine_metrics: bool) -> dict[str, str]:
+    from modelplane.api.autoscaling import ReplicaSignals
+    from modelplane.api.inventory_summary import summarize
+    from tests.compose.test_cluster_inventory import STUCK_POD, _node
+
+    summary = summarize([_node("n1")], [], [STUCK_POD], REPORTED_AT, 300)
+    if engine_metrics:
+        signal = ReplicaSignals(
+            replica="chat-1a2b3c4d", reachable=True, scraped_at=REPORTED_AT,
+            window_seconds=240, requests_waiting=0.0, requests_running=0.0,
+        )  # fmt: skip
+        summary = summary.model_copy(update={"replicas": [signal]})
+    return summary.to_data()
+
+
+def _compose_cluster(now: str | None, engine_metrics: bool = False) -> Any:
+    from modelplane.compose.clusters import inference_cluster
+    from modelplane.compose.types import ComposeInput
+    from tests.compose.test_cluster_inventory import REQUIRED, _cluster, _observed
+
+    stack = {"inventory": {"engineMetrics": True}} if engine_metrics else {}
+    xr = _cluster(servingStack=stack) if stack else _cluster()
+    observed = {"inventory": _observed(_signals_data(engine_metrics))}
+    return inference_cluster.compose(ComposeInput(xr, observed, REQUIRED, now=now))
+
+
+def _fresh(result: Any) -> Any:
+    return next((x for x in result.conditions if x.type == "InventoryFresh"), None)
+
+
+def test_stuck_agent_inventory_is_reported_stale_and_not_acted_on() -> None:
+    # 60 s interval, no engine scraping: an unchanged summary is rewritten every
+    # 10 rounds, so 12 rounds (720 s) without a report is no live agent.
+    fresh = _compose_cluster("2026-03-01T12:12:00Z")
+    assert (_fresh(fresh).status, str(_fresh(fresh).reason)) == ("True", "Fresh")
+    assert fresh.status["unschedulableReplicas"][0]["replica"] == "chat-1a2b3c4d"
+
+    stale = _compose_cluster("2026-03-01T12:12:01Z")
+    cond = _fresh(stale)
+    assert (cond.status, str(cond.reason)) == ("False", "Stale")
+    assert "observedAt 2026-03-01T12:00:00Z" in cond.message and "721 s old" in cond.message
+    assert "past the 720 s its 60s interval allows" in cond.message
+    assert "modelplane-system/modelplane-inventory" in cond.message
+    assert "unschedulableReplicas" not in stale.status  # no replica is moved on it
+    assert any(e.reason == "Stale" for e in stale.events)
+
+
+def test_stale_engine_signals_do_not_reach_the_autoscaler() -> None:
+    from modelplane.api.readers import read_inference_cluster
+
+    # Scraping engines, the agent writes every round: 3 rounds (180 s) is the bound.
+    fresh = _compose_cluster("2026-03-01T12:03:00Z", engine_metrics=True)
+    assert [s["replica"] for s in fresh.status["replicaSignals"]] == ["chat-1a2b3c4d"]
+    stale = _compose_cluster("2026-03-01T12:03:01Z", engine_metrics=True)
+    assert str(_fresh(stale).reason) == "Stale"
+    assert "replicaSignals" not in stale.status
+
+    # A status that still holds the old reports next to InventoryFresh=False: the
+    # reader the autoscaler and the scheduler use gives neither.
+    cluster = {
+        "metadata": {"name": "east"},
+        "status": {
+            **fresh.status,
+            "conditions": [{"type": "InventoryFresh", "status": "False", "reason": "Stale"}],
+        },
+    }
+    read = read_inference_cluster(cluster)
+    assert read is not None
+    assert read.signal("chat-1a2b3c4d") is None and read.stuck("chat-1a2b3c4d") is None
+    cluster["status"]["conditions"][0]["status"] = "True"
+    read = read_inference_cluster(cluster)
+    assert read is not None and read.signal("chat-1a2b3c4d") is not None
+
+
+def test_without_a_call_time_freshness_is_not_judged() -> None:
+    # The embedded control plane (`modelplane render`) passes no time: renders are
+    # unchanged and nothing is taken for stale.
+    result = _compose_cluster(None)
+    assert _fresh(result) is None
+    assert result.status["unschedulableReplicas"]
+
+
+def test_the_served_function_gives_composers_the_call_time(monkeypatch: Any) -> None:
+    import datetime
+
+    import crossplane.function.proto.v1.run_function_pb2 as fnv1
+
+    from modelplane.compose import registry
+    from modelplane.compose.types import ComposeInput, ComposeResult
+    from modelplane.crossplane import FunctionRunner
+    from modelplane.crossplane.convert import dict_to_struct
+
+    seen: list[str | None] = []
+
+    def record(inp: ComposeInput) -> ComposeResult:
+        seen.append(inp.now)
+        return ComposeResult()
+
+    monkeypatch.setattr(registry, "composer_for", lambda api, kind: record)
+    req = fnv1.RunFunctionRequest(meta=fnv1.RequestMeta(tag="t"))
+    xr = {"apiVersion": "modelplane.ai/v1alpha1", "kind": "InferenceCluster"}
+    xr["metadata"] = {"name": "east"}
+    req.observed.composite.resource.CopyFrom(dict_to_struct(xr))
+    moment = datetime.datetime(2026, 3, 1, 13, 0, 5, tzinfo=datetime.UTC)
+    FunctionRunner(clock=lambda: moment).run(req)
+    FunctionRunner().run(req)
+    assert seen == ["2026-03-01T13:00:05Z", None]
