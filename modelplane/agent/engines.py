@@ -315,22 +315,26 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(known) / len(known) if known else None
 
 
-def _pod_ref(pod: Mapping[str, Any]) -> tuple[str, str, str] | None:
-    """(replica, pod name, pod IP) of a Ready, running replica pod; None otherwise."""
+def _pod_ref(pod: Mapping[str, Any]) -> tuple[str, str, str, str] | None:
+    """(replica, namespace, pod name, pod IP) of a Ready, running replica pod; None otherwise.
+
+    The namespace is the API server's, not the pod's say: it is what the control
+    plane checks against the replica's own before the pod speaks for it.
+    """
     meta, status = pod.get("metadata") or {}, pod.get("status") or {}
     if not isinstance(meta, Mapping) or not isinstance(status, Mapping):
         return None
     replica = (meta.get("labels") or {}).get(c.LABEL_REPLICA)
-    ip, name = status.get("podIP"), meta.get("name")
+    ip, name, namespace = status.get("podIP"), meta.get("name"), meta.get("namespace")
     ready = any(
         isinstance(x, Mapping) and x.get("type") == "Ready" and x.get("status") == "True"
         for x in status.get("conditions") or []
     )
     if not ready or status.get("phase") != "Running":
         return None
-    if not all(isinstance(v, str) and v for v in (replica, ip, name)):
+    if not all(isinstance(v, str) and v for v in (replica, ip, name, namespace)):
         return None
-    return str(replica), str(name), str(ip)
+    return str(replica), str(namespace), str(name), str(ip)
 
 
 @dataclass(frozen=True)
@@ -352,15 +356,16 @@ class Scraper:
 
 
 def _replica(
-    replica: str, pods: Sequence[tuple[str, deque[Sample] | str]], scraped_at: str
+    key: tuple[str, str], pods: Sequence[tuple[str, deque[Sample] | str]], scraped_at: str
 ) -> ReplicaSignals:
     """One replica's signals from its pods' windows (an error string for a pod that failed)."""
+    replica, namespace = key
     errors = [w for _, w in pods if isinstance(w, str)]
     windows = [w for _, w in pods if not isinstance(w, str)]
     if errors or not windows:
         error = (errors[0] if errors else "no Ready pod")[:MAX_SIGNAL_ERROR]
         return ReplicaSignals(
-            replica=replica, pods=len(pods), reachable=False, error=error,
+            replica=replica, namespace=namespace, pods=len(pods), reachable=False, error=error,
             scraped_at=scraped_at, window_seconds=0, samples=0,
         )  # fmt: skip
     span = max(w[-1].at - w[0].at for w in windows)
@@ -387,6 +392,7 @@ def _replica(
         answered = None
     return ReplicaSignals(
         replica=replica,
+        namespace=namespace,
         pods=len(pods),
         reachable=True,
         scraped_at=scraped_at,
@@ -411,8 +417,8 @@ def _sum_known(per_pod: Sequence[tuple[int, int] | None]) -> tuple[int, int] | N
 
 def _within(
     deadline: float,
-    one: Callable[[tuple[str, str, str]], Sample | str],
-    refs: Sequence[tuple[str, str, str]],
+    one: Callable[[tuple[str, str, str, str]], Sample | str],
+    refs: Sequence[tuple[str, str, str, str]],
 ) -> list[Sample | str]:
     """`one` of each ref, in parallel; a ref not done within `deadline` seconds is an error.
 
@@ -425,7 +431,7 @@ def _within(
     pool.shutdown(wait=False, cancel_futures=True)
     late = f"no answer within the round's {deadline:g} s deadline"
     return [
-        f.result() if f.done() and not f.cancelled() else f"pod {ref[1]}: {late}"
+        f.result() if f.done() and not f.cancelled() else f"pod {ref[2]}: {late}"
         for f, ref in zip(futures, refs, strict=True)
     ]
 
@@ -433,23 +439,29 @@ def _within(
 def scrape(
     pods: Sequence[Mapping[str, Any]], scraper: Scraper, window: Window, now: str
 ) -> tuple[list[ReplicaSignals], bool]:
-    """Per replica, its signals as of `now` (RFC 3339); (signals, truncated)."""
+    """Per replica and namespace of its pods, its signals as of `now` (RFC 3339).
+
+    (signals, truncated). Pods carrying one replica's label in two namespaces
+    make two reports, never one merged: the control plane reads only the one
+    from the replica's own namespace.
+    """
     at = epoch_seconds(now) or 0
     refs = sorted({r for pod in pods if (r := _pod_ref(pod)) is not None})
 
-    def one(ref: tuple[str, str, str]) -> Sample | str:
+    def one(ref: tuple[str, str, str, str]) -> Sample | str:
         try:
-            text = scraper.get(scraper.url(ref[2]), scraper.timeout, scraper.max_bytes)
+            text = scraper.get(scraper.url(ref[3]), scraper.timeout, scraper.max_bytes)
             return parse(text, scraper.engine, at)
         except ScrapeError as err:
-            return f"pod {ref[1]}: {err}"
+            return f"pod {ref[2]}: {err}"
 
     results = _within(scraper.round_deadline, one, refs)
-    by_replica: dict[str, list[tuple[str, deque[Sample] | str]]] = {}
-    for (replica, name, _), got in zip(refs, results, strict=True):
-        entry = got if isinstance(got, str) else window.add(name, got)
-        by_replica.setdefault(replica, []).append((name, entry))
-    window.forget_except({name for _, name, _ in refs})
-    names = sorted(by_replica)
-    out = [_replica(r, by_replica[r], now) for r in names[:MAX_REPLICA_SIGNALS]]
-    return out, len(names) > MAX_REPLICA_SIGNALS
+    by_replica: dict[tuple[str, str], list[tuple[str, deque[Sample] | str]]] = {}
+    for (replica, namespace, name, _), got in zip(refs, results, strict=True):
+        pod = f"{namespace}/{name}"  # pod names are unique per namespace only
+        entry = got if isinstance(got, str) else window.add(pod, got)
+        by_replica.setdefault((replica, namespace), []).append((name, entry))
+    window.forget_except({f"{ns}/{name}" for _, ns, name, _ in refs})
+    keys = sorted(by_replica)
+    out = [_replica(k, by_replica[k], now) for k in keys[:MAX_REPLICA_SIGNALS]]
+    return out, len(keys) > MAX_REPLICA_SIGNALS

@@ -267,10 +267,13 @@ def test_stale_engine_signals_do_not_reach_the_autoscaler() -> None:
     }
     read = read_inference_cluster(cluster)
     assert read is not None
-    assert read.signal("chat-1a2b3c4d") is None and read.stuck("chat-1a2b3c4d") is None
+    assert (
+        read.signal("chat-1a2b3c4d", "team-a") is None
+        and read.stuck("chat-1a2b3c4d", "team-a") is None
+    )
     cluster["status"]["conditions"][0]["status"] = "True"
     read = read_inference_cluster(cluster)
-    assert read is not None and read.signal("chat-1a2b3c4d") is not None
+    assert read is not None and read.signal("chat-1a2b3c4d", "team-a") is not None
 
 
 def test_without_a_call_time_freshness_is_not_judged() -> None:
@@ -306,3 +309,57 @@ def test_the_served_function_gives_composers_the_call_time(monkeypatch: Any) -> 
     FunctionRunner(clock=lambda: moment).run(req)
     FunctionRunner().run(req)
     assert seen == ["2026-03-01T13:00:05Z", None]
+
+
+# ── Pods that carry another namespace's replica label ────────────────────────
+
+VICTIM = "chat-1a2b3c4d"  # team-a's replica (its pods' label value)
+
+
+def _page_of(waiting: float) -> str:
+    return f"# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting {waiting}\n"
+
+
+def test_pod_with_a_replica_label_in_another_namespace_is_not_merged_into_its_signals() -> None:
+    from modelplane.api.readers import read_inference_cluster
+
+    genuine = running_pod("engine-0", VICTIM, "team-a")
+    forged = running_pod("forged-0", VICTIM, "team-b")
+    forged["status"]["podIP"] = "127.0.0.9"
+    pages = {"127.0.0.1": _page_of(40), "127.0.0.9": _page_of(0)}  # the forger says: idle
+    scraper = Scraper(get=lambda url, t, n: pages[url.split("//")[1].split(":")[0]])
+    signals, _ = scrape([genuine, forged], scraper, Window(), "2026-11-01T00:00:00Z")
+    assert [(s.replica, s.namespace, s.pods, s.requests_waiting) for s in signals] == [
+        (VICTIM, "team-a", 1, 40.0),
+        (VICTIM, "team-b", 1, 0.0),
+    ]
+    cluster = {
+        "metadata": {"name": "east"},
+        "status": {"replicaSignals": [s.to_dict() for s in signals]},
+    }
+    read = read_inference_cluster(cluster)
+    assert read is not None
+    got = read.signal(VICTIM, "team-a")
+    assert got is not None and got.requests_waiting == 40.0  # the forged pod is not counted
+    # Forged pods alone (the replica's own are elsewhere, or not up yet): no signal.
+    only_forged = {
+        "metadata": {"name": "east"},
+        "status": {"replicaSignals": [signals[1].to_dict()]},
+    }
+    read = read_inference_cluster(only_forged)
+    assert read is not None and read.signal(VICTIM, "team-a") is None
+
+
+def test_pending_pod_in_another_namespace_does_not_report_a_replica_unschedulable() -> None:
+    from modelplane.api.inventory_summary import summarize
+    from modelplane.api.readers import read_inference_cluster
+    from tests.compose.test_cluster_inventory import STUCK_POD
+
+    forged = {**STUCK_POD, "metadata": {**STUCK_POD["metadata"], "namespace": "team-b"}}
+    summary = summarize([], [], [forged], REPORTED_AT, 300)
+    assert [(u.replica, u.namespace) for u in summary.unschedulable] == [(VICTIM, "team-b")]
+    status = {"unschedulableReplicas": [u.to_dict() for u in summary.unschedulable]}
+    read = read_inference_cluster({"metadata": {"name": "east"}, "status": status})
+    assert read is not None
+    assert read.stuck(VICTIM, "team-a") is None  # the victim is not moved
+    assert read.stuck(VICTIM, "team-b") is not None  # reported as what it is

@@ -324,7 +324,8 @@ def _scale(
     once every ModelService shows it at weight 0.
     """
     desired = scaling.decision.desired
-    kept, removed = choose_removals(plan.replicas, desired, scaling.leaving, clusters)
+    namespace = str(meta(inp.composite).get("namespace", ""))
+    kept, removed = choose_removals(plan.replicas, desired, scaling.leaving, clusters, namespace)
     services = list(inp.required.get(SERVICES_REQUIREMENT, []))
     leaving = []
     for p in removed:
