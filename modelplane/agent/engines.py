@@ -46,9 +46,12 @@ the traffic would pass for all of it).
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import itertools
 import math
+import socket
+import threading
 import time
 import urllib.parse
 from collections import deque
@@ -122,22 +125,31 @@ def fetch(url: str, timeout: float, max_bytes: int) -> str:
     """GET `url` (http only) within `timeout` seconds in all; ScrapeError unless had whole.
 
     The timeout bounds the whole exchange, not each read: a page that drips a
-    byte at a time is cut at the deadline like one that never answers.
+    byte at a time is cut at the deadline like one that never answers, and so
+    is one that drips its status line or headers (a watchdog shuts the
+    connection down at the deadline, which ends any read blocked on it).
     """
     parts = urllib.parse.urlsplit(url)
     if parts.scheme != "http" or not parts.hostname:
         raise ScrapeError(f"{url!r} is not an http URL")
     deadline = time.monotonic() + timeout
     conn = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
+    watchdog = threading.Timer(timeout, _cut, args=(conn,))
+    watchdog.daemon = True
     try:
+        conn.connect()
+        watchdog.start()
         conn.request("GET", parts.path or "/", headers={"Accept": "text/plain"})
         resp = conn.getresponse()
         if resp.status != 200:
             raise ScrapeError(f"HTTP {resp.status} from {url}")
         body = _read_by(resp, conn, deadline, max_bytes + 1)
     except (OSError, http.client.HTTPException) as err:
-        raise ScrapeError(f"{url}: {type(err).__name__}: {err}") from err
+        late = f" (timed out: no whole answer within the {timeout:g} s deadline)"
+        late = late if time.monotonic() >= deadline else ""
+        raise ScrapeError(f"{url}: {type(err).__name__}: {err}{late}") from err
     finally:
+        watchdog.cancel()
         conn.close()
     if len(body) > max_bytes:
         raise ScrapeError(f"{url}: more than {max_bytes} bytes")
@@ -145,6 +157,14 @@ def fetch(url: str, timeout: float, max_bytes: int) -> str:
         return body.decode("utf-8")
     except UnicodeDecodeError as err:
         raise ScrapeError(f"{url}: not UTF-8 text") from err
+
+
+def _cut(conn: http.client.HTTPConnection) -> None:
+    """Shut a connection down at its deadline, so a read blocked on it returns."""
+    sock = conn.sock
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def _read_by(
@@ -161,6 +181,8 @@ def _read_by(
             conn.sock.settimeout(left)
         chunk = resp.read1(min(READ_CHUNK, limit - got))
         if not chunk:
+            if resp.length:  # the connection ended before the announced length
+                raise http.client.IncompleteRead(b"".join(chunks), resp.length)
             break
         chunks.append(chunk)
         got += len(chunk)

@@ -363,3 +363,42 @@ def test_pending_pod_in_another_namespace_does_not_report_a_replica_unschedulabl
     assert read is not None
     assert read.stuck(VICTIM, "team-a") is None  # the victim is not moved
     assert read.stuck(VICTIM, "team-b") is not None  # reported as what it is
+
+
+class HeaderDripper(BaseHTTPRequestHandler):
+    """Sends a status line, then its headers one byte every 50 ms (at most 3 s)."""
+
+    def do_GET(self) -> None:
+        end = time.monotonic() + 3.0
+        with suppress(OSError):
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Drip: ")
+            while time.monotonic() < end:
+                self.wfile.write(b"a")
+                self.wfile.flush()
+                time.sleep(0.05)
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+def test_metrics_page_dripping_its_headers_is_cut_at_the_fetch_deadline() -> None:
+    with serving(HeaderDripper) as url:
+        started = time.monotonic()
+        with pytest.raises(ScrapeError, match="deadline"):
+            fetch(url + "/metrics", 0.5, 1 << 20)
+        assert time.monotonic() - started < 1.5
+
+
+def test_page_cut_short_of_its_length_is_not_taken_whole() -> None:
+    class Short(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            self.wfile.write(b"# TYPE vllm:num_requests_waiting gauge\n")
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    with serving(Short) as url, pytest.raises(ScrapeError, match="IncompleteRead"):
+        fetch(url + "/metrics", 2.0, 1 << 20)
