@@ -46,13 +46,17 @@ the traffic would pass for all of it).
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import itertools
 import math
+import socket
+import threading
+import time
 import urllib.parse
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,7 +91,14 @@ ENGINES: Mapping[str, EngineMetrics] = {"vllm": VLLM}
 
 DEFAULT_PORT = 8000
 DEFAULT_PATH = "/metrics"
-DEFAULT_TIMEOUT = 2.0  # seconds per pod: one slow engine must not stall the round
+DEFAULT_TIMEOUT = 2.0  # seconds per pod, whole answer: one slow engine must not stall the round
+# Seconds for a whole round of scrapes: pods not answered by then count as
+# unreachable, so the summary is written on time whatever the engines do.
+DEFAULT_ROUND_DEADLINE = 30.0
+# The largest count or gauge kept: beyond 2**53 a float no longer holds every
+# integer, and summing a few pods' counters must stay inside int64.
+MAX_VALUE = float(2**53)
+READ_CHUNK = 64 * 1024
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024  # vLLM's page is ~100 KiB; LoRA labels multiply it
 WINDOW_SAMPLES = 5  # scrapes averaged (at the default minute: five minutes)
 PARALLEL = 16  # pods scraped at once: 256 replicas with 2 s timeouts stay under a minute
@@ -111,20 +122,34 @@ class Sample:
 
 
 def fetch(url: str, timeout: float, max_bytes: int) -> str:
-    """GET `url` (http only) and return its body; ScrapeError when it cannot be had whole."""
+    """GET `url` (http only) within `timeout` seconds in all; ScrapeError unless had whole.
+
+    The timeout bounds the whole exchange, not each read: a page that drips a
+    byte at a time is cut at the deadline like one that never answers, and so
+    is one that drips its status line or headers (a watchdog shuts the
+    connection down at the deadline, which ends any read blocked on it).
+    """
     parts = urllib.parse.urlsplit(url)
     if parts.scheme != "http" or not parts.hostname:
         raise ScrapeError(f"{url!r} is not an http URL")
+    deadline = time.monotonic() + timeout
     conn = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
+    watchdog = threading.Timer(timeout, _cut, args=(conn,))
+    watchdog.daemon = True
     try:
+        conn.connect()
+        watchdog.start()
         conn.request("GET", parts.path or "/", headers={"Accept": "text/plain"})
         resp = conn.getresponse()
         if resp.status != 200:
             raise ScrapeError(f"HTTP {resp.status} from {url}")
-        body = resp.read(max_bytes + 1)
+        body = _read_by(resp, conn, deadline, max_bytes + 1)
     except (OSError, http.client.HTTPException) as err:
-        raise ScrapeError(f"{url}: {type(err).__name__}: {err}") from err
+        late = f" (timed out: no whole answer within the {timeout:g} s deadline)"
+        late = late if time.monotonic() >= deadline else ""
+        raise ScrapeError(f"{url}: {type(err).__name__}: {err}{late}") from err
     finally:
+        watchdog.cancel()
         conn.close()
     if len(body) > max_bytes:
         raise ScrapeError(f"{url}: more than {max_bytes} bytes")
@@ -134,45 +159,106 @@ def fetch(url: str, timeout: float, max_bytes: int) -> str:
         raise ScrapeError(f"{url}: not UTF-8 text") from err
 
 
+def _cut(conn: http.client.HTTPConnection) -> None:
+    """Shut a connection down at its deadline, so a read blocked on it returns."""
+    sock = conn.sock
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+def _read_by(
+    resp: http.client.HTTPResponse, conn: http.client.HTTPConnection, deadline: float, limit: int
+) -> bytes:
+    """At most `limit` bytes of the body, read before `deadline` (monotonic) or TimeoutError."""
+    chunks: list[bytes] = []
+    got = 0
+    while got < limit:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"the page was not whole within the deadline ({got} bytes read)")
+        if conn.sock is not None:
+            conn.sock.settimeout(left)
+        chunk = resp.read1(min(READ_CHUNK, limit - got))
+        if not chunk:
+            if resp.length:  # the connection ended before the announced length
+                raise http.client.IncompleteRead(b"".join(chunks), resp.length)
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def _known(value: float) -> bool:
+    """Whether a sample's value can stand for a count or gauge (finite, not absurd)."""
+    return math.isfinite(value) and abs(value) <= MAX_VALUE
+
+
 def parse(text: str, engine: EngineMetrics, at: int) -> Sample:
     """The signals in one page of Prometheus text (summed over label sets, e.g. models)."""
     sums: dict[str, float] = {}
-    buckets: dict[float, float] = {}
+    buckets: dict[float, float] | None = {}
     series: dict[tuple[str, str, str], float] | None = None
+    usable = True  # every inference series of the HTTP counter is a count
     wanted = {engine.waiting, engine.running, *engine.kv_cache}
     try:
         for family in text_string_to_metric_families(text):
             if engine.http_requests in (family.name, family.name + "_total"):
                 series = series if series is not None else {}  # the counter is there, maybe empty
             for s in family.samples:
-                if s.name in wanted and math.isfinite(s.value):
+                if s.name in wanted and _known(s.value) and s.value >= 0:
                     sums[s.name] = sums.get(s.name, 0.0) + s.value
                 elif s.name == engine.ttft + "_bucket" and "le" in s.labels:
-                    bound = float(s.labels["le"])
-                    buckets[bound] = buckets.get(bound, 0.0) + s.value
+                    buckets = _add_bucket(buckets, s.labels["le"], s.value)
                 elif s.name == engine.http_requests and series is not None:
-                    _count_request_series(series, s.labels, s.value, engine.inference_prefix)
+                    usable &= _count_request_series(
+                        series, s.labels, s.value, engine.inference_prefix
+                    )
     except (ValueError, TypeError, IndexError) as err:
         raise ScrapeError(f"not Prometheus text: {err}") from err
+    sums = {name: v for name, v in sums.items() if v <= MAX_VALUE}  # many huge label sets
     kv = next((sums[n] for n in engine.kv_cache if n in sums), None)
     return Sample(
         at=at,
         waiting=sums.get(engine.waiting),
         running=sums.get(engine.running),
         kv_cache=None if kv is None else min(1.0, max(0.0, kv)),
-        ttft_buckets=tuple(sorted(buckets.items())),
-        http=None if series is None else tuple(sorted(series.items())),
+        ttft_buckets=tuple(sorted((buckets or {}).items())),
+        http=None if series is None or not usable else tuple(sorted(series.items())),
     )
+
+
+def _add_bucket(
+    into: dict[float, float] | None, le: str, value: float
+) -> dict[float, float] | None:
+    """Add one histogram bucket sample; None (the histogram unknown) once any bucket is unusable.
+
+    A bucket whose count is not a usable number, or whose bound is NaN, would
+    make every quantile of the histogram a guess: the whole histogram is dropped.
+    """
+    bound = float(le)
+    if into is None or math.isnan(bound) or not _known(value) or value < 0:
+        return None
+    into[bound] = into.get(bound, 0.0) + value
+    return into if into[bound] <= MAX_VALUE else None
 
 
 def _count_request_series(
     into: dict[tuple[str, str, str], float], labels: Mapping[str, str], value: float, prefix: str
-) -> None:
-    """Add one HTTP counter sample to `into` when it counts an inference handler."""
+) -> bool:
+    """Add one HTTP counter sample to `into` when it counts an inference handler.
+
+    False when it does but its value is no count (not finite, negative or
+    absurd): a counter missing one series would pass a part for the whole.
+    """
     handler = labels.get("handler", "")
-    if handler.startswith(prefix) and math.isfinite(value) and value >= 0:
-        key = (handler, labels.get("method", ""), labels.get("status", ""))
-        into[key] = into.get(key, 0.0) + value
+    if not handler.startswith(prefix):
+        return True
+    if not _known(value) or value < 0:
+        return False
+    key = (handler, labels.get("method", ""), labels.get("status", ""))
+    into[key] = into.get(key, 0.0) + value
+    return into[key] <= MAX_VALUE
 
 
 def _is_server_error(status: str) -> bool:
@@ -197,6 +283,8 @@ def requests_answered(window: Sequence[Sample]) -> tuple[int, int] | None:
             grew = count - was if count >= was else count
             requests += grew
             errors += grew if _is_server_error(key[2]) else 0.0
+    if requests > MAX_VALUE:
+        return None  # many huge series: no count an int64 field should carry
     return round(requests), round(errors)
 
 
@@ -249,22 +337,26 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(known) / len(known) if known else None
 
 
-def _pod_ref(pod: Mapping[str, Any]) -> tuple[str, str, str] | None:
-    """(replica, pod name, pod IP) of a Ready, running replica pod; None otherwise."""
+def _pod_ref(pod: Mapping[str, Any]) -> tuple[str, str, str, str] | None:
+    """(replica, namespace, pod name, pod IP) of a Ready, running replica pod; None otherwise.
+
+    The namespace is the API server's, not the pod's say: it is what the control
+    plane checks against the replica's own before the pod speaks for it.
+    """
     meta, status = pod.get("metadata") or {}, pod.get("status") or {}
     if not isinstance(meta, Mapping) or not isinstance(status, Mapping):
         return None
     replica = (meta.get("labels") or {}).get(c.LABEL_REPLICA)
-    ip, name = status.get("podIP"), meta.get("name")
+    ip, name, namespace = status.get("podIP"), meta.get("name"), meta.get("namespace")
     ready = any(
         isinstance(x, Mapping) and x.get("type") == "Ready" and x.get("status") == "True"
         for x in status.get("conditions") or []
     )
     if not ready or status.get("phase") != "Running":
         return None
-    if not all(isinstance(v, str) and v for v in (replica, ip, name)):
+    if not all(isinstance(v, str) and v for v in (replica, ip, name, namespace)):
         return None
-    return str(replica), str(name), str(ip)
+    return str(replica), str(namespace), str(name), str(ip)
 
 
 @dataclass(frozen=True)
@@ -274,6 +366,7 @@ class Scraper:
     port: int = DEFAULT_PORT
     path: str = DEFAULT_PATH
     timeout: float = DEFAULT_TIMEOUT
+    round_deadline: float = DEFAULT_ROUND_DEADLINE
     max_bytes: int = DEFAULT_MAX_BYTES
     engine: EngineMetrics = VLLM
     get: Callable[[str, float, int], str] = fetch
@@ -285,15 +378,16 @@ class Scraper:
 
 
 def _replica(
-    replica: str, pods: Sequence[tuple[str, deque[Sample] | str]], scraped_at: str
+    key: tuple[str, str], pods: Sequence[tuple[str, deque[Sample] | str]], scraped_at: str
 ) -> ReplicaSignals:
     """One replica's signals from its pods' windows (an error string for a pod that failed)."""
+    replica, namespace = key
     errors = [w for _, w in pods if isinstance(w, str)]
     windows = [w for _, w in pods if not isinstance(w, str)]
     if errors or not windows:
         error = (errors[0] if errors else "no Ready pod")[:MAX_SIGNAL_ERROR]
         return ReplicaSignals(
-            replica=replica, pods=len(pods), reachable=False, error=error,
+            replica=replica, namespace=namespace, pods=len(pods), reachable=False, error=error,
             scraped_at=scraped_at, window_seconds=0, samples=0,
         )  # fmt: skip
     span = max(w[-1].at - w[0].at for w in windows)
@@ -313,9 +407,14 @@ def _replica(
         for b, n in w[-1].ttft_buckets if len(w) > 1 else ():
             merged_last[b] = merged_last.get(b, 0.0) + n
     p90, requests = quantile(0.9, sorted(merged_first.items()), sorted(merged_last.items()))
+    if requests > MAX_VALUE:
+        p90 = None  # pods' huge histograms summed: no count an int64 field should carry
     answered = _sum_known([requests_answered(w) for w in windows])
+    if answered is not None and answered[0] > MAX_VALUE:
+        answered = None
     return ReplicaSignals(
         replica=replica,
+        namespace=namespace,
         pods=len(pods),
         reachable=True,
         scraped_at=scraped_at,
@@ -338,27 +437,53 @@ def _sum_known(per_pod: Sequence[tuple[int, int] | None]) -> tuple[int, int] | N
     return sum(p[0] for p in per_pod if p), sum(p[1] for p in per_pod if p)
 
 
+def _within(
+    deadline: float,
+    one: Callable[[tuple[str, str, str, str]], Sample | str],
+    refs: Sequence[tuple[str, str, str, str]],
+) -> list[Sample | str]:
+    """`one` of each ref, in parallel; a ref not done within `deadline` seconds is an error.
+
+    The round returns at the deadline whatever the engines do; a fetch still
+    running is left to end at its own timeout, in a thread nobody waits for.
+    """
+    pool = ThreadPoolExecutor(max_workers=PARALLEL)
+    futures: list[Future[Sample | str]] = [pool.submit(one, ref) for ref in refs]
+    wait(futures, timeout=deadline)
+    pool.shutdown(wait=False, cancel_futures=True)
+    late = f"no answer within the round's {deadline:g} s deadline"
+    return [
+        f.result() if f.done() and not f.cancelled() else f"pod {ref[2]}: {late}"
+        for f, ref in zip(futures, refs, strict=True)
+    ]
+
+
 def scrape(
     pods: Sequence[Mapping[str, Any]], scraper: Scraper, window: Window, now: str
 ) -> tuple[list[ReplicaSignals], bool]:
-    """Per replica, its signals as of `now` (RFC 3339); (signals, truncated)."""
+    """Per replica and namespace of its pods, its signals as of `now` (RFC 3339).
+
+    (signals, truncated). Pods carrying one replica's label in two namespaces
+    make two reports, never one merged: the control plane reads only the one
+    from the replica's own namespace.
+    """
     at = epoch_seconds(now) or 0
     refs = sorted({r for pod in pods if (r := _pod_ref(pod)) is not None})
 
-    def one(ref: tuple[str, str, str]) -> Sample | str:
+    def one(ref: tuple[str, str, str, str]) -> Sample | str:
         try:
-            text = scraper.get(scraper.url(ref[2]), scraper.timeout, scraper.max_bytes)
+            text = scraper.get(scraper.url(ref[3]), scraper.timeout, scraper.max_bytes)
             return parse(text, scraper.engine, at)
         except ScrapeError as err:
-            return f"pod {ref[1]}: {err}"
+            return f"pod {ref[2]}: {err}"
 
-    with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
-        results = list(pool.map(one, refs))
-    by_replica: dict[str, list[tuple[str, deque[Sample] | str]]] = {}
-    for (replica, name, _), got in zip(refs, results, strict=True):
-        entry = got if isinstance(got, str) else window.add(name, got)
-        by_replica.setdefault(replica, []).append((name, entry))
-    window.forget_except({name for _, name, _ in refs})
-    names = sorted(by_replica)
-    out = [_replica(r, by_replica[r], now) for r in names[:MAX_REPLICA_SIGNALS]]
-    return out, len(names) > MAX_REPLICA_SIGNALS
+    results = _within(scraper.round_deadline, one, refs)
+    by_replica: dict[tuple[str, str], list[tuple[str, deque[Sample] | str]]] = {}
+    for (replica, namespace, name, _), got in zip(refs, results, strict=True):
+        pod = f"{namespace}/{name}"  # pod names are unique per namespace only
+        entry = got if isinstance(got, str) else window.add(pod, got)
+        by_replica.setdefault((replica, namespace), []).append((name, entry))
+    window.forget_except({f"{ns}/{name}" for _, ns, name, _ in refs})
+    keys = sorted(by_replica)
+    out = [_replica(k, by_replica[k], now) for k in keys[:MAX_REPLICA_SIGNALS]]
+    return out, len(keys) > MAX_REPLICA_SIGNALS

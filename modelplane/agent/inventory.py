@@ -22,20 +22,13 @@ from typing import Any
 
 from modelplane.agent.engines import Scraper, Window, scrape
 from modelplane.api import constants as c
-from modelplane.api.inventory import InventorySummary
+from modelplane.api.inventory import HEARTBEAT_ROUNDS, MIN_INTERVAL, InventorySummary
 from modelplane.api.inventory_summary import summarize
 from modelplane.kube.client import KubeClient, KubeError, configmap_path
 
 NODES = "/api/v1/nodes"
 SLICES = f"/apis/{c.DRA_API_VERSION}/resourceslices"
 PODS = "/api/v1/pods"
-MIN_INTERVAL = 5  # seconds: a mistyped interval must not hammer the API server
-# An unchanged summary is rewritten only every this many rounds (its observedAt
-# says the agent is alive). Every write wakes provider-kubernetes, Crossplane and
-# the function for the cluster; at the default minute, a fleet of 1,000 clusters
-# rewriting unchanged summaries would cost the control plane 17 writes and as
-# many function calls a second for no new fact.
-HEARTBEAT_ROUNDS = 10
 
 
 @dataclass(frozen=True)

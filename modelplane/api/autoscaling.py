@@ -42,6 +42,12 @@ class ReplicaSignals(KubeModel):
     replica: str = Field(
         max_length=253, description="The ModelReplica (pod label `modelplane.ai/replica`)."
     )
+    namespace: str | None = Field(
+        default=None,
+        max_length=63,
+        description="The namespace of the pods (the replica's own, when they are its); absent "
+        "from agents that do not report it.",
+    )
     pods: int = Field(default=1, ge=0, description="Ready serving pods of the replica scraped.")
     reachable: bool = Field(description="Whether every scraped pod's metrics endpoint answered.")
     error: str | None = Field(
@@ -91,8 +97,14 @@ class ReplicaSignals(KubeModel):
         return self.requests_waiting + self.requests_running
 
 
+def report_key(replica: str, namespace: str | None) -> str:
+    """The key an agent's report on a replica is read by: `namespace/replica`, or the
+    replica alone from an agent that reports no namespace."""
+    return replica if namespace is None else f"{namespace}/{replica}"
+
+
 def read_replica_signals(raw: Any) -> dict[str, ReplicaSignals]:
-    """`status.replicaSignals` by replica (pod label value); malformed entries are skipped."""
+    """`status.replicaSignals` by `report_key`; malformed entries are skipped."""
     out: dict[str, ReplicaSignals] = {}
     for entry in raw if isinstance(raw, list) else []:
         if not isinstance(entry, Mapping):
@@ -101,7 +113,7 @@ def read_replica_signals(raw: Any) -> dict[str, ReplicaSignals]:
             signals = ReplicaSignals.model_validate(entry)
         except ValidationError:
             continue
-        out[signals.replica] = signals
+        out[report_key(signals.replica, signals.namespace)] = signals
     return out
 
 

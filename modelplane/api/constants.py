@@ -83,6 +83,8 @@ CONDITION_CONTROL_PLANE_READY: Final = "ControlPlaneReady"
 CONDITION_NODE_POOLS_READY: Final = "NodePoolsReady"
 CONDITION_HARDWARE_DRIFT: Final = "HardwareDrift"
 CONDITION_REACHABLE: Final = "Reachable"
+# InferenceCluster: is the inventory agent's last report recent enough to act on?
+CONDITION_INVENTORY_FRESH: Final = "InventoryFresh"
 
 # Replica roles. A unified replica has one role; a disaggregated one has two.
 ROLE_UNIFIED: Final = "unified"

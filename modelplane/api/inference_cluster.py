@@ -404,6 +404,12 @@ class UnschedulableReplica(KubeModel):
     replica: str = Field(
         max_length=253, description="The ModelReplica (pod label `modelplane.ai/replica`)."
     )
+    namespace: str | None = Field(
+        default=None,
+        max_length=63,
+        description="The namespace of the pods (the replica's own, when they are its); absent "
+        "from agents that do not report it.",
+    )
     pool: str | None = Field(
         default=None, max_length=63, description="The pool the pods asked for, when known."
     )

@@ -258,22 +258,28 @@ def _pending_since(pod: Obj) -> tuple[str, int, str] | None:
 
 
 def _unschedulable(pods: Iterable[Obj], now: int, grace: int) -> list[UnschedulableReplica]:
-    found: dict[str, UnschedulableReplica] = {}
+    """Per replica label and namespace of the pods (one report each, never merged)."""
+    found: dict[tuple[str, str], UnschedulableReplica] = {}
     for pod in pods:
-        replica = _map(_map(pod.get("metadata")).get("labels")).get(c.LABEL_REPLICA)
+        meta = _map(pod.get("metadata"))
+        replica = _map(meta.get("labels")).get(c.LABEL_REPLICA)
+        namespace = meta.get("namespace")
+        namespace = namespace[:63] if isinstance(namespace, str) and namespace else None
         pending = _pending_since(pod) if isinstance(replica, str) and replica else None
         if pending is None or now - pending[1] < grace:
             continue
         since, at, message = pending
         pool = _map(_map(pod.get("spec")).get("nodeSelector")).get(c.LABEL_POOL)
-        seen = found.get(str(replica))
+        key = (str(replica), namespace or "")
+        seen = found.get(key)
         if seen is not None:
             earlier = (epoch_seconds(seen.since) or at) <= at
             seen.pods += 1
             seen.since = seen.since if earlier else since
             continue
-        found[str(replica)] = UnschedulableReplica(
+        found[key] = UnschedulableReplica(
             replica=str(replica)[:253],
+            namespace=namespace,
             pool=pool[:63] if isinstance(pool, str) and pool else None,
             since=since,
             message=message[: MESSAGE_MAX - 3] + "..." if len(message) > MESSAGE_MAX else message,

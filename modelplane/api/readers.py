@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, ValidationError
 
 from modelplane.api import constants as c
-from modelplane.api.autoscaling import ReplicaSignals, read_replica_signals
+from modelplane.api.autoscaling import ReplicaSignals, read_replica_signals, report_key
 from modelplane.api.backends import DECLARED
 from modelplane.api.common import Condition, format_validation_error
 from modelplane.api.frozen import memoized
@@ -58,7 +58,7 @@ from modelplane.api.model_replica import (
     ModelReplicaStatus,
     ResolvedDeviceRequest,
 )
-from modelplane.api.objects import is_condition_true, label_value, replica_base
+from modelplane.api.objects import condition_status, is_condition_true, label_value, replica_base
 from modelplane.api.reasons import UnknownReason
 from modelplane.api.roles import DISAGGREGATED_ROLES, is_disaggregated, role_fields
 
@@ -187,14 +187,15 @@ class StuckReplica:
 
 
 def read_unschedulable(status: Mapping[str, Any]) -> dict[str, StuckReplica]:
-    """`status.unschedulableReplicas` by replica name; malformed entries are skipped."""
+    """`status.unschedulableReplicas` by `report_key`; malformed entries are skipped."""
     out: dict[str, StuckReplica] = {}
     for raw in _list(status.get(_UNSCHEDULABLE)):
         entry = _map(raw)
         replica = _str(entry.get(_wire(UnschedulableReplica, "replica")))
         if replica is None:
             continue
-        out[replica] = StuckReplica(
+        namespace = _str(entry.get(_wire(UnschedulableReplica, "namespace")))
+        out[report_key(replica, namespace)] = StuckReplica(
             replica=replica,
             pool=_str(entry.get(_wire(UnschedulableReplica, "pool"))),
             pods=max(1, as_int(entry.get(_wire(UnschedulableReplica, "pods")), 1)),
@@ -244,9 +245,18 @@ class ObservedInferenceCluster:
     # it; not part of the reading's value (equality, repr).
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
-    def signal(self, replica: str) -> ReplicaSignals | None:
-        """The engine signals the cluster reports for ModelReplica `replica`, if any."""
-        return self.signals.get(replica_base(replica)) if self.signals else None
+    def signal(self, replica: str, namespace: str) -> ReplicaSignals | None:
+        """The engine signals the cluster reports for ModelReplica `namespace/replica`, if any.
+
+        Only pods in the replica's own namespace speak for it: a report on pods
+        elsewhere that carry its label is someone else's (an agent that reports
+        no namespace is read as before).
+        """
+        if not self.signals:
+            return None
+        base = replica_base(replica)
+        found = self.signals.get(report_key(base, namespace))
+        return found if found is not None else self.signals.get(base)
 
     @cached_property  # asked per pool, per call: read once per reading
     def packing(self) -> Packing:
@@ -259,15 +269,18 @@ class ObservedInferenceCluster:
         config = self.scheduling if self.scheduling is not None else SchedulingConfig()
         return config.effective_packing
 
-    def stuck(self, replica: str) -> StuckReplica | None:
-        """What the cluster reports about ModelReplica `replica` being unschedulable, if anything.
+    def stuck(self, replica: str, namespace: str) -> StuckReplica | None:
+        """What the cluster reports about ModelReplica `namespace/replica` being unschedulable.
 
         The inventory agent reports a replica by its pods' `modelplane.ai/replica`
-        label (`objects.replica_base` of the ModelReplica's name), so that is the key.
+        label (`objects.replica_base` of the ModelReplica's name) and their
+        namespace: only pods in the replica's own namespace speak for it.
         """
         if not self.unschedulable:
             return None
-        return self.unschedulable.get(replica_base(replica))
+        base = replica_base(replica)
+        found = self.unschedulable.get(report_key(base, namespace))
+        return found if found is not None else self.unschedulable.get(base)
 
     @property
     def published(self) -> bool:
@@ -475,6 +488,9 @@ def _read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster 
     backends, backends_error = read_backends(spec)
     if backends_error is not None:
         unreadable.append(backends_error)
+    # A cluster whose inventory is stale publishes none of its reports; should a
+    # status still hold some, no decision rests on them either.
+    stale = condition_status(obj, c.CONDITION_INVENTORY_FRESH) == "False"
     return ObservedInferenceCluster(
         name=name,
         labels={str(k): str(v) for k, v in _map(meta.get("labels")).items()},
@@ -490,8 +506,8 @@ def _read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster 
         storage=storage,
         backends=backends,
         inference_pools=read_inference_pools(spec),
-        unschedulable=read_unschedulable(status),
-        signals=read_replica_signals(status.get(_SIGNALS)),
+        unschedulable={} if stale else read_unschedulable(status),
+        signals={} if stale else read_replica_signals(status.get(_SIGNALS)),
         modelplane_image=read_modelplane_image(spec),
     )
 

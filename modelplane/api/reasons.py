@@ -221,6 +221,18 @@ class ReachableReason(StrEnum):
     UNREACHABLE = "APIServerUnreachable"
 
 
+class InventoryFreshReason(StrEnum):
+    """`InventoryFresh`: is the inventory agent's last report recent enough to act on?
+
+    False (`Stale`) once the report is older than the bound its interval sets:
+    its unschedulable replicas and engine signals are then not published, so no
+    decision rests on them.
+    """
+
+    FRESH = "Fresh"
+    STALE = "Stale"
+
+
 class InputsReadableReason(StrEnum):
     """`InputsReadable`: does every object the composite reads read?
 
@@ -290,6 +302,7 @@ REASONS: Final[dict[str, type[StrEnum]]] = {
     c.CONDITION_GATEWAY_READY: GatewayReadyReason,
     c.CONDITION_ENDPOINTS_READY: EndpointsReadyReason,
     c.CONDITION_INPUTS_READABLE: InputsReadableReason,
+    c.CONDITION_INVENTORY_FRESH: InventoryFreshReason,
 }
 """Condition type → the enum of its reasons. A new condition type adds its enum here."""
 

@@ -48,6 +48,10 @@ class ComposeInput:
     image: str = c.FUNCTION_IMAGE
     """The image the function runs (its Composition step's `input.image`): what the
     programs Modelplane places on workload clusters run too."""
+    now: str | None = None
+    """The time of this call (RFC 3339, UTC), as the function's runtime read it; None
+    when not known (the embedded control plane). Composers compare reported times
+    against it; none reads a clock."""
 
     def fetched(self, name: str) -> bool:
         """Whether the control plane has resolved requirement `name` yet."""

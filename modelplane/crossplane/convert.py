@@ -429,6 +429,7 @@ def to_input(
     cache: DecodeCache | None = DECODE_CACHE,
     *,
     composite: Resource | None = None,
+    now: str | None = None,
 ) -> ComposeInput:
     """Build the composer input from a request.
 
@@ -437,7 +438,7 @@ def to_input(
     that is absent has not been fetched yet. Every observed and required
     object is decoded through `cache` (read-only, once per object version),
     or afresh when it is None. `composite` is the observed
-    composite when the caller has decoded it already.
+    composite when the caller has decoded it already; `now` is the call's time.
     """
     decode = cache.decode if cache is not None else struct_to_dict
     observed = {name: decode(r.resource) for name, r in sorted(req.observed.resources.items())}
@@ -449,7 +450,9 @@ def to_input(
     if composite is None:
         composite = observed_composite(req, cache)
     image = read_image(struct_to_dict(req.input) if req.HasField("input") else None)
-    return ComposeInput(composite=composite, observed=observed, required=required, image=image)
+    return ComposeInput(
+        composite=composite, observed=observed, required=required, image=image, now=now
+    )
 
 
 def _deep_merge(base: dict[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:

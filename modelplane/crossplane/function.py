@@ -20,7 +20,7 @@ from crossplane.function import logging
 
 from modelplane import __version__
 from modelplane.crossplane.pool import WorkerPool
-from modelplane.crossplane.servicer import FunctionRunner, run_serialized
+from modelplane.crossplane.servicer import FunctionRunner, run_serialized, utc_now
 from modelplane.crossplane.warmup import warm_up
 
 DEFAULT_ADDRESS = sdkcli.DEFAULT_ADDRESS
@@ -141,7 +141,10 @@ def serve(
     try:
         sdkcli.run(
             # The runner has the servicer's one method; gRPC needs no more.
-            cast(grpcv1.FunctionRunnerServiceServicer, FunctionRunner(pool=pool, metrics=metrics)),
+            cast(
+                grpcv1.FunctionRunnerServiceServicer,
+                FunctionRunner(pool=pool, metrics=metrics, clock=utc_now),
+            ),
             debug=debug,
             address=address,
             # The SDK would add a TLS port and an insecure one on the same

@@ -90,18 +90,22 @@ class FunctionRunner:
         log_errors: bool = True,
         pool: WorkerPool | None = None,
         metrics: FunctionMetrics | None = None,
+        clock: Callable[[], datetime.datetime] | None = None,
     ) -> None:
         """Create a runner whose responses may be cached for `ttl`.
 
         `log_errors=False` silences the error log for in-process callers
         (the fatal result already names the exception). With a `pool`, the
         gRPC method runs each call in the pool's worker processes; without
-        one it runs inline (the embedded control plane and tests).
+        one it runs inline (the embedded control plane and tests). With a
+        `clock`, each call's input carries its time (`ComposeInput.now`), which
+        composers compare reported times against; without one it carries none.
         """
         self.ttl = ttl
         self.log_errors = log_errors
         self.pool = pool
         self.metrics = metrics  # counted around each gRPC call (`crossplane/metrics.py`)
+        self.clock = clock
 
     def run(self, req: fnv1.RunFunctionRequest) -> fnv1.RunFunctionResponse:
         """Handle one request synchronously; never raises, whatever the request holds."""
@@ -109,7 +113,10 @@ class FunctionRunner:
             composite = convert.observed_composite(req, convert.DECODE_CACHE)
         except Exception as exc:  # a request no composite could produce
             return self._failed(req, "cannot read the observed composite", exc)
-        result = self.compose(composite, lambda: convert.to_input(req, composite=composite))
+        now = None if self.clock is None else rfc3339(self.clock())
+        result = self.compose(
+            composite, lambda: convert.to_input(req, composite=composite, now=now)
+        )
         try:
             return convert.to_response(req, result, self.ttl)
         except (TypeError, ValueError) as exc:
@@ -248,4 +255,14 @@ def run_serialized(data: bytes) -> bytes:
         req = fnv1.RunFunctionRequest()
         rsp = convert.fatal_response(req, f"cannot decode the RunFunctionRequest: {exc}")
         return rsp.SerializeToString()
-    return FunctionRunner().run(req).SerializeToString()
+    return FunctionRunner(clock=utc_now).run(req).SerializeToString()
+
+
+def utc_now() -> datetime.datetime:
+    """The wall clock, in UTC: the time a served call carries."""
+    return datetime.datetime.now(datetime.UTC)
+
+
+def rfc3339(moment: datetime.datetime) -> str:
+    """An RFC 3339 time in UTC, to the second (as the inventory agent stamps its reports)."""
+    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

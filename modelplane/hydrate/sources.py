@@ -223,16 +223,40 @@ _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 _UNSATISFIED_RANGE = re.compile(r"bytes \*/(\d+)")
 
 
+# Headers a redirect may carry to another origin: what resuming needs, never a credential.
+_PORTABLE_HEADERS = frozenset({"range", "if-range", "accept", "user-agent"})
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of an http(s) URL, the port defaulted: what a credential is bound to."""
+    parts = urlsplit(url)
+    default = {"http": 80, "https": 443}.get(parts.scheme)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port or default
+
+
+def keeps_credentials(old_url: str, new_url: str) -> bool:
+    """Whether a redirect from `old_url` to `new_url` may carry the headers given for `old_url`.
+
+    Only to the same scheme, host and port (as curl decides): another host never
+    receives them, and neither does plain http after https.
+    """
+    return _origin(old_url) == _origin(new_url)
+
+
 class _HTTPOnlyRedirects(urllib.request.HTTPRedirectHandler):
-    """Follow redirects only to http(s): never to ftp:// or file://."""
+    """Follow redirects only to http(s); the Secret's headers only to the origin they were for."""
 
     def redirect_request(
         self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str
     ) -> Any:
-        """Refuse a redirect that leaves http(s)."""
+        """Refuse a redirect that leaves http(s); strip the headers a new origin must not get."""
         if urlsplit(newurl).scheme not in ("http", "https"):
             raise HydrationError(f"refusing redirect to {newurl!r}: not http or https")
-        return super().redirect_request(req, fp, code, msg, headers, newurl)
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and not keeps_credentials(req.full_url, new.full_url):
+            for name in [n for n in new.headers if n.lower() not in _PORTABLE_HEADERS]:
+                new.remove_header(name)
+        return new
 
 
 def read_headers(folder: str | None) -> dict[str, str]:

@@ -7,7 +7,8 @@ hydration Job's result. In a pod it reaches the API server the standard way —
 `KUBERNETES_SERVICE_HOST`/`_PORT`, the ServiceAccount token (re-read on every
 request, because projected tokens rotate) and the cluster CA. Plain `http://`
 is accepted only for a loopback server, so tests can run a real HTTP server on
-127.0.0.1 without TLS.
+127.0.0.1 without TLS. A redirect is followed with the token only to the
+same scheme, host and port: another host, or plain http, never receives it.
 """
 
 from __future__ import annotations
@@ -42,6 +43,27 @@ class KubeError(Exception):
     def __init__(self, message: str, code: int | None = None) -> None:
         super().__init__(message)
         self.code = code
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of a URL, the port defaulted: what the token is bound to."""
+    parts = urlsplit(url)
+    default = {"http": 80, "https": 443}.get(parts.scheme)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port or default
+
+
+class _SameOriginCredentials(urllib.request.HTTPRedirectHandler):
+    """Follow a redirect, but carry the bearer token only to the origin it was given for."""
+
+    def redirect_request(
+        self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> Any:
+        """The redirected request, without Authorization when it leaves the origin."""
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and _origin(req.full_url) != _origin(new.full_url):
+            for name in [n for n in new.headers if n.lower() == "authorization"]:
+                new.remove_header(name)
+        return new
 
 
 @dataclass(frozen=True)
@@ -104,10 +126,11 @@ class KubeClient:
             method=method,
         )
         where = f"{method} {path.split('?', 1)[0]}"
+        opener = urllib.request.build_opener(
+            urllib.request.HTTPSHandler(context=self._context()), _SameOriginCredentials
+        )
         try:
-            with urllib.request.urlopen(
-                request, timeout=self.timeout, context=self._context()
-            ) as response:
+            with opener.open(request, timeout=self.timeout) as response:
                 decoded = json.loads(response.read() or b"{}")
         except urllib.error.HTTPError as err:
             detail = err.read().decode(errors="replace")[:DETAIL_MAX]

@@ -36,7 +36,7 @@ def stuck_report(
     """The cluster's report that `replica` is unschedulable, unless the replica is Ready."""
     if replica.ready:
         return None
-    return cluster.stuck(replica.name)
+    return cluster.stuck(replica.name, replica.namespace)
 
 
 def stuck_pools(report: StuckReplica, replica: ObservedModelReplica) -> tuple[str, ...]:

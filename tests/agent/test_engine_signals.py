@@ -74,7 +74,7 @@ def engine(body: str | bytes, *, delay: float = 0.0, status: int = 200) -> type:
 
 def pod(name: str, replica: str, *, ready: bool = True) -> dict[str, Any]:
     return {
-        "metadata": {"name": name, "labels": {c.LABEL_REPLICA: replica}},
+        "metadata": {"name": name, "namespace": "ml", "labels": {c.LABEL_REPLICA: replica}},
         "status": {
             "phase": "Running",
             "podIP": "127.0.0.1",
@@ -125,6 +125,7 @@ def test_reads_vllm_signals_over_http() -> None:
     (one,) = scrape_pods([("p0", "r0")], {"p0": engine(page)})
     assert one == {
         "replica": "r0",
+        "namespace": "ml",
         "pods": 1,
         "reachable": True,
         "scrapedAt": "2026-11-01T01:00:00Z",

@@ -56,7 +56,7 @@ def test_not_ready_first_then_least_loaded() -> None:
         "east": cluster("east", {"chat-east-0": 9, "chat-east-1": 2}),
         "west": cluster("west", {}),
     }
-    kept, removed = choose_removals(plan, 1, frozenset(), clusters)
+    kept, removed = choose_removals(plan, 1, frozenset(), clusters, "ml")
     assert names(removed) == ["chat-west-0", "chat-east-1"]
     assert names(kept) == ["chat-east-0"]
 
@@ -64,27 +64,27 @@ def test_not_ready_first_then_least_loaded() -> None:
 def test_unknown_load_is_not_taken_for_idle() -> None:
     plan = [planned("east", 0), planned("east", 1)]
     clusters = {"east": cluster("east", {"chat-east-0": None, "chat-east-1": 7})}
-    _, removed = choose_removals(plan, 1, frozenset(), clusters)
+    _, removed = choose_removals(plan, 1, frozenset(), clusters, "ml")
     assert names(removed) == ["chat-east-1"]
 
 
 def test_replicas_already_leaving_keep_leaving() -> None:
     plan = [planned("east", 0), planned("east", 1)]
     clusters = {"east": cluster("east", {"chat-east-0": 9, "chat-east-1": 1})}
-    _, removed = choose_removals(plan, 1, frozenset({"chat-east-0"}), clusters)
+    _, removed = choose_removals(plan, 1, frozenset({"chat-east-0"}), clusters, "ml")
     assert names(removed) == ["chat-east-0"]
 
 
 def test_never_the_last_ready_replica() -> None:
     plan = [planned("east", 0), planned("west", 0, ready=False)]
     clusters = {"east": cluster("east", {"chat-east-0": 0})}
-    kept, removed = choose_removals(plan, 0, frozenset(), clusters)
+    kept, removed = choose_removals(plan, 0, frozenset(), clusters, "ml")
     assert (names(kept), names(removed)) == (["chat-east-0"], ["chat-west-0"])
 
 
 def test_nothing_leaves_at_or_under_the_count() -> None:
     plan = [planned("east", 0), planned("east", 1)]
-    assert choose_removals(plan, 2, frozenset(), {}) == (plan, [])
+    assert choose_removals(plan, 2, frozenset(), {}, "ml") == (plan, [])
 
 
 def endpoint(draining: bool | None) -> dict[str, Any]:

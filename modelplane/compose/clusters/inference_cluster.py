@@ -102,6 +102,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
         if pools_ok:
             _resolved(result, pools)  # a stocked-out pool publishes only the nodes up
     inventory, why = sources.observe(inp, result, name, spec, pc_name if reachable else None)
+    inventory = sources.freshness(inp, result, spec, inventory)
     sources.drift(result, status, pools, inventory, why)
     answers = sources.reachability(inp, result)
     if reachable:

@@ -37,13 +37,15 @@ from modelplane.api.inference_cluster import (
     InferenceClusterStatus,
     SchedulingConfig,
 )
-from modelplane.api.inventory import InventorySummary
+from modelplane.api.inventory import InventorySummary, parse_duration, stale_after
+from modelplane.api.inventory_summary import epoch_seconds
 from modelplane.api.objects import condition, condition_status
 from modelplane.api.provisioning import ProvisionedClusterView, read_provisioned_cluster
 from modelplane.api.reasons import (
     CredentialsResolvedReason,
     HardwareDriftReason,
     InsufficientGPUCapacityReason,
+    InventoryFreshReason,
     ReachableReason,
     ServingStackReadyReason,
 )
@@ -394,6 +396,46 @@ def observe(
     missing = HardwareDriftReason.NOT_OBSERVED
     reason = missing if reading.missing else HardwareDriftReason.INVENTORY_INVALID
     return None, (reason, reading.problem)
+
+
+def freshness(
+    inp: ComposeInput,
+    result: ComposeResult,
+    spec: InferenceClusterSpec,
+    inventory: InventorySummary | None,
+) -> InventorySummary | None:
+    """InventoryFresh from the report's age at this call; a stale report loses its signals.
+
+    Judged only when the call's time is known (`ComposeInput.now`) and the report
+    reads. A stale report keeps its pools (HardwareDrift compares them; nothing
+    newer exists) but publishes no unschedulable replica and no engine signal:
+    neither may move or scale a replica on what the agent saw long ago.
+    """
+    now = epoch_seconds(inp.now or "")
+    at = epoch_seconds(inventory.observed_at) if inventory is not None else None
+    if inventory is None or now is None or at is None:
+        return inventory
+    config = inventory_config(spec)
+    bound = stale_after(parse_duration(config.interval), config.engine_metrics)
+    age = now - at
+    if age <= bound:
+        result.condition(
+            c.CONDITION_INVENTORY_FRESH,
+            True,
+            InventoryFreshReason.FRESH,
+            f"the inventory agent reported at {inventory.observed_at} ({max(0, age)} s ago)",
+        )
+        return inventory
+    message = (
+        f"the inventory agent's last report (observedAt {inventory.observed_at}) is {age} s "
+        f"old, past the {bound} s its {config.interval} interval allows: its unschedulable "
+        "replicas and engine signals are not used until it reports again; check Deployment "
+        f"{c.INVENTORY_NAMESPACE}/{c.INVENTORY_CONFIGMAP} on the cluster (its log names the "
+        "call that fails)"
+    )
+    result.condition(c.CONDITION_INVENTORY_FRESH, False, InventoryFreshReason.STALE, message)
+    result.warn(str(InventoryFreshReason.STALE), message)
+    return inventory.model_copy(update={"unschedulable": [], "replicas": None})
 
 
 # What provider-kubernetes says when it cannot reach a cluster's API server at

@@ -24,6 +24,7 @@ from modelplane.api import constants as c
 from modelplane.api.model_endpoint import parse_url
 from modelplane.api.objects import label_value
 from modelplane.compose.types import Resource
+from modelplane.compose.unreadable import Unreadable, conditions_problem, shown, split
 
 ENDPOINT_KIND = "ModelEndpoint"
 
@@ -37,6 +38,25 @@ class ReplicaView:
     endpoint: str | None
     cluster_gateway: str | None
     cluster: str | None = None
+
+
+def unreadable_status(replica: str, observed: Mapping[str, Any] | None) -> Unreadable | None:
+    """What makes an observed replica's status unreadable for its endpoint, or None.
+
+    Its conditions (whether it is Ready) and its `status.endpoint` (where it is
+    reached) decide the endpoint; either malformed leaves both unknown.
+    """
+    problem = conditions_problem(observed)
+    if problem is not None:
+        field, why = split(problem)
+    else:
+        status = (observed or {}).get("status")
+        url = status.get("endpoint") if isinstance(status, Mapping) else None
+        if url is None or isinstance(url, str):
+            return None
+        field, why = "status.endpoint", f"{shown(url)}, not a string"
+    kept = "its ModelEndpoint is kept as it is"
+    return Unreadable(f"ModelReplica {replica}", field, why, kept)
 
 
 def endpoint_key(replica_key: str) -> str:

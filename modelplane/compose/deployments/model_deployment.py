@@ -52,9 +52,14 @@ from modelplane.api.readers import (
 )
 from modelplane.api.reasons import AutoscalingReason, PreemptionReason, ScheduledReason
 from modelplane.api.roles import put_role_fields
-from modelplane.compose import outcome
+from modelplane.compose import outcome, unreadable
 from modelplane.compose.common import as_desired, meta, parse_spec, without_crossplane_spec
-from modelplane.compose.deployments.endpoints import ReplicaView, endpoint_for, endpoint_key
+from modelplane.compose.deployments.endpoints import (
+    ReplicaView,
+    endpoint_for,
+    endpoint_key,
+    unreadable_status,
+)
 from modelplane.compose.deployments.observed import scheduler_input
 from modelplane.compose.deployments.revisions import Revisions, own_replicas, plan_revisions
 from modelplane.compose.deployments.scaling import (
@@ -319,7 +324,8 @@ def _scale(
     once every ModelService shows it at weight 0.
     """
     desired = scaling.decision.desired
-    kept, removed = choose_removals(plan.replicas, desired, scaling.leaving, clusters)
+    namespace = str(meta(inp.composite).get("namespace", ""))
+    kept, removed = choose_removals(plan.replicas, desired, scaling.leaving, clusters, namespace)
     services = list(inp.required.get(SERVICES_REQUIREMENT, []))
     leaving = []
     for p in removed:
@@ -482,9 +488,15 @@ def _compose_endpoints(
     name, namespace = str(m.get("name", "")), str(m.get("namespace", ""))
     # Labels are read again without warnings: `_compose_replicas` reported them.
     labels = _user_labels(revisions.spec, ComposeResult())
+    found = []
     for planned in plan.replicas:
         key = replica_key(planned.cluster, planned.index)
         observed = inp.observed.get(key)
+        problem = unreadable_status(planned.name, observed)
+        if problem is not None:  # unknown, not withdrawn
+            found.append(problem)
+            unreadable.keep(inp, result, [endpoint_key(key)])
+            continue
         replica = read_model_replica(observed) if observed is not None else None
         view = _replica_view(planned.name, planned.cluster, replica, clusters)
         manifest = endpoint_for(view, name, namespace, labels)
@@ -498,6 +510,7 @@ def _compose_endpoints(
         ekey = endpoint_key(key)
         ready = ekey in inp.observed and _endpoint_ready(inp.observed[ekey])
         result.desired[ekey] = DesiredResource(manifest, "True" if ready else "False")
+    unreadable.report(inp, result, found)
 
 
 def _replica_view(

@@ -18,6 +18,7 @@ from modelplane.api.autoscaling import ReplicaSignals
 from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.api.readers import ObservedInferenceCluster, read_model_replica
 from modelplane.api.rollout import read_rollout_status
+from modelplane.compose.common import meta
 from modelplane.compose.deployments.revision import (
     Template,
     replica_template,
@@ -116,7 +117,7 @@ def plan_revisions(
             prior=read_rollout_status(_status(inp.composite)),
             replicas=tuple(sorted(replicas, key=lambda r: (r.cluster, r.index, r.name))),
             clusters={n: cl.labels for n, cl in clusters.items()},
-            signals=_signals(replicas, clusters),
+            signals=_signals(replicas, clusters, str(meta(inp.composite).get("namespace", ""))),
             templates=templates,
             cache_ready=_cache_ready(spec, observed),
         )
@@ -130,13 +131,15 @@ def _status(composite: Resource) -> object:
 
 
 def _signals(
-    replicas: list[ReplicaRevision], clusters: Mapping[str, ObservedInferenceCluster]
+    replicas: list[ReplicaRevision],
+    clusters: Mapping[str, ObservedInferenceCluster],
+    namespace: str,
 ) -> dict[str, ReplicaSignals]:
-    """Each replica's latest signals, from its cluster's agent report."""
+    """Each replica's latest signals, from its cluster's agent report on pods in `namespace`."""
     out = {}
     for r in replicas:
         cl = clusters.get(r.cluster)
-        signal = None if cl is None else cl.signal(r.name)
+        signal = None if cl is None else cl.signal(r.name, namespace)
         if signal is not None:
             out[r.name] = signal
     return out

@@ -51,17 +51,17 @@ class Scaling:
     leaving: frozenset[str]  # replicas already leaving (status.autoscaling.draining)
 
 
-def _observed_replicas(observed: Mapping[str, Resource]) -> list[tuple[str, str]]:
-    """(name, cluster) of each ModelReplica the deployment composes today."""
+def _observed_replicas(observed: Mapping[str, Resource]) -> list[tuple[str, str, str]]:
+    """(name, cluster, namespace) of each ModelReplica the deployment composes today."""
     out = []
     for obj in observed.values():
         meta, spec = obj.get("metadata"), obj.get("spec")
         if obj.get("kind") != "ModelReplica" or not isinstance(meta, dict):
             continue
-        name = meta.get("name")
+        name, namespace = meta.get("name"), meta.get("namespace")
         cluster = spec.get("clusterName") if isinstance(spec, dict) else None
         if isinstance(name, str) and isinstance(cluster, str):
-            out.append((name, cluster))
+            out.append((name, cluster, namespace if isinstance(namespace, str) else ""))
     return sorted(out)
 
 
@@ -78,11 +78,11 @@ def plan_scaling(
     last = read_autoscaling_status(status)
     leaving = frozenset(last.draining or ()) if last is not None else frozenset()
     present = _observed_replicas(observed)
-    counted = [(n, cl) for n, cl in present if n not in leaving]
-    signals = {n: (clusters[cl].signal(n) if cl in clusters else None) for n, cl in counted}
+    counted = [(n, cl, ns) for n, cl, ns in present if n not in leaving]
+    signals = {n: (clusters[cl].signal(n, ns) if cl in clusters else None) for n, cl, ns in counted}
     current = last.desired_replicas if last is not None else spec.replicas
     history = last.recommendations or [] if last is not None else []
-    decision = decide(auto, [n for n, _ in counted], signals, current, history)
+    decision = decide(auto, [n for n, _, _ in counted], signals, current, history)
     recorded = last.spec_replicas if last is not None and last.spec_replicas is not None else None
     recorded = spec.replicas if recorded is None else recorded
     external = None
@@ -94,15 +94,23 @@ def plan_scaling(
             f"it; remove the external scaler and set spec.replicas back to {recorded}, or remove "
             "spec.autoscaling"
         )
-    still_leaving = sum(1 for n, _ in present if n in leaving)
-    last_counted = _last_counted(status)
+    still_leaving = sum(1 for n, _, _ in present if n in leaving)
+    last_counted = _last_counted(status, max(auto.max_replicas, len(present)))
     ask = max(decision.desired + still_leaving, last_counted)
     return Scaling(decision, ask, recorded, external, leaving)
 
 
-def _last_counted(status: Mapping[str, object]) -> int:
+def _last_counted(status: Mapping[str, object], bound: int) -> int:
+    """`status.replicas`, never above `bound`.
+
+    The status is only what this composer wrote last, but anyone who can write
+    the status subresource can write it too: a count above both maxReplicas and
+    the replicas that exist is no count to keep (a billion would have the
+    scheduler place a billion replicas, for minutes).
+    """
     value = status.get("replicas")
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    counted = value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return max(0, min(counted, bound))
 
 
 def _removal_key(
@@ -125,8 +133,11 @@ def choose_removals(
     desired: int,
     leaving: frozenset[str],
     clusters: Mapping[str, ObservedInferenceCluster],
+    namespace: str,
 ) -> tuple[list[PlannedReplica], list[PlannedReplica]]:
     """(kept, removed): the counted replicas above `desired` whose removal hurts least.
+
+    The replicas are the deployment's, in `namespace` (whose pods' signals count).
 
     Draining (make-before-break) and unschedulable replicas are the
     scheduler's and are always kept. The last Ready replica is never removed.
@@ -138,7 +149,7 @@ def choose_removals(
 
     def load(p: PlannedReplica) -> float | None:
         cl = clusters.get(p.cluster)
-        s = cl.signal(p.name) if cl is not None else None
+        s = cl.signal(p.name, namespace) if cl is not None else None
         return s.load if s is not None else None
 
     ready_left = sum(1 for p in counted if p.ready)
