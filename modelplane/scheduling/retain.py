@@ -11,6 +11,7 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
+from modelplane.api.memo import memos_on
 from modelplane.api.model_replica import ResolvedDeviceRequest
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica, ObservedRole
 from modelplane.scheduling import words
@@ -119,7 +120,8 @@ def _pool_losers(
     same holders arrive: a fleet that changed elsewhere replays only the pools
     whose holders changed. Readings never change, so the memo cannot go stale.
     """
-    memo = state.inp.clusters[key[0]].derived.setdefault("retain.losers", {})
+    derived = state.inp.clusters[key[0]].derived
+    memo = derived.setdefault("retain.losers", {}) if memos_on() else {}
     readings = tuple(r for r, _ in holders)
     held = memo.get(key[1])
     if (

@@ -34,8 +34,11 @@ from modelplane.scheduling.explain import explain
 from modelplane.scheduling.fill import build_ledger, fill, rank, surge
 from modelplane.scheduling.filters import FILTERS, POOL_FILTERS
 from modelplane.scheduling.framework import (
+    NOT_KEYED,
     ClusterScore,
     ScheduleInput,
+    filter_key,
+    filter_suspects,
     fleet_derived,
     read_input,
 )
@@ -67,8 +70,12 @@ def filter_clusters(state: CycleState) -> None:
     are computed once per fleet table and key (`fleet_derived`).
     """
     inp = state.inp
-    key = ("scheduling.filters", *(rule.key(inp) for rule in FILTERS))
-    verdicts, schedulable = fleet_derived(inp.clusters, key, lambda: cluster_verdicts(inp))
+    keys = tuple(filter_key(rule, inp) for rule in FILTERS)
+    if NOT_KEYED in keys:  # a rule that does not say what it reads: nothing is shared
+        verdicts, schedulable = cluster_verdicts(inp)
+    else:
+        key = ("scheduling.filters", *keys)
+        verdicts, schedulable = fleet_derived(inp.clusters, key, lambda: cluster_verdicts(inp))
     state.verdicts.update(verdicts)
     state.schedulable.extend(schedulable)
 
@@ -105,7 +112,7 @@ def _suspects(inp: ScheduleInput) -> set[str] | None:
     """The clusters some filter may refuse; None: any of them."""
     out: set[str] = set()
     for rule in FILTERS:
-        some = rule.suspects(inp)
+        some = filter_suspects(rule, inp)
         if some is None:
             return None
         out.update(some)

@@ -20,7 +20,6 @@ from modelplane.scheduling.framework import (
 )
 from modelplane.scheduling.ledger import PoolLedger, Snapshot, Vector
 from modelplane.scheduling.matching import (
-    SHARED,
     Evaluator,
     Request,
     RoleDef,
@@ -28,6 +27,7 @@ from modelplane.scheduling.matching import (
     Shape,
     Shapes,
     match_role,
+    shared,
 )
 from modelplane.scheduling.scores import SCORES
 from modelplane.scheduling.types import (
@@ -181,8 +181,8 @@ class CycleState:
     scored: bool = False  # the score rules are prepared and count the kept replicas
     ranking: tuple[ScoreCard, ...] = ()  # one more replica's best clusters (explain_all)
     # Shared by every call of the process: keyed by content (see `matching`).
-    shapes: Shapes = field(default_factory=lambda: SHARED.shapes)
-    ev: Evaluator = field(default_factory=lambda: SHARED.ev)
+    shapes: Shapes = field(default_factory=lambda: shared().shapes)
+    ev: Evaluator = field(default_factory=lambda: shared().ev)
     rules: RuleStates = field(default_factory=RuleStates)
     verdicts: dict[str, ClusterVerdict] = field(default_factory=dict)
     schedulable: list[str] = field(default_factory=list)  # may take new replicas
