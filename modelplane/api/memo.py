@@ -45,7 +45,9 @@ class MemoEntry:
     """One memo's facts: where it lives, its key, its bound, what invalidates it, its test."""
 
     name: str  # module.attribute of the memo (or of the function remembered)
-    mechanism: str  # Memo, CopiedMemo, memo_function, remembered, constant
+    # Memo, CopiedMemo, memo_function, constant, remembered; and two of the scheduler's
+    # own, switched here too: LastRead (the last list read) and its shape table.
+    mechanism: str
     key: str
     bound: int | None  # entries kept; None: the object it lives on bounds it
     invalidated_by: str
@@ -160,7 +162,7 @@ MEMOS: tuple[MemoEntry, ...] = (
     ),
     _entry(
         "scheduling.matching.SHARED",
-        "Memo",
+        "shape table",
         "a pool's class and devices' canonical text (shapes); (expression, device text)",
         None,
         _CONTENT,
@@ -184,7 +186,7 @@ MEMOS: tuple[MemoEntry, ...] = (
     ),
     _entry(
         "scheduling.framework._CLUSTERS",
-        "remembered",
+        "LastRead",
         "the identities of the last list of cluster objects",
         1,
         "a list holding any other object (each version is a new object)",
@@ -192,7 +194,7 @@ MEMOS: tuple[MemoEntry, ...] = (
     ),
     _entry(
         "scheduling.framework._REPLICAS",
-        "remembered",
+        "LastRead",
         "the identities of the last list of replica objects, and the label map",
         1,
         "a list holding any other object, or another label map",

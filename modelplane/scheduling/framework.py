@@ -2,7 +2,7 @@
 
 One cycle reads a typed `ScheduleInput` and runs named steps over one
 `CycleState`. Behaviour that varies by policy is a *rule* object registered in
-a tuple (`modelplane.scheduling.filters.FILTERS`, `scores.SCORES`):
+a tuple (`modelplane.scheduling.rules`: `FILTERS`, `SCORES`), one rule per module:
 
 - a `ClusterFilter` answers two questions about one cluster, each with its own
   reason code: `admit` — may a new replica go here? — and `evict` — must an
@@ -10,7 +10,7 @@ a tuple (`modelplane.scheduling.filters.FILTERS`, `scores.SCORES`):
   replicas but keeps existing ones. It also names, once per cycle, the
   clusters it may refuse (`suspects`): every other one is admitted without asking.
 - a `PoolFilter` refuses single pools of otherwise admitted clusters for new
-  replicas (`filters.POOL_FILTERS`): a refused pool does not match any role
+  replicas (`rules.POOL_FILTERS`): a refused pool does not match any role
   of the deployment for the fill, the explanation and the what-if, and the
   verdict names the rule's reason.
 - a `ClusterScore` orders the fill: each rule scores a cluster from 0 to 100

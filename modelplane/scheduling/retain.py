@@ -15,7 +15,6 @@ from modelplane.api.memo import memos_on
 from modelplane.api.model_replica import ResolvedDeviceRequest
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica, ObservedRole
 from modelplane.scheduling import words
-from modelplane.scheduling.filters import FILTERS
 from modelplane.scheduling.framework import Eviction, ScheduleInput
 from modelplane.scheduling.ledger import PoolLedger
 from modelplane.scheduling.matching import (
@@ -26,6 +25,8 @@ from modelplane.scheduling.matching import (
     observed_demand,
     unparsable,
 )
+from modelplane.scheduling.rules import FILTERS
+from modelplane.scheduling.rules.unschedulable import stuck_report
 from modelplane.scheduling.state import Charge, CycleState, PoolKey, Slot, Stuck, by_age
 from modelplane.scheduling.types import (
     MAKE_BEFORE_BREAK,
@@ -36,7 +37,6 @@ from modelplane.scheduling.types import (
     UnverifiableCause,
     Withdrawal,
 )
-from modelplane.scheduling.unschedulable import stuck_report
 
 # ── Contention ──────────────────────────────────────────────────────────────
 

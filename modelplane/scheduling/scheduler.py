@@ -15,7 +15,7 @@ cluster reports unschedulable (`unschedulable`) is kept, charged and not
 counted until the fill places a replacement on another pool, then withdrawn
 (`settle_stuck`); with no replacement anywhere it stays.
 
-Policy lives in rule objects (`filters.FILTERS`, `scores.SCORES`; see
+Policy lives in rule objects (`rules.FILTERS`, `rules.SCORES`; see
 `framework`); the steps are the fixed skeleton. Everything is keyed and
 iterated in sorted order, so the answer does not depend on the order of the
 input lists. Work whose answer cannot change between replicas (device
@@ -32,7 +32,6 @@ from modelplane.api.readers import ObservedInferenceCluster
 from modelplane.scheduling import cost, preempt, quota, words
 from modelplane.scheduling.explain import explain
 from modelplane.scheduling.fill import build_ledger, fill, rank, surge
-from modelplane.scheduling.filters import FILTERS, POOL_FILTERS
 from modelplane.scheduling.framework import (
     NOT_KEYED,
     ClusterScore,
@@ -50,7 +49,7 @@ from modelplane.scheduling.retain import (
     settle_drains,
     settle_stuck,
 )
-from modelplane.scheduling.scores import SCORES
+from modelplane.scheduling.rules import FILTERS, POOL_FILTERS, SCORES
 from modelplane.scheduling.state import CycleState, new_state
 from modelplane.scheduling.types import (
     ClusterVerdict,

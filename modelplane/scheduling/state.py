@@ -29,7 +29,7 @@ from modelplane.scheduling.matching import (
     match_role,
     shared,
 )
-from modelplane.scheduling.scores import SCORES
+from modelplane.scheduling.rules import SCORES
 from modelplane.scheduling.types import (
     ClusterVerdict,
     RoleAssignment,
