@@ -164,7 +164,12 @@ class _LastLosers:
         same = len(key) == len(self._key) and all(map(operator.is_, key, self._key))
         # Who is preempted (by whom, at which priorities) decides who holds a pool too.
         preemption = (state.inp.preempted, state.inp.priorities)
-        if not same or state.inp.replicas != self._replicas or preemption != self._preemption:
+        if (
+            not memos_on()
+            or not same
+            or state.inp.replicas != self._replicas
+            or preemption != self._preemption
+        ):
             self._losers = _fleet_losers(state)
             self._key, self._replicas = key, state.inp.replicas
             self._preemption = preemption

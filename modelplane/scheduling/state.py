@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any, TypeVar
 
+from modelplane.api.memo import memos_on
 from modelplane.api.objects import label_value
 from modelplane.api.readers import UNKNOWN_ORDER, ObservedModelReplica, ReplayOrder, StuckReplica
 from modelplane.scheduling import words
@@ -352,7 +353,7 @@ class _LastOrder:
 
     def get(self, replicas: Sequence[ObservedModelReplica]) -> FleetOrder:
         """The fleet's order of `replicas` (shared: callers never change it)."""
-        if type(replicas) is not tuple:  # a list could have changed in place
+        if type(replicas) is not tuple or not memos_on():  # a list could have changed in place
             return fleet_order(replicas)
         if replicas is not self._replicas:
             # Held, so the tuple cannot be freed and another take its identity.
