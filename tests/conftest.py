@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from oracles import conformance_module
+
+from modelplane.api.memo import memos_from_environment
+
+# MODELPLANE_MEMOS=off runs the suite (or part of it) with every memo off.
+memos_from_environment(os.environ)
 
 ROOT = Path(__file__).resolve().parent.parent
 

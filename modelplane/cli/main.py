@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
 from typing import Any
 
 import click
 
 from modelplane import __version__
+from modelplane.api.memo import memos_from_environment
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "render": (
@@ -120,4 +122,5 @@ collected, only less often.
 def main() -> None:
     """Console-script entry point."""
     gc.set_threshold(*GC_THRESHOLDS)
+    memos_from_environment(os.environ)  # MODELPLANE_MEMOS=off: every memo derives afresh
     cli()

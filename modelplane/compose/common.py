@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import functools
-import marshal
 import re
-from collections import OrderedDict
-from collections.abc import Callable, Hashable
-from typing import Any, Generic, TypeVar, cast
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from modelplane.api import constants as c
 from modelplane.api.common import format_validation_error
 from modelplane.api.frozen import memoized
+from modelplane.api.memo import Memo, memo_function
 from modelplane.compose.types import ComposeInput, DesiredResource, Resource
 
 M = TypeVar("M", bound=BaseModel)
@@ -64,7 +62,7 @@ def _raw_key(raw: Any) -> str:
     return repr(_body(raw))
 
 
-@functools.cache
+@memo_function("compose.common._parser", "constant")
 def _parser(model: type[M]) -> tuple[str, Callable[[Any], tuple[M | None, str]]]:
     """The memo key and the parse of one spec model (built once per model)."""
 
@@ -173,42 +171,6 @@ def keep_observed(inp: ComposeInput) -> dict[str, DesiredResource]:
     return {name: DesiredResource(as_desired(obj)) for name, obj in inp.observed.items()}
 
 
-T = TypeVar("T")
-
-
-class ContentMemo(Generic[T]):
-    """Values derived from content, remembered by a key that renders the content exactly
-    (`content_key`), the least recently used forgotten beyond `size`.
-
-    For what a composite's spec decides, called again and again while the spec
-    stays as it was: the decoded spec object itself is a new one whenever
-    Crossplane's own `spec.crossplane` bookkeeping changes, so `memoized` on it
-    would forget at every new composed resource. Every value is only read by
-    its callers.
-    """
-
-    def __init__(self, size: int) -> None:
-        """An empty memo keeping at most `size` values."""
-        self._size = size
-        self._entries: OrderedDict[Hashable, T] = OrderedDict()
-
-    def get(self, key: Hashable, derive: Callable[[], T]) -> T:
-        """The value remembered under `key`, else `derive()` (then remembered)."""
-        try:
-            value = self._entries[key]
-        except KeyError:
-            value = self._entries[key] = derive()
-            if len(self._entries) > self._size:
-                self._entries.popitem(last=False)
-            return value
-        self._entries.move_to_end(key)
-        return value
-
-    def clear(self) -> None:
-        """Forget every value."""
-        self._entries.clear()
-
-
 def content_key(composite: Resource) -> str:
     """The composite's spec without Crossplane's bookkeeping, rendered exactly.
 
@@ -218,39 +180,5 @@ def content_key(composite: Resource) -> str:
     return _raw_key(composite.get("spec"))
 
 
-_PARSED: ContentMemo[Any] = ContentMemo(8192)
+_PARSED: Memo[Any] = Memo("compose.common._PARSED")
 """`parse_spec`'s answers by model and spec content."""
-
-
-class CopiedMemo:
-    """A `ContentMemo` of JSON values that hands every caller a copy of its own.
-
-    Remembered as marshal's bytes: one object the garbage collector never walks
-    instead of the thousands of containers a composite's resources are, and a
-    copy (made in C) per caller, who may do with it what it likes. A value marshal
-    refuses (one holding read-only containers) is derived afresh every time.
-    """
-
-    def __init__(self, size: int) -> None:
-        """An empty memo keeping at most `size` values."""
-        self._memo: ContentMemo[bytes | None] = ContentMemo(size)
-
-    def get(self, key: Hashable, derive: Callable[[], T]) -> T:
-        """A copy of the value remembered under `key`, else `derive()` (then remembered)."""
-        made: list[T] = []
-
-        def encode() -> bytes | None:
-            made.append(derive())
-            try:
-                return marshal.dumps(cast(Any, made[0]))
-            except ValueError:
-                return None
-
-        data = self._memo.get(key, encode)
-        if made:
-            return made[0]
-        return derive() if data is None else cast(T, marshal.loads(data))
-
-    def clear(self) -> None:
-        """Forget every value."""
-        self._memo.clear()

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import multiprocessing.connection
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from typing import Any
 
 from crossplane.function import logging as fnlogging
 
+from modelplane.api.memo import memos_from_environment
 from modelplane.crossplane.fairness import FairQueue, Ticket
 
 log = fnlogging.get_logger()
@@ -73,6 +75,7 @@ def _worker_main(
     """Say ready once imported and warmed up, then serve calls from `conn` until it closes."""
     # Ctrl-C reaches the whole process group; the parent decides when we stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    memos_from_environment(os.environ)  # a spawned interpreter reads the switch anew
     fnlogging.configure(fnlogging.Level.DEBUG if debug else fnlogging.Level.INFO)
     if warmup is not None:
         try:

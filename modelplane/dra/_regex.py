@@ -12,11 +12,12 @@ which the CEL environment turns into an evaluation error.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator
 from typing import Any
 
 import re2
+
+from modelplane.api.memo import memo_function
 
 __all__ = ["find", "find_all"]
 
@@ -30,7 +31,7 @@ def _message(err: BaseException) -> str:
     return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
 
 
-@functools.lru_cache(maxsize=1024)
+@memo_function("dra._regex._compile")
 def _compile(pattern: str) -> Any:
     try:
         return re2.compile(pattern, _OPTIONS)

@@ -44,7 +44,6 @@ limit of 1,000,000.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -59,6 +58,7 @@ from cel_expr_python.ext import (
 from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf import struct_pb2 as _struct_pb2  # registers google/protobuf/struct.proto
 
+from modelplane.api.memo import Memo, memo_function
 from modelplane.dra import _ast, _regex, _rewrite
 from modelplane.dra.quantity import (
     DECIMAL_EXPONENT,
@@ -153,11 +153,10 @@ _POOL = _build_pool()
 # identity key recovers the exact Python object (stored form included) in callbacks.
 _QTAG = "\x01Q"  # not NUL: the engine's string conversion stops at NUL
 _STAG = "\x01S"
-_QUANTITIES: dict[str, Quantity] = {}
-_SEMVERS: dict[str, Semver] = {}
-_QVALS: dict[str, list[str]] = {}
-_SVALS: dict[str, list[str]] = {}
-_INTERN_LIMIT = 100_000
+# Run-time value and object by identity key; a value's object is recovered from
+# here in callbacks, or rebuilt from its key when forgotten.
+_QVALS: Memo[tuple[list[str], Quantity]] = Memo("dra.cel._QVALS")
+_SVALS: Memo[tuple[list[str], Semver]] = Memo("dra.cel._SVALS")
 
 
 def _qkey(q: Quantity) -> str:
@@ -167,33 +166,19 @@ def _qkey(q: Quantity) -> str:
 def _qvalue(q: Quantity) -> list[str]:
     """The run-time CEL value of a quantity (shared; never mutated)."""
     key = _qkey(q)
-    val = _QVALS.get(key)
-    if val is None:
-        if len(_QVALS) > _INTERN_LIMIT:
-            _QVALS.clear()
-            _QUANTITIES.clear()
-        _QUANTITIES[key] = q
-        val = _QVALS[key] = [_QTAG + q.order_key(), key]
-    return val
+    return _QVALS.get(key, lambda: ([_QTAG + q.order_key(), key], q))[0]
 
 
 def _svalue(v: Semver) -> list[str]:
     """The run-time CEL value of a version (shared; never mutated)."""
     key = str(v)
-    val = _SVALS.get(key)
-    if val is None:
-        if len(_SVALS) > _INTERN_LIMIT:
-            _SVALS.clear()
-            _SEMVERS.clear()
-        _SEMVERS[key] = v
-        val = _SVALS[key] = [_STAG + v.order_key(), key]
-    return val
+    return _SVALS.get(key, lambda: ([_STAG + v.order_key(), key], v))[0]
 
 
 _PLAIN_VERSION = re.compile(r"(0|[1-9][0-9]{0,18})\.(0|[1-9][0-9]{0,18})\.(0|[1-9][0-9]{0,18})")
 
 
-@functools.lru_cache(maxsize=65536)
+@memo_function("dra.cel._version_value")
 def _version_value(raw: str) -> list[str]:
     # Most device versions are plain MAJOR.MINOR.PATCH: their order key is built
     # directly (the Semver object is parsed only if a callback ever needs it).
@@ -204,29 +189,24 @@ def _version_value(raw: str) -> list[str]:
     return _svalue(parse_semver(raw))
 
 
-@functools.lru_cache(maxsize=65536)
+@memo_function("dra.cel._capacity_value")
 def _capacity_value(raw: str) -> list[str]:
     return _qvalue(parse_quantity(raw))
 
 
 def _from_qkey(key: str) -> Quantity:
-    q = _QUANTITIES.get(key)
-    if q is not None:
-        return q
+    hit = _QVALS.get(key)
+    if hit is not None:
+        return hit[1]
     u, e, fmt, dec, cached = key.split("|", 4)
     if fmt not in ("DecimalExponent", "BinarySI", "DecimalSI"):
         raise ValueError("not a quantity")
-    q = Quantity(int(u), int(e), fmt, bool(int(dec)), cached or None)  # type: ignore[arg-type]
-    _QUANTITIES[key] = q
-    return q
+    return Quantity(int(u), int(e), fmt, bool(int(dec)), cached or None)  # type: ignore[arg-type]
 
 
 def _from_skey(key: str) -> Semver:
-    v = _SEMVERS.get(key)
-    if v is None:
-        v = parse_semver(key)
-        _SEMVERS[key] = v
-    return v
+    hit = _SVALS.get(key)
+    return parse_semver(key) if hit is None else hit[1]
 
 
 def _decode(x: Any) -> Quantity | Semver | None:
@@ -580,7 +560,7 @@ def _extensions() -> list[Any]:
     return [ext_strings.ExtStrings(), ext_bindings.ExtBindings(), ext_optional.ExtOptional()]
 
 
-@functools.cache
+@memo_function("dra.cel._envs", "constant")
 def _envs() -> tuple[Any, Any]:
     """(checker env with typed `device`, runtime env with `device` as a map)."""
     checker = cel.NewEnv(
@@ -870,7 +850,7 @@ def _fold_semver(s: str, normalize: bool) -> tuple[str, str] | None:
     return tag, key
 
 
-@functools.lru_cache(maxsize=4096)
+@memo_function("dra.cel._compile")
 def _compile(expression: str) -> _Program | str:
     """Check and plan an expression; a string result is the compile error message."""
     if len(expression.encode()) > MAX_EXPRESSION_LENGTH:
@@ -957,7 +937,7 @@ class Selector:
         return f"Selector({self.expression!r})"
 
 
-@functools.lru_cache(maxsize=4096)
+@memo_function("dra.cel._selector")
 def _selector(expression: str) -> Selector | str:
     program = _compile(expression)
     if isinstance(program, str):

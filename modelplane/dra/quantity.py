@@ -17,10 +17,11 @@ every value then stays far below Python's 4,300-digit integer conversion limit.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from typing import Literal
+
+from modelplane.api.memo import memo_function
 
 __all__ = [
     "BINARY_SI",
@@ -518,7 +519,7 @@ def _decimal_form(value: str, base: int, exponent: int, fmt: Format) -> Quantity
     return Quantity(-unscaled if negative else unscaled, exp10, fmt, is_dec=True)
 
 
-@functools.lru_cache(maxsize=4096)
+@memo_function("dra.quantity.parse_quantity")
 def parse_quantity(s: str) -> Quantity:
     """resource.ParseQuantity: parse or raise QuantityError with the upstream message."""
     if not s:

@@ -10,10 +10,11 @@ SemverError.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from dataclasses import dataclass, field
+
+from modelplane.api.memo import memo_function
 
 __all__ = ["Semver", "SemverDigitsError", "SemverError", "parse_semver"]
 
@@ -229,7 +230,7 @@ def _normalized(s: str) -> Semver:
     return _strict(".".join(parts))
 
 
-@functools.lru_cache(maxsize=4096)
+@memo_function("dra.semver.parse_semver")
 def parse_semver(s: str, normalize: bool = False) -> Semver:
     """Parse a version string; raise SemverError with blang's message when invalid."""
     return _normalized(s) if normalize else _strict(s)

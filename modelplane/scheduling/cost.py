@@ -1,7 +1,8 @@
-"""Cost-aware placement: a `LowestCost` score beside spread, with a weight.
+"""Cost-aware placement: the `order_pools` step and the profile that weighs cost.
 
-A deployment asking `spec.placement.preference: LowestCost` is ranked by
-`COST_PROFILE`: cache readiness stays a strict tier (its weight, 3, is larger
+The rule is `LowestCost` (`rules/lowest_cost.py`), a score beside spread with a
+weight. A deployment asking `spec.placement.preference: LowestCost` is ranked by
+`rules.COST_PROFILE`: cache readiness stays a strict tier (its weight, 3, is larger
 than the whole range below it: spread and cost at weight 1 each move a sum by
 at most 200 < 300), while cost and spread weigh the same. So the cheapest
 cluster wins the next replica unless it already holds more of the deployment
@@ -20,57 +21,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
-from modelplane.scheduling.framework import ClusterScore, RuleStates, ScheduleInput
+from modelplane.scheduling.framework import ClusterScore, ScheduleInput
 from modelplane.scheduling.matching import RoleMatch
-from modelplane.scheduling.scores import SCORES, CacheReadiness, SpreadByLoad, normalise
+from modelplane.scheduling.rules import COST_PROFILE, SCORES
+from modelplane.scheduling.rules.lowest_cost import LowestCost, Prices
 from modelplane.scheduling.state import CycleState, candidates
-
-COST_WEIGHT = 1
-COST_CACHE_WEIGHT = 3  # above SPREAD_WEIGHT × 100 + COST_WEIGHT × 100: a strict tier
-
-
-@dataclass
-class _Prices:
-    """LowestCost's state: each cluster's raw cost per replica-hour, then its score."""
-
-    raw: dict[str, float] = field(default_factory=dict)
-    scores: dict[str, float] = field(default_factory=dict)
-    priced: bool = False  # some candidate declares a price
-
-
-@dataclass(frozen=True)
-class LowestCost:
-    """The cheaper a replica-hour on the cluster, the higher it scores (min–max over the
-    candidates that declare a price; a cluster without one scores 0)."""
-
-    weight: int = COST_WEIGHT
-    name = "LowestCost"
-
-    def prepare(self, states: RuleStates, inp: ScheduleInput) -> None:
-        """Normalise the raw costs `order_pools` recorded."""
-        prices = states.get(self.name, _Prices)
-        prices.priced = bool(prices.raw)
-        prices.scores = normalise(prices.raw, lower_is_better=True)
-
-    def score(self, states: RuleStates, cluster: str) -> float:
-        """The cluster's cost score: 100 for the cheapest, 0 for the dearest or unpriced."""
-        prices = states.get(self.name, _Prices)
-        if not prices.priced:
-            return 100.0
-        return prices.scores.get(cluster, 0.0)
-
-    def placed(self, states: RuleStates, cluster: str) -> None:
-        """A placement does not change a price."""
-
-
-COST_PROFILE: tuple[ClusterScore, ...] = (
-    CacheReadiness(weight=COST_CACHE_WEIGHT),
-    SpreadByLoad(),
-    LowestCost(),
-)
-"""The profile of a deployment asking LowestCost (see the module docstring)."""
 
 
 def wants_cost(inp: ScheduleInput) -> bool:
@@ -113,7 +69,7 @@ def order_pools(state: CycleState) -> None:
     record what one replica-hour costs there (the LowestCost score's raw value)."""
     if not wants_cost(state.inp) or state.invalid:
         return
-    prices = state.rules.get(LowestCost.name, _Prices)
+    prices = state.rules.get(LowestCost.name, Prices)
     for cluster in state.schedulable:
         per_role = candidates(state, cluster)
         if per_role is not None:

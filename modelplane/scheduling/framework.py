@@ -2,7 +2,7 @@
 
 One cycle reads a typed `ScheduleInput` and runs named steps over one
 `CycleState`. Behaviour that varies by policy is a *rule* object registered in
-a tuple (`modelplane.scheduling.filters.FILTERS`, `scores.SCORES`):
+a tuple (`modelplane.scheduling.rules`: `FILTERS`, `SCORES`), one rule per module:
 
 - a `ClusterFilter` answers two questions about one cluster, each with its own
   reason code: `admit` — may a new replica go here? — and `evict` — must an
@@ -10,7 +10,7 @@ a tuple (`modelplane.scheduling.filters.FILTERS`, `scores.SCORES`):
   replicas but keeps existing ones. It also names, once per cycle, the
   clusters it may refuse (`suspects`): every other one is admitted without asking.
 - a `PoolFilter` refuses single pools of otherwise admitted clusters for new
-  replicas (`filters.POOL_FILTERS`): a refused pool does not match any role
+  replicas (`rules.POOL_FILTERS`): a refused pool does not match any role
   of the deployment for the fill, the explanation and the what-if, and the
   verdict names the rule's reason.
 - a `ClusterScore` orders the fill: each rule scores a cluster from 0 to 100
@@ -32,6 +32,7 @@ from typing import Any, Protocol, TypeVar, cast
 from modelplane.api.common import LabelSelector, Toleration
 from modelplane.api.fleet_quota import ObservedQuota, governing_quota
 from modelplane.api.frozen import FrozenDict, memoized
+from modelplane.api.memo import memos_on, on_clear, remembered
 from modelplane.api.model_cache import ObservedModelCache, read_model_cache
 from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.api.objects import label_value
@@ -125,9 +126,7 @@ def fleet_derived(
     """
     if not isinstance(clusters, ClusterTable):
         return derive()
-    if key not in clusters.derived:
-        clusters.derived[key] = derive()
-    return cast(T, clusters.derived[key])
+    return remembered(clusters.derived, key, derive)
 
 
 def _unique_clusters(objects: Sequence[Mapping[str, Any]]) -> ClusterTable:
@@ -183,6 +182,11 @@ class LastRead:
     """
 
     def __init__(self) -> None:
+        self.clear()
+        on_clear(self.clear)
+
+    def clear(self) -> None:
+        """Forget what was read."""
         self._held = False  # whether anything is remembered
         self._objects: tuple[Any, ...] = ()
         self._extra: Any = None
@@ -198,7 +202,7 @@ class LastRead:
         ):
             return cast(T, self._value)
         value = read()
-        if all(type(o) is FrozenDict for o in objects):
+        if memos_on() and all(type(o) is FrozenDict for o in objects):
             self._held = True
             self._objects, self._extra, self._value = tuple(objects), extra, value
         return value
@@ -362,12 +366,26 @@ class RuleStates:
 
 
 class ClusterFilter(Protocol):
-    """A cluster filter: may a new replica go here, and must an existing one leave?"""
+    """A cluster filter: may a new replica go here, and must an existing one leave?
+
+    Two hooks are optional, and a rule without them is correct as it is: it is
+    asked about every cluster (`suspects`), and no cycle reuses verdicts while
+    it is registered (`key`). See `filter_suspects` and `filter_key`.
+    """
 
     name: str
 
     def admit(self, inp: ScheduleInput, cluster: ObservedInferenceCluster) -> Rejection | None:
         """None when a new replica may be placed on `cluster`, else why not."""
+
+    def evict(
+        self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica
+    ) -> Eviction | None:
+        """None when `replica` may stay on `cluster`, else why it must leave."""
+
+
+class Suspecting(Protocol):
+    """The optional hook of a `ClusterFilter` that names the clusters it may refuse."""
 
     def suspects(self, inp: ScheduleInput) -> Collection[str] | None:
         """The names of the clusters `admit` may refuse (it admits every other); None: any.
@@ -376,6 +394,10 @@ class ClusterFilter(Protocol):
         asks it only about the clusters it may keep out.
         """
 
+
+class Keyed(Protocol):
+    """The optional hook of a `ClusterFilter` that lets cycles share its verdicts."""
+
     def key(self, inp: ScheduleInput) -> Hashable:
         """Everything of `inp` but its clusters that `admit` reads, as a hashable value.
 
@@ -383,10 +405,21 @@ class ClusterFilter(Protocol):
         the same verdicts, so a cycle reuses them (`scheduler.filter_clusters`).
         """
 
-    def evict(
-        self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica
-    ) -> Eviction | None:
-        """None when `replica` may stay on `cluster`, else why it must leave."""
+
+NOT_KEYED = None
+"""`filter_key` of a rule without a `key`: its verdicts are never shared."""
+
+
+def filter_suspects(rule: ClusterFilter, inp: ScheduleInput) -> Collection[str] | None:
+    """The clusters `rule` may refuse; None (any of them) when it does not say."""
+    hook = getattr(rule, "suspects", None)
+    return None if hook is None else cast(Suspecting, rule).suspects(inp)
+
+
+def filter_key(rule: ClusterFilter, inp: ScheduleInput) -> Hashable:
+    """What `rule`'s verdicts depend on besides the clusters; `NOT_KEYED` when it does not say."""
+    hook = getattr(rule, "key", None)
+    return NOT_KEYED if hook is None else (cast(Keyed, rule).key(inp),)
 
 
 PoolKey = tuple[str, str]  # (cluster, pool)

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from modelplane.api.memo import Memo
+
 Vector = tuple[int, ...]
 # One role's charge as the ledger takes it: (demand alternatives, nodes per worker, workers).
 RoleCharge = tuple[tuple[Vector, ...], int, int]
@@ -236,7 +238,7 @@ class PoolLedger:
 # it is shared by content between calls: the fleet's other deployments charge
 # most pools the same way for every deployment that is scheduled. Bounded; an
 # entry dropped only costs its replay.
-_REPLAYS: dict[tuple[object, ...], Snapshot] = {}
+_REPLAYS: Memo[Snapshot] = Memo("scheduling.ledger._REPLAYS")
 MAX_REPLAYS = 8192
 
 

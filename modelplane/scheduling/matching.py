@@ -37,6 +37,7 @@ from pydantic import ValidationError
 from modelplane.api.common import format_validation_error
 from modelplane.api.frozen import memoized
 from modelplane.api.inference_class import Device
+from modelplane.api.memo import Memo, memos_on, on_clear
 from modelplane.api.model_deployment import DeviceSelector
 from modelplane.api.model_replica import ResolvedDeviceRequest
 from modelplane.api.readers import ObservedInferenceCluster, read_devices
@@ -55,7 +56,6 @@ _PREPARED_KEPT = 64
 SHAPES_KEPT = 4096
 OUTCOMES_KEPT = 200_000
 _MATCHES_PER_SHAPE = 256
-_ROLE_IDS_KEPT = 4096
 _TRUE: tuple[bool | None, str | None] = (True, None)
 _FALSE: tuple[bool | None, str | None] = (False, None)
 
@@ -93,18 +93,13 @@ class RoleDef:
 # A role's requests → a number never handed out twice in the process, so a
 # shape remembers its matches under a small integer rather than hashing the
 # requests again on every lookup. Forgetting the table only hands out new ids.
-_role_ids: dict[tuple[Request, ...], int] = {}
+_ROLE_IDS: Memo[int] = Memo("scheduling.matching._ROLE_IDS")
 _next_role_id = itertools.count()
 
 
 def role_id(role: RoleDef) -> int:
     """The process-wide id of the role's requests: equal requests, equal ids."""
-    found = _role_ids.get(role.requests)
-    if found is None:
-        if len(_role_ids) >= _ROLE_IDS_KEPT:
-            _role_ids.clear()
-        found = _role_ids[role.requests] = next(_next_role_id)
-    return found
+    return _ROLE_IDS.get(role.requests, lambda: next(_next_role_id))
 
 
 @dataclass(frozen=True)
@@ -646,6 +641,12 @@ class Shared:
 
 SHARED = Shared()
 """What every call of this process shares (see the module's docstring)."""
+on_clear(SHARED.reset)
+
+
+def shared() -> Shared:
+    """The process's tables, or new ones for this call alone while memos are off."""
+    return SHARED if memos_on() else Shared()
 
 
 @dataclass(frozen=True)
@@ -665,7 +666,7 @@ def cluster_pools(cluster: ObservedInferenceCluster, shapes: Shapes) -> ClusterP
     remembered on it (`derived`) for every later call and round; a reading of
     a plain dict is read afresh per call, and so is this.
     """
-    memo = cluster.derived
+    memo = cluster.derived if memos_on() else {}
     found = memo.get("scheduling.pools")
     if found is None or found[0] is not shapes:
         known = [p for p in cluster.pools if p.unknown is None]

@@ -20,10 +20,9 @@ priority: the victim's deployment checks the values again.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable
 from dataclasses import dataclass, field
 
-from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
+from modelplane.api.readers import ObservedModelReplica
 from modelplane.scheduling import quota
 from modelplane.scheduling.fill import (
     _place,
@@ -33,56 +32,13 @@ from modelplane.scheduling.fill import (
     surge_room,
     used_indices,
 )
-from modelplane.scheduling.framework import Eviction, Rejection, ScheduleInput
 from modelplane.scheduling.matching import RoleMatch, observed_demand
+from modelplane.scheduling.rules.preemption import preempted
 from modelplane.scheduling.state import Charge, CycleState, PoolKey, new_ledger
 from modelplane.scheduling.types import Preemption, Victim
 
 PREEMPT = "Preempt"  # this step's key in the cycle's rule states
 MAX_VICTIMS = 32  # ModelReplicaSpec.preempts' bound
-
-
-def preempted(inp: ScheduleInput, r: ObservedModelReplica) -> bool:
-    """Whether a strictly higher-priority replica preempts `r` (it is charged nowhere)."""
-    return inp.preemptor(r) is not None
-
-
-class PreemptionFilter:
-    """A replica a higher-priority replica preempts leaves at once (no make-before-break)."""
-
-    name = "Preemption"
-
-    def admit(self, inp: ScheduleInput, cluster: ObservedInferenceCluster) -> Rejection | None:
-        """Never refuses a cluster: preemption withdraws replicas, it does not keep any out."""
-        return None
-
-    def suspects(self, inp: ScheduleInput) -> Collection[str]:
-        """No cluster: `admit` refuses none."""
-        return ()
-
-    def key(self, inp: ScheduleInput) -> Hashable:
-        """Nothing: `admit` reads nothing."""
-        return ()
-
-    def evict(
-        self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica
-    ) -> Eviction | None:
-        """The replica leaves when a strictly higher-priority replica names it."""
-        by = inp.preemptor(replica)
-        if by is None:
-            return None
-        pool = next((role.pool for role in by.roles), "")
-        return Eviction(
-            "Preempted",
-            (
-                by.name,
-                f"{by.namespace}/{by.deployment}",
-                str(inp.priority(by.priority)),
-                str(inp.priority(replica.priority)),
-                pool,
-                by.cluster,
-            ),
-        )
 
 
 @dataclass

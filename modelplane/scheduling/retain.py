@@ -11,10 +11,10 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
+from modelplane.api.memo import memos_on
 from modelplane.api.model_replica import ResolvedDeviceRequest
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica, ObservedRole
 from modelplane.scheduling import words
-from modelplane.scheduling.filters import FILTERS
 from modelplane.scheduling.framework import Eviction, ScheduleInput
 from modelplane.scheduling.ledger import PoolLedger
 from modelplane.scheduling.matching import (
@@ -25,6 +25,8 @@ from modelplane.scheduling.matching import (
     observed_demand,
     unparsable,
 )
+from modelplane.scheduling.rules import FILTERS
+from modelplane.scheduling.rules.unschedulable import stuck_report
 from modelplane.scheduling.state import Charge, CycleState, PoolKey, Slot, Stuck, by_age
 from modelplane.scheduling.types import (
     MAKE_BEFORE_BREAK,
@@ -35,7 +37,6 @@ from modelplane.scheduling.types import (
     UnverifiableCause,
     Withdrawal,
 )
-from modelplane.scheduling.unschedulable import stuck_report
 
 # ── Contention ──────────────────────────────────────────────────────────────
 
@@ -119,7 +120,8 @@ def _pool_losers(
     same holders arrive: a fleet that changed elsewhere replays only the pools
     whose holders changed. Readings never change, so the memo cannot go stale.
     """
-    memo = state.inp.clusters[key[0]].derived.setdefault("retain.losers", {})
+    derived = state.inp.clusters[key[0]].derived
+    memo = derived.setdefault("retain.losers", {}) if memos_on() else {}
     readings = tuple(r for r, _ in holders)
     held = memo.get(key[1])
     if (
@@ -162,7 +164,12 @@ class _LastLosers:
         same = len(key) == len(self._key) and all(map(operator.is_, key, self._key))
         # Who is preempted (by whom, at which priorities) decides who holds a pool too.
         preemption = (state.inp.preempted, state.inp.priorities)
-        if not same or state.inp.replicas != self._replicas or preemption != self._preemption:
+        if (
+            not memos_on()
+            or not same
+            or state.inp.replicas != self._replicas
+            or preemption != self._preemption
+        ):
             self._losers = _fleet_losers(state)
             self._key, self._replicas = key, state.inp.replicas
             self._preemption = preemption

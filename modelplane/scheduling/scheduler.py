@@ -15,7 +15,7 @@ cluster reports unschedulable (`unschedulable`) is kept, charged and not
 counted until the fill places a replacement on another pool, then withdrawn
 (`settle_stuck`); with no replacement anywhere it stays.
 
-Policy lives in rule objects (`filters.FILTERS`, `scores.SCORES`; see
+Policy lives in rule objects (`rules.FILTERS`, `rules.SCORES`; see
 `framework`); the steps are the fixed skeleton. Everything is keyed and
 iterated in sorted order, so the answer does not depend on the order of the
 input lists. Work whose answer cannot change between replicas (device
@@ -32,10 +32,12 @@ from modelplane.api.readers import ObservedInferenceCluster
 from modelplane.scheduling import cost, preempt, quota, words
 from modelplane.scheduling.explain import explain
 from modelplane.scheduling.fill import build_ledger, fill, rank, surge
-from modelplane.scheduling.filters import FILTERS, POOL_FILTERS
 from modelplane.scheduling.framework import (
+    NOT_KEYED,
     ClusterScore,
     ScheduleInput,
+    filter_key,
+    filter_suspects,
     fleet_derived,
     read_input,
 )
@@ -47,7 +49,7 @@ from modelplane.scheduling.retain import (
     settle_drains,
     settle_stuck,
 )
-from modelplane.scheduling.scores import SCORES
+from modelplane.scheduling.rules import FILTERS, POOL_FILTERS, SCORES
 from modelplane.scheduling.state import CycleState, new_state
 from modelplane.scheduling.types import (
     ClusterVerdict,
@@ -67,8 +69,12 @@ def filter_clusters(state: CycleState) -> None:
     are computed once per fleet table and key (`fleet_derived`).
     """
     inp = state.inp
-    key = ("scheduling.filters", *(rule.key(inp) for rule in FILTERS))
-    verdicts, schedulable = fleet_derived(inp.clusters, key, lambda: cluster_verdicts(inp))
+    keys = tuple(filter_key(rule, inp) for rule in FILTERS)
+    if NOT_KEYED in keys:  # a rule that does not say what it reads: nothing is shared
+        verdicts, schedulable = cluster_verdicts(inp)
+    else:
+        key = ("scheduling.filters", *keys)
+        verdicts, schedulable = fleet_derived(inp.clusters, key, lambda: cluster_verdicts(inp))
     state.verdicts.update(verdicts)
     state.schedulable.extend(schedulable)
 
@@ -105,7 +111,7 @@ def _suspects(inp: ScheduleInput) -> set[str] | None:
     """The clusters some filter may refuse; None: any of them."""
     out: set[str] = set()
     for rule in FILTERS:
-        some = rule.suspects(inp)
+        some = filter_suspects(rule, inp)
         if some is None:
             return None
         out.update(some)

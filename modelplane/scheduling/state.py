@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any, TypeVar
 
+from modelplane.api.memo import memos_on
 from modelplane.api.objects import label_value
 from modelplane.api.readers import UNKNOWN_ORDER, ObservedModelReplica, ReplayOrder, StuckReplica
 from modelplane.scheduling import words
@@ -20,7 +21,6 @@ from modelplane.scheduling.framework import (
 )
 from modelplane.scheduling.ledger import PoolLedger, Snapshot, Vector
 from modelplane.scheduling.matching import (
-    SHARED,
     Evaluator,
     Request,
     RoleDef,
@@ -28,8 +28,9 @@ from modelplane.scheduling.matching import (
     Shape,
     Shapes,
     match_role,
+    shared,
 )
-from modelplane.scheduling.scores import SCORES
+from modelplane.scheduling.rules import SCORES
 from modelplane.scheduling.types import (
     ClusterVerdict,
     RoleAssignment,
@@ -181,8 +182,8 @@ class CycleState:
     scored: bool = False  # the score rules are prepared and count the kept replicas
     ranking: tuple[ScoreCard, ...] = ()  # one more replica's best clusters (explain_all)
     # Shared by every call of the process: keyed by content (see `matching`).
-    shapes: Shapes = field(default_factory=lambda: SHARED.shapes)
-    ev: Evaluator = field(default_factory=lambda: SHARED.ev)
+    shapes: Shapes = field(default_factory=lambda: shared().shapes)
+    ev: Evaluator = field(default_factory=lambda: shared().ev)
     rules: RuleStates = field(default_factory=RuleStates)
     verdicts: dict[str, ClusterVerdict] = field(default_factory=dict)
     schedulable: list[str] = field(default_factory=list)  # may take new replicas
@@ -352,7 +353,7 @@ class _LastOrder:
 
     def get(self, replicas: Sequence[ObservedModelReplica]) -> FleetOrder:
         """The fleet's order of `replicas` (shared: callers never change it)."""
-        if type(replicas) is not tuple:  # a list could have changed in place
+        if type(replicas) is not tuple or not memos_on():  # a list could have changed in place
             return fleet_order(replicas)
         if replicas is not self._replicas:
             # Held, so the tuple cannot be freed and another take its identity.

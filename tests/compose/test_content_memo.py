@@ -1,4 +1,4 @@
-"""ContentMemo and content_key: a bounded memo keyed by a spec's exact content."""
+"""content_key and parse_spec: a spec remembered by its exact content (tests/api/test_memo.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 from modelplane.api.frozen import frozen
 from modelplane.api.serving_stack import ServingStackSpec
 from modelplane.compose import common
-from modelplane.compose.common import ContentMemo, CopiedMemo, content_key, parse_spec
+from modelplane.compose.common import content_key, parse_spec
 
 
 def _xr(spec: Any) -> dict[str, Any]:
@@ -39,26 +39,6 @@ def test_values_of_other_types_or_content_never_share_a_key() -> None:
     assert content_key(_xr("spec")) == content_key(_xr(None))
 
 
-def test_the_least_recently_used_value_is_forgotten_beyond_the_size() -> None:
-    memo: ContentMemo[str] = ContentMemo(2)
-    derived: list[str] = []
-
-    def derive(value: str) -> Any:
-        def run() -> str:
-            derived.append(value)
-            return value.upper()
-
-        return run
-
-    assert memo.get("a", derive("a")) == "A"
-    assert memo.get("b", derive("b")) == "B"
-    assert memo.get("a", derive("a")) == "A"  # remembered; "b" is now the least recent
-    assert memo.get("c", derive("c")) == "C"  # forgets "b"
-    assert memo.get("a", derive("a")) == "A"
-    assert memo.get("b", derive("b")) == "B"
-    assert derived == ["a", "b", "c", "b"]
-
-
 def _stack(cluster: Any, refs: int) -> dict[str, Any]:
     spec = {"clusterName": cluster, "providerConfigName": "pc"}
     spec["crossplane"] = {"resourceRefs": [{"name": f"r{i}"} for i in range(refs)]}
@@ -77,23 +57,3 @@ def test_a_spec_parses_once_by_content_as_it_parses_afresh() -> None:
     # Another spec is parsed on its own.
     west, _ = parse_spec(ServingStackSpec, _stack("west", 1))
     assert west is not None and west.cluster_name == "west"
-
-
-def test_a_copied_memo_hands_each_caller_its_own_copy() -> None:
-    memo = CopiedMemo(4)
-    derived: list[int] = []
-
-    def derive() -> Any:
-        derived.append(1)
-        return {"a": [1, 1.0, True, None, "x"], "b": {"c": (1, 2)}}
-
-    first = memo.get("k", derive)
-    first["a"].append("changed")
-    second = memo.get("k", derive)
-    assert second == {"a": [1, 1.0, True, None, "x"], "b": {"c": (1, 2)}}
-    assert [type(x) for x in second["a"]] == [int, float, bool, type(None), str]
-    assert second is not memo.get("k", derive)
-    assert len(derived) == 1
-    # A value marshal refuses (read-only containers) is derived every time.
-    assert memo.get("frozen", lambda: frozen({"a": 1})) == {"a": 1}
-    assert memo.get("frozen", lambda: frozen({"a": 2})) == {"a": 2}

@@ -9,8 +9,8 @@ from schedfleet import L4, cluster, deployment, placements, replica, request, re
 
 from modelplane.api.readers import read_inference_cluster, read_model_replica
 from modelplane.scheduling import schedule
-from modelplane.scheduling.backend_filter import BackendFilter
 from modelplane.scheduling.framework import Eviction, Rejection, read_input
+from modelplane.scheduling.rules.backend import BackendFilter
 
 NODE_1X = [request("gpu", L4)]
 KSERVE_ON = {"kserve": {"enabled": True}}

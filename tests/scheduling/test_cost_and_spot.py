@@ -8,8 +8,7 @@ import pytest
 from schedfleet import L4, cluster, deployment, replica, request, resolved
 from tenancy import priced, run
 
-from modelplane.scheduling.cost import COST_PROFILE
-from modelplane.scheduling.scores import SCORES
+from modelplane.scheduling.rules import COST_PROFILE, SCORES
 
 
 def fleet() -> list[dict]:

@@ -8,15 +8,12 @@ from typing import Any
 import pytest
 
 from modelplane.api.readers import read_inference_cluster, read_model_replica
-from modelplane.scheduling.filters import (
-    FILTERS,
-    POOL_FILTERS,
-    CacheFilter,
-    ClusterSelectorFilter,
-    ReadinessFilter,
-    TaintFilter,
-)
 from modelplane.scheduling.framework import ClusterFilter, Eviction, Rejection, read_input
+from modelplane.scheduling.rules import FILTERS, POOL_FILTERS
+from modelplane.scheduling.rules.caches import CacheFilter
+from modelplane.scheduling.rules.cluster_selector import ClusterSelectorFilter
+from modelplane.scheduling.rules.readiness import ReadinessFilter
+from modelplane.scheduling.rules.taints import TaintFilter
 from tests.scheduling.schedfleet import L4, cluster, deployment, replica, request, resolved
 
 NODE_1X = [request("gpu", L4)]

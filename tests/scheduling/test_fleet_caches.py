@@ -24,6 +24,7 @@ from test_schedule_properties import apply, deployments, fleets
 
 from modelplane.api.frozen import frozen
 from modelplane.scheduling import fill, retain, scheduler
+from modelplane.scheduling.framework import Rejection
 from modelplane.scheduling.scheduler import schedule
 
 Obj = dict[str, Any]
@@ -197,3 +198,31 @@ def test_a_cycle_splits_its_own_replicas_from_the_fleets_as_belongs_to_does() ->
         assert state.others == sorted(rest, key=lambda r: r.order)
         assert [r.index for r in state.own] == [0, 1]
         assert len(state.others) == 2
+
+
+class _ByName:
+    """A filter with neither `suspects` nor `key`: it refuses cluster "a" to deployment "q"."""
+
+    name = "ByName"
+
+    def admit(self, inp: Any, cluster: Any) -> Any:
+        return Rejection("NotSelected") if (inp.name, cluster.name) == ("q", "a") else None
+
+    def evict(self, inp: Any, cluster: Any, replica: Any) -> Any:
+        return None
+
+
+def test_a_filter_without_the_caching_hooks_is_asked_every_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(scheduler, "FILTERS", (*scheduler.FILTERS, _ByName()))
+    clusters, _ = _contended()
+    fleet: tuple[list[Obj], list[Obj]] = ([frozen(x) for x in clusters], [])
+    # Deployments alike for every other rule: had the new rule's verdicts been shared
+    # (as a rule keying on nothing would have them), q would get p's.
+    p, q = (deployment(1, [request("gpu", ANY_GPU)], name=n) for n in ("p", "q"))
+    first, second = schedule(p, *fleet), schedule(q, *fleet)
+    by_cluster = {v.cluster: v for v in second.clusters}
+    assert {v.cluster: v.reason for v in first.clusters}["a"] != "NotSelected"
+    assert by_cluster["a"].reason == "NotSelected"
+    assert second.clusters != first.clusters

@@ -14,14 +14,11 @@ from hypothesis import strategies as st
 from modelplane.scheduling import fill as fill_step
 from modelplane.scheduling import schedule
 from modelplane.scheduling.framework import RuleStates, ScheduleInput, read_input
+from modelplane.scheduling.rules import SCORES
+from modelplane.scheduling.rules.cache_readiness import CacheReadiness
+from modelplane.scheduling.rules.spread import SpreadByLoad
 from modelplane.scheduling.scheduler import schedule_input
-from modelplane.scheduling.scores import (
-    MAX_SCORE,
-    SCORES,
-    CacheReadiness,
-    SpreadByLoad,
-    normalise,
-)
+from modelplane.scheduling.scores import MAX_SCORE, normalise
 from modelplane.scheduling.state import CycleState
 from modelplane.scheduling.types import RuleScore, ScoreCard
 from tests.scheduling.schedfleet import L4, cluster, deployment, request

@@ -18,8 +18,8 @@ import yaml
 
 from modelplane.api.readers import read_inference_cluster, read_model_replica
 from modelplane.scheduling import ScheduleResult, schedule
-from modelplane.scheduling.filters import UNSCHEDULABLE
 from modelplane.scheduling.framework import Eviction, Rejection, read_input
+from modelplane.scheduling.rules import UNSCHEDULABLE
 from modelplane.scheduling.types import StuckPlacement
 from tests.scheduling.schedfleet import (
     H100,

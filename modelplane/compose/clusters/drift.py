@@ -24,7 +24,7 @@ from typing import Any
 
 from modelplane.api.inference_class import Device
 from modelplane.api.inventory import DeviceShape, PoolInventory
-from modelplane.compose.common import ContentMemo
+from modelplane.api.memo import Memo
 from modelplane.dra.quantity import QuantityError, parse_quantity
 
 
@@ -175,7 +175,7 @@ def _count_drift(device: Device, pool: PoolInventory) -> dict[tuple[str, str, st
     return found
 
 
-_COMPARED: ContentMemo[tuple[Device, list[Diff]]] = ContentMemo(8192)
+_COMPARED: Memo[tuple[Device, list[Diff]]] = Memo("compose.clusters.drift._COMPARED")
 """`_compare` by published shape (its content) and declared device (held with its result,
 so its id stays its own while remembered)."""
 

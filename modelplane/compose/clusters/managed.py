@@ -9,7 +9,6 @@ resource gets an explicit, stable name so Usages can name it.
 
 from __future__ import annotations
 
-import functools
 import ipaddress
 import re
 from collections.abc import Mapping
@@ -18,6 +17,7 @@ from typing import Any
 
 from modelplane.api import constants as c
 from modelplane.api.clouds.base import CloudProviderConfigRef
+from modelplane.api.memo import memo_function
 from modelplane.api.objects import MAX_DNS_LABEL, condition_status
 from modelplane.compose.objects import dns_label
 from modelplane.compose.types import Resource
@@ -39,7 +39,7 @@ def resource_name(cluster: str, *suffix: str) -> str:
     return _as_label("-".join((cluster, *suffix)))
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@memo_function("compose.clusters.managed._as_label")
 def _as_label(name: str) -> str:
     """`dns_label(name)`, remembered: a fleet's clusters compose dozens of names per
     call, the same names call after call (bounded; the name decides the answer)."""

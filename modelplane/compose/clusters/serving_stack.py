@@ -43,6 +43,7 @@ from typing import Any
 from modelplane.api import constants as c
 from modelplane.api.clouds import cloud_named
 from modelplane.api.gateway_hop import CLIENT_POLICY
+from modelplane.api.memo import CopiedMemo
 from modelplane.api.readers import ObservedModelReplica, read_model_replica
 from modelplane.api.reasons import ServingStackReadyReason, ValidReason
 from modelplane.api.serving_stack import ReleaseStatus, ServingStackSpec
@@ -65,7 +66,7 @@ from modelplane.compose.clusters.stack.charts import (
     release,
     release_key,
 )
-from modelplane.compose.common import CopiedMemo, content_key, meta, parse_spec
+from modelplane.compose.common import content_key, meta, parse_spec
 from modelplane.compose.objects import Item, wrap
 from modelplane.compose.readiness import DEPLOYMENT_ROLLED_OUT, EXISTS, PROGRAMMED, wrapped
 from modelplane.compose.types import (
@@ -373,7 +374,7 @@ class _Fixed:
     pending: list[str]
 
 
-_FIXED = CopiedMemo(4096)
+_FIXED = CopiedMemo("compose.clusters.serving_stack._FIXED")
 
 
 def _fixed_resources(inp: ComposeInput, spec: ServingStackSpec, namespace: str) -> _Fixed:

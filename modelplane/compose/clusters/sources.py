@@ -39,6 +39,7 @@ from modelplane.api.inference_cluster import (
 )
 from modelplane.api.inventory import InventorySummary, parse_duration, stale_after
 from modelplane.api.inventory_summary import epoch_seconds
+from modelplane.api.memo import CopiedMemo
 from modelplane.api.objects import condition, condition_status
 from modelplane.api.provisioning import ProvisionedClusterView, read_provisioned_cluster
 from modelplane.api.reasons import (
@@ -72,7 +73,7 @@ from modelplane.compose.clusters.inventory import (
     inventory_observation,
     read_observed_inventory,
 )
-from modelplane.compose.common import CopiedMemo, as_desired, content_key, meta, parse_spec
+from modelplane.compose.common import as_desired, content_key, meta, parse_spec
 from modelplane.compose.types import ComposeInput, ComposeResult, DesiredResource, Resource
 
 INFRA_KEY = "infrastructure"
@@ -272,7 +273,7 @@ def _stack_spec_wire(
     return _STACK_SPECS.get(key, lambda: _stack_spec(name, spec, pc_name, None).to_dict())
 
 
-_STACK_SPECS = CopiedMemo(4096)
+_STACK_SPECS = CopiedMemo("compose.clusters.sources._STACK_SPECS")
 
 
 def serving_stack(

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from modelplane.api import constants as c
+from modelplane.api.memo import memo_function
 from modelplane.api.model_endpoint import parse_url
 from modelplane.api.objects import label_value
 from modelplane.compose.types import Resource
@@ -87,7 +87,8 @@ def endpoint_for(
     }
 
 
-@lru_cache(maxsize=4096)  # by content: every call asks again of the same replicas' URLs
+# By content: every call asks again of the same replicas' URLs.
+@memo_function("compose.deployments.endpoints._valid_url")
 def _valid_url(url: str) -> bool:
     """Whether a replica's `status.endpoint` is a URL a ModelEndpoint may carry."""
     try:
