@@ -45,6 +45,18 @@ COMPOSITE_NAME_MESSAGE: Final = (
     "metadata.name must be at most 63 characters: Crossplane labels every composed resource with it"
 )
 
+# Kind names, for code that reads or requires another kind's objects (the
+# registry of kinds with their schemas is `api/kinds.py`).
+KIND_INFERENCE_CLUSTER: Final = "InferenceCluster"
+KIND_MODEL_DEPLOYMENT: Final = "ModelDeployment"
+KIND_MODEL_REPLICA: Final = "ModelReplica"
+KIND_MODEL_CACHE: Final = "ModelCache"
+KIND_MODEL_ENDPOINT: Final = "ModelEndpoint"
+KIND_MODEL_SERVICE: Final = "ModelService"
+KIND_FLEET_QUOTA: Final = "FleetQuota"
+PRIORITY_CLASS_API_VERSION: Final = "scheduling.k8s.io/v1"
+KIND_PRIORITY_CLASS: Final = "PriorityClass"
+
 # Composed-resource API versions.
 PROVIDER_KUBERNETES_API_VERSION: Final = "kubernetes.m.crossplane.io/v1alpha1"
 PROVIDER_HELM_API_VERSION: Final = "helm.m.crossplane.io/v1beta1"

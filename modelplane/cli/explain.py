@@ -26,15 +26,10 @@ from modelplane.api.rollout import read_rollout_status
 from modelplane.cli.options import max_rounds_option
 from modelplane.cli.rollout import waves_table
 from modelplane.compose.common import parse_spec
-from modelplane.compose.deployments.model_deployment import (
-    INFERENCE_CLUSTER_KIND,
-    MODEL_CACHE_KIND,
-    MODEL_REPLICA_KIND,
-)
-from modelplane.compose.deployments.observed import scheduler_input
+from modelplane.compose.deployments.planner import DeploymentPlan, plan_deployment
 from modelplane.local import ControlPlane, Key, LoadError, NotConvergedError, load_paths
-from modelplane.local.engine import Event, RoundReport
-from modelplane.local.store import ObjectStore
+from modelplane.local.engine import Event, RoundReport, resource_name
+from modelplane.local.store import ObjectStore, owned_by
 from modelplane.scheduling import PlannedReplica, ScheduleResult
 from modelplane.scheduling.explanation import explanation_rows
 from modelplane.scheduling.scheduler import schedule_input
@@ -74,55 +69,76 @@ def _deployments(store: ObjectStore) -> list[str]:
     return sorted(
         f"{k.namespace}/{k.name}"
         for k in store
-        if (k.api_version, k.kind) == (c.API_VERSION, "ModelDeployment")
+        if (k.api_version, k.kind) == (c.API_VERSION, c.KIND_MODEL_DEPLOYMENT)
     )
 
 
 def explain_deployment(store: ObjectStore, namespace: str, name: str) -> ScheduleResult | None:
-    """Schedule one deployment against the store's clusters and replicas (None if absent).
+    """The deployment's schedule as its composer decides it over the store, every
+    placement listed (those leaving included); None if absent.
 
     Raises click.ClickException when the deployment's spec is invalid.
     """
-    deployment = store.get(Key(c.API_VERSION, "ModelDeployment", namespace, name))
+    plan = deployment_plan(store, namespace, name)
+    return None if plan is None else plan.shown()
+
+
+def deployment_plan(store: ObjectStore, namespace: str, name: str) -> DeploymentPlan | None:
+    """The plan the deployment's composer makes over the store (None if absent): the
+    same function on the same objects, so what is shown is what the status says.
+
+    Raises click.ClickException when the deployment's spec is invalid.
+    """
+    deployment = store.get(Key(c.API_VERSION, c.KIND_MODEL_DEPLOYMENT, namespace, name))
     if deployment is None:
         return None
     spec, error = parse_spec(ModelDeploymentSpec, deployment)
     if spec is None:
         raise click.ClickException(f"ModelDeployment {namespace}/{name} is invalid: {error}")
-    auto = read_autoscaling_status(deployment.get("status"))
-    if spec.autoscaling is not None and auto is not None:
-        # The autoscaler's count is the one the composer scheduled for.
-        spec = spec.model_copy(update={"replicas": auto.desired_replicas})
-    # The input the composer builds, from the store: explain and status agree.
-    return schedule_input(scheduler_input(deployment, spec, _StoreFleet(store, namespace)))
+    return plan_deployment(deployment, spec, _StoreFleet(store, deployment), schedule_input)
 
 
 class _StoreFleet:
-    """The fleet as the local control plane's store holds it."""
+    """The fleet as the local control plane's store holds it, around one deployment."""
 
-    def __init__(self, store: ObjectStore, namespace: str) -> None:
+    def __init__(self, store: ObjectStore, deployment: dict[str, Any]) -> None:
         self._store = store
-        self._namespace = namespace
+        self._deployment = deployment
+        self._namespace = str(deployment["metadata"].get("namespace") or "")
+
+    def composed(self) -> Mapping[str, dict[str, Any]]:
+        """The deployment's composed resources by composition resource name, as the
+        control plane observes them."""
+        out: dict[str, dict[str, Any]] = {}
+        for obj in self._store.candidates_of(self._deployment):
+            found = resource_name(obj)
+            if found and owned_by(obj, self._deployment) and found not in out:
+                out[found] = obj
+        return out
 
     def clusters(self) -> Sequence[Mapping[str, Any]]:
         """Every InferenceCluster in the store."""
-        return self._store.list(c.API_VERSION, INFERENCE_CLUSTER_KIND, None, None)
+        return self._store.list(c.API_VERSION, c.KIND_INFERENCE_CLUSTER, None, None)
 
     def replicas(self) -> Sequence[Mapping[str, Any]]:
         """Every ModelReplica in the store, every namespace."""
-        return self._store.list(c.API_VERSION, MODEL_REPLICA_KIND, None, None)
+        return self._store.list(c.API_VERSION, c.KIND_MODEL_REPLICA, None, None)
 
     def cache(self, name: str) -> Mapping[str, Any] | None:
         """The ModelCache `name` in the deployment's namespace."""
-        return self._store.get(Key(c.API_VERSION, MODEL_CACHE_KIND, self._namespace, name))
+        return self._store.get(Key(c.API_VERSION, c.KIND_MODEL_CACHE, self._namespace, name))
 
     def quotas(self) -> Sequence[Mapping[str, Any]]:
         """The FleetQuotas of the deployment's namespace."""
-        return self._store.list(c.API_VERSION, "FleetQuota", self._namespace, None)
+        return self._store.list(c.API_VERSION, c.KIND_FLEET_QUOTA, self._namespace, None)
 
     def priority_classes(self) -> Sequence[Mapping[str, Any]]:
         """Every PriorityClass in the store."""
-        return self._store.list("scheduling.k8s.io/v1", "PriorityClass", None, None)
+        return self._store.list(c.PRIORITY_CLASS_API_VERSION, c.KIND_PRIORITY_CLASS, None, None)
+
+    def services(self) -> Sequence[dict[str, Any]]:
+        """The ModelServices of the deployment's namespace."""
+        return self._store.list(c.API_VERSION, c.KIND_MODEL_SERVICE, self._namespace, None)
 
 
 def _summary(ref: str, deployment: Mapping[str, Any], result: ScheduleResult) -> Text:
@@ -281,7 +297,7 @@ def explain(paths: tuple[str, ...], ref: str, max_rounds: int) -> None:
         objects = load_paths(paths)
     except LoadError as err:
         raise click.ClickException(str(err)) from None
-    key = Key(c.API_VERSION, "ModelDeployment", namespace, name)
+    key = Key(c.API_VERSION, c.KIND_MODEL_DEPLOYMENT, namespace, name)
     plane = ControlPlane(objects)
     steps: list[tuple[int, Event]] = []
 
@@ -303,7 +319,7 @@ def explain(paths: tuple[str, ...], ref: str, max_rounds: int) -> None:
             f"ModelDeployment {namespace}/{name} not found in {', '.join(paths)} "
             f"(ModelDeployments there: {known})"
         )
-    deployment = store.get(Key(c.API_VERSION, "ModelDeployment", namespace, name)) or {}
+    deployment = store.get(Key(c.API_VERSION, c.KIND_MODEL_DEPLOYMENT, namespace, name)) or {}
     out: list[RenderableType] = [_summary(ref, deployment, result), *_notes(result)]
     scores = scores_table(result)
     if scores is not None:

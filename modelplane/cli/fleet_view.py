@@ -36,10 +36,6 @@ from modelplane.api.readers import (
 )
 from modelplane.cli.explain import explain_deployment
 from modelplane.cli.rollout_view import ClusterRevision, cluster_revisions
-from modelplane.compose.deployments.model_deployment import (
-    INFERENCE_CLUSTER_KIND,
-    MODEL_REPLICA_KIND,
-)
 from modelplane.local.store import ObjectStore
 from modelplane.scheduling import words
 from modelplane.scheduling.types import ScheduleResult
@@ -322,7 +318,7 @@ def _costs(views: list[DeploymentView], clusters: Mapping[str, ClusterView]) -> 
 def fleet_view(store: ObjectStore) -> FleetView:
     """The fleet view of a rendered store."""
     read = [(read_inference_cluster(o), o) for o in store.list(
-        c.API_VERSION, INFERENCE_CLUSTER_KIND, None, None)]  # fmt: skip
+        c.API_VERSION, c.KIND_INFERENCE_CLUSTER, None, None)]  # fmt: skip
     clusters = {
         observed.name: _cluster_view(observed, obj)
         for observed, obj in sorted(
@@ -330,7 +326,7 @@ def fleet_view(store: ObjectStore) -> FleetView:
         )
     }
     deployments = sorted(
-        store.list(c.API_VERSION, "ModelDeployment", None, None),
+        store.list(c.API_VERSION, c.KIND_MODEL_DEPLOYMENT, None, None),
         key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"].get("name", "")),
     )
     names: dict[tuple[str, str], str] = {}
@@ -342,7 +338,7 @@ def fleet_view(store: ObjectStore) -> FleetView:
         )
         draining |= draining_replicas(obj)
     by_label = {label_value(k): k for k in clusters}
-    for raw in store.list(c.API_VERSION, MODEL_REPLICA_KIND, None, None):
+    for raw in store.list(c.API_VERSION, c.KIND_MODEL_REPLICA, None, None):
         r = read_model_replica(raw, by_label)
         if r is not None:
             _charge(clusters, r, _deployment_of(r, names), frozenset(draining))

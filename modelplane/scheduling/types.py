@@ -47,6 +47,7 @@ EvictReason = Literal[
     "Preempted",  # a higher-priority replica preempts it (no make-before-break)
     "SpotNotAllowed",  # its pool is Spot capacity and spec.placement.allowSpot is not true
     "RevisionChanged",  # a Progressive rollout replaces it with the new template revision
+    "ScaleDown",  # the autoscaler removes it; drained to weight 0 first (never by the scheduler)
 ]
 
 # Reasons a Ready replica leaves make-before-break (rollout MakeBeforeBreak): it

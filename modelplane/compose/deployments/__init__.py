@@ -1,10 +1,14 @@
 """The deployments wing: a ModelDeployment placed across the fleet.
 
 Entry points:
-- `model_deployment.compose`: the ModelDeployment composer (reads clusters,
-  replicas and caches, places replicas with `modelplane.scheduling`, composes
-  one ModelReplica per placement); `CLUSTERS_REQUIREMENT`,
-  `REPLICAS_REQUIREMENT` and the kind constants name what it requires.
+- `model_deployment.compose`: the ModelDeployment composer (requires
+  clusters, replicas and caches, and emits one ModelReplica per placement of
+  its plan); `CLUSTERS_REQUIREMENT` and `REPLICAS_REQUIREMENT` name what it
+  requires.
+
+- `planner.plan_deployment`: the whole decision of one reconcile (scaling,
+  revisions and rollout, the scheduler's complete input, the schedule, the
+  replicas leaving), shared with `modelplane explain` and `modelplane fleet`.
 
 - `fleet_quota.compose`: the FleetQuota composer (reads the namespace's replicas
   and every cluster; writes used / hard per limit, counted by
@@ -14,5 +18,6 @@ Entry points:
   `ObservedFleet` (the composer's required resources, `modelplane explain`'s
   store), so both schedule the same thing.
 
-Inside: `endpoints` (one ModelEndpoint per replica, only while it can serve).
+Inside: `endpoints` (one ModelEndpoint per replica, only while it can serve),
+`conditions` (the conditions and events read off a plan).
 """

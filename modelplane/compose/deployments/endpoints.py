@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from modelplane.api import constants as c
+from modelplane.api.frozen import memoized
 from modelplane.api.memo import memo_function
-from modelplane.api.model_endpoint import parse_url
+from modelplane.api.model_endpoint import parse_url, read_endpoint
 from modelplane.api.objects import label_value
+from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
 from modelplane.compose.types import Resource
 from modelplane.compose.unreadable import Unreadable, conditions_problem, shown, split
-
-ENDPOINT_KIND = "ModelEndpoint"
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,30 @@ def unreadable_status(replica: str, observed: Mapping[str, Any] | None) -> Unrea
     return Unreadable(f"ModelReplica {replica}", field, why, kept)
 
 
+def replica_view(
+    name: str,
+    cluster: str,
+    replica: ObservedModelReplica | None,
+    clusters: Mapping[str, ObservedInferenceCluster],
+) -> ReplicaView:
+    """What decides a replica's endpoint: its observed readiness and route, its cluster's
+    gateway (`endpoint_for`)."""
+    found = clusters.get(cluster)
+    gateway = None if found is None else found.gateway_address
+    return ReplicaView(
+        name=name,
+        ready=replica is not None and replica.ready,
+        endpoint=replica.endpoint if replica is not None else None,
+        cluster_gateway=gateway,
+        cluster=cluster,
+    )
+
+
+def endpoint_ready(obj: Resource) -> bool:
+    """Whether an observed ModelEndpoint is Ready, read once per object version."""
+    return memoized(obj, "model_deployment.endpoint_ready", lambda o: read_endpoint(o).ready)
+
+
 def endpoint_key(replica_key: str) -> str:
     """The composed-resource key of the endpoint of the replica composed under `replica_key`."""
     return f"endpoint-{replica_key}"
@@ -79,7 +103,7 @@ def endpoint_for(
     }
     return {
         "apiVersion": c.API_VERSION,
-        "kind": ENDPOINT_KIND,
+        "kind": c.KIND_MODEL_ENDPOINT,
         "metadata": {"name": replica.name, "namespace": namespace, "labels": labels},
         # The cluster tells the fleet gateway which Gateway certificate to
         # verify and which client certificate to present (api/gateway_hop.py).

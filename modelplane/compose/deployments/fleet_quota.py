@@ -28,14 +28,16 @@ QUOTAS = "fleet-quotas"
 def requirements(namespace: str) -> dict[str, Requirement]:
     """What the composer reads: the namespace's replicas and quotas, every cluster."""
     return {
-        CLUSTERS: Requirement(api_version=c.API_VERSION, kind="InferenceCluster"),
+        CLUSTERS: Requirement(api_version=c.API_VERSION, kind=c.KIND_INFERENCE_CLUSTER),
         REPLICAS: Requirement(
             api_version=c.API_VERSION,
-            kind="ModelReplica",
+            kind=c.KIND_MODEL_REPLICA,
             match_labels={c.LABEL_MANAGED_BY: c.MANAGED_BY},
             namespace=namespace,
         ),
-        QUOTAS: Requirement(api_version=c.API_VERSION, kind="FleetQuota", namespace=namespace),
+        QUOTAS: Requirement(
+            api_version=c.API_VERSION, kind=c.KIND_FLEET_QUOTA, namespace=namespace
+        ),
     }
 
 

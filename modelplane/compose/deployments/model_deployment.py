@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -42,34 +42,40 @@ from modelplane.api.model_deployment import (
     Placement,
     RolePlacement,
 )
-from modelplane.api.model_endpoint import read_endpoint
 from modelplane.api.model_replica import ModelReplicaSpec
-from modelplane.api.objects import condition, is_condition_true, label_value
-from modelplane.api.readers import (
-    ObservedInferenceCluster,
-    ObservedModelReplica,
-    read_model_replica,
-)
-from modelplane.api.reasons import AutoscalingReason, PreemptionReason, ScheduledReason
+from modelplane.api.objects import is_condition_true, label_value
+from modelplane.api.readers import ObservedInferenceCluster, read_model_replica
+from modelplane.api.reasons import ScheduledReason
 from modelplane.api.roles import put_role_fields
 from modelplane.compose import outcome, unreadable
 from modelplane.compose.common import as_desired, meta, parse_spec, without_crossplane_spec
+from modelplane.compose.deployments.conditions import (
+    MAX_CONDITION_MESSAGE,
+    autoscaling_condition,
+    cache_condition,
+    cluster_changes,
+    events,
+    preemption_condition,
+    replicas_ready,
+    rolled_out,
+    scheduled_condition,
+)
 from modelplane.compose.deployments.endpoints import (
-    ReplicaView,
     endpoint_for,
     endpoint_key,
+    endpoint_ready,
+    replica_view,
     unreadable_status,
 )
-from modelplane.compose.deployments.observed import scheduler_input
-from modelplane.compose.deployments.revisions import Revisions, own_replicas, plan_revisions
-from modelplane.compose.deployments.scaling import (
-    REMOVAL_REASON,
-    Scaling,
-    choose_removals,
-    drained,
-    plan_scaling,
-    status_of,
+from modelplane.compose.deployments.planner import (
+    DeploymentPlan,
+    Scheduler,
+    observed_replica,
+    plan_deployment,
+    replica_key,
 )
+from modelplane.compose.deployments.revisions import Revisions, own_replicas
+from modelplane.compose.deployments.scaling import REMOVAL_REASON, status_of
 from modelplane.compose.replica.workload import template_errors
 from modelplane.compose.types import (
     ComposeInput,
@@ -89,37 +95,15 @@ REPLICAS_REQUIREMENT = "model-replicas"
 SERVICES_REQUIREMENT = "model-services"
 QUOTAS_REQUIREMENT = "fleet-quotas"
 PRIORITIES_REQUIREMENT = "priority-classes"
-FLEET_QUOTA_KIND = "FleetQuota"
-PRIORITY_CLASS_API_VERSION = "scheduling.k8s.io/v1"
-PRIORITY_CLASS_KIND = "PriorityClass"
-MODEL_REPLICA_KIND = "ModelReplica"
-MODEL_CACHE_KIND = "ModelCache"
-INFERENCE_CLUSTER_KIND = "InferenceCluster"
-
-# Condition messages are read by people in `kubectl describe`; bound them so a
-# fleet of thousands of clusters cannot bloat the object.
-MAX_CONDITION_MESSAGE = 1024
-
-# The scheduler seam: one typed input in, the plan out (tests script it).
-Scheduler = Callable[[ScheduleInput], ScheduleResult]
-
 _LABEL_NAME = r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)"
 _LABEL_KEY = re.compile(
     rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{_LABEL_NAME}$"
 )
-# Verdicts of clusters the scheduler tried to fit a replica on; any other
-# rejection (labels, taints, readiness) is decided before capacity matters.
-_CAPACITY_VERDICTS = frozenset({"NoMatchingPool", "InsufficientCapacity"})
 
 
 def cache_requirement(name: str) -> str:
     """The requirement name under which a ModelCache is fetched."""
     return f"cache-{name}"
-
-
-def replica_key(cluster: str, index: int) -> str:
-    """The desired-resource key of the replica at `(cluster, index)`."""
-    return f"replica-{cluster}-{index}"
 
 
 def replica_selector(deployment: str) -> str:
@@ -138,31 +122,31 @@ def requirements(
     to read them (install.md).
     """
     reqs = {
-        CLUSTERS_REQUIREMENT: Requirement(api_version=c.API_VERSION, kind=INFERENCE_CLUSTER_KIND),
+        CLUSTERS_REQUIREMENT: Requirement(api_version=c.API_VERSION, kind=c.KIND_INFERENCE_CLUSTER),
         REPLICAS_REQUIREMENT: Requirement(
             api_version=c.API_VERSION,
-            kind=MODEL_REPLICA_KIND,
+            kind=c.KIND_MODEL_REPLICA,
             match_labels={c.LABEL_MANAGED_BY: c.MANAGED_BY},
         ),
         # The namespace's FleetQuota limits placements; every PriorityClass gives the
         # fleet's replicas their priority values (a victim checks its preemptor's).
         QUOTAS_REQUIREMENT: Requirement(
-            api_version=c.API_VERSION, kind=FLEET_QUOTA_KIND, namespace=namespace
+            api_version=c.API_VERSION, kind=c.KIND_FLEET_QUOTA, namespace=namespace
         ),
     }
     if (spec is not None and spec.priority) or _listing(replicas).preempts:
         reqs[PRIORITIES_REQUIREMENT] = Requirement(
-            api_version=PRIORITY_CLASS_API_VERSION, kind=PRIORITY_CLASS_KIND
+            api_version=c.PRIORITY_CLASS_API_VERSION, kind=c.KIND_PRIORITY_CLASS
         )
     if spec is not None and spec.autoscaling is not None:
         # A leaving replica is deleted only once every service routes nothing to it.
         reqs[SERVICES_REQUIREMENT] = Requirement(
-            api_version=c.API_VERSION, kind="ModelService", namespace=namespace
+            api_version=c.API_VERSION, kind=c.KIND_MODEL_SERVICE, namespace=namespace
         )
     for cache in (spec.caches or []) if spec is not None else []:
         reqs[cache_requirement(cache.name)] = Requirement(
             api_version=c.API_VERSION,
-            kind=MODEL_CACHE_KIND,
+            kind=c.KIND_MODEL_CACHE,
             match_name=cache.name,
             namespace=namespace,
         )
@@ -193,6 +177,10 @@ class _RequiredFleet:
         self._inp = inp
         self._namespace = namespace
 
+    def composed(self) -> Mapping[str, Resource]:
+        """This deployment's composed resources, as observed."""
+        return self._inp.observed
+
     def clusters(self) -> Sequence[Resource]:
         """Every InferenceCluster fetched."""
         return list(self._inp.required[CLUSTERS_REQUIREMENT])
@@ -212,6 +200,10 @@ class _RequiredFleet:
     def priority_classes(self) -> Sequence[Resource]:
         """Every PriorityClass."""
         return list(self._inp.required.get(PRIORITIES_REQUIREMENT, []))
+
+    def services(self) -> Sequence[Resource]:
+        """The ModelServices of the namespace (fetched under autoscaling only)."""
+        return list(self._inp.required.get(SERVICES_REQUIREMENT, []))
 
 
 def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
@@ -245,150 +237,84 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
     if not all(inp.fetched(r) for r in result.requirements):
         return outcome.wait(inp, result)
 
-    by_name = read_clusters(inp.required[CLUSTERS_REQUIREMENT])
-    scaling = plan_scaling(spec, _status_of(inp.composite), inp.observed, by_name)
-    asked = spec if scaling is None else spec.model_copy(update={"replicas": scaling.ask})
     try:
-        observed = scheduler_input(inp.composite, asked, _RequiredFleet(inp, namespace))
-        revisions = plan_revisions(inp, spec, observed, by_name)
-        rollout = revisions.rollout
-        moves = {} if rollout is None else dict.fromkeys(rollout.outdated, revisions.place)
-        observed = dataclasses.replace(observed, outdated=moves, serving=_serving(inp, by_name))
-        plan = scheduler(observed)
+        plan = plan_deployment(inp.composite, spec, _RequiredFleet(inp, namespace), scheduler)
     except Exception as err:  # a scheduler bug must not tear down serving replicas
         return outcome.fatal(
             f"{ScheduledReason.SCHEDULER_ERROR}: scheduling {namespace}/{name} failed: {err}"
         )
-    leaving: list[PlannedReplica] = []
-    if scaling is not None:
-        spec, plan, leaving = _scale(inp, result, spec, plan, scaling, by_name)
-    _cache_condition(result, spec, observed.missing_caches, namespace)
-    inconsistent = _compose_replicas(inp, result, revisions, plan)
+    return _emit(inp, result, plan)
+
+
+def _emit(inp: ComposeInput, result: ComposeResult, plan: DeploymentPlan) -> ComposeResult:
+    """The desired state, status, conditions and events of one decided plan."""
+    m = meta(inp.composite)
+    name, namespace = str(m.get("name", "")), str(m.get("namespace", ""))
+    spec, schedule, revisions = plan.spec, plan.schedule, plan.revisions
+    if plan.scaling is not None:
+        _removal_events(result, plan)
+        autoscaling_condition(result, plan.scaling)
+    cache_condition(result, spec, plan.input.missing_caches, namespace)
+    inconsistent = _compose_replicas(inp, result, revisions, schedule)
     if inconsistent is not None:
         return outcome.fatal(
             f"{ScheduledReason.SCHEDULER_ERROR}: {inconsistent[0]} of {namespace}/{name} "
             f"is inconsistent with the spec: {inconsistent[1]}"
         )
-    placed = plan.placed
-    _status(result, name, spec, plan, revisions)
-    _scheduled_condition(result, spec, plan, placed)
-    _preemption_condition(inp, result, plan)
-    _events(result, plan)
-    _replicas_ready(result, spec.replicas, placed)
-    _rolled_out(result, revisions)
-    _compose_endpoints(inp, result, revisions, plan, by_name)
-    if scaling is not None:
-        _compose_leaving(inp, result, scaling, leaving, by_name)
+    placed = schedule.placed
+    _status(result, name, spec, schedule, revisions)
+    scheduled_condition(result, spec, schedule, placed)
+    preemption_condition(inp.composite, result, schedule)
+    events(result, schedule)
+    replicas_ready(result, spec.replicas, placed)
+    rolled_out(result, revisions)
+    clusters = read_clusters(inp.required[CLUSTERS_REQUIREMENT])
+    _compose_endpoints(inp, result, revisions, schedule, clusters)
+    if plan.scaling is not None:
+        _compose_leaving(inp, result, plan, clusters)
     return result
 
 
-def _serving(inp: ComposeInput, clusters: Mapping[str, ObservedInferenceCluster]) -> frozenset[str]:
-    """This deployment's replicas that take traffic: Ready, and, when they get a
-    ModelEndpoint (`endpoint_for`, as `_compose_endpoints` decides), that endpoint Ready."""
-    out = set()
-    for key, obj in inp.observed.items():
-        replica = read_model_replica(obj) if obj.get("kind") == MODEL_REPLICA_KIND else None
-        if replica is None or not replica.ready:
-            continue
-        view = _replica_view(replica.name, replica.cluster, replica, clusters)
-        endpoint = inp.observed.get(endpoint_key(key))
-        routed = endpoint_for(view, "", "", {}) is not None
-        if not routed or (endpoint is not None and _endpoint_ready(endpoint)):
-            out.add(replica.name)
-    return frozenset(out)
-
-
-def _endpoint_ready(obj: Resource) -> bool:
-    """Whether an observed ModelEndpoint is Ready, read once per object version."""
-    return memoized(obj, "model_deployment.endpoint_ready", lambda o: read_endpoint(o).ready)
-
-
-def _status_of(composite: Resource) -> Mapping[str, Any]:
-    status = composite.get("status")
-    return status if isinstance(status, dict) else {}
-
-
-def _scale(
-    inp: ComposeInput,
-    result: ComposeResult,
-    spec: ModelDeploymentSpec,
-    plan: ScheduleResult,
-    scaling: Scaling,
-    clusters: Mapping[str, ObservedInferenceCluster],
-) -> tuple[ModelDeploymentSpec, ScheduleResult, list[PlannedReplica]]:
-    """Apply the autoscaler's count: the spec, plan and replicas leaving (still draining).
-
-    The scheduler was asked to keep every counted replica; the ones above the
-    decided count leave here (`scaling.choose_removals`): a Ready one is
-    drained first (composed as observed, its endpoint at weight 0) and deleted
-    once every ModelService shows it at weight 0.
-    """
-    desired = scaling.decision.desired
-    namespace = str(meta(inp.composite).get("namespace", ""))
-    kept, removed = choose_removals(plan.replicas, desired, scaling.leaving, clusters, namespace)
-    services = list(inp.required.get(SERVICES_REQUIREMENT, []))
-    leaving = []
-    for p in removed:
-        key = replica_key(p.cluster, p.index)
-        endpoint = inp.observed.get(endpoint_key(key))
-        if p.ready and key in inp.observed and not drained(endpoint, services, p.name):
-            leaving.append(p)
-            if p.name not in scaling.leaving:
+def _removal_events(result: ComposeResult, plan: DeploymentPlan) -> None:
+    """One event per replica the autoscaler starts draining or deletes."""
+    assert plan.scaling is not None
+    desired = plan.scaling.decision.desired
+    for removal in plan.removals:
+        p = removal.replica
+        if removal.draining:
+            if p.name not in plan.scaling.leaving:
                 result.normal(
                     "ScaleDownDraining",
                     f"replica {p.name} on {p.cluster} leaves ({desired} replicas wanted): "
                     "its endpoint goes to weight 0 in every ModelService before it is deleted",
                 )
-        elif key in inp.observed:
+        elif removal.observed:
             why = "drained: weight 0 in every ModelService" if p.ready else "not Ready"
             result.normal("ScaleDownRemoved", f"replica {p.name} on {p.cluster} deleted ({why})")
-    _autoscaling_condition(result, scaling)
-    spec = spec.model_copy(update={"replicas": desired})
-    plan = dataclasses.replace(plan, replicas=tuple(kept), desired=desired)
-    return spec, plan, leaving
-
-
-def _autoscaling_condition(result: ComposeResult, scaling: Scaling) -> None:
-    d = scaling.decision
-    if scaling.external is not None:
-        reason = AutoscalingReason.EXTERNAL_SCALER
-        result.condition(c.CONDITION_AUTOSCALING, False, str(reason), scaling.external)
-        result.warn(str(reason), truncate(scaling.external, 512))
-        return
-    ok = None if d.reason == AutoscalingReason.SIGNALS_MISSING else True
-    msg = truncate(d.message, MAX_CONDITION_MESSAGE)
-    result.condition(c.CONDITION_AUTOSCALING, ok, str(d.reason), msg)
-    if d.desired != d.current:
-        result.normal(str(d.reason), truncate(d.message, 512))
 
 
 def _compose_leaving(
     inp: ComposeInput,
     result: ComposeResult,
-    scaling: Scaling,
-    leaving: Sequence[PlannedReplica],
+    plan: DeploymentPlan,
     clusters: Mapping[str, ObservedInferenceCluster],
 ) -> None:
     """Leaving replicas: composed as observed, endpoint at weight 0, listed as draining."""
+    assert plan.scaling is not None
     m = meta(inp.composite)
     name, namespace = str(m.get("name", "")), str(m.get("namespace", ""))
     status = ModelDeploymentStatus.model_validate(result.status)
     placements = list(status.placements or [])
-    kept = []
-    for p in leaving:
+    labels = _user_labels(plan.revisions.spec, ComposeResult())
+    for p, observed in plan.leaving:
         key = replica_key(p.cluster, p.index)
-        manifest = _as_observed(inp, p.name, key)
-        if manifest is None:
-            continue
-        kept.append(p.name)
-        result.desired[key] = DesiredResource(manifest, "True")
-        observed = read_model_replica(inp.observed[key])
-        view = _replica_view(p.name, p.cluster, observed, clusters)
-        endpoint = endpoint_for(view, name, namespace, _user_labels(_spec(inp), ComposeResult()))
+        result.desired[key] = DesiredResource(_desired_copy(observed), "True")
+        view = replica_view(p.name, p.cluster, read_model_replica(inp.observed[key]), clusters)
+        endpoint = endpoint_for(view, name, namespace, labels)
         if endpoint is not None:
             endpoint["spec"]["draining"] = True
             ekey = endpoint_key(key)
-            ready = ekey in inp.observed and _endpoint_ready(inp.observed[ekey])
+            ready = ekey in inp.observed and endpoint_ready(inp.observed[ekey])
             result.desired[ekey] = DesiredResource(endpoint, "True" if ready else "False")
         placements.append(
             Placement(
@@ -401,30 +327,11 @@ def _compose_leaving(
                 drain_reason=REMOVAL_REASON,
             )
         )
+    kept = [p.name for p, _ in plan.leaving]
     status.placements = placements
     status.draining_replicas = (status.draining_replicas or 0) + len(kept) or None
-    status.autoscaling = status_of(scaling, kept)
+    status.autoscaling = status_of(plan.scaling, kept)
     result.status = status.to_dict()
-
-
-def _spec(inp: ComposeInput) -> ModelDeploymentSpec:
-    spec, _ = parse_spec(ModelDeploymentSpec, inp.composite)
-    assert spec is not None  # compose_with held before any call when it did not parse
-    return spec
-
-
-def _cache_condition(
-    result: ComposeResult, spec: ModelDeploymentSpec, missing: Sequence[str], namespace: str
-) -> None:
-    if not spec.caches:
-        return
-    if missing:
-        msg = words.cache_not_found(missing, namespace)
-        result.condition(c.CONDITION_CACHE_RESOLVED, False, c.REASON_CACHE_NOT_FOUND, msg)
-        result.warn(c.REASON_CACHE_NOT_FOUND, msg)
-        return
-    found_msg = words.caches_found([x.name for x in spec.caches])
-    result.condition(c.CONDITION_CACHE_RESOLVED, True, c.REASON_RESOLVED, found_msg)
 
 
 def _compose_replicas(
@@ -459,18 +366,6 @@ def _compose_replicas(
     return None
 
 
-def _rolled_out(result: ComposeResult, revisions: Revisions) -> None:
-    """`RolledOut` and the rollout's events (rollout Progressive only)."""
-    verdict = None if revisions.rollout is None else revisions.rollout.verdict
-    if verdict is None:
-        return
-    msg = truncate(verdict.message, MAX_CONDITION_MESSAGE)
-    result.condition(c.CONDITION_ROLLED_OUT, verdict.status, str(verdict.reason), msg)
-    for type_, reason, text in verdict.events:
-        emit = result.warn if type_ == "Warning" else result.normal
-        emit(reason, truncate(text, 512))
-
-
 def _compose_endpoints(
     inp: ComposeInput,
     result: ComposeResult,
@@ -498,7 +393,7 @@ def _compose_endpoints(
             unreadable.keep(inp, result, [endpoint_key(key)])
             continue
         replica = read_model_replica(observed) if observed is not None else None
-        view = _replica_view(planned.name, planned.cluster, replica, clusters)
+        view = replica_view(planned.name, planned.cluster, replica, clusters)
         manifest = endpoint_for(view, name, namespace, labels)
         if manifest is None:
             continue
@@ -508,28 +403,9 @@ def _compose_endpoints(
         if canary is not None:
             manifest["spec"]["canaryPercent"] = canary
         ekey = endpoint_key(key)
-        ready = ekey in inp.observed and _endpoint_ready(inp.observed[ekey])
+        ready = ekey in inp.observed and endpoint_ready(inp.observed[ekey])
         result.desired[ekey] = DesiredResource(manifest, "True" if ready else "False")
     unreadable.report(inp, result, found)
-
-
-def _replica_view(
-    name: str,
-    cluster: str,
-    replica: ObservedModelReplica | None,
-    clusters: Mapping[str, ObservedInferenceCluster],
-) -> ReplicaView:
-    """What decides a replica's endpoint: its observed readiness and route, its cluster's
-    gateway (`endpoints.endpoint_for`)."""
-    found = clusters.get(cluster)
-    gateway = None if found is None else found.gateway_address
-    return ReplicaView(
-        name=name,
-        ready=replica is not None and replica.ready,
-        endpoint=replica.endpoint if replica is not None else None,
-        cluster_gateway=gateway,
-        cluster=cluster,
-    )
 
 
 def _draining_manifest(inp: ComposeInput, planned: PlannedReplica, key: str) -> Resource | None:
@@ -546,30 +422,16 @@ def _draining_manifest(inp: ComposeInput, planned: PlannedReplica, key: str) -> 
 
 def _as_observed(inp: ComposeInput, name: str, key: str) -> Resource | None:
     """The replica `name` (composed under `key`) as observed, as desired state; None if unseen."""
-    observed = inp.observed.get(key)
-    if observed is None or meta(observed).get("name") != name:
-        fleet = inp.required.get(REPLICAS_REQUIREMENT, [])
-        observed = next((r for r in fleet if meta(r).get("name") == name), None)
-    if observed is None or not isinstance(observed.get("spec"), dict):
-        return None
+    listed = inp.required.get(REPLICAS_REQUIREMENT, [])
+    found = observed_replica(inp.observed, listed, name, key)
+    return None if found is None else _desired_copy(found)
+
+
+def _desired_copy(observed: Resource) -> Resource:
+    """An observed replica as desired state: kept exactly as it runs."""
     desired = without_crossplane_spec(as_desired(observed))
     desired["metadata"].pop("annotations", None)
     return desired
-
-
-def _replicas_ready(result: ComposeResult, want: int, placed: int) -> None:
-    # Draining replicas still serve: they count as Ready replicas until replaced,
-    # so a make-before-break move never shows the deployment short of replicas.
-    serving = sum(1 for d in result.desired.values() if d.ready == "True")
-    ready_count = min(want, serving)
-    all_ready = serving >= want
-    result.condition(
-        c.CONDITION_REPLICAS_READY,
-        all_ready,
-        c.REASON_ALL_REPLICAS_READY if all_ready else c.REASON_REPLICAS_NOT_READY,
-        f"{ready_count} of {want} replicas ready",
-    )
-    result.ready = "True" if all_ready else "False"
 
 
 def _fleet_replicas(inp: ComposeInput, namespace: str) -> list[Resource]:
@@ -584,7 +446,7 @@ def _fleet_replicas(inp: ComposeInput, namespace: str) -> list[Resource]:
     name is used; with no other copy it is kept under its slot.
     """
     listed = inp.required.get(REPLICAS_REQUIREMENT, [])
-    owned = own_replicas(inp)
+    owned = own_replicas(inp.observed)
     index = _listing(listed)
     by_id = dict(index.by_id)
     owned_slots = set()
@@ -747,7 +609,7 @@ def _replica_manifest(
     }
     return {
         "apiVersion": c.API_VERSION,
-        "kind": MODEL_REPLICA_KIND,
+        "kind": c.KIND_MODEL_REPLICA,
         "metadata": {"name": planned.name, "namespace": namespace, "labels": labels},
         "spec": body,
     }
@@ -789,7 +651,7 @@ def _status(
     )
     if len(counted) < spec.replicas and not plan.invalid_selectors:
         rejections = words.rejections(plan.clusters)
-        changes = _cluster_changes(plan)
+        changes = cluster_changes(plan)
         status.unschedulable = [
             ClusterRejection(
                 cluster=v.cluster,
@@ -801,185 +663,3 @@ def _status(
         ]
         status.unschedulable_omitted = max(0, len(rejections) - MAX_UNSCHEDULABLE_ENTRIES)
     result.status = status.to_dict()
-
-
-def _scheduled_condition(
-    result: ComposeResult, spec: ModelDeploymentSpec, plan: ScheduleResult, placed: int
-) -> None:
-    """The `Scheduled` condition: the first answer that applies, most actionable first."""
-    summary = words.placed_summary(placed, spec.replicas)
-    answers = (
-        _invalid_selectors,
-        _waiting_for_cache,
-        _replica_unschedulable,
-        _draining,
-        _unverifiable,
-        _all_scheduled,
-        _quota_exceeded,
-    )
-    for answer in answers:
-        out = answer(plan, summary, spec.replicas - placed)
-        if out is not None:
-            _set_scheduled(result, *out)
-            return
-    _set_scheduled(result, *_shortfall(plan, summary, placed))
-
-
-# (status, reason, message, warn): a Scheduled answer.
-Scheduled = tuple[bool | None, ScheduledReason, str, bool]
-
-
-def _set_scheduled(
-    result: ComposeResult, ok: bool | None, reason: ScheduledReason, msg: str, warn: bool
-) -> None:
-    msg = truncate(msg, MAX_CONDITION_MESSAGE)
-    result.condition(c.CONDITION_SCHEDULED, ok, str(reason), msg)
-    if warn:
-        result.warn(str(reason), msg)
-
-
-def _invalid_selectors(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
-    if not plan.invalid_selectors:
-        return None
-    msg = words.invalid_selectors(plan.invalid_selectors, summary)
-    return False, ScheduledReason.INVALID_NODE_SELECTOR, msg, True
-
-
-def _waiting_for_cache(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
-    if not plan.missing_caches or missing <= 0:
-        return None
-    msg = words.cache_hold(summary, missing, plan.missing_caches)
-    return False, ScheduledReason.WAITING_FOR_CACHE, msg, False
-
-
-def _replica_unschedulable(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
-    """Replicas their clusters report unschedulable: moved, or kept for want of another place.
-
-    True once every one has moved (the replacements are placed); False, with a
-    warning and the clusters' reasons, while one is kept or withdrawn unreplaced.
-    """
-    if not plan.stuck:
-        return None
-    ok = missing <= 0 and all(s.outcome == "Moved" for s in plan.stuck)
-    why = ""
-    if not ok:
-        why = words.rejection_summary(plan.clusters)
-        if plan.what_if or plan.stocked_out:
-            why = f"{words.what_if_summary(plan.what_if, plan.stocked_out)}; {why}"
-    msg = words.replica_unschedulable(summary, plan.stuck, why)
-    return ok, ScheduledReason.REPLICA_UNSCHEDULABLE, msg, not ok
-
-
-def _draining(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
-    """Replicas draining make-before-break: in progress, or stuck for want of capacity."""
-    draining = plan.draining
-    if not draining:
-        return None
-    if missing <= 0:
-        return True, ScheduledReason.DRAINING, words.draining(summary, draining), False
-    if len(plan.replicas) >= plan.desired + plan.surge:
-        # The fill stopped at spec.replicas + maxSurge: replacements are on their way.
-        msg = words.draining(summary, draining, plan.surge)
-        return False, ScheduledReason.DRAINING, msg, False
-    why = words.rejection_summary(plan.clusters)
-    msg = words.replacement_unschedulable(summary, draining, why)
-    return False, ScheduledReason.REPLACEMENT_UNSCHEDULABLE, msg, True
-
-
-def _unverifiable(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
-    # Each kept replica has its own warning event (`_events`); the condition sums up.
-    if not plan.unverifiable or missing > 0:
-        return None
-    msg = words.unverifiable_summary(summary, plan.unverifiable)
-    return None, ScheduledReason.PLACEMENT_UNVERIFIABLE, msg, False
-
-
-def _all_scheduled(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
-    if missing > 0:
-        return None
-    return True, ScheduledReason.ALL_REPLICAS_SCHEDULED, summary, False
-
-
-def _quota_exceeded(plan: ScheduleResult, summary: str, missing: int) -> Scheduled | None:
-    """Replicas missing because the namespace's FleetQuota has no room for them anywhere
-    they would otherwise fit."""
-    refused = [v for v in plan.clusters if v.reason == "QuotaExceeded"]
-    if missing <= 0 or not refused or any(v.eligible for v in plan.clusters):
-        return None
-    why = "; ".join(words.quota_text(u) for u in plan.quota if u.used >= u.hard) or (
-        words.rejection_summary(plan.clusters)
-    )
-    msg = words.shortfall(summary, f"{why}; {words.rejection_summary(plan.clusters)}")
-    return False, ScheduledReason.QUOTA_EXCEEDED, msg, True
-
-
-def _preemption_condition(inp: ComposeInput, result: ComposeResult, plan: ScheduleResult) -> None:
-    """`Preemption`: the latest preemption this deployment took part in, either side.
-
-    Set only once a preemption happened (deployments that never took part carry
-    no such condition) and kept until a newer one replaces it.
-    """
-    if plan.preemptions:
-        msg = "; ".join(words.preempting_text(p) for p in plan.preemptions)
-        reason, text = PreemptionReason.PREEMPTING, msg
-    elif plan.preempted:
-        msg = "; ".join(f"replica {n} withdrawn: {why}" for n, why in plan.preempted)
-        reason, text = PreemptionReason.PREEMPTED, msg
-    else:
-        _keep_condition(inp, result, c.CONDITION_PREEMPTION)
-        return
-    text = truncate(text, MAX_CONDITION_MESSAGE)
-    result.condition(c.CONDITION_PREEMPTION, True, str(reason), text)
-    result.warn(str(reason), text)
-
-
-def _keep_condition(inp: ComposeInput, result: ComposeResult, type_: str) -> None:
-    """Carry an observed condition forward unchanged (the latest preemption is news until
-    a newer one replaces it, as a preempted Pod's DisruptionTarget is)."""
-    cond = condition(inp.composite, type_)
-    if cond is None:
-        return
-    status = {"True": True, "False": False}.get(str(cond.get("status")))
-    reason, message = str(cond.get("reason") or ""), str(cond.get("message") or "")
-    if reason in {r.value for r in PreemptionReason}:
-        result.condition(type_, status, reason, truncate(message, MAX_CONDITION_MESSAGE))
-
-
-def _cluster_changes(plan: ScheduleResult) -> dict[str, str]:
-    """Each cluster's what-if, naming the stocked-out pools it must not grow first."""
-    found = {w.cluster: w for w in plan.what_if}
-    clusters = sorted(set(found) | {s.cluster for s in plan.stocked_out})
-    out = {}
-    for cluster in clusters:
-        stocked = [s for s in plan.stocked_out if s.cluster == cluster]
-        text = words.cluster_growth(found.get(cluster), stocked)
-        if text is not None:
-            out[cluster] = truncate(text, MAX_UNSCHEDULABLE_MESSAGE)
-    return out
-
-
-def _shortfall(plan: ScheduleResult, summary: str, placed: int) -> Scheduled:
-    candidates = [v for v in plan.clusters if v.reason != "NotSelected"]
-    if not plan.clusters:
-        reason, why = ScheduledReason.NO_CLUSTERS, words.NO_CLUSTER_EXISTS
-    elif not candidates:
-        reason, why = ScheduledReason.NO_CLUSTERS, words.NO_CLUSTER_SELECTED
-    elif not placed and not any(v.reason in _CAPACITY_VERDICTS for v in plan.clusters):
-        reason, why = ScheduledReason.NO_CLUSTERS, words.no_usable_cluster(plan.clusters)
-    else:
-        reason = ScheduledReason.PARTIAL if placed else ScheduledReason.INSUFFICIENT_CAPACITY
-        why = words.rejection_summary(plan.clusters)
-        if plan.what_if or plan.stocked_out:
-            # The actionable answer first: the message is truncated at its end.
-            why = f"{words.what_if_summary(plan.what_if, plan.stocked_out)}; {why}"
-    return False, reason, words.shortfall(summary, why), True
-
-
-def _events(result: ComposeResult, plan: ScheduleResult) -> None:
-    for u in plan.unverifiable[:MAX_UNSCHEDULABLE_ENTRIES]:
-        reason = str(ScheduledReason.PLACEMENT_UNVERIFIABLE)
-        result.warn(reason, truncate(words.unverifiable_text(u), 512))
-    for what, why in plan.replaced[:MAX_UNSCHEDULABLE_ENTRIES]:
-        result.normal(c.REASON_REPLICA_REPLACED, truncate(words.replaced_event(what, why), 512))
-    for w in plan.withdrawn[:MAX_UNSCHEDULABLE_ENTRIES]:
-        result.normal(c.REASON_REPLICA_WITHDRAWN, truncate(words.withdrawn_event(w), 512))

@@ -32,10 +32,8 @@ from modelplane.compose.deployments.rollout import (
     RolloutPlan,
     decide,
 )
-from modelplane.compose.types import ComposeInput, Resource
+from modelplane.compose.types import Resource
 from modelplane.scheduling.framework import ScheduleInput
-
-MODEL_REPLICA_KIND = "ModelReplica"
 
 
 @dataclass
@@ -79,13 +77,14 @@ class Revisions:
         return self.rollout.canary_percent
 
 
-def own_replicas(inp: ComposeInput) -> list[Resource]:
+def own_replicas(composed: Mapping[str, Resource]) -> list[Resource]:
     """This deployment's composed ModelReplicas, as observed."""
-    return [o for o in inp.observed.values() if o.get("kind") == MODEL_REPLICA_KIND]
+    return [o for o in composed.values() if o.get("kind") == c.KIND_MODEL_REPLICA]
 
 
 def plan_revisions(
-    inp: ComposeInput,
+    composite: Resource,
+    composed: Mapping[str, Resource],
     spec: ModelDeploymentSpec,
     observed: ScheduleInput,
     clusters: Mapping[str, ObservedInferenceCluster],
@@ -96,7 +95,7 @@ def plan_revisions(
     read: dict[str, str | None] = {}
     templates: dict[str, Template] = {}
     replicas = []
-    for obj in own_replicas(inp):
+    for obj in own_replicas(composed):
         r = read_model_replica(obj)
         if r is None:
             continue
@@ -114,10 +113,10 @@ def plan_revisions(
             replicas_wanted=spec.replicas,
             revision=target,
             template=template,
-            prior=read_rollout_status(_status(inp.composite)),
+            prior=read_rollout_status(_status(composite)),
             replicas=tuple(sorted(replicas, key=lambda r: (r.cluster, r.index, r.name))),
             clusters={n: cl.labels for n, cl in clusters.items()},
-            signals=_signals(replicas, clusters, str(meta(inp.composite).get("namespace", ""))),
+            signals=_signals(replicas, clusters, str(meta(composite).get("namespace", ""))),
             templates=templates,
             cache_ready=_cache_ready(spec, observed),
         )

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from modelplane.api import constants as c
 from modelplane.api.autoscaling import AutoscalingStatus, read_autoscaling_status
 from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.api.model_service import read_service_status
@@ -34,9 +35,9 @@ from modelplane.api.readers import ObservedInferenceCluster
 from modelplane.api.reasons import AutoscalingReason
 from modelplane.compose.deployments.autoscaling import Decision, decide
 from modelplane.compose.types import Resource
-from modelplane.scheduling.types import PlannedReplica
+from modelplane.scheduling.types import EvictReason, PlannedReplica
 
-REMOVAL_REASON = "ScaleDown"
+REMOVAL_REASON: EvictReason = "ScaleDown"
 """The `drainReason` of a replica the autoscaler removes."""
 
 
@@ -56,7 +57,7 @@ def _observed_replicas(observed: Mapping[str, Resource]) -> list[tuple[str, str,
     out = []
     for obj in observed.values():
         meta, spec = obj.get("metadata"), obj.get("spec")
-        if obj.get("kind") != "ModelReplica" or not isinstance(meta, dict):
+        if obj.get("kind") != c.KIND_MODEL_REPLICA or not isinstance(meta, dict):
             continue
         name, namespace = meta.get("name"), meta.get("namespace")
         cluster = spec.get("clusterName") if isinstance(spec, dict) else None

@@ -1,0 +1,209 @@
+"""A ModelDeployment's whole decision for one reconcile, made once: `plan_deployment`.
+
+The composer emits its desired state from the plan; `modelplane explain` and
+`modelplane fleet` compute the plan over the rendered store and print it, so
+what they show is what the status says. The phases, in order:
+
+1. **Scaling** (`scaling.plan_scaling`): with `spec.autoscaling`, how many
+   replicas, and how many the scheduler is asked to keep or place (every
+   counted one, so the least useful can leave afterwards).
+2. **The scheduler's input** (`observed.scheduler_input`): every cluster,
+   the fleet's replicas, caches, quotas and priority classes.
+3. **Revisions** (`revisions.plan_revisions`): which template revision each
+   replica runs and, under rollout Progressive, the next wave: the replicas
+   outdated this step are handed to the scheduler to move make-before-break.
+4. **What serves** (`serving`): the replicas taking traffic, so the scheduler
+   never drains one whose replacement does not serve yet.
+5. **The schedule**: one call of the scheduler on that complete input.
+6. **Replicas leaving** (`scaling.choose_removals`): above the decided count;
+   a Ready one drains first (kept, at weight 0) until every ModelService shows
+   it at weight 0, the others go at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from modelplane.api import constants as c
+from modelplane.api.model_deployment import ModelDeploymentSpec
+from modelplane.api.readers import ObservedInferenceCluster, read_model_replica
+from modelplane.compose.common import meta
+from modelplane.compose.deployments.endpoints import (
+    endpoint_for,
+    endpoint_key,
+    endpoint_ready,
+    replica_view,
+)
+from modelplane.compose.deployments.observed import Object, ObservedFleet, scheduler_input
+from modelplane.compose.deployments.revisions import Revisions, plan_revisions
+from modelplane.compose.deployments.scaling import (
+    REMOVAL_REASON,
+    Scaling,
+    choose_removals,
+    drained,
+    plan_scaling,
+)
+from modelplane.compose.types import Resource
+from modelplane.scheduling.framework import ScheduleInput, read_clusters
+from modelplane.scheduling.types import PlannedReplica, ScheduleResult
+
+# The scheduler seam: one typed input in, the schedule out (tests script it).
+Scheduler = Callable[[ScheduleInput], ScheduleResult]
+
+
+class DeploymentFleet(ObservedFleet, Protocol):
+    """What one deployment's plan reads: the fleet, and the deployment's own objects."""
+
+    def composed(self) -> Mapping[str, Resource]:
+        """The deployment's composed resources (ModelReplicas, ModelEndpoints) by
+        composition resource name, as observed."""
+
+    def services(self) -> Sequence[Resource]:
+        """The ModelServices of the deployment's namespace (a leaving replica goes once
+        every one routes nothing to it)."""
+
+
+def replica_key(cluster: str, index: int) -> str:
+    """The composition resource name of the replica at `(cluster, index)`."""
+    return f"replica-{cluster}-{index}"
+
+
+@dataclass(frozen=True)
+class Removal:
+    """A replica the autoscaler takes away this reconcile."""
+
+    replica: PlannedReplica
+    draining: bool  # Ready and not yet at weight 0 everywhere: kept, drained first
+    observed: bool  # it exists (composed and observed) today
+
+
+@dataclass(frozen=True)
+class DeploymentPlan:
+    """Everything one reconcile of a ModelDeployment decided, before anything is emitted."""
+
+    spec: ModelDeploymentSpec  # the spec, its replicas the decided count
+    scaling: Scaling | None  # the autoscaler's answer; None without spec.autoscaling
+    revisions: Revisions  # which revision each replica runs; the rollout's step
+    input: ScheduleInput  # the scheduler's complete input (outdated and serving included)
+    schedule: ScheduleResult  # the replicas kept or placed; desired is the decided count
+    removals: tuple[Removal, ...] = ()  # replicas the autoscaler takes away, in order
+    leaving: tuple[tuple[PlannedReplica, Resource], ...] = ()  # draining away, as observed
+
+    @property
+    def placements(self) -> tuple[PlannedReplica, ...]:
+        """Every replica the status lists: the schedule's, then those leaving (draining)."""
+        gone = tuple(dataclasses.replace(p, drain_reason=REMOVAL_REASON) for p, _ in self.leaving)
+        return self.schedule.replicas + gone
+
+    def shown(self) -> ScheduleResult:
+        """The schedule as `explain` and the fleet view print it: every placement listed."""
+        return dataclasses.replace(self.schedule, replicas=self.placements)
+
+
+def plan_deployment(
+    composite: Resource, spec: ModelDeploymentSpec, fleet: DeploymentFleet, schedule: Scheduler
+) -> DeploymentPlan:
+    """Decide one reconcile of `composite`, whose validated spec is `spec`.
+
+    Pure: everything read comes from `composite` and `fleet`, and `schedule`
+    is a pure function of its input. Raises what the scheduler raises.
+    """
+    composed = fleet.composed()
+    clusters = read_clusters(fleet.clusters())
+    scaling = plan_scaling(spec, _status_of(composite), composed, clusters)
+    asked = spec if scaling is None else spec.model_copy(update={"replicas": scaling.ask})
+    observed = scheduler_input(composite, asked, fleet)
+    revisions = plan_revisions(composite, composed, spec, observed, clusters)
+    rollout = revisions.rollout
+    moves = {} if rollout is None else dict.fromkeys(rollout.outdated, revisions.place)
+    observed = dataclasses.replace(observed, outdated=moves, serving=serving(composed, clusters))
+    result = schedule(observed)
+    plan = DeploymentPlan(spec, scaling, revisions, observed, result)
+    if scaling is None:
+        return plan
+    namespace = str(meta(composite).get("namespace", ""))
+    return _scale(plan, scaling, fleet, clusters, namespace)
+
+
+def _scale(
+    plan: DeploymentPlan,
+    scaling: Scaling,
+    fleet: DeploymentFleet,
+    clusters: Mapping[str, ObservedInferenceCluster],
+    namespace: str,
+) -> DeploymentPlan:
+    """Apply the autoscaler's count: which replicas stay, which drain, which go now.
+
+    The scheduler was asked to keep every counted replica; the ones above the
+    decided count leave (`scaling.choose_removals`): a Ready one is drained
+    first (composed as observed, its endpoint at weight 0) and deleted once
+    every ModelService shows it at weight 0.
+    """
+    desired = scaling.decision.desired
+    composed = fleet.composed()
+    kept, removed = choose_removals(
+        plan.schedule.replicas, desired, scaling.leaving, clusters, namespace
+    )
+    services = list(fleet.services())
+    removals = []
+    leaving = []
+    for p in removed:
+        key = replica_key(p.cluster, p.index)
+        exists = key in composed
+        endpoint = composed.get(endpoint_key(key))
+        drains = p.ready and exists and not drained(endpoint, services, p.name)
+        removals.append(Removal(p, drains, exists))
+        found = observed_replica(composed, fleet.replicas(), p.name, key) if drains else None
+        if found is not None:
+            leaving.append((p, found))
+    return dataclasses.replace(
+        plan,
+        spec=plan.spec.model_copy(update={"replicas": desired}),
+        schedule=dataclasses.replace(plan.schedule, replicas=tuple(kept), desired=desired),
+        removals=tuple(removals),
+        leaving=tuple(leaving),
+    )
+
+
+def observed_replica(
+    composed: Mapping[str, Resource], listed: Sequence[Object], name: str, key: str
+) -> Resource | None:
+    """The replica `name` (composed under `key`) as observed; None if unseen or its spec
+    does not read."""
+    found: Object | None = composed.get(key)
+    if found is None or _name(found) != name:
+        found = next((r for r in listed if _name(r) == name), None)
+    if not isinstance(found, dict) or not isinstance(found.get("spec"), dict):
+        return None
+    return found
+
+
+def _name(obj: Object) -> Any:
+    m = obj.get("metadata")
+    return m.get("name") if isinstance(m, dict) else None
+
+
+def serving(
+    composed: Mapping[str, Resource], clusters: Mapping[str, ObservedInferenceCluster]
+) -> frozenset[str]:
+    """This deployment's replicas that take traffic: Ready, and, when they get a
+    ModelEndpoint (`endpoint_for`), that endpoint Ready."""
+    out = set()
+    for key, obj in composed.items():
+        replica = read_model_replica(obj) if obj.get("kind") == c.KIND_MODEL_REPLICA else None
+        if replica is None or not replica.ready:
+            continue
+        view = replica_view(replica.name, replica.cluster, replica, clusters)
+        endpoint = composed.get(endpoint_key(key))
+        routed = endpoint_for(view, "", "", {}) is not None
+        if not routed or (endpoint is not None and endpoint_ready(endpoint)):
+            out.add(replica.name)
+    return frozenset(out)
+
+
+def _status_of(composite: Object) -> Mapping[str, Any]:
+    status = composite.get("status")
+    return status if isinstance(status, dict) else {}
