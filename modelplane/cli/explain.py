@@ -28,7 +28,8 @@ from modelplane.cli.rollout import waves_table
 from modelplane.compose.common import parse_spec
 from modelplane.compose.deployments.planner import DeploymentPlan, plan_deployment
 from modelplane.local import ControlPlane, Key, LoadError, NotConvergedError, load_paths
-from modelplane.local.engine import Event, RoundReport, resource_name
+from modelplane.local.engine import Event, RoundReport
+from modelplane.local.fetch import resource_name
 from modelplane.local.store import ObjectStore, owned_by
 from modelplane.scheduling import PlannedReplica, ScheduleResult
 from modelplane.scheduling.explanation import explanation_rows
