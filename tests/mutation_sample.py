@@ -44,7 +44,10 @@ SAMPLE: dict[str, tuple[str, ...]] = {
     "modelplane/scheduling/quota.py": ("tests/scheduling",),
     "modelplane/scheduling/preempt.py": ("tests/scheduling",),
     "modelplane/scheduling/cost.py": ("tests/scheduling",),
-    "modelplane/scheduling/spot.py": ("tests/scheduling",),
+    "modelplane/scheduling/rules/spot.py": ("tests/scheduling",),
+    # The LowestCost score and the preemption filter moved here out of cost.py and preempt.py.
+    "modelplane/scheduling/rules/lowest_cost.py": ("tests/scheduling",),
+    "modelplane/scheduling/rules/preemption.py": ("tests/scheduling",),
     "modelplane/agent/engines.py": ("tests/agent",),
 }
 
@@ -61,9 +64,9 @@ EQUIVALENT: frozenset[str] = frozenset(
         "modelplane.scheduling.preempt.x__others_charges__mutmut_18",
         "modelplane.scheduling.quota.x_refuse__mutmut_1",
         "modelplane.scheduling.quota.x_use__mutmut_30",
-        "modelplane.scheduling.spot.x\u01c1SpotFilter\u01c1refusals__mutmut_4",
-        "modelplane.scheduling.spot.x\u01c1SpotFilter\u01c1refusals__mutmut_10",
-        "modelplane.scheduling.spot.x\u01c1SpotFilter\u01c1refusals__mutmut_11",
+        "modelplane.scheduling.rules.spot.x\u01c1SpotFilter\u01c1refusals__mutmut_4",
+        "modelplane.scheduling.rules.spot.x\u01c1SpotFilter\u01c1refusals__mutmut_10",
+        "modelplane.scheduling.rules.spot.x\u01c1SpotFilter\u01c1refusals__mutmut_11",
     }
 )
 
