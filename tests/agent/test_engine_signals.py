@@ -11,7 +11,16 @@ from typing import Any
 
 import pytest
 
-from modelplane.agent.engines import ScrapeError, Scraper, Window, fetch, quantile, scrape
+from modelplane.agent.engines import (
+    VLLM,
+    ScrapeError,
+    Scraper,
+    Window,
+    fetch,
+    parse,
+    quantile,
+    scrape,
+)
 from modelplane.api import constants as c
 from modelplane.api.inventory import InventorySummary, read_inventory
 from tests.loopback_http import serving
@@ -412,3 +421,69 @@ def test_a_replica_sums_its_pods_and_is_unknown_when_a_pod_is() -> None:
         [{"p0": http_page(a0), "p1": bare}, {"p0": http_page(a1), "p1": bare}], pods
     )
     assert "requests" not in partial and "errors" not in partial
+
+
+def test_an_unreachable_replica_is_reported_under_its_pods_namespace() -> None:
+    (one,) = scrape_pods([("p0", "r0")], {})  # refused
+    assert (one["replica"], one["namespace"], one["reachable"]) == ("r0", "ml", False)
+
+
+def test_ttft_buckets_are_the_pages_cumulative_counts() -> None:
+    sample = parse(vllm_page(0, 0, 0, {0.1: 3, 0.25: 5}), VLLM, 0)
+    inf = float("inf")
+    assert sample.ttft_buckets == (
+        (0.1, 3.0), (0.25, 5.0), (0.5, 5.0), (1.0, 5.0), (2.5, 5.0), (inf, 5.0)
+    )  # fmt: skip
+
+
+def test_a_negative_inference_count_makes_the_counter_unknown() -> None:
+    page = http_page({("/v1/completions", "2xx"): 4, ("/v1/chat/completions", "2xx"): -3})
+    assert parse(page, VLLM, 0).http is None
+
+
+def test_a_page_without_kv_cache_use_reads_it_unknown() -> None:
+    page = "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting 2\n"
+    sample = parse(page, VLLM, 0)
+    assert (sample.waiting, sample.kv_cache) == (2.0, None)
+
+
+class StatusDripper(BaseHTTPRequestHandler):
+    """Sends its status line one byte every 50 ms (at most 3 s), never ending it."""
+
+    def do_GET(self) -> None:
+        end = time.monotonic() + 3.0
+        with suppress(OSError):
+            self.wfile.write(b"HTTP/1.1 2")
+            while time.monotonic() < end:
+                self.wfile.write(b"0")
+                self.wfile.flush()
+                time.sleep(0.05)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_an_engine_dripping_its_status_line_is_cut_at_the_deadline() -> None:
+    # Each byte comes well inside the timeout: only the deadline's cut ends the read.
+    with serving(StatusDripper) as address:
+        started = time.monotonic()
+        with pytest.raises(ScrapeError, match=r"within the 0\.5 s deadline"):
+            fetch(f"{address}/metrics", 0.5, 1 << 20)
+        assert time.monotonic() - started < 1.5
+
+
+def test_an_error_before_the_deadline_is_not_called_a_timeout() -> None:
+    class Short(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "10")
+            self.end_headers()
+            self.wfile.write(b"abcd")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    with serving(Short) as address, pytest.raises(ScrapeError) as caught:
+        fetch(f"{address}/metrics", 2.0, 1 << 20)
+    expected = "IncompleteRead: IncompleteRead(4 bytes read, 6 more expected)"
+    assert str(caught.value) == f"{address}/metrics: {expected}"
