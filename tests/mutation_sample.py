@@ -64,6 +64,7 @@ EQUIVALENT: frozenset[str] = frozenset(
         "modelplane.scheduling.preempt.x__others_charges__mutmut_18",
         "modelplane.scheduling.quota.x_refuse__mutmut_1",
         "modelplane.scheduling.quota.x_use__mutmut_30",
+        "modelplane.scheduling.rules.lowest_cost.x\u01c1LowestCost\u01c1score__mutmut_3",
         "modelplane.scheduling.rules.spot.x\u01c1SpotFilter\u01c1refusals__mutmut_4",
         "modelplane.scheduling.rules.spot.x\u01c1SpotFilter\u01c1refusals__mutmut_10",
         "modelplane.scheduling.rules.spot.x\u01c1SpotFilter\u01c1refusals__mutmut_11",

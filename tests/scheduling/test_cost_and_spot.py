@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from schedfleet import L4, cluster, deployment, replica, request, resolved
+from schedfleet import A100, H100, L4, cluster, deployment, replica, request, resolved, workers
 from tenancy import priced, run
 
+from modelplane.api.model_deployment import ModelDeploymentSpec
+from modelplane.scheduling.framework import build_input
 from modelplane.scheduling.rules import COST_PROFILE, SCORES
+from modelplane.scheduling.scheduler import schedule_input
 
 
 def fleet() -> list[dict]:
@@ -160,4 +163,84 @@ def test_a_replica_on_spot_drains_when_spot_is_no_longer_allowed() -> None:
     assert [(r.roles[0].pool, r.draining, r.drain_reason) for r in result.replicas] == [
         ("spot", True, "SpotNotAllowed"),
         ("l4", False, None),
+    ]
+
+
+def cost_scores(result) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """Each ranked cluster's LowestCost score."""
+    return {c.cluster: s.score for c in result.ranking for s in c.scores if s.rule == "LowestCost"}
+
+
+def test_an_unpriced_cluster_scores_0_on_cost_beside_a_priced_one() -> None:
+    clusters = [
+        cluster("a", {"l4": ("l4-1x", 4)}),
+        priced(cluster("b", {"l4": ("l4-1x", 4)}), l4=(5.0, None)),
+    ]
+    assert cost_scores(run(chat(1, preference="LowestCost"), clusters)) == {"a": 0.0, "b": 100.0}
+
+
+def test_when_no_cluster_declares_a_price_every_cluster_scores_100_on_cost() -> None:
+    clusters = [cluster("a", {"l4": ("l4-1x", 4)}), cluster("b", {"l4": ("l4-1x", 4)})]
+    assert cost_scores(run(chat(1, preference="LowestCost"), clusters)) == {"a": 100.0, "b": 100.0}
+
+
+def test_a_callers_cost_profile_without_the_preference_weighs_no_price() -> None:
+    # No LowestCost preference, so no price is recorded: the rule, passed in the caller's
+    # own profile, scores every cluster 100 and spread alone decides.
+    dep = chat(2)
+    spec = ModelDeploymentSpec.model_validate(dep["spec"])
+    inp = build_input("team-a", "chat", spec, fleet(), [], None, [], [])
+    result = schedule_input(inp, scores=COST_PROFILE)
+    assert Counter(r.cluster for r in result.replicas) == {"a": 1, "b": 1}
+    assert set(cost_scores(result).values()) == {100.0}
+
+
+def split(prefill: int, decode: int) -> dict:
+    """A LowestCost deployment: prefill on `prefill` A100s, decode on `decode` A100s."""
+    dep = deployment(
+        1,
+        name="chat",
+        prefill=([request("gpu", A100, count=prefill)], workers()),
+        decode=([request("gpu", A100, count=decode)], workers()),
+    )
+    dep["spec"]["placement"] = {"preference": "LowestCost"}
+    return dep
+
+
+def test_a_clusters_cost_is_each_roles_devices_times_its_pools_price() -> None:
+    # Prefill takes 1 H100, decode 4 A100s. On a: 1 × 1.0 + 4 × 2.0 = 9.0 per hour; on b:
+    # 1 × 2.0 + 4 × 1.0 = 6.0, so b is the cheaper cluster though its H100 costs more.
+    dep = deployment(
+        1,
+        name="chat",
+        prefill=([request("gpu", H100)], workers()),
+        decode=([request("gpu", A100, count=4)], workers()),
+    )
+    dep["spec"]["placement"] = {"preference": "LowestCost"}
+    clusters = [
+        priced(
+            cluster("a", {"h100": ("h100-8x", 1), "a100": ("a100-4x", 1)}),
+            h100=(1.0, None),
+            a100=(2.0, None),
+        ),
+        priced(
+            cluster("b", {"h100": ("h100-8x", 1), "a100": ("a100-4x", 1)}),
+            h100=(2.0, None),
+            a100=(1.0, None),
+        ),
+    ]
+    result = run(dep, clusters)
+    assert [r.cluster for r in result.replicas] == ["b"]
+
+
+def test_pool_combinations_are_priced_by_each_roles_devices() -> None:
+    # Prefill takes 1 A100, decode 4; x (1.0) and y (2.0) each hold one 4-A100 node, so
+    # both roles on x do not fit. Prefill on y, decode on x costs 2.0 + 4 × 1.0 = 6.0,
+    # less than prefill on x, decode on y: 1.0 + 4 × 2.0 = 9.0.
+    one = priced(
+        cluster("c", {"x": ("a100-4x", 1), "y": ("a100-4x", 1)}), x=(1.0, None), y=(2.0, None)
+    )
+    result = run(split(1, 4), [one])
+    assert [[(r.role, r.pool) for r in p.roles] for p in result.replicas] == [
+        [("prefill", "y"), ("decode", "x")]
     ]

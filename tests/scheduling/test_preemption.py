@@ -3,6 +3,7 @@ for equal priority; and the victim's side (withdrawn at once, re-placed if it fi
 
 from __future__ import annotations
 
+import pytest
 from schedfleet import H100, cluster, deployment, replica, request, resolved, workers
 from tenancy import priority_class, quota, run, with_priority
 
@@ -214,3 +215,48 @@ def test_the_preemptor_is_named_as_the_fill_names_a_new_replica() -> None:
     name = replica_name("team-a", "serve", "east", 0)
     assert [r.name for r in result.replicas] == [name]
     assert [p.replica for p in result.preemptions] == [name]
+
+
+def test_a_disaggregated_deployment_never_preempts() -> None:
+    # Its two roles would need room on two pools at once: the low replica stays.
+    fleet = [cluster("east", {"h100": ("h100-8x", 1)})]
+    held = [other("a", "east", 0, "h100", 8, "low")]
+    dep = deployment(
+        1,
+        name="serve",
+        prefill=([request("gpu", H100, count=4)], workers()),
+        decode=([request("gpu", H100, count=4)], workers()),
+    )
+    result = run(with_priority(dep, "critical"), fleet, held, priorities=PRIORITIES)
+    assert result.preemptions == () and result.placed == 0
+
+
+@pytest.mark.parametrize(
+    ("pool", "on_pool"),
+    [
+        ("h100", "on pool h100 of cluster east"),
+        # A preemptor that names no pool (its role is not read): the pool is left blank.
+        (None, "on pool  of cluster east"),
+    ],
+)
+def test_the_victim_reads_the_preemptors_pool(pool: str | None, on_pool: str) -> None:
+    fleet = [cluster("east", {"h100": ("h100-8x", 1)}), cluster("west", {"h100": ("h100-8x", 1)})]
+    victim = with_priority(replica("batch", "east", 0, "h100", H(8), ready=True), "low")
+    name = victim["metadata"]["name"]
+    serving = with_priority(
+        replica("serve", "east", 0, "h100", H(8), namespace="team-b"),
+        "critical",
+        [("team-a", name)],
+    )
+    if pool is None:
+        del serving["spec"]["nodePoolName"]
+    by = serving["metadata"]["name"]
+    dep = with_priority(deployment(1, [request("gpu", H100, count=8)], name="batch"), "low")
+    result = run(dep, fleet, [victim, serving], priorities=PRIORITIES)
+    assert result.preempted == (
+        (
+            name,
+            f"preempted by ModelReplica {by} of team-b/serve (priority 1000 > 10) {on_pool}; "
+            "make-before-break does not apply to a preemption",
+        ),
+    )
