@@ -422,6 +422,23 @@ def filter_key(rule: ClusterFilter, inp: ScheduleInput) -> Hashable:
     return NOT_KEYED if hook is None else (cast(Keyed, rule).key(inp),)
 
 
+class AdmitsEveryCluster:
+    """The cluster hooks of a rule that only evicts or refuses pools: it never refuses a
+    whole cluster, reads nothing to say so, and its verdicts are shared by every caller."""
+
+    def admit(self, inp: ScheduleInput, cluster: ObservedInferenceCluster) -> Rejection | None:
+        """Never refuses a cluster."""
+        return None
+
+    def suspects(self, inp: ScheduleInput) -> Collection[str]:
+        """No cluster: `admit` refuses none."""
+        return ()
+
+    def key(self, inp: ScheduleInput) -> Hashable:
+        """Nothing: `admit` reads nothing."""
+        return ()
+
+
 PoolKey = tuple[str, str]  # (cluster, pool)
 
 

@@ -6,10 +6,8 @@ this rule withdraws, in the victim's own deployment, the replicas that search na
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable
-
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
-from modelplane.scheduling.framework import Eviction, Rejection, ScheduleInput
+from modelplane.scheduling.framework import AdmitsEveryCluster, Eviction, ScheduleInput
 
 
 def preempted(inp: ScheduleInput, r: ObservedModelReplica) -> bool:
@@ -17,22 +15,10 @@ def preempted(inp: ScheduleInput, r: ObservedModelReplica) -> bool:
     return inp.preemptor(r) is not None
 
 
-class PreemptionFilter:
+class PreemptionFilter(AdmitsEveryCluster):
     """A replica a higher-priority replica preempts leaves at once (no make-before-break)."""
 
     name = "Preemption"
-
-    def admit(self, inp: ScheduleInput, cluster: ObservedInferenceCluster) -> Rejection | None:
-        """Never refuses a cluster: preemption withdraws replicas, it does not keep any out."""
-        return None
-
-    def suspects(self, inp: ScheduleInput) -> Collection[str]:
-        """No cluster: `admit` refuses none."""
-        return ()
-
-    def key(self, inp: ScheduleInput) -> Hashable:
-        """Nothing: `admit` reads nothing."""
-        return ()
 
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica

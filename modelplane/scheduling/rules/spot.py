@@ -10,10 +10,11 @@ does (`unschedulable`).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Mapping
+from collections.abc import Mapping
 
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
 from modelplane.scheduling.framework import (
+    AdmitsEveryCluster,
     Eviction,
     PoolKey,
     Rejection,
@@ -28,22 +29,10 @@ def allows_spot(inp: ScheduleInput) -> bool:
     return placement is not None and placement.allow_spot
 
 
-class SpotFilter:
+class SpotFilter(AdmitsEveryCluster):
     """Spot pools take and keep replicas only of deployments that allow them."""
 
     name = "Spot"
-
-    def admit(self, inp: ScheduleInput, cluster: ObservedInferenceCluster) -> Rejection | None:
-        """Never refuses a whole cluster: its on-demand pools stay open (see `refusals`)."""
-        return None
-
-    def suspects(self, inp: ScheduleInput) -> Collection[str]:
-        """No cluster: `admit` refuses none."""
-        return ()
-
-    def key(self, inp: ScheduleInput) -> Hashable:
-        """Nothing: `admit` reads nothing."""
-        return ()
 
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica

@@ -24,10 +24,16 @@ it is withdrawn at once.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Mapping
+from collections.abc import Mapping
 
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica, StuckReplica
-from modelplane.scheduling.framework import Eviction, PoolKey, Rejection, ScheduleInput
+from modelplane.scheduling.framework import (
+    AdmitsEveryCluster,
+    Eviction,
+    PoolKey,
+    Rejection,
+    ScheduleInput,
+)
 
 
 def stuck_report(
@@ -48,22 +54,10 @@ def stuck_pools(report: StuckReplica, replica: ObservedModelReplica) -> tuple[st
     return tuple(pools)
 
 
-class UnschedulableFilter:
+class UnschedulableFilter(AdmitsEveryCluster):
     """Replicas the cluster reports unschedulable leave, and their pools take no new ones."""
 
     name = "Unschedulable"
-
-    def admit(self, inp: ScheduleInput, cluster: ObservedInferenceCluster) -> Rejection | None:
-        """Never refuses a whole cluster: another of its pools may take a replica."""
-        return None
-
-    def suspects(self, inp: ScheduleInput) -> Collection[str]:
-        """No cluster: `admit` refuses none."""
-        return ()
-
-    def key(self, inp: ScheduleInput) -> Hashable:
-        """Nothing: `admit` reads nothing."""
-        return ()
 
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica
