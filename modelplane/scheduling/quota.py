@@ -60,14 +60,43 @@ def selects(
     if limit.inference_classes is not None and class_name not in limit.inference_classes:
         return False
     if limit.selector:
-        # The request's device is the pool's device of its DeviceClass; an error or a
-        # device not published is not counted (the API server compiled the selector).
-        return any(
-            ev.evaluate(limit.selector, device_key(d), d)[0] is True
-            for d in devices
-            if d.get("deviceClassName") == held.device_class
-        )
+        # The request's device is the pool's device of its DeviceClass. A selector that
+        # cannot be evaluated on it (compile or run-time error, the cost budget) counts
+        # it: a limit that cannot say fails closed. A device not published is not counted.
+        for d in devices:
+            if d.get("deviceClassName") != held.device_class:
+                continue
+            value, error = ev.evaluate(limit.selector, device_key(d), d)
+            if value is True or error is not None:
+                return True
+        return False
     return True
+
+
+def selector_errors(
+    quota: ObservedQuota, clusters: Mapping[str, ObservedInferenceCluster], ev: Evaluator
+) -> list[str]:
+    """Each limit whose selector cannot be evaluated — it does not compile, or it fails on
+    a device some cluster publishes — as `spec.limits[i].selector: why`."""
+    out = []
+    for i, lim in enumerate(quota.limits):
+        if not lim.selector:
+            continue
+        error = ev.compile_error(lim.selector)
+        if error is None:
+            error = next(
+                (
+                    err
+                    for cl in clusters.values()
+                    for pool in cl.pools
+                    for d in pool.devices
+                    if (err := ev.evaluate(lim.selector, device_key(d), d)[1]) is not None
+                ),
+                None,
+            )
+        if error is not None:
+            out.append(f"spec.limits[{i}].selector: {error}")
+    return out
 
 
 def observed_held(r: ObservedModelReplica) -> list[Held]:
@@ -113,8 +142,8 @@ def namespace_use(
     """Each limit's use by the namespace's observed replicas (the FleetQuota's status)."""
     held = [h for r in replicas if r.namespace == namespace for h in observed_held(r)]
     return tuple(
-        QuotaUse(quota.name, lim.name, count(lim, held, clusters, ev), lim.devices)
-        for lim in quota.limits
+        QuotaUse(quota.owner(i), lim.name, count(lim, held, clusters, ev), lim.devices)
+        for i, lim in enumerate(quota.limits)
     )
 
 
@@ -122,14 +151,14 @@ def namespace_use(
 class _Base:
     """Devices the namespace's other deployments hold, per limit (fixed for the cycle)."""
 
-    others: dict[str, int] = field(default_factory=dict)
+    others: list[int] = field(default_factory=list)  # per limit, in the quota's order
     ready: bool = False
     # Per-limit devices of each of this deployment's replicas, by name: a replica's
     # devices never change within the cycle, and the fill asks once per try.
     slots: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
-def _base(state: CycleState) -> dict[str, int]:
+def _base(state: CycleState) -> list[int]:
     base = state.rules.get(QUOTA, _Base)
     if not base.ready:
         quota = state.inp.quota
@@ -137,9 +166,7 @@ def _base(state: CycleState) -> dict[str, int]:
         held = [
             h for r in state.others if r.namespace == state.inp.namespace for h in observed_held(r)
         ]
-        base.others = {
-            lim.name: count(lim, held, state.inp.clusters, state.ev) for lim in quota.limits
-        }
+        base.others = [count(lim, held, state.inp.clusters, state.ev) for lim in quota.limits]
         base.ready = True
     return base.others
 
@@ -152,7 +179,7 @@ def use(state: CycleState) -> tuple[QuotaUse, ...]:
         return ()
     base = _base(state)
     memo = state.rules.get(QUOTA, _Base).slots
-    totals = [base[lim.name] for lim in quota.limits]
+    totals = list(base)
     for s in [*state.slots, *state.draining, *state.stuck]:
         per = memo.get(s.name)
         if per is None:
@@ -162,8 +189,8 @@ def use(state: CycleState) -> tuple[QuotaUse, ...]:
             )
         totals = [t + n for t, n in zip(totals, per, strict=True)]
     return tuple(
-        QuotaUse(quota.name, lim.name, t, lim.devices)
-        for lim, t in zip(quota.limits, totals, strict=True)
+        QuotaUse(quota.owner(i), lim.name, t, lim.devices)
+        for i, (lim, t) in enumerate(zip(quota.limits, totals, strict=True))
     )
 
 
