@@ -10,7 +10,10 @@ draining, set-aside and surge ones of this deployment included — because each
 holds devices. The check is kube-scheduler's Reserve shape: the fill asks
 `admits` before it charges a new replica; after the fill, `refuse` marks the
 pools one more replica would overrun, so the explanation and status name the
-quota and the numbers. A limit already overrun deletes nothing.
+quota and the numbers. A limit already overrun deletes nothing Ready; replicas
+of the namespace placed at the same moment past a limit are charged in the
+fleet's order and the not-Ready ones past it withdrawn (`contention`). A
+selector that cannot judge a device counts it: a limit fails closed.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 
 from modelplane.api.fleet_quota import ObservedQuota, QuotaLimit
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
+from modelplane.scheduling import words
 from modelplane.scheduling.framework import Rejection
 from modelplane.scheduling.matching import Evaluator, RoleMatch, device_key
 from modelplane.scheduling.state import CycleState, Slot
@@ -257,3 +261,54 @@ def refuse(state: CycleState) -> None:
     if found:
         state.matches.clear()
         state.options.clear()
+
+
+def contention(state: CycleState) -> None:
+    """The namespace's not-Ready replicas that overrun a limit, in the fleet's order.
+
+    Two deployments reconciled at the same moment each see the other's devices
+    as they were and may both place, together past a limit. Like pool contention,
+    every replica of the namespace is charged in one fleet-wide order (Ready
+    first, then oldest, then namespace/name; a preempted replica or a pool's
+    loser is leaving and charges nothing); a not-Ready one that would take a
+    limit past its `hard` loses and is withdrawn by its own deployment. A Ready
+    replica is always charged and never loses, so a limit lowered below use
+    still deletes nothing. Every deployment of the namespace computes the same
+    verdict from the same replicas; only the owner acts on it.
+    """
+    inp = state.inp
+    namespace_quota = inp.quota
+    if namespace_quota is None:
+        return
+    everyone = sorted(
+        (
+            r
+            for r in inp.replicas
+            if r.namespace == inp.namespace
+            and inp.preemptor(r) is None
+            and (r.namespace, r.name) not in state.losers
+        ),
+        key=lambda r: r.order,
+    )
+    totals = [0] * len(namespace_quota.limits)
+    for r in everyone:
+        held = observed_held(r)
+        adds = [count(lim, held, inp.clusters, state.ev) for lim in namespace_quota.limits]
+        over = next(
+            (
+                i
+                for i, (t, n) in enumerate(zip(totals, adds, strict=True))
+                if n and t + n > namespace_quota.limits[i].devices
+            ),
+            None,
+        )
+        if over is not None and not r.ready:
+            use = QuotaUse(
+                namespace_quota.owner(over),
+                namespace_quota.limits[over].name,
+                totals[over],
+                namespace_quota.limits[over].devices,
+            )
+            state.quota_losers[(r.namespace, r.name)] = words.quota_contention_text(use, adds[over])
+            continue
+        totals = [t + n for t, n in zip(totals, adds, strict=True)]

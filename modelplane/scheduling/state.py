@@ -194,6 +194,9 @@ class CycleState:
     known_pools: dict[str, list[str]] = field(default_factory=dict)
     matches: dict[tuple[str, str], list[tuple[str, RoleMatch]]] = field(default_factory=dict)
     losers: dict[tuple[str, str], str] = field(default_factory=dict)  # (ns, name) -> pool
+    # Not-Ready replicas of the namespace past a FleetQuota limit in the fleet's order:
+    # (ns, name) -> why (concurrent placements; `quota.contention`).
+    quota_losers: dict[tuple[str, str], str] = field(default_factory=dict)
     slots: list[Slot] = field(default_factory=list)
     draining: list[Slot] = field(default_factory=list)  # leaving, serving until replaced
     # Reported unschedulable: kept (MakeBeforeBreak) until a replacement is placed, or

@@ -141,6 +141,15 @@ def eviction_text(e: Eviction) -> str:
     return _EVICTIONS[e.reason](e.detail)
 
 
+def quota_contention_text(use: QuotaUse, needs: int) -> str:
+    """Why a not-yet-Ready replica is withdrawn: placed at the same moment as others of its
+    namespace, it would take a FleetQuota limit past its hard limit."""
+    return (
+        f"{quota_text(use)} held by older or Ready replicas of the namespace and it needs "
+        f"{needs} more: replicas placed at the same moment overran the limit"
+    )
+
+
 def withdrawal_text(cluster: str, pool: str) -> str:
     """Why a not-yet-Ready replica is withdrawn from an oversubscribed pool."""
     return (
