@@ -21,8 +21,11 @@ from typing import Any
 import pytest
 
 from modelplane.api import constants as c
-from modelplane.compose.replica import pod_security
+from modelplane.api import pod_security
+from modelplane.compose.replica.model_replica import compose
+from modelplane.compose.types import ComposeInput
 from modelplane.local import ControlPlane, RenderResult, load_paths
+from tests.compose.replicas import cluster, placed_by, replica
 
 # A restricted-compliant engine container, the base every row edits.
 _HARDENED_CTX = {
@@ -206,22 +209,41 @@ def _objects(rendered: RenderResult, namespace: str) -> dict[str, Any]:
 
 
 def test_privileged_host_template_is_refused_before_anything_lands(hostile: RenderResult) -> None:
-    [replica] = hostile.store.list(c.API_VERSION, "ModelReplica", "mallory")
-    cond = next(x for x in replica["status"]["conditions"] if x["type"] == c.CONDITION_VALID)
-    assert (cond["status"], cond["reason"]) == ("False", "ForbiddenByPodSecurity")
-    where = "spec.workers.template.spec"
-    for field in (
-        f"{where}.hostNetwork",
-        f"{where}.volumes[0].hostPath",
-        f"{where}.containers[0].securityContext.privileged",
-    ):
-        assert field in cond["message"]
-    assert "level 'baseline'" in cond["message"] and "spec.podSecurity" in cond["message"]
-    key = (c.API_VERSION, "ModelReplica", "mallory", replica["metadata"]["name"])
-    events = hostile.events.get(key, [])
-    assert any(e.type == "Warning" and e.reason == "ForbiddenByPodSecurity" for e in events)
+    # The scheduler places it on no cluster whose level forbids it: no replica at all.
+    assert hostile.store.list(c.API_VERSION, "ModelReplica", "mallory") == []
+    dep = hostile.get(c.API_VERSION, "ModelDeployment", "rootkit", "mallory")
+    assert dep is not None
+    cond = next(x for x in dep["status"]["conditions"] if x["type"] == "Scheduled")
+    assert cond["status"] == "False"
+    assert "PodSecurityForbidden on eu-west-h100, us-east-l4" in cond["message"]
+    assert "level baseline (spec.podSecurity) forbids" in cond["message"]
+    assert "spec.workers.template.spec.hostNetwork" in cond["message"]
+    refused = {u["cluster"]: u["reason"] for u in dep["status"]["unschedulable"]}
+    assert refused == {"eu-west-h100": "PodSecurityForbidden", "us-east-l4": "PodSecurityForbidden"}
+    key = (c.API_VERSION, "ModelDeployment", "mallory", "rootkit")
+    assert any(e.type == "Warning" for e in hostile.events.get(key, []))
     # Nothing of mallory reaches a workload cluster: no namespace, no workload.
     assert _objects(hostile, "mallory") == {}
+
+
+def test_a_replica_its_cluster_forbids_is_refused_by_the_replica_composer() -> None:
+    # Defence in depth: a replica that reached a cluster whose level forbids its template
+    # (say the level was tightened after placement) composes nothing new there.
+    xr = replica()
+    xr["spec"]["workers"]["template"]["spec"]["hostPID"] = True
+    xr["spec"]["workers"]["template"]["spec"]["volumes"] = [
+        {"name": "h", "hostPath": {"path": "/"}}
+    ]
+    res = compose(
+        ComposeInput(composite=xr, required={"cluster": [cluster()], "deployment": placed_by(xr)})
+    )
+    valid = next(x for x in res.conditions if x.type == c.CONDITION_VALID)
+    assert (valid.status, valid.reason) == ("False", "ForbiddenByPodSecurity")
+    assert "spec.workers.template.spec.hostPID: must be unset or false" in valid.message
+    assert "spec.workers.template.spec.volumes[0].hostPath" in valid.message
+    assert "level 'baseline'" in valid.message and "spec.podSecurity" in valid.message
+    assert [e.reason for e in res.events] == ["ForbiddenByPodSecurity"]
+    assert res.desired == {}
 
 
 def test_the_hostile_template_changes_nothing_of_another_namespace(

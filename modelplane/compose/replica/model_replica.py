@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from modelplane.api import constants as c
+from modelplane.api import pod_security
 from modelplane.api.fleet_quota import SYSTEM_PRIORITY_PREFIX
 from modelplane.api.inference_cluster import GatewayRef
 from modelplane.api.model_replica import ModelReplicaSpec, ModelReplicaStatus
@@ -64,7 +65,7 @@ from modelplane.compose import outcome, readiness, unreadable
 from modelplane.compose.clusters.infra import WORKLOAD_RELEASES, has_serving_stack, workload_usages
 from modelplane.compose.common import as_desired, meta, parse_spec
 from modelplane.compose.objects import Item, wrap
-from modelplane.compose.replica import backends, pod_security, schedulers, workload
+from modelplane.compose.replica import backends, schedulers, workload
 from modelplane.compose.replica import cache as replica_cache
 from modelplane.compose.replica.schedulers import SchedulingPlan
 from modelplane.compose.replica.templates import TemplateVars

@@ -209,3 +209,11 @@ def violations(template: Any, level: str, where: str) -> list[str]:
     if level != "baseline":
         errors.extend(_restricted(spec, where))
     return errors
+
+
+LEVELS = ("privileged", "baseline", "restricted")
+
+
+def templates_violations(templates: list[tuple[Any, str]], level: str) -> list[str]:
+    """Every violation of level `level` in `templates`, each (template, its wire path)."""
+    return [err for tpl, where in templates for err in violations(tpl, level, where)]
