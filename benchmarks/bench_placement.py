@@ -1,12 +1,19 @@
 """Benchmark: how tightly the fleet scheduler packs a seeded stream of deployments.
 
 A fleet of 20 InferenceClusters × 3 pools × 4 nodes of 8 GPUs (1,920 GPUs)
-takes a seeded stream of ModelDeployments, one at a time, each asking for 1–3
-replicas of one worker holding 1, 2, 4 or 8 GPUs (uniform draws). Every
-deployment is scheduled with `schedule()` against the fleet and every replica
-placed before it (Ready, as the composer would have created them, oldest
-first); its replicas join the fleet when all of them are placed. The first
-deployment the scheduler cannot place in full is the *first rejection*.
+takes a seeded stream of ModelDeployments, one at a time. Every deployment is
+scheduled with `schedule()` against the fleet and every replica placed before
+it (Ready, as the composer would have created them, oldest first); its
+replicas join the fleet when all of them are placed. The first deployment the
+scheduler cannot place in full is the *first rejection*. Two stream shapes:
+
+- `uniform` (the default): three H100 pools per cluster; each deployment asks
+  for 1–3 replicas of one worker holding 1, 2, 4 or 8 GPUs of any kind
+  (uniform draws), until the first rejection;
+- `mixed` (issue 46): two H100 pools (architecture Hopper) and one pool of
+  8 L4s per node per cluster; 400 deployments of 1–4 replicas of 1, 2, 4 or
+  8 GPUs drawn 4:3:2:1 (small sizes more often), half selecting Hopper GPUs by
+  attribute, half any GPU with at least 16 GiB of memory.
 
 Where the replicas land on nodes is decided here, not by the scheduler's own
 ledger: each pool is replayed node by node as its cluster's scheduler would run
@@ -15,35 +22,50 @@ the emptiest), so a replica the scheduler promised that no node can take is
 counted as *overcommitted* rather than trusted. Per seed we report:
 
 - **allocated**: % of the fleet's GPUs held when the first rejection comes;
-- **stranded**: GPUs free on partly used nodes at that moment (free GPUs a
-  large replica cannot use because small ones hold part of their node), as a
-  count and as % of the fleet — whole free nodes are not stranded;
+- **stranded**: GPUs free on partly used nodes of the pools the rejected
+  deployment could use, at that moment (free GPUs a large replica cannot use
+  because small ones hold part of their node), as a count and as % of those
+  pools' GPUs — whole free nodes are not stranded;
 - **nodes used** by the first 60 deployments of the stream, beside its floor
   (their GPUs ÷ 8, rounded up);
 - the deployments placed, and any overcommitted replicas (must be 0).
 
     .venv/bin/python benchmarks/bench_placement.py [--seeds 1,2,3] [--packing Spread]
-        [--max-replicas 3]
+        [--shape uniform|mixed] [--max-replicas 3] [--ab [--baseline REF]]
 
 `--packing` is every cluster's `spec.scheduling.packing`: Spread (the
 default, as for a cluster on the default kube-scheduler; the harder case, since
 each small worker its cluster runs takes an empty node while one is left),
 BinPack, or `mixed` (even clusters Spread, odd BinPack); `--max-replicas` the
-largest replica count drawn (3). Targets: allocated ≥ 97% and stranded ≤ 1%
-on every seed.
+largest replica count of the uniform stream (3). Targets: allocated ≥ 97% and
+stranded ≤ 1% on every seed.
+
+`--ab` runs the same streams through the previous release's scheduler in the
+same run and prints a table, old beside new, with their ratio: `git archive
+REF modelplane` of this repository unpacked into a temporary directory and
+this file run there as a worker (`PYTHONPATH`). REF is `--baseline`, by default
+`BASELINE` below (main of 2026-11-23, the week before issue 46). Under `--ab`
+each seed must also allocate at least as much as the baseline and strand no
+more GPUs.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
+import json
+import os
 import random
+import subprocess
 import sys
-from dataclasses import dataclass, field
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from modelplane.api import constants as c
 from modelplane.api.objects import label_value
-from modelplane.scheduling import ScheduleResult, schedule
+from modelplane.scheduling import schedule
 
 Obj = dict[str, Any]
 CLUSTERS, POOLS, NODES, GPUS = 20, 3, 4, 8
@@ -64,6 +86,47 @@ H100 = [
     }
 ]
 TARGET_ALLOCATED, TARGET_STRANDED = 97.0, 1.0
+TOTAL = CLUSTERS * POOLS * NODES * GPUS
+
+
+L4 = [
+    {
+        "name": "gpu",
+        "claim": "DRA",
+        "driver": "gpu.nvidia.com",
+        "deviceClassName": "gpu.nvidia.com",
+        "count": GPUS,
+        "attributes": {
+            "productName": {"string": "NVIDIA L4"},
+            "architecture": {"string": "Ada Lovelace"},
+        },
+        "capacity": {"memory": {"value": "23034Mi"}},
+    }
+]
+HOPPER = [dict(H100[0], attributes={**H100[0]["attributes"], "architecture": {"string": "Hopper"}})]
+HOPPER_GPU = 'device.attributes["gpu.nvidia.com"].architecture == "Hopper"'
+GPU_16GI = 'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("16Gi")) >= 0'
+# The mixed shape: two H100 pools and one L4 pool per cluster; 1-4 replicas of
+# 1, 2, 4 or 8 GPUs, the small sizes drawn more often; half Hopper, half any GPU.
+MIXED_POOLS = (("h100-a", HOPPER), ("h100-b", HOPPER), ("l4", L4))
+MIXED_WEIGHTS = (4, 3, 2, 1)
+MIXED_REPLICAS = 4
+MIXED_COUNT = 400
+# The previous release's scheduler for --ab: main as of 2026-11-23 20:13 UTC, the
+# last commit of the week before (no best-fit fill, no by-age Spread ledger, no
+# cost or quota rules). Main of 2026-11-22 predates `spec.scheduling.packing`:
+# it charges every pool best-fit, so on Spread clusters it promises replicas
+# no node can take (about 50 overcommitted per mixed stream) and is no yardstick.
+BASELINE = "e6647d320f4af64f5b6d2f4603e05a3955a8db13"
+
+
+@dataclass(frozen=True)
+class Demand:
+    """One deployment of a stream: its replicas, GPUs per replica and device selector."""
+
+    replicas: int
+    gpus: int
+    cel: str = ANY_GPU
 
 
 def packing_of(i: int, packing: str) -> str:
@@ -73,7 +136,14 @@ def packing_of(i: int, packing: str) -> str:
     return packing
 
 
-def fleet(packing: str) -> list[Obj]:
+def pools_of(shape: str) -> tuple[tuple[str, list[Obj]], ...]:
+    """Each cluster's pools (name, devices) in `shape`."""
+    if shape == "mixed":
+        return MIXED_POOLS
+    return tuple((f"pool-{p}", H100) for p in range(POOLS))
+
+
+def fleet(packing: str, shape: str = "uniform") -> list[Obj]:
     """The 20 clusters, each with three 4-node pools of 8-GPU nodes."""
     return [
         {
@@ -84,8 +154,8 @@ def fleet(packing: str) -> list[Obj]:
             "status": {
                 "conditions": [{"type": "Ready", "status": "True"}],
                 "gpuPools": [
-                    {"name": f"pool-{p}", "className": "h100-8x", "nodes": NODES, "devices": H100}
-                    for p in range(POOLS)
+                    {"name": name, "className": "gpu-8x", "nodes": NODES, "devices": devices}
+                    for name, devices in pools_of(shape)
                 ],
             },
         }
@@ -93,29 +163,39 @@ def fleet(packing: str) -> list[Obj]:
     ]
 
 
-def stream(seed: int, count: int, max_replicas: int = MAX_REPLICAS) -> list[tuple[int, int]]:
-    """The seeded stream: (replicas, GPUs per replica) of each deployment."""
+def stream(seed: int, count: int, max_replicas: int = MAX_REPLICAS) -> list[Demand]:
+    """The seeded uniform stream: 1..max_replicas replicas of 1, 2, 4 or 8 GPUs, any GPU."""
     rng = random.Random(seed)
-    return [(rng.randint(1, max_replicas), rng.choice(SIZES)) for _ in range(count)]
+    return [Demand(rng.randint(1, max_replicas), rng.choice(SIZES)) for _ in range(count)]
 
 
-def deployment(n: int, replicas: int, gpus: int) -> Obj:
+def mixed_stream(seed: int, count: int = MIXED_COUNT) -> list[Demand]:
+    """The seeded mixed stream: small sizes likelier, half Hopper-only, half any GPU >= 16Gi."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        replicas = rng.randint(1, MIXED_REPLICAS)
+        (gpus,) = rng.choices(SIZES, weights=MIXED_WEIGHTS)
+        out.append(Demand(replicas, gpus, HOPPER_GPU if rng.random() < 0.5 else GPU_16GI))
+    return out
+
+
+def deployment(n: int, demand: Demand) -> Obj:
     """Deployment n of the stream."""
+    device = {"name": "gpu", "count": demand.gpus, "selectors": [{"cel": demand.cel}]}
     return {
         "apiVersion": c.API_VERSION,
         "kind": "ModelDeployment",
         "metadata": {"name": f"dep-{n:04d}", "namespace": "bench"},
         "spec": {
-            "replicas": replicas,
-            "nodeSelector": {
-                "devices": [{"name": "gpu", "count": gpus, "selectors": [{"cel": ANY_GPU}]}]
-            },
+            "replicas": demand.replicas,
+            "nodeSelector": {"devices": [device]},
             "workers": {"count": 1, "template": ENGINE},
         },
     }
 
 
-def replicas_of(dep: Obj, result: ScheduleResult, clock: int) -> list[Obj]:
+def replicas_of(dep: Obj, result: Any, clock: int) -> list[Obj]:
     """The Ready ModelReplicas a composer would create from `result`, created at `clock`."""
     name = dep["metadata"]["name"]
     out = []
@@ -172,9 +252,15 @@ class Nodes:
         """Nodes holding at least one worker."""
         return sum(f < GPUS for nodes in self.free.values() for f in nodes)
 
-    def stranded(self) -> int:
-        """Free GPUs on partly used nodes."""
-        return sum(f for nodes in self.free.values() for f in nodes if 0 < f < GPUS)
+    def stranded(self, pools: set[str] | None = None) -> int:
+        """Free GPUs on partly used nodes (of the pools named in `pools`, else of all)."""
+        return sum(
+            f
+            for (_, pool), nodes in self.free.items()
+            if pools is None or pool in pools
+            for f in nodes
+            if 0 < f < GPUS
+        )
 
 
 @dataclass
@@ -185,72 +271,171 @@ class Outcome:
     placed: int = 0
     allocated: int = 0
     stranded: int = 0
+    matching: int = 0  # GPUs of the pools the first rejected deployment could use
     window_nodes: int = 0
     window_floor: int = 0  # the fewest nodes that GPU count fits on
     overcommitted: int = 0
     rejected: tuple[int, int] | None = None
 
 
-def run(seed: int, packing: str, max_replicas: int = MAX_REPLICAS, limit: int = 2000) -> Outcome:
+def demands(shape: str, seed: int, max_replicas: int) -> list[Demand]:
+    """The stream `shape` draws from `seed`."""
+    if shape == "mixed":
+        return mixed_stream(seed)
+    return stream(seed, 2000, max_replicas)
+
+
+def matching_pools(shape: str, cel: str) -> set[str]:
+    """The pools of every cluster a deployment selecting `cel` can use."""
+    return {name for name, devices in pools_of(shape) if cel != HOPPER_GPU or devices is HOPPER}
+
+
+def schedule_once(dep: Obj, clusters: list[Obj], observed: list[Obj]) -> Any:
+    """`schedule()` of whichever release is imported (explain_all came later)."""
+    if "explain_all" in inspect.signature(schedule).parameters:
+        return schedule(dep, clusters, observed, explain_all=False)
+    return schedule(dep, clusters, observed)
+
+
+def run(
+    seed: int, packing: str, max_replicas: int = MAX_REPLICAS, shape: str = "uniform"
+) -> Outcome:
     """Feed seed's stream to the scheduler until its first rejection."""
-    clusters = fleet(packing)
+    clusters = fleet(packing, shape)
     spread = {
         cl["metadata"]["name"]: packing_of(i, packing) == "Spread" for i, cl in enumerate(clusters)
     }
     nodes = Nodes()
     observed: list[Obj] = []
     out = Outcome(seed)
-    for n, (count, gpus) in enumerate(stream(seed, limit, max_replicas)):
+    pools: set[str] | None = None
+    for n, demand in enumerate(demands(shape, seed, max_replicas)):
         if n == WINDOW:
             out.window_nodes, out.window_floor = nodes.used(), -(-out.allocated // GPUS)
-        dep = deployment(n, count, gpus)
-        result = schedule(dep, clusters, observed, explain_all=False)
-        if len(result.replicas) < count:
-            out.rejected = (count, gpus)
+        dep = deployment(n, demand)
+        result = schedule_once(dep, clusters, observed)
+        if len(result.replicas) < demand.replicas:
+            out.rejected = (demand.replicas, demand.gpus)
+            pools = matching_pools(shape, demand.cel)
             break
         new = replicas_of(dep, result, n)
         # The cluster runs replicas created together by name.
         for r in sorted(new, key=lambda r: r["metadata"]["name"]):
             cl, pool = r["spec"]["clusterName"], r["spec"]["nodePoolName"]
-            nodes.run(cl, pool, gpus, spread[cl])
+            nodes.run(cl, pool, demand.gpus, spread[cl])
         observed.extend(new)
         out.placed += 1
-        out.allocated += count * gpus
+        out.allocated += demand.replicas * demand.gpus
     if out.window_nodes == 0:
         out.window_nodes, out.window_floor = nodes.used(), -(-out.allocated // GPUS)
-    out.stranded = nodes.stranded()
+    out.stranded = nodes.stranded(pools)
+    out.matching = CLUSTERS * NODES * GPUS * len(pools or pools_of(shape))
     out.overcommitted = nodes.overcommitted
     return out
 
 
+def baseline_outcomes(ref: str, args: argparse.Namespace) -> dict[int, Outcome]:
+    """Run this benchmark's worker over the scheduler of `ref`, unpacked by `git archive`."""
+    repo = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory(prefix="bench-placement-") as tmp:
+        archive = subprocess.run(
+            ["git", "-C", str(repo), "archive", ref, "modelplane"],
+            check=True,
+            capture_output=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        worker = [
+            sys.executable,
+            __file__,
+            "--worker",
+            f"--seeds={args.seeds}",
+            f"--packing={args.packing}",
+            f"--shape={args.shape}",
+            f"--max-replicas={args.max_replicas}",
+        ]
+        env = {**os.environ, "PYTHONPATH": tmp}
+        text = subprocess.run(worker, env=env, check=True, capture_output=True, text=True).stdout
+    outcomes = [Outcome(**json.loads(line)) for line in text.splitlines()]
+    return {o.seed: o for o in outcomes}
+
+
+def figures(o: Outcome) -> tuple[float, float]:
+    """Allocated % of the fleet and stranded % of the matching pools' GPUs."""
+    return 100.0 * o.allocated / TOTAL, 100.0 * o.stranded / o.matching
+
+
+def met(o: Outcome) -> bool:
+    """Whether one seed's outcome meets the targets."""
+    alloc, strand = figures(o)
+    return alloc >= TARGET_ALLOCATED and strand <= TARGET_STRANDED and not o.overcommitted
+
+
+def describe(o: Outcome) -> str:
+    """One seed's line."""
+    alloc, strand = figures(o)
+    rejected = "none" if o.rejected is None else f"{o.rejected[0]}x{o.rejected[1]} GPUs"
+    return (
+        f"seed {o.seed}: allocated {alloc:5.1f}% ({o.allocated}/{TOTAL}) before the first "
+        f"rejection ({rejected}, after {o.placed} deployments); stranded {o.stranded} GPUs "
+        f"({strand:.1f}% of the matching pools' {o.matching}); nodes used by the first "
+        f"{WINDOW}: {o.window_nodes} (floor {o.window_floor}); "
+        f"overcommitted {o.overcommitted}; {'ok' if met(o) else 'MISSED'}"
+    )
+
+
+def compare(new: Outcome, old: Outcome) -> tuple[str, bool]:
+    """One seed's A/B row, and whether the current scheduler is at least as good:
+    as much allocated, no larger a share of the matching pools stranded."""
+    (na, ns), (oa, os_) = figures(new), figures(old)
+    # Stranded as a share of the pools the rejected deployment could use: the
+    # two runs may first reject deployments of different kinds.
+    good = na >= oa and round(ns, 1) <= round(os_, 1)
+    row = (
+        f"| {new.seed} | {oa:5.1f}% | {na:5.1f}% | {na / oa:5.3f} | {old.stranded} ({os_:.1f}%) "
+        f"| {new.stranded} ({ns:.1f}%) | {old.overcommitted} / {new.overcommitted} "
+        f"| {'ok' if good and met(new) else 'MISSED'} |"
+    )
+    return row, good
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run every seed, print one line each; exit 1 when a target is missed."""
+    """Run every seed, print one line each (or an A/B table); exit 1 when a target is missed."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--packing", default="Spread", choices=["Spread", "BinPack", "mixed"])
+    parser.add_argument("--shape", default="uniform", choices=["uniform", "mixed"])
     parser.add_argument("--max-replicas", type=int, default=MAX_REPLICAS)
+    parser.add_argument("--ab", action="store_true", help="run the baseline beside this tree")
+    parser.add_argument("--baseline", default=BASELINE, help="git ref of the A/B baseline")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    total = CLUSTERS * POOLS * NODES * GPUS
+    seeds = [int(s) for s in args.seeds.split(",")]
+    if args.worker:
+        for seed in seeds:
+            print(json.dumps(asdict(run(seed, args.packing, args.max_replicas, args.shape))))
+        return 0
     print(
-        f"fleet: {CLUSTERS} clusters x {POOLS} pools x {NODES} nodes x {GPUS} GPUs = {total}"
-        f" GPUs; packing {args.packing}"
+        f"fleet: {CLUSTERS} clusters x {POOLS} pools x {NODES} nodes x {GPUS} GPUs = {TOTAL}"
+        f" GPUs; shape {args.shape}; packing {args.packing}"
     )
-    ok = True
-    for seed in (int(s) for s in args.seeds.split(",")):
-        o = run(seed, args.packing, args.max_replicas)
-        alloc = 100.0 * o.allocated / total
-        strand = 100.0 * o.stranded / total
-        met = alloc >= TARGET_ALLOCATED and strand <= TARGET_STRANDED and not o.overcommitted
-        ok = ok and met
-        rejected = "none" if o.rejected is None else f"{o.rejected[0]}x{o.rejected[1]} GPUs"
-        print(
-            f"seed {seed}: allocated {alloc:5.1f}% ({o.allocated}/{total}) before the first "
-            f"rejection ({rejected}, after {o.placed} deployments); stranded {o.stranded} GPUs "
-            f"({strand:.1f}%); nodes used by the first {WINDOW}: {o.window_nodes} "
-            f"(floor {o.window_floor}); "
-            f"overcommitted {o.overcommitted}; {'ok' if met else 'MISSED'}"
-        )
-    print(f"targets: allocated >= {TARGET_ALLOCATED:.0f}%, stranded <= {TARGET_STRANDED:.0f}%")
+    outcomes = [run(seed, args.packing, args.max_replicas, args.shape) for seed in seeds]
+    ok = all(met(o) for o in outcomes)
+    if not args.ab:
+        for o in outcomes:
+            print(describe(o))
+    else:
+        old = baseline_outcomes(args.baseline, args)
+        print(f"baseline {args.baseline}")
+        print("| seed | allocated: old | new | new/old | stranded: old | new | overcommitted | |")
+        print("|---|---:|---:|---:|---:|---:|---:|---|")
+        for o in outcomes:
+            row, good = compare(o, old[o.seed])
+            ok = ok and good
+            print(row)
+    print(
+        f"targets: allocated >= {TARGET_ALLOCATED:.0f}%, stranded <= {TARGET_STRANDED:.0f}%"
+        + (", each at least as good as the baseline" if args.ab else "")
+    )
     return 0 if ok else 1
 
 
