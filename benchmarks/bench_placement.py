@@ -46,7 +46,11 @@ REF modelplane` of this repository unpacked into a temporary directory and
 this file run there as a worker (`PYTHONPATH`). REF is `--baseline`, by default
 `BASELINE` below (main of 2026-11-23, the week before issue 46). Under `--ab`
 each seed must also allocate at least as much as the baseline and strand no
-more GPUs.
+more GPUs. The table also shows the current scheduler stopped where the
+baseline first rejected (as many deployments placed) and its stranded GPUs in
+the pools the baseline's rejected deployment could use: a scheduler that packs
+further meets its own first rejection with the fleet fuller and nearly every
+free GPU in a fragment, so only this column compares the two at one moment.
 """
 
 from __future__ import annotations
@@ -276,6 +280,7 @@ class Outcome:
     window_floor: int = 0  # the fewest nodes that GPU count fits on
     overcommitted: int = 0
     rejected: tuple[int, int] | None = None
+    rejected_cel: str = ""  # the first rejected deployment's device selector
 
 
 def demands(shape: str, seed: int, max_replicas: int) -> list[Demand]:
@@ -298,9 +303,17 @@ def schedule_once(dep: Obj, clusters: list[Obj], observed: list[Obj]) -> Any:
 
 
 def run(
-    seed: int, packing: str, max_replicas: int = MAX_REPLICAS, shape: str = "uniform"
+    seed: int,
+    packing: str,
+    max_replicas: int = MAX_REPLICAS,
+    shape: str = "uniform",
+    stop: tuple[int, str] | None = None,
 ) -> Outcome:
-    """Feed seed's stream to the scheduler until its first rejection."""
+    """Feed seed's stream to the scheduler until its first rejection.
+
+    With `stop` (deployments, selector), stop after that many deployments
+    instead and count stranded GPUs in the pools that selector matches.
+    """
     clusters = fleet(packing, shape)
     spread = {
         cl["metadata"]["name"]: packing_of(i, packing) == "Spread" for i, cl in enumerate(clusters)
@@ -310,12 +323,15 @@ def run(
     out = Outcome(seed)
     pools: set[str] | None = None
     for n, demand in enumerate(demands(shape, seed, max_replicas)):
+        if stop is not None and n == stop[0]:
+            pools = matching_pools(shape, stop[1])
+            break
         if n == WINDOW:
             out.window_nodes, out.window_floor = nodes.used(), -(-out.allocated // GPUS)
         dep = deployment(n, demand)
         result = schedule_once(dep, clusters, observed)
         if len(result.replicas) < demand.replicas:
-            out.rejected = (demand.replicas, demand.gpus)
+            out.rejected, out.rejected_cel = (demand.replicas, demand.gpus), demand.cel
             pools = matching_pools(shape, demand.cel)
             break
         new = replicas_of(dep, result, n)
@@ -383,16 +399,24 @@ def describe(o: Outcome) -> str:
     )
 
 
-def compare(new: Outcome, old: Outcome) -> tuple[str, bool]:
+def compare(new: Outcome, old: Outcome, same: Outcome) -> tuple[str, bool]:
     """One seed's A/B row, and whether the current scheduler is at least as good:
-    as much allocated, no larger a share of the matching pools stranded."""
+    as much allocated, no larger a share of the matching pools stranded.
+
+    `same` is the current scheduler stopped where the baseline first rejected
+    (as many deployments placed, the same pools counted): a scheduler that
+    packs further meets its own rejection with the fleet fuller, its free GPUs
+    all in fragments, so this column compares the two at one moment.
+    """
     (na, ns), (oa, os_) = figures(new), figures(old)
+    at_old = 100.0 * same.stranded / old.matching
     # Stranded as a share of the pools the rejected deployment could use: the
     # two runs may first reject deployments of different kinds.
     good = na >= oa and round(ns, 1) <= round(os_, 1)
     row = (
         f"| {new.seed} | {oa:5.1f}% | {na:5.1f}% | {na / oa:5.3f} | {old.stranded} ({os_:.1f}%) "
-        f"| {new.stranded} ({ns:.1f}%) | {old.overcommitted} / {new.overcommitted} "
+        f"| {new.stranded} ({ns:.1f}%) | {same.stranded} ({at_old:.1f}%) "
+        f"| {old.overcommitted} / {new.overcommitted} "
         f"| {'ok' if good and met(new) else 'MISSED'} |"
     )
     return row, good
@@ -426,10 +450,16 @@ def main(argv: list[str] | None = None) -> int:
     else:
         old = baseline_outcomes(args.baseline, args)
         print(f"baseline {args.baseline}")
-        print("| seed | allocated: old | new | new/old | stranded: old | new | overcommitted | |")
-        print("|---|---:|---:|---:|---:|---:|---:|---|")
+        print(
+            "| seed | allocated: old | new | new/old | stranded: old | new "
+            "| new at old's rejection | overcommitted | |"
+        )
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
         for o in outcomes:
-            row, good = compare(o, old[o.seed])
+            was = old[o.seed]
+            stop = None if was.rejected is None else (was.placed, was.rejected_cel)
+            same = run(o.seed, args.packing, args.max_replicas, args.shape, stop)
+            row, good = compare(o, was, same)
             ok = ok and good
             print(row)
     print(
