@@ -324,7 +324,9 @@ def combo_rank(state: CycleState, cluster: str, combo: Sequence[tuple[str, RoleM
         if got is None:
             return NO_FIT_RANK
         total, count, whole = total + got[0], count + got[1], whole + got[2]
-    taken = sum(memory_taken(state.pool_shapes[(cluster, pool)], m) for pool, m in combo)
+    taken = 0
+    for pool, match in combo:
+        taken += memory_taken(state.pool_shapes[(cluster, pool)], match)
     return -float(taken), (total / count if count else 0.0), -float(whole)
 
 
@@ -343,19 +345,28 @@ def memory_taken(shape: Shape, match: RoleMatch) -> int:
     """The device memory one worker of `match` claims on a node of `shape`: each DRA
     device's published `memory` capacity (0 when absent or malformed) times the
     devices of it the worker claims."""
+    per_slot = shape.slot_memory
+    if per_slot is None:
+        per_slot = shape.slot_memory = _slot_memory(shape)
+    return sum(n * m for n, m in zip(match.demand, per_slot, strict=False))
+
+
+def _slot_memory(shape: Shape) -> tuple[int, ...]:
+    """The device memory of each structure slot of `shape`, in bytes (the sum over
+    the slot's devices; a device without a readable capacity adds 0)."""
     structure = shape.structure
     if structure is None:
-        return 0
-    total = 0
+        return ()
+    out = [0] * (max(structure.slot, default=-1) + 1)
     for i, device in enumerate(shape.devices):
         slot = structure.slot[i]
-        if slot < 0 or slot >= len(match.demand) or not match.demand[slot]:
+        if slot < 0:
             continue
         capacity = device.get("capacity") if isinstance(device, Mapping) else None
         memory = capacity.get("memory") if isinstance(capacity, Mapping) else None
         value = memory.get("value") if isinstance(memory, Mapping) else None
-        total += match.demand[slot] * _quantity_bytes(value)
-    return total
+        out[slot] += _quantity_bytes(value)
+    return tuple(out)
 
 
 def options(state: CycleState, cluster: str) -> PoolOptions | None:
@@ -383,6 +394,15 @@ def rank_fit(state: CycleState, cluster: str) -> Fit:
     return max(FRESH, max(ranks, default=FRESH))
 
 
+def _try_order(
+    state: CycleState, cluster: str, combo: Sequence[tuple[str, RoleMatch]]
+) -> tuple[float, float, float, float]:
+    """The order `try_place` tries pool combinations in, lowest first: the price,
+    then the best fit (`combo_rank`, negated)."""
+    taken, full, whole = combo_rank(state, cluster, combo)
+    return cost.combo_price(state, cluster, combo), -taken, -full, -whole
+
+
 def try_place(
     state: CycleState, cluster: str, per_role: PoolOptions, name: str
 ) -> list[tuple[str, RoleMatch]] | None:
@@ -396,10 +416,7 @@ def try_place(
     """
     combos = sorted(
         itertools.product(*per_role),
-        key=lambda combo: (
-            cost.combo_price(state, cluster, combo),
-            tuple(-x for x in combo_rank(state, cluster, combo)),
-        ),
+        key=lambda combo: _try_order(state, cluster, combo),
     )
     for combo in combos:
         if quota.admits(state, cluster, combo) and _try_combo(state, cluster, combo, name):
