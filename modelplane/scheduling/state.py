@@ -91,7 +91,7 @@ class Ledgers(dict[PoolKey, PoolLedger]):
     """The cycle's pool ledgers by (cluster, pool), knowing which clusters hold one.
 
     The fill asks of every cluster whether any of its pools has a ledger yet
-    (`fill.fit`); counting them as ledgers come and go answers without looking
+    (`fill.rank_fit`); counting them as ledgers come and go answers without looking
     pool by pool. Ledgers are added by key and removed by `pop` only.
     """
 
