@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bisect
-import functools
 import heapq
 import itertools
 import math
@@ -330,7 +329,6 @@ def combo_rank(state: CycleState, cluster: str, combo: Sequence[tuple[str, RoleM
     return -float(taken), (total / count if count else 0.0), -float(whole)
 
 
-@functools.lru_cache(maxsize=1024)
 def _quantity_bytes(text: object) -> int:
     """A capacity's value in bytes; 0 when it does not parse (no preference)."""
     try:
