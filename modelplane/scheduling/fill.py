@@ -323,9 +323,10 @@ def combo_rank(state: CycleState, cluster: str, combo: Sequence[tuple[str, RoleM
         if got is None:
             return NO_FIT_RANK
         total, count, whole = total + got[0], count + got[1], whole + got[2]
+    shapes = state.pool_shapes.table(cluster) or {}
     taken = 0
     for pool, match in combo:
-        taken += memory_taken(state.pool_shapes[(cluster, pool)], match)
+        taken += memory_taken(shapes[pool], match)
     return -float(taken), (total / count if count else 0.0), -float(whole)
 
 
@@ -346,7 +347,7 @@ def memory_taken(shape: Shape, match: RoleMatch) -> int:
     per_slot = shape.slot_memory
     if per_slot is None:
         per_slot = shape.slot_memory = _slot_memory(shape)
-    return sum(n * m for n, m in zip(match.demand, per_slot, strict=False))
+    return sum(map(operator.mul, match.demand, per_slot))
 
 
 def _slot_memory(shape: Shape) -> tuple[int, ...]:
@@ -388,35 +389,37 @@ def rank_fit(state: CycleState, cluster: str) -> Fit:
     per_role = options(state, cluster)
     if per_role is None:
         return FRESH
-    ranks = (combo_rank(state, cluster, combo) for combo in itertools.product(*per_role))
+    ranks = [combo_rank(state, cluster, combo) for combo in itertools.product(*per_role)]
+    state.combo_ranks[cluster] = ranks
     return max(FRESH, max(ranks, default=FRESH))
 
 
-def _try_order(
-    state: CycleState, cluster: str, combo: Sequence[tuple[str, RoleMatch]]
-) -> tuple[float, float, float, float]:
-    """The order `try_place` tries pool combinations in, lowest first: the price,
-    then the best fit (`combo_rank`, negated)."""
-    taken, full, whole = combo_rank(state, cluster, combo)
-    return cost.combo_price(state, cluster, combo), -taken, -full, -whole
-
-
 def try_place(
-    state: CycleState, cluster: str, per_role: PoolOptions, name: str
+    state: CycleState,
+    cluster: str,
+    per_role: PoolOptions,
+    name: str,
+    ranks: Sequence[Fit] | None = None,
 ) -> list[tuple[str, RoleMatch]] | None:
     """Charge one new replica named `name` on `cluster` (both roles there); None when
     it does not fit.
 
-    Pool combinations are tried best fit first (`combo_rank`), equal fits in
-    pool-name order (`sorted` is stable); under LowestCost the cheapest first
-    (`cost.combo_price`), then best fit. One past the namespace's FleetQuota is
-    skipped; a failed try is rolled back.
+    Pool combinations are tried best fit first (`combo_rank`; `ranks` when the
+    caller holds them for the cluster's ledgers as they are, in
+    `itertools.product` order), equal fits in pool-name order (`sorted` is
+    stable); under LowestCost the cheapest first (`cost.combo_price`), then
+    best fit. One past the namespace's FleetQuota is skipped; a failed try is
+    rolled back.
     """
-    combos = sorted(
-        itertools.product(*per_role),
-        key=lambda combo: _try_order(state, cluster, combo),
+    combos = list(itertools.product(*per_role))
+    if ranks is None or len(ranks) != len(combos):
+        ranks = [combo_rank(state, cluster, combo) for combo in combos]
+    order = sorted(
+        (cost.combo_price(state, cluster, combo), -taken, -full, -whole, i)
+        for i, (combo, (taken, full, whole)) in enumerate(zip(combos, ranks, strict=True))
     )
-    for combo in combos:
+    for *_, i in order:
+        combo = combos[i]
         if quota.admits(state, cluster, combo) and _try_combo(state, cluster, combo, name):
             return list(combo)
     return None
@@ -562,7 +565,7 @@ def fill(state: CycleState) -> None:
             continue
         index = lowest_free(used[cluster])
         name = new_name(state, cluster, index)
-        combo = try_place(state, cluster, per_role, name)
+        combo = try_place(state, cluster, per_role, name, state.combo_ranks.pop(cluster, None))
         if combo is None:
             state.full.add(cluster)
             continue
