@@ -47,7 +47,7 @@ EvictReason = Literal[
     "Unschedulable",  # its cluster reports its pods unschedulable past the grace period
     "Preempted",  # a higher-priority replica preempts it (no make-before-break)
     "SpotNotAllowed",  # its pool is Spot capacity and spec.placement.allowSpot is not true
-    "RevisionChanged",  # a Progressive rollout replaces it with the new template revision
+    "RevisionChanged",  # replaced by a replica of the new template revision (a rollout)
     "ScaleDown",  # the autoscaler removes it; drained to weight 0 first (never by the scheduler)
 ]
 
