@@ -26,6 +26,7 @@ ClusterReason = Literal[
     "CacheNotOnCluster",  # the deployment's ModelCache stages no copy on the cluster
     "BackendUnsupported",  # the cluster does not run the deployment's spec.backend
     "PodSecurityForbidden",  # the cluster's spec.podSecurity level forbids a template's field
+    "PriorityClassMissing",  # the PriorityClass the pods would name does not exist there
     # every matching pool holds a replica of this deployment the cluster reports unschedulable
     "ReplicaUnschedulable",
     "QuotaExceeded",  # the namespace's FleetQuota has no room for one more replica on the pool

@@ -538,7 +538,14 @@ def test_priority_and_caches_reach_the_replica() -> None:
         "metadata": {"name": "q", "namespace": "team-a"},
         "spec": {"limits": [{"name": "all", "devices": 8}], "priorityClasses": ["inference-high"]},
     }
-    required = {**FETCHED, "cache-weights": [CACHE], "fleet-quotas": [grant]}
+    # ... and the class exists: a PriorityClass of that name on the control plane.
+    klass = {"metadata": {"name": "inference-high"}, "value": 1000}
+    required = {
+        **FETCHED,
+        "cache-weights": [CACHE],
+        "fleet-quotas": [grant],
+        "priority-classes": [klass],
+    }
     got = md.compose_with(ComposeInput(dep, required=required), Scripted(plan))
     assert got.desired["replica-a-0"].resource == replica(
         "a", 0, priority="inference-high", caches=[{"name": "weights"}], revision=REVISION_CACHED
