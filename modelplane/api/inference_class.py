@@ -167,6 +167,15 @@ class InferenceClassSpec(KubeModel):
         "placement.allowSpot run on a Spot pool.",
     )
 
+    def pool_capacity(self, pool_capacity: CapacityType | None) -> CapacityType | None:
+        """How a pool of this class is bought, the one answer both the cloud's node pool and
+        the scheduler read: Spot when the pool's capacityType (else the class's) says so,
+        or when the class's provisioning block asks the cloud for Spot VMs (GKE, AKS
+        `spot: true`), since that is what the cloud then sells; None: on demand, unset."""
+        block = self.provisioning.block() if self.provisioning is not None else None
+        capacity = pool_capacity or self.capacity_type
+        return "Spot" if getattr(block, "spot", None) is True else capacity
+
     @model_validator(mode="after")
     def _unique_names(self) -> InferenceClassSpec:
         seen: set[str] = set()

@@ -168,6 +168,20 @@ class SchedulingConfig(KubeModel):
         description="PriorityClasses the serving stack creates on the cluster (e.g. the one "
         "defaultPriority names); created whatever install says.",
     )
+    existing_priority_classes: list[DNSSubdomain] | None = Field(
+        default=None,
+        max_length=16,
+        description="PriorityClasses that already exist on the cluster, created outside "
+        "Modelplane. A replica goes only to a cluster where the PriorityClass its pods name "
+        "(spec.priority, else defaultPriority) is created by the serving stack or listed here.",
+    )
+
+    def has_priority_class(self, name: str) -> bool:
+        """Whether PriorityClass `name` exists on the cluster: the stack creates it, or it
+        is declared as already there."""
+        created = {p.name for p in self.priority_classes or ()}
+        return name in created or name in (self.existing_priority_classes or ())
+
     packing: Packing | None = Field(
         default=None,
         description="How the cluster's scheduler places pods on a pool's nodes, which the fleet "

@@ -66,6 +66,7 @@ class ScheduledReason(StrEnum):
     REPLICA_UNSCHEDULABLE = "ReplicaUnschedulable"
     QUOTA_EXCEEDED = "QuotaExceeded"
     PRIORITY_NOT_ALLOWED = "PriorityNotAllowed"  # spec.priority not granted to the namespace
+    PRIORITY_CLASS_NOT_FOUND = "PriorityClassNotFound"  # spec.priority exists nowhere
 
 
 class WithinQuotaReason(StrEnum):

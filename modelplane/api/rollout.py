@@ -2,9 +2,12 @@
 
 Three strategies:
 
-- `MakeBeforeBreak` (the default) and `Immediate` say how a replica that must
-  leave its place is replaced; a change of the replica template reaches every
-  replica at once (each ModelReplica is updated where it runs).
+- `MakeBeforeBreak` (the default) keeps a replica that must leave serving
+  until its replacement is Ready, and replaces replicas whose template
+  changed the same way, within `maxSurge`; where no replacement fits it
+  updates them in place, `max(1, maxUnavailable)` at a time.
+- `Immediate` drops a leaving replica at once, and a change of the replica
+  template reaches every replica at once (each updated where it runs).
 - `Progressive` rolls a new *revision* of the replica template (the workers of
   each role, the backend and the caches; `compose/deployments/revision.py`)
   across the fleet in `waves`. Each wave replaces its replicas with replicas of
@@ -151,13 +154,25 @@ class Rollout(KubeModel):
     strategy: Literal["MakeBeforeBreak", "Immediate", "Progressive"] = Field(
         default="MakeBeforeBreak",
         description="MakeBeforeBreak keeps a leaving replica serving (Draining) until its "
-        "replacement is Ready; Immediate drops it at once; Progressive also rolls a new "
-        "replica template out in waves, judged on its own signals.",
+        "replacement is Ready, and replaces replicas of a changed template the same way "
+        "(within maxSurge; in place, maxUnavailable or one at a time, where nothing can "
+        "surge); Immediate drops a leaving replica at once and updates every replica in place "
+        "at once; Progressive rolls a new replica template out in waves, judged on its own "
+        "signals.",
     )
     max_surge: IntOrPercent = Field(
         default=1,
         description="Replacements placed above spec.replicas at once while replicas drain: "
         "a number or a percentage of spec.replicas (rounded up, at least 1).",
+    )
+    max_unavailable: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_SURGE,
+        description="MakeBeforeBreak: replicas a template change may update in place at once "
+        "(each stops serving while its pods restart), besides the surge. With 0 a template "
+        "change replaces replicas within maxSurge, each new replica Ready before an old one "
+        "drains, and updates one at a time in place only when no replacement fits anywhere.",
     )
     waves: list[RolloutWave] | None = Field(
         default=None,

@@ -26,6 +26,7 @@ ClusterReason = Literal[
     "CacheNotOnCluster",  # the deployment's ModelCache stages no copy on the cluster
     "BackendUnsupported",  # the cluster does not run the deployment's spec.backend
     "PodSecurityForbidden",  # the cluster's spec.podSecurity level forbids a template's field
+    "PriorityClassMissing",  # the PriorityClass the pods would name does not exist there
     # every matching pool holds a replica of this deployment the cluster reports unschedulable
     "ReplicaUnschedulable",
     "QuotaExceeded",  # the namespace's FleetQuota has no room for one more replica on the pool
@@ -47,7 +48,7 @@ EvictReason = Literal[
     "Unschedulable",  # its cluster reports its pods unschedulable past the grace period
     "Preempted",  # a higher-priority replica preempts it (no make-before-break)
     "SpotNotAllowed",  # its pool is Spot capacity and spec.placement.allowSpot is not true
-    "RevisionChanged",  # a Progressive rollout replaces it with the new template revision
+    "RevisionChanged",  # replaced by a replica of the new template revision (a rollout)
     "ScaleDown",  # the autoscaler removes it; drained to weight 0 first (never by the scheduler)
 ]
 

@@ -89,6 +89,11 @@ _REJECTIONS = {
     ),
     "InvalidNodeSelector": lambda d: "the node selector does not compile: " + "; ".join(d),
     "BackendUnsupported": lambda d: _backend_unsupported(d[0], d[1]),
+    "PriorityClassMissing": lambda d: (
+        f"PriorityClass {d[0]} ({d[1]}) does not exist on the cluster: its serving stack "
+        "does not create it (spec.scheduling.priorityClasses) and it is not listed in "
+        "spec.scheduling.existingPriorityClasses, so the pods would be rejected"
+    ),
     "PodSecurityForbidden": lambda d: (
         f"the cluster's Pod Security level {d[0]} (spec.podSecurity) forbids {d[1]}"
     ),

@@ -538,7 +538,14 @@ def test_priority_and_caches_reach_the_replica() -> None:
         "metadata": {"name": "q", "namespace": "team-a"},
         "spec": {"limits": [{"name": "all", "devices": 8}], "priorityClasses": ["inference-high"]},
     }
-    required = {**FETCHED, "cache-weights": [CACHE], "fleet-quotas": [grant]}
+    # ... and the class exists: a PriorityClass of that name on the control plane.
+    klass = {"metadata": {"name": "inference-high"}, "value": 1000}
+    required = {
+        **FETCHED,
+        "cache-weights": [CACHE],
+        "fleet-quotas": [grant],
+        "priority-classes": [klass],
+    }
     got = md.compose_with(ComposeInput(dep, required=required), Scripted(plan))
     assert got.desired["replica-a-0"].resource == replica(
         "a", 0, priority="inference-high", caches=[{"name": "weights"}], revision=REVISION_CACHED
@@ -571,8 +578,10 @@ def test_missing_cache_holds_new_placements_and_keeps_existing() -> None:
         "until it exists, existing ones are kept"
     )
     assert list(got.desired) == ["replica-a-0"]
-    expected = replica("a", 0, caches=[{"name": "weights"}], revision=REVISION_CACHED)
-    assert got.desired["replica-a-0"].resource == expected
+    # Adding the cache changes the template; the replica keeps running its own until a
+    # replacement of the new one can be placed (make-before-break), none while the cache
+    # is missing.
+    assert got.desired["replica-a-0"].resource == replica("a", 0)
     assert got.conditions == [
         ConditionOut("CacheResolved", "False", "CacheNotFound", cache_msg),
         ConditionOut(

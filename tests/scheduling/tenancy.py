@@ -62,10 +62,21 @@ def run(
     quotas: Sequence[Obj] = (),
     priorities: Sequence[Obj] = (),
 ) -> ScheduleResult:
-    """One scheduling cycle of `dep` with the namespace's quotas and the PriorityClasses."""
+    """One scheduling cycle of `dep` with the namespace's quotas and the PriorityClasses,
+    which every cluster is declared to have as well (a replica goes only where its class
+    exists; tests/scheduling/test_filters.py covers that)."""
+    names = [p["metadata"]["name"] for p in priorities]
+    if names:
+        clusters = [_with_classes(cl, names) for cl in clusters]
     spec = ModelDeploymentSpec.model_validate(dep["spec"])
     meta = dep["metadata"]
     inp = build_input(
         meta["namespace"], meta["name"], spec, clusters, replicas, None, quotas, priorities
     )
     return schedule_input(inp)
+
+
+def _with_classes(cl: Obj, names: list[str]) -> Obj:
+    spec = {**cl["spec"]}
+    spec["scheduling"] = {**(spec.get("scheduling") or {}), "existingPriorityClasses": names}
+    return {**cl, "spec": spec}

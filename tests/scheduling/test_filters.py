@@ -14,6 +14,7 @@ from modelplane.scheduling.rules import FILTERS, POOL_FILTERS
 from modelplane.scheduling.rules.caches import CacheFilter
 from modelplane.scheduling.rules.cluster_selector import ClusterSelectorFilter
 from modelplane.scheduling.rules.pod_security import PodSecurityFilter
+from modelplane.scheduling.rules.priority_class import PriorityClassFilter
 from modelplane.scheduling.rules.readiness import ReadinessFilter
 from modelplane.scheduling.rules.taints import TaintFilter
 from tests.scheduling.schedfleet import L4, cluster, deployment, replica, request, resolved
@@ -59,6 +60,7 @@ def test_the_registry_order_is_the_reporting_order() -> None:
         "Readiness",
         "Backend",
         "PodSecurity",
+        "PriorityClass",
         "Caches",
         "Unschedulable",
         "Spot",
@@ -220,6 +222,42 @@ def test_pod_security_refuses_clusters_whose_level_forbids_and_never_evicts(
         assert got.detail[1].startswith(admit.detail[1][: -len(" ...")])
     else:
         assert got == admit
+
+
+SPEC_PRIORITY = "spec.priority"
+DEFAULT_PRIORITY = "the cluster's spec.scheduling.defaultPriority"
+
+
+@pytest.mark.parametrize(
+    ("priority", "scheduling", "admit"),
+    [
+        (None, None, None),  # the pods name no class
+        ("critical", None, ("critical", SPEC_PRIORITY)),  # a plain cluster creates none
+        ("critical", {"priorityClasses": [{"name": "critical", "value": 10}]}, None),
+        ("critical", {"existingPriorityClasses": ["critical"]}, None),  # declared present
+        (
+            "critcal",
+            {"priorityClasses": [{"name": "critical", "value": 10}]},
+            ("critcal", SPEC_PRIORITY),
+        ),
+        (None, {"defaultPriority": "low"}, ("low", DEFAULT_PRIORITY)),
+        (None, {"defaultPriority": "low", "existingPriorityClasses": ["low"]}, None),
+        # spec.priority wins over the default: only its class must exist.
+        ("critical", {"defaultPriority": "low", "existingPriorityClasses": ["critical"]}, None),
+    ],
+)
+def test_priority_class_refuses_clusters_lacking_the_class_and_never_evicts(
+    priority: str | None, scheduling: dict[str, Any] | None, admit: tuple[str, str] | None
+) -> None:
+    dep = deployment(1, NODE_1X)
+    if priority is not None:
+        dep["spec"]["priority"] = priority
+    cl = cluster("a", {"l4": ("l4-1x", 1)})
+    if scheduling is not None:
+        cl["spec"]["scheduling"] = scheduling
+    got, evicted = _answer(PriorityClassFilter(), cl, dep)
+    assert evicted is None
+    assert got == (None if admit is None else Rejection("PriorityClassMissing", admit))
 
 
 def _mixed_fleet() -> list[dict[str, Any]]:

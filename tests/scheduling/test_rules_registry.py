@@ -55,6 +55,7 @@ def test_the_folder_holds_the_rules_the_docs_list() -> None:
         "lowest_cost",
         "pod_security",
         "preemption",
+        "priority_class",
         "readiness",
         "spot",
         "spread",

@@ -35,6 +35,11 @@ class EKSNodePool(SizedPool):
     disk_size_gb: int | None = Field(
         default=None, ge=20, le=16384, description="Root volume size in GiB; the AMI's if absent."
     )
+    spot: bool | None = Field(
+        default=None,
+        description="Buy the group's nodes as Spot instances (capacityType SPOT); set from the "
+        "pool's capacityType.",
+    )
 
 
 class EKSSystemPool(KubeModel):

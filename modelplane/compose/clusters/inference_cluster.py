@@ -195,7 +195,7 @@ def _resolve_pool(inp: ComposeInput, i: int, pool: Pool) -> tuple[GPUPool, Probl
     published = unknown(
         devices=class_spec.devices,
         price_per_device_hour=_first(pool.price_per_device_hour, class_spec.price_per_device_hour),
-        capacity_type=pool.capacity_type or class_spec.capacity_type,
+        capacity_type=class_spec.pool_capacity(pool.capacity_type),
     )
     if condition_status(klass, c.CONDITION_READY) == "False":
         msg = f"{field}: InferenceClass {pool.class_name!r} is not Ready"

@@ -79,6 +79,8 @@ def node_pools(
             continue
         entry = block.to_dict()
         entry.update(name=pool.name, nodeCount=pool.node_count)
+        if klass is not None and klass.pool_capacity(pool.capacity_type) == "Spot":
+            entry["spot"] = True  # the same answer the scheduler reads for the pool
         if pool.max_node_count is not None:
             entry["maxNodeCount"] = pool.max_node_count
         out.append(entry)

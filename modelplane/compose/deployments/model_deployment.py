@@ -86,7 +86,12 @@ from modelplane.compose.types import (
     Resource,
 )
 from modelplane.scheduling import words
-from modelplane.scheduling.framework import LastRead, ScheduleInput, read_clusters
+from modelplane.scheduling.framework import (
+    LastRead,
+    ScheduleInput,
+    read_clusters,
+    read_priorities,
+)
 from modelplane.scheduling.scheduler import schedule_input
 from modelplane.scheduling.types import PlannedReplica, ScheduleResult
 from modelplane.scheduling.words import cluster_message, truncate
@@ -233,6 +238,32 @@ def _priority_refused(
     return outcome.hold(inp, result, c.CONDITION_SCHEDULED, reason, msg)
 
 
+def _priority_unknown(
+    inp: ComposeInput, result: ComposeResult, spec: ModelDeploymentSpec
+) -> ComposeResult | None:
+    """Hold a deployment whose spec.priority names a PriorityClass that exists nowhere:
+    not on the control plane (where its value orders the fleet) and on no cluster (where
+    the pods would name it). A misspelled class would otherwise mean priority 0, silently."""
+    if not spec.priority:
+        return None
+    known = read_priorities(inp.required.get(PRIORITIES_REQUIREMENT, []))
+    if spec.priority in known:
+        return None
+    clusters = read_clusters(inp.required.get(CLUSTERS_REQUIREMENT, []))
+    if any(
+        cl.scheduling is not None and cl.scheduling.has_priority_class(spec.priority)
+        for cl in clusters.values()
+    ):
+        return None
+    msg = (
+        f"spec.priority: PriorityClass {spec.priority} exists neither on the control plane nor "
+        "on any InferenceCluster (spec.scheduling.priorityClasses or "
+        "existingPriorityClasses) (no new replicas are placed; existing ones are kept)"
+    )
+    reason = ScheduledReason.PRIORITY_CLASS_NOT_FOUND
+    return outcome.hold(inp, result, c.CONDITION_SCHEDULED, reason, msg)
+
+
 def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
     """`compose`, with the scheduler passed in (tests script its answer)."""
     result = ComposeResult()
@@ -264,6 +295,8 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
     if not all(inp.fetched(r) for r in result.requirements):
         return outcome.wait(inp, result)
     refused = _priority_refused(inp, result, spec, namespace)
+    if refused is None:
+        refused = _priority_unknown(inp, result, spec)
     if refused is not None:
         return refused
 

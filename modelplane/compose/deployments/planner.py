@@ -11,10 +11,13 @@ what they show is what the status says. The phases, in order:
    the fleet's replicas, caches, quotas and priority classes.
 3. **Revisions** (`revisions.plan_revisions`): which template revision each
    replica runs and, under rollout Progressive, the next wave: the replicas
-   outdated this step are handed to the scheduler to move make-before-break.
+   outdated this step are handed to the scheduler to move make-before-break
+   (under MakeBeforeBreak, every replica of another revision).
 4. **What serves** (`serving`): the replicas taking traffic, so the scheduler
    never drains one whose replacement does not serve yet.
-5. **The schedule**: one call of the scheduler on that complete input.
+5. **The schedule**: one call of the scheduler on that complete input; under
+   MakeBeforeBreak, a second one when some outdated replicas are updated in
+   place instead (`in_place`: none could surge, or `maxUnavailable` allows).
 6. **Replicas leaving** (`scaling.choose_removals`): above the decided count;
    a Ready one drains first (kept, at weight 0) until every ModelService shows
    it at weight 0, the others go at once.
@@ -117,15 +120,45 @@ def plan_deployment(
     asked = spec if scaling is None else spec.model_copy(update={"replicas": scaling.ask})
     observed = scheduler_input(composite, asked, fleet)
     revisions = plan_revisions(composite, composed, spec, observed, clusters)
-    rollout = revisions.rollout
-    moves = {} if rollout is None else dict.fromkeys(rollout.outdated, revisions.place)
-    observed = dataclasses.replace(observed, outdated=moves, serving=serving(composed, clusters))
+    observed = dataclasses.replace(
+        observed, outdated=revisions.moves(), serving=serving(composed, clusters)
+    )
     result = schedule(observed)
+    if revisions.replacing:
+        chosen = in_place(spec, observed, result)
+        if chosen:
+            revisions = dataclasses.replace(revisions, in_place=chosen)
+            observed = dataclasses.replace(observed, outdated=revisions.moves())
+            result = schedule(observed)
     plan = DeploymentPlan(spec, scaling, revisions, observed, result)
     if scaling is None:
         return plan
     namespace = str(meta(composite).get("namespace", ""))
     return _scale(plan, scaling, fleet, clusters, namespace)
+
+
+def in_place(
+    spec: ModelDeploymentSpec, inp: ScheduleInput, result: ScheduleResult
+) -> frozenset[str]:
+    """The replicas of an older revision updated where they run this cycle (MakeBeforeBreak).
+
+    Replacing within maxSurge comes first: a replica updated in place stops serving
+    while its pods restart. Up to `maxUnavailable` replicas may be down at once; where
+    the scheduler could place no replacement this cycle, at least one (one at a time,
+    so a full fleet still gets the new template). Replicas already down (not serving,
+    a replacement or an update still starting) use up that allowance.
+    """
+    if inp.missing_caches:
+        return frozenset()  # the new template's cache does not exist yet: nothing to update to
+    surged = any(not r.retained and not r.draining for r in result.replicas)
+    allowed = max(spec.rollout.max_unavailable, 0 if surged else 1)
+    serving_now = inp.serving or frozenset()
+    down = sum(1 for r in result.replicas if not r.draining and r.name not in serving_now)
+    waiting = sorted(
+        (r for r in result.replicas if r.drain_reason == "RevisionChanged"),
+        key=lambda r: (r.cluster, r.index),
+    )
+    return frozenset(r.name for r in waiting[: max(0, allowed - down)])
 
 
 def _scale(

@@ -17,7 +17,7 @@ from modelplane.api import constants as c
 from modelplane.api.autoscaling import ReplicaSignals
 from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.api.readers import ObservedInferenceCluster, read_model_replica
-from modelplane.api.rollout import read_rollout_status
+from modelplane.api.rollout import STRATEGY_MAKE_BEFORE_BREAK, read_rollout_status
 from modelplane.compose.common import meta
 from modelplane.compose.deployments.revision import (
     Template,
@@ -45,15 +45,33 @@ class Revisions:
     place: str  # the revision new placements run
     templates: Mapping[str, Template]
     actual: Mapping[str, str | None]  # own replica name → the revision it runs (None: unread)
-    rollout: RolloutPlan | None = None  # None: not Progressive, every replica follows the spec
+    rollout: RolloutPlan | None = None  # None: every replica follows the spec (in place)
+    in_place: frozenset[str] = frozenset()  # outdated replicas updated where they run
     _specs: dict[str, ModelDeploymentSpec | None] = field(default_factory=dict)
 
     def of(self, name: str) -> str:
-        """The revision replica `name` is composed at: the spec's without a Progressive
-        rollout; else its own when it exists (and reads), or the one new placements run."""
-        if self.rollout is None:
+        """The revision replica `name` is composed at: the spec's when every replica follows
+        the spec or it is updated in place; else its own when it exists (and reads), or the
+        one new placements run."""
+        if self.rollout is None or name in self.in_place:
             return self.target
         return self.actual.get(name) or self.place
+
+    @property
+    def replacing(self) -> bool:
+        """Whether replicas of another revision are replaced under MakeBeforeBreak (and so
+        may be updated in place instead where nothing can surge)."""
+        return (
+            self.rollout is not None
+            and self.rollout.status is None
+            and self.spec.rollout.strategy == STRATEGY_MAKE_BEFORE_BREAK
+        )
+
+    def moves(self) -> dict[str, str]:
+        """The replicas the scheduler replaces this cycle, each with the revision it goes to."""
+        if self.rollout is None:
+            return {}
+        return {n: self.place for n in self.rollout.outdated if n not in self.in_place}
 
     def running(self, name: str) -> str:
         """The revision replica `name` runs now (a draining one is kept as observed)."""
@@ -105,6 +123,8 @@ def plan_revisions(
             templates.setdefault(rev, t)
         read[r.name] = rev
         replicas.append(ReplicaRevision(r.name, r.cluster, r.index, rev, r.ready))
+    if spec.rollout.strategy == STRATEGY_MAKE_BEFORE_BREAK:
+        return _replacing(spec, target, template, read, templates)
     if not spec.rollout.progressive:
         return Revisions(spec, target, target, {target: template}, read)
     plan = decide(
@@ -122,6 +142,23 @@ def plan_revisions(
         )
     )
     return Revisions(spec, target, plan.place, plan.templates, read, plan)
+
+
+def _replacing(
+    spec: ModelDeploymentSpec,
+    target: str,
+    template: Template,
+    read: Mapping[str, str | None],
+    templates: Mapping[str, Template],
+) -> Revisions:
+    """MakeBeforeBreak: replicas of another (readable) revision keep running it and are
+    replaced by replicas of the spec's, like any other move (the scheduler places the
+    replacements within maxSurge); `in_place` may later update some where they are."""
+    outdated = frozenset(n for n, rev in read.items() if rev is not None and rev != target)
+    if not outdated:
+        return Revisions(spec, target, target, {target: template}, read)
+    plan = RolloutPlan(outdated=outdated, place=target, templates={**templates, target: template})
+    return Revisions(spec, target, target, plan.templates, read, plan)
 
 
 def _status(composite: Resource) -> object:

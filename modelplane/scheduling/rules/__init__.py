@@ -21,6 +21,7 @@ from modelplane.scheduling.rules.cluster_selector import ClusterSelectorFilter
 from modelplane.scheduling.rules.lowest_cost import LowestCost
 from modelplane.scheduling.rules.pod_security import PodSecurityFilter
 from modelplane.scheduling.rules.preemption import PreemptionFilter
+from modelplane.scheduling.rules.priority_class import PriorityClassFilter
 from modelplane.scheduling.rules.readiness import ReadinessFilter
 from modelplane.scheduling.rules.spot import SpotFilter
 from modelplane.scheduling.rules.spread import SpreadByLoad
@@ -37,6 +38,7 @@ FILTERS: tuple[ClusterFilter, ...] = (
     ReadinessFilter(),
     BackendFilter(),
     PodSecurityFilter(),
+    PriorityClassFilter(),
     CacheFilter(),
     UNSCHEDULABLE,
     SPOT,

@@ -397,6 +397,8 @@ def _node_group(b: _Build, pool: EKSNodePool) -> Ref:
         ]
     if pool.disk_size_gb is not None:
         body["diskSize"] = pool.disk_size_gb
+    if pool.spot:
+        body["capacityType"] = "SPOT"
     ref = b.add(
         pool_key(pool.name),
         b.ref(EKS, "NodeGroup", "pool", pool.name),
