@@ -634,7 +634,7 @@ def _status(
             drain_reason=planned.drain_reason,
             unschedulable=True if planned.unschedulable else None,
             unschedulable_since=planned.unschedulable_since or None,
-            revision=(revisions.running if planned.draining else revisions.of)(planned.name),
+            revision=revisions.listed(planned.name, planned.draining),
         )
         for planned in plan.replicas
     ]
