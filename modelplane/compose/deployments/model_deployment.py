@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import ValidationError
@@ -476,7 +477,7 @@ def _fleet_replicas(inp: ComposeInput, namespace: str) -> list[Resource]:
 class _Listing:
     """What the composer reads of the fleet's replica listing as a whole."""
 
-    by_id: dict[tuple[str, str], Resource]  # the named ones by (namespace, name), last wins
+    by_id: Mapping[tuple[str, str], Resource]  # the named ones by (namespace, name), last wins
     unnamed: tuple[Resource, ...]  # those whose metadata does not name them
     preempts: bool  # whether any names victims (`spec.preempts`)
 
@@ -501,7 +502,7 @@ def _index(listed: Sequence[Resource]) -> _Listing:
         else:
             by_id[key] = obj
     preempts = any(memoized(r, "model_deployment.preempts", _preempts) for r in listed)
-    return _Listing(by_id, tuple(unnamed), preempts)
+    return _Listing(MappingProxyType(by_id), tuple(unnamed), preempts)  # shared: `_LISTINGS`
 
 
 def _replica_id(obj: Resource) -> tuple[str, str] | None:
