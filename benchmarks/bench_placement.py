@@ -30,8 +30,12 @@ counted as *overcommitted* rather than trusted. Per seed we report:
   (their GPUs ÷ 8, rounded up);
 - the deployments placed, and any overcommitted replicas (must be 0).
 
+`--fragments` also lists, per seed, the first rejected deployment and every
+matching pool with a partly used node, node by node: where the stranded GPUs
+are (under `--ab`, for both schedulers).
+
     .venv/bin/python benchmarks/bench_placement.py [--seeds 1,2,3] [--packing Spread]
-        [--shape uniform|mixed] [--max-replicas 3] [--ab [--baseline REF]]
+        [--shape uniform|mixed] [--max-replicas 3] [--ab [--baseline REF]] [--fragments]
 
 `--packing` is every cluster's `spec.scheduling.packing`: Spread (the
 default, as for a cluster on the default kube-scheduler; the harder case, since
@@ -256,6 +260,15 @@ class Nodes:
         """Nodes holding at least one worker."""
         return sum(f < GPUS for nodes in self.free.values() for f in nodes)
 
+    def fragments(self, pools: set[str] | None = None) -> list[str]:
+        """Each pool (of `pools`, else every pool) with a partly used node: its
+        nodes' free GPUs, as `cluster/pool [free, ...]`."""
+        return [
+            f"{cluster}/{pool} {nodes}"
+            for (cluster, pool), nodes in sorted(self.free.items())
+            if (pools is None or pool in pools) and any(0 < f < GPUS for f in nodes)
+        ]
+
     def stranded(self, pools: set[str] | None = None) -> int:
         """Free GPUs on partly used nodes (of the pools named in `pools`, else of all)."""
         return sum(
@@ -281,6 +294,7 @@ class Outcome:
     overcommitted: int = 0
     rejected: tuple[int, int] | None = None
     rejected_cel: str = ""  # the first rejected deployment's device selector
+    fragments: list[str] = field(default_factory=list)  # `Nodes.fragments` at that moment
 
 
 def demands(shape: str, seed: int, max_replicas: int) -> list[Demand]:
@@ -345,6 +359,7 @@ def run(
     if out.window_nodes == 0:
         out.window_nodes, out.window_floor = nodes.used(), -(-out.allocated // GPUS)
     out.stranded = nodes.stranded(pools)
+    out.fragments = nodes.fragments(pools)
     out.matching = CLUSTERS * NODES * GPUS * len(pools or pools_of(shape))
     out.overcommitted = nodes.overcommitted
     return out
@@ -422,6 +437,16 @@ def compare(new: Outcome, old: Outcome, same: Outcome) -> tuple[str, bool]:
     return row, good
 
 
+def print_fragments(o: Outcome, label: str) -> None:
+    """The seed's first rejected deployment and the free GPUs per node of the matching
+    pools with a partly used node at that moment (what `stranded` counts)."""
+    kind = "Hopper" if o.rejected_cel == HOPPER_GPU else "any GPU"
+    rejected = "none" if o.rejected is None else f"{o.rejected[0]}x{o.rejected[1]} GPUs, {kind}"
+    print(f"{label}seed {o.seed}: first rejection {rejected}; partly used pools:")
+    for line in o.fragments:
+        print(f"  {line}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run every seed, print one line each (or an A/B table); exit 1 when a target is missed."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -431,6 +456,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-replicas", type=int, default=MAX_REPLICAS)
     parser.add_argument("--ab", action="store_true", help="run the baseline beside this tree")
     parser.add_argument("--baseline", default=BASELINE, help="git ref of the A/B baseline")
+    parser.add_argument(
+        "--fragments",
+        action="store_true",
+        help="also list the matching pools' partly used nodes at each first rejection",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -462,6 +492,11 @@ def main(argv: list[str] | None = None) -> int:
             row, good = compare(o, was, same)
             ok = ok and good
             print(row)
+    if args.fragments:
+        for o in outcomes:
+            print_fragments(o, "" if not args.ab else "new ")
+            if args.ab:
+                print_fragments(old[o.seed], "old ")
     print(
         f"targets: allocated >= {TARGET_ALLOCATED:.0f}%, stranded <= {TARGET_STRANDED:.0f}%"
         + (", each at least as good as the baseline" if args.ab else "")

@@ -1,7 +1,9 @@
 """FleetQuota: how many devices a namespace's deployments may hold across the fleet.
 
-A namespace holds at most one FleetQuota that counts (the first by name; the
-others say so in their status). Each `spec.limits` entry caps the devices, in
+Every FleetQuota of a namespace counts: each limit of each of them must hold,
+so a second quota can only narrow what the first allows (the tightest wins).
+FleetQuotas are the platform's to write (docs/security.md: the ML team's role
+reads them only). Each `spec.limits` entry caps the devices, in
 DRA device units, that every replica of the namespace's ModelDeployments holds
 on the pools it selects — by DRA DeviceClass, by InferenceClass, by a CEL
 selector over the device, or all of them when it names none. Draining and
@@ -12,7 +14,7 @@ new placements only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +60,14 @@ class FleetQuotaSpec(KubeModel):
     limits: list[QuotaLimit] = Field(
         min_length=1, max_length=MAX_LIMITS, description="The caps, each in device units."
     )
+    priority_classes: list[DNSSubdomain] | None = Field(
+        default=None,
+        max_length=32,
+        description="The PriorityClasses the namespace's ModelDeployments may name in "
+        "spec.priority. A deployment may use one only when some FleetQuota of its namespace "
+        "lists it and every FleetQuota that sets this field does (the tightest wins); "
+        "without any list, none. Names starting with system- are never allowed.",
+    )
 
 
 class QuotaUsage(StatusModel):
@@ -78,10 +88,20 @@ class FleetQuotaStatus(ConditionedStatus):
 
 @dataclass(frozen=True)
 class ObservedQuota:
-    """A FleetQuota as the scheduler reads it: its name and parsed limits."""
+    """A FleetQuota as the scheduler reads it: its name and parsed limits.
+
+    The namespace's quotas together are one of these too (`namespace_quota`): every
+    limit of every FleetQuota, each with the quota it came from (`owners`).
+    """
 
     name: str
     limits: tuple[QuotaLimit, ...]
+    priority_classes: tuple[str, ...] | None = None
+    owners: tuple[str, ...] = ()  # the FleetQuota of each limit; empty: all `name`
+
+    def owner(self, i: int) -> str:
+        """The name of the FleetQuota limit `i` belongs to."""
+        return self.owners[i] if self.owners else self.name
 
 
 def read_fleet_quota(obj: Mapping[str, Any]) -> ObservedQuota | None:
@@ -99,10 +119,55 @@ def read_fleet_quota(obj: Mapping[str, Any]) -> ObservedQuota | None:
         spec = FleetQuotaSpec.model_validate(dict(obj.get("spec") or {}))
     except (ValidationError, TypeError, ValueError):
         return None
-    return ObservedQuota(name, tuple(spec.limits))
+    classes = tuple(spec.priority_classes) if spec.priority_classes is not None else None
+    return ObservedQuota(name, tuple(spec.limits), classes)
 
 
-def governing_quota(objects: list[Mapping[str, Any]]) -> ObservedQuota | None:
-    """The namespace's quota that counts: the first readable one by name."""
-    quotas = sorted((q for o in objects if (q := read_fleet_quota(o))), key=lambda q: q.name)
-    return quotas[0] if quotas else None
+def namespace_quota(objects: list[Mapping[str, Any]]) -> ObservedQuota | None:
+    """Every readable FleetQuota of a namespace as one: all their limits apply, so the
+    tightest wins and a second quota can only narrow what the first allows. None when
+    there is none. Quotas are taken by name, each once (the last copy of a name wins)."""
+    by_name = {q.name: q for o in objects if (q := read_fleet_quota(o))}
+    quotas = [by_name[n] for n in sorted(by_name)]
+    if not quotas:
+        return None
+    if len(quotas) == 1:
+        return quotas[0]
+    return ObservedQuota(
+        ", ".join(q.name for q in quotas),
+        tuple(lim for q in quotas for lim in q.limits),
+        None,
+        tuple(q.name for q in quotas for _ in q.limits),
+    )
+
+
+SYSTEM_PRIORITY_PREFIX = "system-"
+
+
+def priority_problem(
+    objects: Sequence[Mapping[str, Any]], namespace: str, priority: str
+) -> str | None:
+    """Why the namespace's FleetQuotas (`objects`) do not let a deployment name PriorityClass
+    `priority` in spec.priority; None when they do.
+
+    Fail closed: a `system-` class never; otherwise every readable FleetQuota that
+    sets `spec.priorityClasses` must list it, and at least one must. A FleetQuota
+    that does not read cannot say yes.
+    """
+    where = f"spec.priority: PriorityClass {priority!r}"
+    if priority.startswith(SYSTEM_PRIORITY_PREFIX):
+        return f"{where} is reserved for the platform's own pods and never allowed"
+    lists = [(q.name, q.priority_classes) for o in objects if (q := read_fleet_quota(o))]
+    lists = [(n, pcs) for n, pcs in lists if pcs is not None]
+    refusing = sorted(n for n, pcs in lists if priority not in (pcs or ()))
+    if not lists:
+        return (
+            f"{where} is not allowed in namespace {namespace}: no FleetQuota of the "
+            "namespace lists it in spec.priorityClasses"
+        )
+    if refusing:
+        return (
+            f"{where} is not allowed in namespace {namespace}: FleetQuota "
+            f"{', '.join(refusing)} does not list it in spec.priorityClasses"
+        )
+    return None

@@ -37,6 +37,11 @@ TEMPLATE_VARIABLES = ("Namespace", "Name", "Cluster")
 _TEMPLATE_TOKEN = re.compile(r"\{\{(.*?)\}\}")
 _TEMPLATE_VAR = re.compile(r"^\s*\.(Namespace|Name|Cluster)\s*$")
 
+# Kubernetes' Pod Security Standards levels, most permissive first.
+PodSecurityLevel = Literal["privileged", "baseline", "restricted"]
+POD_SECURITY_LEVELS: tuple[str, ...] = ("privileged", "baseline", "restricted")
+DEFAULT_POD_SECURITY = "baseline"
+
 
 def template_errors(value: str) -> list[str]:
     """Return why a label/annotation template is not allowed (empty when it is)."""
@@ -337,6 +342,12 @@ class InferenceClusterSpec(KubeModel):
     gateway: GatewayRef | None = None
     serving_stack: ServingStackConfig | None = Field(
         default=None, description="The serving stack; installed unless enabled is false."
+    )
+    pod_security: PodSecurityLevel = Field(
+        default="baseline",
+        description="The Pod Security Standards level enforced on the namespaces Modelplane "
+        "creates on the cluster (labels pod-security.kubernetes.io/enforce, warn and audit); "
+        "a replica whose pod template the level forbids is refused before anything lands.",
     )
 
     def source_block(self) -> KubeModel | None:

@@ -36,6 +36,8 @@ from modelplane.api.common import Condition, format_validation_error
 from modelplane.api.frozen import FrozenDict, memoized
 from modelplane.api.inference_class import Device
 from modelplane.api.inference_cluster import (
+    DEFAULT_POD_SECURITY,
+    POD_SECURITY_LEVELS,
     GatewayRef,
     GPUPool,
     InferenceClusterSpec,
@@ -238,6 +240,9 @@ class ObservedInferenceCluster:
     modelplane_image: str | None = None
     # Engine signals per replica (`status.replicaSignals`), by pod label value.
     signals: Mapping[str, ReplicaSignals] = field(default_factory=dict)
+    # `spec.podSecurity`: the Pod Security level of its namespaces; a value that
+    # does not read is `restricted`, the strictest (fail closed).
+    pod_security: str = DEFAULT_POD_SECURITY
 
     # What later layers derive from this reading alone (the scheduler's interned
     # pools), by their key. A reading of a decoded object is made once per
@@ -407,6 +412,7 @@ _SCHEDULING = _wire(InferenceClusterSpec, "scheduling")
 _GATEWAY = _wire(InferenceClusterSpec, "gateway")
 _STORAGE = _wire(InferenceClusterSpec, "storage")
 _SERVING_STACK = _wire(InferenceClusterSpec, "serving_stack")
+_POD_SECURITY = _wire(InferenceClusterSpec, "pod_security")
 # The setting that says whether a cluster serves InferencePools.
 INFERENCE_POOL_SETTING = (
     f"spec.{_SERVING_STACK}.{_wire(ServingStackConfig, 'inference_pool')}.enabled"
@@ -457,6 +463,15 @@ def read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster |
     """
     # A decoded object of the function's cache is read once per version.
     return memoized(obj, "read_inference_cluster", _read_inference_cluster)
+
+
+def read_pod_security(spec: Mapping[str, Any]) -> str:
+    """A cluster spec's Pod Security level: the default when unset, `restricted` when
+    it is not one of the levels (a level that does not read never loosens a check)."""
+    raw = spec.get(_POD_SECURITY)
+    if raw is None:
+        return DEFAULT_POD_SECURITY
+    return raw if raw in POD_SECURITY_LEVELS else "restricted"
 
 
 def read_published_pools(obj: Mapping[str, Any]) -> dict[str, ObservedPool]:
@@ -510,6 +525,7 @@ def _read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster 
         inference_pools=read_inference_pools(spec),
         unschedulable=FrozenDict({} if stale else read_unschedulable(status)),
         signals=FrozenDict({} if stale else read_replica_signals(status.get(_SIGNALS))),
+        pod_security=read_pod_security(spec),
         modelplane_image=read_modelplane_image(spec),
     )
 
@@ -858,3 +874,31 @@ def draining_replicas(obj: Mapping[str, Any]) -> frozenset[str]:
             if name:
                 names.add(name)
     return frozenset(names)
+
+
+@dataclass(frozen=True)
+class ObservedPlacer:
+    """A ModelDeployment as a preemption is checked against it: its priority, and the
+    replicas its own status says it placed (a tenant cannot write another's status)."""
+
+    namespace: str
+    name: str
+    priority: str | None
+    placed: frozenset[str]
+
+
+def read_placer(obj: Mapping[str, Any]) -> ObservedPlacer | None:
+    """A ModelDeployment's `spec.priority` and `status.placements[*].replicaName`;
+    None without a name or namespace. Entries that do not read place nothing."""
+    meta = _map(obj.get("metadata"))
+    name, namespace = _str(meta.get("name")), _str(meta.get("namespace"))
+    if name is None or namespace is None:
+        return None
+    priority = _str(_map(obj.get("spec")).get("priority"))
+    entries = _map(obj.get("status")).get(_PLACEMENTS)
+    placed = frozenset(
+        n
+        for e in (entries if isinstance(entries, list) else [])
+        if (n := _str(_map(e).get(_REPLICA_NAME))) is not None
+    )
+    return ObservedPlacer(namespace, name, priority, placed)

@@ -20,6 +20,10 @@ class ValidReason(StrEnum):
 
     VALID = "Valid"
     INVALID_SPEC = "InvalidSpec"
+    # A pod template its InferenceCluster's Pod Security level forbids (ModelReplica).
+    FORBIDDEN_BY_POD_SECURITY = "ForbiddenByPodSecurity"
+    # A ModelReplica no ModelDeployment of its namespace placed (ModelReplica).
+    NOT_PLACED_BY_DEPLOYMENT = "NotPlacedByDeployment"
 
 
 class PoolsResolvedReason(StrEnum):
@@ -61,6 +65,7 @@ class ScheduledReason(StrEnum):
     REPLACEMENT_UNSCHEDULABLE = "ReplacementUnschedulable"
     REPLICA_UNSCHEDULABLE = "ReplicaUnschedulable"
     QUOTA_EXCEEDED = "QuotaExceeded"
+    PRIORITY_NOT_ALLOWED = "PriorityNotAllowed"  # spec.priority not granted to the namespace
 
 
 class WithinQuotaReason(StrEnum):
@@ -68,7 +73,7 @@ class WithinQuotaReason(StrEnum):
 
     WITHIN_LIMITS = "WithinLimits"
     OVER_LIMIT = "OverLimit"  # a limit lowered below use: nothing is deleted, nothing new placed
-    SUPERSEDED = "Superseded"  # another FleetQuota of the namespace (first by name) counts
+    SELECTOR_ERROR = "SelectorError"  # a limit's selector cannot be evaluated: it fails closed
 
 
 class PreemptionReason(StrEnum):

@@ -78,6 +78,11 @@ class StoreFleet:
         """Every PriorityClass in the store."""
         return self._store.list(c.PRIORITY_CLASS_API_VERSION, c.KIND_PRIORITY_CLASS, None, None)
 
+    def placers(self) -> Sequence[Mapping[str, Any]]:
+        """Every ModelDeployment in the store (a preemption counts only if its own
+        deployment placed the preempting replica)."""
+        return self._store.list(c.API_VERSION, c.KIND_MODEL_DEPLOYMENT, None, None)
+
     def services(self) -> Sequence[dict[str, Any]]:
         """The ModelServices of the deployment's namespace."""
         return self._store.list(c.API_VERSION, c.KIND_MODEL_SERVICE, self._namespace, None)

@@ -386,6 +386,22 @@ def _selector_issues(spec: Any, path: str) -> Iterator[Issue]:
             yield from _selector_issues(value, f"{path}[{i}]")
 
 
+def _quota_selector_issues(spec: dict[str, Any]) -> Iterator[Issue]:
+    """Compile every FleetQuota limit's selector: one that does not compile would make
+    its limit refuse every placement it might cover (it fails closed)."""
+    limits = spec.get("limits")
+    for i, limit in enumerate(limits if isinstance(limits, list) else []):
+        expr = limit.get("selector") if isinstance(limit, dict) else None
+        if not isinstance(expr, str):
+            continue
+        try:
+            compile_selector(expr)
+        except CompileError as err:
+            fix = "try it with `modelplane cel eval EXPRESSION --device FILE`"
+            message = f"invalid device selector (the limit would refuse all it may cover): {err}"
+            yield (f"spec.limits[{i}].selector", message, fix)
+
+
 def _compile_selectors(selectors: list[Any], path: str) -> Iterator[Issue]:
     for i, sel in enumerate(selectors):
         expr = sel.get("cel") if isinstance(sel, dict) else None
@@ -415,6 +431,8 @@ def check_document(doc: Document, kind: Kind) -> list[Problem]:
     spec = doc.body.get("spec")
     if not issues and isinstance(spec, dict):
         issues += _selector_issues(spec, "spec")
+        if kind.kind == "FleetQuota":
+            issues += _quota_selector_issues(spec)
     if not issues and isinstance(spec, dict):
         issues += _function_issues(kind, spec)
     return [_problem(doc, path, message, fix) for path, message, fix in issues]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
+import math
 import operator
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -14,6 +15,7 @@ from types import MappingProxyType
 from typing import cast
 
 from modelplane.api.readers import ObservedModelReplica, ReplayOrder
+from modelplane.dra.quantity import QuantityError, parse_quantity
 from modelplane.scheduling import cost, quota
 from modelplane.scheduling.framework import ScheduleInput
 from modelplane.scheduling.ledger import PoolLedger, RoleCharge, Snapshot, Vector, replayed
@@ -296,25 +298,76 @@ def _try_combo(
     return True
 
 
-NO_FIT = -1.0  # the fit of a pool combination that cannot take the replica
+NO_FIT = -1.0  # the fullness of a pool combination that cannot take the replica
+# The best fit as the fill ranks it, higher first (`combo_rank`): minus the
+# device memory a replica takes, how full its landing nodes are, minus the
+# whole free nodes its pools keep.
+Fit = tuple[float, float, float]
+FRESH: Fit = (-math.inf, 0.0, -math.inf)  # a cluster none of whose pools is charged yet
+NO_FIT_RANK: Fit = (-math.inf, NO_FIT, -math.inf)
 
 
-def combo_fit(state: CycleState, cluster: str, combo: Sequence[tuple[str, RoleMatch]]) -> float:
-    """Best fit of one more replica on one pool combination: how full the nodes its
-    workers land on already are, 0 (whole free nodes) to under 1, higher better.
+def combo_rank(state: CycleState, cluster: str, combo: Sequence[tuple[str, RoleMatch]]) -> Fit:
+    """Best fit of one more replica on one pool combination, higher first.
 
-    The mean over its workers of each landing node's used share
-    (`PoolLedger.fullness`); `NO_FIT` when it does not fit.
+    First the least device memory it takes (`memory_taken`): a replica that
+    several kinds of device serve takes the smallest, and the larger stay for
+    the deployments only they serve. Then how full the nodes its workers land
+    on already are, the mean over its workers from 0 (whole free nodes) to
+    under 1 (`PoolLedger.fullness`). Then the fewest whole free nodes its pools
+    keep once it landed (`PoolLedger.landing`). `NO_FIT_RANK` when it does not fit.
     """
-    total, count = 0.0, 0
+    total, count, whole = 0.0, 0, 0
     for key, load in _load(state, cluster, combo).items():
         led = state.ledger(key)
         charges = [(ch.demands, ch.nodes_per_worker, ch.workers) for ch in load]
-        got = None if led is None else led.fullness(charges)
+        got = None if led is None else led.landing(charges)
         if got is None:
-            return NO_FIT
-        total, count = total + got[0], count + got[1]
-    return total / count if count else 0.0
+            return NO_FIT_RANK
+        total, count, whole = total + got[0], count + got[1], whole + got[2]
+    shapes = state.pool_shapes.table(cluster) or {}
+    taken = 0
+    for pool, match in combo:
+        taken += memory_taken(shapes[pool], match)
+    return -float(taken), (total / count if count else 0.0), -float(whole)
+
+
+def _quantity_bytes(text: object) -> int:
+    """A capacity's value in bytes; 0 when it does not parse (no preference)."""
+    try:
+        got = parse_quantity(text) if isinstance(text, str) else None
+    except QuantityError:
+        return 0
+    value = None if got is None else got.as_int64()
+    return value if value is not None else 0
+
+
+def memory_taken(shape: Shape, match: RoleMatch) -> int:
+    """The device memory one worker of `match` claims on a node of `shape`: each DRA
+    device's published `memory` capacity (0 when absent or malformed) times the
+    devices of it the worker claims."""
+    per_slot = shape.slot_memory
+    if per_slot is None:
+        per_slot = shape.slot_memory = _slot_memory(shape)
+    return sum(map(operator.mul, match.demand, per_slot))
+
+
+def _slot_memory(shape: Shape) -> tuple[int, ...]:
+    """The device memory of each structure slot of `shape`, in bytes (the sum over
+    the slot's devices; a device without a readable capacity adds 0)."""
+    structure = shape.structure
+    if structure is None:
+        return ()
+    out = [0] * (max(structure.slot, default=-1) + 1)
+    for i, device in enumerate(shape.devices):
+        slot = structure.slot[i]
+        if slot < 0:
+            continue
+        capacity = device.get("capacity") if isinstance(device, Mapping) else None
+        memory = capacity.get("memory") if isinstance(capacity, Mapping) else None
+        value = memory.get("value") if isinstance(memory, Mapping) else None
+        out[slot] += _quantity_bytes(value)
+    return tuple(out)
 
 
 def options(state: CycleState, cluster: str) -> PoolOptions | None:
@@ -324,42 +377,51 @@ def options(state: CycleState, cluster: str) -> PoolOptions | None:
     return state.options[cluster]
 
 
-def fit(state: CycleState, cluster: str) -> float:
+def rank_fit(state: CycleState, cluster: str) -> Fit:
     """Best fit of one more replica on the cluster: its best pool combination's
-    `combo_fit`, or 0 when nothing fits.
+    `combo_rank`; `FRESH` for a cluster holding nothing yet, or where nothing fits.
 
-    A cluster none of whose pools is charged yet would land it on whole free
-    nodes: 0, known without matching its pools, so a call still matches only
-    the clusters holding something or that the fill reaches.
+    A cluster none of whose pools is charged yet ranks after every cluster in
+    use that fits (the fleet opens a new cluster last), known without matching
+    its pools, so a call still matches only the clusters holding something or
+    that the fill reaches.
     """
     if not state.ledgers.holds(cluster):  # only known pools get a ledger
-        return 0.0
+        return FRESH
     per_role = options(state, cluster)
     if per_role is None:
-        return 0.0
-    fits = (combo_fit(state, cluster, combo) for combo in itertools.product(*per_role))
-    return max(0.0, max(fits, default=0.0))
+        return FRESH
+    ranks = [combo_rank(state, cluster, combo) for combo in itertools.product(*per_role)]
+    state.combo_ranks[cluster] = ranks
+    return max(FRESH, max(ranks, default=FRESH))
 
 
 def try_place(
-    state: CycleState, cluster: str, per_role: PoolOptions, name: str
+    state: CycleState,
+    cluster: str,
+    per_role: PoolOptions,
+    name: str,
+    ranks: Sequence[Fit] | None = None,
 ) -> list[tuple[str, RoleMatch]] | None:
     """Charge one new replica named `name` on `cluster` (both roles there); None when
     it does not fit.
 
-    Pool combinations are tried best fit first (`combo_fit`), equal fits in
-    pool-name order (`sorted` is stable); under LowestCost the cheapest first
-    (`cost.combo_price`), then best fit. One past the namespace's FleetQuota is
-    skipped; a failed try is rolled back.
+    Pool combinations are tried best fit first (`combo_rank`; `ranks` when the
+    caller holds them for the cluster's ledgers as they are, in
+    `itertools.product` order), equal fits in pool-name order (`sorted` is
+    stable); under LowestCost the cheapest first (`cost.combo_price`), then
+    best fit. One past the namespace's FleetQuota is skipped; a failed try is
+    rolled back.
     """
-    combos = sorted(
-        itertools.product(*per_role),
-        key=lambda combo: (
-            cost.combo_price(state, cluster, combo),
-            -combo_fit(state, cluster, combo),
-        ),
+    combos = list(itertools.product(*per_role))
+    if ranks is None or len(ranks) != len(combos):
+        ranks = [combo_rank(state, cluster, combo) for combo in combos]
+    order = sorted(
+        (cost.combo_price(state, cluster, combo), -taken, -full, -whole, i)
+        for i, (combo, (taken, full, whole)) in enumerate(zip(combos, ranks, strict=True))
     )
-    for combo in combos:
+    for *_, i in order:
+        combo = combos[i]
         if quota.admits(state, cluster, combo) and _try_combo(state, cluster, combo, name):
             return list(combo)
     return None
@@ -386,15 +448,17 @@ def new_name(state: CycleState, cluster: str, index: int) -> str:
     return replica_name(state.inp.namespace, state.inp.name, cluster, index)
 
 
-def _key(state: CycleState, cluster: str) -> tuple[float, float, str]:
+def _key(state: CycleState, cluster: str) -> tuple[float, float, float, float, str]:
     """The fill's order (a min-heap): the highest weighted score first, then the best
-    fit (`fit`), then the first name.
+    fit (`rank_fit`), then the first name.
 
     The scores keep a deployment's own replicas apart (`SpreadByLoad`); where they
-    tie — every cluster, for a deployment's first replica — the fullest landing
-    wins, so across deployments the fleet packs as the ledger does within a pool.
+    tie — every cluster, for a deployment's first replica — the best fit wins
+    (the least device memory, the fullest landing, the fewest whole nodes kept),
+    so across deployments the fleet packs as the ledger does within a pool.
     """
-    return -weighted(state.scores, state.rules, cluster), -fit(state, cluster), cluster
+    taken, full, whole = rank_fit(state, cluster)
+    return -weighted(state.scores, state.rules, cluster), -taken, -full, -whole, cluster
 
 
 def prepare_scores(state: CycleState) -> None:
@@ -503,7 +567,7 @@ def fill(state: CycleState) -> None:
             continue
         index = lowest_free(used[cluster])
         name = new_name(state, cluster, index)
-        combo = try_place(state, cluster, per_role, name)
+        combo = try_place(state, cluster, per_role, name, state.combo_ranks.pop(cluster, None))
         if combo is None:
             state.full.add(cluster)
             continue

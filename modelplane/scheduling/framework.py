@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn, Protocol, TypeVar, cast
 
 from modelplane.api.common import LabelSelector, Toleration
-from modelplane.api.fleet_quota import ObservedQuota, governing_quota
+from modelplane.api.fleet_quota import ObservedQuota, namespace_quota
 from modelplane.api.frozen import FrozenDict, memoized
 from modelplane.api.memo import memos_on, on_clear, remembered
 from modelplane.api.model_cache import ObservedModelCache, read_model_cache
@@ -39,8 +39,10 @@ from modelplane.api.objects import label_value
 from modelplane.api.readers import (
     ObservedInferenceCluster,
     ObservedModelReplica,
+    ObservedPlacer,
     read_inference_cluster,
     read_model_replica,
+    read_placer,
 )
 from modelplane.scheduling.labels import selector_matches
 from modelplane.scheduling.types import ClusterReason, EvictReason
@@ -68,7 +70,7 @@ class ScheduleInput:
     caches: Mapping[str, ObservedModelCache] | None = None
     tolerations: tuple[Toleration, ...] = ()  # the deployment's (spec.tolerations)
     missing_caches: tuple[str, ...] = ()  # names in spec.caches looked up and not found
-    quota: ObservedQuota | None = None  # the namespace's FleetQuota that counts, if any
+    quota: ObservedQuota | None = None  # every FleetQuota of the namespace as one, if any
     priorities: Mapping[str, int] = field(default_factory=dict)  # PriorityClass name → value
     # Replicas a higher-priority replica preempts: (namespace, name) → (preemptor, its value).
     preempted: Mapping[tuple[str, str], tuple[ObservedModelReplica, int]] = field(
@@ -254,11 +256,16 @@ def build_input(
     caches: Sequence[Mapping[str, Any]] | None = None,
     quotas: Sequence[Mapping[str, Any]] = (),
     priority_classes: Sequence[Mapping[str, Any]] = (),
+    placers: Sequence[Mapping[str, Any]] | None = None,
 ) -> ScheduleInput:
     """The typed input of one cycle: a parsed spec and the raw objects observed around it.
 
     `quotas` are the FleetQuotas of the deployment's namespace, `priority_classes`
-    the PriorityClasses (their values give `spec.priority` a fleet meaning).
+    the PriorityClasses (their values give `spec.priority` a fleet meaning),
+    `placers` the ModelDeployments owning the fleet's preempting replicas: a
+    preemption is honoured only for a replica its deployment's status lists, at
+    that deployment's priority (None: not looked up, every one is trusted — for
+    callers that built the replicas themselves; the composer always passes them).
 
     The spec is the caller's, parsed once (the composer validated it before
     asking for anything); the clusters, replicas and caches are read here.
@@ -281,9 +288,9 @@ def build_input(
         caches=found,
         tolerations=tuple(spec.tolerations or ()),
         missing_caches=missing,
-        quota=governing_quota(list(quotas)),
+        quota=namespace_quota(list(quotas)),
         priorities=values,
-        preempted=_preemptions(unique, values),
+        preempted=_preemptions(unique, values, _placers(placers)),
     )
 
 
@@ -317,13 +324,42 @@ def read_priorities(objects: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     return out
 
 
+def _placers(
+    objects: Sequence[Mapping[str, Any]] | None,
+) -> Mapping[tuple[str, str], ObservedPlacer] | None:
+    if objects is None:
+        return None
+    return {(p.namespace, p.name): p for o in objects if (p := read_placer(o)) is not None}
+
+
+def vouched_priority(
+    r: ObservedModelReplica, placers: Mapping[tuple[str, str], ObservedPlacer] | None
+) -> tuple[bool, str | None]:
+    """Whether a preempting replica may preempt, and at which PriorityClass: its owning
+    deployment's, when that deployment exists and its status lists the replica."""
+    if placers is None:
+        return True, r.priority
+    owner = None if r.deployment_is_label else placers.get((r.namespace, r.deployment))
+    if owner is None or r.name not in owner.placed:
+        return False, None
+    return True, owner.priority
+
+
 def _preemptions(
-    replicas: Sequence[ObservedModelReplica], values: Mapping[str, int]
+    replicas: Sequence[ObservedModelReplica],
+    values: Mapping[str, int],
+    placers: Mapping[tuple[str, str], ObservedPlacer] | None = None,
 ) -> dict[tuple[str, str], tuple[ObservedModelReplica, int]]:
-    """Who preempts whom: the highest-priority preemptor of each named replica."""
+    """Who preempts whom: the highest-priority preemptor of each named replica, among the
+    preempting replicas their own deployment placed (`vouched_priority`)."""
     out: dict[tuple[str, str], tuple[ObservedModelReplica, int]] = {}
     for r in replicas:
-        value = values.get(r.priority, 0) if r.priority else 0
+        if not r.preempts:
+            continue
+        vouched, priority = vouched_priority(r, placers)
+        if not vouched:
+            continue
+        value = values.get(priority, 0) if priority else 0
         for victim in r.preempts:
             held = out.get(victim)
             if held is None or value > held[1] or (value == held[1] and r.order < held[0].order):

@@ -190,6 +190,18 @@ class PoolLedger:
         The charges must fit the `settled` replay too (where they land there
         does not count).
         """
+        got = self.landing(charges)
+        return None if got is None else got[:2]
+
+    def landing(self, charges: Sequence[RoleCharge]) -> tuple[float, int, int] | None:
+        """`fullness`, and the whole free nodes the pool keeps once the charges landed.
+
+        Where landings are equally full, the fill takes the pool keeping the
+        fewest whole nodes: under Spread a small worker takes a whole node while
+        the pool has one, so a pool already in use should lose its last whole
+        nodes before an untouched pool loses its first, and a whole-node worker
+        should take them from there too.
+        """
         if self.settled is not None and self.settled.fullness(charges) is None:
             return None
         free = dict(self.free)
@@ -201,7 +213,7 @@ class PoolLedger:
                     return None
                 total += landed
                 count += 1
-        return total, count
+        return total, count, free.get(self.cap, 0)
 
     def _land(
         self, free: dict[Vector, int], demands: tuple[Vector, ...], nodes_per_worker: int

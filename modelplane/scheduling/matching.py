@@ -181,6 +181,9 @@ class Shape:
     matches: dict[int, RoleMatch] = field(default_factory=dict)  # by `role_id`
     observed: dict[tuple[tuple[str, int, tuple[str, ...]], ...], tuple[Vector, ...]] | None = None
     problem: str | None = None  # set by `unparsable`: "" when every device parses
+    # Device memory per structure slot, in bytes: set by `fill.memory_taken` on
+    # first use, so the fill reads the devices' capacities once per shape.
+    slot_memory: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if len(self.keys) != len(self.devices):

@@ -10,7 +10,10 @@ draining, set-aside and surge ones of this deployment included — because each
 holds devices. The check is kube-scheduler's Reserve shape: the fill asks
 `admits` before it charges a new replica; after the fill, `refuse` marks the
 pools one more replica would overrun, so the explanation and status name the
-quota and the numbers. A limit already overrun deletes nothing.
+quota and the numbers. A limit already overrun deletes nothing Ready; replicas
+of the namespace placed at the same moment past a limit are charged in the
+fleet's order and the not-Ready ones past it withdrawn (`contention`). A
+selector that cannot judge a device counts it: a limit fails closed.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 
 from modelplane.api.fleet_quota import ObservedQuota, QuotaLimit
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
+from modelplane.scheduling import words
 from modelplane.scheduling.framework import Rejection
 from modelplane.scheduling.matching import Evaluator, RoleMatch, device_key
 from modelplane.scheduling.state import CycleState, Slot
@@ -60,14 +64,43 @@ def selects(
     if limit.inference_classes is not None and class_name not in limit.inference_classes:
         return False
     if limit.selector:
-        # The request's device is the pool's device of its DeviceClass; an error or a
-        # device not published is not counted (the API server compiled the selector).
-        return any(
-            ev.evaluate(limit.selector, device_key(d), d)[0] is True
-            for d in devices
-            if d.get("deviceClassName") == held.device_class
-        )
+        # The request's device is the pool's device of its DeviceClass. A selector that
+        # cannot be evaluated on it (compile or run-time error, the cost budget) counts
+        # it: a limit that cannot say fails closed. A device not published is not counted.
+        for d in devices:
+            if d.get("deviceClassName") != held.device_class:
+                continue
+            value, error = ev.evaluate(limit.selector, device_key(d), d)
+            if value is True or error is not None:
+                return True
+        return False
     return True
+
+
+def selector_errors(
+    quota: ObservedQuota, clusters: Mapping[str, ObservedInferenceCluster], ev: Evaluator
+) -> list[str]:
+    """Each limit whose selector cannot be evaluated — it does not compile, or it fails on
+    a device some cluster publishes — as `spec.limits[i].selector: why`."""
+    out = []
+    for i, lim in enumerate(quota.limits):
+        if not lim.selector:
+            continue
+        error = ev.compile_error(lim.selector)
+        if error is None:
+            error = next(
+                (
+                    err
+                    for cl in clusters.values()
+                    for pool in cl.pools
+                    for d in pool.devices
+                    if (err := ev.evaluate(lim.selector, device_key(d), d)[1]) is not None
+                ),
+                None,
+            )
+        if error is not None:
+            out.append(f"spec.limits[{i}].selector: {error}")
+    return out
 
 
 def observed_held(r: ObservedModelReplica) -> list[Held]:
@@ -113,8 +146,8 @@ def namespace_use(
     """Each limit's use by the namespace's observed replicas (the FleetQuota's status)."""
     held = [h for r in replicas if r.namespace == namespace for h in observed_held(r)]
     return tuple(
-        QuotaUse(quota.name, lim.name, count(lim, held, clusters, ev), lim.devices)
-        for lim in quota.limits
+        QuotaUse(quota.owner(i), lim.name, count(lim, held, clusters, ev), lim.devices)
+        for i, lim in enumerate(quota.limits)
     )
 
 
@@ -122,14 +155,14 @@ def namespace_use(
 class _Base:
     """Devices the namespace's other deployments hold, per limit (fixed for the cycle)."""
 
-    others: dict[str, int] = field(default_factory=dict)
+    others: list[int] = field(default_factory=list)  # per limit, in the quota's order
     ready: bool = False
     # Per-limit devices of each of this deployment's replicas, by name: a replica's
     # devices never change within the cycle, and the fill asks once per try.
     slots: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
-def _base(state: CycleState) -> dict[str, int]:
+def _base(state: CycleState) -> list[int]:
     base = state.rules.get(QUOTA, _Base)
     if not base.ready:
         quota = state.inp.quota
@@ -137,9 +170,7 @@ def _base(state: CycleState) -> dict[str, int]:
         held = [
             h for r in state.others if r.namespace == state.inp.namespace for h in observed_held(r)
         ]
-        base.others = {
-            lim.name: count(lim, held, state.inp.clusters, state.ev) for lim in quota.limits
-        }
+        base.others = [count(lim, held, state.inp.clusters, state.ev) for lim in quota.limits]
         base.ready = True
     return base.others
 
@@ -152,7 +183,7 @@ def use(state: CycleState) -> tuple[QuotaUse, ...]:
         return ()
     base = _base(state)
     memo = state.rules.get(QUOTA, _Base).slots
-    totals = [base[lim.name] for lim in quota.limits]
+    totals = list(base)
     for s in [*state.slots, *state.draining, *state.stuck]:
         per = memo.get(s.name)
         if per is None:
@@ -162,8 +193,8 @@ def use(state: CycleState) -> tuple[QuotaUse, ...]:
             )
         totals = [t + n for t, n in zip(totals, per, strict=True)]
     return tuple(
-        QuotaUse(quota.name, lim.name, t, lim.devices)
-        for lim, t in zip(quota.limits, totals, strict=True)
+        QuotaUse(quota.owner(i), lim.name, t, lim.devices)
+        for i, (lim, t) in enumerate(zip(quota.limits, totals, strict=True))
     )
 
 
@@ -230,3 +261,54 @@ def refuse(state: CycleState) -> None:
     if found:
         state.matches.clear()
         state.options.clear()
+
+
+def contention(state: CycleState) -> None:
+    """The namespace's not-Ready replicas that overrun a limit, in the fleet's order.
+
+    Two deployments reconciled at the same moment each see the other's devices
+    as they were and may both place, together past a limit. Like pool contention,
+    every replica of the namespace is charged in one fleet-wide order (Ready
+    first, then oldest, then namespace/name; a preempted replica or a pool's
+    loser is leaving and charges nothing); a not-Ready one that would take a
+    limit past its `hard` loses and is withdrawn by its own deployment. A Ready
+    replica is always charged and never loses, so a limit lowered below use
+    still deletes nothing. Every deployment of the namespace computes the same
+    verdict from the same replicas; only the owner acts on it.
+    """
+    inp = state.inp
+    namespace_quota = inp.quota
+    if namespace_quota is None:
+        return
+    everyone = sorted(
+        (
+            r
+            for r in inp.replicas
+            if r.namespace == inp.namespace
+            and inp.preemptor(r) is None
+            and (r.namespace, r.name) not in state.losers
+        ),
+        key=lambda r: r.order,
+    )
+    totals = [0] * len(namespace_quota.limits)
+    for r in everyone:
+        held = observed_held(r)
+        adds = [count(lim, held, inp.clusters, state.ev) for lim in namespace_quota.limits]
+        over = next(
+            (
+                i
+                for i, (t, n) in enumerate(zip(totals, adds, strict=True))
+                if n and t + n > namespace_quota.limits[i].devices
+            ),
+            None,
+        )
+        if over is not None and not r.ready:
+            use = QuotaUse(
+                namespace_quota.owner(over),
+                namespace_quota.limits[over].name,
+                totals[over],
+                namespace_quota.limits[over].devices,
+            )
+            state.quota_losers[(r.namespace, r.name)] = words.quota_contention_text(use, adds[over])
+            continue
+        totals = [t + n for t, n in zip(totals, adds, strict=True)]

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from modelplane.api.memo import memos_on
 from modelplane.api.model_replica import ResolvedDeviceRequest
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica, ObservedRole
-from modelplane.scheduling import words
+from modelplane.scheduling import quota, words
 from modelplane.scheduling.framework import Eviction, ScheduleInput
 from modelplane.scheduling.ledger import PoolLedger
 from modelplane.scheduling.matching import (
@@ -193,6 +193,7 @@ def resolve_contention(state: CycleState) -> None:
         if key[0] in state.inp.candidates:
             for name in lost:
                 state.losers.setdefault(name, key[1])
+    quota.contention(state)
 
 
 # ── Retain ──────────────────────────────────────────────────────────────────
@@ -339,12 +340,18 @@ def _matched_roles(
 
 
 def _withdraw(state: CycleState, r: ObservedModelReplica) -> bool:
-    lost = state.losers.get((r.namespace, r.name))
-    if lost is None or r.ready:
+    if r.ready:
         return False
-    state.withdrawn.append(
-        Withdrawal(r.cluster, r.index, lost, words.withdrawal_text(r.cluster, lost), name=r.name)
-    )
+    lost = state.losers.get((r.namespace, r.name))
+    if lost is not None:
+        text = words.withdrawal_text(r.cluster, lost)
+        state.withdrawn.append(Withdrawal(r.cluster, r.index, lost, text, name=r.name))
+        return True
+    over = state.quota_losers.get((r.namespace, r.name))
+    if over is None:
+        return False
+    pool = r.roles[0].pool if r.roles else ""
+    state.withdrawn.append(Withdrawal(r.cluster, r.index, pool, over, name=r.name))
     return True
 
 

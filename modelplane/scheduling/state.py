@@ -92,7 +92,7 @@ class Ledgers(dict[PoolKey, PoolLedger]):
     """The cycle's pool ledgers by (cluster, pool), knowing which clusters hold one.
 
     The fill asks of every cluster whether any of its pools has a ledger yet
-    (`fill.fit`); counting them as ledgers come and go answers without looking
+    (`fill.rank_fit`); counting them as ledgers come and go answers without looking
     pool by pool. Ledgers are added by key and removed by `pop` only.
     """
 
@@ -195,6 +195,9 @@ class CycleState:
     known_pools: dict[str, Sequence[str]] = field(default_factory=dict)
     matches: dict[tuple[str, str], list[tuple[str, RoleMatch]]] = field(default_factory=dict)
     losers: dict[tuple[str, str], str] = field(default_factory=dict)  # (ns, name) -> pool
+    # Not-Ready replicas of the namespace past a FleetQuota limit in the fleet's order:
+    # (ns, name) -> why (concurrent placements; `quota.contention`).
+    quota_losers: dict[tuple[str, str], str] = field(default_factory=dict)
     slots: list[Slot] = field(default_factory=list)
     draining: list[Slot] = field(default_factory=list)  # leaving, serving until replaced
     # Reported unschedulable: kept (MakeBeforeBreak) until a replacement is placed, or
@@ -221,6 +224,10 @@ class CycleState:
     unfilled: dict[PoolKey, Snapshot] = field(default_factory=dict)
     full: set[str] = field(default_factory=set)  # clusters that cannot take one more
     options: dict[str, PoolOptions | None] = field(default_factory=dict)
+    # Each cluster's pool combinations ranked (`fill.rank_fit`) when its fill key
+    # was last computed; still true when the fill next takes the cluster, since
+    # only a replica charged there changes its ledgers (and then its key).
+    combo_ranks: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)
 
     def pool_matches(self, cluster: str, role: RoleDef) -> list[tuple[str, RoleMatch]]:
         """A cluster's known pools with their match for `role`, matched on first use.

@@ -25,6 +25,7 @@ ClusterReason = Literal[
     "WaitingForCache",  # a ModelCache in spec.caches does not exist: nothing new is placed
     "CacheNotOnCluster",  # the deployment's ModelCache stages no copy on the cluster
     "BackendUnsupported",  # the cluster does not run the deployment's spec.backend
+    "PodSecurityForbidden",  # the cluster's spec.podSecurity level forbids a template's field
     # every matching pool holds a replica of this deployment the cluster reports unschedulable
     "ReplicaUnschedulable",
     "QuotaExceeded",  # the namespace's FleetQuota has no room for one more replica on the pool

@@ -89,6 +89,9 @@ _REJECTIONS = {
     ),
     "InvalidNodeSelector": lambda d: "the node selector does not compile: " + "; ".join(d),
     "BackendUnsupported": lambda d: _backend_unsupported(d[0], d[1]),
+    "PodSecurityForbidden": lambda d: (
+        f"the cluster's Pod Security level {d[0]} (spec.podSecurity) forbids {d[1]}"
+    ),
     "ReplicaUnschedulable": lambda d: (
         f"the cluster reports replica {d[0]} of this deployment unschedulable on this pool "
         f"since {d[1] or 'an unknown time'}; no new replica goes here while it does"
@@ -139,6 +142,15 @@ _EVICTIONS = {
 def eviction_text(e: Eviction) -> str:
     """Why an existing replica must leave its place, in one line."""
     return _EVICTIONS[e.reason](e.detail)
+
+
+def quota_contention_text(use: QuotaUse, needs: int) -> str:
+    """Why a not-yet-Ready replica is withdrawn: placed at the same moment as others of its
+    namespace, it would take a FleetQuota limit past its hard limit."""
+    return (
+        f"{quota_text(use)} held by older or Ready replicas of the namespace and it needs "
+        f"{needs} more: replicas placed at the same moment overran the limit"
+    )
 
 
 def withdrawal_text(cluster: str, pool: str) -> str:
@@ -338,9 +350,16 @@ def rejections(verdicts: Iterable[ClusterVerdict]) -> list[ClusterVerdict]:
 def rejection_summary(verdicts: Iterable[ClusterVerdict]) -> str:
     """Which clusters rejected the deployment, grouped by reason; details are in status."""
     by_reason: dict[str, list[str]] = {}
+    first: dict[str, str] = {}
     for v in rejections(verdicts):
         by_reason.setdefault(v.reason or "Rejected", []).append(v.cluster)
-    groups = [f"{reason} on {names(found)}" for reason, found in by_reason.items()]
+        first.setdefault(v.reason or "Rejected", v.message)
+    groups = [
+        f"{reason} on {names(found)}"
+        # A tenant's own template is at fault: the condition names the field itself.
+        + (f" ({first[reason]})" if reason == "PodSecurityForbidden" else "")
+        for reason, found in by_reason.items()
+    ]
     return "; ".join(groups) + " (see status.unschedulable)"
 
 

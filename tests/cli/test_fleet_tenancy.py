@@ -20,12 +20,12 @@ def _view(path: str):  # type: ignore[no-untyped-def]
 
 def test_cost_per_cluster_and_per_deployment() -> None:
     # examples/cost after the spot reclaim: chat holds eu-west 2 × 0.6 and us-east 2 × 0.7;
-    # batch moved off the Spot pool to us-east (0.7) and ap-south's on-demand l4 (0.8).
+    # batch moved off the Spot pool to us-east's on-demand l4, both replicas (2 × 0.7).
     view = _view("examples/cost")
     clusters = {cl.name: cl.cost_per_hour for cl in view.clusters}
-    assert clusters == pytest.approx({"ap-south": 0.8, "eu-west": 1.2, "us-east": 2.1})
+    assert clusters == pytest.approx({"ap-south": 0.0, "eu-west": 1.2, "us-east": 2.8})
     deployments = {d.name: d.cost_per_hour for d in view.deployments}
-    assert deployments == pytest.approx({"ml-team/batch": 1.5, "ml-team/chat": 2.6})
+    assert deployments == pytest.approx({"ml-team/batch": 1.4, "ml-team/chat": 2.6})
     spot = [(cl.name, p.name) for cl in view.clusters for p in cl.pools if p.spot]
     assert spot == [("ap-south", "l4-spot")]
     page = render_html(view)
@@ -39,7 +39,7 @@ def test_fleet_cost_flag_and_json() -> None:
     raw = CliRunner().invoke(cli, ["fleet", "examples/cost", "-o", "json"])
     doc = json.loads(raw.output)
     costs = {d["name"]: d["costPerHour"] for d in doc["deployments"]}
-    assert costs == pytest.approx({"ml-team/batch": 1.5, "ml-team/chat": 2.6})
+    assert costs == pytest.approx({"ml-team/batch": 1.4, "ml-team/chat": 2.6})
 
 
 def test_quota_use_and_preemptions_in_the_fleet_view() -> None:

@@ -58,13 +58,30 @@ def cluster(scheduling: dict[str, Any] | None = None, **status: Any) -> dict[str
     }
 
 
+def placed_by(xr: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ModelDeployment that placed replica `xr` (it lists it in status.placements),
+    as the replica composer's `deployment` requirement delivers it."""
+    name, ns = xr["metadata"]["name"], xr["metadata"]["namespace"]
+    return [
+        {
+            "apiVersion": "modelplane.ai/v1alpha1",
+            "kind": "ModelDeployment",
+            "metadata": {"name": xr["spec"]["deploymentName"], "namespace": ns, "uid": "d-1"},
+            "spec": {},
+            "status": {"placements": [{"replicaName": name}]},
+        }
+    ]
+
+
 def run(
     xr: dict[str, Any],
     cl: dict[str, Any] | None = None,
     observed: dict[str, Any] | None = None,
     fetched: bool = True,
 ) -> ComposeResult:
-    required = {"cluster": [cl] if cl is not None else []} if fetched else {}
+    required = (
+        {"cluster": [cl] if cl is not None else [], "deployment": placed_by(xr)} if fetched else {}
+    )
     return compose(ComposeInput(composite=xr, observed=observed or {}, required=required))
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from replicas import ready_caches
+from replicas import placed_by, ready_caches
 
 from modelplane.compose.replica import disaggregation
 from modelplane.compose.replica.model_replica import compose
@@ -22,7 +22,11 @@ def _native(name: str) -> dict[str, Any]:
     case = yaml.safe_load((KSERVE / name).read_text())
     replica = copy.deepcopy(case["replica"])
     del replica["spec"]["backend"]
-    required = {"cluster": [case["cluster"]], **ready_caches(replica)}
+    required = {
+        "cluster": [case["cluster"]],
+        "deployment": placed_by(replica),
+        **ready_caches(replica),
+    }
     res = compose(ComposeInput(composite=replica, required=required))
     assert res.fatal is None
     return {

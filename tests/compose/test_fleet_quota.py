@@ -77,12 +77,11 @@ def _cond(result: ComposeResult, type_: str) -> tuple[Any, ...]:
     return found[0].status, found[0].reason, found[0].message
 
 
-def test_first_call_asks_for_the_namespaces_replicas_quotas_and_the_clusters() -> None:
+def test_first_call_asks_for_the_namespaces_replicas_and_the_clusters() -> None:
     result = _run(_quota("q", 16), fetched=False)
     assert {k: (r.kind, r.namespace) for k, r in result.requirements.items()} == {
         "inference-clusters": ("InferenceCluster", None),
         "model-replicas": ("ModelReplica", "team-a"),
-        "fleet-quotas": ("FleetQuota", "team-a"),
     }
     assert result.status in (None, {})
 
@@ -106,8 +105,8 @@ def test_a_limit_below_use_says_nothing_is_deleted() -> None:
     assert message.startswith("FleetQuota q limit h100: 16/10 devices: nothing is deleted")
 
 
-def test_a_second_quota_in_the_namespace_is_superseded() -> None:
+def test_a_second_quota_in_the_namespace_reports_its_own_limits() -> None:
+    # Every FleetQuota counts (issue 40): a second one is not silenced.
     result = _run(_quota("b", 10), _quota("a", 16))
-    status, reason, message = _cond(result, "WithinQuota")
-    assert (status, reason) == ("Unknown", "Superseded")
-    assert message == "FleetQuota a counts for namespace team-a (the first by name)"
+    assert result.status == {"used": [{"name": "h100", "used": 16, "hard": 10}]}
+    assert _cond(result, "WithinQuota")[:2] == ("False", "OverLimit")

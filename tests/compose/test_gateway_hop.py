@@ -64,6 +64,7 @@ def test_replica_namespaces_carry_the_label_the_gateway_selects() -> None:
 
     class Ctx:
         namespace = "ml-team"
+        pod_security = "baseline"
 
     labels = workload.namespace(Ctx())["metadata"]["labels"]  # type: ignore[arg-type]
     assert labels["app.kubernetes.io/managed-by"] == "modelplane"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from replicas import ready_caches
+from replicas import placed_by, ready_caches
 
 from modelplane.compose.replica.backends import kserve
 from modelplane.compose.replica.model_replica import compose
@@ -26,7 +26,7 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _compose(replica: dict[str, Any], cluster: dict[str, Any]) -> ComposeResult:
-    required = {"cluster": [cluster], **ready_caches(replica)}
+    required = {"cluster": [cluster], "deployment": placed_by(replica), **ready_caches(replica)}
     return compose(ComposeInput(composite=replica, required=required))
 
 

@@ -533,7 +533,12 @@ def test_reserved_and_invalid_user_labels_are_dropped() -> None:
 def test_priority_and_caches_reach_the_replica() -> None:
     dep = deployment(replicas=1, priority="inference-high", caches=[{"name": "weights"}])
     plan = ScheduleResult(replicas=(planned("a", 0),), desired=1)
-    required = {**FETCHED, "cache-weights": [CACHE]}
+    # The namespace's FleetQuota grants the class (docs/security.md).
+    grant = {
+        "metadata": {"name": "q", "namespace": "team-a"},
+        "spec": {"limits": [{"name": "all", "devices": 8}], "priorityClasses": ["inference-high"]},
+    }
+    required = {**FETCHED, "cache-weights": [CACHE], "fleet-quotas": [grant]}
     got = md.compose_with(ComposeInput(dep, required=required), Scripted(plan))
     assert got.desired["replica-a-0"].resource == replica(
         "a", 0, priority="inference-high", caches=[{"name": "weights"}], revision=REVISION_CACHED

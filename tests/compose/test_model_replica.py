@@ -12,7 +12,18 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from replicas import NAME, NS, cluster, cond, manifest, observed_from, parent, replica, run
+from replicas import (
+    NAME,
+    NS,
+    cluster,
+    cond,
+    manifest,
+    observed_from,
+    parent,
+    placed_by,
+    replica,
+    run,
+)
 
 from modelplane.compose import objects
 from modelplane.compose.replica.engines import ray
@@ -293,7 +304,7 @@ def test_cache_points_vllm_at_the_mount_unless_it_names_a_model(
         "spec": {"storage": {"backend": "PVC"}},
         "status": {"clusters": [{"cluster": "east", "phase": "Ready", "claimName": "weights"}]},
     }
-    required = {"cluster": [cluster()], "model-cache": [cache]}
+    required = {"cluster": [cluster()], "model-cache": [cache], "deployment": placed_by(xr)}
     res = compose(ComposeInput(composite=xr, required=required))
     tpl = manifest(res, "unified-deployment")["spec"]["template"]
     assert _engine(tpl)["args"] == expected

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+from replicas import placed_by
 
 from modelplane.compose.replica.model_replica import compose
 from modelplane.compose.types import ComposeInput, ComposeResult
@@ -30,7 +31,7 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _compose(case: dict[str, Any]) -> ComposeResult:
-    required = {"cluster": [case["cluster"]]}
+    required = {"cluster": [case["cluster"]], "deployment": placed_by(case["replica"])}
     if "cache" in case:
         required["model-cache"] = [case["cache"]]
     return compose(ComposeInput(composite=case["replica"], required=required))

@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 import pytest
-from replicas import NS, cluster, cond, manifest, replica
+from replicas import NS, cluster, cond, manifest, placed_by, replica
 
 from modelplane.compose.replica.model_replica import compose
 from modelplane.compose.types import ComposeInput, ComposeResult
@@ -33,7 +33,7 @@ def run(
     xr = replica(caches=[{"name": "weights"}])
     if template is not None:
         xr["spec"]["workers"]["template"] = template
-    required: dict[str, Any] = {"cluster": [cluster()]}
+    required: dict[str, Any] = {"cluster": [cluster()], "deployment": placed_by(xr)}
     if caches is not None:
         required["model-cache"] = caches
     return compose(ComposeInput(composite=xr, observed=observed or {}, required=required))

@@ -564,6 +564,7 @@ def test_package_files_layout_and_determinism() -> None:
         "configuration/crossplane.yaml",
         "configuration/activation-policy.yaml",
         "function/crossplane.yaml",
+        "rbac/roles.yaml",  # beside the package roots, applied apart (docs/security.md)
     }
     for plural in (
         "inferenceclasses",

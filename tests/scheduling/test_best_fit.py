@@ -52,8 +52,10 @@ def _fleet(packing: str, nodes: int = 1, names: str = "abc") -> list[dict[str, A
         # Spread with one node per pool: the landing node is c's, in use.
         ("Spread", 1, [("x", "c", 1)], 1, [("c", 0, "h100")]),
         # Spread with two nodes: c's cluster would put it on its empty node (worst
-        # fit), a whole node either way, so the first name wins.
-        ("Spread", 2, [("x", "c", 1)], 1, [("a", 0, "h100")]),
+        # fit), a whole node either way; c keeps fewer whole nodes (none) than a
+        # would (one), so c takes it (issue 46: a pool in use loses its last
+        # whole nodes before an untouched one loses its first).
+        ("Spread", 2, [("x", "c", 1)], 1, [("c", 0, "h100")]),
         # Spread, both of c's nodes in use: it lands beside one of them.
         ("Spread", 2, [("x", "c", 1), ("y", "c", 1)], 1, [("c", 0, "h100")]),
     ],

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from modelplane.scheduling.framework import ClusterFilter, Eviction, Rejection, 
 from modelplane.scheduling.rules import FILTERS, POOL_FILTERS
 from modelplane.scheduling.rules.caches import CacheFilter
 from modelplane.scheduling.rules.cluster_selector import ClusterSelectorFilter
+from modelplane.scheduling.rules.pod_security import PodSecurityFilter
 from modelplane.scheduling.rules.readiness import ReadinessFilter
 from modelplane.scheduling.rules.taints import TaintFilter
 from tests.scheduling.schedfleet import L4, cluster, deployment, replica, request, resolved
@@ -56,6 +58,7 @@ def test_the_registry_order_is_the_reporting_order() -> None:
         "Taints",
         "Readiness",
         "Backend",
+        "PodSecurity",
         "Caches",
         "Unschedulable",
         "Spot",
@@ -182,13 +185,53 @@ def test_cache_admits_only_clusters_it_covers_and_never_evicts(
     assert _answer(CacheFilter(), cl, dep, [_cache("w", *copies)]) == (admit, None)
 
 
+HOST = "spec.workers.template.spec.hostNetwork: must be unset or false"
+ESCALATE = "spec.workers.template.spec.containers[0].securityContext.allowPrivilegeEscalation"
+
+
+@pytest.mark.parametrize(
+    ("level", "pod", "admit"),
+    [
+        (None, {}, None),  # the default level, baseline: a plain template passes
+        ("restricted", {}, Rejection("PodSecurityForbidden", ("restricted", f"{ESCALATE}: ..."))),
+        ("privileged", {"hostNetwork": True}, None),
+        ("baseline", {"hostNetwork": True}, Rejection("PodSecurityForbidden", ("baseline", HOST))),
+        ("restricted", {"hostNetwork": True}, "restricted"),
+        ("nonsense", {}, "restricted"),  # a level that does not read is restricted
+    ],
+)
+def test_pod_security_refuses_clusters_whose_level_forbids_and_never_evicts(
+    level: str | None, pod: dict[str, Any], admit: Rejection | str | None
+) -> None:
+    dep = deployment(1, NODE_1X)
+    template = copy.deepcopy(dep["spec"]["workers"]["template"])
+    template["spec"].update(pod)
+    dep["spec"]["workers"]["template"] = template
+    cl = cluster("a", {"l4": ("l4-1x", 1)})
+    if level is not None:
+        cl["spec"]["podSecurity"] = level
+    got, evicted = _answer(PodSecurityFilter(), cl, dep)
+    assert evicted is None
+    if admit is None or isinstance(admit, str):
+        assert (got is None) is (admit is None)
+        assert got is None or (got.reason, got.detail[0]) == ("PodSecurityForbidden", admit)
+    elif admit.detail[1].endswith(": ..."):
+        assert got is not None and got.detail[0] == admit.detail[0]
+        assert got.detail[1].startswith(admit.detail[1][: -len(" ...")])
+    else:
+        assert got == admit
+
+
 def _mixed_fleet() -> list[dict[str, Any]]:
     """Clusters each of which some filter refuses for some deployment below."""
     kserve = cluster("e-kserve", {"l4": ("l4-1x", 1)}, labels={"tier": "gold"})
     kserve["spec"]["servingStack"] = {"kserve": {"enabled": True}}
     unreadable = cluster("f-unreadable", {"l4": ("l4-1x", 1)})
     unreadable["spec"]["servingStack"] = {"kserve": "yes"}
+    restricted = cluster("h-restricted", {"l4": ("l4-1x", 1)}, labels={"tier": "gold"})
+    restricted["spec"]["podSecurity"] = "restricted"  # the plain engine template breaks it
     return [
+        restricted,
         cluster("a-gold", {"l4": ("l4-1x", 1)}, labels={"tier": "gold"}),
         cluster("b-tainted", {"l4": ("l4-1x", 1)}, labels={"tier": "gold"}, taints=[NOSCHED]),
         cluster("c-notready", {"l4": ("l4-1x", 1)}, ready=False),

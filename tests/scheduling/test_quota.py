@@ -48,10 +48,13 @@ REPLICAS = [
         ({"devices": 100, "inferenceClasses": ["h100-8x", "l4-1x"]}, 33),
         ({"devices": 100, "deviceClassName": "gpu.nvidia.com"}, 8 + 8 + 16 + 1 + 4),
         ({"devices": 100, "deviceClassName": "rdma.example.com"}, 2),
-        # Classes by selector: H100 (80Gi) and A100 (40Gi) have ≥ 40Gi, the L4 (24Gi) not.
-        ({"devices": 100, "selector": BIG_MEMORY}, 8 + 8 + 16 + 4),
-        ({"devices": 100, "selector": BIG_MEMORY, "inferenceClasses": ["a100-4x"]}, 4),
-        ({"devices": 100, "selector": "device.attributes['x'].nope == 1"}, 0),  # error: none
+        # Classes by selector: H100 (80Gi) and A100 (40Gi) have ≥ 40Gi, the L4 (24Gi) not;
+        # the NICs have no gpu.nvidia.com capacity, so the selector errors on them and
+        # they count (a selector that cannot judge a device fails closed, issue 40).
+        ({"devices": 100, "selector": BIG_MEMORY}, 8 + 8 + 16 + 4 + 2),
+        ({"devices": 100, "selector": BIG_MEMORY, "inferenceClasses": ["a100-4x"]}, 4 + 2),
+        # An error on every device: every device counts.
+        ({"devices": 100, "selector": "device.attributes['x'].nope == 1"}, 8 + 8 + 16 + 1 + 4 + 2),
     ],
 )
 def test_a_limit_counts_the_namespaces_devices_on_the_pools_it_selects(
@@ -120,13 +123,18 @@ def test_a_draining_replica_and_its_surge_replacement_both_count() -> None:
     assert {v.cluster: v.reason for v in short.clusters}["west"] == "QuotaExceeded"
 
 
-def test_other_namespaces_do_not_count_and_the_first_quota_by_name_governs() -> None:
+def test_other_namespaces_do_not_count_and_every_quota_applies() -> None:
+    # Issue 40: a second FleetQuota no longer replaces the first; the tightest wins.
     dep = deployment(1, [request("gpu", H100, count=8)], name="chat")
     theirs = [replica("x", "east", 0, "h100", H8, namespace="team-b")]
-    quotas = [quota("b-second", h100={"devices": 0}), quota("a-first", h100={"devices": 8})]
+    quotas = [quota("b-second", h100={"devices": 16}), quota("a-first", h100={"devices": 8})]
     result = run(dep, CLUSTERS, theirs, quotas)
     assert result.placed == 1
-    assert [(u.quota, u.used) for u in result.quota] == [("a-first", 8)]
+    assert [(u.quota, u.used) for u in result.quota] == [("a-first", 8), ("b-second", 8)]
+    tighter = [quota("b-second", h100={"devices": 0}), quota("a-first", h100={"devices": 8})]
+    refused = run(dep, CLUSTERS, theirs, tighter)
+    assert refused.placed == 0
+    assert {v.reason for v in refused.clusters} == {"QuotaExceeded"}
 
 
 @pytest.mark.parametrize(

@@ -53,6 +53,7 @@ def test_the_folder_holds_the_rules_the_docs_list() -> None:
         "caches",
         "cluster_selector",
         "lowest_cost",
+        "pod_security",
         "preemption",
         "readiness",
         "spot",

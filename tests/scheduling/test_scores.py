@@ -224,7 +224,9 @@ def test_a_price_and_spread_hold_at_once(
 # --- The default profile keeps the strict order -------------------------------------
 
 
-def _strict_order(state: CycleState, cluster_name: str) -> tuple[tuple[int, int], float, str]:
+def _strict_order(
+    state: CycleState, cluster_name: str
+) -> tuple[tuple[int, int], tuple[float, ...], str]:
     """The order before scores were weighed, written out independently of the rules:
     a Ready copy (or no cache) first, then the fewest replicas held, then the best
     fit (the fill's own, below every score: pinned by test_best_fit.py), then the name."""
@@ -232,7 +234,8 @@ def _strict_order(state: CycleState, cluster_name: str) -> tuple[tuple[int, int]
     ready = cache is None or any(c.ready and c.cluster == cluster_name for c in cache.copies)
     held = sum(1 for s in state.slots if s.cluster == cluster_name)
     # the fill's (order, fit, name) shape
-    return ((0 if ready else 1), held), -fill_step.fit(state, cluster_name), cluster_name
+    best = tuple(-x for x in fill_step.rank_fit(state, cluster_name))
+    return ((0 if ready else 1), held), best, cluster_name
 
 
 PHASES = [None, "Ready", "Ready", "Hydrating", "Pending"]

@@ -172,7 +172,9 @@ def test_a_disaggregated_replica_moves_whole_and_keeps_off_the_reported_pool() -
         prefill=([request("gpu", H100, count=8)], workers()),
         decode=([request("gpu", L4)], workers()),
     )
-    pools = {"h100": ("h100-8x", 2), "l4": ("l4-1x", 2), "l4-spare": ("l4-1x", 1)}
+    # Both L4 pools keep as many whole nodes after the first decode worker, so
+    # the pool-name order decides where it lands (l4).
+    pools = {"h100": ("h100-8x", 2), "l4": ("l4-1x", 2), "l4-spare": ("l4-1x", 2)}
     a = cluster("a", pools)
     first = schedule(dep, [a], [])
     assert _state(first) == [("a", 0, ("h100", "l4"), "new")]

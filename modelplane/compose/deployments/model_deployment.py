@@ -33,6 +33,7 @@ from pydantic import ValidationError
 
 from modelplane.api import constants as c
 from modelplane.api.common import format_validation_error
+from modelplane.api.fleet_quota import priority_problem
 from modelplane.api.frozen import memoized
 from modelplane.api.model_deployment import (
     MAX_UNSCHEDULABLE_ENTRIES,
@@ -96,6 +97,7 @@ REPLICAS_REQUIREMENT = "model-replicas"
 SERVICES_REQUIREMENT = "model-services"
 QUOTAS_REQUIREMENT = "fleet-quotas"
 PRIORITIES_REQUIREMENT = "priority-classes"
+PLACERS_REQUIREMENT = "model-deployments"
 _LABEL_NAME = r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)"
 _LABEL_KEY = re.compile(
     rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{_LABEL_NAME}$"
@@ -135,9 +137,15 @@ def requirements(
             api_version=c.API_VERSION, kind=c.KIND_FLEET_QUOTA, namespace=namespace
         ),
     }
-    if (spec is not None and spec.priority) or _listing(replicas).preempts:
+    preempting = _listing(replicas).preempts
+    if (spec is not None and spec.priority) or preempting:
         reqs[PRIORITIES_REQUIREMENT] = Requirement(
             api_version=c.PRIORITY_CLASS_API_VERSION, kind=c.KIND_PRIORITY_CLASS
+        )
+    if preempting:
+        # A preemption is honoured only for a replica its own deployment placed.
+        reqs[PLACERS_REQUIREMENT] = Requirement(
+            api_version=c.API_VERSION, kind=c.KIND_MODEL_DEPLOYMENT
         )
     if spec is not None and spec.autoscaling is not None:
         # A leaving replica is deleted only once every service routes nothing to it.
@@ -202,9 +210,28 @@ class _RequiredFleet:
         """Every PriorityClass."""
         return list(self._inp.required.get(PRIORITIES_REQUIREMENT, []))
 
+    def placers(self) -> Sequence[Resource]:
+        """Every ModelDeployment, fetched while some replica of the fleet preempts."""
+        return list(self._inp.required.get(PLACERS_REQUIREMENT, []))
+
     def services(self) -> Sequence[Resource]:
         """The ModelServices of the namespace (fetched under autoscaling only)."""
         return list(self._inp.required.get(SERVICES_REQUIREMENT, []))
+
+
+def _priority_refused(
+    inp: ComposeInput, result: ComposeResult, spec: ModelDeploymentSpec, namespace: str
+) -> ComposeResult | None:
+    """Hold a deployment whose spec.priority its namespace's FleetQuotas do not grant."""
+    if not spec.priority:
+        return None
+    quotas = list(inp.required.get(QUOTAS_REQUIREMENT, []))
+    refused = priority_problem(quotas, namespace, spec.priority)
+    if refused is None:
+        return None
+    msg = f"{refused} (no new replicas are placed; existing ones are kept)"
+    reason = ScheduledReason.PRIORITY_NOT_ALLOWED
+    return outcome.hold(inp, result, c.CONDITION_SCHEDULED, reason, msg)
 
 
 def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
@@ -237,6 +264,9 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
     result.requirements = requirements(namespace, spec, fleet)
     if not all(inp.fetched(r) for r in result.requirements):
         return outcome.wait(inp, result)
+    refused = _priority_refused(inp, result, spec, namespace)
+    if refused is not None:
+        return refused
 
     try:
         plan = plan_deployment(inp.composite, spec, _RequiredFleet(inp, namespace), scheduler)

@@ -38,6 +38,10 @@ class ObservedFleet(Protocol):
     def priority_classes(self) -> Sequence[Object]:
         """Every PriorityClass (their values order the fleet's replicas for preemption)."""
 
+    def placers(self) -> Sequence[Object]:
+        """The ModelDeployments that may own the fleet's preempting replicas (every one
+        while some replica preempts): a preemption counts only if its deployment placed it."""
+
 
 def scheduler_input(
     composite: Object, spec: ModelDeploymentSpec, fleet: ObservedFleet
@@ -60,4 +64,5 @@ def scheduler_input(
         caches,
         fleet.quotas(),
         fleet.priority_classes(),
+        fleet.placers(),
     )

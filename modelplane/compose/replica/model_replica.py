@@ -49,10 +49,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from modelplane.api import constants as c
+from modelplane.api import pod_security
+from modelplane.api.fleet_quota import SYSTEM_PRIORITY_PREFIX
 from modelplane.api.inference_cluster import GatewayRef
 from modelplane.api.model_replica import ModelReplicaSpec, ModelReplicaStatus
 from modelplane.api.objects import condition, label_value, replica_base
-from modelplane.api.readers import ObservedInferenceCluster, read_inference_cluster
+from modelplane.api.readers import ObservedInferenceCluster, read_inference_cluster, read_placer
 from modelplane.api.reasons import (
     ClusterResolvedReason,
     RouteAcceptedReason,
@@ -77,6 +79,7 @@ from modelplane.compose.types import (
 )
 
 CLUSTER_REQUIREMENT = "cluster"
+DEPLOYMENT_REQUIREMENT = "deployment"
 
 
 # --- reading the InferenceCluster --------------------------------------------------------
@@ -100,6 +103,13 @@ def _identity(xr: Resource) -> tuple[str, str] | None:
     return (name, ns) if name and ns else None
 
 
+def _priority_errors(spec: ModelReplicaSpec) -> list[str]:
+    # Defence in depth: a deployment is refused such a class before it places anything.
+    if spec.priority and spec.priority.startswith(SYSTEM_PRIORITY_PREFIX):
+        return [f"spec.priority: PriorityClass {spec.priority!r} is never allowed"]
+    return []
+
+
 def _validate(inp: ComposeInput, res: ComposeResult) -> ModelReplicaSpec | ComposeResult:
     spec, msg = parse_spec(ModelReplicaSpec, inp.composite)
     if spec is not None:
@@ -112,6 +122,7 @@ def _validate(inp: ComposeInput, res: ComposeResult) -> ModelReplicaSpec | Compo
                 )
             ]
             or backends.spec_errors(spec)
+            or _priority_errors(spec)
         )
     if spec is None or msg:
         return outcome.hold(
@@ -124,6 +135,68 @@ def _validate(inp: ComposeInput, res: ComposeResult) -> ModelReplicaSpec | Compo
         )
     res.condition(c.CONDITION_VALID, True, ValidReason.VALID)
     return spec
+
+
+def _require_owner(res: ComposeResult, spec: ModelReplicaSpec, ns: str) -> None:
+    res.requirements[DEPLOYMENT_REQUIREMENT] = Requirement(
+        api_version=c.API_VERSION,
+        kind=c.KIND_MODEL_DEPLOYMENT,
+        match_name=spec.deployment_name,
+        namespace=ns,
+    )
+
+
+def _controls(ref: Any, uid: Any) -> bool:
+    return (
+        isinstance(ref, dict)
+        and ref.get("controller") is True
+        and ref.get("kind") == c.KIND_MODEL_DEPLOYMENT
+        and isinstance(uid, str)
+        and bool(uid)
+        and ref.get("uid") == uid
+    )
+
+
+def owner_problem(
+    replica: Resource, deployments: list[Resource], spec: ModelReplicaSpec, name: str, ns: str
+) -> str | None:
+    """Why no ModelDeployment vouches for the replica; None when its deployment placed it.
+
+    Its deployment (`spec.deploymentName`, same namespace) must exist and either list
+    it in `status.placements` or be its controller (owner reference by uid): a replica
+    written directly, by anyone, is composed onto no cluster.
+    """
+    where = f"spec.deploymentName: ModelDeployment {ns}/{spec.deployment_name}"
+    obj = next((d for d in deployments if meta(d).get("name") == spec.deployment_name), None)
+    placer = read_placer(obj) if obj is not None else None
+    if obj is None or placer is None:
+        return f"{where} not found: only a deployment's own replicas are composed"
+    refs = meta(replica).get("ownerReferences")
+    uid = meta(obj).get("uid")
+    if name in placer.placed or any(
+        _controls(ref, uid) for ref in (refs if isinstance(refs, list) else [])
+    ):
+        return None
+    return f"{where} did not place replica {name} (not in its status.placements nor its controller)"
+
+
+def _check_owner(
+    inp: ComposeInput, res: ComposeResult, spec: ModelReplicaSpec, name: str, ns: str
+) -> ComposeResult | None:
+    """Refuse a replica its deployment did not place (issue 40, finding 4)."""
+    problem = owner_problem(
+        inp.composite, list(inp.required.get(DEPLOYMENT_REQUIREMENT, [])), spec, name, ns
+    )
+    if problem is None:
+        return None
+    return outcome.hold(
+        inp,
+        res,
+        c.CONDITION_VALID,
+        ValidReason.NOT_PLACED_BY_DEPLOYMENT,
+        problem,
+        readiness=readiness.observed_ready,
+    )
 
 
 # --- phase 2: resolve the cluster --------------------------------------------------------
@@ -205,6 +278,58 @@ def _resolve_cluster(
     return Target(cluster, cluster.provider_config_name, gateway, plan)
 
 
+def _pod_security(
+    inp: ComposeInput, res: ComposeResult, spec: ModelReplicaSpec, cluster: ObservedInferenceCluster
+) -> ComposeResult | None:
+    """Refuse, before anything lands, a pod template the cluster's Pod Security level forbids."""
+    level = cluster.pod_security
+    found = [
+        err
+        for role in spec.roles().values()
+        for err in pod_security.violations(
+            role.workers.template, level, workload.template_path(role)
+        )
+    ]
+    if not found:
+        return None
+    message = (
+        f"forbidden by Pod Security level {level!r} of InferenceCluster {cluster.name!r} "
+        f"(spec.podSecurity): " + "; ".join(found)
+    )
+    return outcome.hold(
+        inp,
+        res,
+        c.CONDITION_VALID,
+        ValidReason.FORBIDDEN_BY_POD_SECURITY,
+        message,
+        readiness=readiness.observed_ready,
+    )
+
+
+def _admit(
+    inp: ComposeInput,
+    res: ComposeResult,
+    spec: ModelReplicaSpec,
+    name: str,
+    ns: str,
+    target: Target,
+) -> backends.ServingBackend | ComposeResult:
+    """The replica's serving backend, or a stop: unless its deployment placed it and its
+    cluster's Pod Security level allows its templates (wait while the deployment is
+    being fetched); fatal for a backend not registered."""
+    if not inp.fetched(DEPLOYMENT_REQUIREMENT):
+        return outcome.wait(inp, res, readiness=readiness.observed_ready)
+    refused = _check_owner(inp, res, spec, name, ns) or _pod_security(
+        inp, res, spec, target.cluster
+    )
+    if refused is not None:
+        return refused
+    backend = backends.backend(spec.backend)
+    if backend is None:
+        return outcome.fatal(f"no serving backend {spec.backend!r} registered")
+    return backend
+
+
 # --- phase 3: build ----------------------------------------------------------------------
 
 
@@ -213,7 +338,7 @@ def _context(
     ns: str,
     base: str,
     spec: ModelReplicaSpec,
-    plan: SchedulingPlan,
+    target: Target,
     cache: replica_cache.ReplicaCache | None,
 ) -> ReplicaContext:
     labels = {
@@ -230,9 +355,10 @@ def _context(
         deployment=spec.deployment_name,
         cluster=spec.cluster_name,
         index=spec.index,
-        plan=plan,
+        plan=target.plan,
         cache=cache.mount if cache is not None else None,
         labels=labels,
+        pod_security=target.cluster.pod_security,
     )
 
 
@@ -398,19 +524,20 @@ def compose(inp: ComposeInput) -> ComposeResult:
     if isinstance(spec, ComposeResult):
         return spec
     base = replica_base(name)
+    _require_owner(res, spec, ns)
     target = _resolve_cluster(inp, res, spec, base, ns)
     if isinstance(target, ComposeResult):
         return target
-    backend = backends.backend(spec.backend)
-    if backend is None:
-        return outcome.fatal(f"no serving backend {spec.backend!r} registered")
+    backend = _admit(inp, res, spec, name, ns, target)
+    if isinstance(backend, ComposeResult):
+        return backend
     cache_req = replica_cache.requirement(spec, ns)
     if cache_req is not None:
         res.requirements[replica_cache.CACHE_REQUIREMENT] = cache_req
         if not inp.fetched(replica_cache.CACHE_REQUIREMENT):
             return outcome.wait(inp, res, readiness=readiness.observed_ready)
     cache = replica_cache.resolve(inp, res, spec)
-    ctx = _context(name, ns, base, spec, target.plan, cache)
+    ctx = _context(name, ns, base, spec, target, cache)
     build = backend.build(ctx, list(spec.roles().values()), inp.observed)
     for warning in build.warnings:
         res.warn(c.REASON_GPU_LIMIT_IGNORED, warning)

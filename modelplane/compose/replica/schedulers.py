@@ -118,6 +118,9 @@ def stamp_pod(meta: dict[str, Any], pod: dict[str, Any], p: SchedulingPlan) -> N
         meta["annotations"] = annotations
     if p.scheduler_name:
         pod["schedulerName"] = p.scheduler_name
+    # The fleet decides a pod's priority: the template's own never survives.
+    pod.pop("priorityClassName", None)
+    pod.pop("priority", None)
     if p.priority_class:
         pod["priorityClassName"] = p.priority_class
 

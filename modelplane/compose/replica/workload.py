@@ -46,6 +46,7 @@ class ReplicaContext:
     plan: SchedulingPlan
     cache: volumes.CacheMount | None = None
     labels: dict[str, str] = field(default_factory=dict)  # common labels on every object
+    pod_security: str = "baseline"  # the cluster's Pod Security level (its namespaces' labels)
 
 
 def _role_suffix(role: PlacedRole) -> tuple[str, ...]:
@@ -285,10 +286,18 @@ def http_route(
     }
 
 
+POD_SECURITY_MODES = ("enforce", "warn", "audit")
+
+
 def namespace(ctx: ReplicaContext) -> Resource:
-    """The workload namespace (shared by every replica from the same namespace)."""
+    """The workload namespace (shared by every replica from the same namespace), with
+    the cluster's Pod Security level enforced, warned and audited (policy version latest)."""
+    labels = {c.LABEL_MANAGED_BY: c.MANAGED_BY}
+    for mode in POD_SECURITY_MODES:
+        labels[f"pod-security.kubernetes.io/{mode}"] = ctx.pod_security
+        labels[f"pod-security.kubernetes.io/{mode}-version"] = "latest"
     return {
         "apiVersion": c.CORE_API_VERSION,
         "kind": "Namespace",
-        "metadata": {"name": ctx.namespace, "labels": {c.LABEL_MANAGED_BY: c.MANAGED_BY}},
+        "metadata": {"name": ctx.namespace, "labels": labels},
     }

@@ -19,6 +19,7 @@ from modelplane.scheduling.rules.cache_readiness import CacheReadiness
 from modelplane.scheduling.rules.caches import CacheFilter
 from modelplane.scheduling.rules.cluster_selector import ClusterSelectorFilter
 from modelplane.scheduling.rules.lowest_cost import LowestCost
+from modelplane.scheduling.rules.pod_security import PodSecurityFilter
 from modelplane.scheduling.rules.preemption import PreemptionFilter
 from modelplane.scheduling.rules.readiness import ReadinessFilter
 from modelplane.scheduling.rules.spot import SpotFilter
@@ -35,6 +36,7 @@ FILTERS: tuple[ClusterFilter, ...] = (
     TaintFilter(),
     ReadinessFilter(),
     BackendFilter(),
+    PodSecurityFilter(),
     CacheFilter(),
     UNSCHEDULABLE,
     SPOT,
