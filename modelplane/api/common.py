@@ -25,13 +25,18 @@ def cel_rules(*rules: tuple[str, str]) -> dict[str, Any]:
 
 
 class KubeModel(BaseModel):
-    """Base of every spec model: camelCase wire names, unknown fields rejected."""
+    """Base of every spec model: camelCase wire names, unknown fields rejected, read-only.
+
+    Read-only because a parsed spec is shared: `parse_spec` hands every caller
+    the one model it remembers for a spec (a changed spec is `model_copy(update=…)`).
+    """
 
     model_config = ConfigDict(
         alias_generator=to_camel,
         populate_by_name=True,
         extra="forbid",
         validate_default=True,
+        frozen=True,
     )
 
     def to_dict(self) -> dict[str, Any]:
@@ -40,12 +45,14 @@ class KubeModel(BaseModel):
 
 
 class StatusModel(KubeModel):
-    """Base of status models; tolerant of fields written by other controllers."""
+    """Base of status models; tolerant of fields written by other controllers, and
+    built up field by field by a composer (not read-only)."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,
         populate_by_name=True,
         extra="ignore",
+        frozen=False,
     )
 
 

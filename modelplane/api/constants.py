@@ -47,7 +47,9 @@ COMPOSITE_NAME_MESSAGE: Final = (
 
 # Kind names, for code that reads or requires another kind's objects (the
 # registry of kinds with their schemas is `api/kinds.py`).
+KIND_INFERENCE_CLASS: Final = "InferenceClass"
 KIND_INFERENCE_CLUSTER: Final = "InferenceCluster"
+KIND_INFERENCE_GATEWAY: Final = "InferenceGateway"
 KIND_MODEL_DEPLOYMENT: Final = "ModelDeployment"
 KIND_MODEL_REPLICA: Final = "ModelReplica"
 KIND_MODEL_CACHE: Final = "ModelCache"

@@ -274,8 +274,9 @@ def _unschedulable(pods: Iterable[Obj], now: int, grace: int) -> list[Unschedula
         seen = found.get(key)
         if seen is not None:
             earlier = (epoch_seconds(seen.since) or at) <= at
-            seen.pods += 1
-            seen.since = seen.since if earlier else since
+            found[key] = seen.model_copy(
+                update={"pods": seen.pods + 1, "since": seen.since if earlier else since}
+            )
             continue
         found[key] = UnschedulableReplica(
             replica=str(replica)[:253],

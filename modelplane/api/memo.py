@@ -45,8 +45,9 @@ class MemoEntry:
     """One memo's facts: where it lives, its key, its bound, what invalidates it, its test."""
 
     name: str  # module.attribute of the memo (or of the function remembered)
-    # Memo, CopiedMemo, memo_function, constant, remembered; and two of the scheduler's
-    # own, switched here too: LastRead (the last list read) and its shape table.
+    # Memo, CopiedMemo, memo_function, constant, remembered; two of the scheduler's
+    # own, switched here too: LastRead (the last list read) and its shape table; and
+    # cached_property, a reading's per-instance value (not switched: see _INSTANCE).
     mechanism: str
     key: str
     bound: int | None  # entries kept; None: the object it lives on bounds it
@@ -62,6 +63,12 @@ def _entry(
 
 _CONTENT = "nothing: the key is the content the value is derived from"
 _OBJECT = "a new object version: the memo lives on a read-only object and goes with it"
+# A per-instance cache is not a process-level memo: it derives from its own frozen
+# instance alone and goes with it, so it is kept with memos off too (as a constant).
+_INSTANCE = (
+    "nothing: a property of one frozen reading, derived from its own fields; it goes "
+    "with the reading and is kept with memos off (like a constant)"
+)
 
 MEMOS: tuple[MemoEntry, ...] = (
     _entry(
@@ -71,6 +78,30 @@ MEMOS: tuple[MemoEntry, ...] = (
         None,
         _OBJECT,
         "tests/crossplane/test_decode_cache.py",
+    ),
+    _entry(
+        "api.readers.ObservedInferenceCluster.packing",
+        "cached_property",
+        "a cluster reading (one object version)",
+        None,
+        _INSTANCE,
+        "tests/architecture/test_memo_values.py",
+    ),
+    _entry(
+        "api.readers.ObservedInferenceCluster.has_unknown_pools",
+        "cached_property",
+        "a cluster reading (one object version)",
+        None,
+        _INSTANCE,
+        "tests/architecture/test_memo_values.py",
+    ),
+    _entry(
+        "api.readers.ObservedModelReplica.order",
+        "cached_property",
+        "a replica reading (one object version)",
+        None,
+        _INSTANCE,
+        "tests/architecture/test_memo_values.py",
     ),
     _entry(
         "dra._regex._compile",

@@ -33,7 +33,7 @@ from modelplane.api import constants as c
 from modelplane.api.autoscaling import ReplicaSignals, read_replica_signals, report_key
 from modelplane.api.backends import DECLARED
 from modelplane.api.common import Condition, format_validation_error
-from modelplane.api.frozen import memoized
+from modelplane.api.frozen import FrozenDict, memoized
 from modelplane.api.inference_class import Device
 from modelplane.api.inference_cluster import (
     DEFAULT_POD_SECURITY,
@@ -506,9 +506,11 @@ def _read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster 
     # A cluster whose inventory is stale publishes none of its reports; should a
     # status still hold some, no decision rests on them either.
     stale = condition_status(obj, c.CONDITION_INVENTORY_FRESH) == "False"
+    # Read-only containers: a reading is remembered on its object (`memoized`) and
+    # handed to every call that sees that object version.
     return ObservedInferenceCluster(
         name=name,
-        labels={str(k): str(v) for k, v in _map(meta.get("labels")).items()},
+        labels=FrozenDict((str(k), str(v)) for k, v in _map(meta.get("labels")).items()),
         taints=taints,
         ready=is_condition_true(obj, c.CONDITION_READY),
         pools=pools,
@@ -521,8 +523,8 @@ def _read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster 
         storage=storage,
         backends=backends,
         inference_pools=read_inference_pools(spec),
-        unschedulable={} if stale else read_unschedulable(status),
-        signals={} if stale else read_replica_signals(status.get(_SIGNALS)),
+        unschedulable=FrozenDict({} if stale else read_unschedulable(status)),
+        signals=FrozenDict({} if stale else read_replica_signals(status.get(_SIGNALS))),
         pod_security=read_pod_security(spec),
         modelplane_image=read_modelplane_image(spec),
     )

@@ -19,21 +19,17 @@ from rich.text import Text
 
 from modelplane.api import constants as c
 from modelplane.api.autoscaling import read_autoscaling_status
-from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.api.readers import read_model_deployment
 from modelplane.api.roles import role_label
 from modelplane.api.rollout import read_rollout_status
 from modelplane.cli.options import max_rounds_option
+from modelplane.cli.plans import deployment_plan
 from modelplane.cli.rollout import waves_table
-from modelplane.compose.common import parse_spec
-from modelplane.compose.deployments.planner import DeploymentPlan, plan_deployment
 from modelplane.local import ControlPlane, Key, LoadError, NotConvergedError, load_paths
 from modelplane.local.engine import Event, RoundReport
-from modelplane.local.fetch import resource_name
-from modelplane.local.store import ObjectStore, owned_by
+from modelplane.local.store import ObjectStore
 from modelplane.scheduling import PlannedReplica, ScheduleResult
 from modelplane.scheduling.explanation import explanation_rows
-from modelplane.scheduling.scheduler import schedule_input
 from modelplane.scheduling.words import (
     preempting_text,
     quota_text,
@@ -82,69 +78,6 @@ def explain_deployment(store: ObjectStore, namespace: str, name: str) -> Schedul
     """
     plan = deployment_plan(store, namespace, name)
     return None if plan is None else plan.shown()
-
-
-def deployment_plan(store: ObjectStore, namespace: str, name: str) -> DeploymentPlan | None:
-    """The plan the deployment's composer makes over the store (None if absent): the
-    same function on the same objects, so what is shown is what the status says.
-
-    Raises click.ClickException when the deployment's spec is invalid.
-    """
-    deployment = store.get(Key(c.API_VERSION, c.KIND_MODEL_DEPLOYMENT, namespace, name))
-    if deployment is None:
-        return None
-    spec, error = parse_spec(ModelDeploymentSpec, deployment)
-    if spec is None:
-        raise click.ClickException(f"ModelDeployment {namespace}/{name} is invalid: {error}")
-    return plan_deployment(deployment, spec, _StoreFleet(store, deployment), schedule_input)
-
-
-class _StoreFleet:
-    """The fleet as the local control plane's store holds it, around one deployment."""
-
-    def __init__(self, store: ObjectStore, deployment: dict[str, Any]) -> None:
-        self._store = store
-        self._deployment = deployment
-        self._namespace = str(deployment["metadata"].get("namespace") or "")
-
-    def composed(self) -> Mapping[str, dict[str, Any]]:
-        """The deployment's composed resources by composition resource name, as the
-        control plane observes them."""
-        out: dict[str, dict[str, Any]] = {}
-        for obj in self._store.candidates_of(self._deployment):
-            found = resource_name(obj)
-            if found and owned_by(obj, self._deployment) and found not in out:
-                out[found] = obj
-        return out
-
-    def clusters(self) -> Sequence[Mapping[str, Any]]:
-        """Every InferenceCluster in the store."""
-        return self._store.list(c.API_VERSION, c.KIND_INFERENCE_CLUSTER, None, None)
-
-    def replicas(self) -> Sequence[Mapping[str, Any]]:
-        """Every ModelReplica in the store, every namespace."""
-        return self._store.list(c.API_VERSION, c.KIND_MODEL_REPLICA, None, None)
-
-    def cache(self, name: str) -> Mapping[str, Any] | None:
-        """The ModelCache `name` in the deployment's namespace."""
-        return self._store.get(Key(c.API_VERSION, c.KIND_MODEL_CACHE, self._namespace, name))
-
-    def quotas(self) -> Sequence[Mapping[str, Any]]:
-        """The FleetQuotas of the deployment's namespace."""
-        return self._store.list(c.API_VERSION, c.KIND_FLEET_QUOTA, self._namespace, None)
-
-    def priority_classes(self) -> Sequence[Mapping[str, Any]]:
-        """Every PriorityClass in the store."""
-        return self._store.list(c.PRIORITY_CLASS_API_VERSION, c.KIND_PRIORITY_CLASS, None, None)
-
-    def placers(self) -> Sequence[Mapping[str, Any]]:
-        """Every ModelDeployment in the store (a preemption counts only if its own
-        deployment placed the preempting replica)."""
-        return self._store.list(c.API_VERSION, c.KIND_MODEL_DEPLOYMENT, None, None)
-
-    def services(self) -> Sequence[dict[str, Any]]:
-        """The ModelServices of the deployment's namespace."""
-        return self._store.list(c.API_VERSION, c.KIND_MODEL_SERVICE, self._namespace, None)
 
 
 def _summary(ref: str, deployment: Mapping[str, Any], result: ScheduleResult) -> Text:

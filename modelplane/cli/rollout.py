@@ -24,7 +24,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
 import click
@@ -35,7 +35,6 @@ from rich.text import Text
 
 from modelplane.api import constants as c
 from modelplane.api.kinds import MODEL_DEPLOYMENT
-from modelplane.api.readers import read_model_deployment
 from modelplane.api.rollout import RolloutStatus, WaveAnalysis
 from modelplane.cli.kubeconfig import ConfiguredClient, KubeconfigError, load_kubeconfig
 from modelplane.cli.options import max_rounds_option
@@ -47,6 +46,9 @@ from modelplane.cli.rollout_view import (
     undo_patch,
 )
 from modelplane.kube.client import KubeError
+
+if TYPE_CHECKING:
+    from modelplane.local.store import ObjectStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 PIPE_WIDTH = 200  # piped output without COLUMNS: wide enough for the waves table
@@ -61,6 +63,15 @@ _PHASE_STYLE = {"Passed": "green", "Failed": "red", "Analyzing": "yellow", "Upda
 
 
 @dataclass(frozen=True)
+class Rendered:
+    """A ModelDeployment as the embedded control plane leaves it, and the store it is in
+    (None: nothing to plan over)."""
+
+    obj: dict[str, Any]
+    store: ObjectStore | None = None
+
+
+@dataclass(frozen=True)
 class Target:
     """One ModelDeployment as read, and where a patch for it goes (None: rendered, a dry run)."""
 
@@ -68,6 +79,7 @@ class Target:
     obj: dict[str, Any]
     client: ConfiguredClient | None = None
     path: str = ""
+    store: ObjectStore | None = None  # rendered: the store its plan is made over
 
 
 def _parse_ref(ref: str) -> tuple[str, str]:
@@ -85,7 +97,7 @@ def deployment_path(namespace: str, name: str) -> str:
     )
 
 
-def render_deployment(paths: tuple[str, ...], namespace: str, name: str, rounds: int) -> dict:
+def render_deployment(paths: tuple[str, ...], namespace: str, name: str, rounds: int) -> Rendered:
     """The deployment as the embedded control plane leaves it after rendering `paths`."""
     # Imported here: the live mode needs none of the embedded control plane.
     from modelplane.local import ControlPlane, Key, LoadError, NotConvergedError, load_paths
@@ -101,7 +113,7 @@ def render_deployment(paths: tuple[str, ...], namespace: str, name: str, rounds:
             f"ModelDeployment {namespace}/{name} not found in {', '.join(paths)} "
             f"(ModelDeployments there: {', '.join(known) or 'none'})"
         )
-    return dict(obj)
+    return Rendered(dict(obj), store)
 
 
 def _where(client: ConfiguredClient) -> str:
@@ -140,7 +152,8 @@ def _open(
         raise click.UsageError("--context needs --kubeconfig")
     if kubeconfig is not None:
         return _live(kubeconfig, context, namespace, name)
-    return Target(ref, render_deployment(paths, namespace, name, rounds))
+    rendered = render_deployment(paths, namespace, name, rounds)
+    return Target(ref, rendered.obj, store=rendered.store)
 
 
 def source_options(f: F) -> F:
@@ -442,6 +455,24 @@ def _console() -> Console:
     return Console(soft_wrap=False, width=PIPE_WIDTH)
 
 
+def status_document(target: Target) -> dict[str, Any]:
+    """The status document: a rendered deployment's from the plan `explain` and `fleet`
+    read (its status's when its spec is invalid), a live one's from its status."""
+    if target.store is None:
+        return status_doc(target.ref, target.obj)
+    from modelplane.cli.plans import StoreFleet, deployment_plan
+
+    namespace, name = _parse_ref(target.ref)
+    try:
+        plan = deployment_plan(target.store, namespace, name)
+    except click.ClickException:
+        plan = None  # an invalid spec: the composer plans nothing, the status says why
+    if plan is None:
+        return status_doc(target.ref, target.obj)
+    composed = StoreFleet(target.store, target.obj).composed()
+    return status_doc(target.ref, target.obj, plan, composed)
+
+
 @rollout.command("status")
 @source_options
 @click.option(
@@ -468,14 +499,15 @@ def status(
     and the replicas per revision and per cluster.
     """
     target = _open(paths, ref, kubeconfig, context, max_rounds)
-    doc = status_doc(target.ref, target.obj)
+    doc = status_document(target)
     if output == "json":
         click.echo(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False))
         return
     if output == "yaml":
         click.echo(yaml.safe_dump(doc, sort_keys=True, allow_unicode=True), nl=False)
         return
-    rollout_status = read_model_deployment(target.obj).status.rollout
+    raw = doc["rollout"]
+    rollout_status = None if raw is None else RolloutStatus.model_validate(raw)
     console = _console()
     console.print(_header(doc, rollout_status))
     if rollout_status is not None:

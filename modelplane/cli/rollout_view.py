@@ -1,7 +1,9 @@
 """What `modelplane rollout` reads and writes, as plain data (no I/O).
 
 `status_doc` reads a ModelDeployment through the typed reader and says where
-its rollout is, with the replicas per cluster and revision from
+its rollout is, with the replicas per cluster and revision: for a rendered
+deployment from the plan its composer makes (`planned_cluster_revisions`, the
+plan `explain` and `fleet` read), for a live one from
 `status.placements[].revision`. `pause_patch` and `undo_patch` compute the
 JSON merge patch (RFC 7386) a command sends: `undo` writes back a revision's
 template — each role's workers, the backend and the caches — and only what
@@ -11,7 +13,7 @@ merge patch merges mappings, so a key left out would survive the undo).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -19,9 +21,13 @@ from pydantic import ValidationError
 
 from modelplane.api import constants as c
 from modelplane.api.model_deployment import ModelDeploymentSpec, Workers
+from modelplane.api.objects import is_condition_true
 from modelplane.api.readers import read_model_deployment
 from modelplane.api.roles import DISAGGREGATED_ROLES, role_fields, role_path
 from modelplane.api.rollout import STRATEGY_MAKE_BEFORE_BREAK, STRATEGY_PROGRESSIVE, RolloutStatus
+from modelplane.compose.deployments.conditions import rolled_out
+from modelplane.compose.deployments.planner import DeploymentPlan, replica_key
+from modelplane.compose.types import ComposeResult
 
 # Decisions while a rollout is in flight: undo goes back to the stable revision.
 IN_FLIGHT = frozenset({"Progressing", "Paused", "RolledBack"})
@@ -77,35 +83,94 @@ class ClusterRevision:
     draining: int
 
 
-def cluster_revisions(obj: Mapping[str, Any]) -> list[ClusterRevision]:
-    """Replicas per (cluster, revision) from status.placements, in name order."""
+# One listed replica: (cluster, revision, ready, draining).
+Listed = tuple[str, str | None, bool, bool]
+
+
+def _per_cluster(listed: Iterable[Listed]) -> list[ClusterRevision]:
     counts: dict[tuple[str, str | None], list[int]] = {}
-    for p in read_model_deployment(obj).status.placements or ():
-        row = counts.setdefault((p.cluster, p.revision), [0, 0, 0])
+    for cluster, revision, ready, draining in listed:
+        row = counts.setdefault((cluster, revision), [0, 0, 0])
         row[0] += 1
-        row[1] += 1 if p.ready else 0
-        row[2] += 1 if p.draining else 0
+        row[1] += 1 if ready else 0
+        row[2] += 1 if draining else 0
     return [
         ClusterRevision(cluster, revision, *counts[(cluster, revision)])
         for cluster, revision in sorted(counts, key=lambda k: (k[0], k[1] or ""))
     ]
 
 
-def status_doc(ref: str, obj: Mapping[str, Any]) -> dict[str, Any]:
-    """Where the deployment's rollout is, as plain data (what `-o json|yaml` prints)."""
+def cluster_revisions(obj: Mapping[str, Any]) -> list[ClusterRevision]:
+    """Replicas per (cluster, revision) from status.placements, in name order."""
+    placements = read_model_deployment(obj).status.placements or ()
+    return _per_cluster((p.cluster, p.revision, p.ready, bool(p.draining)) for p in placements)
+
+
+def planned_cluster_revisions(
+    plan: DeploymentPlan, composed: Mapping[str, Mapping[str, Any]]
+) -> list[ClusterRevision]:
+    """Replicas per (cluster, revision) as the plan lists them (`composed`: the deployment's
+    composed resources, as observed), in name order: what status.placements says once the
+    plan is written."""
+    listed: list[Listed] = [
+        (
+            p.cluster,
+            plan.revisions.listed(p.name, p.draining),
+            is_condition_true(composed.get(replica_key(p.cluster, p.index)), c.CONDITION_READY),
+            p.draining,
+        )
+        for p in plan.schedule.replicas
+    ]
+    # A replica the autoscaler takes away serves until it is deleted: the composer lists
+    # it Ready and draining, at no revision.
+    listed += [(p.cluster, None, True, True) for p, _ in plan.leaving]
+    return _per_cluster(listed)
+
+
+def _rolled_out(plan: DeploymentPlan) -> dict[str, Any] | None:
+    """The RolledOut condition the plan sets; None when it sets none."""
+    result = ComposeResult()
+    rolled_out(result, plan.revisions)
+    cond = next((x for x in result.conditions if x.type == c.CONDITION_ROLLED_OUT), None)
+    if cond is None:
+        return None
+    return {"status": cond.status, "reason": cond.reason, "message": cond.message}
+
+
+def status_doc(
+    ref: str,
+    obj: Mapping[str, Any],
+    plan: DeploymentPlan | None = None,
+    composed: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Where the deployment's rollout is, as plain data (what `-o json|yaml` prints).
+
+    With its plan (a rendered deployment, `cli/plans.py`; `composed` its composed
+    resources as observed), the rollout, the RolledOut condition and the replicas per
+    cluster and revision are the plan's, as `explain` and `fleet` show them; without (a
+    live deployment), the status's.
+    """
     observed = read_model_deployment(obj)
     rollout = observed.status.rollout
     cond = observed.condition(c.CONDITION_ROLLED_OUT)
+    rolled = (
+        None
+        if cond is None
+        else {"status": cond.status, "reason": cond.reason, "message": cond.message}
+    )
+    clusters = cluster_revisions(obj)
+    if plan is not None:
+        rollout = None if plan.revisions.rollout is None else plan.revisions.rollout.status
+        rolled = _rolled_out(plan) or rolled
+        clusters = planned_cluster_revisions(plan, composed or {})
     return {
         "deployment": ref,
         "strategy": strategy_of(obj),
         "paused": paused_of(obj),
         "plannedWaves": planned_waves(obj),
         "rollout": None if rollout is None else rollout.to_dict(),
-        "rolledOut": None
-        if cond is None
-        else {"status": cond.status, "reason": cond.reason, "message": cond.message},
-        "clusters": [asdict(r) for r in cluster_revisions(obj)],
+        "rolledOut": rolled,
+        "clusters": [asdict(r) for r in clusters],
         "unreadable": list(observed.unreadable),
     }
 
@@ -251,6 +316,7 @@ __all__ = [
     "cluster_revisions",
     "merge_diff",
     "pause_patch",
+    "planned_cluster_revisions",
     "status_doc",
     "undo_patch",
     "undo_target",

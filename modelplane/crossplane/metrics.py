@@ -43,6 +43,8 @@ from prometheus_client import (
     start_http_server,
 )
 
+from modelplane.api import constants as c
+
 _SIZE_BUCKETS = tuple(float(4**k * 1024) for k in range(9))  # 1 KiB .. 64 MiB
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 HANDSHAKE_TIMEOUT = 10.0  # seconds a client has to finish TLS, and then between reads
@@ -137,7 +139,7 @@ class FunctionMetrics:
         if any(r.severity == fnv1.SEVERITY_FATAL for r in rsp.results):
             self.fatal.labels(kind).inc()
             return
-        if kind == "ModelDeployment":
+        if kind == c.KIND_MODEL_DEPLOYMENT:
             self._deployment(observed, _struct(rsp.desired.composite.resource))
 
     def _deployment(self, observed: Mapping[str, Any], desired: Mapping[str, Any]) -> None:

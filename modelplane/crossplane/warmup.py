@@ -49,7 +49,7 @@ _POOL = GPUPool(name="gpu", class_name="warm-up", nodes=2, devices=[Device.model
 def _cluster(i: int) -> dict[str, Any]:
     return {
         "apiVersion": c.API_VERSION,
-        "kind": "InferenceCluster",
+        "kind": c.KIND_INFERENCE_CLUSTER,
         "metadata": {
             "name": f"warm-up-{i}",
             "uid": f"warm-up-{i}",
@@ -72,7 +72,7 @@ _SELECTORS = [
 
 DEPLOYMENT: dict[str, Any] = {
     "apiVersion": c.API_VERSION,
-    "kind": "ModelDeployment",
+    "kind": c.KIND_MODEL_DEPLOYMENT,
     "metadata": {"name": "warm-up", "namespace": "warm-up"},
     "spec": {
         "replicas": 3,

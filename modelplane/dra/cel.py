@@ -155,43 +155,53 @@ _QTAG = "\x01Q"  # not NUL: the engine's string conversion stops at NUL
 _STAG = "\x01S"
 # Run-time value and object by identity key; a value's object is recovered from
 # here in callbacks, or rebuilt from its key when forgotten.
-_QVALS: Memo[tuple[list[str], Quantity]] = Memo("dra.cel._QVALS")
-_SVALS: Memo[tuple[list[str], Semver]] = Memo("dra.cel._SVALS")
+_QVALS: Memo[tuple[tuple[str, str], Quantity]] = Memo("dra.cel._QVALS")
+_SVALS: Memo[tuple[tuple[str, str], Semver]] = Memo("dra.cel._SVALS")
 
 
 def _qkey(q: Quantity) -> str:
     return f"{q.unscaled}|{q.exponent}|{q.format}|{int(q.is_dec)}|{q.cached or ''}"
 
 
-def _qvalue(q: Quantity) -> list[str]:
-    """The run-time CEL value of a quantity (shared; never mutated)."""
+def _qpair(q: Quantity) -> tuple[str, str]:
+    """A quantity's run-time value as the memo keeps it: a tuple, which no caller changes."""
     key = _qkey(q)
-    return _QVALS.get(key, lambda: ([_QTAG + q.order_key(), key], q))[0]
+    return _QVALS.get(key, lambda: ((_QTAG + q.order_key(), key), q))[0]
+
+
+def _qvalue(q: Quantity) -> list[str]:
+    """The run-time CEL value of a quantity: a list of its own (the engine takes lists only)."""
+    return list(_qpair(q))
+
+
+def _spair(v: Semver) -> tuple[str, str]:
+    """A version's run-time value as the memo keeps it (as `_qpair`)."""
+    key = str(v)
+    return _SVALS.get(key, lambda: ((_STAG + v.order_key(), key), v))[0]
 
 
 def _svalue(v: Semver) -> list[str]:
-    """The run-time CEL value of a version (shared; never mutated)."""
-    key = str(v)
-    return _SVALS.get(key, lambda: ([_STAG + v.order_key(), key], v))[0]
+    """The run-time CEL value of a version: a list of its own (as `_qvalue`)."""
+    return list(_spair(v))
 
 
 _PLAIN_VERSION = re.compile(r"(0|[1-9][0-9]{0,18})\.(0|[1-9][0-9]{0,18})\.(0|[1-9][0-9]{0,18})")
 
 
 @memo_function("dra.cel._version_value")
-def _version_value(raw: str) -> list[str]:
+def _version_value(raw: str) -> tuple[str, str]:
     # Most device versions are plain MAJOR.MINOR.PATCH: their order key is built
     # directly (the Semver object is parsed only if a callback ever needs it).
     plain = _PLAIN_VERSION.fullmatch(raw)
     if plain is not None:
         major, minor, patch = plain.groups()
-        return [f"{_STAG}{int(major):020d}.{int(minor):020d}.{int(patch):020d}\x03", raw]
-    return _svalue(parse_semver(raw))
+        return (f"{_STAG}{int(major):020d}.{int(minor):020d}.{int(patch):020d}\x03", raw)
+    return _spair(parse_semver(raw))
 
 
 @memo_function("dra.cel._capacity_value")
-def _capacity_value(raw: str) -> list[str]:
-    return _qvalue(parse_quantity(raw))
+def _capacity_value(raw: str) -> tuple[str, str]:
+    return _qpair(parse_quantity(raw))
 
 
 def _from_qkey(key: str) -> Quantity:
@@ -698,7 +708,7 @@ def _attribute_value(attr: Any) -> Any:
     v = attr.get("version")
     if v is not None:
         try:
-            return _version_value(str(v))
+            return list(_version_value(str(v)))
         except SemverError as e:
             raise ValueError(f"parse semantic version: {e}") from None
     raise ValueError("unsupported attribute value")
@@ -731,7 +741,7 @@ def _capacity(name: str, cap: Any) -> Any:
     """The CEL value of one capacity, or EvaluationError naming it."""
     raw = cap.get("value") if type(cap) is dict or isinstance(cap, Mapping) else cap
     try:
-        return _capacity_value(raw if type(raw) is str else str(raw))
+        return list(_capacity_value(raw if type(raw) is str else str(raw)))
     except ValueError as e:  # QuantityError, or a number too long to print
         raise EvaluationError(f"capacity {name}: {e}") from None
 
@@ -832,7 +842,7 @@ class _Program:
 
 def _fold_quantity(s: str) -> tuple[str, str] | None:
     try:
-        tag, key = _qvalue(parse_quantity(s))
+        tag, key = _qpair(parse_quantity(s))
     except QuantityDigitsError as e:
         raise _rewrite.LiteralError(f"quantity literal: {e}") from None
     except QuantityError:
@@ -842,7 +852,7 @@ def _fold_quantity(s: str) -> tuple[str, str] | None:
 
 def _fold_semver(s: str, normalize: bool) -> tuple[str, str] | None:
     try:
-        tag, key = _svalue(parse_semver(s, normalize))
+        tag, key = _spair(parse_semver(s, normalize))
     except SemverDigitsError as e:
         raise _rewrite.LiteralError(f"semver literal: {e}") from None
     except SemverError:
@@ -906,10 +916,16 @@ class Selector:
     """A compiled device selector (an expression whose result type is bool)."""
 
     __slots__ = ("_program", "expression")
+    _program: _Program
+    expression: str
 
     def __init__(self, program: _Program) -> None:
-        self._program = program
-        self.expression = program.expression
+        object.__setattr__(self, "_program", program)
+        object.__setattr__(self, "expression", program.expression)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # One selector is handed to every caller of its text (`_selector` remembers it).
+        raise AttributeError(f"a Selector is shared and read-only: cannot set {name}")
 
     def evaluate(self, device: Mapping[str, Any] | PreparedDevice) -> Outcome:
         """Evaluate against a device; errors and non-bool results are reported, not raised."""

@@ -467,7 +467,7 @@ def cluster_name_for(result: RenderResult, obj: Obj) -> str | None:
     pc_name = ref.get("name")
     if not pc_name:
         return None
-    for obj in result.store.list(c.API_VERSION, "InferenceCluster"):
+    for obj in result.store.list(c.API_VERSION, c.KIND_INFERENCE_CLUSTER):
         cluster = read_inference_cluster(obj)
         if cluster is not None and cluster.provider_config_name == pc_name:
             return cluster.name

@@ -386,7 +386,7 @@ def _cluster_plan(
 ) -> list[PoolPlan]:
     """The simulated cluster's pools: its node pools, or an Existing cluster's declared pools."""
     node_pools = [o for o in managed if (_pool_of(o) or ("",))[0] == cluster]
-    ic = store.get(Key(c.API_VERSION, "InferenceCluster", "", cluster))
+    ic = store.get(Key(c.API_VERSION, c.KIND_INFERENCE_CLUSTER, "", cluster))
     # Its published pools alone: the rest of a reading validates the whole spec.
     observed = read_published_pools(ic) if ic is not None else {}
     plans = [_node_pool_plan(observed, obj, found) for obj in node_pools]
@@ -480,7 +480,9 @@ def _signals_of(fixture: dict[str, str], ready: list[str], n: int) -> list[dict[
 
 def _routed(store: ObjectStore, meta: dict[str, Any]) -> bool:
     """Whether a replica's ModelEndpoint is Ready: requests reach it only through one."""
-    key = Key(c.API_VERSION, "ModelEndpoint", str(meta.get("namespace")), str(meta.get("name")))
+    key = Key(
+        c.API_VERSION, c.KIND_MODEL_ENDPOINT, str(meta.get("namespace")), str(meta.get("name"))
+    )
     endpoint = store.get(key)
     return endpoint is not None and is_condition_true(endpoint, c.CONDITION_READY)
 
@@ -494,7 +496,7 @@ def _replica_signals(store: ObjectStore, cluster: str, found: Fixtures) -> list[
         namespace, _, name = str(fixture.get("deployment", "")).rpartition("/")
         # The fixture's totals are shared by every Ready replica it covers.
         sharing: list[tuple[str, str]] = []
-        for replica in store.list(c.API_VERSION, "ModelReplica"):
+        for replica in store.list(c.API_VERSION, c.KIND_MODEL_REPLICA):
             meta, spec = replica.get("metadata") or {}, replica.get("spec") or {}
             if (
                 spec.get("clusterName") in (fixture.get("cluster") or spec.get("clusterName"),)
@@ -538,7 +540,7 @@ def stuck_replicas(store: ObjectStore) -> frozenset[str]:
         return frozenset()
     return frozenset(
         replica_base(str(replica["metadata"]["name"]))
-        for replica in store.list(c.API_VERSION, "ModelReplica")
+        for replica in store.list(c.API_VERSION, c.KIND_MODEL_REPLICA)
         if any(_fixture_matches(f, replica) for f in found.unschedulable)
     )
 
@@ -547,7 +549,7 @@ def _stuck_pods(store: ObjectStore, cluster: str, found: Fixtures) -> list[Obj]:
     """One Pending, Unschedulable pod per replica an `unschedulable` fixture names."""
     pods = []
     for fixture in (f for f in found.unschedulable if f.cluster == cluster):
-        for replica in store.list(c.API_VERSION, "ModelReplica"):
+        for replica in store.list(c.API_VERSION, c.KIND_MODEL_REPLICA):
             if not _fixture_matches(fixture, replica):
                 continue
             base = replica_base(str(replica["metadata"]["name"]))
@@ -619,10 +621,10 @@ def _inventory_stamp(
         return None
     replicas = bool(found.unschedulable or found.signals)
     return (
-        store.version(Key(c.API_VERSION, "InferenceCluster", "", cluster)),
+        store.version(Key(c.API_VERSION, c.KIND_INFERENCE_CLUSTER, "", cluster)),
         store.kind_version("v1", "ConfigMap"),
-        store.kind_version(c.API_VERSION, "ModelReplica") if replicas else None,
-        store.kind_version(c.API_VERSION, "ModelEndpoint") if found.signals else None,
+        store.kind_version(c.API_VERSION, c.KIND_MODEL_REPLICA) if replicas else None,
+        store.kind_version(c.API_VERSION, c.KIND_MODEL_ENDPOINT) if found.signals else None,
     )
 
 

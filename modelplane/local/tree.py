@@ -21,9 +21,14 @@ from modelplane.local.engine import RenderResult, owned_by
 from modelplane.local.loader import is_composite
 from modelplane.local.store import Key, Obj
 
-_KIND_ORDER = {"InferenceClass": 0, "InferenceCluster": 1, "ModelDeployment": 2, "ModelReplica": 3}
+_KIND_ORDER = {
+    c.KIND_INFERENCE_CLASS: 0,
+    c.KIND_INFERENCE_CLUSTER: 1,
+    c.KIND_MODEL_DEPLOYMENT: 2,
+    c.KIND_MODEL_REPLICA: 3,
+}
 # Routing kinds: the gateway with the fleet, then endpoints and the services over them.
-_KIND_ORDER.update({"InferenceGateway": 1, "ModelEndpoint": 4, "ModelService": 5})
+_KIND_ORDER.update({c.KIND_INFERENCE_GATEWAY: 1, c.KIND_MODEL_ENDPOINT: 4, c.KIND_MODEL_SERVICE: 5})
 
 
 def _status(cond: Mapping[str, Any] | None) -> str | None:
@@ -63,7 +68,7 @@ def _device_text(device: Mapping[str, Any]) -> str:
 
 
 def _pools(node: Tree, obj: Obj) -> None:
-    cluster = read_inference_cluster(obj) if obj.get("kind") == "InferenceCluster" else None
+    cluster = read_inference_cluster(obj) if obj.get("kind") == c.KIND_INFERENCE_CLUSTER else None
     if cluster is None or not (cluster.pools or cluster.unreadable):
         return
     branch = node.add("[bold]GPU pools[/]")
@@ -85,7 +90,7 @@ def _pools(node: Tree, obj: Obj) -> None:
 
 
 def _placements(node: Tree, obj: Obj) -> None:
-    if obj.get("kind") != "ModelDeployment":
+    if obj.get("kind") != c.KIND_MODEL_DEPLOYMENT:
         return
     status = read_model_deployment(obj).status
     if status.placements:
@@ -106,7 +111,7 @@ def _placements(node: Tree, obj: Obj) -> None:
 
 def _cache_copies(node: Tree, obj: Obj) -> None:
     """A ModelCache's copy on each cluster: phase, digest, bytes, claim."""
-    if obj.get("kind") != "ModelCache":
+    if obj.get("kind") != c.KIND_MODEL_CACHE:
         return
     seen = read_model_cache(obj)
     if not seen.copies and not seen.unreadable:
@@ -128,7 +133,7 @@ def _cache_copies(node: Tree, obj: Obj) -> None:
 
 def _service_routes(node: Tree, obj: Obj) -> None:
     """A ModelService's address and its weighted endpoint table."""
-    if obj.get("kind") != "ModelService":
+    if obj.get("kind") != c.KIND_MODEL_SERVICE:
         return
     status = read_service_status(obj)
     if status is None:
@@ -145,7 +150,7 @@ def _service_routes(node: Tree, obj: Obj) -> None:
 
 
 def _backend(node: Tree, obj: Obj) -> None:
-    if obj.get("kind") != "ModelReplica":
+    if obj.get("kind") != c.KIND_MODEL_REPLICA:
         return
     spec = obj.get("spec")
     backend = spec.get("backend") if isinstance(spec, dict) else None

@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from operator import attrgetter, itemgetter
+from types import MappingProxyType
 from typing import cast
 
 from modelplane.api.readers import ObservedModelReplica, ReplayOrder
@@ -141,7 +142,7 @@ class PoolRun:
         return led
 
 
-def fleet_runs(inp: ScheduleInput, shapes: Shapes, ev: Evaluator) -> dict[PoolKey, PoolRun]:
+def fleet_runs(inp: ScheduleInput, shapes: Shapes, ev: Evaluator) -> Mapping[PoolKey, PoolRun]:
     """Every known pool's charges by every replica of the fleet no one preempts, in
     replay order (Ready first, then oldest): a function of the observed fleet alone.
 
@@ -160,7 +161,8 @@ def fleet_runs(inp: ScheduleInput, shapes: Shapes, ev: Evaluator) -> dict[PoolKe
             run, holders = runs.setdefault((r.cluster, ch.pool), ([], []))
             run.append((r.order, ch))
             holders.append(r)
-    return {k: PoolRun(run, tuple(holders)) for k, (run, holders) in runs.items()}
+    # Read-only: the last fleet's runs are shared by every call (`_FLEET_RUNS`).
+    return MappingProxyType({k: PoolRun(run, tuple(holders)) for k, (run, holders) in runs.items()})
 
 
 class _LastRuns:
@@ -175,9 +177,9 @@ class _LastRuns:
     def __init__(self) -> None:
         self._key: tuple[object, ...] = ()
         self._preemption: tuple[object, ...] = ()
-        self._runs: dict[PoolKey, PoolRun] = {}
+        self._runs: Mapping[PoolKey, PoolRun] = {}
 
-    def get(self, state: CycleState) -> dict[PoolKey, PoolRun]:
+    def get(self, state: CycleState) -> Mapping[PoolKey, PoolRun]:
         """The fleet's runs, computed only for a fleet not seen last."""
         inp = state.inp
         key = (inp.replicas, inp.clusters, state.shapes, state.ev)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, NoReturn, Protocol, TypeVar, cast
 
 from modelplane.api.common import LabelSelector, Toleration
 from modelplane.api.fleet_quota import ObservedQuota, namespace_quota
@@ -116,6 +116,21 @@ class ClusterTable(dict[str, ObservedInferenceCluster]):
         """The table of `items`, in their order."""
         super().__init__(items)
         self.derived: dict[Hashable, Any] = {}
+
+    def _shared(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError(
+            "a ClusterTable is shared by every call that reads the same clusters: "
+            "copy it (dict(table)) before changing it"
+        )
+
+    __setitem__ = __delitem__ = __ior__ = _shared
+    clear = pop = popitem = setdefault = update = _shared
+
+    def __copy__(self) -> dict[str, ObservedInferenceCluster]:
+        return dict(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (dict(self),))
 
 
 def fleet_derived(

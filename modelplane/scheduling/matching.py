@@ -30,6 +30,7 @@ import json
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import ValidationError
@@ -656,9 +657,10 @@ def shared() -> Shared:
 class ClusterPools:
     """A cluster's known pools, interned: what matching needs of one cluster version."""
 
-    names: list[str]
-    shapes: dict[str, Shape]
-    nodes: dict[str, int]
+    # Read-only containers: remembered on the cluster reading, shared by every call.
+    names: tuple[str, ...]
+    shapes: Mapping[str, Shape]
+    nodes: Mapping[str, int]
 
 
 def cluster_pools(cluster: ObservedInferenceCluster, shapes: Shapes) -> ClusterPools:
@@ -674,9 +676,9 @@ def cluster_pools(cluster: ObservedInferenceCluster, shapes: Shapes) -> ClusterP
     if found is None or found[0] is not shapes:
         known = [p for p in cluster.pools if p.unknown is None]
         pools = ClusterPools(
-            [p.name for p in known],
-            {p.name: shapes.intern(p.class_name, p.devices) for p in known},
-            {p.name: p.nodes for p in known},
+            tuple(p.name for p in known),
+            MappingProxyType({p.name: shapes.intern(p.class_name, p.devices) for p in known}),
+            MappingProxyType({p.name: p.nodes for p in known}),
         )
         found = memo["scheduling.pools"] = (shapes, pools)
     return found[1]

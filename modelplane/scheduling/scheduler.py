@@ -25,6 +25,7 @@ matching, selector evaluation) is done once per call.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from modelplane.api.model_deployment import MAX_UNSCHEDULABLE_ENTRIES
@@ -70,13 +71,21 @@ def filter_clusters(state: CycleState) -> None:
     """
     inp = state.inp
     keys = tuple(filter_key(rule, inp) for rule in FILTERS)
+    verdicts: Mapping[str, ClusterVerdict]
+    schedulable: Sequence[str]
     if NOT_KEYED in keys:  # a rule that does not say what it reads: nothing is shared
         verdicts, schedulable = cluster_verdicts(inp)
     else:
         key = ("scheduling.filters", *keys)
-        verdicts, schedulable = fleet_derived(inp.clusters, key, lambda: cluster_verdicts(inp))
+        verdicts, schedulable = fleet_derived(inp.clusters, key, lambda: _shared(inp))
     state.verdicts.update(verdicts)
     state.schedulable.extend(schedulable)
+
+
+def _shared(inp: ScheduleInput) -> tuple[Mapping[str, ClusterVerdict], tuple[str, ...]]:
+    """`cluster_verdicts` in read-only containers, to remember on the fleet's table."""
+    verdicts, schedulable = cluster_verdicts(inp)
+    return MappingProxyType(verdicts), tuple(schedulable)
 
 
 def cluster_verdicts(inp: ScheduleInput) -> tuple[dict[str, ClusterVerdict], list[str]]:
@@ -154,12 +163,15 @@ def match_pools(state: CycleState) -> None:
 
 def _pools_of(
     every: Mapping[str, ClusterPools], names: Sequence[str]
-) -> tuple[dict[str, list[str]], dict[str, dict[str, Shape]], dict[str, dict[str, int]]]:
-    """The pool names, shapes and node counts of the clusters `names`, by cluster."""
+) -> tuple[
+    Mapping[str, Sequence[str]], Mapping[str, Mapping[str, Shape]], Mapping[str, Mapping[str, int]]
+]:
+    """The pool names, shapes and node counts of the clusters `names`, by cluster
+    (read-only: remembered on the fleet's table)."""
     return (
-        {name: every[name].names for name in names},
-        {name: every[name].shapes for name in names},
-        {name: every[name].nodes for name in names},
+        MappingProxyType({name: every[name].names for name in names}),
+        MappingProxyType({name: every[name].shapes for name in names}),
+        MappingProxyType({name: every[name].nodes for name in names}),
     )
 
 
@@ -171,8 +183,10 @@ def fleet_pools(
     Each cluster's are interned once per cluster version (`cluster_pools`).
     """
 
-    def derive() -> tuple[Shapes, dict[str, ClusterPools]]:
-        return shapes, {n: cluster_pools(cl, shapes) for n, cl in clusters.items()}
+    def derive() -> tuple[Shapes, Mapping[str, ClusterPools]]:
+        return shapes, MappingProxyType(
+            {n: cluster_pools(cl, shapes) for n, cl in clusters.items()}
+        )
 
     found = fleet_derived(clusters, "scheduling.pools", derive)
     return found[1] if found[0] is shapes else derive()[1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from modelplane.api.memo import memos_on
@@ -191,7 +192,7 @@ class CycleState:
     pool_shapes: ByCluster[Shape] = field(default_factory=ByCluster)  # known pools only
     pool_nodes: ByCluster[int] = field(default_factory=ByCluster)
     # Known pools of the clusters that matter, by cluster (see match_pools).
-    known_pools: dict[str, list[str]] = field(default_factory=dict)
+    known_pools: dict[str, Sequence[str]] = field(default_factory=dict)
     matches: dict[tuple[str, str], list[tuple[str, RoleMatch]]] = field(default_factory=dict)
     losers: dict[tuple[str, str], str] = field(default_factory=dict)  # (ns, name) -> pool
     # Not-Ready replicas of the namespace past a FleetQuota limit in the fleet's order:
@@ -336,9 +337,10 @@ def new_state(inp: ScheduleInput, scores: tuple[ClusterScore, ...] = SCORES) -> 
 class FleetOrder:
     """A fleet's replicas by replay order, and by the deployment they belong to."""
 
-    by_order: list[ObservedModelReplica]
+    # Read-only containers: the last fleet's order is shared by every call (`_BY_ORDER`).
+    by_order: tuple[ObservedModelReplica, ...]
     # (namespace, deployment, whether that is a label value) → its replicas.
-    owned: dict[tuple[str, str, bool], list[ObservedModelReplica]]
+    owned: Mapping[tuple[str, str, bool], tuple[ObservedModelReplica, ...]]
 
 
 def fleet_order(replicas: Sequence[ObservedModelReplica]) -> FleetOrder:
@@ -347,7 +349,8 @@ def fleet_order(replicas: Sequence[ObservedModelReplica]) -> FleetOrder:
     owned: dict[tuple[str, str, bool], list[ObservedModelReplica]] = {}
     for r in by_order:
         owned.setdefault((r.namespace, r.deployment, r.deployment_is_label), []).append(r)
-    return FleetOrder(by_order, owned)
+    frozen = MappingProxyType({k: tuple(v) for k, v in owned.items()})
+    return FleetOrder(tuple(by_order), frozen)
 
 
 class _LastOrder:

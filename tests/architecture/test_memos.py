@@ -8,6 +8,7 @@ pure layers may remember only through `modelplane.api.memo`, under a name in
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import re
 from pathlib import Path
@@ -51,12 +52,42 @@ def test_the_docs_show_the_registry() -> None:
     assert markdown_table() in docs, "regenerate the memo table: modelplane.api.memo.markdown_table"
 
 
+def _resolve(name: str) -> object:
+    """The object `name` (module.attribute, or module.Class.attribute) names."""
+    parts = name.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            found: object = importlib.import_module("modelplane." + ".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attribute in parts[cut:]:
+            found = getattr(found, attribute)
+        return found
+    raise AssertionError(f"{name} names no module")
+
+
 @pytest.mark.parametrize("entry", MEMOS, ids=lambda m: m.name)
 def test_every_registered_memo_exists_and_names_a_test_that_exists(entry: MemoEntry) -> None:
-    name = entry.name
-    module, _, attribute = name.rpartition(".")
-    assert hasattr(importlib.import_module(f"modelplane.{module}"), attribute), name
+    found = _resolve(entry.name)
+    if entry.mechanism == "cached_property":
+        assert isinstance(found, functools.cached_property), entry.name
     assert (ROOT / entry.test).is_file(), entry.test
+
+
+def test_every_cached_property_is_registered() -> None:
+    """A per-instance cache of the pure layers is registered (and so shown) too."""
+    registered = {m.name for m in MEMOS if m.mechanism == "cached_property"}
+    for path in _pure_modules():
+        module = ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and any(
+                    "cached_property" in ast.unparse(d) for d in item.decorator_list
+                ):
+                    name = f"{module}.{node.name}.{item.name}"
+                    assert name in registered, f"{path}: register {name} in api.memo.MEMOS"
 
 
 def test_every_declared_memo_is_registered_under_its_mechanism() -> None:

@@ -5,8 +5,12 @@ reconcile at a time. Just before a ModelDeployment is reconciled, the store
 holds exactly what its composer is about to read; `explain` and the fleet view
 are computed over that store, and once the reconcile has written the status
 they must say what it says: the same replicas (name, draining) as
-`status.placements`, and as many placed replicas. A disagreement in any round
-of any example fails, naming the example, the round and both sides.
+`status.placements`, and as many placed replicas. `modelplane rollout status`
+is computed over the same store and must report what the written status
+reports: the rollout (revisions, wave, replicas per revision), the RolledOut
+condition, and the replicas per cluster and revision (ready, draining). A
+disagreement in any round of any example fails, naming the example, the round
+and both sides.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import pytest
 from modelplane.api import constants as c
 from modelplane.cli.explain import explain_deployment
 from modelplane.cli.fleet_view import fleet_view
+from modelplane.cli.rollout import Target, status_document
+from modelplane.cli.rollout_view import status_doc
 from modelplane.local import ControlPlane, Key, load_paths
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,15 +39,24 @@ def _status_replicas(obj: dict[str, Any] | None) -> Replicas:
     return [(str(p["replicaName"]), bool(p.get("draining"))) for p in status.get("placements", [])]
 
 
-def _seen(plane: ControlPlane, key: Key) -> tuple[Replicas, int] | None:
-    """What explain lists and the fleet view counts as placed, over the store as it is."""
+def _rollout(doc: dict[str, Any]) -> dict[str, Any]:
+    """What rollout status reports that the reconcile decides (the rest is the spec's)."""
+    return {k: doc[k] for k in ("rollout", "rolledOut", "clusters")}
+
+
+def _seen(plane: ControlPlane, key: Key) -> tuple[Replicas, int, dict[str, Any]] | None:
+    """What explain lists, the fleet view counts as placed and rollout status reports,
+    over the store as it is."""
     result = explain_deployment(plane.store, key.namespace, key.name)
     if result is None:
         return None
     listed = [(r.name, r.draining) for r in result.replicas]
     ref = f"{key.namespace}/{key.name}"
     view = next(d for d in fleet_view(plane.store).deployments if d.name == ref)
-    return listed, view.placed
+    obj = plane.store.get(key)
+    assert obj is not None
+    rollout = status_document(Target(ref, obj, store=plane.store))
+    return listed, view.placed, _rollout(rollout)
 
 
 def _watch(plane: ControlPlane, found: list[str], checked_keys: list[Key], example: str) -> None:
@@ -58,12 +73,20 @@ def _watch(plane: ControlPlane, found: list[str], checked_keys: list[Key], examp
         if plane.reconciled == before or seen is None:
             return  # skipped: its inputs (and so its status) did not change
         checked_keys.append(key)
-        status = _status_replicas(plane.store.get(key))
-        listed, placed = seen
+        written = plane.store.get(key)
+        status = _status_replicas(written)
+        listed, placed, rollout = seen
+        ref = f"{key.namespace}/{key.name}"
         if listed != status or placed != len(status):
             found.append(
-                f"{example} round {plane.round} {key.namespace}/{key.name}: "
+                f"{example} round {plane.round} {ref}: "
                 f"explain {listed}, fleet placed {placed}, status.placements {status}"
+            )
+        reported = _rollout(status_doc(ref, written or {}))
+        if rollout != reported:
+            found.append(
+                f"{example} round {plane.round} {ref}: "
+                f"rollout status {rollout}, from the status {reported}"
             )
 
     plane._reconcile = checked  # type: ignore[method-assign]

@@ -1,7 +1,9 @@
 """`modelplane rollout status|pause|resume|undo` against hand-written ModelDeployments.
 
-Rendered mode replaces the render step with a hand-written object (the rollout
-composer's status is what these tests fix by hand); live mode talks to a real
+Rendered mode replaces the render step with a hand-written object and no store
+to plan over, so the status is read as a live one's (the rollout composer's
+status is what these tests fix by hand; tests/cli/test_explain_agrees.py checks
+the plan's side against every example); live mode talks to a real
 HTTP server on loopback that stands in for the API server and applies merge
 patches as RFC 7386 says (its own implementation, below).
 """
@@ -26,6 +28,7 @@ from click.testing import CliRunner
 from modelplane.cli import rollout as rollout_cli
 from modelplane.cli.kubeconfig import KubeconfigError, load_kubeconfig
 from modelplane.cli.main import cli
+from modelplane.cli.rollout import Rendered
 from modelplane.cli.rollout_view import merge_diff, undo_patch
 from modelplane.dev import pki
 from tests.loopback_http import serving
@@ -107,9 +110,9 @@ def rendered(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[dict[s
     """The render step replaced: PATH (an empty folder) renders to the object yielded."""
     obj = deployment()
 
-    def fake(paths: tuple[str, ...], namespace: str, name: str, rounds: int) -> dict:
+    def fake(paths: tuple[str, ...], namespace: str, name: str, rounds: int) -> Rendered:
         assert (paths, namespace, name) == ((str(tmp_path),), "ml-team", "chat")
-        return copy.deepcopy(obj)
+        return Rendered(copy.deepcopy(obj))
 
     monkeypatch.setattr(rollout_cli, "render_deployment", fake)
     yield obj
@@ -156,7 +159,7 @@ def test_status_of_a_complete_rollout(monkeypatch: pytest.MonkeyPatch, tmp_path:
         message=said,
     )
     obj["status"]["conditions"][0] |= {"status": "True", "reason": "Complete", "message": said}
-    monkeypatch.setattr(rollout_cli, "render_deployment", lambda *a: obj)
+    monkeypatch.setattr(rollout_cli, "render_deployment", lambda *a: Rendered(obj))
     code, out = run("status", str(tmp_path), "--deployment", "ml-team/chat")
     assert code == 0, out
     assert "ModelDeployment ml-team/chat: Complete, wave 3 of 3" in out
@@ -322,7 +325,7 @@ def test_undo_refusals(
     message: str,
 ) -> None:
     obj = deployment(decision, **changes)
-    monkeypatch.setattr(rollout_cli, "render_deployment", lambda *a: obj)
+    monkeypatch.setattr(rollout_cli, "render_deployment", lambda *a: Rendered(obj))
     code, out = run("undo", str(tmp_path), "--deployment", "ml-team/chat")
     assert code == 1
     assert message in out
@@ -331,7 +334,7 @@ def test_undo_refusals(
 def test_undo_without_status_rollout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     obj = deployment()
     del obj["status"]["rollout"]
-    monkeypatch.setattr(rollout_cli, "render_deployment", lambda *a: obj)
+    monkeypatch.setattr(rollout_cli, "render_deployment", lambda *a: Rendered(obj))
     code, out = run("undo", str(tmp_path), "--deployment", "ml-team/chat")
     assert code == 1 and "has no status.rollout" in out
 

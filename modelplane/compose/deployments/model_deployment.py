@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import ValidationError
@@ -539,7 +540,7 @@ def _fleet_replicas(inp: ComposeInput, namespace: str) -> list[Resource]:
 class _Listing:
     """What the composer reads of the fleet's replica listing as a whole."""
 
-    by_id: dict[tuple[str, str], Resource]  # the named ones by (namespace, name), last wins
+    by_id: Mapping[tuple[str, str], Resource]  # the named ones by (namespace, name), last wins
     unnamed: tuple[Resource, ...]  # those whose metadata does not name them
     preempts: bool  # whether any names victims (`spec.preempts`)
 
@@ -564,7 +565,7 @@ def _index(listed: Sequence[Resource]) -> _Listing:
         else:
             by_id[key] = obj
     preempts = any(memoized(r, "model_deployment.preempts", _preempts) for r in listed)
-    return _Listing(by_id, tuple(unnamed), preempts)
+    return _Listing(MappingProxyType(by_id), tuple(unnamed), preempts)  # shared: `_LISTINGS`
 
 
 def _replica_id(obj: Resource) -> tuple[str, str] | None:
@@ -697,7 +698,7 @@ def _status(
             drain_reason=planned.drain_reason,
             unschedulable=True if planned.unschedulable else None,
             unschedulable_since=planned.unschedulable_since or None,
-            revision=(revisions.running if planned.draining else revisions.of)(planned.name),
+            revision=revisions.listed(planned.name, planned.draining),
         )
         for planned in plan.replicas
     ]

@@ -77,6 +77,11 @@ class Revisions:
         """The revision replica `name` runs now (a draining one is kept as observed)."""
         return self.actual.get(name) or self.of(name)
 
+    def listed(self, name: str, draining: bool) -> str:
+        """The revision status.placements names for scheduled replica `name`: a draining
+        one's own (it is kept as observed), another's the one it is composed at."""
+        return self.running(name) if draining else self.of(name)
+
     def spec_for(self, revision: str) -> ModelDeploymentSpec | None:
         """The deployment's spec running `revision`; None when it cannot be composed (an
         unknown revision, or one that no longer fits the spec's form)."""
