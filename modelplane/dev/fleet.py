@@ -31,9 +31,9 @@ from typing import Any
 
 import yaml
 
+from modelplane.dev import netns, pki, procs, xpkg
 from modelplane.dev import nodes as nodesmod
 from modelplane.dev import parts as partsmod
-from modelplane.dev import pki, procs, xpkg
 from modelplane.dev.kubeapi import Api, Kubeconfig, NotReadyError, condition, wait
 from modelplane.dev.nodes import ClusterNodes
 from modelplane.kube.client import KubeError
@@ -75,6 +75,8 @@ WORKLOAD_CONTROLLERS = ",".join(
         "replicaset",
         "resourceclaim",
         "pod-garbage-collector",
+        # The engine Pods' addresses, Ready or not, for the gateways to route to.
+        "endpointslice",
     )
 )
 KWOK_STAGES = Path(__file__).resolve().parent / "kwok" / "stages.yaml"
@@ -173,6 +175,7 @@ class Fleet:
     def __init__(self, directory: Path, say: Say | None = None) -> None:
         self.directory = directory.resolve()
         self.say: Say = say or (lambda _m: None)
+        self.network = netns.Network(netns.fleet_id(self.directory))
 
     # --- up ------------------------------------------------------------------------
 
@@ -189,6 +192,8 @@ class Fleet:
         self._pki(state)
         wanted = [CONTROL_PLANE] + [workload_name(i + 1) for i in range(clusters)]
         state.clusters = list(dict.fromkeys(state.clusters + wanted))
+        if self.network.up():
+            self.say(f"made the fleet network {self.network.name}")
         self._etcd(state, built)
         for cluster in state.clusters:
             self._apiserver(state, built, cluster)
@@ -197,6 +202,7 @@ class Fleet:
         for cluster in workloads(state):
             self._scheduler(state, built, cluster)
             self._kwok(state, built, cluster)
+            self._kubelet(state, built, cluster)
             self._inventory(state, cluster)
         self._nodes(state, nodes)
         self._crossplane(state, built)
@@ -347,10 +353,26 @@ class Fleet:
             "--node-ip=127.0.0.1",
             f"--node-port={state.port(f'{cluster}-kwok-node')}",
             f"--server-address=127.0.0.1:{state.port(f'{cluster}-kwok')}",
-            "--cidr=10.0.0.1/16",
+            f"--cidr={netns.kwok_cidr(state.clusters.index(cluster))}",
             f"--config={KWOK_STAGES}",
         ]
         self._ensure(state, f"{cluster}-kwok", argv)
+
+    def _kubelet(self, state: State, built: dict[str, Path], cluster: str) -> None:
+        """The engine kubelet: a real engine process for each engine Pod of the cluster."""
+        argv = [
+            sys.executable,
+            "-m",
+            "modelplane.dev.kubelet",
+            f"--server={state.kubeconfig(cluster).server}",
+            f"--token-file={state.pki / 'token'}",
+            f"--ca-file={state.pki / 'ca.crt'}",
+            f"--cluster={cluster}",
+            f"--fleet={self.network.ident}",
+            f"--engine={partsmod.binary(built, 'llm-d-inference-sim', 'llm-d-inference-sim')}",
+            f"--logs={state.logs}",
+        ]
+        self._ensure(state, f"{cluster}-kubelet", argv)
 
     def _inventory(self, state: State, cluster: str) -> None:
         """The inventory agent against the cluster, as its Deployment would run it."""
@@ -616,6 +638,13 @@ class Fleet:
                 for c in state.clusters
                 if c != CONTROL_PLANE
             ],
+            "network": {
+                "namespace": self.network.name,
+                "exists": self.network.exists(),
+                "podCIDRs": {
+                    c: netns.pod_cidr(i) for i, c in enumerate(state.clusters) if c != CONTROL_PLANE
+                },
+            },
             "logs": str(state.logs),
             "processes": {
                 name: {"pid": p.pid, "running": p.alive(), "log": p.log}
@@ -630,6 +659,8 @@ class Fleet:
         for name, proc in reversed(list(state.procs.items())):
             procs.stop(proc)
             stopped.append(name)
+        if self.network.down():
+            stopped.append(f"network {self.network.name}")
         if (self.directory / STATE_FILE).is_file() or self.directory.is_dir():
             shutil.rmtree(self.directory, ignore_errors=True)
         return stopped

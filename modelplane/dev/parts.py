@@ -172,7 +172,7 @@ def parts(versions: dict[str, dict[str, str]] | None = None) -> dict[str, Part]:
 
 
 def _traffic_parts(v: dict[str, dict[str, str]]) -> dict[str, Part]:
-    """The parts of the fleet's traffic path, built and cached but not started by `dev up` yet."""
+    """The parts of the fleet's traffic path; `dev up` starts only the engine double so far."""
     eg = v["envoy-gateway"]["module"], v["envoy-gateway"]["version"]
     sim = v["llm-d-inference-sim"]["module"], v["llm-d-inference-sim"]["version"]
     lws = v["lws"]["module"], v["lws"]["version"]
@@ -202,7 +202,6 @@ def _traffic_parts(v: dict[str, dict[str, str]]) -> dict[str, Part]:
             ("llm-d-inference-sim",),
             packages={"llm-d-inference-sim": f"{sim[0]}/cmd/llm-d-inference-sim"},
             about="the engine double: OpenAI API and vllm:* metrics, fake tokens",
-            started=False,
         ),
         "lws": Part(
             "lws",

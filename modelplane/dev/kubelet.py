@@ -1,0 +1,355 @@
+"""The engine kubelet: every engine Pod of a workload cluster runs a real engine process.
+
+kwok plays the kubelet of the local fleet's fake GPU nodes, but a Pod under
+kwok runs nothing. For Modelplane's engine Pods (label `modelplane.ai/role`)
+kwok only reports them Running with an address, not Ready; this process plays
+the rest of a kubelet for them, one workload cluster each
+(`python -m modelplane.dev.kubelet`, started by `modelplane dev up`):
+
+- a Running engine Pod gets a network namespace holding its address
+  (`netns.Network.attach`) and, inside it, the engine double
+  (llm-d-inference-sim) serving the model and names the Pod's engine container
+  asks for, on the port it declares;
+- the Pod is Ready while the engine answers the container's readiness probe,
+  and not Ready as soon as it does not;
+- an engine that exits is started again after a back-off (10 s, doubling to
+  five minutes, as a kubelet does) and the Pod's restart count goes up;
+- a Pod deleted, or no longer Running, loses its process and its namespace.
+
+The double always runs with `--force-dummy-tokenizer`, so it never asks a model
+hub whether the model exists. An engine Pod whose engine container is missing
+is reported Ready at once, as kwok reports every other Pod.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import datetime
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from modelplane.api import constants as c
+from modelplane.dev import netns
+from modelplane.dev.kubeapi import Api, Kubeconfig
+from modelplane.kube.client import KubeError
+
+SYNC_SECONDS = 1.0
+BACKOFF_FIRST = 10.0
+BACKOFF_MAX = 300.0
+PROBE_TIMEOUT = 1.0
+DEFAULT_PROBE_PATH = "/health"
+# How fast the double answers: one short profile for every class for now.
+LATENCY_FLAGS = ("--time-to-first-token=20ms", "--inter-token-latency=2ms")
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class Engine:
+    """What a Pod's engine container asks for: the model, its served names, where it listens."""
+
+    model: str
+    served: tuple[str, ...]
+    port: int
+    probe_path: str
+    probe_port: int
+
+
+def _flag(args: Sequence[str], *names: str) -> list[str]:
+    """Every value given to one of the flags (`--x=v` or `--x v v2`, the latter
+    until the next flag)."""
+    found: list[str] = []
+    taking = False
+    for arg in args:
+        name, eq, value = arg.partition("=")
+        if arg.startswith("-"):
+            taking = not eq and name in names
+            if eq and name in names:
+                found.append(value)
+        elif taking:
+            found.append(arg)
+    return found
+
+
+def _positional_model(args: Sequence[str]) -> str:
+    for i, arg in enumerate(args[:-1]):
+        if arg == "serve" and not args[i + 1].startswith("-"):
+            return args[i + 1]
+    return ""
+
+
+def _port_of(container: Mapping[str, Any], args: Sequence[str]) -> int:
+    ports = [p for p in container.get("ports") or [] if isinstance(p, dict)]
+    named = [p for p in ports if p.get("name") == c.ENGINE_PORT_NAME] or ports
+    declared = named[0].get("containerPort") if named else None
+    given = _flag(args, "--port")
+    for candidate in (given[-1] if given else None, declared):
+        with contextlib.suppress(TypeError, ValueError):
+            if candidate is not None and 0 < int(candidate) < 65536:
+                return int(candidate)
+    return c.ENGINE_PORT
+
+
+def engine_of(pod: Mapping[str, Any]) -> Engine | None:
+    """The engine a Pod's `engine` container asks for; None when it has none."""
+    spec = pod.get("spec") or {}
+    container = next(
+        (x for x in spec.get("containers") or [] if x.get("name") == c.ENGINE_CONTAINER), None
+    )
+    if container is None:
+        return None
+    args = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
+    model = (_flag(args, "--model", "--model-path") or [_positional_model(args)])[-1]
+    model = model or str(((pod.get("metadata") or {}).get("labels") or {}).get("app", "model"))
+    served = tuple(_flag(args, "--served-model-name")) or (model,)
+    port = _port_of(container, args)
+    probe = (container.get("readinessProbe") or {}).get("httpGet") or {}
+    given = probe.get("port")
+    probe_port = given if isinstance(given, int) and not isinstance(given, bool) else port
+    return Engine(model, served, port, str(probe.get("path") or DEFAULT_PROBE_PATH), probe_port)
+
+
+def engine_argv(binary: Path | str, engine: Engine) -> list[str]:
+    """The engine double's command line for one engine."""
+    return [
+        str(binary),
+        f"--port={engine.port}",
+        f"--model={engine.model}",
+        "--served-model-name",
+        *engine.served,
+        "--force-dummy-tokenizer",
+        "--mode=echo",
+        *LATENCY_FLAGS,
+    ]
+
+
+def backoff(restarts: int) -> float:
+    """Seconds before the n-th restart of an engine that exited (n >= 1)."""
+    return float(min(BACKOFF_FIRST * 2 ** max(restarts - 1, 0), BACKOFF_MAX))
+
+
+def now() -> str:
+    """An RFC 3339 timestamp, as a kubelet writes them."""
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _ready_condition(kind: str, ready: bool, at: str, old: Mapping[str, Any]) -> dict[str, Any]:
+    status = "True" if ready else "False"
+    same = old.get("status") == status
+    cond = {
+        "type": kind,
+        "status": status,
+        "lastTransitionTime": old.get("lastTransitionTime") if same else at,
+    }
+    if not ready:
+        cond["reason"] = "ContainersNotReady"
+        cond["message"] = f"containers with unready status: [{c.ENGINE_CONTAINER}]"
+    return cond
+
+
+def pod_status(pod: Mapping[str, Any], ready: bool, restarts: int, at: str) -> dict[str, Any]:
+    """The status patch for an engine Pod: its Ready conditions and container states."""
+    status = pod.get("status") or {}
+    old = {x.get("type"): x for x in status.get("conditions") or [] if isinstance(x, dict)}
+    conditions = [x for k, x in old.items() if k not in ("Ready", "ContainersReady")] + [
+        _ready_condition(k, ready, at, old.get(k) or {}) for k in ("ContainersReady", "Ready")
+    ]
+    containers = []
+    for cs in status.get("containerStatuses") or []:
+        if isinstance(cs, dict) and cs.get("name") == c.ENGINE_CONTAINER:
+            cs = {**cs, "ready": ready, "restartCount": restarts}
+        containers.append(cs)
+    return {"conditions": conditions, "containerStatuses": containers}
+
+
+def reported(pod: Mapping[str, Any]) -> tuple[bool, int]:
+    """What a Pod's status says now: (Ready, the engine's restart count)."""
+    status = pod.get("status") or {}
+    ready = any(
+        x.get("type") == "Ready" and x.get("status") == "True"
+        for x in status.get("conditions") or []
+        if isinstance(x, dict)
+    )
+    restarts = next(
+        (
+            int(x.get("restartCount") or 0)
+            for x in status.get("containerStatuses") or []
+            if isinstance(x, dict) and x.get("name") == c.ENGINE_CONTAINER
+        ),
+        0,
+    )
+    return ready, restarts
+
+
+def _die_with_parent() -> None:
+    """Run in the child before exec: SIGTERM when the kubelet goes, so no engine outlives it."""
+    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+@dataclass
+class Running:
+    """One engine Pod the kubelet runs: its namespace, process and history."""
+
+    key: str
+    namespace: str
+    address: str
+    engine: Engine
+    proc: subprocess.Popen[bytes] | None = None
+    restarts: int = 0
+    next_start: float = 0.0
+
+
+@dataclass
+class Kubelet:
+    """Keeps one cluster's engine Pods and their processes in step."""
+
+    api: Api
+    network: netns.Network
+    cluster: str
+    binary: Path
+    logs: Path
+    pods: dict[str, Running] = field(default_factory=dict)
+
+    def key(self, pod: Mapping[str, Any]) -> str:
+        """A Pod's identity across restarts of the kubelet: cluster/namespace/name/uid."""
+        meta = pod.get("metadata") or {}
+        return f"{self.cluster}/{meta.get('namespace')}/{meta.get('name')}/{meta.get('uid')}"
+
+    def sync(self) -> None:
+        """One pass: start, restart, probe, report and stop as the Pods ask."""
+        seen: set[str] = set()
+        for pod in self.api.list("v1", "Pod", selector=c.LABEL_ROLE):
+            if not _runs_here(pod):
+                continue
+            key = self.key(pod)
+            seen.add(key)
+            try:
+                self._keep(key, pod)
+            except netns.NetworkError as err:  # reported, tried again next pass
+                print(f"{key}: {err}", file=sys.stderr, flush=True)
+        for key in set(self.pods) - seen:
+            self._stop(self.pods.pop(key))
+
+    def _keep(self, key: str, pod: Mapping[str, Any]) -> None:
+        engine = engine_of(pod)
+        if engine is None:
+            self._report(pod, True, 0)
+            return
+        entry = self.pods.get(key)
+        if entry is None:
+            address = str((pod.get("status") or {}).get("podIP"))
+            namespace = self.network.attach(key, address)
+            entry = self.pods[key] = Running(key, namespace, address, engine)
+        self._supervise(entry)
+        ready = self._probe(entry)
+        self._report(pod, ready, entry.restarts)
+
+    def _supervise(self, entry: Running) -> None:
+        if entry.proc is not None and entry.proc.poll() is not None:
+            entry.proc = None
+            entry.restarts += 1
+            entry.next_start = time.monotonic() + backoff(entry.restarts)
+        if entry.proc is None and time.monotonic() >= entry.next_start:
+            entry.proc = self._start(entry)
+
+    def _start(self, entry: Running) -> subprocess.Popen[bytes]:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        log = self.logs / f"engine-{entry.namespace}.log"
+        argv = self.network.exec_argv(engine_argv(self.binary, entry.engine), entry.namespace)
+        with log.open("ab") as out:
+            return subprocess.Popen(  # argv is a list: never a shell
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,
+            )
+
+    def _probe(self, entry: Running) -> bool:
+        if entry.proc is None or entry.proc.poll() is not None:
+            return False
+        code = netns.get(
+            self.network,
+            entry.address,
+            entry.engine.probe_port,
+            entry.engine.probe_path,
+            PROBE_TIMEOUT,
+        )
+        return 200 <= code < 400
+
+    def _report(self, pod: Mapping[str, Any], ready: bool, restarts: int) -> None:
+        if reported(pod) == (ready, restarts):
+            return
+        with contextlib.suppress(KubeError):  # moved meanwhile: the next pass reads it again
+            self.api.merge_status(pod, pod_status(pod, ready, restarts, now()))
+
+    def _stop(self, entry: Running) -> None:
+        if entry.proc is not None and entry.proc.poll() is None:
+            entry.proc.terminate()
+            try:
+                entry.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                entry.proc.kill()
+                entry.proc.wait()
+        with contextlib.suppress(netns.NetworkError):
+            self.network.detach(entry.key)
+
+    def stop_all(self) -> None:
+        """Stop every engine and remove its namespace."""
+        for key in list(self.pods):
+            self._stop(self.pods.pop(key))
+
+
+def _runs_here(pod: Mapping[str, Any]) -> bool:
+    """A Pod this kubelet runs: bound, Running, with an address, not being deleted."""
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    return (
+        not meta.get("deletionTimestamp")
+        and status.get("phase") == "Running"
+        and bool(status.get("podIP"))
+        and bool((pod.get("spec") or {}).get("nodeName"))
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the kubelet until SIGTERM; its engines go with it."""
+    parser = argparse.ArgumentParser(prog="python -m modelplane.dev.kubelet")
+    parser.add_argument("--server", required=True, help="the cluster's API server URL")
+    parser.add_argument("--token-file", required=True, type=Path)
+    parser.add_argument("--ca-file", required=True, type=Path)
+    parser.add_argument("--cluster", required=True)
+    parser.add_argument("--fleet", required=True, help="the fleet's id (netns.fleet_id)")
+    parser.add_argument("--engine", required=True, type=Path, help="the engine double's binary")
+    parser.add_argument("--logs", required=True, type=Path)
+    opts = parser.parse_args(argv)
+    kubelet = Kubelet(
+        Api(Kubeconfig(opts.cluster, opts.server, opts.ca_file, opts.token_file)),
+        netns.Network(opts.fleet),
+        opts.cluster,
+        opts.engine,
+        opts.logs,
+    )
+
+    def leave(*_: object) -> None:
+        kubelet.stop_all()
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, leave)
+    signal.signal(signal.SIGINT, leave)
+    while True:
+        try:
+            kubelet.sync()
+        except (KubeError, OSError) as err:  # the API server restarting: try again
+            print(f"sync: {err}", file=sys.stderr, flush=True)
+        time.sleep(SYNC_SECONDS)
+
+
+if __name__ == "__main__":
+    main()
