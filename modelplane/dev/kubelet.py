@@ -91,6 +91,8 @@ def _port_of(container: Mapping[str, Any], args: Sequence[str]) -> int:
     declared = named[0].get("containerPort") if named else None
     given = _flag(args, "--port")
     for candidate in (given[-1] if given else None, declared):
+        if isinstance(candidate, bool):  # YAML's `true` is not port 1
+            continue
         with contextlib.suppress(TypeError, ValueError):
             if candidate is not None and 0 < int(candidate) < 65536:
                 return int(candidate)

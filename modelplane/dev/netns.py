@@ -135,6 +135,10 @@ class Network:
     def detach(self, key: str) -> bool:
         """Remove a Pod's namespace (its veth goes with it); False when there was none."""
         ns = self.pod_namespace(key)
+        # A process still running in the namespace keeps it (and the veth pair)
+        # alive after `netns del`: remove the fleet's end, which takes the pair.
+        with contextlib.suppress(NetworkError):
+            _ip("-n", self.name, "link", "del", f"h{ns.rsplit('-', 1)[-1]}")
         if not (NETNS_DIR / ns).exists():
             return False
         _ip("netns", "del", ns)
