@@ -31,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from modelplane.dev import gateway as gatewaymod
 from modelplane.dev import netns, pki, procs, xpkg
 from modelplane.dev import nodes as nodesmod
 from modelplane.dev import parts as partsmod
@@ -194,6 +195,9 @@ class Fleet:
         state.clusters = list(dict.fromkeys(state.clusters + wanted))
         if self.network.up():
             self.say(f"made the fleet network {self.network.name}")
+        # Envoy Gateway reads its certificates at this fixed path; each
+        # controller sees its own there through a bind mount of its own.
+        gatewaymod.CERTS_MOUNT.mkdir(exist_ok=True)
         self._etcd(state, built)
         for cluster in state.clusters:
             self._apiserver(state, built, cluster)
@@ -202,6 +206,7 @@ class Fleet:
         for cluster in workloads(state):
             self._scheduler(state, built, cluster)
             self._kwok(state, built, cluster)
+            self._envoy_gateway(state, built, cluster)
             self._kubelet(state, built, cluster)
             self._inventory(state, cluster)
         self._nodes(state, nodes)
@@ -370,9 +375,77 @@ class Fleet:
             f"--cluster={cluster}",
             f"--fleet={self.network.ident}",
             f"--engine={partsmod.binary(built, 'llm-d-inference-sim', 'llm-d-inference-sim')}",
+            f"--envoy={partsmod.wheel_binary(partsmod.parts()['envoy'])}",
+            f"--xds-address={gatewaymod.controller_address(state.clusters.index(cluster))}",
+            f"--index={state.clusters.index(cluster)}",
             f"--logs={state.logs}",
+            f"--volumes={self.directory / 'volumes' / cluster}",
         ]
         self._ensure(state, f"{cluster}-kubelet", argv)
+
+    def _envoy_gateway(self, state: State, built: dict[str, Path], cluster: str) -> None:
+        """Envoy Gateway for one cluster: its CRDs and certificates, then the controller
+        in a network namespace of its own, its API server relayed there (`dev.portal`)."""
+        name, portal = f"{cluster}-envoy-gateway", f"{cluster}-envoy-gateway-portal"
+        running = [state.procs.get(n) for n in (name, portal)]
+        if all(p is not None and p.alive() for p in running):
+            return
+        for proc in running:  # the two go together: restart both
+            if proc is not None:
+                procs.stop(proc)
+        api = state.api(cluster)
+        for doc in gatewaymod.crd_documents(built["envoy-gateway-crds"] / "crds"):
+            api.apply(doc)
+        for group in ("gateway.networking.k8s.io", "gateway.envoyproxy.io"):
+            wait_established(api, group, API_TIMEOUT)
+        api.apply(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": gatewaymod.NAMESPACE}}
+        )
+        home = self.directory / "envoy-gateway" / cluster
+        env = {"KUBECONFIG": str(state.kubeconfig_path(cluster))}
+        binary = str(partsmod.binary(built, "envoy-gateway", "envoy-gateway"))
+        # certgen writes the controller's and the proxies' certificates as
+        # Secrets, and leaves existing ones alone.
+        _run_once(
+            f"{cluster}-envoy-gateway-certgen",
+            [binary, "certgen", "--disable-topology-injector"],
+            env,
+            state.logs,
+        )
+        secret = api.get("v1", "Secret", gatewaymod.CONTROLLER_SECRET, gatewaymod.NAMESPACE) or {}
+        (home / "certs").mkdir(parents=True, exist_ok=True)
+        for file, data in gatewaymod.certificate_files(secret).items():
+            (home / "certs" / file).write_bytes(data)
+            (home / "certs" / file).chmod(0o600)
+        (home / "config.yaml").write_text(yaml.safe_dump(gatewaymod.config(), sort_keys=False))
+        index = state.clusters.index(cluster)
+        ns = self.network.attach(f"{cluster}/envoy-gateway", gatewaymod.controller_address(index))
+        port = state.ports[f"{cluster}-apiserver"]
+        self._ensure(state, portal, [sys.executable, "-m", "modelplane.dev.portal", str(port), ns])
+        wait(
+            f"{cluster}'s API server inside {ns}",
+            lambda: True if netns.listening(ns, port) else None,
+            API_TIMEOUT,
+            interval=0.1,
+        )
+        argv = self.network.exec_argv(
+            [
+                "unshare",
+                "--mount",
+                "--propagation",
+                "private",
+                sys.executable,
+                "-m",
+                "modelplane.dev.binds",
+                f"{home / 'certs'}:{gatewaymod.CERTS_MOUNT}",
+                "--",
+                binary,
+                "server",
+                f"--config-path={home / 'config.yaml'}",
+            ],
+            ns,
+        )
+        self._ensure(state, name, argv, env, exe=binary)
 
     def _inventory(self, state: State, cluster: str) -> None:
         """The inventory agent against the cluster, as its Deployment would run it."""

@@ -24,6 +24,7 @@ is reported Ready at once, as kwok reports every other Pod.
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import ctypes
 import datetime
@@ -37,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from modelplane.api import constants as c
+from modelplane.dev import gateway as gatewaymod
+from modelplane.dev import loadbalancer as lb
 from modelplane.dev import netns
 from modelplane.dev.kubeapi import Api, Kubeconfig
 from modelplane.kube.client import KubeError
@@ -132,6 +135,28 @@ def engine_argv(binary: Path | str, engine: Engine) -> list[str]:
     ]
 
 
+@dataclass(frozen=True)
+class Launch:
+    """What the kubelet runs for a Pod: one container's command line, its probe, its files."""
+
+    container: str
+    argv: tuple[str, ...]
+    probe_port: int
+    probe_path: str
+    # Volume contents written before the process starts: path → bytes.
+    files: tuple[tuple[str, bytes], ...] = ()
+
+
+def engine_launch(binary: Path | str, engine: Engine) -> Launch:
+    """The engine double for an engine Pod."""
+    return Launch(
+        c.ENGINE_CONTAINER,
+        tuple(engine_argv(binary, engine)),
+        engine.probe_port,
+        engine.probe_path,
+    )
+
+
 def backoff(restarts: int) -> float:
     """Seconds before the n-th restart of an engine that exited (n >= 1)."""
     return float(min(BACKOFF_FIRST * 2 ** max(restarts - 1, 0), BACKOFF_MAX))
@@ -142,7 +167,9 @@ def now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _ready_condition(kind: str, ready: bool, at: str, old: Mapping[str, Any]) -> dict[str, Any]:
+def _ready_condition(
+    kind: str, ready: bool, at: str, old: Mapping[str, Any], container: str
+) -> dict[str, Any]:
     status = "True" if ready else "False"
     same = old.get("status") == status
     cond = {
@@ -152,27 +179,30 @@ def _ready_condition(kind: str, ready: bool, at: str, old: Mapping[str, Any]) ->
     }
     if not ready:
         cond["reason"] = "ContainersNotReady"
-        cond["message"] = f"containers with unready status: [{c.ENGINE_CONTAINER}]"
+        cond["message"] = f"containers with unready status: [{container}]"
     return cond
 
 
-def pod_status(pod: Mapping[str, Any], ready: bool, restarts: int, at: str) -> dict[str, Any]:
-    """The status patch for an engine Pod: its Ready conditions and container states."""
+def pod_status(
+    pod: Mapping[str, Any], ready: bool, restarts: int, at: str, container: str = c.ENGINE_CONTAINER
+) -> dict[str, Any]:
+    """The status patch for a Pod the kubelet runs: its Ready conditions, the container's state."""
     status = pod.get("status") or {}
     old = {x.get("type"): x for x in status.get("conditions") or [] if isinstance(x, dict)}
     conditions = [x for k, x in old.items() if k not in ("Ready", "ContainersReady")] + [
-        _ready_condition(k, ready, at, old.get(k) or {}) for k in ("ContainersReady", "Ready")
+        _ready_condition(k, ready, at, old.get(k) or {}, container)
+        for k in ("ContainersReady", "Ready")
     ]
     containers = []
     for cs in status.get("containerStatuses") or []:
-        if isinstance(cs, dict) and cs.get("name") == c.ENGINE_CONTAINER:
+        if isinstance(cs, dict) and cs.get("name") == container:
             cs = {**cs, "ready": ready, "restartCount": restarts}
         containers.append(cs)
     return {"conditions": conditions, "containerStatuses": containers}
 
 
-def reported(pod: Mapping[str, Any]) -> tuple[bool, int]:
-    """What a Pod's status says now: (Ready, the engine's restart count)."""
+def reported(pod: Mapping[str, Any], container: str = c.ENGINE_CONTAINER) -> tuple[bool, int]:
+    """What a Pod's status says now: (Ready, the container's restart count)."""
     status = pod.get("status") or {}
     ready = any(
         x.get("type") == "Ready" and x.get("status") == "True"
@@ -183,7 +213,7 @@ def reported(pod: Mapping[str, Any]) -> tuple[bool, int]:
         (
             int(x.get("restartCount") or 0)
             for x in status.get("containerStatuses") or []
-            if isinstance(x, dict) and x.get("name") == c.ENGINE_CONTAINER
+            if isinstance(x, dict) and x.get("name") == container
         ),
         0,
     )
@@ -195,14 +225,110 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+# Envoy Gateway's proxies: the Pods of the Deployment it makes for each Gateway.
+PROXY_SELECTOR = "app.kubernetes.io/component=proxy,app.kubernetes.io/managed-by=envoy-gateway"
+PROXY_CONTAINER = "envoy"
+
+
+def _field(pod: Mapping[str, Any], path: str) -> str:
+    """The value of a downward-API fieldRef of the Pod ("" when unset)."""
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    if path in ("metadata.name", "metadata.namespace", "metadata.uid"):
+        return str(meta.get(path.split(".", 1)[1]) or "")
+    if path == "status.podIP":
+        return str(status.get("podIP") or "")
+    for prefix, source in (("metadata.annotations", "annotations"), ("metadata.labels", "labels")):
+        if path.startswith(prefix + "['") and path.endswith("']"):
+            return str((meta.get(source) or {}).get(path[len(prefix) + 2 : -2]) or "")
+    return ""
+
+
+def container_env(pod: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str, str]:
+    """The container's environment: literal values and downward-API fields."""
+    env: dict[str, str] = {}
+    for item in container.get("env") or []:
+        if not isinstance(item, dict) or not item.get("name"):
+            continue
+        ref = ((item.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+        env[str(item["name"])] = _field(pod, str(ref)) if ref else str(item.get("value") or "")
+    return env
+
+
+def expand(arg: str, env: Mapping[str, str]) -> str:
+    """Kubernetes' $(VAR) expansion of one argument ($$ escapes; unknown names stay)."""
+    out, i = [], 0
+    while i < len(arg):
+        if arg.startswith("$$", i):
+            out.append("$")
+            i += 2
+        elif arg.startswith("$(", i) and ")" in arg[i:]:
+            close = arg.index(")", i)
+            name = arg[i + 2 : close]
+            out.append(env.get(name, arg[i : close + 1]))
+            i = close + 1
+        else:
+            out.append(arg[i])
+            i += 1
+    return "".join(out)
+
+
+def proxy_launch(
+    pod: Mapping[str, Any],
+    envoy: Path | str,
+    xds_address: str,
+    mounts: Mapping[str, Path],
+    volumes: Mapping[str, Mapping[str, bytes]],
+) -> Launch | None:
+    """Envoy for one of Envoy Gateway's proxy Pods, as its container asks.
+
+    The kubelet mounts no file systems: each volume's files are written to a
+    directory of the Pod's own (`mounts`: mount path → directory) and every
+    mention of a mount path in the arguments and in those files is pointed
+    there. The bootstrap's controller address (a Service name the fleet has no
+    DNS for) becomes the controller's address on the fleet bridge. Hot
+    restart is off: each Envoy has a network namespace, not an IPC one.
+    """
+    spec = pod.get("spec") or {}
+    container = next(
+        (x for x in spec.get("containers") or [] if x.get("name") == PROXY_CONTAINER), None
+    )
+    if container is None:
+        return None
+    env = container_env(pod, container)
+
+    def relocate(text: str) -> str:
+        for path, directory in mounts.items():
+            text = text.replace(path.rstrip("/") + "/", f"{directory}/")
+        return text.replace(f"{gatewaymod.CONTROLLER_HOST}.", xds_address).replace(
+            gatewaymod.CONTROLLER_HOST, xds_address
+        )
+
+    args = [relocate(expand(str(a), env)) for a in container.get("args") or []]
+    files = tuple(
+        (str(mounts[path] / name), relocate(data.decode()).encode())
+        for path, by_name in volumes.items()
+        for name, data in sorted(by_name.items())
+    )
+    probe = (container.get("readinessProbe") or {}).get("httpGet") or {}
+    given = probe.get("port")
+    port = given if isinstance(given, int) and not isinstance(given, bool) else 19003
+    return Launch(
+        PROXY_CONTAINER,
+        (str(envoy), *args, "--disable-hot-restart"),
+        port,
+        str(probe.get("path") or "/ready"),
+        files,
+    )
+
+
 @dataclass
 class Running:
-    """One engine Pod the kubelet runs: its namespace, process and history."""
+    """One Pod the kubelet runs: its namespace, process and history."""
 
     key: str
     namespace: str
     address: str
-    engine: Engine
+    launch: Launch
     proc: subprocess.Popen[bytes] | None = None
     restarts: int = 0
     next_start: float = 0.0
@@ -210,14 +336,20 @@ class Running:
 
 @dataclass
 class Kubelet:
-    """Keeps one cluster's engine Pods and their processes in step."""
+    """Keeps one cluster's engine and proxy Pods, their processes and its load balancers in step."""
 
     api: Api
     network: netns.Network
     cluster: str
+    index: int
     binary: Path
+    envoy: Path
+    xds_address: str
     logs: Path
+    volumes: Path
     pods: dict[str, Running] = field(default_factory=dict)
+    balancers: dict[str, str] = field(default_factory=dict)  # address → namespace
+    relays: lb.Relays | None = None
 
     def key(self, pod: Mapping[str, Any]) -> str:
         """A Pod's identity across restarts of the kubelet: cluster/namespace/name/uid."""
@@ -225,33 +357,75 @@ class Kubelet:
         return f"{self.cluster}/{meta.get('namespace')}/{meta.get('name')}/{meta.get('uid')}"
 
     def sync(self) -> None:
-        """One pass: start, restart, probe, report and stop as the Pods ask."""
+        """One pass: start, restart, probe, report and stop as the Pods ask; then the balancers."""
         seen: set[str] = set()
-        for pod in self.api.list("v1", "Pod", selector=c.LABEL_ROLE):
+        pods = self.api.list("v1", "Pod", selector=c.LABEL_ROLE)
+        pods += self.api.list("v1", "Pod", selector=PROXY_SELECTOR)
+        for pod in pods:
             if not _runs_here(pod):
                 continue
             key = self.key(pod)
             seen.add(key)
             try:
                 self._keep(key, pod)
-            except netns.NetworkError as err:  # reported, tried again next pass
+            except (netns.NetworkError, KubeError, OSError) as err:  # tried again next pass
                 print(f"{key}: {err}", file=sys.stderr, flush=True)
         for key in set(self.pods) - seen:
             self._stop(self.pods.pop(key))
+        self._balance()
+
+    def _launch(self, key: str, pod: Mapping[str, Any]) -> Launch | None:
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        if c.LABEL_ROLE in labels:
+            engine = engine_of(pod)
+            return None if engine is None else engine_launch(self.binary, engine)
+        home = self.volumes / self.network.pod_namespace(key)
+        mounts, volumes = self._volumes(pod, home)
+        return proxy_launch(pod, self.envoy, self.xds_address, mounts, volumes)
+
+    def _volumes(
+        self, pod: Mapping[str, Any], home: Path
+    ) -> tuple[dict[str, Path], dict[str, dict[str, bytes]]]:
+        """The proxy container's Secret and ConfigMap volumes: mount path → directory, files."""
+        spec = pod.get("spec") or {}
+        ns = (pod.get("metadata") or {}).get("namespace") or ""
+        by_name = {v.get("name"): v for v in spec.get("volumes") or [] if isinstance(v, dict)}
+        container: Mapping[str, Any] = next(
+            (x for x in spec.get("containers") or [] if x.get("name") == PROXY_CONTAINER), {}
+        )
+        mounts: dict[str, Path] = {}
+        files: dict[str, dict[str, bytes]] = {}
+        for mount in container.get("volumeMounts") or []:
+            volume = by_name.get(mount.get("name")) or {}
+            data = self._volume_data(volume, ns)
+            if data is None:
+                continue
+            mounts[str(mount["mountPath"])] = home / str(mount["name"])
+            files[str(mount["mountPath"])] = data
+        return mounts, files
+
+    def _volume_data(self, volume: Mapping[str, Any], ns: str) -> dict[str, bytes] | None:
+        if "secret" in volume:
+            obj = self.api.get("v1", "Secret", volume["secret"]["secretName"], ns) or {}
+            return {k: base64.b64decode(v) for k, v in (obj.get("data") or {}).items()}
+        if "configMap" in volume:
+            obj = self.api.get("v1", "ConfigMap", volume["configMap"]["name"], ns) or {}
+            return {k: str(v).encode() for k, v in (obj.get("data") or {}).items()}
+        return None
 
     def _keep(self, key: str, pod: Mapping[str, Any]) -> None:
-        engine = engine_of(pod)
-        if engine is None:
-            self._report(pod, True, 0)
-            return
         entry = self.pods.get(key)
         if entry is None:
+            launch = self._launch(key, pod)
+            if launch is None:
+                self._report(pod, True, 0, c.ENGINE_CONTAINER)
+                return
             address = str((pod.get("status") or {}).get("podIP"))
             namespace = self.network.attach(key, address)
-            entry = self.pods[key] = Running(key, namespace, address, engine)
+            entry = self.pods[key] = Running(key, namespace, address, launch)
         self._supervise(entry)
         ready = self._probe(entry)
-        self._report(pod, ready, entry.restarts)
+        self._report(pod, ready, entry.restarts, entry.launch.container)
 
     def _supervise(self, entry: Running) -> None:
         if entry.proc is not None and entry.proc.poll() is not None:
@@ -262,9 +436,12 @@ class Kubelet:
             entry.proc = self._start(entry)
 
     def _start(self, entry: Running) -> subprocess.Popen[bytes]:
+        for path, data in entry.launch.files:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_bytes(data)
         self.logs.mkdir(parents=True, exist_ok=True)
-        log = self.logs / f"engine-{entry.namespace}.log"
-        argv = self.network.exec_argv(engine_argv(self.binary, entry.engine), entry.namespace)
+        log = self.logs / f"{entry.launch.container}-{entry.namespace}.log"
+        argv = self.network.exec_argv(entry.launch.argv, entry.namespace)
         with log.open("ab") as out:
             return subprocess.Popen(  # argv is a list: never a shell
                 argv,
@@ -277,20 +454,17 @@ class Kubelet:
     def _probe(self, entry: Running) -> bool:
         if entry.proc is None or entry.proc.poll() is not None:
             return False
+        launch = entry.launch
         code = netns.get(
-            self.network,
-            entry.address,
-            entry.engine.probe_port,
-            entry.engine.probe_path,
-            PROBE_TIMEOUT,
+            self.network, entry.address, launch.probe_port, launch.probe_path, PROBE_TIMEOUT
         )
         return 200 <= code < 400
 
-    def _report(self, pod: Mapping[str, Any], ready: bool, restarts: int) -> None:
-        if reported(pod) == (ready, restarts):
+    def _report(self, pod: Mapping[str, Any], ready: bool, restarts: int, container: str) -> None:
+        if reported(pod, container) == (ready, restarts):
             return
         with contextlib.suppress(KubeError):  # moved meanwhile: the next pass reads it again
-            self.api.merge_status(pod, pod_status(pod, ready, restarts, now()))
+            self.api.merge_status(pod, pod_status(pod, ready, restarts, now(), container))
 
     def _stop(self, entry: Running) -> None:
         if entry.proc is not None and entry.proc.poll() is None:
@@ -303,10 +477,50 @@ class Kubelet:
         with contextlib.suppress(netns.NetworkError):
             self.network.detach(entry.key)
 
+    # --- load balancers ---------------------------------------------------------------
+
+    def _balance(self) -> None:
+        services = [s for s in self.api.list("v1", "Service") if lb.is_balanced(s)]
+        taken = {a for s in services if (a := lb.current_address(s))}
+        wanted: list[lb.Balancer] = []
+        for service in sorted(services, key=lambda s: _name(s)):
+            current = lb.current_address(service)
+            address = current or lb.address(self.index, taken)
+            taken.add(address)
+            if current != address:
+                with contextlib.suppress(KubeError):
+                    self.api.merge_status(service, {"loadBalancer": {"ingress": [{"ip": address}]}})
+            ns, name = _name(service).split("/", 1)
+            slices = self.api.list(
+                "discovery.k8s.io/v1", "EndpointSlice", ns, f"kubernetes.io/service-name={name}"
+            )
+            wanted.append(lb.Balancer(_name(service), address, lb.ready_endpoints(service, slices)))
+        self._hold(wanted)
+
+    def _hold(self, wanted: list[lb.Balancer]) -> None:
+        addresses = {b.address for b in wanted}
+        for address in set(self.balancers) - addresses:
+            self.balancers.pop(address)
+            with contextlib.suppress(netns.NetworkError):
+                self.network.detach(f"{self.cluster}/lb/{address}")
+        for address in addresses - set(self.balancers):
+            self.balancers[address] = self.network.attach(f"{self.cluster}/lb/{address}", address)
+        if wanted or self.relays is not None:
+            self.relays = self.relays or lb.Relays(self.network)
+            self.relays.apply(wanted, self.balancers)
+
     def stop_all(self) -> None:
-        """Stop every engine and remove its namespace."""
+        """Stop every process, relay and namespace."""
         for key in list(self.pods):
             self._stop(self.pods.pop(key))
+        if self.relays is not None:
+            self.relays.close()
+        self._hold([])
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace')}/{meta.get('name')}"
 
 
 def _runs_here(pod: Mapping[str, Any]) -> bool:
@@ -329,14 +543,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--cluster", required=True)
     parser.add_argument("--fleet", required=True, help="the fleet's id (netns.fleet_id)")
     parser.add_argument("--engine", required=True, type=Path, help="the engine double's binary")
+    parser.add_argument("--envoy", required=True, type=Path, help="Envoy's binary")
+    parser.add_argument("--xds-address", required=True, help="the cluster's Envoy Gateway")
+    parser.add_argument("--index", required=True, type=int, help="the cluster's index")
     parser.add_argument("--logs", required=True, type=Path)
+    parser.add_argument("--volumes", required=True, type=Path, help="where Pods' volumes go")
     opts = parser.parse_args(argv)
     kubelet = Kubelet(
         Api(Kubeconfig(opts.cluster, opts.server, opts.ca_file, opts.token_file)),
         netns.Network(opts.fleet),
         opts.cluster,
+        opts.index,
         opts.engine,
+        opts.envoy,
+        opts.xds_address,
         opts.logs,
+        opts.volumes,
     )
 
     def leave(*_: object) -> None:

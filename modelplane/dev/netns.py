@@ -202,6 +202,16 @@ def socket_in(namespace: str) -> socket.socket:
         return socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 
 
+def listening(namespace: str, port: int, host: str = "127.0.0.1") -> bool:
+    """Whether something accepts connections on host:port inside the namespace."""
+    sock = socket_in(namespace)
+    sock.settimeout(1.0)
+    try:
+        return sock.connect_ex((host, port)) == 0
+    finally:
+        sock.close()
+
+
 def get(network: Network, url_host: str, port: int, path: str, timeout: float = 2.0) -> int:
     """The status code of GET path on host:port from inside the fleet; 0 when unreachable."""
     try:

