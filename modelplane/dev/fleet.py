@@ -63,11 +63,11 @@ INIT_ATTEMPTS = 5
 # provider-kubernetes v1.2.1 binds its metrics and webhook servers here with no
 # flag to move them: one local fleet per machine.
 PROVIDER_FIXED_PORTS = (8080, 9443)
-CP_CONTROLLERS = "garbagecollector,namespace"
-# What turns a composed Deployment into Pods and a claim template into claims.
-# No job or persistentvolume-binder controllers: the harness plays the hydration
-# Job and its claim, whose Pods could never finish under kwok.
-WORKLOAD_CONTROLLERS = ",".join(
+# What turns a composed Deployment into Pods and a claim template into claims,
+# on every cluster: the control plane too runs Pods (its fleet gateway's Envoy
+# proxies). No job or persistentvolume-binder controllers: the harness plays the
+# hydration Job and its claim, whose Pods could never finish under kwok.
+CONTROLLERS = ",".join(
     f"{name}-controller"
     for name in (
         "garbage-collector",
@@ -203,11 +203,12 @@ class Fleet:
             self._apiserver(state, built, cluster)
         for cluster in state.clusters:
             self._controllers(state, built, cluster)
-        for cluster in workloads(state):
+        for cluster in state.clusters:
             self._scheduler(state, built, cluster)
             self._kwok(state, built, cluster)
             self._envoy_gateway(state, built, cluster)
             self._kubelet(state, built, cluster)
+        for cluster in workloads(state):
             self._inventory(state, cluster)
         self._nodes(state, nodes)
         self._crossplane(state, built)
@@ -332,7 +333,7 @@ class Fleet:
         path.chmod(0o600)
 
     def _controllers(self, state: State, built: dict[str, Path], cluster: str) -> None:
-        controllers = CP_CONTROLLERS if cluster == CONTROL_PLANE else WORKLOAD_CONTROLLERS
+        controllers = CONTROLLERS
         argv = [
             str(partsmod.binary(built, "kubernetes", "kube-controller-manager")),
             *_component_flags(state, cluster, "controllers"),
@@ -477,6 +478,8 @@ class Fleet:
             system = {"name": MODELPLANE_NAMESPACE}
             api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": system})
             nodesmod.publish(api, by_cluster.get(cluster, ()))
+        # The control plane's system node, for its fleet gateway's proxies.
+        nodesmod.publish(state.api(CONTROL_PLANE), ())
 
     def _crossplane(self, state: State, built: dict[str, Path]) -> None:
         api = state.api(CONTROL_PLANE)

@@ -349,6 +349,9 @@ class Kubelet:
     volumes: Path
     pods: dict[str, Running] = field(default_factory=dict)
     balancers: dict[str, str] = field(default_factory=dict)  # address → namespace
+    # The cluster's DNS, as far as the fleet plays it: each LoadBalancer
+    # Service's name (<name>.<namespace>.svc.cluster.local) → its address.
+    names: dict[str, str] = field(default_factory=dict)
     relays: lb.Relays | None = None
 
     def key(self, pod: Mapping[str, Any]) -> str:
@@ -439,9 +442,12 @@ class Kubelet:
         for path, data in entry.launch.files:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             Path(path).write_bytes(data)
+        proxy = entry.launch.container == PROXY_CONTAINER
+        if proxy:
+            self.network.write_hosts(entry.namespace, self.names)
         self.logs.mkdir(parents=True, exist_ok=True)
         log = self.logs / f"{entry.launch.container}-{entry.namespace}.log"
-        argv = self.network.exec_argv(entry.launch.argv, entry.namespace)
+        argv = self.network.exec_argv(entry.launch.argv, entry.namespace, hosts=proxy)
         with log.open("ab") as out:
             return subprocess.Popen(  # argv is a list: never a shell
                 argv,
@@ -496,6 +502,15 @@ class Kubelet:
             )
             wanted.append(lb.Balancer(_name(service), address, lb.ready_endpoints(service, slices)))
         self._hold(wanted)
+        names = {
+            f"{b.key.split('/')[1]}.{b.key.split('/')[0]}.svc.cluster.local": b.address
+            for b in wanted
+        }
+        if names != self.names:
+            self.names = names
+            for entry in self.pods.values():
+                if entry.launch.container == PROXY_CONTAINER:
+                    self.network.write_hosts(entry.namespace, names)
 
     def _hold(self, wanted: list[lb.Balancer]) -> None:
         addresses = {b.address for b in wanted}

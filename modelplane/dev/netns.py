@@ -23,13 +23,17 @@ import ctypes
 import hashlib
 import http.client
 import os
+import shutil
 import socket
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 NETNS_DIR = Path("/run/netns")
+# `ip netns exec NAME` shows a process the files of /etc/netns/NAME in place of
+# those of /etc: how a Pod's processes get a hosts file (the fleet's DNS).
+ETC_DIR = Path("/etc/netns")
 BRIDGE = "br0"
 # The fleet namespace's own address on the bridge: where `dev exec` commands
 # come from.
@@ -139,10 +143,22 @@ class Network:
         # alive after `netns del`: remove the fleet's end, which takes the pair.
         with contextlib.suppress(NetworkError):
             _ip("-n", self.name, "link", "del", f"h{ns.rsplit('-', 1)[-1]}")
+        shutil.rmtree(ETC_DIR / ns, ignore_errors=True)
         if not (NETNS_DIR / ns).exists():
             return False
         _ip("netns", "del", ns)
         return True
+
+    def write_hosts(self, namespace: str, names: Mapping[str, str]) -> None:
+        """The hosts file a namespace's processes see (name → address), rewritten in place
+        so that processes already running read the new names."""
+        path = ETC_DIR / namespace / "hosts"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = ["127.0.0.1 localhost"] + [f"{a} {n}" for n, a in sorted(names.items())]
+        with path.open("a+") as out:
+            out.seek(0)
+            out.truncate()
+            out.write("\n".join(lines) + "\n")
 
     def down(self) -> list[str]:
         """Remove every namespace of this fleet; the names removed."""
@@ -154,8 +170,13 @@ class Network:
                 _ip("netns", "del", ns)
         return gone
 
-    def exec_argv(self, argv: Sequence[str], namespace: str | None = None) -> list[str]:
-        """The command line that runs argv inside the fleet namespace (or a Pod's)."""
+    def exec_argv(
+        self, argv: Sequence[str], namespace: str | None = None, hosts: bool = False
+    ) -> list[str]:
+        """The command line that runs argv inside the fleet namespace (or a Pod's); with
+        `hosts`, it sees the namespace's own hosts file (`write_hosts`)."""
+        if hosts:
+            return ["ip", "netns", "exec", namespace or self.name, *argv]
         return ["nsenter", f"--net={NETNS_DIR / (namespace or self.name)}", "--", *argv]
 
     def http(self, host: str, port: int, timeout: float = 5.0) -> http.client.HTTPConnection:

@@ -68,9 +68,10 @@ def publish_declared(world: World, cluster: dict[str, Any], classes: list[dict[s
 @pytest.fixture(scope="session")
 def fleet(world: World) -> World:
     """Prerequisites in every workload cluster, two classes and two InferenceClusters."""
+    # Gateway API and Envoy Gateway's CRDs come with each cluster's controller
+    # (`modelplane dev up` applies its release's CRD chart).
     for api in world.workloads.values():
-        world.install_crds(api, "lws", "gateway-api")
-    world.install_crds(world.cp, "gateway-api", "envoy-gateway")
+        world.install_crds(api, "lws")
     classes = [m.inference_class(CLASS), m.inference_class(CLASS8, gpus=8)]
     clusters = [
         m.inference_cluster(name, world.secret_ref(wl), CLASS, pools=e2e_pools())

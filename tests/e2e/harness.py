@@ -1,14 +1,16 @@
 """The end-to-end harness: one real local fleet per test run, and the controllers it lacks.
 
-Each workload cluster runs kube-apiserver, kube-scheduler (DRA allocation
-included), kube-controller-manager (Deployments, ReplicaSets, ResourceClaims)
-and kwok for its fake GPU nodes, so a composed Deployment becomes Available
-for real. What the clusters still lack — a gateway, Helm, the LeaderWorkerSet
-controller (its pod webhook labels the group's pods; webhooks need a Service
-the local API servers cannot reach), a storage provisioner, and Jobs whose
+Every cluster, the control plane included, runs kube-apiserver, kube-scheduler
+(DRA allocation included), kube-controller-manager (Deployments, ReplicaSets,
+ResourceClaims, EndpointSlices), kwok for its fake nodes, Envoy Gateway and the
+fleet's kubelet for the Pods that serve (engines and Envoy proxies), so a
+composed Deployment becomes Available for real, a Gateway is Programmed by its
+controller and requests cross it. What the clusters still lack — Helm, cert-
+manager, the LeaderWorkerSet controller, a storage provisioner, and Jobs whose
 pods could finish — `World.play` stands in for, the way `modelplane render`
-does, with the same status tables (`local.simulate.WORKLOAD_STATUS`): an
-HTTPRoute Accepted, a Job Complete, a claim Bound.
+does, with the same status tables (`local.simulate.WORKLOAD_STATUS`): a
+Release installed, a Job Complete, a claim Bound; a Certificate's Secret gets a
+real key and certificate from its Issuer (`pki.issue_certificate`).
 """
 
 from __future__ import annotations
@@ -24,11 +26,10 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
-from modelplane.compose.clusters.inference_cluster import provider_config_name
+from modelplane.dev import pki
 from modelplane.dev.fleet import CONTROL_PLANE, MODELPLANE_NAMESPACE, State
 from modelplane.dev.kubeapi import Api, condition
 from modelplane.kube.client import KubeError
-from modelplane.local.gateway_sim import gateway_address, gateway_status
 from modelplane.local.simulate import WORKLOAD_STATUS
 
 T = TypeVar("T")
@@ -47,21 +48,16 @@ PLAYED: dict[tuple[str, str], str] = {
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): "leaderworkerset.x-k8s.io/v1",
     ("", "PersistentVolumeClaim"): "v1",
     ("batch", "Job"): "batch/v1",
-    ("gateway.networking.k8s.io", "HTTPRoute"): "gateway.networking.k8s.io/v1",
-    ("gateway.networking.k8s.io", "Gateway"): "gateway.networking.k8s.io/v1",
-    ("gateway.networking.k8s.io", "GatewayClass"): "gateway.networking.k8s.io/v1",
-    ("gateway.envoyproxy.io", "Backend"): "gateway.envoyproxy.io/v1alpha1",
-    ("gateway.envoyproxy.io", "ClientTrafficPolicy"): "gateway.envoyproxy.io/v1alpha1",
-    # No cert-manager runs: its Issuers and Certificates are reported Ready.
+    # No cert-manager runs: its Issuers and Certificates are reported Ready, and
+    # each Certificate's Secret holds a real key and certificate (`_issue`).
     ("cert-manager.io", "Issuer"): "cert-manager.io/v1",
     ("cert-manager.io", "Certificate"): "cert-manager.io/v1",
     # provider-helm does not run: a Release is reported installed, as the render does.
     ("helm.m.crossplane.io", "Release"): "helm.m.crossplane.io/v1beta1",
 }
-
-
-# The control plane runs no scheduler or kubelet: a Deployment there is played.
-CONTROL_PLANE_ONLY: dict[tuple[str, str], str] = {("apps", "Deployment"): "apps/v1"}
+# Not played: every cluster runs Envoy Gateway, which writes the status of
+# GatewayClasses, Gateways, HTTPRoutes, Backends and ClientTrafficPolicies, and
+# a real Deployment controller on every cluster, the control plane included.
 
 
 def _release(obj: Mapping[str, Any], at: str) -> dict[str, Any]:
@@ -150,52 +146,22 @@ class World:
     def play(self) -> int:
         """Give every played object its simulated status; how many changed."""
         changed = 0
-        configs = self._provider_configs()
-        for name, api in [(CONTROL_PLANE, self.cp), *self.workloads.items()]:
-            played = {**PLAYED, **(CONTROL_PLANE_ONLY if api is self.cp else {})}
-            for (group, kind), api_version in played.items():
+        for api in [self.cp, *self.workloads.values()]:
+            for (group, kind), api_version in PLAYED.items():
                 try:
                     objs = api.list(api_version, kind)
                 except (KubeError, OSError):
                     continue  # a cluster a fault drill stopped
                 for obj in objs:
-                    changed += self._play_one(api, group, kind, obj, configs.get(name, ""))
+                    changed += self._play_one(api, group, kind, obj)
         return changed
 
-    def _provider_configs(self) -> dict[str, str]:
-        """Each workload cluster's provider config name (that of the InferenceCluster on it)."""
-        out = {}
-        try:
-            clusters = self.cp.list("modelplane.ai/v1alpha1", "InferenceCluster")
-        except KubeError:
-            return {}
-        servers = {wl: self.state.kubeconfig(wl).server for wl in self.workloads}
-        for ic in clusters:
-            ref = ((ic.get("spec") or {}).get("existing") or {}).get("kubeconfigSecretRef") or {}
-            try:
-                secret = self.cp.get("v1", "Secret", ref.get("name", ""), ref.get("namespace", ""))
-            except KubeError:
-                continue
-            text = base64.b64decode(((secret or {}).get("data") or {}).get(ref.get("key"), ""))
-            for wl, server in servers.items():
-                if server.encode() in text:
-                    out[wl] = provider_config_name(ic["metadata"]["name"])
-        return out
-
-    def _play_one(
-        self, api: Api, group: str, kind: str, obj: dict[str, Any], provider_config: str
-    ) -> int:
+    def _play_one(self, api: Api, group: str, kind: str, obj: dict[str, Any]) -> int:
         if kind == "Certificate":
             self._issue(api, obj)
         if _settled(kind, obj):
             return 0
-        if kind == "Gateway":
-            # The address the render gives the Gateway of that cluster's provider config.
-            meta = obj["metadata"]
-            address = gateway_address(meta.get("namespace", ""), meta["name"], provider_config)
-            played = gateway_status(obj, now(), address)
-        else:
-            played = STATUS[(group, kind)](obj, now())
+        played = STATUS[(group, kind)](obj, now())
         if kind == "Deployment":
             played["observedGeneration"] = obj["metadata"].get("generation", 1)
         try:
@@ -205,20 +171,39 @@ class World:
         return 1
 
     def _issue(self, api: Api, certificate: Mapping[str, Any]) -> None:
-        """The Secret cert-manager would write for a Certificate (placeholder PEM text)."""
+        """The Secret cert-manager would write for a Certificate: a real key and certificate,
+        self-signed or signed by its CA Issuer's key (once that Secret exists)."""
         spec = certificate.get("spec") or {}
         name = spec.get("secretName", certificate["metadata"]["name"])
         namespace = certificate["metadata"].get("namespace", "")
         if api.get("v1", "Secret", name, namespace) is not None:
             return
-        placeholder = base64.b64encode(b"placeholder issued by the e2e harness").decode()
+        ref = spec.get("issuerRef") or {}
+        kind = ref.get("kind", "Issuer")
+        issuer = api.get(
+            "cert-manager.io/v1",
+            kind,
+            ref.get("name", ""),
+            "" if kind == "ClusterIssuer" else namespace,
+        )
+        issuer_spec = (issuer or {}).get("spec") or {}
+        signer = None
+        if "ca" in issuer_spec:
+            ca_secret = api.get("v1", "Secret", issuer_spec["ca"].get("secretName", ""), namespace)
+            if ca_secret is None:
+                return  # the CA is not issued yet: next round
+            data = {k: base64.b64decode(v) for k, v in (ca_secret.get("data") or {}).items()}
+            signer = pki.ca_from_secret(data)
+        elif "selfSigned" not in issuer_spec:
+            return  # no Issuer yet, or a kind cert-manager would need more for
+        files = pki.issue_certificate(spec, signer, certificate["metadata"]["name"])
         api.apply(
             {
                 "apiVersion": "v1",
                 "kind": "Secret",
                 "metadata": {"name": name, "namespace": namespace},
                 "type": "kubernetes.io/tls",
-                "data": {k: placeholder for k in ("tls.crt", "tls.key", "ca.crt")},
+                "data": {k: base64.b64encode(v).decode() for k, v in files.items()},
             }
         )
 

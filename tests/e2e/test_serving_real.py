@@ -1,27 +1,36 @@
-"""Engines that answer: every engine Pod of a placed replica runs a real engine process.
+"""Serving for real: engines that answer, and a completion through the fleet gateway.
 
-On the same fleet as the other scenarios (e2e-a is wl-1, e2e-b is wl-2). The
-fleet's engine kubelet gives each engine Pod a network namespace holding the
-Pod's address and runs the engine double there; the Pod is Ready only while the
-engine answers its readiness probe, so the ModelDeployment's Ready, the
-Deployment's availability and the EndpointSlices gateways route by all come
-from a process that serves. Requests are sent from inside the fleet network,
-as `modelplane dev exec -- curl` does.
+Two InferenceClusters of its own (serve-a on wl-1, serve-b on wl-2) with the
+serving stack on, so each workload cluster gets the gateway hop (an HTTPS
+Gateway requiring the fleet's client certificate); the control plane gets the
+InferenceGateway. The fleet's kubelet gives each engine Pod a network namespace
+holding the Pod's address and runs the engine double there; the Pod is Ready
+only while the engine answers its readiness probe. Every cluster's Envoy
+Gateway programs its Gateways and the kubelet runs their Envoy proxies. So a
+request to a ModelService's address crosses the fleet gateway's Envoy, the
+HTTPS hop with the fleet's client certificate and the workload gateway's
+Envoy, and is answered by an engine process. Requests are sent from inside the
+fleet network, as `modelplane dev exec -- curl` does.
 """
 
 from __future__ import annotations
 
+import http.client
 import ipaddress
 import json
 import os
 import signal
+import ssl
 import subprocess
 import time
+import urllib.parse
 from typing import Any
 
 import pytest
 from e2e import manifests as m
-from e2e.harness import COUNTS, TIMINGS, World
+from e2e.conftest import CLASS, publish_declared
+from e2e.harness import COUNTS, NOTES, TIMINGS, World
+from e2e.test_quickstart import _clear_other_scenarios
 
 from modelplane.api import constants as c
 from modelplane.api.objects import replica_base
@@ -33,6 +42,32 @@ pytestmark = pytest.mark.e2e
 NS = "e2e-serve"
 MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
 TIMEOUT = 300.0
+CLUSTERS = {"serve-a": "wl-1", "serve-b": "wl-2"}
+
+
+def _cluster(name: str, world: World) -> dict[str, Any]:
+    """An existing cluster with the serving stack on (Releases played) and no gateway
+    address of its own: its ModelEndpoints take the address its Gateway reports."""
+    doc = m.inference_cluster(name, world.secret_ref(CLUSTERS[name]), CLASS)
+    spec = doc["spec"]
+    del spec["gateway"]
+    spec["servingStack"] = {"enabled": True}
+    return doc
+
+
+@pytest.fixture(scope="module")
+def serving(world: World) -> World:
+    """This module's fleet: two serving clusters, the fleet gateway, nothing else."""
+    _clear_other_scenarios(world)
+    for api in world.workloads.values():
+        world.install_crds(api, "lws", "cert-manager")
+    classes = [m.inference_class(CLASS)]
+    clusters = [_cluster(name, world) for name in CLUSTERS]
+    for cluster in clusters:
+        publish_declared(world, cluster, classes)
+    world.apply(classes + clusters)
+    world.apply([m.namespace(NS), m.inference_gateway()])
+    return world
 
 
 def _network(world: World) -> netns.Network:
@@ -88,24 +123,24 @@ def _endpoint_ready(api: Api, address: str) -> bool | None:
     return None
 
 
-def test_every_engine_pod_answers_a_chat_completion_at_its_own_address(fleet: World) -> None:
-    fleet.apply([m.namespace(NS), m.deployment("chat", NS, replicas=2, gpus=1)])
+def test_every_engine_pod_answers_a_chat_completion_at_its_own_address(serving: World) -> None:
+    serving.apply([m.deployment("chat", NS, replicas=2, gpus=1, labels={"model": "chat"})])
     started = time.monotonic()
-    fleet.settle(
+    serving.settle(
         "ModelDeployment chat Ready",
-        lambda: fleet.ready(m.API, "ModelDeployment", "chat", NS),
+        lambda: serving.ready(m.API, "ModelDeployment", "chat", NS),
         TIMEOUT,
     )
     TIMINGS["apply → a served deployment Ready (engines answering their probes)"] = (
         time.monotonic() - started
     )
-    network = _network(fleet)
-    pods = _engine_pods(fleet, "chat")
+    network = _network(serving)
+    pods = _engine_pods(serving, "chat")
     assert len(pods) == 2
     answered = 0
     for wl, api, pod in pods:
         address = pod["status"]["podIP"]
-        index = fleet.state.clusters.index(wl)
+        index = serving.state.clusters.index(wl)
         assert ipaddress.ip_address(address) in ipaddress.ip_network(netns.pod_cidr(index))
         assert condition(pod, "Ready") == "True"
         assert _endpoint_ready(api, address) is True
@@ -134,9 +169,9 @@ def _engine_pids(namespace: str) -> list[int]:
     return [int(p) for p in done.stdout.split()]
 
 
-def test_an_engine_killed_makes_its_pod_not_ready_and_its_endpoint_leave(fleet: World) -> None:
-    network = _network(fleet)
-    wl, api, pod = _engine_pods(fleet, "chat")[0]
+def test_an_engine_killed_makes_its_pod_not_ready_and_its_endpoint_leave(serving: World) -> None:
+    network = _network(serving)
+    wl, api, pod = _engine_pods(serving, "chat")[0]
     name, address = pod["metadata"]["name"], pod["status"]["podIP"]
     key = f"{wl}/{NS}/{name}/{pod['metadata']['uid']}"
     pids = _engine_pids(network.pod_namespace(key))
@@ -152,7 +187,7 @@ def test_an_engine_killed_makes_its_pod_not_ready_and_its_endpoint_leave(fleet: 
             else None
         )
 
-    fleet.settle(f"Pod {name} not Ready and its endpoint not ready", not_ready, 30)
+    serving.settle(f"Pod {name} not Ready and its endpoint not ready", not_ready, 30)
     TIMINGS["engine killed → Pod not Ready and endpoint not ready"] = time.monotonic() - killed
     assert netns.get(network, address, c.ENGINE_PORT, "/health", timeout=1) == 0
 
@@ -160,27 +195,164 @@ def test_an_engine_killed_makes_its_pod_not_ready_and_its_endpoint_leave(fleet: 
         now = api.get("v1", "Pod", name, NS)
         return now if condition(now, "Ready") == "True" and _endpoint_ready(api, address) else None
 
-    again = fleet.settle(f"Pod {name} Ready again after its engine restarted", back, 60)
+    again = serving.settle(f"Pod {name} Ready again after its engine restarted", back, 60)
     TIMINGS["engine killed → restarted and Ready again (10 s back-off)"] = time.monotonic() - killed
     (engine,) = [s for s in again["status"]["containerStatuses"] if s["name"] == "engine"]
     assert engine["restartCount"] == 1
-    fleet.settle(
+    serving.settle(
         "ModelDeployment chat Ready again",
-        lambda: fleet.ready(m.API, "ModelDeployment", "chat", NS),
+        lambda: serving.ready(m.API, "ModelDeployment", "chat", NS),
         TIMEOUT,
     )
 
 
-def test_a_deleted_deployment_leaves_no_engine_and_no_namespace(fleet: World) -> None:
-    network = _network(fleet)
+# --- through the fleet gateway ----------------------------------------------------------
+
+HOP_GATEWAY = ("modelplane-system", "modelplane-inference")
+
+
+def _admin_stats(network: netns.Network, namespace: str, prefix: str) -> dict[str, int]:
+    """Counters of an Envoy's admin page (127.0.0.1:19000 inside its Pod's namespace)."""
+    sock = netns.socket_in(namespace)
+    sock.settimeout(5)
+    sock.connect(("127.0.0.1", 19000))
+    conn = http.client.HTTPConnection("127.0.0.1", 19000, timeout=5)
+    conn.sock = sock
+    try:
+        conn.request("GET", f"/stats?filter={prefix}")
+        text = conn.getresponse().read().decode()
+    finally:
+        conn.close()
+    out = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(": ")
+        if value.strip().isdigit():
+            out[name] = int(value)
+    return out
+
+
+def _hop_proxies(serving: World) -> list[tuple[str, str]]:
+    """(workload cluster, Pod namespace) of every Envoy proxy of the hop Gateways."""
+    network = _network(serving)
+    out = []
+    for wl in CLUSTERS.values():
+        api = serving.workloads[wl]
+        selector = f"gateway.envoyproxy.io/owning-gateway-name={HOP_GATEWAY[1]}"
+        for pod in api.list("v1", "Pod", "envoy-gateway-system", selector=selector):
+            meta = pod["metadata"]
+            key = f"{wl}/{meta['namespace']}/{meta['name']}/{meta['uid']}"
+            out.append((wl, network.pod_namespace(key)))
+    return out
+
+
+def _verified_handshakes(serving: World) -> int:
+    """TLS handshakes the hop Gateways' Envoys completed with a verified client certificate."""
+    network = _network(serving)
+    total = 0
+    for _wl, ns in _hop_proxies(serving):
+        stats = _admin_stats(network, ns, "ssl")
+        total += sum(v for k, v in stats.items() if k.endswith("ssl.handshake"))
+    return total
+
+
+def _request(network: netns.Network, url: str, body: dict[str, Any]) -> tuple[int, Any]:
+    parts = urllib.parse.urlsplit(url)
+    conn = network.http(parts.hostname or "", parts.port or 80, timeout=10)
+    try:
+        conn.request(
+            "POST",
+            parts.path.rstrip("/") + "/v1/chat/completions",
+            json.dumps(body),
+            {"content-type": "application/json"},
+        )
+        response = conn.getresponse()
+        raw = response.read()
+        return response.status, json.loads(raw) if raw.startswith(b"{") else raw.decode()
+    finally:
+        conn.close()
+
+
+def _service_ready(serving: World) -> dict[str, Any] | None:
+    svc = serving.cp.get(m.API, "ModelService", "chat", NS) or {}
+    address = (svc.get("status") or {}).get("address")
+    return svc if address and condition(svc, "Ready") == "True" else None
+
+
+def test_a_completion_through_the_fleet_gateway_crosses_the_https_hop(serving: World) -> None:
+    serving.apply([m.model_service("chat", NS, "chat")])
+    started = time.monotonic()
+    svc = serving.settle(
+        "ModelService chat Ready with an address", lambda: _service_ready(serving), TIMEOUT
+    )
+    url = svc["status"]["address"]
+    NOTES["ModelService address"] = url
+    network = _network(serving)
+    before = _verified_handshakes(serving)
+
+    def answered() -> tuple[int, Any] | None:
+        got = _request(
+            network, url, {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
+        )
+        return got if got[0] == 200 else None
+
+    serving.settle(f"a 200 from {url}", answered, TIMEOUT)
+    TIMINGS["ModelService applied → first completion through the fleet gateway"] = (
+        time.monotonic() - started
+    )
+    served = 0
+    for i in range(20):
+        prompt = f"request {i} through the fleet"
+        status, body = _request(
+            network, url, {"model": MODEL, "messages": [{"role": "user", "content": prompt}]}
+        )
+        assert status == 200, body
+        assert body["choices"][0]["message"]["content"] == prompt
+        served += 1
+    COUNTS["completions through the fleet gateway (200 of 20)"] = served
+    # Each request crossed a workload Gateway's HTTPS listener, which requires and
+    # verifies the fleet's client certificate (its ClientTrafficPolicy).
+    assert _verified_handshakes(serving) > before
+
+
+def test_a_workload_gateway_refuses_a_client_without_the_fleet_certificate(
+    serving: World,
+) -> None:
+    network = _network(serving)
+    api = serving.workloads[CLUSTERS["serve-a"]]
+    gateway = api.get("gateway.networking.k8s.io/v1", "Gateway", HOP_GATEWAY[1], HOP_GATEWAY[0])
+    assert gateway is not None
+    address = gateway["status"]["addresses"][0]["value"]
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # the client is what is judged here, not the server
+    sock = netns.socket_in(network.name)
+    sock.settimeout(5)
+    sock.connect((address, 443))
+    refused = ""
+    try:
+        with context.wrap_socket(
+            sock, server_hostname="serve-a.gateway.modelplane.internal"
+        ) as tls:
+            tls.sendall(b"GET /e2e-serve/chat/0/health HTTP/1.1\r\nHost: x\r\n\r\n")
+            reply = tls.recv(4096)
+            refused = "no reply" if not reply else ""
+            assert not reply.startswith(b"HTTP/1.1 200"), reply[:200]
+    except (ssl.SSLError, ConnectionError) as err:
+        refused = type(err).__name__ + ": " + str(err)[:120]
+    assert refused, "the workload gateway answered a client without a certificate"
+    NOTES["workload gateway, no client certificate"] = refused
+
+
+def test_a_deleted_deployment_leaves_no_engine_and_no_namespace(serving: World) -> None:
+    network = _network(serving)
     keys = [
         f"{wl}/{NS}/{pod['metadata']['name']}/{pod['metadata']['uid']}"
-        for wl, _api, pod in _engine_pods(fleet, "chat")
+        for wl, _api, pod in _engine_pods(serving, "chat")
     ]
-    assert fleet.cp.delete(m.API, "ModelDeployment", "chat", NS)
+    assert serving.cp.delete(m.API, "ModelDeployment", "chat", NS)
 
     def gone() -> bool | None:
         left = [k for k in keys if network.pod_namespace(k) in netns.namespaces()]
         return True if not left else None
 
-    fleet.settle("the deleted deployment's engine namespaces gone", gone, TIMEOUT)
+    serving.settle("the deleted deployment's engine namespaces gone", gone, TIMEOUT)
