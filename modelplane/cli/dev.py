@@ -58,9 +58,11 @@ def _print(status: dict[str, Any], as_json: bool) -> None:
         return
     click.echo(f"control plane   {status['controlPlane']['server']}")
     click.echo(f"  export KUBECONFIG={status['controlPlane']['kubeconfig']}")
+    _print_gateways(status["controlPlane"].get("gateways") or [])
     for c in status["clusters"]:
         click.echo(f"cluster {c['name']:<8}{c['server']}  kubeconfig {c['kubeconfig']}")
         click.echo(f"  (Secret {c['secret']} on the control plane, for an InferenceCluster)")
+        _print_gateways(c.get("gateways") or [])
     network = status.get("network") or {}
     if network:
         click.echo(
@@ -74,6 +76,13 @@ def _print(status: dict[str, Any], as_json: bool) -> None:
         f"processes       {len(status['processes']) - len(down)} running"
         + (f", not running: {', '.join(down)}" if down else "")
     )
+
+
+def _print_gateways(gateways: list[dict[str, Any]]) -> None:
+    for gw in gateways:
+        where = ", ".join(a for a in gw["addresses"] if a) or "no address yet"
+        state = "" if gw["programmed"] else " (not Programmed)"
+        click.echo(f"  gateway {gw['name']}: {where}{state}")
 
 
 @dev.command("up")

@@ -211,12 +211,14 @@ class Fleet:
         for cluster in workloads(state):
             self._inventory(state, cluster)
         self._nodes(state, nodes)
+        self._workload_crds(state, built)
         self._crossplane(state, built)
         self._provider_crds(state, built)
         self._provider_kubernetes(state, built)
         self._function(state)
         self._install(state)
         self._workload_secrets(state)
+        self._player(state)
         state.save()
         return self.status()
 
@@ -481,6 +483,43 @@ class Fleet:
         # The control plane's system node, for its fleet gateway's proxies.
         nodesmod.publish(state.api(CONTROL_PLANE), ())
 
+    def _workload_crds(self, state: State, built: dict[str, Path]) -> None:
+        """The CRDs of what the serving stack's Helm releases would install and the fleet
+        plays instead: cert-manager's and LeaderWorkerSet's."""
+        lws = partsmod.build(partsmod.parts()["lws"], progress=self.say)
+        folders = [built["cert-manager"] / "crds", lws / "crds"]
+        docs = [
+            d
+            for folder in folders
+            for path in sorted(folder.glob("*.yaml"))
+            for d in yaml.safe_load_all(path.read_text())
+            if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition"
+        ]
+        for cluster in workloads(state):
+            api = state.api(cluster)
+            for doc in docs:
+                api.apply(doc)
+            for group in ("cert-manager.io", "leaderworkerset.x-k8s.io"):
+                wait_established(api, group, API_TIMEOUT)
+
+    def _player(self, state: State) -> None:
+        """The controllers the fleet still lacks, played on every cluster (`dev.player`)."""
+        argv = [
+            sys.executable,
+            "-m",
+            "modelplane.dev.player",
+            *(f"--server={c}={state.kubeconfig(c).server}" for c in state.clusters),
+            f"--token-file={state.pki / 'token'}",
+            f"--ca-file={state.pki / 'ca.crt'}",
+        ]
+        # Restarted when clusters were added, so that it plays them too.
+        marker = self.directory / "player.clusters"
+        running = state.procs.get("player")
+        if running is not None and marker.is_file() and marker.read_text() != str(state.clusters):
+            procs.stop(running)
+        marker.write_text(str(state.clusters))
+        self._ensure(state, "player", argv)
+
     def _crossplane(self, state: State, built: dict[str, Path]) -> None:
         api = state.api(CONTROL_PLANE)
         api.apply(
@@ -695,7 +734,7 @@ class Fleet:
     # --- status and down -------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        """Where each cluster's kubeconfig and each log is, and what runs."""
+        """Where each cluster's kubeconfig, gateways and logs are, and what runs."""
         state = State.load(self.directory)
         return {
             "directory": str(self.directory),
@@ -703,6 +742,7 @@ class Fleet:
                 "name": CONTROL_PLANE,
                 "kubeconfig": str(state.kubeconfig_path(CONTROL_PLANE)),
                 "server": state.kubeconfig(CONTROL_PLANE).server if state.ports else "",
+                "gateways": _gateways(state, CONTROL_PLANE) if state.ports else [],
             },
             "clusters": [
                 {
@@ -710,6 +750,7 @@ class Fleet:
                     "kubeconfig": str(state.kubeconfig_path(c)),
                     "server": state.kubeconfig(c).server,
                     "secret": f"{MODELPLANE_NAMESPACE}/{c}-kubeconfig",
+                    "gateways": _gateways(state, c),
                 }
                 for c in state.clusters
                 if c != CONTROL_PLANE
@@ -740,6 +781,26 @@ class Fleet:
         if (self.directory / STATE_FILE).is_file() or self.directory.is_dir():
             shutil.rmtree(self.directory, ignore_errors=True)
         return stopped
+
+
+def _gateways(state: State, cluster: str) -> list[dict[str, Any]]:
+    """Each Gateway of a cluster with the addresses its controller reports (inside the
+    fleet network); [] when the cluster does not answer."""
+    try:
+        found = state.api(cluster).list("gateway.networking.k8s.io/v1", "Gateway")
+    except (KubeError, OSError):
+        return []
+    out = []
+    for gw in found:
+        status = gw.get("status") or {}
+        out.append(
+            {
+                "name": f"{gw['metadata'].get('namespace')}/{gw['metadata']['name']}",
+                "addresses": [a.get("value") for a in status.get("addresses") or []],
+                "programmed": condition(gw, "Programmed") == "True",
+            }
+        )
+    return out
 
 
 def _component_flags(state: State, cluster: str, component: str) -> list[str]:

@@ -166,6 +166,7 @@ class Network:
         if self.exists():
             gone.append(self.name)
         for ns in gone:
+            shutil.rmtree(ETC_DIR / ns, ignore_errors=True)
             with contextlib.suppress(NetworkError):
                 _ip("netns", "del", ns)
         return gone

