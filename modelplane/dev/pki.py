@@ -12,8 +12,10 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -147,3 +149,74 @@ def _write_secret(path: Path, data: bytes) -> None:
     path.touch(mode=0o600, exist_ok=True)
     path.chmod(0o600)
     path.write_bytes(data)
+
+
+# --- what cert-manager would issue ------------------------------------------------------
+
+_USAGES = {
+    "server auth": ExtendedKeyUsageOID.SERVER_AUTH,
+    "client auth": ExtendedKeyUsageOID.CLIENT_AUTH,
+}
+
+
+def _sans(spec: Mapping[str, Any]) -> list[x509.GeneralName]:
+    names: list[x509.GeneralName] = [x509.DNSName(str(d)) for d in spec.get("dnsNames") or []]
+    names += [x509.UniformResourceIdentifier(str(u)) for u in spec.get("uris") or []]
+    names += [x509.IPAddress(ipaddress.ip_address(str(a))) for a in spec.get("ipAddresses") or []]
+    return names
+
+
+def _leaf_name(spec: Mapping[str, Any], fallback: str) -> x509.Name:
+    return _name(str(spec.get("commonName") or fallback))
+
+
+def issue_certificate(
+    spec: Mapping[str, Any], signer: CA | None, fallback_cn: str = "certificate"
+) -> dict[str, bytes]:
+    """The Secret data cert-manager writes for a Certificate spec (tls.crt, tls.key, ca.crt).
+
+    `signer` None is a self-signed Issuer: the certificate signs itself and is
+    its own ca.crt. Otherwise the signer's CA signs it and ca.crt is the CA's.
+    The key is ECDSA P-256 (what the composed Certificates ask for); SANs,
+    `isCA` and the server/client usages follow the spec.
+    """
+    key = _key()
+    subject = _leaf_name(spec, fallback_cn)
+    now = datetime.datetime.now(datetime.UTC)
+    is_ca = bool(spec.get("isCA"))
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject if signer is None else signer.cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=is_ca, path_length=None), critical=True)
+    )
+    usages = [_USAGES[u] for u in spec.get("usages") or [] if u in _USAGES]
+    if usages:
+        builder = builder.add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+    sans = _sans(spec)
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    if is_ca:
+        builder = builder.add_extension(
+            x509.KeyUsage(True, False, False, False, False, True, True, False, False),
+            critical=True,
+        )
+    cert = builder.sign(key if signer is None else signer.key, hashes.SHA256())
+    pem = cert.public_bytes(_PEM)
+    return {
+        "tls.crt": pem,
+        "tls.key": _key_pem(key),
+        "ca.crt": pem if signer is None else signer.pem,
+    }
+
+
+def ca_from_secret(data: Mapping[str, bytes]) -> CA:
+    """The CA a cert-manager CA Issuer signs with, from its Secret's tls.crt and tls.key."""
+    key = serialization.load_pem_private_key(data["tls.key"], None)
+    if not isinstance(key, ec.EllipticCurvePrivateKey):
+        raise ValueError("the CA Secret's tls.key is not an EC key")
+    return CA(key, x509.load_pem_x509_certificate(data["tls.crt"]))

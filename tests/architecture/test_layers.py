@@ -27,8 +27,10 @@ ALLOWED: dict[str, set[str]] = {
     # only the hydration contract (`api.model_cache`) with the control plane.
     "hydrate": {"api", "kube"},
     # The local fleet (`modelplane dev`): processes, certificates and the API;
-    # it shares only the generated package files (`api.xrd`).
-    "dev": {"api", "kube"},
+    # it shares the generated package files (`api.xrd`) and, for what it still
+    # plays, the render's own status tables (`local.simulate`), so that a render
+    # and the fleet report the same.
+    "dev": {"api", "kube", "local"},
     "cli": {
         "api",
         "dra",

@@ -26,7 +26,10 @@ TOOLS = [p for p in WRAPPED if p.packages]
 
 def test_every_part_has_a_pinned_version() -> None:
     versions = parts.load_versions()
-    assert set(versions) == set(parts.parts())
+    # The CRD chart is kept from the controller's own pin, not a second one.
+    assert set(versions) == set(parts.parts()) - {"envoy-gateway-crds"}
+    crds, controller = parts.parts()["envoy-gateway-crds"], parts.parts()["envoy-gateway"]
+    assert (crds.module, crds.version) == (controller.module, controller.version)
     for name, entry in versions.items():
         # Go modules are tagged vX.Y.Z; PyPI versions carry no v.
         pattern = r"\d+\.\d+\.\d+" if "pypi" in entry else r"v\d+\.\d+\.\d+"
@@ -177,7 +180,19 @@ def test_dev_up_builds_only_the_parts_it_starts(monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setattr(parts, "build", fake_build)
     dirs = parts.build_all()
-    want = ["etcd", "kubernetes", "crossplane", "provider-kubernetes", "provider-helm", "kwok"]
+    want = [
+        "etcd",
+        "kubernetes",
+        "crossplane",
+        "provider-kubernetes",
+        "provider-helm",
+        "kwok",
+        "cert-manager",
+        "envoy-gateway",
+        "envoy-gateway-crds",
+        "envoy",
+        "llm-d-inference-sim",
+    ]
     assert built == want
     assert list(dirs) == want
 
@@ -234,3 +249,9 @@ def test_an_installed_wheel_needs_its_binary() -> None:
     pin = importlib.metadata.version("pytest")
     part = parts.Part("p", "pytest", pin, ("pytest",), wheel="pytest")
     assert parts.wheel_problem(part) == f"pytest {pin} holds no pytest binary"
+
+
+def test_the_cert_manager_crds_are_those_of_the_chart_the_serving_stack_installs() -> None:
+    from modelplane.api.serving_stack import DEFAULT_CERT_MANAGER_VERSION
+
+    assert parts.parts()["cert-manager"].version == DEFAULT_CERT_MANAGER_VERSION

@@ -190,6 +190,14 @@ def _settled(world: World, ns: str, deployments: list[tuple[str, int, int]]) -> 
         # capacity: wait for the call that sees it Ready (the response's TTL).
         if any(u.get("reason") == "NotReady" for u in status.get("unschedulable") or []):
             return None
+        # Each Pod's readiness is its engine's (the fleet's kubelet probes it a
+        # moment after kwok starts the Pod): judge allocation once they answer.
+        for placement in placements:
+            pods = replica_pods(
+                _workload(world, placement["cluster"]), ns, placement["replicaName"]
+            )
+            if not pods or not all(pod.ready for pod in pods):
+                return None
     return True
 
 

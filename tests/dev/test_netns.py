@@ -1,0 +1,104 @@
+"""The fleet network: address ranges by rule, and (as root) real namespaces a server answers in."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from modelplane.dev import netns
+
+
+def test_each_cluster_has_a_pod_range_of_its_own_inside_the_fleet_link() -> None:
+    link = ipaddress.ip_network(f"{netns.FLEET_ADDRESS}/{netns.PREFIX_LEN}", strict=False)
+    ranges = [ipaddress.ip_network(netns.pod_cidr(i)) for i in range(151)]
+    assert all(r.subnet_of(link) for r in ranges)  # type: ignore[arg-type]
+    assert len(set(ranges)) == 151
+    assert not any(a.overlaps(b) for i, a in enumerate(ranges) for b in ranges[i + 1 :])
+    # Nor with the Service range the API servers hand ClusterIPs from.
+    assert not any(r.overlaps(ipaddress.ip_network("10.0.0.0/24")) for r in ranges)
+    assert ipaddress.ip_address(netns.FLEET_ADDRESS) not in ranges[0]
+    with pytest.raises(ValueError):
+        netns.pod_cidr(151)
+
+
+def test_kwok_hands_out_addresses_of_the_cluster_range() -> None:
+    assert netns.kwok_cidr(2) == "10.102.0.1/16"
+    assert ipaddress.ip_interface(netns.kwok_cidr(2)).network == ipaddress.ip_network(
+        netns.pod_cidr(2)
+    )
+
+
+def test_a_fleet_is_named_by_its_directory(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert netns.fleet_id(a) == netns.fleet_id(a)
+    assert netns.fleet_id(a) != netns.fleet_id(b)
+    net = netns.Network(netns.fleet_id(a))
+    assert net.name == f"mpf-{net.ident}"
+    assert net.pod_namespace("wl-1/ml/p/uid").startswith(net.pod_prefix)
+    assert net.pod_namespace("wl-1/ml/p/uid") != net.pod_namespace("wl-2/ml/p/uid")
+    assert net.exec_argv(["curl", "x"]) == [
+        "nsenter",
+        f"--net=/run/netns/{net.name}",
+        "--",
+        "curl",
+        "x",
+    ]
+
+
+def _can_make_namespaces() -> bool:
+    return (
+        os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("nsenter") is not None
+    )
+
+
+@pytest.fixture
+def network() -> Iterator[netns.Network]:
+    if not _can_make_namespaces():
+        pytest.skip("making network namespaces needs root, ip and nsenter")
+    net = netns.Network(f"t{os.getpid() % 100000:05d}")
+    net.down()
+    assert net.up() is True
+    assert net.up() is False  # already there: nothing made twice
+    try:
+        yield net
+    finally:
+        net.down()
+        assert not any(n.startswith((net.name, net.pod_prefix)) for n in netns.namespaces())
+
+
+def test_a_server_in_a_pod_namespace_answers_at_the_pod_address_and_nowhere_else(
+    network: netns.Network,
+) -> None:
+    ns = network.attach("wl-1/ml/engine-0/u1", "10.101.7.9")
+    server = subprocess.Popen(
+        network.exec_argv([sys.executable, "-m", "http.server", "8000", "--bind", "0.0.0.0"], ns),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while netns.get(network, "10.101.7.9", 8000, "/") != 200 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert netns.get(network, "10.101.7.9", 8000, "/") == 200
+        # Another address of the same range: nothing there.
+        assert netns.get(network, "10.101.7.10", 8000, "/", timeout=0.5) == 0
+        # The machine's own namespace has no route to the Pod.
+        done = subprocess.run(
+            ["ip", "route", "get", "10.101.7.9"], capture_output=True, text=True, check=False
+        )
+        assert "br0" not in done.stdout
+        # Attaching again (the kubelet restarted) gives the Pod a fresh namespace.
+        assert network.attach("wl-1/ml/engine-0/u1", "10.101.7.9") == ns
+    finally:
+        server.kill()
+        server.wait()
+    assert network.detach("wl-1/ml/engine-0/u1") is True
+    assert network.detach("wl-1/ml/engine-0/u1") is False

@@ -1,0 +1,470 @@
+"""Serving for real: engines that answer, and a completion through the fleet gateway.
+
+The serving fleet docs/dev.md describes, from its own files (docs/dev): two
+InferenceClusters (local-1 on wl-1, local-2 on wl-2) with the serving stack on,
+so each workload cluster gets the gateway hop (an HTTPS Gateway requiring the
+fleet's client certificate), and the control plane's InferenceGateway. The
+fleet's kubelet gives each engine Pod a network namespace holding the Pod's
+address and runs the engine double there; the Pod is Ready only while the
+engine answers its readiness probe. Every cluster's Envoy Gateway programs its
+Gateways and the kubelet runs their Envoy proxies. So a request to a
+ModelService's address crosses the fleet gateway's Envoy, the HTTPS hop with
+the fleet's client certificate and the workload gateway's Envoy, and is
+answered by an engine process. Requests are sent from inside the fleet
+network, as `modelplane dev exec -- curl` does.
+"""
+
+from __future__ import annotations
+
+import http.client
+import ipaddress
+import json
+import os
+import signal
+import ssl
+import subprocess
+import sys
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e import manifests as m
+from e2e.harness import COUNTS, NOTES, TIMINGS, World, load_docs
+from e2e.test_quickstart import _clear_other_scenarios
+
+from modelplane.api import constants as c
+from modelplane.api.objects import replica_base
+from modelplane.dev import netns
+from modelplane.dev.kubeapi import Api, condition
+from modelplane.dev.nodes import publish, read_fleet_file
+
+pytestmark = pytest.mark.e2e
+
+NS = "e2e-serve"
+MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
+TIMEOUT = 300.0
+ROOT = Path(__file__).resolve().parents[2]
+# The serving fleet docs/dev.md tells a user to start: its files, as they are.
+DOCS = ROOT / "docs" / "dev"
+CLUSTERS = {"local-1": "wl-1", "local-2": "wl-2"}
+
+
+@pytest.fixture(scope="module")
+def serving(world: World) -> World:
+    """This module's fleet: docs/dev's serving fleet (two clusters with the serving stack
+    on, the fleet gateway), on the nodes docs/dev/nodes.yaml publishes; nothing else."""
+    _clear_other_scenarios(world)
+    for api in world.workloads.values():
+        world.install_crds(api, "lws", "cert-manager")
+    for cluster in read_fleet_file(DOCS / "nodes.yaml"):
+        publish(world.workloads[cluster.cluster], cluster.pools, exclusive=True)
+    world.apply(load_docs(DOCS / "serving.yaml"))
+    world.apply([m.namespace(NS)])
+    return world
+
+
+def _network(world: World) -> netns.Network:
+    return netns.Network(netns.fleet_id(world.state.directory))
+
+
+def _engine_pods(world: World, name: str) -> list[tuple[str, Api, dict[str, Any]]]:
+    """(workload cluster, its API, Pod) for every engine Pod of the deployment's placements."""
+    md = world.cp.get(m.API, "ModelDeployment", name, NS) or {}
+    out = []
+    for placement in (md.get("status") or {}).get("placements") or []:
+        ic = world.cp.get(m.API, "InferenceCluster", placement["cluster"]) or {}
+        wl = world.workload_of(ic)
+        api = world.workloads[wl]
+        label = f"{c.LABEL_REPLICA}={replica_base(placement['replicaName'])}"
+        out += [(wl, api, pod) for pod in api.list("v1", "Pod", NS, selector=label)]
+    return out
+
+
+def _post(network: netns.Network, address: str, body: dict[str, Any]) -> tuple[int, Any]:
+    conn = network.http(address, c.ENGINE_PORT, timeout=10)
+    try:
+        conn.request(
+            "POST", "/v1/chat/completions", json.dumps(body), {"content-type": "application/json"}
+        )
+        response = conn.getresponse()
+        return response.status, json.loads(response.read() or b"null")
+    finally:
+        conn.close()
+
+
+def _metric(network: netns.Network, address: str, name: str) -> float:
+    """The sum of one metric's samples on an engine's own /metrics page."""
+    conn = network.http(address, c.ENGINE_PORT, timeout=10)
+    try:
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+    finally:
+        conn.close()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith(name + "{") or line.startswith(name + " ")
+    )
+
+
+def _endpoint_ready(api: Api, address: str) -> bool | None:
+    """Whether the EndpointSlices of namespace NS list the address as ready (None: absent)."""
+    for eps in api.list("discovery.k8s.io/v1", "EndpointSlice", NS):
+        for endpoint in eps.get("endpoints") or []:
+            if address in (endpoint.get("addresses") or []):
+                return bool((endpoint.get("conditions") or {}).get("ready"))
+    return None
+
+
+def test_every_engine_pod_answers_a_chat_completion_at_its_own_address(serving: World) -> None:
+    serving.apply([m.deployment("chat", NS, replicas=2, gpus=1, labels={"model": "chat"})])
+    started = time.monotonic()
+    serving.settle(
+        "ModelDeployment chat Ready",
+        lambda: serving.ready(m.API, "ModelDeployment", "chat", NS),
+        TIMEOUT,
+    )
+    TIMINGS["apply → a served deployment Ready (engines answering their probes)"] = (
+        time.monotonic() - started
+    )
+    network = _network(serving)
+    pods = _engine_pods(serving, "chat")
+    assert len(pods) == 2
+    answered = 0
+    for wl, api, pod in pods:
+        address = pod["status"]["podIP"]
+        index = serving.state.clusters.index(wl)
+        assert ipaddress.ip_address(address) in ipaddress.ip_network(netns.pod_cidr(index))
+        assert condition(pod, "Ready") == "True"
+        assert _endpoint_ready(api, address) is True
+        before = _metric(network, address, "vllm:request_success_total")
+        prompt = f"hello from {pod['metadata']['name']}"
+        status, body = _post(
+            network, address, {"model": MODEL, "messages": [{"role": "user", "content": prompt}]}
+        )
+        assert status == 200, body
+        assert body["object"] == "chat.completion"
+        assert body["choices"][0]["message"]["content"] == prompt  # the double echoes
+        assert _metric(network, address, "vllm:request_success_total") == before + 1
+        # A model the engine does not serve is refused by the engine itself.
+        status, _ = _post(
+            network, address, {"model": "other", "messages": [{"role": "user", "content": "x"}]}
+        )
+        assert status == 404
+        answered += 1
+    COUNTS["engine Pods answering a chat completion at their own address"] = answered
+
+
+def _engine_pids(namespace: str) -> list[int]:
+    done = subprocess.run(
+        ["ip", "netns", "pids", namespace], capture_output=True, text=True, check=True
+    )
+    return [int(p) for p in done.stdout.split()]
+
+
+def test_an_engine_killed_makes_its_pod_not_ready_and_its_endpoint_leave(serving: World) -> None:
+    network = _network(serving)
+    wl, api, pod = _engine_pods(serving, "chat")[0]
+    name, address = pod["metadata"]["name"], pod["status"]["podIP"]
+    key = f"{wl}/{NS}/{name}/{pod['metadata']['uid']}"
+    pids = _engine_pids(network.pod_namespace(key))
+    assert len(pids) == 1, pids
+    os.kill(pids[0], signal.SIGKILL)
+    killed = time.monotonic()
+
+    def not_ready() -> bool | None:
+        now = api.get("v1", "Pod", name, NS)
+        return (
+            True
+            if condition(now, "Ready") == "False" and not _endpoint_ready(api, address)
+            else None
+        )
+
+    serving.settle(f"Pod {name} not Ready and its endpoint not ready", not_ready, 30)
+    TIMINGS["engine killed → Pod not Ready and endpoint not ready"] = time.monotonic() - killed
+    assert netns.get(network, address, c.ENGINE_PORT, "/health", timeout=1) == 0
+
+    def back() -> dict[str, Any] | None:
+        now = api.get("v1", "Pod", name, NS)
+        return now if condition(now, "Ready") == "True" and _endpoint_ready(api, address) else None
+
+    again = serving.settle(f"Pod {name} Ready again after its engine restarted", back, 60)
+    TIMINGS["engine killed → restarted and Ready again (10 s back-off)"] = time.monotonic() - killed
+    (engine,) = [s for s in again["status"]["containerStatuses"] if s["name"] == "engine"]
+    assert engine["restartCount"] == 1
+    serving.settle(
+        "ModelDeployment chat Ready again",
+        lambda: serving.ready(m.API, "ModelDeployment", "chat", NS),
+        TIMEOUT,
+    )
+
+
+# --- through the fleet gateway ----------------------------------------------------------
+
+HOP_GATEWAY = ("modelplane-system", "modelplane-inference")
+
+
+def _admin_stats(network: netns.Network, namespace: str, prefix: str) -> dict[str, int]:
+    """Counters of an Envoy's admin page (127.0.0.1:19000 inside its Pod's namespace)."""
+    sock = netns.socket_in(namespace)
+    sock.settimeout(5)
+    sock.connect(("127.0.0.1", 19000))
+    conn = http.client.HTTPConnection("127.0.0.1", 19000, timeout=5)
+    conn.sock = sock
+    try:
+        conn.request("GET", f"/stats?filter={prefix}")
+        text = conn.getresponse().read().decode()
+    finally:
+        conn.close()
+    out = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(": ")
+        if value.strip().isdigit():
+            out[name] = int(value)
+    return out
+
+
+def _hop_proxies(serving: World) -> list[tuple[str, str]]:
+    """(workload cluster, Pod namespace) of every Envoy proxy of the hop Gateways."""
+    network = _network(serving)
+    out = []
+    for wl in CLUSTERS.values():
+        api = serving.workloads[wl]
+        selector = f"gateway.envoyproxy.io/owning-gateway-name={HOP_GATEWAY[1]}"
+        for pod in api.list("v1", "Pod", "envoy-gateway-system", selector=selector):
+            meta = pod["metadata"]
+            key = f"{wl}/{meta['namespace']}/{meta['name']}/{meta['uid']}"
+            out.append((wl, network.pod_namespace(key)))
+    return out
+
+
+def _verified_handshakes(serving: World) -> int:
+    """TLS handshakes the hop Gateways' Envoys completed with a verified client certificate."""
+    network = _network(serving)
+    total = 0
+    for _wl, ns in _hop_proxies(serving):
+        stats = _admin_stats(network, ns, "ssl")
+        total += sum(v for k, v in stats.items() if k.endswith("ssl.handshake"))
+    return total
+
+
+def _request(network: netns.Network, url: str, body: dict[str, Any]) -> tuple[int, Any]:
+    parts = urllib.parse.urlsplit(url)
+    conn = network.http(parts.hostname or "", parts.port or 80, timeout=10)
+    try:
+        conn.request(
+            "POST",
+            parts.path.rstrip("/") + "/v1/chat/completions",
+            json.dumps(body),
+            {"content-type": "application/json"},
+        )
+        response = conn.getresponse()
+        raw = response.read()
+        return response.status, json.loads(raw) if raw.startswith(b"{") else raw.decode()
+    finally:
+        conn.close()
+
+
+def _service_ready(serving: World) -> dict[str, Any] | None:
+    svc = serving.cp.get(m.API, "ModelService", "chat", NS) or {}
+    address = (svc.get("status") or {}).get("address")
+    return svc if address and condition(svc, "Ready") == "True" else None
+
+
+def test_a_completion_through_the_fleet_gateway_crosses_the_https_hop(serving: World) -> None:
+    serving.apply([m.model_service("chat", NS, "chat")])
+    started = time.monotonic()
+    svc = serving.settle(
+        "ModelService chat Ready with an address", lambda: _service_ready(serving), TIMEOUT
+    )
+    url = svc["status"]["address"]
+    NOTES["ModelService address"] = url
+    network = _network(serving)
+    before = _verified_handshakes(serving)
+
+    def answered() -> tuple[int, Any] | None:
+        got = _request(
+            network, url, {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
+        )
+        return got if got[0] == 200 else None
+
+    serving.settle(f"a 200 from {url}", answered, TIMEOUT)
+    TIMINGS["ModelService applied → first completion through the fleet gateway"] = (
+        time.monotonic() - started
+    )
+    served = 0
+    for i in range(20):
+        prompt = f"request {i} through the fleet"
+        status, body = _request(
+            network, url, {"model": MODEL, "messages": [{"role": "user", "content": prompt}]}
+        )
+        assert status == 200, body
+        assert body["choices"][0]["message"]["content"] == prompt
+        served += 1
+    COUNTS["completions through the fleet gateway (200 of 20)"] = served
+    # Each request crossed a workload Gateway's HTTPS listener, which requires and
+    # verifies the fleet's client certificate (its ClientTrafficPolicy).
+    assert _verified_handshakes(serving) > before
+
+
+def test_a_workload_gateway_refuses_a_client_without_the_fleet_certificate(
+    serving: World,
+) -> None:
+    network = _network(serving)
+    api = serving.workloads[CLUSTERS["local-1"]]
+    gateway = api.get("gateway.networking.k8s.io/v1", "Gateway", HOP_GATEWAY[1], HOP_GATEWAY[0])
+    assert gateway is not None
+    address = gateway["status"]["addresses"][0]["value"]
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # the client is what is judged here, not the server
+    sock = netns.socket_in(network.name)
+    sock.settimeout(5)
+    sock.connect((address, 443))
+    refused = ""
+    try:
+        with context.wrap_socket(
+            sock, server_hostname="local-1.gateway.modelplane.internal"
+        ) as tls:
+            tls.sendall(b"GET /e2e-serve/chat/0/health HTTP/1.1\r\nHost: x\r\n\r\n")
+            reply = tls.recv(4096)
+            refused = "no reply" if not reply else ""
+            assert not reply.startswith(b"HTTP/1.1 200"), reply[:200]
+    except (ssl.SSLError, ConnectionError) as err:
+        refused = type(err).__name__ + ": " + str(err)[:120]
+    assert refused, "the workload gateway answered a client without a certificate"
+    NOTES["workload gateway, no client certificate"] = refused
+
+
+def _replica_successes(serving: World, replica: str) -> float:
+    """Requests one replica's engines answered, from their own /metrics."""
+    network = _network(serving)
+    total = 0.0
+    for api in serving.workloads.values():
+        label = f"{c.LABEL_REPLICA}={replica_base(replica)}"
+        for pod in api.list("v1", "Pod", NS, selector=label):
+            if pod["status"].get("podIP"):
+                total += _metric(network, pod["status"]["podIP"], "vllm:request_success_total")
+    return total
+
+
+def _weighted_ready(serving: World) -> dict[str, Any] | None:
+    svc = serving.cp.get(m.API, "ModelService", "weighted", NS) or {}
+    status = svc.get("status") or {}
+    ready = [e for e in status.get("endpoints") or [] if e.get("ready") and e.get("weight")]
+    if condition(svc, "Ready") != "True" or len(ready) != 3 or not status.get("address"):
+        return None
+    return svc
+
+
+def test_a_thousand_requests_land_as_the_weights_in_status_say(serving: World) -> None:
+    serving.apply(
+        [
+            m.deployment("w80", NS, replicas=2, gpus=1, labels={"model": "w80"}),
+            m.deployment("w20", NS, replicas=1, gpus=1, labels={"model": "w20"}),
+            {
+                "apiVersion": m.API,
+                "kind": "ModelService",
+                "metadata": {"name": "weighted", "namespace": NS},
+                "spec": {
+                    "endpoints": [
+                        {"selector": {"matchLabels": {"model": "w80"}}, "weight": 80},
+                        {"selector": {"matchLabels": {"model": "w20"}}, "weight": 20},
+                    ]
+                },
+            },
+        ]
+    )
+    svc = serving.settle(
+        "ModelService weighted Ready, 3 endpoints weighted",
+        lambda: _weighted_ready(serving),
+        TIMEOUT,
+    )
+    url = svc["status"]["address"]
+    weights = {e["name"]: int(e["weight"]) for e in svc["status"]["endpoints"]}
+    md = serving.cp.get(m.API, "ModelDeployment", "w80", NS) or {}
+    clusters = sorted(p["cluster"] for p in md["status"]["placements"])
+    NOTES["w80's replicas on"] = ", ".join(clusters)
+    network = _network(serving)
+    before = {name: _replica_successes(serving, name) for name in weights}
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "w"}]}
+    failed = 0
+    for _ in range(1000):
+        status, _reply = _request(network, url, body)
+        failed += status != 200
+    assert failed == 0
+    got = {name: _replica_successes(serving, name) - before[name] for name in weights}
+    assert sum(got.values()) == 1000, got
+    lines = []
+    for name, weight in sorted(weights.items()):
+        expected = weight / sum(weights.values())
+        share = got[name] / 1000
+        lines.append(f"{name}: {share:.1%} (status weight {weight}, {expected:.1%})")
+        assert abs(share - expected) <= 0.04, lines[-1]
+    NOTES["1,000 requests by engine metrics"] = "; ".join(lines)
+
+
+def test_the_documented_model_answers_through_dev_exec_curl(serving: World) -> None:
+    """docs/dev.md's "Send a request to your model", as written: the model file applied,
+    then `modelplane dev exec -- curl` to the ModelService's address."""
+    serving.apply(load_docs(DOCS / "model.yaml"))
+
+    def ready() -> dict[str, Any] | None:
+        svc = serving.cp.get(m.API, "ModelService", "qwen", "demo") or {}
+        address = (svc.get("status") or {}).get("address")
+        return svc if address and condition(svc, "Ready") == "True" else None
+
+    address = serving.settle("docs/dev/model.yaml's ModelService Ready", ready, TIMEOUT)["status"][
+        "address"
+    ]
+    body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "hello, model"}]})
+    argv = [
+        sys.executable,
+        "-m",
+        "modelplane",
+        "dev",
+        "exec",
+        f"--dir={serving.state.directory}",
+        "--",
+        "curl",
+        "-sS",
+        "-m",
+        "10",
+        "-H",
+        "content-type: application/json",
+        "-d",
+        body,
+        f"{address}/v1/chat/completions",
+    ]
+
+    def answered() -> dict[str, Any] | None:
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if done.returncode != 0 or not done.stdout.startswith("{"):
+            return None
+        reply = json.loads(done.stdout)
+        return reply if reply.get("object") == "chat.completion" else None
+
+    reply = serving.settle("a completion through `modelplane dev exec -- curl`", answered, 120)
+    assert reply["choices"][0]["message"]["content"] == "hello, model"
+    NOTES["dev exec -- curl to the documented model"] = (
+        f"{address}: {reply['choices'][0]['message']['content']!r}"
+    )
+    assert serving.cp.delete(m.API, "ModelService", "qwen", "demo")
+    assert serving.cp.delete(m.API, "ModelDeployment", "qwen", "demo")
+
+
+def test_a_deleted_deployment_leaves_no_engine_and_no_namespace(serving: World) -> None:
+    network = _network(serving)
+    keys = [
+        f"{wl}/{NS}/{pod['metadata']['name']}/{pod['metadata']['uid']}"
+        for wl, _api, pod in _engine_pods(serving, "chat")
+    ]
+    assert serving.cp.delete(m.API, "ModelDeployment", "chat", NS)
+
+    def gone() -> bool | None:
+        left = [k for k in keys if network.pod_namespace(k) in netns.namespaces()]
+        return True if not left else None
+
+    serving.settle("the deleted deployment's engine namespaces gone", gone, TIMEOUT)
