@@ -34,6 +34,31 @@ def _docs() -> list[dict[str, Any]]:
 API = "modelplane.ai/v1alpha1"
 
 
+def _remove_platform_gateways(world: World) -> None:
+    """The platform Gateway the e2e fleet's clusters (serving stack off) were given: a
+    serving stack composes its own Gateway of that name."""
+    for api in world.workloads.values():
+        for doc in reversed(platform_gateway()):
+            if doc["kind"] != "Namespace":
+                meta = doc["metadata"]
+                api.delete(doc["apiVersion"], doc["kind"], meta["name"], meta.get("namespace", ""))
+
+
+def _nothing_left(world: World) -> bool | None:
+    kinds = ("ModelReplica", "ModelEndpoint", "InferenceCluster", "ModelDeployment", "ServingStack")
+    if any(world.cp.list(API, k) for k in kinds):
+        return None
+    # A serving stack still being deleted removes its hop Gateway from the
+    # workload cluster: the next scenario's stack composes one of that name,
+    # which must not go with it.
+    for api in world.workloads.values():
+        if api.get(
+            "gateway.networking.k8s.io/v1", "Gateway", "modelplane-inference", "modelplane-system"
+        ):
+            return None
+    return True
+
+
 def _clear_other_scenarios(world: World) -> None:
     """Delete what other scenarios left, so the control plane holds what the render is given."""
     for kind in ("ModelService", "ModelDeployment", "ModelCache"):
@@ -42,19 +67,8 @@ def _clear_other_scenarios(world: World) -> None:
     for kind in ("InferenceCluster", "InferenceGateway", "InferenceClass"):
         for obj in world.cp.list(API, kind):
             world.cp.delete(API, kind, obj["metadata"]["name"])
-
-    def cleared() -> bool | None:
-        kinds = ("ModelReplica", "ModelEndpoint", "InferenceCluster", "ModelDeployment")
-        return None if any(world.cp.list(API, k) for k in kinds) else True
-
-    world.settle("the other scenarios' objects gone", cleared, 300)
-    # The platform Gateway the e2e fleet's clusters (serving stack off) were
-    # given: a serving stack composes its own Gateway of that name.
-    for api in world.workloads.values():
-        for doc in reversed(platform_gateway()):
-            if doc["kind"] != "Namespace":
-                meta = doc["metadata"]
-                api.delete(doc["apiVersion"], doc["kind"], meta["name"], meta.get("namespace", ""))
+    _remove_platform_gateways(world)
+    world.settle("the other scenarios' objects gone", lambda: _nothing_left(world), 300)
 
 
 def publish_quickstart_nodes(world: World, docs: list[dict[str, Any]]) -> None:
