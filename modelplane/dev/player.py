@@ -14,8 +14,10 @@ played here, with the status tables `modelplane render` uses
 - Jobs: a Pod under kwok never finishes; reported Complete.
 - PersistentVolumeClaims: no storage provisioner; reported Bound.
 
-A Secret is created, never overwritten, so two players (the fleet's and a
-test harness's) never hand out two keys for one Certificate.
+A Secret is issued again only when its Certificate's spec or its issuer's CA
+changed (an annotation records what it was issued for), as cert-manager does;
+a write conditional on the version read keeps two players (the fleet's and a
+test harness's) from handing out two keys for one Certificate.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from __future__ import annotations
 import argparse
 import base64
 import datetime
+import hashlib
+import json
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -87,6 +91,16 @@ def now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+# What a player's Secret was issued for: the Certificate's spec and its signer.
+ISSUED_FOR = "dev.modelplane.ai/issued-for"
+
+
+def _issued_for(spec: Mapping[str, Any], signer: pki.CA | None) -> str:
+    ca = signer.pem.decode() if signer is not None else ""
+    text = json.dumps({"spec": spec, "ca": ca}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def _decoded(secret: Mapping[str, Any]) -> dict[str, bytes]:
     return {k: base64.b64decode(v) for k, v in (secret.get("data") or {}).items()}
 
@@ -131,25 +145,39 @@ class Player:
             str(meta.get("namespace") or ""),
         )
         try:
-            if api.get("v1", "Secret", name, namespace) is not None:
-                return False
+            existing = api.get("v1", "Secret", name, namespace)
             can_sign, signer = self._signer(api, spec, namespace)
         except (KubeError, ValueError, KeyError):
             return False
         if not can_sign:
             return False
+        # As cert-manager re-issues a Certificate whose spec or issuer changed
+        # (another cluster's name in its dnsNames, a new CA), so does the player.
+        digest = _issued_for(spec, signer)
+        annotations = ((existing or {}).get("metadata") or {}).get("annotations") or {}
+        if existing is not None and annotations.get(ISSUED_FOR) == digest:
+            return False
         files = pki.issue_certificate(spec, signer, str(meta.get("name")))
+        metadata: dict[str, Any] = {
+            "name": name,
+            "namespace": namespace,
+            "annotations": {ISSUED_FOR: digest},
+        }
         secret = {
             "apiVersion": "v1",
             "kind": "Secret",
-            "metadata": {"name": name, "namespace": namespace},
+            "metadata": metadata,
             "type": "kubernetes.io/tls",
             "data": {k: base64.b64encode(v).decode() for k, v in files.items()},
         }
         try:
-            api.request("POST", api.path("v1", "Secret", namespace=namespace), secret)
+            if existing is None:
+                api.request("POST", api.path("v1", "Secret", namespace=namespace), secret)
+            else:
+                metadata["resourceVersion"] = existing["metadata"].get("resourceVersion")
+                api.request("PUT", api.path("v1", "Secret", name, namespace), secret)
         except KubeError:
-            return False  # created meanwhile by another player: theirs stands
+            return False  # written meanwhile by another player: theirs stands
         return True
 
     def _signer(

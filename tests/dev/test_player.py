@@ -28,7 +28,7 @@ class FakeApi:
 
     def request(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
         key = (body["kind"], body["metadata"]["namespace"], body["metadata"]["name"])
-        if key in self.objs:
+        if method == "POST" and key in self.objs:
             raise KubeError("exists", 409)
         self.objs[key] = body
         return body
@@ -124,12 +124,20 @@ def test_a_ca_issuer_signs_only_once_its_ca_exists_and_leaves_verify_against_it(
     ]
 
 
-def test_a_secret_that_exists_is_never_replaced() -> None:
+def test_a_secret_is_issued_again_only_when_its_certificate_or_ca_changed() -> None:
     api, play = _fleet()
     assert play.issue(api, CA_CERT) is True  # type: ignore[arg-type]
-    first = api.objs[("Secret", NS, "hop-ca")]["data"]["tls.key"]
-    assert play.issue(api, CA_CERT) is False  # type: ignore[arg-type]
-    assert api.objs[("Secret", NS, "hop-ca")]["data"]["tls.key"] == first
+    assert play.issue(api, SERVER) is True  # type: ignore[arg-type]
+    first = api.objs[("Secret", NS, "hop-server")]["data"]["tls.key"]
+    assert play.issue(api, SERVER) is False  # type: ignore[arg-type]
+    assert api.objs[("Secret", NS, "hop-server")]["data"]["tls.key"] == first
+    # Another cluster's name: the server certificate is issued for it.
+    renamed = _certificate(
+        "hop-server", {**SERVER["spec"], "dnsNames": ["other.gateway.modelplane.internal"]}
+    )
+    assert play.issue(api, renamed) is True  # type: ignore[arg-type]
+    sans = _cert(api, "hop-server").extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    assert sans.value.get_values_for_type(x509.DNSName) == ["other.gateway.modelplane.internal"]
 
 
 def test_an_unknown_issuer_signs_nothing() -> None:
