@@ -372,9 +372,7 @@ class Fleet:
             sys.executable,
             "-m",
             "modelplane.dev.kubelet",
-            f"--server={state.kubeconfig(cluster).server}",
-            f"--token-file={state.pki / 'token'}",
-            f"--ca-file={state.pki / 'ca.crt'}",
+            *_api_flags(state, cluster),
             f"--cluster={cluster}",
             f"--fleet={self.network.ident}",
             f"--engine={partsmod.binary(built, 'llm-d-inference-sim', 'llm-d-inference-sim')}",
@@ -457,9 +455,7 @@ class Fleet:
             "-m",
             "modelplane",
             "inventory",
-            f"--server={state.kubeconfig(cluster).server}",
-            f"--token-file={state.pki / 'token'}",
-            f"--ca-file={state.pki / 'ca.crt'}",
+            *_api_flags(state, cluster),
             f"--interval={INVENTORY_INTERVAL}",
             f"--grace={INVENTORY_GRACE}",
         ]
@@ -781,6 +777,15 @@ class Fleet:
         if (self.directory / STATE_FILE).is_file() or self.directory.is_dir():
             shutil.rmtree(self.directory, ignore_errors=True)
         return stopped
+
+
+def _api_flags(state: State, cluster: str) -> list[str]:
+    """How a fleet process that is not a Kubernetes component reaches a cluster's API server."""
+    return [
+        f"--server={state.kubeconfig(cluster).server}",
+        f"--token-file={state.pki / 'token'}",
+        f"--ca-file={state.pki / 'ca.crt'}",
+    ]
 
 
 def _gateways(state: State, cluster: str) -> list[dict[str, Any]]:

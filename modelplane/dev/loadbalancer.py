@@ -15,7 +15,6 @@ load balancer with no healthy target does.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import socket
 import threading
@@ -24,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from modelplane.dev import netns
+from modelplane.dev.portal import pipe
 
-CHUNK = 65536
 # Load balancer addresses are the top of each cluster's pod range (kwok hands
 # Pod addresses out from the bottom).
 _FIRST, _LAST = 1, 254
@@ -96,18 +95,6 @@ def ready_endpoints(
     return tuple(out)
 
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
-        while data := await reader.read(CHUNK):
-            writer.write(data)
-            await writer.drain()
-    except (ConnectionError, OSError):
-        pass
-    finally:
-        with contextlib.suppress(ConnectionError, OSError, RuntimeError):
-            writer.close()
-
-
 class Relays:
     """The relays of one cluster's load balancers, on an event loop of their own thread."""
 
@@ -165,7 +152,7 @@ class Relays:
             upstream.close()
             writer.close()
             return
-        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
 
     def close(self) -> None:
         """Stop every relay and the loop."""

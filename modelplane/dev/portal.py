@@ -24,7 +24,8 @@ from modelplane.dev import netns
 CHUNK = 65536
 
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Copy one direction of a relayed connection until it ends, then close the writer."""
     try:
         while data := await reader.read(CHUNK):
             writer.write(data)
@@ -32,7 +33,7 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
     except (ConnectionError, OSError):
         pass
     finally:
-        with contextlib.suppress(ConnectionError, OSError):
+        with contextlib.suppress(ConnectionError, OSError, RuntimeError):
             writer.close()
 
 
@@ -42,7 +43,7 @@ async def _serve_one(port: int, reader: asyncio.StreamReader, writer: asyncio.St
     except OSError:
         writer.close()
         return
-    await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+    await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
 
 
 def listener(namespace: str, port: int) -> socket.socket:
