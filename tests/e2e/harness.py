@@ -89,8 +89,15 @@ class World:
         """Give every played object its status (as the fleet's player does); how many changed."""
         return player.Player([self.cp, *self.workloads.values()]).play()
 
-    def settle(self, what: str, probe: Callable[[], T | None], timeout: float = 180.0) -> T:
-        """Play the missing controllers until probe returns a value."""
+    def settle(
+        self,
+        what: str,
+        probe: Callable[[], T | None],
+        timeout: float = 180.0,
+        describe: Callable[[], str] | None = None,
+    ) -> T:
+        """Play the missing controllers until probe returns a value; on a timeout, say
+        what `describe` finds (the state a reader needs to see why)."""
         deadline = time.monotonic() + timeout
         last: object = None
         while True:
@@ -102,8 +109,14 @@ class World:
             except KubeError as err:
                 last = err
             if time.monotonic() >= deadline:
+                state = ""
+                if describe is not None:
+                    try:
+                        state = "\n" + describe()
+                    except KubeError as err:
+                        state = f"\n(state unreadable: {err})"
                 raise AssertionError(
-                    f"timed out after {timeout:.0f} s: {what} (last error: {last})"
+                    f"timed out after {timeout:.0f} s: {what} (last error: {last}){state}"
                 )
             time.sleep(1.0)
 

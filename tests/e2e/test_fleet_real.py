@@ -398,7 +398,12 @@ def test_a_pool_that_publishes_fewer_devices_drifts_and_its_replica_moves(fleet:
             samples.append((bool(old), bool(new)))
             return True if new and new[0].get("ready") and not old else None
 
-        fleet.settle("the replica moved to the other cluster and Ready", moved, TIMEOUT)
+        fleet.settle(
+            "the replica moved to the other cluster and Ready",
+            moved,
+            TIMEOUT,
+            describe=lambda: _deployment_state(fleet, ns, "moved"),
+        )
         # Never without a placement: the old one goes only once the new one is placed.
         assert all(old or new for old, new in samples), samples
         assert _ready_count(fleet, ns, "moved") == 1
@@ -410,6 +415,27 @@ def test_a_pool_that_publishes_fewer_devices_drifts_and_its_replica_moves(fleet:
     finally:
         publish(api, [PoolNodes("l4x8", 1, eight)])
         fleet.cp.delete(m.API, "ModelDeployment", "moved", ns)
+
+
+def _deployment_state(world: World, ns: str, name: str) -> str:
+    """A deployment's placements, conditions and replicas' conditions, for a timeout."""
+    md = world.cp.get(m.API, "ModelDeployment", name, ns) or {}
+    status = md.get("status") or {}
+    lines = [
+        f"placements: {status.get('placements')}",
+        f"unschedulable: {status.get('unschedulable')}",
+    ]
+    lines += [
+        f"{x['type']}={x['status']} {x.get('reason')}: {x.get('message')}"
+        for x in status.get("conditions") or []
+    ]
+    for r in world.cp.list(m.API, "ModelReplica", ns):
+        conds = (r.get("status") or {}).get("conditions") or []
+        lines.append(
+            f"replica {r['metadata']['name']} on {r['spec'].get('clusterName')}: "
+            + "; ".join(f"{x['type']}={x['status']} {x.get('message', '')[:160]}" for x in conds)
+        )
+    return "\n".join(lines)
 
 
 # --- faults on the real stack: nothing Ready lost --------------------------------------

@@ -397,13 +397,15 @@ def test_a_thousand_requests_land_as_the_weights_in_status_say(serving: World) -
     assert failed == 0
     got = {name: _replica_successes(serving, name) - before[name] for name in weights}
     assert sum(got.values()) == 1000, got
-    lines = []
+    lines, off = [], []
     for name, weight in sorted(weights.items()):
         expected = weight / sum(weights.values())
         share = got[name] / 1000
         lines.append(f"{name}: {share:.1%} (status weight {weight}, {expected:.1%})")
-        assert abs(share - expected) <= 0.04, lines[-1]
+        if abs(share - expected) > 0.04:
+            off.append(lines[-1])
     NOTES["1,000 requests by engine metrics"] = "; ".join(lines)
+    assert not off, "; ".join(lines)
 
 
 def test_the_documented_model_answers_through_dev_exec_curl(serving: World) -> None:
