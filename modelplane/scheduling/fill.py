@@ -301,10 +301,10 @@ def _try_combo(
 NO_FIT = -1.0  # the fullness of a pool combination that cannot take the replica
 # The best fit as the fill ranks it, higher first (`combo_rank`): minus the
 # device memory a replica takes, how full its landing nodes are, minus the
-# whole free nodes its pools keep.
-Fit = tuple[float, float, float]
-FRESH: Fit = (-math.inf, 0.0, -math.inf)  # a cluster none of whose pools is charged yet
-NO_FIT_RANK: Fit = (-math.inf, NO_FIT, -math.inf)
+# devices its landing nodes keep free, minus the whole free nodes its pools keep.
+Fit = tuple[float, float, float, float]
+FRESH: Fit = (-math.inf, 0.0, -math.inf, -math.inf)  # a cluster none of whose pools is charged yet
+NO_FIT_RANK: Fit = (-math.inf, NO_FIT, -math.inf, -math.inf)
 
 
 def combo_rank(state: CycleState, cluster: str, combo: Sequence[tuple[str, RoleMatch]]) -> Fit:
@@ -314,22 +314,28 @@ def combo_rank(state: CycleState, cluster: str, combo: Sequence[tuple[str, RoleM
     several kinds of device serve takes the smallest, and the larger stay for
     the deployments only they serve. Then how full the nodes its workers land
     on already are, the mean over its workers from 0 (whole free nodes) to
-    under 1 (`PoolLedger.fullness`). Then the fewest whole free nodes its pools
-    keep once it landed (`PoolLedger.landing`). `NO_FIT_RANK` when it does not fit.
+    under 1 (`PoolLedger.fullness`). Then the fewest devices its landing nodes
+    keep free after it, then the fewest whole free nodes its pools keep once it
+    landed (`PoolLedger.landing`). `NO_FIT_RANK` when it does not fit.
     """
-    total, count, whole = 0.0, 0, 0
+    total, count, spare, whole = 0.0, 0, 0, 0
     for key, load in _load(state, cluster, combo).items():
         led = state.ledger(key)
         charges = [(ch.demands, ch.nodes_per_worker, ch.workers) for ch in load]
         got = None if led is None else led.landing(charges)
         if got is None:
             return NO_FIT_RANK
-        total, count, whole = total + got[0], count + got[1], whole + got[2]
+        total, count, whole, spare = (
+            total + got[0],
+            count + got[1],
+            whole + got[2],
+            spare + got[3],
+        )
     shapes = state.pool_shapes.table(cluster) or {}
     taken = 0
     for pool, match in combo:
         taken += memory_taken(shapes[pool], match)
-    return -float(taken), (total / count if count else 0.0), -float(whole)
+    return -float(taken), (total / count if count else 0.0), -float(spare), -float(whole)
 
 
 def _quantity_bytes(text: object) -> int:
@@ -417,8 +423,8 @@ def try_place(
     if ranks is None or len(ranks) != len(combos):
         ranks = [combo_rank(state, cluster, combo) for combo in combos]
     order = sorted(
-        (cost.combo_price(state, cluster, combo), -taken, -full, -whole, i)
-        for i, (combo, (taken, full, whole)) in enumerate(zip(combos, ranks, strict=True))
+        (cost.combo_price(state, cluster, combo), -taken, -full, -spare, -whole, i)
+        for i, (combo, (taken, full, spare, whole)) in enumerate(zip(combos, ranks, strict=True))
     )
     for *_, i in order:
         combo = combos[i]
@@ -448,17 +454,18 @@ def new_name(state: CycleState, cluster: str, index: int) -> str:
     return replica_name(state.inp.namespace, state.inp.name, cluster, index)
 
 
-def _key(state: CycleState, cluster: str) -> tuple[float, float, float, float, str]:
+def _key(state: CycleState, cluster: str) -> tuple[float, float, float, float, float, str]:
     """The fill's order (a min-heap): the highest weighted score first, then the best
     fit (`rank_fit`), then the first name.
 
     The scores keep a deployment's own replicas apart (`SpreadByLoad`); where they
     tie — every cluster, for a deployment's first replica — the best fit wins
-    (the least device memory, the fullest landing, the fewest whole nodes kept),
+    (the least device memory, the fullest landing, the fewest devices left on the
+    landing nodes, the fewest whole nodes kept),
     so across deployments the fleet packs as the ledger does within a pool.
     """
-    taken, full, whole = rank_fit(state, cluster)
-    return -weighted(state.scores, state.rules, cluster), -taken, -full, -whole, cluster
+    taken, full, spare, whole = rank_fit(state, cluster)
+    return -weighted(state.scores, state.rules, cluster), -taken, -full, -spare, -whole, cluster
 
 
 def prepare_scores(state: CycleState) -> None:

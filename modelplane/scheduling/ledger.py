@@ -191,34 +191,40 @@ class PoolLedger:
         does not count).
         """
         got = self.landing(charges)
-        return None if got is None else got[:2]
+        return None if got is None else (got[0], got[1])
 
-    def landing(self, charges: Sequence[RoleCharge]) -> tuple[float, int, int] | None:
-        """`fullness`, and the whole free nodes the pool keeps once the charges landed.
+    def landing(self, charges: Sequence[RoleCharge]) -> tuple[float, int, int, int] | None:
+        """`fullness`, the whole free nodes the pool keeps once the charges landed, and
+        the devices its landing nodes still have free after them.
 
-        Where landings are equally full, the fill takes the pool keeping the
-        fewest whole nodes: under Spread a small worker takes a whole node while
-        the pool has one, so a pool already in use should lose its last whole
-        nodes before an untouched pool loses its first, and a whole-node worker
-        should take them from there too.
+        Where landings are equally full, the fill takes the pool whose landing
+        nodes keep the fewest devices free after them (best fit across pools of
+        different node sizes: a one-GPU replica takes a free one-GPU node, not a
+        free eight-GPU node). Then the pool keeping the fewest whole nodes:
+        under Spread a small worker takes a whole node while the pool has one,
+        so a pool already in use should lose its last whole nodes before an
+        untouched pool loses its first, and a whole-node worker should take
+        them from there too.
         """
         if self.settled is not None and self.settled.fullness(charges) is None:
             return None
         free = dict(self.free)
-        total, count = 0.0, 0
+        total, count, spare = 0.0, 0, 0
         for demands, nodes_per_worker, workers in charges:
             for _ in range(workers):
                 landed = self._land(free, demands, nodes_per_worker)
                 if landed is None:
                     return None
-                total += landed
+                total += landed[0]
+                spare += landed[1]
                 count += 1
-        return total, count, free.get(self.cap, 0)
+        return total, count, free.get(self.cap, 0), spare
 
     def _land(
         self, free: dict[Vector, int], demands: tuple[Vector, ...], nodes_per_worker: int
-    ) -> float | None:
-        """One worker onto `free` (changed in place): how full its node was; None if none fits."""
+    ) -> tuple[float, int] | None:
+        """One worker onto `free` (changed in place): how full its node was and the
+        devices it has free after; None if none fits."""
         if nodes_per_worker > 1:
             left = free.get(self.cap, 0) - nodes_per_worker
             if left < 0:
@@ -227,13 +233,14 @@ class PoolLedger:
                 free[self.cap] = left
             else:
                 free.pop(self.cap, None)
-            return 0.0
+            return 0.0, 0
         hit = self._best_fit(demands, free)
         if hit is None:
             return None
         v, d = hit
-        _move(free, v, _minus(v, d))
-        return 1.0 - sum(v) / (sum(self.cap) or 1)
+        after = _minus(v, d)
+        _move(free, v, after)
+        return 1.0 - sum(v) / (sum(self.cap) or 1), sum(max(x, 0) for x in after)
 
     def free_for(self, demands: tuple[Vector, ...], nodes_per_worker: int) -> int:
         """Nodes that could each take one more worker of this shape (in every replay)."""

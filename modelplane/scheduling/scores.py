@@ -4,7 +4,7 @@ Kube-scheduler style: every rule scores a cluster from 0 to 100 (higher is
 better), already normalised, and carries a weight; the fill places the next
 replica on the cluster with the highest weighted sum, ties going to the best
 fit (`fill.rank_fit`: the least device memory, then the fullest landing node,
-as the ledger packs), then to the
+then the fewest devices left free on it, as the ledger packs), then to the
 first name. Several preferences therefore hold at once — "prefer the cheaper
 cluster, but still spread" is a price rule and `SpreadByLoad` with weights
 saying how much one is worth against the other. The rules themselves live one

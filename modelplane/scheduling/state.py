@@ -227,7 +227,7 @@ class CycleState:
     # Each cluster's pool combinations ranked (`fill.rank_fit`) when its fill key
     # was last computed; still true when the fill next takes the cluster, since
     # only a replica charged there changes its ledgers (and then its key).
-    combo_ranks: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)
+    combo_ranks: dict[str, list[tuple[float, float, float, float]]] = field(default_factory=dict)
 
     def pool_matches(self, cluster: str, role: RoleDef) -> list[tuple[str, RoleMatch]]:
         """A cluster's known pools with their match for `role`, matched on first use.

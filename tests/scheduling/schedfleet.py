@@ -51,6 +51,7 @@ H100_8X = [
     device("fabric", claim="Synthetic", driver="fabric.modelplane.ai", type="InfiniBand"),
 ]
 L4_1X = [device("gpu", 1, productName="NVIDIA L4", memory="24Gi")]
+L4_8X = [device("gpu", 8, productName="NVIDIA L4", memory="24Gi")]
 A100_4X = [
     device("gpu", 4, productName="NVIDIA A100", memory="40Gi"),
     device("nic", 2, driver="rdma.example.com"),
@@ -61,7 +62,13 @@ DUAL_1X = [
     device("gpu-b", 1, productName="NVIDIA L4", fast=False),
 ]
 FAST = 'device.attributes["gpu.nvidia.com"].fast == true'
-CLASSES = {"h100-8x": H100_8X, "l4-1x": L4_1X, "a100-4x": A100_4X, "dual-1x": DUAL_1X}
+CLASSES = {
+    "h100-8x": H100_8X,
+    "l4-1x": L4_1X,
+    "l4-8x": L4_8X,
+    "a100-4x": A100_4X,
+    "dual-1x": DUAL_1X,
+}
 
 
 def cluster(

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from schedfleet import H100, cluster, deployment, placements, replica, request, resolved
+from schedfleet import H100, L4, cluster, deployment, placements, replica, request, resolved
 
 from modelplane.scheduling import schedule
 from modelplane.scheduling.ledger import PoolLedger
@@ -155,3 +155,32 @@ def test_ledger_fullness_of_the_landing_nodes(
     before = led.snapshot()
     assert led.fullness(charges) == expected
     assert led.snapshot() == before  # the ledger is left as it was
+
+
+@pytest.mark.parametrize("packing", ["Spread", "BinPack"])
+@pytest.mark.parametrize(
+    ("pools", "held", "expected"),
+    [
+        # A one-GPU replica, a free one-GPU node and a free eight-GPU node: it takes
+        # the one-GPU node (nothing left free on it), whatever the pools' names
+        # and however many whole nodes each keeps; the eight-GPU node stays whole
+        # for a replica only it can take.
+        ({"big": ("l4-8x", 1), "small": ("l4-1x", 4)}, [], "small"),
+        ({"a-small": ("l4-1x", 4), "b-big": ("l4-8x", 1)}, [], "a-small"),
+        # Two of the small pool's nodes held: still a small node.
+        ({"big": ("l4-8x", 1), "small": ("l4-1x", 4)}, [("x", "small", 2)], "small"),
+        # The small pool full: the big node.
+        ({"big": ("l4-8x", 1), "small": ("l4-1x", 4)}, [("x", "small", 4)], "big"),
+    ],
+)
+def test_a_small_replica_takes_a_node_of_its_size_before_a_larger_one(
+    packing: str, pools: dict[str, tuple[str, int]], held: list, expected: str
+) -> None:
+    fleet = [cluster("a", pools, packing=packing)]
+    observed = [
+        replica(dep, "a", i, pool, [resolved("gpu", 1, cel=L4)], namespace="team-b", ready=True)
+        for dep, pool, n in held
+        for i in range(n)
+    ]
+    result = schedule(deployment(1, [request("gpu", L4, count=1)]), fleet, observed)
+    assert placements(result) == [("a", 0, expected)]
