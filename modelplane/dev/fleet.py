@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from modelplane.dev import gateway as gatewaymod
+from modelplane.dev import lws as lwsmod
 from modelplane.dev import netns, pki, procs, xpkg
 from modelplane.dev import nodes as nodesmod
 from modelplane.dev import parts as partsmod
@@ -74,6 +75,8 @@ CONTROLLERS = ",".join(
         "namespace",
         "deployment",
         "replicaset",
+        # A multi-node replica's worker StatefulSets (made by LeaderWorkerSet).
+        "statefulset",
         "resourceclaim",
         "pod-garbage-collector",
         # The engine Pods' addresses, Ready or not, for the gateways to route to.
@@ -212,6 +215,8 @@ class Fleet:
             self._inventory(state, cluster)
         self._nodes(state, nodes)
         self._workload_crds(state, built)
+        for cluster in workloads(state):
+            self._lws(state, built, cluster)
         self._crossplane(state, built)
         self._provider_crds(state, built)
         self._provider_kubernetes(state, built)
@@ -384,6 +389,34 @@ class Fleet:
         ]
         self._ensure(state, f"{cluster}-kubelet", argv)
 
+    def _lws(self, state: State, built: dict[str, Path], cluster: str) -> None:
+        """The LeaderWorkerSet controller of one workload cluster (`dev.lws`): its
+        certificate, configuration and process, then its webhooks as URL webhooks."""
+        home = self.directory / "lws" / cluster
+        certs = home / "certs"
+        if not (certs / "tls.crt").is_file():
+            pki.CA.load(state.pki).issue(certs, "127.0.0.1", server=True, client=False)
+        webhook = state.port(f"{cluster}-lws-webhook")
+        health = state.port(f"{cluster}-lws-health")
+        conf = lwsmod.config(webhook, state.port(f"{cluster}-lws-metrics"), health, certs)
+        (home / "config.yaml").write_text(yaml.safe_dump(conf, sort_keys=False))
+        api = state.api(cluster)
+        api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": lwsmod.NAMESPACE}})
+        argv = [str(partsmod.binary(built, "lws", "lws")), f"--config={home / 'config.yaml'}"]
+        env = {"KUBECONFIG": str(state.kubeconfig_path(cluster))}
+        self._ensure(state, f"{cluster}-lws", argv, env)
+        self._wait_alive(
+            state,
+            f"{cluster}-lws",
+            f"{cluster}'s LeaderWorkerSet controller",
+            lambda: procs.listening(webhook),
+            API_TIMEOUT,
+        )
+        for doc in lwsmod.webhook_configurations(
+            built["lws"] / "webhook", webhook, (state.pki / "ca.crt").read_bytes()
+        ):
+            api.apply(doc)
+
     def _envoy_gateway(self, state: State, built: dict[str, Path], cluster: str) -> None:
         """Envoy Gateway for one cluster: its CRDs and certificates, then the controller
         in a network namespace of its own, its API server relayed there (`dev.portal`)."""
@@ -480,10 +513,9 @@ class Fleet:
         nodesmod.publish(state.api(CONTROL_PLANE), ())
 
     def _workload_crds(self, state: State, built: dict[str, Path]) -> None:
-        """The CRDs of what the serving stack's Helm releases would install and the fleet
-        plays instead: cert-manager's and LeaderWorkerSet's."""
-        lws = partsmod.build(partsmod.parts()["lws"], progress=self.say)
-        folders = [built["cert-manager"] / "crds", lws / "crds"]
+        """The CRDs of what the serving stack's Helm releases would install: cert-manager's
+        (played) and LeaderWorkerSet's (its controller runs, `_lws`)."""
+        folders = [built["cert-manager"] / "crds", built["lws"] / "crds"]
         docs = [
             d
             for folder in folders

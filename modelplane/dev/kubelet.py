@@ -17,8 +17,10 @@ the rest of a kubelet for them, one workload cluster each
 - a Pod deleted, or no longer Running, loses its process and its namespace.
 
 The double always runs with `--force-dummy-tokenizer`, so it never asks a model
-hub whether the model exists. An engine Pod whose engine container is missing
-is reported Ready at once, as kwok reports every other Pod.
+hub whether the model exists. An engine Pod whose engine container is missing,
+or a LeaderWorkerSet group's worker (its worker index above 0: it joins its
+leader's engine), runs nothing and is reported Ready at once, as a kubelet
+reports a container without a probe.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ BACKOFF_FIRST = 10.0
 BACKOFF_MAX = 300.0
 PROBE_TIMEOUT = 1.0
 DEFAULT_PROBE_PATH = "/health"
+# The label LeaderWorkerSet's pod webhook gives each Pod of a group: 0 for the leader.
+LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 # How fast the double answers: one short profile for every class for now.
 LATENCY_FLAGS = ("--time-to-first-token=20ms", "--inter-token-latency=2ms")
 _PR_SET_PDEATHSIG = 1
@@ -103,12 +107,18 @@ def _port_of(container: Mapping[str, Any], args: Sequence[str]) -> int:
 
 
 def engine_of(pod: Mapping[str, Any]) -> Engine | None:
-    """The engine a Pod's `engine` container asks for; None when it has none."""
+    """The engine a Pod's `engine` container asks for; None when it has none, or for a
+    multi-node group's worker (LeaderWorkerSet's worker index above 0)."""
     spec = pod.get("spec") or {}
     container = next(
         (x for x in spec.get("containers") or [] if x.get("name") == c.ENGINE_CONTAINER), None
     )
     if container is None:
+        return None
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    if str(labels.get(LWS_WORKER_INDEX, "0")) != "0":
+        # A multi-node group's worker: it joins its leader's engine and serves
+        # nothing itself, so a kubelet reports it Ready once it runs (no probe).
         return None
     args = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
     model = (_flag(args, "--model", "--model-path") or [_positional_model(args)])[-1]

@@ -230,7 +230,6 @@ def _traffic_parts(v: dict[str, dict[str, str]]) -> dict[str, Part]:
             # only), and the webhook configurations the fleet will point at a URL.
             assets={"crds": "config/crd/bases", "webhook": "config/webhook"},
             about="the LeaderWorkerSet controller and its pod webhook",
-            started=False,
         ),
     }
 

@@ -1,7 +1,8 @@
 """The controllers the local fleet still lacks, played (`python -m modelplane.dev.player`).
 
 Every cluster of the fleet runs its API server, controller manager, scheduler,
-kwok, Envoy Gateway and the kubelet for the Pods that serve. What remains is
+kwok, Envoy Gateway and the kubelet for the Pods that serve; every workload
+cluster also runs the LeaderWorkerSet controller (`dev.lws`). What remains is
 played here, with the status tables `modelplane render` uses
 (`local.simulate.WORKLOAD_STATUS`), so a render and the fleet agree:
 
@@ -10,7 +11,6 @@ played here, with the status tables `modelplane render` uses
 - cert-manager Issuers and Certificates: its controller modules are not
   served; reported Ready, and each Certificate's Secret holds a real key and
   certificate signed by its Issuer (self-signed, or the CA of a CA Issuer).
-- LeaderWorkerSets: reported ready (the controller is built, not started yet).
 - Jobs: a Pod under kwok never finishes; reported Complete.
 - PersistentVolumeClaims: no storage provisioner; reported Bound.
 
@@ -41,7 +41,6 @@ from modelplane.local.simulate import WORKLOAD_STATUS
 
 # apiVersion of each (group, kind) played.
 PLAYED: dict[tuple[str, str], str] = {
-    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): "leaderworkerset.x-k8s.io/v1",
     ("", "PersistentVolumeClaim"): "v1",
     ("batch", "Job"): "batch/v1",
     ("cert-manager.io", "Issuer"): "cert-manager.io/v1",
@@ -73,10 +72,8 @@ STATUS = {**WORKLOAD_STATUS, ("helm.m.crossplane.io", "Release"): release_status
 
 def settled(kind: str, obj: Mapping[str, Any]) -> bool:
     """Whether an object already carries the status its missing controller would write."""
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    status = obj.get("status") or {}
     conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
-    if kind == "LeaderWorkerSet":
-        return bool(status.get("readyReplicas") == spec.get("replicas", 1))
     if kind == "PersistentVolumeClaim":
         return status.get("phase") == "Bound"
     if kind == "Job":

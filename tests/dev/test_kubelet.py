@@ -77,6 +77,18 @@ def test_a_pod_without_an_engine_container_has_no_engine() -> None:
     assert kubelet.engine_of(_pod({"name": "proxy", "args": ["--model=m"]})) is None
 
 
+@pytest.mark.parametrize(("index", "runs"), [(None, True), ("0", True), ("1", False), ("3", False)])
+def test_a_multi_node_groups_workers_run_no_engine_of_their_own(
+    index: str | None, runs: bool
+) -> None:
+    # The leader (worker index 0, as LeaderWorkerSet's webhook labels it) serves;
+    # its workers join its engine and serve nothing themselves.
+    pod = _pod({"name": "engine", "args": ["--model=m"]})
+    if index is not None:
+        pod["metadata"]["labels"][kubelet.LWS_WORKER_INDEX] = index
+    assert (kubelet.engine_of(pod) is not None) is runs
+
+
 def test_the_double_never_asks_a_model_hub_and_serves_every_name() -> None:
     argv = kubelet.engine_argv("/bin/sim", Engine("org/m", ("a", "b"), 8100, "/health", 8100))
     assert argv[:6] == ["/bin/sim", "--port=8100", "--model=org/m", "--served-model-name", "a", "b"]

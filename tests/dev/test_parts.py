@@ -192,6 +192,7 @@ def test_dev_up_builds_only_the_parts_it_starts(monkeypatch: pytest.MonkeyPatch)
         "envoy-gateway-crds",
         "envoy",
         "llm-d-inference-sim",
+        "lws",
     ]
     assert built == want
     assert list(dirs) == want

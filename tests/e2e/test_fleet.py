@@ -22,6 +22,9 @@ from modelplane.dev import xpkg
 from modelplane.dev.kubeapi import condition
 
 pytestmark = pytest.mark.e2e
+# The labels LeaderWorkerSet's pod webhook gives a group's Pods.
+LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
+LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 
 
 def test_the_package_installs(world: World) -> None:
@@ -118,6 +121,33 @@ def test_a_multi_node_replica_is_a_leader_worker_set(fleet: World) -> None:
         ),
     )
     assert lws["spec"]["leaderWorkerTemplate"]["size"] == 2
+    started = time.monotonic()
+
+    def group() -> dict[str, str] | None:
+        # The real controller's pod webhook labels each Pod with its place in the
+        # group; its worker StatefulSet's Pod comes from kube-controller-manager.
+        pods = api.list("v1", "Pod", ns, selector=f"{LWS_NAME}={lws['metadata']['name']}")
+        ready = {
+            str(p["metadata"]["labels"].get(LWS_WORKER_INDEX)): p["spec"].get("nodeName") or ""
+            for p in pods
+            if condition(p, "Ready") == "True"
+        }
+        return ready if set(ready) == {"0", "1"} else None
+
+    nodes = fleet.settle("the group's leader and worker Pods Ready", group)
+    assert nodes["0"] != nodes["1"], nodes  # one GPU each, on one-GPU nodes
+    fleet.settle(
+        "ModelDeployment big Ready from its LeaderWorkerSet",
+        lambda: fleet.ready(m.API, "ModelDeployment", "big", ns),
+    )
+    available = api.get(
+        "leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", lws["metadata"]["name"], ns
+    )
+    assert condition(available, "Available") == "True"
+    TIMINGS["LeaderWorkerSet → leader and worker Ready, deployment Ready"] = (
+        time.monotonic() - started
+    )
+    COUNTS["multi-node group: Pods made by the LeaderWorkerSet controller"] = len(nodes)
 
 
 def test_a_model_cache_creates_its_claim_and_job(fleet: World) -> None:
