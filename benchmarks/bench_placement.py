@@ -40,8 +40,8 @@ it is placed in full, so the GPUs allocated and free there are the stream's;
 a rejected deployment of k replicas of g GPUs leaves at most (k - 1) * g // 8
 whole free nodes in its pools, so every other free GPU of those pools is
 stranded. From the first deployment a rejection at which allocates 97% (under
-`--ab`, from the baseline's first rejection: an earlier one allocates less)
-to the first one no placement can take, each line gives that least stranded
+`--ab`, and no earlier than the baseline's first rejection: an earlier one
+allocates less) to the first one no placement can take, each line gives that least stranded
 count against the stranded target (under `--ab`, also the baseline's share).
 A Hopper-only deployment counts only the H100 pools, so its least count
 depends on how many free GPUs the L4 pools hold; it is given both ways: any
@@ -455,11 +455,14 @@ def _least(free: int, d: Demand) -> int | None:
 
 def bound_window(seed: int, baseline: Outcome | None) -> tuple[int, float]:
     """Where `print_bounds` starts and its stranded target: from the first rejection
-    allocating the target, else (under `--ab`) from the baseline's first rejection
-    (an earlier one allocates less), also holding the baseline's stranded share."""
+    allocating the target and (under `--ab`) no earlier than the baseline's first
+    rejection (an earlier one allocates less), then also holding the baseline's
+    stranded share."""
+    start = first_at(seed, TARGET_ALLOCATED)
     if baseline is None:
-        return first_at(seed, TARGET_ALLOCATED), TARGET_STRANDED
-    return baseline.placed, min(TARGET_STRANDED, round(figures(baseline)[1], 1))
+        return start, TARGET_STRANDED
+    target = min(TARGET_STRANDED, round(figures(baseline)[1], 1))
+    return max(start, baseline.placed), target
 
 
 def print_bounds(seed: int, start: int, target: float) -> None:
