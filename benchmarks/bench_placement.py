@@ -34,8 +34,24 @@ counted as *overcommitted* rather than trusted. Per seed we report:
 matching pool with a partly used node, node by node: where the stranded GPUs
 are (under `--ab`, for both schedulers).
 
+`--bound` (mixed shape) prints, per seed, what the stream alone allows at a
+first rejection, whatever the placement (`bounds`): every deployment before
+it is placed in full, so the GPUs allocated and free there are the stream's;
+a rejected deployment of k replicas of g GPUs leaves at most (k - 1) * g // 8
+whole free nodes in its pools, so every other free GPU of those pools is
+stranded. From the first deployment a rejection at which allocates 97% (under
+`--ab`, and no earlier than the baseline's first rejection: an earlier one
+allocates less) to the first one no placement can take, each line gives that least stranded
+count against the stranded target (under `--ab`, also the baseline's share).
+A Hopper-only deployment counts only the H100 pools, so its least count
+depends on how many free GPUs the L4 pools hold; it is given both ways: any
+placement (the L4s holding all they can) and with every free GPU on an H100,
+as once the any-GPU deployments have filled the L4s. A line "over" for every
+deployment shows the target out of reach on that stream.
+
     .venv/bin/python benchmarks/bench_placement.py [--seeds 1,2,3] [--packing Spread]
         [--shape uniform|mixed] [--max-replicas 3] [--ab [--baseline REF]] [--fragments]
+        [--bound]
 
 `--packing` is every cluster's `spec.scheduling.packing`: Spread (the
 default, as for a cluster on the default kube-scheduler; the harder case, since
@@ -365,6 +381,116 @@ def run(
     return out
 
 
+@dataclass(frozen=True)
+class Bound:
+    """What the stream alone says of a first rejection at deployment `n`, whatever
+    the placement: the GPUs allocated and free then, and the fewest free GPUs the
+    rejected deployment's matching pools must then hold on partly used nodes."""
+
+    n: int
+    demand: Demand
+    allocated: int
+    free: int
+    matching: int  # GPUs of the pools the deployment could use
+    stranded: int | None  # None: no placement can reject it here
+    l4_full: bool = False  # Hopper only, and the stream has filled the L4s' GPUs
+    stranded_l4_full: int | None = None  # `stranded` with every free GPU on an H100
+
+
+def bounds(seed: int, start: int) -> list[Bound]:
+    """For each deployment of the mixed stream from `start` to the first one no
+    placement could take, the least stranded GPUs at a rejection there.
+
+    Every deployment before the first rejection is placed in full, so the GPUs
+    allocated and free at a rejection of deployment n are fixed by the stream.
+    A rejected deployment of k replicas of g GPUs leaves fewer than k places of
+    g GPUs in its pools: at most (k - 1) * g // 8 whole free nodes, every other
+    free GPU on a partly used node; with g = 1 it needs fewer than k free GPUs.
+    A Hopper-only deployment counts the H100 pools alone, which hold at least
+    the free GPUs the L4 pools cannot (and all of them once the L4s are full).
+    """
+    hopper_gpus = CLUSTERS * NODES * GPUS * 2
+    l4_gpus = CLUSTERS * NODES * GPUS
+    allocated = hopper = any_gpu = 0
+    out = []
+    for n, d in enumerate(mixed_stream(seed)):
+        need, hopper_only = d.replicas * d.gpus, d.cel == HOPPER_GPU
+        free = TOTAL - allocated
+        # Any-GPU replicas past the L4s' GPUs hold H100s.
+        room = hopper_gpus - hopper - max(0, any_gpu - l4_gpus) if hopper_only else free
+        forced = need > room
+        if n >= start or forced:
+            least = max(0, free - l4_gpus) if hopper_only else free
+            matching = hopper_gpus if hopper_only else TOTAL
+            full = hopper_only and any_gpu >= l4_gpus
+            out.append(
+                Bound(n, d, allocated, free, matching, _least(least, d), full, _least(free, d))
+            )
+        if forced:
+            break
+        allocated += need
+        hopper, any_gpu = hopper + need * hopper_only, any_gpu + need * (not hopper_only)
+    return out
+
+
+def first_at(seed: int, percent: float) -> int:
+    """The first deployment of the mixed stream a rejection at which allocates `percent`."""
+    allocated = 0
+    for n, d in enumerate(mixed_stream(seed)):
+        if 100 * allocated / TOTAL >= percent:
+            return n
+        allocated += d.replicas * d.gpus
+    return MIXED_COUNT
+
+
+def _least(free: int, d: Demand) -> int | None:
+    """Stranded GPUs at least when `free` GPUs of the pools are left and `d` does not
+    fit: the ones that are not on the whole free nodes `d` leaves; None when `free`
+    GPUs always take `d` (1-GPU replicas fit any free GPU)."""
+    if d.gpus == 1 and free >= d.replicas:
+        return None
+    whole = min((d.replicas - 1) * d.gpus // GPUS, free // GPUS)
+    return free - GPUS * whole
+
+
+def bound_window(seed: int, baseline: Outcome | None) -> tuple[int, float]:
+    """Where `print_bounds` starts and its stranded target: from the first rejection
+    allocating the target and (under `--ab`) no earlier than the baseline's first
+    rejection (an earlier one allocates less), then also holding the baseline's
+    stranded share."""
+    start = first_at(seed, TARGET_ALLOCATED)
+    if baseline is None:
+        return start, TARGET_STRANDED
+    target = min(TARGET_STRANDED, round(figures(baseline)[1], 1))
+    return max(start, baseline.placed), target
+
+
+def print_bounds(seed: int, start: int, target: float) -> None:
+    """The seed's `bounds` from `start`, each against the stranded target (% of the
+    matching pools)."""
+    print(f"seed {seed}: stranded at a first rejection, at least (any placement):")
+    for b in bounds(seed, start):
+        kind = "Hopper" if b.demand.cel == HOPPER_GPU else "any GPU"
+        head = (
+            f"  n={b.n} {b.demand.replicas}x{b.demand.gpus} GPUs, {kind}: allocated "
+            f"{100 * b.allocated / TOTAL:.1f}%, {b.free} free;"
+        )
+        print(f"{head} {_judged(b.stranded, b.matching, target)}", end="")
+        if b.l4_full:
+            print(f"; with the L4s full, {_judged(b.stranded_l4_full, b.matching, target)}")
+        else:
+            print()
+
+
+def _judged(stranded: int | None, matching: int, target: float) -> str:
+    """A bound against the target: `>= N (P%), over|within T%`."""
+    if stranded is None:
+        return "cannot be rejected"
+    share = 100 * stranded / matching
+    verdict = "over" if round(share, 1) > target else "within"
+    return f">= {stranded} ({share:.2f}% of {matching}), {verdict} {target:.1f}%"
+
+
 def baseline_outcomes(ref: str, args: argparse.Namespace) -> dict[int, Outcome]:
     """Run this benchmark's worker over the scheduler of `ref`, unpacked by `git archive`."""
     repo = Path(__file__).resolve().parent.parent
@@ -447,6 +573,25 @@ def print_fragments(o: Outcome, label: str) -> None:
         print(f"  {line}")
 
 
+def print_ab(outcomes: list[Outcome], old: dict[int, Outcome], args: argparse.Namespace) -> bool:
+    """The A/B table, a row per seed (`compare`); whether every seed is at least as good."""
+    print(f"baseline {args.baseline}")
+    print(
+        "| seed | allocated: old | new | new/old | stranded: old | new "
+        "| new at old's rejection | overcommitted | |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    ok = True
+    for o in outcomes:
+        was = old[o.seed]
+        stop = None if was.rejected is None else (was.placed, was.rejected_cel)
+        same = run(o.seed, args.packing, args.max_replicas, args.shape, stop)
+        row, good = compare(o, was, same)
+        ok = ok and good
+        print(row)
+    return ok
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run every seed, print one line each (or an A/B table); exit 1 when a target is missed."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -461,6 +606,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also list the matching pools' partly used nodes at each first rejection",
     )
+    parser.add_argument(
+        "--bound",
+        action="store_true",
+        help="mixed shape: also print, per seed, the least stranded GPUs any placement "
+        "could leave at a first rejection from the baseline's (else 97%%) on",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -474,29 +625,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     outcomes = [run(seed, args.packing, args.max_replicas, args.shape) for seed in seeds]
     ok = all(met(o) for o in outcomes)
+    old: dict[int, Outcome] = {}
     if not args.ab:
         for o in outcomes:
             print(describe(o))
     else:
         old = baseline_outcomes(args.baseline, args)
-        print(f"baseline {args.baseline}")
-        print(
-            "| seed | allocated: old | new | new/old | stranded: old | new "
-            "| new at old's rejection | overcommitted | |"
-        )
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
-        for o in outcomes:
-            was = old[o.seed]
-            stop = None if was.rejected is None else (was.placed, was.rejected_cel)
-            same = run(o.seed, args.packing, args.max_replicas, args.shape, stop)
-            row, good = compare(o, was, same)
-            ok = ok and good
-            print(row)
+        ok = print_ab(outcomes, old, args) and ok
     if args.fragments:
         for o in outcomes:
             print_fragments(o, "" if not args.ab else "new ")
             if args.ab:
                 print_fragments(old[o.seed], "old ")
+    if args.bound and args.shape == "mixed":
+        for o in outcomes:
+            print_bounds(o.seed, *bound_window(o.seed, old.get(o.seed)))
     print(
         f"targets: allocated >= {TARGET_ALLOCATED:.0f}%, stranded <= {TARGET_STRANDED:.0f}%"
         + (", each at least as good as the baseline" if args.ab else "")
