@@ -110,20 +110,24 @@ def _priority_errors(spec: ModelReplicaSpec) -> list[str]:
     return []
 
 
+def spec_errors(spec: ModelReplicaSpec) -> list[str]:
+    """What the composer refuses in a parsed spec (each naming its field): pod templates
+    it cannot stamp, what the backend cannot run, a forbidden PriorityClass."""
+    return (
+        [
+            err
+            for role in spec.roles().values()
+            for err in workload.template_errors(role.workers.template, workload.template_path(role))
+        ]
+        or backends.spec_errors(spec)
+        or _priority_errors(spec)
+    )
+
+
 def _validate(inp: ComposeInput, res: ComposeResult) -> ModelReplicaSpec | ComposeResult:
     spec, msg = parse_spec(ModelReplicaSpec, inp.composite)
     if spec is not None:
-        msg = "; ".join(
-            [
-                err
-                for role in spec.roles().values()
-                for err in workload.template_errors(
-                    role.workers.template, workload.template_path(role)
-                )
-            ]
-            or backends.spec_errors(spec)
-            or _priority_errors(spec)
-        )
+        msg = "; ".join(spec_errors(spec))
     if spec is None or msg:
         return outcome.hold(
             inp,
