@@ -145,3 +145,37 @@ def test_install_guide_lists_exactly_the_package_xrds() -> None:
 
 if __name__ == "__main__":
     print(xrds_block())
+
+
+def test_the_kubernetes_version_of_provisioned_clusters_is_documented_as_composed() -> None:
+    """Each cloud's default is the one constant the composers use, and no description
+    leaves the version to a cloud's default (which may predate DRA v1)."""
+    from modelplane.api import constants as c
+    from modelplane.api.clouds import CLOUDS
+    from modelplane.api.inference_cluster import InferenceClusterSpec
+
+    text = INSTALL.read_text(encoding="utf-8")
+    section = text[text.index("**Kubernetes version.**") : text.index("## What each workload")]
+    assert f"it runs\n`{c.DEFAULT_KUBERNETES_VERSION}`" in section
+    for field in (
+        "`version`",
+        "`minMasterVersion`",
+        "`kubernetesVersion`",
+        "`orchestratorVersion`",
+    ):
+        assert field in section
+    for cloud in CLOUDS:
+        source = InferenceClusterSpec.model_fields[cloud.block].annotation
+        block = getattr(source, "__args__", (source,))[0]  # the block of `X | None`
+        described = block.model_fields["kubernetes_version"].description or ""
+        assert "default if absent" not in described, cloud.name
+        written = block.model_validate(_minimal_source(cloud.name)).composite_spec("c", [])
+        assert written["kubernetesVersion"] == c.DEFAULT_KUBERNETES_VERSION, cloud.name
+
+
+def _minimal_source(cloud: str) -> dict[str, Any]:
+    return {
+        "EKS": {"region": "us-east-1"},
+        "GKE": {"project": "p", "region": "europe-west4"},
+        "AKS": {"location": "centralus"},
+    }[cloud]
