@@ -166,7 +166,7 @@ def test_the_kubernetes_version_of_provisioned_clusters_is_documented_as_compose
         assert field in section
     for cloud in CLOUDS:
         source = InferenceClusterSpec.model_fields[cloud.block].annotation
-        block = getattr(source, "__args__", (source,))[0]  # the block of `X | None`
+        block: Any = getattr(source, "__args__", (source,))[0]  # the block of `X | None`
         described = block.model_fields["kubernetes_version"].description or ""
         assert "default if absent" not in described, cloud.name
         written = block.model_validate(_minimal_source(cloud.name)).composite_spec("c", [])
