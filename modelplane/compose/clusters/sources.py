@@ -269,6 +269,9 @@ def _stack_spec(
         node_pools=refs,
         inventory=inventory_config(spec),
         modelplane_image=spec.serving_stack.modelplane_image if spec.serving_stack else None,
+        present=sorted(set(spec.serving_stack.present or ())) or None
+        if spec.serving_stack
+        else None,
     )
 
 

@@ -62,7 +62,12 @@ from modelplane.api.reasons import (
     WorkloadReadyReason,
 )
 from modelplane.compose import outcome, readiness, unreadable
-from modelplane.compose.clusters.infra import WORKLOAD_RELEASES, has_serving_stack, workload_usages
+from modelplane.compose.clusters.infra import (
+    WORKLOAD_RELEASES,
+    has_serving_stack,
+    present_releases,
+    workload_usages,
+)
 from modelplane.compose.common import as_desired, meta, parse_spec
 from modelplane.compose.objects import Item, wrap
 from modelplane.compose.replica import backends, schedulers, workload
@@ -445,7 +450,8 @@ def _usages(
     if not has_serving_stack(fetched[0]):
         return
     kinds = {i.name: str(i.manifest.get("kind") or "") for i in items if i.serves}
-    for key, usage in workload_usages(ns, cluster, kinds).items():
+    absent = present_releases(fetched[0])
+    for key, usage in workload_usages(ns, cluster, kinds, absent).items():
         res.desired[key] = DesiredResource(usage, "True")
 
 
