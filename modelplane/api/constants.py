@@ -79,7 +79,11 @@ GPU_TOLERATION_KEY: Final = "nvidia.com/gpu"
 DEFAULT_GATEWAY_NAME: Final = "modelplane-inference"
 DEFAULT_GATEWAY_NAMESPACE: Final = "modelplane-system"
 DEFAULT_KUBECONFIG_KEY: Final = "kubeconfig"
-DEFAULT_EKS_KUBERNETES_VERSION: Final = "1.36"
+# The Kubernetes version a provisioned cluster runs unless its InferenceCluster names
+# one (EKS's version, GKE's minimum control-plane version, AKS's control plane and
+# node pools): DRA's resource.k8s.io/v1, which every replica's claims use, is GA
+# from 1.34, and a cloud's own default may be older.
+DEFAULT_KUBERNETES_VERSION: Final = "1.36"
 
 # Provisioned clusters and their serving stack (compose/clusters/: clouds/eks.py,
 # clouds/gke.py, serving_stack.py). Internal composites live in the function's

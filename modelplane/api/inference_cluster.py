@@ -25,10 +25,12 @@ from modelplane.api.common import (
 from modelplane.api.inference_class import CapacityType, Device
 from modelplane.api.reasons import UnknownReason
 from modelplane.api.serving_stack import (
+    PRESENT_DESCRIPTION,
     ChartVersions,
     InventoryConfig,
     PriorityClassSpec,
     QueueSystem,
+    StackComponent,
     StackQueue,
 )
 
@@ -286,6 +288,9 @@ class ServingStackConfig(KubeModel):
         default=None,
         description="The inventory agent that reports nodes, devices and unschedulable "
         "replicas; on (unschedulableAfter 5m) unless enabled is false.",
+    )
+    present: list[StackComponent] | None = Field(
+        default=None, max_length=3, description=PRESENT_DESCRIPTION
     )
     modelplane_image: str | None = Field(
         default=None,

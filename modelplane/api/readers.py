@@ -43,6 +43,7 @@ from modelplane.api.inference_cluster import (
     InferenceClusterSpec,
     InferenceClusterStatus,
     Packing,
+    Pool,
     SchedulingConfig,
     ServingStackConfig,
     StorageConfig,
@@ -243,6 +244,10 @@ class ObservedInferenceCluster:
     # `spec.podSecurity`: the Pod Security level of its namespaces; a value that
     # does not read is `restricted`, the strictest (fail closed).
     pod_security: str = DEFAULT_POD_SECURITY
+    # `spec.pools[].maxNodeCount` by pool name, for the pools that set one: the
+    # published `nodes` already count up to it, so growing such a pool means
+    # raising it (the what-if names it). Entries that do not read are left out.
+    ceilings: Mapping[str, int] = field(default_factory=dict)
 
     # What later layers derive from this reading alone (the scheduler's interned
     # pools), by their key. A reading of a decoded object is made once per
@@ -527,7 +532,25 @@ def _read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster 
         signals=FrozenDict({} if stale else read_replica_signals(status.get(_SIGNALS))),
         pod_security=read_pod_security(spec),
         modelplane_image=read_modelplane_image(spec),
+        ceilings=read_ceilings(spec),
     )
+
+
+_POOLS = _wire(InferenceClusterSpec, "pools")
+_POOL_SPEC_NAME = _wire(Pool, "name")
+_POOL_CEILING = _wire(Pool, "max_node_count")
+
+
+def read_ceilings(spec: Mapping[str, Any]) -> Mapping[str, int]:
+    """Each pool's autoscaling ceiling (`spec.pools[].maxNodeCount`) by pool name, for
+    the pools that set one; an entry without a name or a count is left out."""
+    out: dict[str, int] = {}
+    for raw in _list(spec.get(_POOLS)):
+        entry = _map(raw)
+        name, ceiling = entry.get(_POOL_SPEC_NAME), as_int(entry.get(_POOL_CEILING), -1)
+        if isinstance(name, str) and ceiling >= 0:
+            out.setdefault(name, ceiling)
+    return FrozenDict(out)
 
 
 def read_modelplane_image(spec: Mapping[str, Any]) -> str | None:

@@ -207,6 +207,7 @@ class ServingStackReadyReason(StrEnum):
     READY = "Ready"
     RELEASE_NOT_READY = "ReleaseNotReady"
     GATEWAY_NOT_PROGRAMMED = "GatewayNotProgrammed"
+    COMPONENT_MISSING = "ComponentMissing"
     DISABLED = "Disabled"
     WAITING_FOR_CLUSTER = "WaitingForCluster"
 

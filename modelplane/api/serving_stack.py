@@ -157,6 +157,22 @@ class PriorityClassSpec(KubeModel):
 
 
 QueueSystem = Literal["KAI", "Volcano", "Kueue"]
+# Components a workload cluster may already run (a brownfield cluster): marked
+# present, the stack installs none of them, and checks that each is there.
+StackComponent = Literal["CertManager", "NodeFeatureDiscovery", "EnvoyGateway"]
+# The stack's Release of each such component (its chart's key), which it then lacks.
+COMPONENT_RELEASES: dict[str, str] = {
+    "CertManager": "cert-manager",
+    "NodeFeatureDiscovery": "node-feature-discovery",
+    "EnvoyGateway": "envoy-gateway",
+}
+PRESENT_DESCRIPTION = (
+    "Components the cluster already runs, which the serving stack then does not install "
+    "(installing them again would clash with the running ones): CertManager, "
+    "NodeFeatureDiscovery, EnvoyGateway. Each is still required: the stack checks that its "
+    "CRDs exist on the cluster, and ServingStackReady names a component marked present "
+    "that is missing."
+)
 
 
 class StackQueue(KubeModel):
@@ -230,6 +246,9 @@ class ServingStackSpec(KubeModel):
         pattern=c.IMAGE_PATTERN,
         description="The inventory agent's image; the function's image if absent.",
     )
+    present: list[StackComponent] | None = Field(
+        default=None, max_length=3, description=PRESENT_DESCRIPTION
+    )
 
 
 class ReleaseStatus(StatusModel):
@@ -241,10 +260,23 @@ class ReleaseStatus(StatusModel):
     ready: bool = Field(default=False, description="Whether provider-helm reports it Ready.")
 
 
+class PresentComponentStatus(StatusModel):
+    """A component the cluster already runs (not installed by the stack): is it there?"""
+
+    name: str = Field(description="The component (CertManager, NodeFeatureDiscovery, ...).")
+    found: bool = Field(default=False, description="Whether every CRD it is checked by exists.")
+    missing: list[str] | None = Field(
+        default=None, description="The CRDs not found on the cluster (yet)."
+    )
+
+
 class ServingStackStatus(ConditionedStatus):
     """Releases and the inference Gateway's address."""
 
     releases: list[ReleaseStatus] | None = Field(default=None, description="Each Release.")
+    present: list[PresentComponentStatus] | None = Field(
+        default=None, description="Each component marked present, and whether it was found."
+    )
     gateway_address: str | None = Field(
         default=None, description="The address the inference Gateway reports."
     )

@@ -30,6 +30,7 @@ from modelplane.local.engine import Event, RoundReport
 from modelplane.local.store import ObjectStore
 from modelplane.scheduling import PlannedReplica, ScheduleResult
 from modelplane.scheduling.explanation import explanation_rows
+from modelplane.scheduling.types import PoolAddition
 from modelplane.scheduling.words import (
     preempting_text,
     quota_text,
@@ -167,6 +168,13 @@ def scores_table(result: ScheduleResult) -> Table | None:
     return table
 
 
+def _added(a: PoolAddition) -> str:
+    """The nodes one pool takes, and the maxNodeCount they pass."""
+    if a.ceiling is None:
+        return str(a.nodes)
+    return f"{a.nodes} (maxNodeCount {a.ceiling} → {a.raised_ceiling})"
+
+
 def what_if_table(result: ScheduleResult) -> Table:
     """The what-if answers: per eligible cluster, the pools to grow to place what is missing."""
     table = Table(
@@ -182,7 +190,7 @@ def what_if_table(result: ScheduleResult) -> Table:
                 a.pool,
                 a.class_name,
                 ", ".join(a.roles),
-                str(a.nodes),
+                _added(a),
                 str(w.replicas) if i == 0 else "",
             )
     # Pools an answer would have grown but whose cloud has no capacity: never suggested.

@@ -34,8 +34,9 @@ from pydantic import ValidationError
 
 from modelplane.api import constants as c
 from modelplane.api.common import format_validation_error
-from modelplane.api.kinds import KINDS, Kind, kind_for
+from modelplane.api.kinds import INFERENCE_CLASS, INFERENCE_CLUSTER, KINDS, Kind, kind_for
 from modelplane.api.xrd import CROSSPLANE_SPEC_FIELDS, xrd
+from modelplane.compose.registry import provisioning_problems, spec_problems
 from modelplane.dra.cel import CompileError, compile_selector
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -391,37 +392,43 @@ def _quota_selector_issues(spec: dict[str, Any]) -> Iterator[Issue]:
     its limit refuse every placement it might cover (it fails closed)."""
     limits = spec.get("limits")
     for i, limit in enumerate(limits if isinstance(limits, list) else []):
-        expr = limit.get("selector") if isinstance(limit, dict) else None
-        if not isinstance(expr, str):
-            continue
-        try:
-            compile_selector(expr)
-        except CompileError as err:
-            fix = "try it with `modelplane cel eval EXPRESSION --device FILE`"
-            message = f"invalid device selector (the limit would refuse all it may cover): {err}"
-            yield (f"spec.limits[{i}].selector", message, fix)
+        yield from _selector_issue(
+            limit, "selector", f"spec.limits[{i}]", " (the limit would refuse all it may cover)"
+        )
 
 
 def _compile_selectors(selectors: list[Any], path: str) -> Iterator[Issue]:
     for i, sel in enumerate(selectors):
-        expr = sel.get("cel") if isinstance(sel, dict) else None
-        if not isinstance(expr, str):
-            continue
-        try:
-            compile_selector(expr)
-        except CompileError as err:
-            fix = "try it with `modelplane cel eval EXPRESSION --device FILE`"
-            yield (f"{path}[{i}].cel", f"invalid device selector: {err}", fix)
+        yield from _selector_issue(sel, "cel", f"{path}[{i}]")
+
+
+def _selector_issue(entry: Any, key: str, path: str, why: str = "") -> Iterator[Issue]:
+    """The compiler's refusal of the selector at `entry[key]`, if it is a string."""
+    expr = entry.get(key) if isinstance(entry, dict) else None
+    if not isinstance(expr, str):
+        return
+    try:
+        compile_selector(expr)
+    except CompileError as err:
+        fix = "try it with `modelplane cel eval EXPRESSION --device FILE`"
+        yield (f"{path}.{key}", f"invalid device selector{why}: {err}", fix)
 
 
 def _function_issues(kind: Kind, spec: dict[str, Any]) -> list[Issue]:
     """What the function's own types refuse beyond the schema (e.g. label templates)."""
-    plain = {k: v for k, v in spec.items() if k not in CROSSPLANE_SPEC_FIELDS}
     try:
-        kind.spec.model_validate(plain)
+        parsed = kind.spec.model_validate(_plain(spec))
     except ValidationError as err:
         return [("spec", f"the function would refuse it: {format_validation_error(err)}", "")]
-    return []
+    return [_refused(message) for message in spec_problems(kind.kind, parsed)]
+
+
+def _refused(message: str) -> Issue:
+    """A composer's message (`spec.field: why`) as an issue on that field."""
+    field, sep, why = message.partition(": ")
+    if sep and field.startswith("spec") and " " not in field:
+        return (field, f"the function would refuse it: {why}", "")
+    return ("spec", f"the function would refuse it: {message}", "")
 
 
 def check_document(doc: Document, kind: Kind) -> list[Problem]:
@@ -501,6 +508,35 @@ def reference_problems(valid: list[Document], every: list[Document]) -> list[Pro
     return out
 
 
+def _plain(spec: dict[str, Any]) -> dict[str, Any]:
+    """A spec without the fields Crossplane adds, as the function parses it."""
+    return {k: v for k, v in spec.items() if k not in CROSSPLANE_SPEC_FIELDS}
+
+
+def _parsed(doc: Document, kind: Kind) -> Any:
+    """A valid document's spec as the function's types read it."""
+    return kind.spec.model_validate(_plain(doc.body.get("spec") or {}))
+
+
+def provisioning_issues(valid: list[Document]) -> list[Problem]:
+    """A cloud cluster's pools the composer would not provision with their classes
+    (PoolsResolved NotProvisionable): checked once every class it names is among `valid`."""
+    classes = {
+        _key(d, namespaced=False)[1]: _parsed(d, INFERENCE_CLASS)
+        for d in valid
+        if d.body.get("kind") == INFERENCE_CLASS.kind
+    }
+    out: list[Problem] = []
+    for doc in (d for d in valid if d.body.get("kind") == INFERENCE_CLUSTER.kind):
+        spec = _parsed(doc, INFERENCE_CLUSTER)
+        if all(p.class_name in classes for p in spec.pools):
+            name = _key(doc, namespaced=False)[1]
+            for message in provisioning_problems(name, spec, classes):
+                field, message, fix = _refused(message)
+                out.append(_problem(doc, field, message, fix))
+    return out
+
+
 def validate_paths(paths: Iterable[str | Path], *, references: bool = True) -> Report:
     """Validate every document under `paths`; the report lists each problem found."""
     report = Report()
@@ -521,6 +557,7 @@ def validate_paths(paths: Iterable[str | Path], *, references: bool = True) -> R
                 valid.append(doc)
     if references:
         report.problems += reference_problems(valid, ours)
+        report.problems += provisioning_issues(valid)
     return report
 
 

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from modelplane.api.inference_class import InferenceClassSpec
+from modelplane.api.inference_cluster import InferenceClusterSpec
 from modelplane.api.kinds import (
     FLEET_QUOTA,
     INFERENCE_CLASS,
@@ -17,7 +24,7 @@ from modelplane.api.kinds import (
     provisioning_kind,
 )
 from modelplane.compose.caches import model_cache
-from modelplane.compose.clusters import inference_class, inference_cluster, serving_stack
+from modelplane.compose.clusters import inference_class, inference_cluster, serving_stack, sources
 from modelplane.compose.clusters.clouds import PROVISIONERS
 from modelplane.compose.deployments import fleet_quota, model_deployment
 from modelplane.compose.replica import model_replica
@@ -47,3 +54,27 @@ def composer_for(api_version: str, kind: str) -> Composer | None:
     """Return the composer for a composite's apiVersion/kind, or None if unknown."""
     entry = COMPOSERS.get((api_version, kind))
     return entry[1] if entry else None
+
+
+# What a composer refuses in one parsed spec beyond its types, by kind; each
+# message names its field. `modelplane validate` runs the same functions, so it
+# refuses what the function would.
+SPEC_CHECKS: dict[str, Callable[[Any], list[str]]] = {
+    INFERENCE_CLASS.kind: inference_class.device_problems,
+    MODEL_DEPLOYMENT.kind: model_deployment.spec_errors,
+    MODEL_REPLICA.kind: model_replica.spec_errors,
+}
+
+
+def spec_problems(kind: str, spec: BaseModel) -> list[str]:
+    """What the composer of `kind` would refuse in `spec`, which its types accepted."""
+    check = SPEC_CHECKS.get(kind)
+    return check(spec) if check is not None else []
+
+
+def provisioning_problems(
+    name: str, spec: InferenceClusterSpec, classes: Mapping[str, InferenceClassSpec]
+) -> list[str]:
+    """Why the InferenceCluster composer would not provision `spec` with these classes
+    (its PoolsResolved NotProvisionable), e.g. a class without provisioning for the cloud."""
+    return sources.provisioning_problems(name, spec, classes)

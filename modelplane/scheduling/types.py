@@ -226,6 +226,14 @@ class PoolAddition:
     class_name: str  # the pool's InferenceClass
     roles: tuple[str, ...]  # the roles of the replica this pool would take
     nodes: int
+    # The pool's maxNodeCount when it sets one: its published nodes count up to
+    # it already, so these nodes are past it and it must be raised by as many.
+    ceiling: int | None = None
+
+    @property
+    def raised_ceiling(self) -> int | None:
+        """The maxNodeCount that would hold the added nodes; None without a ceiling."""
+        return None if self.ceiling is None else self.ceiling + self.nodes
 
 
 @dataclass(frozen=True)

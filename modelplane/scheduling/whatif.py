@@ -20,7 +20,10 @@ nodes wins (ties: pool-name order). A pool whose cloud reports a stock-out
 (its published `capacityNote`) is never grown: adding nodes the cloud cannot
 provide is no answer, so a combination that needs it is ruled out and the pool
 is reported in `stocked_out` instead, and the next-best pool or cluster is the
-answer. Codes and numbers only; `words` writes the text.
+answer. A pool with a `maxNodeCount` already publishes that many nodes, so
+every node added to it is past that ceiling: the addition carries the ceiling
+(`PoolAddition.ceiling`) and the text says to raise it, never growing a pool
+past its limit unsaid. Codes and numbers only; `words` writes the text.
 """
 
 from __future__ import annotations
@@ -173,7 +176,8 @@ def _combo_change(
     A combination that would grow a stocked-out pool cannot work; that pool is
     added to `blocked`.
     """
-    classes = {p.name: p.class_name for p in state.inp.clusters[cluster].pools}
+    observed = state.inp.clusters[cluster]
+    classes = {p.name: p.class_name for p in observed.pools}
     additions = []
     for pool, load in _by_pool(state.roles, combo).items():
         grow = pool_growth(state, (cluster, pool), load, replicas)
@@ -184,14 +188,15 @@ def _combo_change(
             return None
         if grow:
             roles = tuple(role.role for role, _ in load)
-            additions.append(PoolAddition(pool, classes.get(pool, ""), roles, grow))
+            ceiling = observed.ceilings.get(pool)
+            additions.append(PoolAddition(pool, classes.get(pool, ""), roles, grow, ceiling))
     return tuple(additions) if additions else None
 
 
 def _signature(state: CycleState, cluster: str, per_role: PoolOptions) -> Any:
     """Equal for clusters whose answer must be equal, else None.
 
-    The answer depends on the matched pools (name, shape, nodes), on what they
+    The answer depends on the matched pools (name, shape, nodes, maxNodeCount), on what they
     already hold and on how the cluster packs (worst-fit strands devices that
     best-fit would use, so a grown Spread pool may need more nodes). A cluster
     whose pools hold anything gets no signature: its ledger is its own.
@@ -205,6 +210,7 @@ def _signature(state: CycleState, cluster: str, per_role: PoolOptions) -> Any:
                 id(match),
                 state.pool_nodes[(cluster, pool)],
                 stockout_note(state, cluster, pool) is not None,
+                state.inp.clusters[cluster].ceilings.get(pool),
             )
             for pool, match in options
         )

@@ -518,9 +518,17 @@ def _replicas(n: int) -> str:
 
 
 def pool_addition(a: PoolAddition, disaggregated: bool = False) -> str:
-    """Nodes to add to one pool: `2 nodes to pool h100` (with its roles when disaggregated)."""
+    """Nodes to add to one pool: `2 nodes to pool h100` (with its roles when disaggregated),
+    and the maxNodeCount they pass: `(past its maxNodeCount 4: raise it to 6)`."""
     roles = f" ({' and '.join(a.roles)})" if disaggregated else ""
-    return f"{_nodes(a.nodes)} to pool {a.pool}{roles}"
+    return f"{_nodes(a.nodes)} to pool {a.pool}{roles}{ceiling_raise(a)}"
+
+
+def ceiling_raise(a: PoolAddition) -> str:
+    """` (past its maxNodeCount 4: raise it to 6)` for a pool with a ceiling, else ``."""
+    if a.ceiling is None:
+        return ""
+    return f" (past its maxNodeCount {a.ceiling}: raise it to {a.raised_ceiling})"
 
 
 def _additions(w: WhatIf) -> str:

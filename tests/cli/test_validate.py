@@ -266,3 +266,85 @@ def test_cache_references_wait_for_the_modelcache_kind(
         "document 4 (ModelDeployment/team-a/chat): spec.caches[0].name: "
         "ModelCache 'llama' not found in namespace 'team-a'"
     ) in out
+
+
+# What the composers refuse in one object (or, for a cloud cluster, in it and its
+# pools' classes) beyond the schema: validate runs the same checks, so it refuses
+# what the render would. Each test below passed validate before it did (checked by
+# running them against the previous validate.py: exit 0).
+
+GKE_CLASS = """\
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceClass
+metadata:
+  name: l4-gke
+spec:
+  provisioning:
+    provider: GKE
+    gke:
+      machineType: g2-standard-48
+      accelerator: {type: nvidia-l4, count: 4}
+  devices:
+  - name: gpu
+    driver: gpu.nvidia.com
+    deviceClassName: gpu.nvidia.com
+    count: 4
+    attributes:
+      productName: {string: NVIDIA L4}
+"""
+
+EKS_CLUSTER = """\
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceCluster
+metadata:
+  name: us-east
+spec:
+  source: EKS
+  eks:
+    region: us-east-1
+    zones: [us-east-1a, us-east-1b]
+    accessPrincipalArns: ["arn:aws:iam::123456789012:role/crossplane-provider-aws"]
+  pools:
+  - {name: l4, className: l4-gke, nodeCount: 2}
+"""
+
+NAMESPACE = "apiVersion: v1\nkind: Namespace\nmetadata: {name: modelplane-system}\n"
+
+
+def test_a_class_for_another_cloud_is_refused_as_the_render_refuses_it(tmp_path: Path) -> None:
+    from modelplane.local import ControlPlane, load_paths
+
+    path = _write(tmp_path, NAMESPACE, GKE_CLASS, EKS_CLUSTER)
+    code, out = _validate(str(path))
+    assert code == 1, out
+    expected = (
+        "spec.pools[0].className: the function would refuse it: InferenceClass 'l4-gke' of "
+        "pool 'l4' has no spec.provisioning for EKS; a EKS cluster can only provision pools "
+        "whose class says how"
+    )
+    assert f"document 3 (InferenceCluster/us-east): {expected}\n" in out
+    assert "1 problem found" in out
+    # The render of the same file holds the cluster with those words.
+    store = ControlPlane(load_paths([str(path)])).run().store
+    (cluster,) = [o for o in store.objects() if o["kind"] == "InferenceCluster"]
+    (resolved,) = [x for x in cluster["status"]["conditions"] if x["type"] == "PoolsResolved"]
+    assert (resolved["status"], resolved["reason"]) == ("False", "NotProvisionable")
+    assert resolved["message"] == expected.replace("the function would refuse it: ", "")
+    # With a class that provisions on EKS the same cluster passes.
+    fixed = GKE_CLASS.replace("provider: GKE\n    gke:", "provider: EKS\n    eks:").replace(
+        "machineType: g2-standard-48\n      accelerator: {type: nvidia-l4, count: 4}",
+        "instanceType: g6.12xlarge",
+    )
+    code, out = _validate(str(_write(tmp_path, NAMESPACE, fixed, EKS_CLUSTER, name="ok.yaml")))
+    assert code == 0, out
+
+
+def test_a_pod_template_the_composer_cannot_stamp_is_refused(tmp_path: Path) -> None:
+    broken = DEPLOYMENT + "          args: --max-model-len=4096\n"
+    code, out = _validate(str(_write(tmp_path, SECRET, CLASS, CLUSTER, broken)))
+    assert code == 1, out
+    assert (
+        "document 4 (ModelDeployment/team-a/chat): spec.workers.template.spec.containers[0].args:"
+        " the function would refuse it: " in out
+    )
+    assert "1 problem found" in out

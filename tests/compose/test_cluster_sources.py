@@ -165,6 +165,14 @@ def test_a_disabled_stack_is_not_composed() -> None:
     assert _cond(res, "ServingStackReady")[:2] == ("True", "Disabled")
 
 
+def test_the_components_a_cluster_runs_reach_its_stack_once_each_in_order() -> None:
+    present = ["EnvoyGateway", "CertManager", "EnvoyGateway"]
+    res = _compose(_cluster(servingStack={"present": present}))
+    stack = res.desired["serving-stack"].resource
+    assert stack["spec"]["present"] == ["CertManager", "EnvoyGateway"]
+    assert "present" not in _compose(_cluster()).desired["serving-stack"].resource["spec"]
+
+
 def test_a_pool_whose_class_provisions_on_another_cloud_holds() -> None:
     xr = _cluster(pools=[{"name": "a100", "className": "a100-gke", "nodeCount": 1}])
     res = _compose(xr, klass=A100_GKE)

@@ -38,7 +38,8 @@ def test_a_stocked_out_pool_is_named_never_grown(tmp_path: Path) -> None:
     """examples/clusters with llama-70b asking for 6 replicas: eu-west's a100 pool
     (2 nodes at most, 2 replicas each) takes 4; us-east's h100 pool is stocked out
     (its fixture), so no answer adds h100 nodes there: its entry names the
-    stock-out and the condition offers the next-best pool, eu-west's a100."""
+    stock-out and the condition offers the next-best pool, eu-west's a100, past its
+    maxNodeCount, which it says to raise."""
     import yaml
 
     docs = []
@@ -59,13 +60,16 @@ def test_a_stocked_out_pool_is_named_never_grown(tmp_path: Path) -> None:
     what_if = {u["cluster"]: u.get("whatIf") for u in obj["status"]["unschedulable"]}
     assert what_if["us-east"].startswith("pool h100 cannot grow (cloud stock-out: ")
     assert what_if["us-east"].endswith(": adding nodes cannot help until the cloud has capacity")
-    assert what_if["eu-west"] == "add 1 node to pool a100 to place 2 more replicas"
+    # a100 already counts its maxNodeCount (2) of nodes: the node added is past it.
+    assert what_if["eu-west"] == (
+        "add 1 node to pool a100 (past its maxNodeCount 2: raise it to 3) to place 2 more replicas"
+    )
     (scheduled,) = [x for x in obj["status"]["conditions"] if x["type"] == c.CONDITION_SCHEDULED]
     assert scheduled["message"].startswith(
         "placed 4 of 6 replicas: pool h100 on cluster us-east cannot grow (cloud stock-out: "
     )
     assert (
-        "; instead add 1 node to pool a100 on cluster eu-west to place 2 more replicas"
-        in (scheduled["message"])
+        "; instead add 1 node to pool a100 (past its maxNodeCount 2: raise it to 3) on cluster "
+        "eu-west to place 2 more replicas" in (scheduled["message"])
     )
     assert "to pool h100" not in scheduled["message"]

@@ -73,9 +73,33 @@ def test_composes_group_network_identity_control_plane_and_one_pool_per_pool() -
     assert cluster["defaultNodePool"]["zones"] == ["1", "2"]
     assert cluster["storageProfile"] == {"fileDriverEnabled": True, "diskDriverEnabled": True}
     assert cluster["identity"]["type"] == "UserAssigned"
-    assert "kubernetesVersion" not in cluster  # AKS's default
+    # Pinned: AKS's own default may predate DRA's resource.k8s.io/v1 (GA from 1.34).
+    assert cluster["kubernetesVersion"] == "1.36"
     secret = res.desired["cluster"].resource["spec"]["writeConnectionSecretToRef"]
     assert secret == {"name": "us-central-kubeconfig"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "version"), [({}, "1.36"), ({"kubernetesVersion": "1.35"}, "1.35")]
+)
+def test_the_control_plane_and_every_node_pool_run_the_pinned_version(
+    spec: dict[str, Any], version: str
+) -> None:
+    """AKS would otherwise pick its recommended version for the control plane and for
+    each node pool (the CRD's words), which may not serve DRA v1."""
+    res = _compose(spec)
+    assert _for_provider(res, "cluster")["kubernetesVersion"] == version
+    for pool in ("h100", "cpu-pool"):
+        assert _for_provider(res, f"nodepool-{pool}")["orchestratorVersion"] == version
+
+
+def test_an_inference_cluster_without_a_version_asks_for_the_pinned_one() -> None:
+    from modelplane.api.clouds.aks import AKSSource
+
+    source = AKSSource.model_validate({"location": "centralus"})
+    assert source.composite_spec("c", [])["kubernetesVersion"] == "1.36"
+    pinned = AKSSource.model_validate({"location": "centralus", "kubernetesVersion": "1.35"})
+    assert pinned.composite_spec("c", [])["kubernetesVersion"] == "1.35"
 
 
 @pytest.mark.parametrize(

@@ -185,6 +185,10 @@ STACKS = [
     pytest.param(_stack(kueue=True), id="kueue"),
     pytest.param(_stack(cloud="GKE"), id="gke"),
     pytest.param(_stack(cloud="Existing"), id="existing"),
+    pytest.param(
+        _stack(present=["CertManager", "NodeFeatureDiscovery", "EnvoyGateway"], kserve=True),
+        id="brownfield",
+    ),
 ]
 
 

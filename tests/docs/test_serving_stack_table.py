@@ -13,6 +13,8 @@ import pytest
 from modelplane.api import constants as c
 from modelplane.api.frozen import thaw
 from modelplane.api.readers import read_inference_cluster
+from modelplane.api.serving_stack import COMPONENT_RELEASES, ServingStackSpec
+from modelplane.compose.clusters.stack.charts import charts
 from modelplane.local import ControlPlane, load_paths
 from modelplane.local.engine import RenderResult
 from modelplane.local.output import cluster_manifests
@@ -53,10 +55,24 @@ def _clusters_by_provider_config(result: RenderResult) -> dict[str, str]:
     return out
 
 
-def installed(result: RenderResult) -> dict[str, set[str]]:
-    """Per cluster, what the render installs there: `chart:<name>`, `crd:<name>`."""
-    by_pc = _clusters_by_provider_config(result)
+def _present_charts(result: RenderResult) -> dict[str, set[str]]:
+    """Per cluster, `chart:<name>` of each component it already runs (servingStack.present):
+    the stack checks it is there instead of installing it, so it serves the same kinds."""
+    by_key = {chart.key: chart.name for chart, _ in charts(ServingStackSpec(
+        cluster_name="x", provider_config_name="x"))}  # fmt: skip
     out: dict[str, set[str]] = {}
+    for obj in result.store.list(c.API_VERSION, "InferenceCluster"):
+        present = ((obj.get("spec") or {}).get("servingStack") or {}).get("present") or []
+        names = {f"chart:{by_key[COMPONENT_RELEASES[p]]}" for p in present}
+        out[obj["metadata"]["name"]] = names
+    return out
+
+
+def installed(result: RenderResult, present: bool = True) -> dict[str, set[str]]:
+    """Per cluster, what the render installs there: `chart:<name>`, `crd:<name>`, and
+    (with `present`) the charts of the components it already runs."""
+    by_pc = _clusters_by_provider_config(result)
+    out: dict[str, set[str]] = _present_charts(result) if present else {}
     for obj in result.store.objects():
         if obj.get("kind") != "Release" or _group(obj["apiVersion"]) != "helm.m.crossplane.io":
             continue
@@ -81,9 +97,9 @@ def _kinds_sent(manifest: dict[str, Any]) -> list[tuple[str, str, str]]:
     return out
 
 
-def unserved(result: RenderResult) -> list[str]:
+def unserved(result: RenderResult, present: bool = True) -> list[str]:
     """Every kind that reaches a cluster with no table row or a missing installer."""
-    table, have = installers(), installed(result)
+    table, have = installers(), installed(result, present)
     problems = []
     for cluster, manifest in cluster_manifests(result):
         for group, kind, what in _kinds_sent(manifest):
@@ -123,6 +139,20 @@ def test_the_required_examples_are_covered() -> None:
         for _, m in cluster_manifests(_render(s))
     }
     assert {("scheduling.run.ai", "Queue"), ("kueue.x-k8s.io", "LocalQueue")} <= kinds
+
+
+def test_a_brownfield_cluster_is_served_by_what_it_already_runs() -> None:
+    """examples/brownfield installs no cert-manager, NFD or Envoy Gateway (they are
+    present); its Issuers, Certificates and Gateway are served by those, and without
+    the present components counted the same render is refused."""
+    result = _render(ROOT / "examples" / "brownfield")
+    assert unserved(result) == []
+    releases = {o["spec"]["forProvider"]["chart"]["name"] for o in result.store.objects()
+                if o.get("kind") == "Release"}  # fmt: skip
+    assert not {"cert-manager", "node-feature-discovery", "gateway-helm"} & releases
+    refused = unserved(result, present=False)
+    assert any("nothing installs chart:cert-manager" in p for p in refused)
+    assert any("nothing installs chart:gateway-helm" in p for p in refused)
 
 
 def test_the_check_fails_when_an_installer_is_missing() -> None:

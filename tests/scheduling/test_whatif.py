@@ -399,3 +399,48 @@ def test_a_pool_without_nodes_grows_by_the_one_node_two_roles_need() -> None:
     assert [(w.cluster, [(a.pool, a.nodes) for a in w.additions]) for w in found] == [
         ("a", [("h100", 1)])
     ]
+
+
+def _ceiling(obj: dict, pool: str, node_count: int, max_node_count: int) -> dict:
+    """The cluster as written with an autoscaling pool: its composer publishes
+    `nodes` = maxNodeCount (the scheduler counts capacity up to the ceiling)."""
+    obj["spec"]["pools"] = [
+        {"name": pool, "className": "h100-8x", "nodeCount": node_count},
+    ]
+    if max_node_count is not None:
+        obj["spec"]["pools"][0]["maxNodeCount"] = max_node_count
+    return obj
+
+
+def test_growing_a_pool_past_its_max_node_count_says_to_raise_it() -> None:
+    """Pool h100 holds 2 nodes and autoscales to 4 (published: 4 nodes): 6 replicas of
+    8 GPUs need 2 more than the ceiling, and the answer names the ceiling to raise."""
+    fleet = [_ceiling(cluster("a", {"h100": ("h100-8x", 4)}), "h100", 2, 4)]
+    result = schedule(deployment(6, GPUS(8)), fleet, [])
+    assert len(result.replicas) == 4
+    assert what_if_text(result.what_if[0]) == (
+        "add 2 nodes to pool h100 (past its maxNodeCount 4: raise it to 6) on cluster a "
+        "to place 2 more replicas"
+    )
+    assert list(result.what_if) == [
+        WhatIf("a", 2, (PoolAddition("h100", "h100-8x", ("unified",), 2, ceiling=4),))
+    ]
+
+
+def test_a_pool_without_a_ceiling_grows_as_before() -> None:
+    fleet = [_ceiling(cluster("a", {"h100": ("h100-8x", 4)}), "h100", 4, None)]  # type: ignore[arg-type]
+    result = schedule(deployment(6, GPUS(8)), fleet, [])
+    assert what_if_text(result.what_if[0]) == (
+        "add 2 nodes to pool h100 on cluster a to place 2 more replicas"
+    )
+
+
+def test_the_memo_never_answers_for_a_cluster_whose_pool_has_another_ceiling() -> None:
+    """Two untouched clusters alike but for pool h100's maxNodeCount: each answer names
+    its own ceiling (the memo keys on it)."""
+    fleet = [
+        _ceiling(cluster("a", {"h100": ("h100-8x", 0)}), "h100", 0, 0),
+        cluster("b", {"h100": ("h100-8x", 0)}),
+    ]
+    found = _what_if_before_fill(deployment(1, GPUS(8)), fleet, [])
+    assert {w.cluster: w.additions[0].ceiling for w in found} == {"a": 0, "b": None}

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import Field
 
+from modelplane.api import constants as c
 from modelplane.api.clouds.base import (
     Accelerator,
     CloudProviderConfigRef,
@@ -104,10 +105,11 @@ class AKSClusterSpec(KubeModel):
         description="Availability zones of the system pool and, unless a pool names one, of "
         "the GPU pools.",
     )
-    kubernetes_version: str | None = Field(
-        default=None,
+    kubernetes_version: str = Field(
+        default=c.DEFAULT_KUBERNETES_VERSION,
         max_length=16,
-        description="Kubernetes version of the control plane; AKS's default if absent.",
+        description="Kubernetes version of the control plane and every node pool (a minor "
+        "version such as 1.36 takes its latest GA patch).",
     )
     network: AKSNetwork | None = Field(
         default=None, description="Defaults to a new network with the default ranges."
@@ -138,7 +140,9 @@ class AKSSource(CloudSource):
     kubernetes_version: str | None = Field(
         default=None,
         max_length=16,
-        description="Kubernetes version; AKS's default if absent.",
+        description=f"Kubernetes version of the control plane and the node pools; "
+        f"{c.DEFAULT_KUBERNETES_VERSION} if absent, never AKS's default, which may predate "
+        "DRA's resource.k8s.io/v1 (GA from 1.34).",
     )
     network: AKSNetwork | None = Field(
         default=None, description="The network to create, or an existing subnet to join."
@@ -155,8 +159,7 @@ class AKSSource(CloudSource):
         body: dict[str, Any] = {"clusterName": name, "location": self.location, "pools": pools}
         if self.zones:
             body["zones"] = list(self.zones)
-        if self.kubernetes_version:
-            body["kubernetesVersion"] = self.kubernetes_version
+        body["kubernetesVersion"] = self.kubernetes_version or c.DEFAULT_KUBERNETES_VERSION
         for key, value in (
             ("network", self.network),
             ("systemPool", self.system_pool),

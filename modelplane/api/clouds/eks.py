@@ -97,7 +97,7 @@ class EKSClusterSpec(KubeModel):
     cluster_name: DNSLabel = Field(description="The InferenceCluster this cluster serves.")
     region: str = Field(min_length=1, max_length=64, description="AWS region.")
     kubernetes_version: str = Field(
-        default=c.DEFAULT_EKS_KUBERNETES_VERSION,
+        default=c.DEFAULT_KUBERNETES_VERSION,
         max_length=16,
         description="Kubernetes version of the control plane.",
     )
@@ -128,7 +128,7 @@ class EKSSource(CloudSource):
 
     region: str = Field(min_length=1, max_length=64, description="AWS region of the cluster.")
     kubernetes_version: str = Field(
-        default=c.DEFAULT_EKS_KUBERNETES_VERSION,
+        default=c.DEFAULT_KUBERNETES_VERSION,
         max_length=16,
         description="Kubernetes version of the cluster.",
     )

@@ -121,7 +121,7 @@ class GKEClusterSpec(KubeModel):
         min_length=1, max_length=8, description="Zones of the control plane and system pool."
     )
     kubernetes_version: str = Field(
-        default=c.DEFAULT_EKS_KUBERNETES_VERSION,
+        default=c.DEFAULT_KUBERNETES_VERSION,
         max_length=16,
         description="Minimum Kubernetes version of the control plane.",
     )
@@ -161,7 +161,9 @@ class GKESource(CloudSource):
     kubernetes_version: str | None = Field(
         default=None,
         max_length=16,
-        description="Kubernetes version; the release channel's default if absent.",
+        description="Minimum Kubernetes version of the control plane (GKE's "
+        f"minMasterVersion); {c.DEFAULT_KUBERNETES_VERSION} if absent, never the release "
+        "channel's default, which may predate DRA's resource.k8s.io/v1 (GA from 1.34).",
     )
     network: GKENetwork | None = Field(
         default=None, description="The network to create, or an existing one to join."
@@ -187,7 +189,7 @@ class GKESource(CloudSource):
             "project": self.project,
             "region": self.region,
             "zones": list(self.zones or []),
-            "kubernetesVersion": self.kubernetes_version or c.DEFAULT_EKS_KUBERNETES_VERSION,
+            "kubernetesVersion": self.kubernetes_version or c.DEFAULT_KUBERNETES_VERSION,
             "pools": pools,
         }
         for key, value in (

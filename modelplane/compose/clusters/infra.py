@@ -21,7 +21,7 @@ from modelplane.api.inference_class import InferenceClassSpec
 from modelplane.api.inference_cluster import Pool
 from modelplane.api.objects import condition
 from modelplane.api.provisioning import ProviderIdentity, ProvisionedClusterView
-from modelplane.api.serving_stack import NodePoolRef
+from modelplane.api.serving_stack import COMPONENT_RELEASES, NodePoolRef
 from modelplane.compose.clusters.managed import USAGE_API_VERSION, resource_name
 from modelplane.compose.types import Resource
 
@@ -182,18 +182,33 @@ def has_serving_stack(cluster: Resource | None) -> bool:
     return cond is not None and cond.get("reason") != "Disabled"
 
 
+def present_releases(cluster: Resource | None) -> frozenset[str]:
+    """The releases an InferenceCluster's stack lacks because the cluster already runs
+    their component (`spec.servingStack.present`); entries that do not read name none."""
+    spec = (cluster or {}).get("spec")
+    stack = spec.get("servingStack") if isinstance(spec, dict) else None
+    present = stack.get("present") if isinstance(stack, dict) else None
+    names = present if isinstance(present, list) else []
+    return frozenset(COMPONENT_RELEASES[n] for n in names if n in COMPONENT_RELEASES)
+
+
 def workload_usages(
-    namespace: str, cluster: str, workload_objects: Mapping[str, str]
+    namespace: str,
+    cluster: str,
+    workload_objects: Mapping[str, str],
+    absent: frozenset[str] = frozenset(),
 ) -> dict[str, Resource]:
     """Every Usage keeping the replica's workload Objects from outliving the releases they need.
 
     `workload_objects` maps each workload Object's name to the kind of the
-    manifest it wraps (`releases_for` says which releases that kind needs).
+    manifest it wraps (`releases_for` says which releases that kind needs);
+    `absent` are releases the stack does not install (`present_releases`).
     """
     return {
         f"usage-{obj}-{release}": workload_usage(namespace, obj, cluster, release)
         for obj, kind in workload_objects.items()
         for release in releases_for(kind)
+        if release not in absent
     }
 
 

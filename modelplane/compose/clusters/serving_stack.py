@@ -46,14 +46,14 @@ from modelplane.api.gateway_hop import CLIENT_POLICY
 from modelplane.api.memo import CopiedMemo
 from modelplane.api.readers import ObservedModelReplica, read_model_replica
 from modelplane.api.reasons import ServingStackReadyReason, ValidReason
-from modelplane.api.serving_stack import ReleaseStatus, ServingStackSpec
+from modelplane.api.serving_stack import PresentComponentStatus, ReleaseStatus, ServingStackSpec
 from modelplane.api.serving_stack import ServingStackStatus as StackStatus
 from modelplane.compose import outcome
 from modelplane.compose import readiness as rd
 from modelplane.compose.clusters import gateway_hop
 from modelplane.compose.clusters.inventory_agent import DEPLOYMENT_KEY, agent_objects
 from modelplane.compose.clusters.managed import Ref, labels, ready, resource_name, usage
-from modelplane.compose.clusters.stack import inference_pool, queues
+from modelplane.compose.clusters.stack import inference_pool, present, queues
 from modelplane.compose.clusters.stack.charts import (
     CERT_MANAGER,
     ENVOY_GATEWAY,
@@ -63,6 +63,7 @@ from modelplane.compose.clusters.stack.charts import (
     VOLCANO,
     Chart,
     charts,
+    installs,
     release,
     release_key,
 )
@@ -232,12 +233,23 @@ def _usages(spec: ServingStackSpec, namespace: str) -> dict[str, Resource]:
             if gpu and not chart.on_gpu_nodes:
                 continue
             _add_usage(out, spec, namespace, of, by, "releases go before node pools")
+    if installs(spec, ENVOY_GATEWAY):
+        _envoy_usages(out, spec, namespace)
+    if installs(spec, CERT_MANAGER):
+        _cert_manager_usages(out, spec, namespace)
+    return out
+
+
+def _envoy_usages(out: dict[str, Resource], spec: ServingStackSpec, namespace: str) -> None:
     envoy = release_ref(spec, ENVOY_GATEWAY)
     for key in ("gateway", "gateway-class", gateway_hop.POLICY_KEY):
         gw = Ref(c.PROVIDER_KUBERNETES_API_VERSION, "Object", resource_name(spec.cluster_name, key))
         _add_usage(
             out, spec, namespace, envoy, gw, "the Gateway goes before the Envoy Gateway release"
         )
+
+
+def _cert_manager_usages(out: dict[str, Resource], spec: ServingStackSpec, namespace: str) -> None:
     for key in gateway_hop.CERT_MANAGER_KEYS:
         cert = Ref(
             c.PROVIDER_KUBERNETES_API_VERSION, "Object", resource_name(spec.cluster_name, key)
@@ -255,7 +267,6 @@ def _usages(spec: ServingStackSpec, namespace: str) -> dict[str, Resource]:
             "KServe's certificates go before cert-manager",
         )
         out[key] = resource
-    return out
 
 
 def _queue_usages(
@@ -401,7 +412,7 @@ def _fixed(spec: ServingStackSpec, namespace: str, image: str) -> tuple[Any, ...
         for chart, version in charts(spec)
     }
     gateway = {**_gateway_objects(spec, namespace), **gateway_hop.objects(spec, namespace)}
-    rest = {**storage, **agent_objects(spec, namespace, image)}
+    rest = {**storage, **agent_objects(spec, namespace, image), **present.objects(spec, namespace)}
     return releases, gateway, rest, _usages(spec, namespace), pending
 
 
@@ -435,13 +446,32 @@ def _status(inp: ComposeInput, result: ComposeResult, spec: ServingStackSpec) ->
         for chart, version in charts(spec)
     ]
     gateway = inp.observed.get("gateway")
-    status = StackStatus(releases=statuses, gateway_address=_gateway_address(gateway))
+    found = present.statuses(spec, inp.observed)
+    status = StackStatus(
+        releases=statuses, present=found or None, gateway_address=_gateway_address(gateway)
+    )
     result.status.update(status.to_dict())
     result.condition(c.CONDITION_VALID, True, ValidReason.VALID, "ServingStack spec is valid")
     policy = inp.observed.get(gateway_hop.POLICY_KEY)
-    ok, reason, message = _stack_ready(spec, statuses, gateway, policy)
+    missing = [p for p in found if not p.found]
+    ok, reason, message = (
+        (False, str(ServingStackReadyReason.COMPONENT_MISSING), _missing(missing))
+        if missing
+        else _stack_ready(spec, statuses, gateway, policy)
+    )
+    if ok and found:
+        message += f"; present and found: {', '.join(p.name for p in found)}"
     result.condition(c.CONDITION_SERVING_STACK_READY, ok, reason, message)
     result.ready = "True" if ok else "False"
+
+
+def _missing(missing: list[PresentComponentStatus]) -> str:
+    """Which components marked present were not found, and by which CRDs."""
+    named = "; ".join(f"{p.name} (CRD {', '.join(p.missing or ())})" for p in missing)
+    return (
+        f"marked present in spec.servingStack.present but not found on the cluster: {named}; "
+        "install them, or remove them from present so the stack installs them"
+    )
 
 
 def _hop_enforced(policy: Resource | None) -> bool:

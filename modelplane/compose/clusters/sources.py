@@ -131,6 +131,27 @@ def provisioning_composite(
     }, ""
 
 
+def provisioning_plan(
+    cloud: Cloud, name: str, spec: InferenceClusterSpec, classes: Mapping[str, InferenceClassSpec]
+) -> tuple[Resource | None, list[str]]:
+    """The cloud's provisioning composite for the pools' classes, or None and each reason
+    it cannot be composed (naming the InferenceCluster's field)."""
+    pools, problems = node_pools(cloud, spec.pools, classes)
+    if problems:
+        return None, [p.message for p in problems]
+    xr, why = provisioning_composite(cloud, name, spec, pools)
+    return xr, [] if xr is not None else [why]
+
+
+def provisioning_problems(
+    name: str, spec: InferenceClusterSpec, classes: Mapping[str, InferenceClassSpec]
+) -> list[str]:
+    """Why a cluster of a cloud `source` could not be provisioned from these classes
+    (the composer's NotProvisionable); empty for an existing cluster or when it can."""
+    cloud = cloud_named(spec.source)
+    return [] if cloud is None else provisioning_plan(cloud, name, spec, classes)[1]
+
+
 def provision(
     inp: ComposeInput,
     result: ComposeResult,
@@ -143,12 +164,9 @@ def provision(
     cloud = cloud_named(spec.source)
     if cloud is None:
         raise ValueError(f"source {spec.source!r} is not a cloud: nothing to provision")
-    pools, problems = node_pools(cloud, spec.pools, classes)
-    if problems:
-        return Reach(None, None, "; ".join(p.message for p in problems))
-    xr, why = provisioning_composite(cloud, name, spec, pools)
+    xr, problems = provisioning_plan(cloud, name, spec, classes)
     if xr is None:
-        return Reach(None, None, why)
+        return Reach(None, None, "; ".join(problems))
     observed = inp.observed.get(INFRA_KEY)
     ready = condition_status(observed, c.CONDITION_READY) == "True"
     result.desired[INFRA_KEY] = DesiredResource(xr, "True" if ready else "False")
@@ -251,6 +269,9 @@ def _stack_spec(
         node_pools=refs,
         inventory=inventory_config(spec),
         modelplane_image=spec.serving_stack.modelplane_image if spec.serving_stack else None,
+        present=sorted(set(spec.serving_stack.present or ())) or None
+        if spec.serving_stack
+        else None,
     )
 
 

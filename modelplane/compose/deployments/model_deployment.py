@@ -265,6 +265,16 @@ def _priority_unknown(
     return outcome.hold(inp, result, c.CONDITION_SCHEDULED, reason, msg)
 
 
+def spec_errors(spec: ModelDeploymentSpec) -> list[str]:
+    """What the composer refuses in a parsed spec before placing anything (each naming
+    its field): a role's pod template the replicas could not stamp."""
+    return [
+        err
+        for role in spec.roles().values()
+        for err in template_errors(role.workers.template, f"{role.workers_path}.template")
+    ]
+
+
 def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
     """`compose`, with the scheduler passed in (tests script its answer)."""
     result = ComposeResult()
@@ -277,11 +287,7 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
         # Keep every replica that serves today; the user fixes the spec.
         return outcome.hold(inp, result, c.CONDITION_SCHEDULED, ScheduledReason.INVALID_SPEC, error)
 
-    shape_errors = [
-        err
-        for role in spec.roles().values()
-        for err in template_errors(role.workers.template, f"{role.workers_path}.template")
-    ]
+    shape_errors = spec_errors(spec)
     if shape_errors:
         # Checked here, not only by the ModelReplica composer, so a template it
         # cannot stamp is never placed; serving replicas keep their old one.

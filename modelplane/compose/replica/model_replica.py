@@ -62,7 +62,12 @@ from modelplane.api.reasons import (
     WorkloadReadyReason,
 )
 from modelplane.compose import outcome, readiness, unreadable
-from modelplane.compose.clusters.infra import WORKLOAD_RELEASES, has_serving_stack, workload_usages
+from modelplane.compose.clusters.infra import (
+    WORKLOAD_RELEASES,
+    has_serving_stack,
+    present_releases,
+    workload_usages,
+)
 from modelplane.compose.common import as_desired, meta, parse_spec
 from modelplane.compose.objects import Item, wrap
 from modelplane.compose.replica import backends, schedulers, workload
@@ -110,20 +115,24 @@ def _priority_errors(spec: ModelReplicaSpec) -> list[str]:
     return []
 
 
+def spec_errors(spec: ModelReplicaSpec) -> list[str]:
+    """What the composer refuses in a parsed spec (each naming its field): pod templates
+    it cannot stamp, what the backend cannot run, a forbidden PriorityClass."""
+    return (
+        [
+            err
+            for role in spec.roles().values()
+            for err in workload.template_errors(role.workers.template, workload.template_path(role))
+        ]
+        or backends.spec_errors(spec)
+        or _priority_errors(spec)
+    )
+
+
 def _validate(inp: ComposeInput, res: ComposeResult) -> ModelReplicaSpec | ComposeResult:
     spec, msg = parse_spec(ModelReplicaSpec, inp.composite)
     if spec is not None:
-        msg = "; ".join(
-            [
-                err
-                for role in spec.roles().values()
-                for err in workload.template_errors(
-                    role.workers.template, workload.template_path(role)
-                )
-            ]
-            or backends.spec_errors(spec)
-            or _priority_errors(spec)
-        )
+        msg = "; ".join(spec_errors(spec))
     if spec is None or msg:
         return outcome.hold(
             inp,
@@ -441,7 +450,8 @@ def _usages(
     if not has_serving_stack(fetched[0]):
         return
     kinds = {i.name: str(i.manifest.get("kind") or "") for i in items if i.serves}
-    for key, usage in workload_usages(ns, cluster, kinds).items():
+    absent = present_releases(fetched[0])
+    for key, usage in workload_usages(ns, cluster, kinds, absent).items():
         res.desired[key] = DesiredResource(usage, "True")
 
 

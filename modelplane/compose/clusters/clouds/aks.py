@@ -7,8 +7,9 @@ Composes (all in the composite's namespace, `*.azure.m.upbound.io`):
 - a user-assigned identity the control plane runs as and, once Azure has given
   it a principal and the subnet an id, its Network Contributor role assignment
   on the subnet (the cluster manages load balancers and node NICs there);
-- the AKS control plane (AKS's default Kubernetes version unless
-  `kubernetesVersion` names one): its default node pool is the small untainted
+- the AKS control plane at `kubernetesVersion` (1.36 unless the cluster names
+  one, never AKS's default, which may predate DRA v1; the node pools run it
+  too): its default node pool is the small untainted
   system pool; OIDC issuer and workload identity on; the CSI drivers
   `spec.csiDrivers` call for enabled in its storage profile; its kubeconfig
   written to a connection Secret under `kubeconfig`;
@@ -231,8 +232,7 @@ def _control_plane(b: _Build) -> Ref:
         "oidcIssuerEnabled": True,
         "workloadIdentityEnabled": True,
     }
-    if b.spec.kubernetes_version:
-        body["kubernetesVersion"] = b.spec.kubernetes_version
+    body["kubernetesVersion"] = b.spec.kubernetes_version
     if b.spec.csi_drivers:
         body["storageProfile"] = {CSI_DRIVERS[d]: True for d in b.spec.csi_drivers}
     return b.add(
@@ -269,6 +269,8 @@ def _node_pool(b: _Build, pool: AKSNodePool) -> Ref:
         "kubernetesClusterIdSelector": selector(b.cluster, "control-plane"),
         "mode": "User",
         "vmSize": pool.vm_size,
+        # Left out, AKS would take its recommended version, which may not serve DRA v1.
+        "orchestratorVersion": b.spec.kubernetes_version,
         **b.subnet(),
     }
     if zone is not None:

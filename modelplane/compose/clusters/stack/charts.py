@@ -14,7 +14,7 @@ from typing import Any
 
 from modelplane.api import constants as c
 from modelplane.api.clouds import cloud_named
-from modelplane.api.serving_stack import ServingStackSpec
+from modelplane.api.serving_stack import COMPONENT_RELEASES, ServingStackSpec
 from modelplane.compose.clusters.managed import labels, resource_name
 from modelplane.compose.types import Resource
 
@@ -80,15 +80,25 @@ def release_key(chart: Chart) -> str:
     return f"release-{chart.key}"
 
 
+def installs(spec: ServingStackSpec, chart: Chart) -> bool:
+    """Whether the stack installs `chart`'s release: not when its component is present."""
+    return not any(COMPONENT_RELEASES[name] == chart.key for name in spec.present or ())
+
+
 def charts(spec: ServingStackSpec) -> list[tuple[Chart, str]]:
-    """The charts the stack installs and their pinned versions, in install order."""
+    """The charts the stack installs and their pinned versions, in install order; none of
+    a component the cluster already runs."""
     v = spec.charts
     out = [
-        (NFD, v.node_feature_discovery),
-        (DRA_DRIVER, v.nvidia_dra_driver),
-        (LWS, v.leader_worker_set),
-        (ENVOY_GATEWAY, v.envoy_gateway),
-        (CERT_MANAGER, v.cert_manager),
+        (chart, version)
+        for chart, version in (
+            (NFD, v.node_feature_discovery),
+            (DRA_DRIVER, v.nvidia_dra_driver),
+            (LWS, v.leader_worker_set),
+            (ENVOY_GATEWAY, v.envoy_gateway),
+            (CERT_MANAGER, v.cert_manager),
+        )
+        if installs(spec, chart)
     ]
     if spec.inference_pool:
         out += [(AI_GATEWAY_CRDS, v.envoy_ai_gateway), (AI_GATEWAY, v.envoy_ai_gateway)]

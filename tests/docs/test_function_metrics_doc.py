@@ -1,0 +1,180 @@
+"""docs/autoscaling.md's setup of the function's metrics works against the code: the
+scrape config keeps the pods by the label Crossplane gives them and checks the name
+the server certificate carries, the port is the one the doc turns on, the metric
+table is what the function registers, and a client certificate made with the doc's
+openssl lines scrapes the mutual-TLS endpoint (`serve_metrics` with a certs dir)."""
+
+from __future__ import annotations
+
+import datetime
+import re
+import socket
+import ssl
+import subprocess
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from modelplane.api.xrd import DEFAULT_FUNCTION_PACKAGE, installed_name
+from modelplane.crossplane.metrics import FunctionMetrics, serve_metrics
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "autoscaling.md"
+SECTION = DOC.read_text(encoding="utf-8").split("## 4. The control plane's own metrics")[1]
+SECTION = SECTION.split("\n## ")[0]
+# What Crossplane does for a function (internal/controller/pkg/revision/runtime.go):
+# label its pods pkg.crossplane.io/function=<the Function's name>, declare port 8080
+# named metrics on the runtime container, and name the Service after the Function.
+CROSSPLANE_METRICS_PORT = 8080
+NAMESPACE = "crossplane-system"
+
+
+def _blocks(label: str) -> list[str]:
+    return re.findall(rf"```{label}\n(.*?)```", SECTION, flags=re.S)
+
+
+def _scrape() -> dict[str, Any]:
+    (block,) = [b for b in _blocks("yaml") if "scrape_configs" in b]
+    (job,) = yaml.safe_load(block)["scrape_configs"]
+    return dict(job)
+
+
+def test_the_scrape_keeps_the_pods_of_the_function_the_compositions_call() -> None:
+    job = _scrape()
+    keep = [r for r in job["relabel_configs"] if r.get("action") == "keep"]
+    assert keep == [
+        {
+            "source_labels": ["__meta_kubernetes_pod_label_pkg_crossplane_io_function"],
+            "regex": installed_name(DEFAULT_FUNCTION_PACKAGE),
+            "action": "keep",
+        }
+    ]
+    service = installed_name(DEFAULT_FUNCTION_PACKAGE)
+    assert job["tls_config"]["server_name"] == f"{service}.{NAMESPACE}.svc"
+    assert job["tls_config"]["insecure_skip_verify"] is False
+    (address,) = [r for r in job["relabel_configs"] if r.get("target_label") == "__address__"]
+    assert address["replacement"] == f"$1:{CROSSPLANE_METRICS_PORT}"
+
+
+def test_the_port_the_doc_turns_on_is_the_one_scraped() -> None:
+    (env,) = [b for b in _blocks("yaml") if "METRICS_PORT" in b]
+    (container,) = yaml.safe_load(textwrap.dedent(env))["containers"]
+    assert container["name"] == "package-runtime"
+    assert {"name": "METRICS_PORT", "value": str(CROSSPLANE_METRICS_PORT)} in container["env"]
+
+
+def test_the_metric_table_is_what_the_function_registers() -> None:
+    documented = set(re.findall(r"^\| `(modelplane_[a-z_]+)` \|", SECTION, flags=re.M))
+    registered = {
+        m.name + ("_total" if m.type == "counter" else "")
+        for m in FunctionMetrics().registry.collect()
+    }
+    assert documented == registered
+
+
+def _key() -> Any:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _cert(subject: str, key: Any, issuer: Any, issuer_key: Any, **ext: Any) -> x509.Certificate:
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+    )
+    for extension in ext.values():
+        builder = builder.add_extension(extension, critical=False)
+    return builder.sign(issuer_key, hashes.SHA256())
+
+
+def _pem(path: Path, obj: Any) -> None:
+    if isinstance(obj, x509.Certificate):
+        path.write_bytes(obj.public_bytes(serialization.Encoding.PEM))
+    else:
+        path.write_bytes(
+            obj.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.TraditionalOpenSSL,
+                serialization.NoEncryption(),
+            )
+        )
+
+
+def _crossplane_pki(tmp: Path, service: str) -> Path:
+    """A root CA as crossplane-root-ca holds it (ca.crt, ca.key as the doc saves them) and
+    the function's server certificate dir as Crossplane mounts it (tls.crt, tls.key, ca.crt)."""
+    ca_key = _key()
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Crossplane Root CA")])
+    ca = _cert(
+        "Crossplane Root CA", ca_key, ca_name, ca_key,
+        basic=x509.BasicConstraints(ca=True, path_length=None),
+    )  # fmt: skip
+    _pem(tmp / "ca.crt", ca)
+    _pem(tmp / "ca.key", ca_key)
+    server_dir = tmp / "server"
+    server_dir.mkdir()
+    server_key = _key()
+    names = [service, f"{service}.{NAMESPACE}", f"{service}.{NAMESPACE}.svc"]
+    server = _cert(
+        service, server_key, ca_name, ca_key,
+        san=x509.SubjectAlternativeName([x509.DNSName(n) for n in names]),
+    )  # fmt: skip
+    _pem(server_dir / "tls.crt", server)
+    _pem(server_dir / "tls.key", server_key)
+    _pem(server_dir / "ca.crt", ca)
+    return server_dir
+
+
+def _openssl_lines() -> list[str]:
+    (block,) = [b for b in _blocks("sh") if "openssl" in b]
+    return [line for line in block.splitlines() if line.startswith(("openssl ", "printf "))]
+
+
+@pytest.mark.skipif(subprocess.run(["which", "openssl"], capture_output=True).returncode != 0,
+                    reason="openssl is not installed")  # fmt: skip
+def test_a_client_certificate_made_as_documented_scrapes_the_function(tmp_path: Path) -> None:
+    service = installed_name(DEFAULT_FUNCTION_PACKAGE)
+    server_dir = _crossplane_pki(tmp_path, service)
+    lines = _openssl_lines()
+    assert len(lines) == 3
+    for line in lines:  # printf needs a shell for its redirection; run each through one
+        subprocess.run(["bash", "-c", line], cwd=tmp_path, check=True, capture_output=True)
+    metrics = FunctionMetrics()
+    server = serve_metrics(metrics, 0, "127.0.0.1", str(server_dir))
+    port = server.server_address[1]
+    job = _scrape()["tls_config"]
+
+    def fetch(ctx: ssl.SSLContext) -> str:
+        """GET /metrics from the pod's address, verifying the name the scrape checks."""
+        with ctx.wrap_socket(
+            socket.create_connection(("127.0.0.1", port), timeout=5),
+            server_hostname=job["server_name"],
+        ) as tls:
+            tls.sendall(b"GET /metrics HTTP/1.0\r\nHost: metrics\r\n\r\n")
+            data = b""
+            while chunk := tls.recv(65536):
+                data += chunk
+        return data.decode()
+
+    try:
+        with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+            fetch(ssl.create_default_context(cafile=str(tmp_path / "ca.crt")))  # no client cert
+        context = ssl.create_default_context(cafile=str(tmp_path / "ca.crt"))
+        context.load_cert_chain(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"))
+        page = fetch(context)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert page.startswith("HTTP/1.0 200")
+    assert "modelplane_function_calls_total" in page
