@@ -320,7 +320,7 @@ MEMOS: tuple[MemoEntry, ...] = (
         "tests/compose/test_provisioning.py",
     ),
     _entry(
-        "compose.deployments.model_deployment._LISTINGS",
+        "compose.deployments.listing._LISTINGS",
         "LastRead",
         "the identities of the last list of replica objects",
         1,

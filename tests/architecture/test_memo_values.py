@@ -32,7 +32,7 @@ from modelplane.api.readers import (
 from modelplane.cli.plans import deployment_plan
 from modelplane.compose import common
 from modelplane.compose.clusters import drift, managed, serving_stack, sources
-from modelplane.compose.deployments import endpoints, model_deployment
+from modelplane.compose.deployments import endpoints, listing
 from modelplane.compose.deployments.planner import DeploymentPlan
 from modelplane.dra import _regex, cel
 from modelplane.dra.quantity import parse_quantity
@@ -330,8 +330,8 @@ def check_as_label() -> None:
 
 def check_listings(store: ObjectStore) -> None:
     listed = _objects(store, c.KIND_MODEL_REPLICA)
-    index = model_deployment._listing(listed)
-    assert model_deployment._listing(listed) is index  # remembered
+    index = listing.listing(listed)
+    assert listing.listing(listed) is index  # remembered
     _refused(lambda: index.by_id.clear())  # type: ignore[attr-defined]
     _refused(lambda: setattr(index, "unnamed", ()))
 
@@ -375,7 +375,7 @@ CHECKS: dict[str, Callable[..., None]] = {
     "compose.clusters.sources._STACK_SPECS": check_stack_specs,
     "compose.clusters.serving_stack._FIXED": check_fixed,
     "compose.clusters.managed._as_label": check_as_label,
-    "compose.deployments.model_deployment._LISTINGS": check_listings,
+    "compose.deployments.listing._LISTINGS": check_listings,
     "compose.deployments.endpoints._valid_url": check_valid_url,
     "api.readers.ObservedInferenceCluster.packing": check_cached_property,
     "api.readers.ObservedInferenceCluster.has_unknown_pools": check_cached_property,

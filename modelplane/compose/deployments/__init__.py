@@ -18,6 +18,9 @@ Entry points:
   `ObservedFleet` (the composer's required resources, `modelplane explain`'s
   store), so both schedule the same thing.
 
-Inside: `endpoints` (one ModelEndpoint per replica, only while it can serve),
-`conditions` (the conditions and events read off a plan).
+Inside, what the composer emits from a plan: `replica_manifests` (one
+ModelReplica per planned replica), `endpoints` (one ModelEndpoint per replica,
+only while it can serve), `deployment_status` (the status), `leaving` (the
+autoscaler's removals), `conditions` (the conditions and events read off a
+plan); and what it reads: `listing` (the fleet's replica listing).
 """
