@@ -240,7 +240,7 @@ class PoolLedger:
         v, d = hit
         after = _minus(v, d)
         _move(free, v, after)
-        return 1.0 - sum(v) / (sum(self.cap) or 1), sum(max(x, 0) for x in after)
+        return 1.0 - sum(v) / (sum(self.cap) or 1), sum(after)  # it fits: none below 0
 
     def free_for(self, demands: tuple[Vector, ...], nodes_per_worker: int) -> int:
         """Nodes that could each take one more worker of this shape (in every replay)."""
