@@ -18,9 +18,9 @@ the rest of a kubelet for them, one workload cluster each
 
 The double always runs with `--force-dummy-tokenizer`, so it never asks a model
 hub whether the model exists. An engine Pod whose engine container is missing,
-or a LeaderWorkerSet group's worker (its worker index above 0: it joins its
-leader's engine), runs nothing and is reported Ready at once, as a kubelet
-reports a container without a probe.
+or a LeaderWorkerSet group's worker (made by the group's StatefulSet, its
+worker index above 0: it joins its leader's engine), runs nothing and is
+reported Ready at once, as a kubelet reports a container without a probe.
 """
 
 from __future__ import annotations
@@ -115,8 +115,7 @@ def engine_of(pod: Mapping[str, Any]) -> Engine | None:
     )
     if container is None:
         return None
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    if str(labels.get(LWS_WORKER_INDEX, "0")) != "0":
+    if _group_worker(pod):
         # A multi-node group's worker: it joins its leader's engine and serves
         # nothing itself, so a kubelet reports it Ready once it runs (no probe).
         return None
@@ -129,6 +128,17 @@ def engine_of(pod: Mapping[str, Any]) -> Engine | None:
     given = probe.get("port")
     probe_port = given if isinstance(given, int) and not isinstance(given, bool) else port
     return Engine(model, served, port, str(probe.get("path") or DEFAULT_PROBE_PATH), probe_port)
+
+
+def _group_worker(pod: Mapping[str, Any]) -> bool:
+    """A LeaderWorkerSet group's worker: labelled so by its webhook (index above 0) and
+    made by the group's StatefulSet. A label alone proves nothing: any template may
+    carry it, and a kubelet would run that Pod's container like any other."""
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    owners = meta.get("ownerReferences") or []
+    by_set = any(isinstance(o, dict) and o.get("kind") == "StatefulSet" for o in owners)
+    return by_set and str(labels.get(LWS_WORKER_INDEX, "0")) != "0"
 
 
 def engine_argv(binary: Path | str, engine: Engine) -> list[str]:

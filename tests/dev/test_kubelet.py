@@ -77,15 +77,29 @@ def test_a_pod_without_an_engine_container_has_no_engine() -> None:
     assert kubelet.engine_of(_pod({"name": "proxy", "args": ["--model=m"]})) is None
 
 
-@pytest.mark.parametrize(("index", "runs"), [(None, True), ("0", True), ("1", False), ("3", False)])
+@pytest.mark.parametrize(
+    ("index", "owner", "runs"),
+    [
+        (None, "StatefulSet", True),
+        ("0", "StatefulSet", True),
+        ("1", "StatefulSet", False),
+        ("3", "StatefulSet", False),
+        # The label on a Pod no group's StatefulSet made (a template may carry any
+        # label): its engine runs, as a kubelet would run it.
+        ("1", "ReplicaSet", True),
+        ("1", None, True),
+    ],
+)
 def test_a_multi_node_groups_workers_run_no_engine_of_their_own(
-    index: str | None, runs: bool
+    index: str | None, owner: str | None, runs: bool
 ) -> None:
     # The leader (worker index 0, as LeaderWorkerSet's webhook labels it) serves;
     # its workers join its engine and serve nothing themselves.
     pod = _pod({"name": "engine", "args": ["--model=m"]})
     if index is not None:
         pod["metadata"]["labels"][kubelet.LWS_WORKER_INDEX] = index
+    if owner is not None:
+        pod["metadata"]["ownerReferences"] = [{"kind": owner, "name": "g"}]
     assert (kubelet.engine_of(pod) is not None) is runs
 
 
