@@ -135,6 +135,9 @@ def test_a_model_cache_creates_its_claim_and_job(fleet: World) -> None:
     fleet.settle("a PVC and a hydration Job in each workload cluster", staged)
 
 
+EG_API = "gateway.envoyproxy.io/v1alpha1"
+
+
 def test_a_model_service_composes_routes_on_the_control_plane(fleet: World) -> None:
     ns = "e2e-routing"
     fleet.apply(
@@ -146,10 +149,17 @@ def test_a_model_service_composes_routes_on_the_control_plane(fleet: World) -> N
 
     def composed() -> bool | None:
         routes = fleet.cp.list("gateway.networking.k8s.io/v1", "HTTPRoute", ns)
-        backends = fleet.cp.list("gateway.envoyproxy.io/v1alpha1", "Backend", ns)
+        # A Backend to a cluster's Gateway sits in modelplane-system, beside the fleet's
+        # client certificate, labelled with the service's namespace; others in `ns`.
+        backends = fleet.cp.list(EG_API, "Backend", ns) + fleet.cp.list(
+            EG_API, "Backend", "modelplane-system", f"modelplane.ai/service-namespace={ns}"
+        )
         return True if routes and backends else None
 
     fleet.settle("the ModelService's HTTPRoute and Backends", composed)
+    # The fleet's client key never reaches the tenant's namespace (issue 40, finding 1).
+    keys = [s for s in fleet.cp.list("v1", "Secret", ns) if "tls.key" in (s.get("data") or {})]
+    assert keys == []
 
 
 def test_render_parity(fleet: World, tmp_path: Path) -> None:

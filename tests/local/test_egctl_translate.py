@@ -188,6 +188,7 @@ def test_examples_are_found() -> None:
     assert [str(f.relative_to(ROOT / "examples")) for f in EXAMPLES] == [
         "autoscaling/down",
         "autoscaling/up",
+        "operations/platform-stack",
         "operations/progressive/fail",
         "operations/progressive/pass",
         "routing",

@@ -432,13 +432,19 @@ def _endpoints_condition(
     result: ComposeResult, selected: Sequence[Selected], routed: Sequence[Selected]
 ) -> None:
     table = ", ".join(f"{s.endpoint.name}={s.weight}" for s in routed)
-    waiting = [s.endpoint.name for s in selected if not s.ready]
-    if waiting:
+    waiting = [s.endpoint.name for s in selected if not s.ready and s.refused is None]
+    unroutable = [s.endpoint.name for s in selected if s.refused is not None]
+    if waiting or unroutable:
+        notes = [f"not Ready (no traffic): {', '.join(waiting)}"] if waiting else []
+        if unroutable:
+            notes.append(
+                f"not routable (no traffic, see EndpointsRoutable): {', '.join(unroutable)}"
+            )
         result.condition(
             c.CONDITION_ENDPOINTS_READY,
             True,
             EndpointsReadyReason.SOME_ENDPOINTS_NOT_READY,
-            f"routing to {table}; not Ready (no traffic): {', '.join(waiting)}",
+            f"routing to {table}; " + "; ".join(notes),
         )
     else:
         result.condition(
