@@ -138,7 +138,12 @@ def test_a_model_cache_creates_its_claim_and_job(fleet: World) -> None:
 EG_API = "gateway.envoyproxy.io/v1alpha1"
 
 
-def test_a_model_service_composes_routes_on_the_control_plane(fleet: World) -> None:
+def test_a_model_service_gives_replicas_it_cannot_reach_weight_0(fleet: World) -> None:
+    """This fleet's clusters run the platform's serving stack (`servingStack.enabled:
+    false`): Modelplane mints no client certificate for their Gateways, so the fleet
+    gateway cannot reach a replica there. The service lists each Ready replica's
+    endpoint at weight 0 saying why (issue 41, item 4), composes nothing toward it, and
+    no Secret holding a key lands in the tenant's namespace (issue 40, finding 1)."""
     ns = "e2e-routing"
     fleet.apply(
         [m.namespace(ns), m.deployment("svc", ns, replicas=1, labels={"model": "svc-model"})]
@@ -147,17 +152,20 @@ def test_a_model_service_composes_routes_on_the_control_plane(fleet: World) -> N
     fleet.apply([m.namespace("envoy-gateway-system"), m.inference_gateway()])
     fleet.apply([m.model_service("svc", ns, "svc-model")])
 
-    def composed() -> bool | None:
-        routes = fleet.cp.list("gateway.networking.k8s.io/v1", "HTTPRoute", ns)
-        # A Backend to a cluster's Gateway sits in modelplane-system, beside the fleet's
-        # client certificate, labelled with the service's namespace; others in `ns`.
-        backends = fleet.cp.list(EG_API, "Backend", ns) + fleet.cp.list(
-            EG_API, "Backend", "modelplane-system", f"modelplane.ai/service-namespace={ns}"
-        )
-        return True if routes and backends else None
+    def judged() -> dict[str, Any] | None:
+        svc = fleet.cp.get(m.API, "ModelService", "svc", ns) or {}
+        listed = (svc.get("status") or {}).get("endpoints") or []
+        return svc if listed and condition(svc, "EndpointsRoutable") == "False" else None
 
-    fleet.settle("the ModelService's HTTPRoute and Backends", composed)
-    # The fleet's client key never reaches the tenant's namespace (issue 40, finding 1).
+    svc = fleet.settle("the ModelService judges its replica's endpoint", judged)
+    (entry,) = svc["status"]["endpoints"]
+    assert entry["weight"] == 0 and "no hop credentials" in entry["message"], entry
+    reasons = {x["type"]: x["reason"] for x in svc["status"]["conditions"]}
+    assert reasons["EndpointsRoutable"] == "EndpointUnreachable"
+    backends = fleet.cp.list(EG_API, "Backend", ns) + fleet.cp.list(
+        EG_API, "Backend", "modelplane-system", f"modelplane.ai/service-namespace={ns}"
+    )
+    assert backends == []
     keys = [s for s in fleet.cp.list("v1", "Secret", ns) if "tls.key" in (s.get("data") or {})]
     assert keys == []
 
