@@ -156,8 +156,9 @@ def _real_secrets(manifests: list[Obj], store: list[Obj], pki: Pki) -> list[Obj]
     """Every Secret the gateway objects name, with the values a live cluster would hold.
 
     The inputs' own Secrets (credentials) as given; a Secret copy with the value
-    provider-kubernetes would patch in (a credential); the hop's copy with a
-    client certificate and CA of the cluster its Backend's SNI names.
+    provider-kubernetes would patch in (a credential); the cluster's connection
+    Secret a hop Backend names (in the system namespace, beside it) with a client
+    certificate and CA of the cluster its SNI names.
     """
     out: dict[tuple[str, str], Obj] = {}
     for s in store:

@@ -260,8 +260,11 @@ OPENAI_PATHS: Final = ("/v1/chat/completions", "/v1/completions", "/v1/embedding
 ENVOY_CREDENTIAL_KEY: Final = "credential"
 CONDITION_GATEWAY_READY: Final = "GatewayReady"
 CONDITION_ENDPOINTS_READY: Final = "EndpointsReady"
+CONDITION_ENDPOINTS_ROUTABLE: Final = "EndpointsRoutable"
 LABEL_SERVICE: Final = "modelplane.ai/service"
 LABEL_ENDPOINT: Final = "modelplane.ai/endpoint"
+# On a ModelService's objects in the system namespace: the service's own namespace.
+LABEL_SERVICE_NAMESPACE: Final = "modelplane.ai/service-namespace"
 # The Envoy data plane's Service (fixed through the EnvoyProxy) and the internal
 # hostnames of a ModelService's second hop (see compose/routing/model_service.py).
 ENVOY_SERVICE_NAME: Final = "modelplane-gateway"

@@ -13,9 +13,13 @@ side (`compose/routing/model_service.py`); both name things only through here.
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
 
-from modelplane.api.objects import dns_label
+from modelplane.api import constants as c
+from modelplane.api.objects import condition, dns_label
+from modelplane.api.reasons import ServingStackReadyReason
 
 # The Gateway's certificate names no address (the load balancer's is not known
 # when it is issued, and may change): a fixed name per cluster, sent as SNI and
@@ -48,3 +52,54 @@ def server_name(cluster: str) -> str:
 def connection_secret(cluster: str) -> str:
     """The control-plane Secret holding the fleet's client certificate for `cluster`."""
     return dns_label(f"{cluster}-gateway-hop")
+
+
+def backend_name(namespace: str, service: str, endpoint: str) -> str:
+    """The name, in the system namespace, of the Backend through which `namespace`'s
+    ModelService `service` reaches `endpoint` on a cluster's Gateway.
+
+    The namespace is part of the hashed name (a dot cannot occur in a namespace),
+    so no two namespaces ever share one, nor can one name another's.
+    """
+    return dns_label(f"{namespace}.{service}-{endpoint}")
+
+
+@dataclass(frozen=True)
+class ObservedHop:
+    """What the fleet gateway needs to know of a cluster before sending it traffic.
+
+    Read from the InferenceCluster's status alone (`read_hop`): its published
+    gateway address, its `Reachable` condition, and its `ServingStackReady`
+    condition, whose reason says whether Modelplane runs the stack (and so
+    mints the client certificate) and whether the hop Gateway is Programmed.
+    """
+
+    name: str
+    gateway_address: str | None
+    reachable: bool | None  # None: the condition is absent or Unknown
+    stack_disabled: bool  # spec.servingStack.enabled false: no client certificate is minted
+    gateway_not_programmed: str | None  # the condition's message while it is not Programmed
+
+
+def read_hop(obj: Mapping[str, Any]) -> ObservedHop | None:
+    """The tolerant reading of an InferenceCluster's hop state; None without a name."""
+    meta = obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    if not isinstance(name, str) or not name:
+        return None
+    status = obj.get("status")
+    address = status.get("gatewayAddress") if isinstance(status, Mapping) else None
+    reach = condition(obj, c.CONDITION_REACHABLE)
+    reach_status = reach.get("status") if reach is not None else None
+    stack = condition(obj, c.CONDITION_SERVING_STACK_READY) or {}
+    reason = stack.get("reason")
+    not_programmed = None
+    if stack.get("status") == "False" and reason == ServingStackReadyReason.GATEWAY_NOT_PROGRAMMED:
+        not_programmed = str(stack.get("message") or "the Gateway is not Programmed")
+    return ObservedHop(
+        name=name,
+        gateway_address=address if isinstance(address, str) and address else None,
+        reachable={"True": True, "False": False}.get(str(reach_status)),
+        stack_disabled=reason == ServingStackReadyReason.DISABLED,
+        gateway_not_programmed=not_programmed,
+    )

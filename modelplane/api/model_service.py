@@ -88,6 +88,14 @@ class ServiceEndpointStatus(StatusModel):
     ready: bool = Field(
         description="Whether the endpoint is Ready (only Ready ones are routed to)."
     )
+    message: str | None = Field(
+        default=None,
+        description=(
+            "Why the fleet gateway sends it no traffic although it may be Ready: it is "
+            "refused (an upstream outside the namespace's own replicas) or unreachable (no "
+            "hop credentials, its cluster not Reachable, its hop Gateway not Programmed)."
+        ),
+    )
 
 
 class ModelServiceStatus(ConditionedStatus):

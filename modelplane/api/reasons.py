@@ -271,6 +271,20 @@ class EndpointsReadyReason(StrEnum):
     WAITING_FOR_RESOURCES = "WaitingForResources"
 
 
+class EndpointsRoutableReason(StrEnum):
+    """`EndpointsRoutable`: may the fleet gateway send each selected endpoint traffic?
+
+    An endpoint on a cluster's Gateway is reached under the fleet's identity:
+    one whose upstream is not its own namespace's replica path is refused, one
+    the fleet gateway cannot reach (no client certificate, cluster unreachable,
+    hop Gateway not Programmed) is unreachable. Either gets weight 0.
+    """
+
+    ROUTABLE = "AllRoutable"
+    REFUSED = "EndpointRefused"
+    UNREACHABLE = "EndpointUnreachable"
+
+
 class UnknownReason(StrEnum):
     """Why a published entry (an InferenceCluster's pool) is *unknown*, not absent.
 
@@ -308,6 +322,7 @@ REASONS: Final[dict[str, type[StrEnum]]] = {
     c.CONDITION_CACHE_READY: CacheReadyReason,
     c.CONDITION_GATEWAY_READY: GatewayReadyReason,
     c.CONDITION_ENDPOINTS_READY: EndpointsReadyReason,
+    c.CONDITION_ENDPOINTS_ROUTABLE: EndpointsRoutableReason,
     c.CONDITION_INPUTS_READABLE: InputsReadableReason,
     c.CONDITION_INVENTORY_FRESH: InventoryFreshReason,
 }

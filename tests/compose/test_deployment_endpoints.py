@@ -167,42 +167,67 @@ def test_warm_up_ready_drain() -> None:
             "providerConfigName": "modelplane-control-plane",
         },
     }
-    routed = model_service.compose(
-        ComposeInput(composite=service, required={"gateway": [gateway], "endpoints": [endpoint]})
-    )
-    assert routed.status["endpoints"] == [{"name": "chat-a0", "weight": 1000, "ready": True}]
-    # Over mutual TLS to cluster `a`'s Gateway: its CA and name, the fleet's certificate.
-    backend = routed.desired["backend-chat-a0"].resource["spec"]["forProvider"]["manifest"]
-    copy_ref = {"group": "", "kind": "Secret", "name": "chat-a-hop"}
-    assert backend["spec"]["tls"] == {
-        "caCertificateRefs": [copy_ref],
-        "sni": "a.gateway.modelplane.internal",
-        "clientCertificateRef": copy_ref,
-    }
-    hop = routed.desired["hop-a"].resource
-    assert hop["spec"]["forProvider"]["manifest"] == {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {
-            "name": "chat-a-hop",
-            "namespace": "team-a",
-            "labels": {
-                "app.kubernetes.io/managed-by": "modelplane",
-                "modelplane.ai/service": "chat",
-            },
+    # Its cluster, as the service reads it: Reachable, the stack's hop Gateway Programmed.
+    cluster = {
+        "apiVersion": "modelplane.ai/v1alpha1",
+        "kind": "InferenceCluster",
+        "metadata": {"name": "a"},
+        "status": {
+            "gatewayAddress": "203.0.113.10",
+            "conditions": [
+                {"type": "Reachable", "status": "True", "reason": "Reachable"},
+                {"type": "ServingStackReady", "status": "True", "reason": "Ready"},
+            ],
         },
-        "type": "kubernetes.io/tls",
     }
-    assert [r["patchesFrom"] for r in hop["spec"]["references"]] == [
-        {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "name": "a-gateway-hop",
-            "namespace": "modelplane-system",
-            "fieldPath": f"data[{key}]",
-        }
-        for key in ("tls.crt", "tls.key", "ca.crt")
-    ]
+    required = {"gateway": [gateway], "endpoints": [endpoint], "cluster-a": [cluster]}
+    routed = model_service.compose(ComposeInput(composite=service, required=required))
+    assert routed.status["endpoints"] == [{"name": "chat-a0", "weight": 1000, "ready": True}]
+    # Over mutual TLS to cluster `a`'s Gateway: its CA and name, the fleet's certificate,
+    # read where the cluster's ServingStack put them: the Backend sits beside that Secret
+    # in modelplane-system, named after the service's namespace (hashed: the dot).
+    backend = routed.desired["backend-chat-a0"].resource["spec"]["forProvider"]["manifest"]
+    stack_secret = {"group": "", "kind": "Secret", "name": "a-gateway-hop"}
+    assert backend["metadata"]["namespace"] == "modelplane-system"
+    assert backend["metadata"]["name"].startswith("team-a-chat-chat-a0-")
+    assert backend["spec"]["tls"] == {
+        "caCertificateRefs": [stack_secret],
+        "sni": "a.gateway.modelplane.internal",
+        "clientCertificateRef": stack_secret,
+    }
+    # No copy of the certificate or key anywhere: no Secret is composed at all.
+    manifests = [d.resource["spec"]["forProvider"]["manifest"] for d in routed.desired.values()]
+    assert [m for m in manifests if m["kind"] == "Secret"] == []
+    # Exactly the service's namespace's routes may refer to exactly that Backend.
+    grant = routed.desired["grant-chat-a0"].resource["spec"]["forProvider"]["manifest"]
+    assert grant["metadata"]["namespace"] == "modelplane-system"
+    assert grant["spec"] == {
+        "from": [
+            {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": "team-a"}
+        ],
+        "to": [
+            {
+                "group": "gateway.envoyproxy.io",
+                "kind": "Backend",
+                "name": backend["metadata"]["name"],
+            }
+        ],
+    }
+    route = routed.desired["route"].resource["spec"]["forProvider"]["manifest"]
+    assert route["metadata"]["namespace"] == "team-a"
+    assert {str(rule["backendRefs"]) for rule in route["spec"]["rules"]} == {
+        str(
+            [
+                {
+                    "group": "gateway.envoyproxy.io",
+                    "kind": "Backend",
+                    "name": backend["metadata"]["name"],
+                    "namespace": "modelplane-system",
+                    "weight": 1000,
+                }
+            ]
+        )
+    }
 
     # Draining (no longer Ready): the endpoint is withdrawn at once.
     draining = step(ready=False, **{ENDPOINT_KEY: endpoint})

@@ -97,6 +97,16 @@ def _kinds_sent(manifest: dict[str, Any]) -> list[tuple[str, str, str]]:
     return out
 
 
+def _platform_stacks(result: RenderResult) -> set[str]:
+    """Clusters whose serving stack the platform team runs (Modelplane installs none)."""
+    return {
+        str(o["metadata"]["name"])
+        for o in result.store.objects()
+        if o.get("kind") == "InferenceCluster"
+        and ((o.get("spec") or {}).get("servingStack") or {}).get("enabled") is False
+    }
+
+
 def unserved(result: RenderResult, present: bool = True) -> list[str]:
     """Every kind that reaches a cluster with no table row or a missing installer."""
     table, have = installers(), installed(result, present)
@@ -107,6 +117,8 @@ def unserved(result: RenderResult, present: bool = True) -> list[str]:
             if row is None:
                 problems.append(f"{cluster}: {what}: {group or 'core'}/{kind} is not in the table")
                 continue
+            if cluster in _platform_stacks(result):
+                continue  # `servingStack.enabled: false`: the platform installs the stack
             missing = [i for i in row if i != "kubernetes" and i not in have.get(cluster, set())]
             if missing:
                 problems.append(f"{cluster}: {what}: nothing installs {', '.join(missing)}")

@@ -165,7 +165,15 @@ def test_a_model_cache_creates_its_claim_and_job(fleet: World) -> None:
     fleet.settle("a PVC and a hydration Job in each workload cluster", staged)
 
 
-def test_a_model_service_composes_routes_on_the_control_plane(fleet: World) -> None:
+EG_API = "gateway.envoyproxy.io/v1alpha1"
+
+
+def test_a_model_service_gives_replicas_it_cannot_reach_weight_0(fleet: World) -> None:
+    """This fleet's clusters run the platform's serving stack (`servingStack.enabled:
+    false`): Modelplane mints no client certificate for their Gateways, so the fleet
+    gateway cannot reach a replica there. The service lists each Ready replica's
+    endpoint at weight 0 saying why (issue 41, item 4), composes nothing toward it, and
+    no Secret holding a key lands in the tenant's namespace (issue 40, finding 1)."""
     ns = "e2e-routing"
     fleet.apply(
         [m.namespace(ns), m.deployment("svc", ns, replicas=1, labels={"model": "svc-model"})]
@@ -174,12 +182,22 @@ def test_a_model_service_composes_routes_on_the_control_plane(fleet: World) -> N
     fleet.apply([m.namespace("envoy-gateway-system"), m.inference_gateway()])
     fleet.apply([m.model_service("svc", ns, "svc-model")])
 
-    def composed() -> bool | None:
-        routes = fleet.cp.list("gateway.networking.k8s.io/v1", "HTTPRoute", ns)
-        backends = fleet.cp.list("gateway.envoyproxy.io/v1alpha1", "Backend", ns)
-        return True if routes and backends else None
+    def judged() -> dict[str, Any] | None:
+        svc = fleet.cp.get(m.API, "ModelService", "svc", ns) or {}
+        listed = (svc.get("status") or {}).get("endpoints") or []
+        return svc if listed and condition(svc, "EndpointsRoutable") == "False" else None
 
-    fleet.settle("the ModelService's HTTPRoute and Backends", composed)
+    svc = fleet.settle("the ModelService judges its replica's endpoint", judged)
+    (entry,) = svc["status"]["endpoints"]
+    assert entry["weight"] == 0 and "no hop credentials" in entry["message"], entry
+    reasons = {x["type"]: x["reason"] for x in svc["status"]["conditions"]}
+    assert reasons["EndpointsRoutable"] == "EndpointUnreachable"
+    backends = fleet.cp.list(EG_API, "Backend", ns) + fleet.cp.list(
+        EG_API, "Backend", "modelplane-system", f"modelplane.ai/service-namespace={ns}"
+    )
+    assert backends == []
+    keys = [s for s in fleet.cp.list("v1", "Secret", ns) if "tls.key" in (s.get("data") or {})]
+    assert keys == []
 
 
 def test_render_parity(fleet: World, tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from egctl import Pki, cluster_inputs, control_plane_inputs, egctl, translate, w
 
 from modelplane.api import constants as c
 from modelplane.api import gateway_hop as hop
+from modelplane.api.objects import label_value
 from modelplane.compose.objects import dns_label
 from modelplane.local import ControlPlane, load_paths
 
@@ -187,6 +188,7 @@ def test_examples_are_found() -> None:
     assert [str(f.relative_to(ROOT / "examples")) for f in EXAMPLES] == [
         "autoscaling/down",
         "autoscaling/up",
+        "operations/platform-stack",
         "operations/progressive/fail",
         "operations/progressive/pass",
         "routing",
@@ -233,9 +235,16 @@ def _target(weighted: Obj) -> str:
 
 
 def _backend_of(inputs: list[Obj], namespace: str, route: str, target: str) -> str:
-    """The Backend an xDS cluster (or the second hop's Host) of `route` leads to."""
+    """The endpoint whose Backend an xDS cluster (or the second hop's Host) of `route`
+    leads to, by the endpoint label of the manifest it reaches (a Backend to a cluster's
+    Gateway sits in the system namespace, under a name of its own)."""
     if target.endswith(f".{c.HOP_DOMAIN}"):
-        return target.split(".")[0]
+        (second,) = [
+            o
+            for o in inputs
+            if o["kind"] == "HTTPRoute" and target in o["spec"].get("hostnames", [])
+        ]
+        return str(second["metadata"]["labels"][c.LABEL_ENDPOINT])
     (manifest,) = [
         o
         for o in inputs
@@ -244,7 +253,15 @@ def _backend_of(inputs: list[Obj], namespace: str, route: str, target: str) -> s
         and o["metadata"]["namespace"] == namespace
     ]
     rule, index = target.split("/rule/")[1].split("/backend/")
-    return str(manifest["spec"]["rules"][int(rule)]["backendRefs"][int(index)]["name"])
+    ref = manifest["spec"]["rules"][int(rule)]["backendRefs"][int(index)]
+    (backend,) = [
+        o
+        for o in inputs
+        if o["kind"] == "Backend"
+        and o["metadata"]["name"] == ref["name"]
+        and o["metadata"]["namespace"] == ref.get("namespace", namespace)
+    ]
+    return str(backend["metadata"]["labels"][c.LABEL_ENDPOINT])
 
 
 @pytest.mark.parametrize("folder", EXAMPLES, ids=lambda f: f.name)
@@ -260,7 +277,7 @@ def test_xds_weights_are_the_weights_each_service_reports(folder: Path) -> None:
     for svc in services:
         name, ns = svc["metadata"]["name"], svc["metadata"]["namespace"]
         want = {
-            dns_label(f"{name}-{e['name']}"): e["weight"]
+            label_value(e["name"]): e["weight"]
             for e in svc["status"]["endpoints"]
             if e.get("ready") and e["weight"] > 0
         }
@@ -281,15 +298,26 @@ def test_hop_backends_verify_the_cluster_gateway_and_present_the_fleet_certifica
     folder: Path,
 ) -> None:
     out = _translated(folder, c.CONTROL_PLANE_PROVIDER_CONFIG)
+    inputs = control_plane_inputs(_render(folder), _pki())
     hops = [b for b in out["backends"] if (b["spec"].get("tls") or {}).get("clientCertificateRef")]
     assert hops, "no Backend to a cluster's Gateway: nothing checked"
     clusters = {x["cluster"]["name"]: x["cluster"] for x in _xds(out, "Clusters")}
     checked = 0
     for backend in hops:
         ns, name = backend["metadata"]["namespace"], backend["metadata"]["name"]
+        # Beside the fleet's client certificate, never in the service's namespace; the
+        # service's routes, in its own namespace, reach it through a ReferenceGrant.
+        assert ns == c.SYSTEM_NAMESPACE
+        (route_ns,) = {
+            o["metadata"]["labels"][c.LABEL_SERVICE_NAMESPACE]
+            for o in inputs
+            if o["kind"] == "Backend"
+            and o["metadata"]["name"] == name
+            and o["metadata"]["namespace"] == ns
+        }
         sni = backend["spec"]["tls"]["sni"]
         for xname, cluster in clusters.items():
-            if f"/{ns}/" not in xname or not _leads_to(out, xname, ns, name):
+            if f"/{route_ns}/" not in xname or not _leads_to(out, xname, route_ns, name):
                 continue
             (tls,) = [t["typedConfig"] for t in _transport(cluster) if t]
             assert tls["sni"] == sni
@@ -448,3 +476,34 @@ def test_one_hop_with_per_backend_paths_is_refused_so_the_canary_takes_two(folde
     resolved = [x for x in parent["conditions"] if x["type"] == "ResolvedRefs"]
     assert [(x["status"], x["reason"]) for x in resolved] == [("False", "UnsupportedRefValue")]
     assert "URLRewrite path modifier is not supported within BackendRef" in resolved[0]["message"]
+
+
+@pytest.mark.parametrize("folder", ROUTING, ids=lambda f: f.name)
+def test_a_hop_backend_is_reached_only_from_the_namespace_its_grant_names(folder: Path) -> None:
+    """The Backends that present the fleet's client certificate sit in the system
+    namespace; Envoy Gateway lets a route refer to one only through its ReferenceGrant,
+    which names the service's namespace: granted to another namespace, every route that
+    refers to one is refused (`RefNotPermitted`), so the grant is what opens the way."""
+    inputs = control_plane_inputs(_render(folder), _pki())
+    grants = [o for o in inputs if o["kind"] == "ReferenceGrant"]
+    assert grants, "no ReferenceGrant: nothing checked"
+    assert {g["metadata"]["namespace"] for g in grants} == {c.SYSTEM_NAMESPACE}
+    assert list(_route_problems(_translated(folder, c.CONTROL_PLANE_PROVIDER_CONFIG))) == []
+    elsewhere = copy.deepcopy(inputs)
+    for grant in (o for o in elsewhere if o["kind"] == "ReferenceGrant"):
+        for source in grant["spec"]["from"]:
+            source["namespace"] = "another-team"
+    refused = list(_route_problems(_run(elsewhere, f"{folder.name}-grant-elsewhere")))
+    hop_routes = {
+        r["metadata"]["name"]
+        for r in inputs
+        if r["kind"] == "HTTPRoute"
+        and any(
+            ref.get("namespace") == c.SYSTEM_NAMESPACE
+            for rule in r["spec"]["rules"]
+            for ref in rule["backendRefs"]
+        )
+    }
+    assert hop_routes
+    assert {p.split(":")[0].removeprefix("HTTPRoute ") for p in refused} == hop_routes
+    assert all("RefNotPermitted" in p for p in refused), refused

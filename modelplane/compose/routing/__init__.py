@@ -9,5 +9,7 @@ Entry points (composers):
   traffic.
 
 Inside: `gateway_objects` (Envoy Gateway objects as provider-kubernetes
-Objects with their readiness) and `weights` (integer traffic weights).
+Objects with their readiness), `service_objects` (a ModelService's Backends,
+routes and ReferenceGrants), `hops` (which endpoints the fleet gateway may and
+can reach) and `weights` (integer traffic weights).
 """
