@@ -161,3 +161,56 @@ def _assert_far_unreachable(res: ComposeResult, why: str) -> None:
     # shows the service Ready, tests/local/test_render_routing.py).
     ready = next(x for x in res.conditions if x.type == "EndpointsReady")
     assert ready.status == "True"
+
+
+def _malformed(mutate: Any) -> dict[str, Any]:
+    obj = _cluster("far", "192.0.2.2", HEALTHY)
+    mutate(obj)
+    return obj
+
+
+def _object(name: str) -> dict[str, Any]:
+    return {"apiVersion": OBJECT, "kind": "Object", "metadata": {"name": name}, "spec": {}}
+
+
+OBJECT = "kubernetes.m.crossplane.io/v1alpha1"
+# A malformed InferenceCluster is unknown, not gone: the fields the hop verdict reads.
+MALFORMED = {
+    "metadata": (lambda o: o.update(metadata=7), "metadata.name is null, not a name"),
+    "name": (lambda o: o["metadata"].update(name=["far"]), "metadata.name is a list"),
+    "status": (lambda o: o.update(status="up"), "status is a string, not an object"),
+    "conditions": (
+        lambda o: o["status"].update(conditions={"Reachable": "True"}),
+        "status.conditions is an object, not a list",
+    ),
+    "gateway address": (
+        lambda o: o["status"].update(gatewayAddress=42),
+        "status.gatewayAddress is a number, not a string",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_a_malformed_cluster_keeps_the_route_and_backends_as_observed(case: str) -> None:
+    mutate, field = MALFORMED[case]
+    observed = {
+        "backend-chat-far": _object("chat-far-backend"),
+        "route-chat": _object("chat-route"),
+    }
+    required = {
+        "gateway": [GATEWAY],
+        "endpoints": [
+            _endpoint("chat-near", "near", "192.0.2.1"),
+            _endpoint("chat-far", "far", "192.0.2.2"),
+        ],
+        "cluster-near": [_cluster("near", "192.0.2.1", HEALTHY)],
+        "cluster-far": [_malformed(mutate)],
+    }
+    res = model_service.compose(
+        ComposeInput(composite=SERVICE, required=required, observed=observed)
+    )
+    assert set(res.desired) == set(observed), "what the service routes through is kept"
+    readable = next(x for x in res.conditions if x.type == "InputsReadable")
+    assert readable.status == "False"
+    assert "InferenceCluster far" in readable.message and field in readable.message
+    assert not any(x.type == "EndpointsRoutable" and x.status == "False" for x in res.conditions)

@@ -204,6 +204,24 @@ def compose(inp: ComposeInput) -> ComposeResult:
     clusters = _clusters(inp, result, endpoints, namespace)
     if clusters is None:
         return outcome.wait(inp, result, readiness=_ready)
+    problems = _unreadable_clusters(inp, endpoints, namespace)
+    if problems:
+        # Whether such a cluster can take traffic is unknown, not "no": weighing
+        # it 0 would withdraw its Backend and grant. Route as before until it reads.
+        message = (
+            "an InferenceCluster the endpoints name does not read ("
+            + "; ".join(problems)
+            + "): whether the fleet gateway can reach it cannot be told, so the route and "
+            "backends are kept as they are until it reads"
+        )
+        return outcome.hold(
+            inp,
+            result,
+            c.CONDITION_INPUTS_READABLE,
+            InputsReadableReason.UNREADABLE,
+            message,
+            readiness=_ready,
+        )
     selected = plan(spec, endpoints, namespace, clusters)
     _routable(result, selected)
     status = ModelServiceStatus(
@@ -229,13 +247,7 @@ def _clusters(
     Each is required by name, so a service whose endpoints name no cluster
     (external providers) reads none.
     """
-    names = sorted(
-        {
-            e.spec.cluster
-            for e in endpoints
-            if e.namespace == namespace and e.spec and e.spec.cluster
-        }
-    )
+    names = _cluster_names(endpoints, namespace)
     for cluster in names:
         result.requirements[cluster_requirement(cluster)] = Requirement(
             api_version=c.API_VERSION, kind="InferenceCluster", match_name=cluster
@@ -250,6 +262,49 @@ def _clusters(
         return None
     found = [read_hop(o) for n in names for o in inp.required.get(cluster_requirement(n)) or []]
     return {h.name: h for h in found if h is not None}
+
+
+def _cluster_names(endpoints: Sequence[ObservedEndpoint], namespace: str) -> list[str]:
+    """The clusters the namespace's endpoints name, sorted."""
+    return sorted(
+        {
+            e.spec.cluster
+            for e in endpoints
+            if e.namespace == namespace and e.spec and e.spec.cluster
+        }
+    )
+
+
+def _unreadable_clusters(
+    inp: ComposeInput, endpoints: Sequence[ObservedEndpoint], namespace: str
+) -> list[str]:
+    """What does not read in each fetched InferenceCluster the endpoints name.
+
+    Its name, its status and conditions, and its gateway address are what the
+    hop verdict reads; a malformed one is unknown, never a cluster that is gone.
+    """
+    out = []
+    for name in _cluster_names(endpoints, namespace):
+        for obj in inp.required.get(cluster_requirement(name)) or []:
+            problem = _hop_problem(obj)
+            if problem is not None:
+                out.append(f"InferenceCluster {name}: {problem}")
+    return out
+
+
+def _hop_problem(obj: Mapping[str, Any]) -> str | None:
+    """What is wrong with the fields of `obj` the hop verdict reads, naming the field."""
+    meta = obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    if not isinstance(name, str) or not name:
+        return f"metadata.name {unreadable.shown(name)}, not a name"
+    problem = unreadable.conditions_problem(obj)
+    if problem is not None:
+        return problem
+    address = (obj.get("status") or {}).get("gatewayAddress")
+    if address is not None and not isinstance(address, str):
+        return f"status.gatewayAddress {unreadable.shown(address)}, not a string"
+    return None
 
 
 def _routable(result: ComposeResult, selected: Sequence[Selected]) -> None:
