@@ -45,10 +45,14 @@ FUNCTION_VERSION = f">=v{__version__}, <{_NEXT_BREAKING}"
 # Object composers emit; v2 may change that API.
 PROVIDER_KUBERNETES_PACKAGE = "xpkg.crossplane.io/crossplane-contrib/provider-kubernetes"
 PROVIDER_KUBERNETES_VERSION = ">=v1.2.1, <v2.0.0"
-# v1.4.0 is the first release serving the namespaced `helm.m.crossplane.io`
-# Release the InferenceGateway composes (Envoy Gateway); v2 may change that API.
+# v1.3.0 serves the namespaced `helm.m.crossplane.io` Release and
+# ClusterProviderConfig the serving stack and the InferenceGateway compose, with
+# every field they set: v1.4.0 adds only fields they leave out (a Release's
+# `ssaForceConflicts`, the `NebiusServiceAccountCredentials` identity). It is the
+# release the local fleet applies the CRDs of (the Go module proxy serves no
+# later one), so the fleet satisfies the requirement. v2 may change that API.
 PROVIDER_HELM_PACKAGE = "xpkg.crossplane.io/crossplane-contrib/provider-helm"
-PROVIDER_HELM_VERSION = ">=v1.4.0, <v2.0.0"
+PROVIDER_HELM_VERSION = ">=v1.3.0, <v2.0.0"
 # The upjet family providers the clouds' composites compose through, and the
 # managed resources (ManagedResourceDefinition names, `<plural>.<group>`) each
 # serves, gathered from each cloud's `upjet_providers` (api/clouds/): the one

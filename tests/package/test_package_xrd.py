@@ -485,7 +485,7 @@ def test_configuration_declares_crossplane_and_its_dependencies() -> None:
         "xpkg.crossplane.io/modelplane/function-modelplane": ">=v0.1.0, <v0.2.0",
         "xpkg.crossplane.io/crossplane-contrib/provider-kubernetes": ">=v1.2.1, <v2.0.0",
         # The InferenceGateway installs Envoy Gateway through a Release.
-        "xpkg.crossplane.io/crossplane-contrib/provider-helm": ">=v1.4.0, <v2.0.0",
+        "xpkg.crossplane.io/crossplane-contrib/provider-helm": ">=v1.3.0, <v2.0.0",
         # EKSCluster / GKECluster / AKSCluster: the upjet family providers, at the
         # release the conformance CRDs come from (v2.6.0) up to the next major.
         **{
