@@ -81,6 +81,9 @@ CONTROLLERS = ",".join(
         "pod-garbage-collector",
         # The engine Pods' addresses, Ready or not, for the gateways to route to.
         "endpointslice",
+        # Fills `admin`, `edit` and `view` with the rules of the roles labelled
+        # to aggregate to them (Modelplane's own among them).
+        "clusterrole-aggregation",
     )
 )
 KWOK_STAGES = Path(__file__).resolve().parent / "kwok" / "stages.yaml"
@@ -309,7 +312,9 @@ class Fleet:
             f"--tls-private-key-file={tls / 'tls.key'}",
             f"--client-ca-file={state.pki / 'ca.crt'}",
             f"--token-auth-file={state.pki / 'tokens.csv'}",
-            "--authorization-mode=AlwaysAllow",
+            # Every fleet process authenticates as `admin` in system:masters, which
+            # RBAC never denies; anyone else gets only what a role grants.
+            "--authorization-mode=Node,RBAC",
             f"--etcd-servers=http://127.0.0.1:{state.ports['etcd-client']}",
             # Every cluster shares the one etcd under its own prefix.
             f"--etcd-prefix=/modelplane-dev/{cluster}",
