@@ -103,3 +103,20 @@ def read_hop(obj: Mapping[str, Any]) -> ObservedHop | None:
         stack_disabled=reason == ServingStackReadyReason.DISABLED,
         gateway_not_programmed=not_programmed,
     )
+
+
+def gateway_address_problem(obj: Mapping[str, Any]) -> str | None:
+    """What is wrong with an InferenceCluster's published gateway address, naming the
+    field; None when it is absent or a string (a status that is not an object is the
+    conditions reader's to report)."""
+    status = obj.get("status")
+    address = status.get("gatewayAddress") if isinstance(status, Mapping) else None
+    if address is None or isinstance(address, str):
+        return None
+    if isinstance(address, bool):
+        kind = "a boolean"
+    elif isinstance(address, int | float):
+        kind = "a number"
+    else:
+        kind = "a list" if isinstance(address, list) else "an object"
+    return f"status.gatewayAddress is {kind}, not a string"

@@ -57,7 +57,7 @@ from dataclasses import replace
 from typing import Any
 
 from modelplane.api import constants as c
-from modelplane.api.gateway_hop import ObservedHop, read_hop
+from modelplane.api.gateway_hop import ObservedHop, gateway_address_problem, read_hop
 from modelplane.api.inference_gateway import ObservedGateway, read_gateway
 from modelplane.api.model_endpoint import ObservedEndpoint, read_endpoint
 from modelplane.api.model_service import (
@@ -301,10 +301,7 @@ def _hop_problem(obj: Mapping[str, Any]) -> str | None:
     problem = unreadable.conditions_problem(obj)
     if problem is not None:
         return problem
-    address = (obj.get("status") or {}).get("gatewayAddress")
-    if address is not None and not isinstance(address, str):
-        return f"status.gatewayAddress {unreadable.shown(address)}, not a string"
-    return None
+    return gateway_address_problem(obj)
 
 
 def _routable(result: ComposeResult, selected: Sequence[Selected]) -> None:
