@@ -64,7 +64,9 @@ def _cluster(name: str, address: str | None, conditions: list[dict[str, str]]) -
     }
 
 
-def _compose(far: list[dict[str, Any]]) -> ComposeResult:
+def _compose(
+    far: list[dict[str, Any]], observed: dict[str, dict[str, Any]] | None = None
+) -> ComposeResult:
     """The service over `near` (healthy, 192.0.2.1) and `far` (192.0.2.2, as given)."""
     required = {
         "gateway": [GATEWAY],
@@ -75,7 +77,8 @@ def _compose(far: list[dict[str, Any]]) -> ComposeResult:
         "cluster-near": [_cluster("near", "192.0.2.1", HEALTHY)],
         "cluster-far": far,
     }
-    return model_service.compose(ComposeInput(composite=SERVICE, required=required))
+    inp = ComposeInput(composite=SERVICE, required=required, observed=observed or {})
+    return model_service.compose(inp)
 
 
 NOT_PROGRAMMED = "ClientTrafficPolicy modelplane-system/modelplane-hop-clients is not accepted yet"
@@ -197,18 +200,7 @@ def test_a_malformed_cluster_keeps_the_route_and_backends_as_observed(case: str)
         "backend-chat-far": _object("chat-far-backend"),
         "route-chat": _object("chat-route"),
     }
-    required = {
-        "gateway": [GATEWAY],
-        "endpoints": [
-            _endpoint("chat-near", "near", "192.0.2.1"),
-            _endpoint("chat-far", "far", "192.0.2.2"),
-        ],
-        "cluster-near": [_cluster("near", "192.0.2.1", HEALTHY)],
-        "cluster-far": [_malformed(mutate)],
-    }
-    res = model_service.compose(
-        ComposeInput(composite=SERVICE, required=required, observed=observed)
-    )
+    res = _compose([_malformed(mutate)], observed)
     assert set(res.desired) == set(observed), "what the service routes through is kept"
     readable = next(x for x in res.conditions if x.type == "InputsReadable")
     assert readable.status == "False"

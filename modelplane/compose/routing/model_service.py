@@ -192,14 +192,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
             + "): which endpoint it is cannot be told, so the route and backends are kept as "
             "they are until it reads"
         )
-        return outcome.hold(
-            inp,
-            result,
-            c.CONDITION_INPUTS_READABLE,
-            InputsReadableReason.UNREADABLE,
-            message,
-            readiness=_ready,
-        )
+        return _hold_unreadable(inp, result, message)
     endpoints = _last_known(inp, result, endpoints, namespace)
     clusters = _clusters(inp, result, endpoints, namespace)
     if clusters is None:
@@ -214,14 +207,7 @@ def compose(inp: ComposeInput) -> ComposeResult:
             + "): whether the fleet gateway can reach it cannot be told, so the route and "
             "backends are kept as they are until it reads"
         )
-        return outcome.hold(
-            inp,
-            result,
-            c.CONDITION_INPUTS_READABLE,
-            InputsReadableReason.UNREADABLE,
-            message,
-            readiness=_ready,
-        )
+        return _hold_unreadable(inp, result, message)
     selected = plan(spec, endpoints, namespace, clusters)
     _routable(result, selected)
     status = ModelServiceStatus(
@@ -262,6 +248,18 @@ def _clusters(
         return None
     found = [read_hop(o) for n in names for o in inp.required.get(cluster_requirement(n)) or []]
     return {h.name: h for h in found if h is not None}
+
+
+def _hold_unreadable(inp: ComposeInput, result: ComposeResult, message: str) -> ComposeResult:
+    """Keep the route and backends as observed: an input they depend on does not read."""
+    return outcome.hold(
+        inp,
+        result,
+        c.CONDITION_INPUTS_READABLE,
+        InputsReadableReason.UNREADABLE,
+        message,
+        readiness=_ready,
+    )
 
 
 def _cluster_names(endpoints: Sequence[ObservedEndpoint], namespace: str) -> list[str]:
