@@ -270,13 +270,19 @@ LABEL_SERVICE_NAMESPACE: Final = "modelplane.ai/service-namespace"
 ENVOY_SERVICE_NAME: Final = "modelplane-gateway"
 HOP_DOMAIN: Final = "hop.modelplane.internal"
 # Serving backends (ModelDeployment.spec.backend): Native composes a Deployment or
-# LeaderWorkerSet, KServe an LLMInferenceService.
+# LeaderWorkerSet, KServe an LLMInferenceService, Dynamo a DynamoGraphDeployment.
 BACKEND_NATIVE: Final = "Native"
 # Not a backend: the word the scheduler's BackendUnsupported carries when a
 # disaggregated replica finds no InferencePool support on a cluster.
 DISAGGREGATED: Final = "disaggregated serving"
 BACKEND_KSERVE: Final = "KServe"
-BACKENDS: Final = (BACKEND_NATIVE, BACKEND_KSERVE)
+BACKEND_DYNAMO: Final = "Dynamo"
+BACKENDS: Final = (BACKEND_NATIVE, BACKEND_KSERVE, BACKEND_DYNAMO)
+# NVIDIA Dynamo's DynamoGraphDeployment: nvidia.com/v1alpha1 is the version of the
+# CRD the conformance oracle holds (served and stored).
+DYNAMO_API_VERSION: Final = "nvidia.com/v1alpha1"
+# The engine frameworks a DynamoGraphDeployment's spec.backendFramework names.
+DYNAMO_FRAMEWORKS: Final = ("vllm", "sglang", "trtllm")
 # KServe's LLMInferenceService: v1alpha2 is the served storage version of the
 # KServe v0.20 CRD (v1alpha1 is still served, not stored).
 KSERVE_LLMISVC_API_VERSION: Final = "serving.kserve.io/v1alpha2"

@@ -249,6 +249,23 @@ class KServeConfig(KubeModel):
     )
 
 
+class DynamoConfig(KubeModel):
+    """NVIDIA Dynamo on the cluster (the Dynamo serving backend), installed by its platform team."""
+
+    present: bool = Field(
+        default=False,
+        description="Dynamo's platform (its operator and the DynamoGraphDeployment CRD) runs "
+        "on the cluster, installed by the platform team: Modelplane never installs it, "
+        "checks that the DynamoGraphDeployment CRD exists, and only then may Dynamo "
+        "deployments place replicas here.",
+    )
+    namespace: DNSLabel = Field(
+        default="dynamo-system",
+        description="The namespace Dynamo's platform (operator, etcd, NATS) runs in; the "
+        "serving stack checks that it exists.",
+    )
+
+
 class InferencePoolConfig(KubeModel):
     """InferencePool support on the cluster: what a disaggregated replica routes through."""
 
@@ -273,6 +290,10 @@ class ServingStackConfig(KubeModel):
     )
     kserve: KServeConfig | None = Field(
         default=None, description="KServe's LLMInferenceService controller; absent means off."
+    )
+    dynamo: DynamoConfig | None = Field(
+        default=None,
+        description="NVIDIA Dynamo, installed by the platform team; absent means not present.",
     )
     inference_pool: InferencePoolConfig | None = Field(
         default=None,

@@ -109,7 +109,13 @@ class Topology(KubeModel):
 
 PodTemplate = dict[str, Any]
 # The serving backends (c.BACKENDS); a Literal so the XRD validates it as an enum.
-Backend = Literal["Native", "KServe"]
+Backend = Literal["Native", "KServe", "Dynamo"]
+# The engine framework of a Dynamo replica (c.DYNAMO_FRAMEWORKS), Dynamo's backendFramework.
+Framework = Literal["vllm", "sglang", "trtllm"]
+FRAMEWORK_DESCRIPTION = (
+    "The engine framework Dynamo runs (vllm, sglang or trtllm; the DynamoGraphDeployment's "
+    "backendFramework); set exactly when backend is Dynamo."
+)
 
 
 class Workers(KubeModel):
@@ -253,6 +259,10 @@ class ModelDeploymentSpec(KubeModel):
                 "set either nodeSelector and workers (unified) or prefill and decode "
                 "(disaggregated), not both",
             ),
+            (
+                "has(self.framework) == (has(self.backend) && self.backend == 'Dynamo')",
+                "framework is set exactly when backend is Dynamo",
+            ),
         )
     }
 
@@ -288,9 +298,12 @@ class ModelDeploymentSpec(KubeModel):
     )
     backend: Backend = Field(
         default="Native",
-        description="What runs each replica: Native (a Deployment or LeaderWorkerSet) "
-        "or KServe (an LLMInferenceService; only on clusters whose servingStack enables KServe).",
+        description="What runs each replica: Native (a Deployment or LeaderWorkerSet), "
+        "KServe (an LLMInferenceService; only on clusters whose servingStack enables KServe) "
+        "or Dynamo (a DynamoGraphDeployment; only on clusters whose servingStack says Dynamo "
+        "is present).",
     )
+    framework: Framework | None = Field(default=None, description=FRAMEWORK_DESCRIPTION)
     rollout: Rollout = Field(
         default_factory=Rollout,
         description="How replicas that must leave their cluster or pool are replaced, and how "
@@ -320,6 +333,8 @@ class ModelDeploymentSpec(KubeModel):
             raise ValueError("disaggregated serving needs both prefill and decode")
         if not disagg and (self.node_selector is None or self.workers is None):
             raise ValueError("unified serving needs both nodeSelector and workers")
+        if (self.framework is not None) != (self.backend == c.BACKEND_DYNAMO):
+            raise ValueError("framework is set exactly when backend is Dynamo")
         return self
 
     def roles(self) -> dict[str, DeploymentRole]:

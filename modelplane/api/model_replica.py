@@ -13,7 +13,13 @@ from modelplane.api.common import (
     LocalObjectReference,
     cel_rules,
 )
-from modelplane.api.model_deployment import Backend, DeviceSelector, Workers
+from modelplane.api.model_deployment import (
+    FRAMEWORK_DESCRIPTION,
+    Backend,
+    DeviceSelector,
+    Framework,
+    Workers,
+)
 from modelplane.api.roles import role_path
 
 
@@ -100,6 +106,7 @@ class ModelReplicaSpec(KubeModel):
     backend: Backend = Field(
         default="Native", description="The serving backend that runs the replica's engine."
     )
+    framework: Framework | None = Field(default=None, description=FRAMEWORK_DESCRIPTION)
     node_pool_name: DNSLabel | None = Field(
         default=None, description="The pool the replica runs on (unified serving)."
     )

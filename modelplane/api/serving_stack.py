@@ -249,6 +249,12 @@ class ServingStackSpec(KubeModel):
     present: list[StackComponent] | None = Field(
         default=None, max_length=3, description=PRESENT_DESCRIPTION
     )
+    dynamo_namespace: DNSLabel | None = Field(
+        default=None,
+        description="Where Dynamo's platform runs, when the cluster runs Dynamo (installed by "
+        "its platform team, never by the stack): the stack checks that this namespace and the "
+        "DynamoGraphDeployment CRD exist, and ServingStackReady names what is missing.",
+    )
 
 
 class ReleaseStatus(StatusModel):
@@ -264,9 +270,11 @@ class PresentComponentStatus(StatusModel):
     """A component the cluster already runs (not installed by the stack): is it there?"""
 
     name: str = Field(description="The component (CertManager, NodeFeatureDiscovery, ...).")
-    found: bool = Field(default=False, description="Whether every CRD it is checked by exists.")
+    found: bool = Field(
+        default=False, description="Whether every CRD (or namespace) it is checked by exists."
+    )
     missing: list[str] | None = Field(
-        default=None, description="The CRDs not found on the cluster (yet)."
+        default=None, description="The CRDs (or namespaces) not found on the cluster (yet)."
     )
 
 

@@ -136,6 +136,7 @@ COMPOSED: dict[str, dict[str, Scope]] = {
         "ClientTrafficPolicy": _N,
     },
     "serving.kserve.io": {"LLMInferenceService": _N},
+    "nvidia.com": {"DynamoGraphDeployment": _N},
     "cert-manager.io": {"Issuer": _N, "ClusterIssuer": _C, "Certificate": _N},
     "scheduling.run.ai": {"PodGroup": _N, "Queue": _C},
     "scheduling.volcano.sh": {"PodGroup": _N, "Queue": _C},

@@ -168,6 +168,18 @@ def _llm_inference_service(manifest: Obj, at: str) -> dict[str, Any]:
     }
 
 
+def _dynamo_graph(manifest: Obj, at: str) -> dict[str, Any]:
+    """A DynamoGraphDeployment as Dynamo's operator reports it once every component is up."""
+    ready = {
+        "type": "Ready",
+        "status": "True",
+        "lastTransitionTime": at,
+        "reason": "AllComponentsReady",
+        "message": "every component is ready",
+    }
+    return {"state": "successful", "conditions": [ready]}
+
+
 WORKLOAD_STATUS: dict[tuple[str, str], Callable[[Obj, str], dict[str, Any]]] = {
     ("apps", "Deployment"): _deployment,
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): _leader_worker_set,
@@ -176,6 +188,7 @@ WORKLOAD_STATUS: dict[tuple[str, str], Callable[[Obj, str], dict[str, Any]]] = {
     ("", "Namespace"): _namespace,
     **GATEWAY_STATUS,
     ("serving.kserve.io", "LLMInferenceService"): _llm_inference_service,
+    ("nvidia.com", "DynamoGraphDeployment"): _dynamo_graph,
     ("cert-manager.io", "Issuer"): _cert_manager_ready,
     ("cert-manager.io", "Certificate"): _cert_manager_ready,
 }

@@ -467,11 +467,23 @@ def _status(inp: ComposeInput, result: ComposeResult, spec: ServingStackSpec) ->
 
 def _missing(missing: list[PresentComponentStatus]) -> str:
     """Which components marked present were not found, and by which CRDs."""
-    named = "; ".join(f"{p.name} (CRD {', '.join(p.missing or ())})" for p in missing)
-    return (
-        f"marked present in spec.servingStack.present but not found on the cluster: {named}; "
-        "install them, or remove them from present so the stack installs them"
+    dynamo = [p for p in missing if p.name == present.DYNAMO]
+    rest = [p for p in missing if p.name != present.DYNAMO]
+    named = "; ".join(f"{p.name} (CRD {', '.join(p.missing or ())})" for p in rest)
+    parts = (
+        [
+            f"marked present in spec.servingStack.present but not found on the cluster: {named}; "
+            "install them, or remove them from present so the stack installs them"
+        ]
+        if rest
+        else []
     )
+    parts += [
+        "Dynamo (spec.servingStack.dynamo.present) not found on the cluster: "
+        f"{', '.join(p.missing or ())}; its platform team installs Dynamo, the stack does not"
+        for p in dynamo
+    ]
+    return ". ".join(parts)
 
 
 def _hop_enforced(policy: Resource | None) -> bool:

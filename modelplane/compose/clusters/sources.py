@@ -272,7 +272,14 @@ def _stack_spec(
         present=sorted(set(spec.serving_stack.present or ())) or None
         if spec.serving_stack
         else None,
+        dynamo_namespace=_dynamo_namespace(spec),
     )
+
+
+def _dynamo_namespace(spec: InferenceClusterSpec) -> str | None:
+    """Dynamo's platform namespace, when the cluster says Dynamo is present (then checked)."""
+    dynamo = spec.serving_stack.dynamo if spec.serving_stack else None
+    return dynamo.namespace if dynamo is not None and dynamo.present else None
 
 
 def _stack_spec_wire(

@@ -152,6 +152,8 @@ def replica_manifest(
         body["caches"] = [x.to_dict() for x in spec.caches]
     if spec.backend != c.BACKEND_NATIVE:
         body["backend"] = spec.backend
+    if spec.framework is not None:
+        body["framework"] = spec.framework
     assigned = {ra.role for ra in planned.roles}
     if assigned != set(roles):
         raise KeyError(f"planned roles {sorted(assigned)} != spec roles {sorted(roles)}")

@@ -31,15 +31,21 @@ Template = dict[str, Any]
 _BACKEND = "backend"
 _CACHES = "caches"
 _ROLES = "roles"
+# Only a Dynamo replica has a framework; left out otherwise, so every other
+# deployment's revision names stay what they were.
+_FRAMEWORK = "framework"
 
 
 def template_of(spec: ModelDeploymentSpec) -> Template:
     """The revision template of a deployment's spec."""
-    return {
+    template: Template = {
         _BACKEND: spec.backend,
         _CACHES: [x.name for x in spec.caches or ()],
         _ROLES: {name: role.workers.to_dict() for name, role in spec.roles().items()},
     }
+    if spec.framework is not None:
+        template[_FRAMEWORK] = spec.framework
+    return template
 
 
 def revision_of(template: Template) -> str:
@@ -60,9 +66,13 @@ def replica_template(spec: Any) -> Template | None:
     except (ValidationError, TypeError):
         return None
     backend = spec.get(_BACKEND, c.BACKEND_NATIVE)
-    if not isinstance(backend, str):
+    framework = spec.get(_FRAMEWORK)
+    if not isinstance(backend, str) or not isinstance(framework, str | None):
         return None
-    return {_BACKEND: backend, _CACHES: caches, _ROLES: workers}
+    template: Template = {_BACKEND: backend, _CACHES: caches, _ROLES: workers}
+    if framework is not None:
+        template[_FRAMEWORK] = framework
+    return template
 
 
 def replica_revision(spec: Any) -> str | None:

@@ -4,7 +4,7 @@ Entry points:
 - `model_replica.compose`: the ModelReplica composer (validate, resolve the
   cluster, build through a serving backend, readiness and status);
 - `backends` (`BACKENDS`, `backend`, `spec_errors`): the serving backends
-  (`native`, `kserve`) behind the `backends.base.ServingBackend` seam;
+  (`native`, `kserve`, `dynamo`) behind the `backends.base.ServingBackend` seam;
 - `workload.template_errors`: the pod-template checks a ModelDeployment also
   runs before it places anything.
 

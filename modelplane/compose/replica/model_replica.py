@@ -6,7 +6,7 @@ One reconcile runs four phases, each a small function:
 2. **resolve the cluster**: require the InferenceCluster by name and read its
    provider config, gateway and scheduling (`ClusterResolved`); the in-cluster
    scheduler's plan comes from its `spec.scheduling` (`schedulers.py`);
-3. **build**: the serving backend (`backends/`: native, kserve) composes the
+3. **build**: the serving backend (`backends/`: native, kserve, dynamo) composes the
    workload and what it needs; the composer adds the workload namespace, one
    HTTPRoute to the backend's entry Service on the cluster's Gateway, and the
    scheduler's PodGroup where the cluster gangs pods;
@@ -368,6 +368,7 @@ def _context(
         cache=cache.mount if cache is not None else None,
         labels=labels,
         pod_security=target.cluster.pod_security,
+        framework=spec.framework,
     )
 
 

@@ -47,6 +47,7 @@ class ReplicaContext:
     cache: volumes.CacheMount | None = None
     labels: dict[str, str] = field(default_factory=dict)  # common labels on every object
     pod_security: str = "baseline"  # the cluster's Pod Security level (its namespaces' labels)
+    framework: str | None = None  # the engine framework a Dynamo replica names
 
 
 def _role_suffix(role: PlacedRole) -> tuple[str, ...]:

@@ -6,17 +6,24 @@ InferenceCluster declares with the setting `api.backends` names for it (KServe:
 Native runs everywhere. A disaggregated deployment's replicas route through an
 InferencePool, so they go only to clusters that serve InferencePools
 (`spec.servingStack.inferencePool.enabled`, on by default; read by
-`api.readers.read_inference_pools`), refused elsewhere with the same reason.
+`api.readers.read_inference_pools`), refused elsewhere with the same reason;
+except on a backend that routes prefill and decode itself (Dynamo's frontend),
+which needs no InferencePool.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Hashable
 
-from modelplane.api.backends import runs_everywhere
+from modelplane.api.backends import needs_inference_pool, runs_everywhere
 from modelplane.api.constants import DISAGGREGATED
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
 from modelplane.scheduling.framework import Eviction, Rejection, ScheduleInput
+
+
+def _pooled(inp: ScheduleInput) -> bool:
+    """Whether the deployment's replicas route prefill → decode through an InferencePool."""
+    return inp.spec.prefill is not None and needs_inference_pool(inp.spec.backend)
 
 
 class BackendFilter:
@@ -26,7 +33,7 @@ class BackendFilter:
 
     def admit(self, inp: ScheduleInput, cluster: ObservedInferenceCluster) -> Rejection | None:
         """Refuse a cluster not declaring the backend (or whose declaration is unreadable)."""
-        if inp.spec.prefill is not None and cluster.inference_pools is not True:
+        if _pooled(inp) and cluster.inference_pools is not True:
             why = "unreadable" if cluster.inference_pools is None else "not-enabled"
             return Rejection("BackendUnsupported", (DISAGGREGATED, why))
         backend = inp.spec.backend
@@ -40,7 +47,7 @@ class BackendFilter:
     def suspects(self, inp: ScheduleInput) -> Collection[str]:
         """The clusters that do not (verifiably) run the backend, or disaggregation."""
         out: set[str] = set()
-        if inp.spec.prefill is not None:
+        if _pooled(inp):
             out.update(n for n, cl in inp.clusters.items() if cl.inference_pools is not True)
         backend = inp.spec.backend
         if not runs_everywhere(backend):
@@ -53,7 +60,7 @@ class BackendFilter:
 
     def key(self, inp: ScheduleInput) -> Hashable:
         """The backend, and whether the deployment is disaggregated."""
-        return inp.spec.backend, inp.spec.prefill is not None
+        return inp.spec.backend, _pooled(inp)
 
     def evict(
         self, inp: ScheduleInput, cluster: ObservedInferenceCluster, replica: ObservedModelReplica
@@ -62,7 +69,7 @@ class BackendFilter:
 
         An unreadable `spec.servingStack` cannot be verified: the replica stays.
         """
-        if inp.spec.prefill is not None and cluster.inference_pools is False:
+        if _pooled(inp) and cluster.inference_pools is False:
             return Eviction("BackendUnsupported", (cluster.name, DISAGGREGATED))
         backend = inp.spec.backend
         if runs_everywhere(backend) or cluster.backends is None or backend in cluster.backends:

@@ -8,6 +8,11 @@ Gateway's, and the NVIDIA DRA driver reads NFD's node labels. So each present
 component is checked by the CRDs the stack relies on, each observed through an
 Observe-only provider-kubernetes Object (Crossplane never writes them), and the
 stack is Ready only once every one is found.
+
+NVIDIA Dynamo is checked the same way though the stack never installs it (its
+platform team does, `spec.servingStack.dynamo.present`): by the
+DynamoGraphDeployment CRD every Dynamo replica needs and by the namespace its
+platform runs in.
 """
 
 from __future__ import annotations
@@ -44,6 +49,16 @@ CHECKS: dict[str, tuple[CRD, ...]] = {
 }
 
 
+DYNAMO = "Dynamo"
+DYNAMO_CRD: CRD = (
+    "nvidia.com",
+    "dynamographdeployments",
+    "DynamoGraphDeployment",
+    "Namespaced",
+    "v1alpha1",
+)
+
+
 def crd_name(crd: CRD) -> str:
     """`<plural>.<group>`, the CRD's name."""
     return f"{crd[1]}.{crd[0]}"
@@ -67,16 +82,37 @@ def _manifest(crd: CRD) -> Resource:
 
 
 def check_key(crd: str) -> str:
-    """The composed-resource key of the Object observing `crd`."""
-    return f"present-{crd.replace('.', '-')}"
+    """The composed-resource key of the Object observing `crd` (or `namespace <name>`)."""
+    return "present-" + crd.replace(".", "-").replace(" ", "-")
+
+
+def _namespace_manifest(name: str) -> Resource:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def _checks(spec: ServingStackSpec) -> list[tuple[str, dict[str, Resource]]]:
+    """Each checked component, with what it is checked by: a name for messages → the
+    manifest observed."""
+    out: list[tuple[str, dict[str, Resource]]] = [
+        (component, {crd_name(crd): _manifest(crd) for crd in CHECKS[component]})
+        for component in sorted(set(spec.present or ()))
+    ]
+    if spec.dynamo_namespace:
+        ns = spec.dynamo_namespace
+        checks = {
+            crd_name(DYNAMO_CRD): _manifest(DYNAMO_CRD),
+            f"namespace {ns}": _namespace_manifest(ns),
+        }
+        out.append((DYNAMO, checks))
+    return out
 
 
 def objects(spec: ServingStackSpec, namespace: str) -> dict[str, Resource]:
-    """An Observe-only Object per CRD of each component marked present."""
+    """An Observe-only Object per check of each component marked present (and of Dynamo)."""
     out: dict[str, Resource] = {}
-    for component in sorted(set(spec.present or ())):
-        for crd in CHECKS[component]:
-            key = check_key(crd_name(crd))
+    for _, checks in _checks(spec):
+        for name, manifest in checks.items():
+            key = check_key(name)
             out[key] = {
                 "apiVersion": c.PROVIDER_KUBERNETES_API_VERSION,
                 "kind": "Object",
@@ -87,7 +123,7 @@ def objects(spec: ServingStackSpec, namespace: str) -> dict[str, Resource]:
                 },
                 "spec": {
                     "managementPolicies": ["Observe"],
-                    "forProvider": {"manifest": _manifest(crd)},
+                    "forProvider": {"manifest": manifest},
                     "providerConfigRef": {
                         "kind": "ClusterProviderConfig",
                         "name": spec.provider_config_name,
@@ -101,13 +137,13 @@ def objects(spec: ServingStackSpec, namespace: str) -> dict[str, Resource]:
 def statuses(
     spec: ServingStackSpec, observed: Mapping[str, Resource]
 ) -> list[PresentComponentStatus]:
-    """Each component marked present: found once every CRD it is checked by was observed."""
+    """Each component marked present (and Dynamo): found once everything it is checked by
+    was observed."""
     out = []
-    for component in sorted(set(spec.present or ())):
-        names = [crd_name(crd) for crd in CHECKS[component]]
+    for component, checks in _checks(spec):
         missing = [
             name
-            for name in names
+            for name in checks
             if (obs := observed.get(check_key(name))) is None or not EXISTS.reads(obs)
         ]
         out.append(

@@ -8,10 +8,12 @@ module under this package exposing an object that satisfies
 from __future__ import annotations
 
 from modelplane.api.model_replica import ModelReplicaSpec
-from modelplane.compose.replica.backends import kserve, native
+from modelplane.compose.replica.backends import dynamo, kserve, native
 from modelplane.compose.replica.backends.base import BackendBuild, Entry, ServingBackend
 
-BACKENDS: dict[str, ServingBackend] = {b.name: b for b in (native.BACKEND, kserve.BACKEND)}
+BACKENDS: dict[str, ServingBackend] = {
+    b.name: b for b in (native.BACKEND, kserve.BACKEND, dynamo.BACKEND)
+}
 DEFAULT = native.NAME
 
 __all__ = [
