@@ -72,6 +72,7 @@ def test_the_native_backend_is_registered_by_name() -> None:
     assert backend is not None and backend.name == "Native" == backends.DEFAULT
     assert backends.backend("Native") is backend
     assert backends.backend("KServe") is not None and backends.backend("Other") is None
+    assert backends.backend("Dynamo") is not None
 
 
 def test_a_registered_backend_composes_through_the_same_phases(stand_in: None) -> None:
@@ -120,4 +121,9 @@ def test_the_backend_enum_the_declarations_and_the_registry_name_the_same_backen
 
 def test_each_backend_but_native_names_the_cluster_setting_that_enables_it() -> None:
     settings = {name: d.setting for name, d in DECLARED.items()}
-    assert settings == {"Native": None, "KServe": "spec.servingStack.kserve.enabled"}
+    assert settings == {
+        "Native": None,
+        "KServe": "spec.servingStack.kserve.enabled",
+        # Never installed by the stack: the platform team's Dynamo is declared present.
+        "Dynamo": "spec.servingStack.dynamo.present",
+    }

@@ -121,3 +121,51 @@ def test_a_replica_uses_no_release_of_a_component_the_cluster_runs() -> None:
     assert {k for k in with_stack if k.endswith("envoy-gateway")} != set()
     assert set(with_stack) - set(without) == {k for k in with_stack if k.endswith("envoy-gateway")}
     assert present_releases({"spec": {"servingStack": {"present": "EnvoyGateway"}}}) == frozenset()
+
+
+def _observed_only(res: ComposeResult) -> list[tuple[str, str]]:
+    """(kind, name) of every object the stack's Objects observe (never write)."""
+    out = []
+    for d in res.desired.values():
+        spec = d.resource.get("spec") or {}
+        if spec.get("managementPolicies") == ["Observe"]:
+            manifest = spec["forProvider"]["manifest"]
+            out.append((manifest["kind"], manifest["metadata"]["name"]))
+    return sorted(out)
+
+
+def test_dynamo_is_checked_by_its_crd_and_namespace_and_never_installed() -> None:
+    res = _compose(_stack((), dynamoNamespace="dynamo-system"))
+    assert _observed_only(res) == [
+        ("CustomResourceDefinition", "dynamographdeployments.nvidia.com"),
+        ("Namespace", "dynamo-system"),
+    ]
+    charts = {
+        d.resource["spec"]["forProvider"]["chart"]["name"]
+        for d in res.desired.values()
+        if d.resource["kind"] == "Release"
+    }
+    assert not {c for c in charts if "dynamo" in c or "grove" in c}
+    # Without Dynamo, nothing of it is observed.
+    assert _observed_only(_compose(_stack(()))) == []
+
+
+def test_dynamo_missing_holds_the_stack_and_says_the_platform_team_installs_it() -> None:
+    composite = _stack(("CertManager",), dynamoNamespace="dynamo-system")
+    observed = _all_ready(_compose(composite))
+    status, reason, message = _ready_condition(_compose(composite, observed))
+    assert (status, reason) == ("True", "Ready")
+    assert message.endswith("present and found: CertManager, Dynamo")
+    del observed["present-namespace-dynamo-system"]
+    res = _compose(composite, observed)
+    status, reason, message = _ready_condition(res)
+    assert (status, reason) == ("False", "ComponentMissing")
+    assert message == (
+        "Dynamo (spec.servingStack.dynamo.present) not found on the cluster: "
+        "namespace dynamo-system; its platform team installs Dynamo, the stack does not"
+    )
+    assert res.status["present"] == [
+        {"name": "CertManager", "found": True},
+        {"name": "Dynamo", "found": False, "missing": ["namespace dynamo-system"]},
+    ]
+    assert res.ready == "False"

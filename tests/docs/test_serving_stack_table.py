@@ -57,13 +57,16 @@ def _clusters_by_provider_config(result: RenderResult) -> dict[str, str]:
 
 def _present_charts(result: RenderResult) -> dict[str, set[str]]:
     """Per cluster, `chart:<name>` of each component it already runs (servingStack.present):
-    the stack checks it is there instead of installing it, so it serves the same kinds."""
+    the stack checks it is there instead of installing it, so it serves the same kinds;
+    and `present:Dynamo` where the platform team runs Dynamo (servingStack.dynamo.present)."""
     by_key = {chart.key: chart.name for chart, _ in charts(ServingStackSpec(
         cluster_name="x", provider_config_name="x"))}  # fmt: skip
     out: dict[str, set[str]] = {}
     for obj in result.store.list(c.API_VERSION, "InferenceCluster"):
-        present = ((obj.get("spec") or {}).get("servingStack") or {}).get("present") or []
-        names = {f"chart:{by_key[COMPONENT_RELEASES[p]]}" for p in present}
+        stack = (obj.get("spec") or {}).get("servingStack") or {}
+        names = {f"chart:{by_key[COMPONENT_RELEASES[p]]}" for p in stack.get("present") or []}
+        if (stack.get("dynamo") or {}).get("present") is True:
+            names.add("present:Dynamo")
         out[obj["metadata"]["name"]] = names
     return out
 
@@ -144,6 +147,7 @@ def test_the_required_examples_are_covered() -> None:
         "examples/workloads/kai",
         "examples/workloads/volcano",
         "examples/workloads/kueue",
+        "examples/workloads/dynamo",
     } <= names
     kinds = {
         (_group(m["apiVersion"]), m["kind"])
@@ -165,6 +169,19 @@ def test_a_brownfield_cluster_is_served_by_what_it_already_runs() -> None:
     refused = unserved(result, present=False)
     assert any("nothing installs chart:cert-manager" in p for p in refused)
     assert any("nothing installs chart:gateway-helm" in p for p in refused)
+
+
+def test_a_dynamo_cluster_is_served_by_the_dynamo_its_platform_team_runs() -> None:
+    """examples/workloads/dynamo installs nothing of Dynamo; its DynamoGraphDeployments are
+    served by the Dynamo the cluster declares present, and without it counted the same
+    render is refused for exactly those."""
+    result = _render(ROOT / "examples" / "workloads" / "dynamo")
+    assert unserved(result) == []
+    graphs = [m for _, m in cluster_manifests(result) if m["kind"] == "DynamoGraphDeployment"]
+    assert len(graphs) == 3
+    refused = unserved(result, present=False)
+    assert len(refused) == 3
+    assert all("DynamoGraphDeployment" in p and "present:Dynamo" in p for p in refused)
 
 
 def test_the_check_fails_when_an_installer_is_missing() -> None:

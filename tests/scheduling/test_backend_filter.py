@@ -1,11 +1,22 @@
-"""The serving-backend filter: a KServe deployment goes only to clusters that run KServe."""
+"""The serving-backend filter: a KServe deployment goes only to clusters that run KServe,
+a Dynamo deployment only to clusters that say Dynamo is present."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from schedfleet import L4, cluster, deployment, placements, replica, request, resolved, verdicts
+from schedfleet import (
+    L4,
+    cluster,
+    deployment,
+    placements,
+    replica,
+    request,
+    resolved,
+    verdicts,
+    workers,
+)
 
 from modelplane.api.readers import read_inference_cluster, read_model_replica
 from modelplane.scheduling import schedule
@@ -15,6 +26,8 @@ from modelplane.scheduling.rules.backend import BackendFilter
 NODE_1X = [request("gpu", L4)]
 KSERVE_ON = {"kserve": {"enabled": True}}
 KSERVE_OFF = {"kserve": {"enabled": False}}
+DYNAMO_ON = {"dynamo": {"present": True, "namespace": "dynamo-system"}}
+DYNAMO_OFF = {"dynamo": {"present": False}}
 
 
 def _cluster(name: str, stack: Any) -> dict[str, Any]:
@@ -28,6 +41,8 @@ def _deployment(backend: str | None, replicas: int = 1) -> dict[str, Any]:
     dep = deployment(replicas, NODE_1X)
     if backend is not None:
         dep["spec"]["backend"] = backend
+    if backend == "Dynamo":
+        dep["spec"]["framework"] = "vllm"
     return dep
 
 
@@ -60,6 +75,40 @@ def _deployment(backend: str | None, replicas: int = 1) -> dict[str, Any]:
             Rejection("BackendUnsupported", ("KServe", "unreadable")),
             None,
         ),
+        # Dynamo only where the platform team's Dynamo is declared present.
+        ("Dynamo", DYNAMO_ON, None, None),
+        ("Dynamo", {"enabled": False, **DYNAMO_ON}, None, None),
+        (
+            "Dynamo",
+            None,
+            Rejection("BackendUnsupported", ("Dynamo", "not-enabled")),
+            Eviction("BackendUnsupported", ("a", "Dynamo")),
+        ),
+        (
+            "Dynamo",
+            DYNAMO_OFF,
+            Rejection("BackendUnsupported", ("Dynamo", "not-enabled")),
+            Eviction("BackendUnsupported", ("a", "Dynamo")),
+        ),
+        # KServe's setting does not stand in for Dynamo's, nor Dynamo's for KServe's.
+        (
+            "Dynamo",
+            KSERVE_ON,
+            Rejection("BackendUnsupported", ("Dynamo", "not-enabled")),
+            Eviction("BackendUnsupported", ("a", "Dynamo")),
+        ),
+        (
+            "KServe",
+            DYNAMO_ON,
+            Rejection("BackendUnsupported", ("KServe", "not-enabled")),
+            Eviction("BackendUnsupported", ("a", "KServe")),
+        ),
+        (
+            "Dynamo",
+            {"dynamo": {"present": True, "namespace": "Not_A_Namespace"}},
+            Rejection("BackendUnsupported", ("Dynamo", "unreadable")),
+            None,
+        ),
     ],
 )
 def test_backend_filter(
@@ -89,6 +138,44 @@ def test_a_cluster_without_kserve_is_never_chosen_and_the_explanation_says_so() 
     why = {v.cluster: v.message for v in result.clusters}
     assert "spec.backend KServe" in why["a"]
     assert "spec.servingStack.kserve.enabled is not true" in why["c"]
+
+
+def test_a_cluster_without_dynamo_never_receives_a_dynamo_replica() -> None:
+    # "a" would win every tie by name and has room for all of them; only "b" runs Dynamo.
+    fleet = [
+        _cluster("a", None),
+        _cluster("b", DYNAMO_ON),
+        _cluster("c", DYNAMO_OFF),
+        _cluster("d", KSERVE_ON),
+    ]
+    result = schedule(_deployment("Dynamo", replicas=8), fleet, [])
+    assert {cl for cl, _, _ in placements(result)} == {"b"}
+    assert len(result.replicas) == 2  # b holds two nodes; the rest cannot be placed
+    assert {k: v for k, v in verdicts(result).items() if k != "b"} == dict.fromkeys(
+        "acd", "BackendUnsupported"
+    )
+    why = {v.cluster: v.message for v in result.clusters}
+    for name in "acd":
+        assert why[name] == (
+            "spec.backend Dynamo: the cluster does not run it "
+            "(spec.servingStack.dynamo.present is not true)"
+        )
+
+
+def test_a_disaggregated_dynamo_deployment_needs_no_inference_pool_support() -> None:
+    # Dynamo's frontend routes prefill → decode; a KServe one routes through an InferencePool.
+    no_pools = {"inferencePool": {"enabled": False}}
+    fleet = [_cluster("a", {**DYNAMO_ON, **no_pools}), _cluster("b", {**KSERVE_ON, **no_pools})]
+    roles = {"prefill": (NODE_1X, workers()), "decode": (NODE_1X, workers())}
+    dynamo = deployment(1, **roles)
+    dynamo["spec"].update(backend="Dynamo", framework="vllm")
+    assert placements(schedule(dynamo, fleet, [])) == [("a", 0, "l4", "l4")]
+    kserve = deployment(1, **roles)
+    kserve["spec"]["backend"] = "KServe"
+    result = schedule(kserve, fleet, [])
+    assert placements(result) == []
+    why = {v.cluster: v.message for v in result.clusters}
+    assert why["b"].startswith("disaggregated serving routes through an InferencePool")
 
 
 def test_the_same_fleet_places_a_native_deployment_everywhere() -> None:
