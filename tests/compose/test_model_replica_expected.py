@@ -50,6 +50,11 @@ def _check_readiness(readiness: dict[str, Any], want: str, key: str) -> None:
         assert readiness["policy"] == "DeriveFromCelQuery", key
         assert "object.status.parents" in readiness["celQuery"], key
         assert "'Accepted'" in readiness["celQuery"], key
+    elif want == "DynamoGraphReady":
+        # A DynamoGraphDeployment: its Ready condition, and its state once reported.
+        assert readiness["policy"] == "DeriveFromCelQuery", key
+        assert "x.type == 'Ready' && x.status == 'True'" in readiness["celQuery"], key
+        assert "object.status.state == 'successful'" in readiness["celQuery"], key
     else:
         assert readiness == {"policy": want}, key
 
@@ -97,8 +102,9 @@ def test_expected_manifests(path: Path) -> None:
             for k, w in case["objects"].items()
             if k.startswith(f"{role}-")
             and (w["manifest"]["kind"] in ("Deployment", "LeaderWorkerSet"))
+            or w["manifest"]["kind"] == "DynamoGraphDeployment"
         ]
-        pods = _pod_specs(workload["manifest"])
+        pods = _pod_specs(workload["manifest"], role)
         assert pods, key
         for pod in pods:
             claims = [x["resourceClaimTemplateName"] for x in pod["resourceClaims"]]
@@ -116,13 +122,28 @@ def test_nothing_is_ready_before_it_is_observed(path: Path) -> None:
     assert (workload.status, workload.reason) == ("False", "WorkloadNotAvailable")
 
 
-def _pod_specs(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+# Dynamo's worker service of each role (written by hand from the Dynamo backend's mapping).
+DYNAMO_WORKERS = {"unified": "Worker", "prefill": "PrefillWorker", "decode": "DecodeWorker"}
+
+
+def _pod_specs(manifest: dict[str, Any], role: str | None = None) -> list[dict[str, Any]]:
     spec = manifest.get("spec") or {}
     if manifest["kind"] == "Deployment":
         return [spec["template"]["spec"]]
     if manifest["kind"] == "LeaderWorkerSet":
         lwt = spec["leaderWorkerTemplate"]
         return [lwt["leaderTemplate"]["spec"], lwt["workerTemplate"]["spec"]]
+    if manifest["kind"] == "DynamoGraphDeployment":
+        # The pod Dynamo's operator builds from a worker service: its extraPodSpec, with
+        # mainContainer (the engine) as the main container.
+        services = spec["services"]
+        names = [DYNAMO_WORKERS[role]] if role else [n for n in services if n != "Frontend"]
+        pods = []
+        for name in names:
+            extra = dict(services[name]["extraPodSpec"])
+            main = {"name": "engine", **extra.pop("mainContainer")}
+            pods.append({**extra, "containers": [main, *extra.get("containers", [])]})
+        return pods
     return []
 
 
@@ -139,6 +160,7 @@ def test_no_pod_template_carries_a_gpu_resource(path: Path) -> None:
         pod
         for m in manifests
         if "modelplane.ai/role" in m["metadata"].get("labels", {})
+        or m["kind"] == "DynamoGraphDeployment"
         for pod in _pod_specs(m)
     ]
     assert pods
