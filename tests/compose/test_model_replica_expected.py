@@ -100,8 +100,10 @@ def test_expected_manifests(path: Path) -> None:
         [workload] = [
             w
             for k, w in case["objects"].items()
-            if k.startswith(f"{role}-")
-            and (w["manifest"]["kind"] in ("Deployment", "LeaderWorkerSet"))
+            if (
+                k.startswith(f"{role}-")
+                and (w["manifest"]["kind"] in ("Deployment", "LeaderWorkerSet"))
+            )
             or w["manifest"]["kind"] == "DynamoGraphDeployment"
         ]
         pods = _pod_specs(workload["manifest"], role)
