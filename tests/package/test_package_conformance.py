@@ -36,6 +36,16 @@ REJECTED = {
         "set either nodeSelector and workers (unified) or prefill and decode "
         "(disaggregated), not both",
     ),
+    "dynamo-without-framework.yaml": (
+        "cel",
+        "spec",
+        "framework is set exactly when backend is Dynamo",
+    ),
+    "framework-without-dynamo.yaml": (
+        "cel",
+        "spec",
+        "framework is set exactly when backend is Dynamo",
+    ),
     "prefill-without-decode.yaml": (
         "cel",
         "spec",
