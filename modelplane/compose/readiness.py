@@ -31,6 +31,8 @@ The rules today:
   Gateway Backend is `Accepted`, a Gateway `Programmed`), used by the routing
   wing on the control plane and by the serving stack on workload clusters.
 - `READY_CONDITION`: the wrapped object's own `Ready` (KServe, cert-manager).
+Backends register their own next to their kind, e.g. the Dynamo backend's
+`DynamoGraphReady` (`compose/replica/backends/dynamo.py`).
 A new kind of item adds its rule with `condition_rule` (a wrapped condition,
 e.g. KServe's `Ready`) or a `ReadinessRule` of its own, and `register`s it.
 """
