@@ -56,7 +56,27 @@ EXPECTED: dict[str, tuple[str, dict[str, int]]] = {
             "PriorityClass": 2,
         },
     ),
+    # NVIDIA Dynamo on a KAI cluster: three replicas (two aggregated, one
+    # disaggregated), a DynamoGraphDeployment, KAI PodGroup and route each, a claim
+    # template per role (4); the leaf and parent Queues; the Observe-only checks of
+    # Dynamo's CRD and namespace (dynamo-system) beside the team's namespace, which
+    # each of the three replicas composes.
+    "dynamo": (
+        "dynamo-east",
+        {
+            "Namespace": 4,
+            "ResourceClaimTemplate": 4,
+            "HTTPRoute": 3,
+            "DynamoGraphDeployment": 3,
+            "PodGroup": 3,
+            "Queue": 2,
+            "CustomResourceDefinition": 1,
+        },
+    ),
 }
+# Clusters of an example that get none of its replicas (they cannot run them):
+# only their own stack and inventory agent.
+BYSTANDERS = {"dynamo": "native-west"}
 
 # The stack's inference Gateway (its class, its namespace), the InferencePool CRD,
 # and the Gateway's hop (gateway_hop.py): two Issuers, the CA's, the Gateway's and
@@ -102,12 +122,16 @@ def test_every_example_is_covered() -> None:
 def test_cluster_receives_the_serving_manifests(example: str) -> None:
     cluster, kinds = EXPECTED[example]
     manifests = rendered(example)
-    assert {c for c, _ in manifests} == {cluster}
+    bystander = BYSTANDERS.get(example)
+    assert {c for c, _ in manifests} == {cluster, *([bystander] if bystander else [])}
     # Beside the replica's manifests, the cluster's ServingStack sends its
     # inference Gateway (with its GatewayClass and namespace) and inventory agent.
-    assert Counter(str(m["kind"]) for _, m in manifests) == Counter(kinds) + Counter(
-        STACK
-    ) + Counter(AGENT)
+    assert Counter(str(m["kind"]) for c, m in manifests if c == cluster) == Counter(
+        kinds
+    ) + Counter(STACK) + Counter(AGENT)
+    if bystander:
+        sent = Counter(str(m["kind"]) for c, m in manifests if c == bystander)
+        assert sent == Counter(STACK) + Counter(AGENT)
 
 
 def _replica_manifests(example: str) -> list[dict[str, Any]]:
@@ -126,6 +150,16 @@ def _pods(manifest: dict[str, Any]) -> list[dict[str, Any]]:
     if manifest["kind"] == "LeaderWorkerSet":
         lwt = manifest["spec"]["leaderWorkerTemplate"]
         return [lwt["leaderTemplate"], lwt["workerTemplate"]]
+    if manifest["kind"] == "DynamoGraphDeployment":
+        # Each service's pod as Dynamo's operator builds it: extraPodSpec, its
+        # mainContainer as the main container.
+        pods = []
+        for service in manifest["spec"]["services"].values():
+            extra = dict(service["extraPodSpec"])
+            main = extra.pop("mainContainer")
+            spec = {**extra, "containers": [main, *extra.get("containers", [])]}
+            pods.append({"metadata": service.get("extraPodMetadata", {}), "spec": spec})
+        return pods
     return []
 
 
