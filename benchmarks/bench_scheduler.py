@@ -134,6 +134,12 @@ def cluster(i: int, distinct: bool = False) -> dict[str, Any]:
             "source": "Existing",
             "pools": [{"name": p.name, "className": p.class_name} for p in pools],
             "taints": [{"key": "maintenance", "effect": "NoSchedule"}] if i % 50 == 7 else [],
+            # The PriorityClasses the tenancy case names exist on every cluster:
+            # a cluster without the one a replica's pods name is refused
+            # (`PriorityClassMissing`), and the case would time a refusal.
+            "scheduling": {
+                "existingPriorityClasses": [p["metadata"]["name"] for p in PRIORITY_CLASSES]
+            },
         },
         "status": {
             "conditions": [{"type": "Ready", "status": "False" if i % 97 == 5 else "True"}],
@@ -330,6 +336,13 @@ def fleet(
         return schedule(inp.composite, clusters, replicas, explain_all=False)
 
     result = run()
+    if not missing and len(result.replicas) != result.desired:
+        # A case meant to place that places nothing times a refusal instead.
+        refused = {v.reason for v in result.clusters if not v.eligible}
+        raise SystemExit(
+            f"{n} clusters{_label(distinct, missing, tenancy)}: placed "
+            f"{len(result.replicas)}/{result.desired} (refusals: {sorted(refused)})"
+        )
     t_sched = cpu(run, repeat)
     detailed = sum(1 for v in result.clusters if v.pools)
     print(
