@@ -16,9 +16,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from modelplane.api import constants as c
 from modelplane.api.backends import BackendDeclaration
 from modelplane.api.model_replica import PlacedRole
+from modelplane.compose import readiness
 from modelplane.compose.objects import Item
+from modelplane.compose.replica import workload
+from modelplane.compose.replica.stamping import dra
 from modelplane.compose.replica.workload import ReplicaContext
 from modelplane.compose.types import Resource
 
@@ -68,3 +72,28 @@ class ServingBackend(Protocol):
     ) -> BackendBuild:
         """Compose the replica's serving items; `observed` are its observed composed resources."""
         ...
+
+
+def claim_template(ctx: ReplicaContext, role: PlacedRole) -> tuple[Resource, Item] | None:
+    """The role's DRA ResourceClaimTemplate and its item, the same for every backend;
+    None when the role requests no devices.
+
+    The template's digest is in the item's key and its Object's name: a changed
+    template is a new composed resource, so Crossplane deletes the old Object (and
+    its template) instead of trying to rename it.
+    """
+    if not role.device_requests:
+        return None
+    template, digest = dra.claim_template(
+        workload.role_name(ctx, role),
+        {"namespace": ctx.namespace, "labels": {**ctx.labels, c.LABEL_ROLE: role.name}},
+        role.device_requests,
+    )
+    item = Item(
+        f"{role.name}-claims-{digest}",
+        workload.object_name(ctx, role, "claims", digest),
+        template,
+        readiness.EXISTS,
+        f"ResourceClaimTemplate ({role.name})",
+    )
+    return template, item

@@ -45,9 +45,8 @@ from modelplane.api.model_replica import ModelReplicaSpec, PlacedRole
 from modelplane.compose import readiness
 from modelplane.compose.objects import Item
 from modelplane.compose.replica import workload
-from modelplane.compose.replica.backends.base import BackendBuild, Entry
+from modelplane.compose.replica.backends.base import BackendBuild, Entry, claim_template
 from modelplane.compose.replica.engines import vllm
-from modelplane.compose.replica.stamping import dra
 from modelplane.compose.replica.workload import ReplicaContext
 from modelplane.compose.types import Resource
 
@@ -159,22 +158,9 @@ def _workload(
 
 
 def _claims(ctx: ReplicaContext, role: PlacedRole) -> tuple[str, Item] | None:
-    """The role's ResourceClaimTemplate, named and keyed exactly as the native backend's."""
-    if not role.device_requests:
-        return None
-    template, digest = dra.claim_template(
-        workload.role_name(ctx, role),
-        {"namespace": ctx.namespace, "labels": {**ctx.labels, c.LABEL_ROLE: role.name}},
-        role.device_requests,
-    )
-    item = Item(
-        f"{role.name}-claims-{digest}",
-        workload.object_name(ctx, role, "claims", digest),
-        template,
-        readiness.EXISTS,
-        f"ResourceClaimTemplate ({role.name})",
-    )
-    return str(template["metadata"]["name"]), item
+    """The role's claim template's name and item (`base.claim_template`)."""
+    made = claim_template(ctx, role)
+    return None if made is None else (str(made[0]["metadata"]["name"]), made[1])
 
 
 # --- the service -------------------------------------------------------------------------

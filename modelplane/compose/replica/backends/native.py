@@ -29,7 +29,7 @@ from modelplane.api.model_replica import PlacedRole
 from modelplane.compose import readiness
 from modelplane.compose.objects import Item
 from modelplane.compose.replica import disaggregation, workload
-from modelplane.compose.replica.backends.base import BackendBuild, Entry
+from modelplane.compose.replica.backends.base import BackendBuild, Entry, claim_template
 from modelplane.compose.replica.stamping import dra
 from modelplane.compose.replica.workload import ReplicaContext
 from modelplane.compose.types import Resource
@@ -46,25 +46,8 @@ class _Claims:
 
 
 def _claims(ctx: ReplicaContext, role: PlacedRole) -> _Claims | None:
-    if not role.device_requests:
-        return None
-    template, digest = dra.claim_template(
-        workload.role_name(ctx, role),
-        {"namespace": ctx.namespace, "labels": {**ctx.labels, c.LABEL_ROLE: role.name}},
-        role.device_requests,
-    )
-    # The digest is in the key and the Object's name too: a changed template
-    # is a new composed resource, so Crossplane deletes the old Object (and
-    # its template) instead of trying to rename it.
-    key = f"{role.name}-claims-{digest}"
-    item = Item(
-        key,
-        workload.object_name(ctx, role, "claims", digest),
-        template,
-        readiness.EXISTS,
-        f"ResourceClaimTemplate ({role.name})",
-    )
-    return _Claims(key, template, item)
+    made = claim_template(ctx, role)
+    return None if made is None else _Claims(made[1].key, *made)
 
 
 def _deployment(
