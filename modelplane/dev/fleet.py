@@ -85,6 +85,10 @@ CONTROLLERS = ",".join(
         # Fills `admin`, `edit` and `view` with the rules of the roles labelled
         # to aggregate to them (Modelplane's own among them).
         "clusterrole-aggregation",
+        # The API server's StorageObjectInUseProtection admission gives every
+        # claim the `kubernetes.io/pvc-protection` finalizer; without this
+        # controller a deleted claim (a cache's copy) never goes.
+        "persistentvolumeclaim-protection",
     )
 )
 KWOK_STAGES = Path(__file__).resolve().parent / "kwok" / "stages.yaml"

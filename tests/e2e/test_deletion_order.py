@@ -12,6 +12,7 @@ nothing of this runs: the direct DELETE succeeds and the claim goes at once.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -88,10 +89,20 @@ def _describe(fleet: World, names: dict[str, str]) -> str:
                 f"deleting={'deletionTimestamp' in meta}"
             )
         )
+    cache = fleet.cp.get(m.API, "ModelCache", CACHE, NS)
+    lines.append(f"ModelCache {CACHE}: {'absent' if cache is None else 'present'}")
+    left = [o["metadata"] for o in fleet.cp.list(OBJECT_API, "Object", NS)]
+    lines.append(
+        "Objects: " + ", ".join(f"{o['name']}{' (deleting)' * ('deletionTimestamp' in o)}" for o in left)
+    )
     wl = names.get("cluster")
     if wl:
         found = fleet.workloads[wl].list("v1", "PersistentVolumeClaim", NS)
-        claims = [c["metadata"]["name"] for c in found]
+        claims = [
+            f"{c['metadata']['name']} finalizers={c['metadata'].get('finalizers')} "
+            f"deleting={'deletionTimestamp' in c['metadata']}"
+            for c in found
+        ]
         lines.append(f"claims in {wl}/{NS}: {claims}")
     return "\n".join(lines)
 
@@ -138,6 +149,16 @@ def _check_usage(fleet: World, found: dict[str, Any], names: dict[str, str]) -> 
 
 
 def test_a_used_cache_claim_outlives_the_cache_until_its_replica_goes(fleet: World) -> None:
+    try:
+        _scenario(fleet)
+    finally:
+        # Whatever happened, nothing of this scenario is left for the next
+        # (a pending replica would show in their inventory parity).
+        fleet.cp.delete(m.API, "ModelDeployment", "ordered", NS)
+        fleet.cp.delete(m.API, "ModelCache", CACHE, NS)
+
+
+def _scenario(fleet: World) -> None:
     fleet.apply([m.namespace(NS), m.model_cache(CACHE, NS)])
     fleet.apply([m.deployment("ordered", NS, replicas=1, cache=CACHE)])
     names: dict[str, str] = {}
@@ -170,7 +191,10 @@ def test_a_used_cache_claim_outlives_the_cache_until_its_replica_goes(fleet: Wor
     )
     assert fleet.cp.get(OBJECT_API, "Object", names["by"], NS) is not None
 
-    # The user goes: the Usage goes with it, and then the claim.
+    # The user goes: the Usage goes with it, and then the claim (the Usage's
+    # replayDeletion re-issues the denied deletion at once, rather than the
+    # garbage collector's back-off).
+    started = time.monotonic()
     fleet.cp.delete(m.API, "ModelDeployment", "ordered", NS)
 
     def claim_gone() -> bool | None:
@@ -185,3 +209,6 @@ def test_a_used_cache_claim_outlives_the_cache_until_its_replica_goes(fleet: Wor
         describe=lambda: _describe(fleet, names),
     )
     assert fleet.cp.get(OBJECT_API, "Object", names["by"], NS) is None
+    NOTES["deletion order: the claim gone after its replica's deletion"] = (
+        f"{time.monotonic() - started:.1f} s"
+    )
