@@ -3,7 +3,8 @@
 One etcd serves every API server under its own prefix. The control plane runs
 kube-apiserver, kube-controller-manager (garbage collection and namespaces:
 Crossplane v2 deletes composed resources through owner references), Crossplane
-core (webhooks off, the External package runtime), provider-kubernetes and
+core (its Usage webhook a URL webhook on loopback, `dev.xpcore`; the External
+package runtime), provider-kubernetes and
 `modelplane function serve` over mutual TLS. Each workload cluster is its own
 kube-apiserver with the same two controllers. Modelplane is installed through
 Crossplane's package manager from the local package cache, and the active
@@ -33,7 +34,7 @@ import yaml
 
 from modelplane.dev import gateway as gatewaymod
 from modelplane.dev import lws as lwsmod
-from modelplane.dev import netns, pki, procs, xpkg
+from modelplane.dev import netns, pki, procs, xpcore, xpkg
 from modelplane.dev import nodes as nodesmod
 from modelplane.dev import parts as partsmod
 from modelplane.dev.kubeapi import Api, Kubeconfig, NotReadyError, condition, wait
@@ -84,6 +85,10 @@ CONTROLLERS = ",".join(
         # Fills `admin`, `edit` and `view` with the rules of the roles labelled
         # to aggregate to them (Modelplane's own among them).
         "clusterrole-aggregation",
+        # The API server's StorageObjectInUseProtection admission gives every
+        # claim the `kubernetes.io/pvc-protection` finalizer; without this
+        # controller a deleted claim (a cache's copy) never goes.
+        "persistentvolumeclaim-protection",
     )
 )
 KWOK_STAGES = Path(__file__).resolve().parent / "kwok" / "stages.yaml"
@@ -570,6 +575,9 @@ class Fleet:
             init_env = {
                 **env,
                 "CRDS_PATH": str(built["crossplane"] / "crds"),
+                # Off for init only: on, it would issue a certificate for a
+                # Service and register webhooks naming it. `core start` serves
+                # them, registered below as URL webhooks (`dev.xpcore`).
                 "ENABLE_WEBHOOKS": "false",
                 # init always writes these Secrets; the local fleet does not read them.
                 "TLS_CA_SECRET_NAME": "crossplane-root-ca",
@@ -587,23 +595,46 @@ class Fleet:
                         raise
                     time.sleep(2)
             (self.directory / "crossplane-init.done").write_text("")
-        start = [
+        certs = state.pki / "crossplane-webhook"
+        if not (certs / "tls.crt").is_file():
+            pki.CA.load(state.pki).issue(certs, "127.0.0.1", server=True, client=False)
+        webhook = state.port("crossplane-webhook")
+        start = xpcore.start_argv(
             xp,
-            "core",
-            "start",
-            "--package-runtime=External",
-            "--enable-webhooks=false",
-            f"--cache-dir={self.directory / 'xpkg'}",
-            f"--tls-client-certs-dir={state.pki / 'crossplane'}",
-            f"--metrics-port={state.port('crossplane-metrics')}",
-            f"--health-probe-port={state.port('crossplane-health')}",
-            f"--webhook-port={state.port('crossplane-webhook')}",
-            "--poll-interval=10s",
-            f"--circuit-breaker-burst={XR_WATCH_BURST}",
-            f"--circuit-breaker-refill-rate={XR_WATCH_REFILL}",
-        ]
+            cache_dir=self.directory / "xpkg",
+            client_certs=state.pki / "crossplane",
+            server_certs=certs,
+            ports={
+                "metrics": state.port("crossplane-metrics"),
+                "health": state.port("crossplane-health"),
+                "webhook": webhook,
+            },
+            extra=[
+                "--poll-interval=10s",
+                f"--circuit-breaker-burst={XR_WATCH_BURST}",
+                f"--circuit-breaker-refill-rate={XR_WATCH_REFILL}",
+            ],
+        )
         (self.directory / "xpkg").mkdir(exist_ok=True)
         self._ensure(state, "crossplane", start, env)
+        self._crossplane_webhooks(state, webhook)
+
+    def _crossplane_webhooks(self, state: State, port: int) -> None:
+        """Wait for Crossplane's webhook server, then register the release's own
+        webhook configurations as URL webhooks (`dev.xpcore`), as `core init`
+        would for a Service."""
+        self._wait_alive(
+            state,
+            "crossplane",
+            "Crossplane's webhook server",
+            lambda: procs.listening(port),
+            API_TIMEOUT,
+        )
+        part = partsmod.parts()["crossplane"]
+        folder = partsmod.module_dir(part.module, part.version) / xpcore.WEBHOOK_CONFIGURATIONS
+        ca = (state.pki / "ca.crt").read_bytes()
+        for doc in xpcore.webhook_configurations(folder, port, ca):
+            state.api(CONTROL_PLANE).apply(doc)
 
     def _provider_crds(self, state: State, built: dict[str, Path]) -> None:
         api = state.api(CONTROL_PLANE)

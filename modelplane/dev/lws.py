@@ -73,7 +73,7 @@ def webhook_configurations(
             _apply(doc, op)
         doc["metadata"] = {"name": f"lws-{doc['metadata']['name']}"}
         doc["webhooks"] = [
-            _pointed(w, webhook_port, bundle)
+            at_loopback(w, webhook_port, bundle)
             for w in doc.get("webhooks") or []
             if _resources(w) <= SERVED
         ]
@@ -113,7 +113,9 @@ def _resources(webhook: Mapping[str, Any]) -> set[str]:
     return {r for rule in webhook.get("rules") or [] for r in rule.get("resources") or []}
 
 
-def _pointed(webhook: Mapping[str, Any], port: int, bundle: str) -> dict[str, Any]:
+def at_loopback(webhook: Mapping[str, Any], port: int, bundle: str) -> dict[str, Any]:
+    """A copy of a webhook whose `clientConfig.service` is replaced by a URL on
+    loopback (the service's path kept) with `bundle` (base64 PEM) as its caBundle."""
     w = copy.deepcopy(dict(webhook))
     path = ((w.get("clientConfig") or {}).get("service") or {}).get("path", "/")
     w["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": bundle}

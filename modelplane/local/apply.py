@@ -311,6 +311,9 @@ class Applicator:
         for f in ("uid", "creationTimestamp", "generation"):
             if f in em:
                 meta[f] = em[f]
+        others = _owners_set_by_others(em, dm)
+        if others:
+            meta["ownerReferences"] = [*(dm.get("ownerReferences") or []), *others]
         obj: Obj = {**desired, "metadata": meta}
         # spec.crossplane belongs to the reconciler of a nested XR, not to the
         # parent that applies it (server-side apply keeps the two apart).
@@ -322,6 +325,22 @@ class Applicator:
         if "status" in existing:
             obj["status"] = existing["status"]
         return _ordered_object(obj)
+
+
+def _owners_set_by_others(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> list[Any]:
+    """The existing ownerReferences another field manager set: those the desired
+    metadata does not list (by uid) and that do not claim to be the controller.
+
+    Server-side apply keeps them (the list is a map keyed by uid), as it keeps
+    the owner Crossplane's Usage controller gives a Usage. A stale controller
+    reference is not kept: the composite applying is the controller.
+    """
+    mine = {ref.get("uid") for ref in desired.get("ownerReferences") or []}
+    return [
+        ref
+        for ref in existing.get("ownerReferences") or []
+        if ref.get("uid") not in mine and not ref.get("controller")
+    ]
 
 
 def _spec_of(obj: Mapping[str, Any]) -> dict[str, Any]:

@@ -114,6 +114,11 @@ def _ref_key(usage: Obj, side: str) -> Key | None:
     return Key(str(ref.get("apiVersion", "")), str(ref.get("kind", "")), str(namespace), name)
 
 
+def user_key(usage: Obj) -> Key | None:
+    """The key of a Usage's user (`spec.by.resourceRef`), None when it names none."""
+    return _ref_key(usage, "by")
+
+
 def usage_edges(usages: Iterable[Obj]) -> list[UsageEdge]:
     """The edges of every Usage that names its `of` (one without `of` protects nothing)."""
     out = []
@@ -125,11 +130,16 @@ def usage_edges(usages: Iterable[Obj]) -> list[UsageEdge]:
 
 
 def _store_usages(store: ObjectStore) -> list[Obj]:
+    return [obj for _, obj in store_usages(store)]
+
+
+def store_usages(store: ObjectStore) -> list[tuple[Key, Obj]]:
+    """Every Usage and ClusterUsage in the store, with its key, in kind then key order."""
     return [
-        obj
+        pair
         for api_version, kind in store.kinds()
         if (_group(api_version), kind) in USAGE_KINDS
-        for obj in store.list(api_version, kind)
+        for pair in store.select(api_version, kind)
     ]
 
 

@@ -6,7 +6,9 @@ its kind (a Deployment or LeaderWorkerSet Available with every replica ready,
 a PersistentVolumeClaim Bound, a Job Complete; Envoy Gateway resources on the
 control plane as `gateway_sim.py` describes); an Object whose provider
 config does not exist fails to sync, as the real provider would. provider-helm
-Releases become deployed and Ready. Everything simulated is derived from the
+Releases become deployed and Ready. A Crossplane Usage whose user exists is
+owned by that user as well, as Crossplane's Usage controller makes it (so the
+Usage goes with its user). Everything simulated is derived from the
 object itself (timestamps from its creationTimestamp), so a second pass over
 an unchanged object changes nothing.
 """
@@ -21,6 +23,7 @@ from typing import Any, NamedTuple
 from modelplane.api import constants as c
 from modelplane.api.model_cache import HydrateEnv, HydrationResult
 from modelplane.api.objects import short_hash
+from modelplane.local.deletion import store_usages, user_key
 from modelplane.local.conditions import Clock, set_condition, writable_dict
 from modelplane.local.gateway_sim import (
     GATEWAY_STATUS,
@@ -707,6 +710,7 @@ def simulate(store: ObjectStore, clock: Clock, passes: Passes | None = None) -> 
         elif step == "Release":
             touched += _simulate_releases(store, clock, passes, store.select(api_version, kind))
     touched += simulate_cloud(store, clock, passes)
+    touched += simulate_usage_owners(store)
     touched += _hydrate(store, passes, objects, objects_at_start, touched)
     # Once per key: a second note of an object digests it all again to find
     # nothing new (an inventory Object is simulated, then its summary written).
@@ -718,6 +722,32 @@ def simulate(store: ObjectStore, clock: Clock, passes: Passes | None = None) -> 
     passes.world_after(HYDRATION, objects_at_start, _objects_world(store))
     passes.settle(store)
     return touched
+
+
+def simulate_usage_owners(store: ObjectStore) -> list[Key]:
+    """Give each Usage whose user exists an ownerReference to it, as Crossplane's
+    Usage controller does (apiVersion, kind, name and uid; neither controller nor
+    blocking), after the owners it already has; the Usages it changed.
+
+    The object is replaced, not edited: a composed object's metadata lists are
+    shared between objects (`apply.Applier`).
+    """
+    changed = []
+    for key, usage in store_usages(store):
+        by = user_key(usage)
+        user = store.get(by) if by is not None else None
+        if user is None:
+            continue
+        um = user.get("metadata") or {}
+        meta = usage.get("metadata") or {}
+        owners = list(meta.get("ownerReferences") or [])
+        uid = um.get("uid", "")
+        if any(o.get("uid") == uid for o in owners):
+            continue
+        owner = {"apiVersion": by.api_version, "kind": by.kind, "name": by.name, "uid": uid}
+        store.put({**usage, "metadata": {**meta, "ownerReferences": [*owners, owner]}})
+        changed.append(key)
+    return changed
 
 
 def _world(

@@ -73,6 +73,11 @@ def test_a_ready_copy_is_mounted_read_only_with_scratch_and_a_usage() -> None:
     assert usage["spec"]["by"]["resourceRef"] == {
         "name": res.desired["unified-deployment"].resource["metadata"]["name"]
     }
+    # The claim's deletion, denied while the replica mounts it, is re-issued as
+    # soon as the replica's workload is gone (not at the garbage collector's
+    # back-off, which reaches minutes).
+    assert usage["spec"]["replayDeletion"] is True
+    assert usage["spec"]["reason"] == "a replica's serving workload mounts the cache's claim"
 
 
 def test_an_existing_pvc_is_mounted_at_its_root_under_its_own_claim_name() -> None:

@@ -133,6 +133,20 @@ def test_a_merge_keeps_status_and_identity_and_counts_spec_changes() -> None:
     assert list(changed)[-1] == "status"
 
 
+def test_an_owner_another_manager_added_survives_the_apply_and_a_stale_controller_does_not() -> None:
+    # Server-side apply keeps list entries other managers own: Crossplane's Usage
+    # controller makes a Usage's user its owner beside the composite.
+    rig = Rig()
+    owner = xr()
+    stored = rig.apply(owner, configmap())[0]["cm"][0]
+    mine = stored["metadata"]["ownerReferences"]
+    user = {"apiVersion": "v1", "kind": "ConfigMap", "name": "user", "uid": "u-1"}
+    stale = {**user, "name": "old", "uid": "u-0", "controller": True}
+    stored["metadata"] = {**stored["metadata"], "ownerReferences": [*mine, stale, user]}
+    again = rig.apply(owner, configmap(), {"cm": stored})[0]["cm"][0]
+    assert again["metadata"]["ownerReferences"] == [*mine, user]
+
+
 def test_a_nested_xrs_own_machinery_survives_its_parents_apply() -> None:
     rig = Rig()
     child = {**configmap(), "spec": {"n": 1}}

@@ -20,12 +20,12 @@ from modelplane.api.model_cache import read_model_cache
 from modelplane.api.model_replica import ModelReplicaSpec
 from modelplane.api.reasons import CacheReadyReason
 from modelplane.compose.caches.manifests import pvc_object_name
+from modelplane.compose.clusters.managed import Ref, usage
 from modelplane.compose.objects import Item
 from modelplane.compose.replica.stamping.volumes import CacheMount
 from modelplane.compose.types import ComposeInput, ComposeResult, Requirement, Resource
 
 CACHE_REQUIREMENT = "model-cache"
-USAGE_API_VERSION = "protection.crossplane.io/v1beta1"
 
 
 @dataclass(frozen=True)
@@ -97,21 +97,11 @@ def usages(
     for item in items:
         if not item.serves or item.key in held_keys:
             continue
-        out[f"{item.key}-cache-usage"] = {
-            "apiVersion": USAGE_API_VERSION,
-            "kind": "Usage",
-            "metadata": {"name": f"{item.name}-cache", "namespace": ns},
-            "spec": {
-                "of": {
-                    "apiVersion": c.PROVIDER_KUBERNETES_API_VERSION,
-                    "kind": "Object",
-                    "resourceRef": {"name": pvc_object_name(cache.name, cluster)},
-                },
-                "by": {
-                    "apiVersion": c.PROVIDER_KUBERNETES_API_VERSION,
-                    "kind": "Object",
-                    "resourceRef": {"name": item.name},
-                },
-            },
-        }
+        out[f"{item.key}-cache-usage"] = usage(
+            f"{item.name}-cache",
+            ns,
+            of=Ref(c.PROVIDER_KUBERNETES_API_VERSION, "Object", pvc_object_name(cache.name, cluster)),
+            by=Ref(c.PROVIDER_KUBERNETES_API_VERSION, "Object", item.name),
+            reason="a replica's serving workload mounts the cache's claim",
+        )
     return out
