@@ -23,8 +23,8 @@ from typing import Any, NamedTuple
 from modelplane.api import constants as c
 from modelplane.api.model_cache import HydrateEnv, HydrationResult
 from modelplane.api.objects import short_hash
-from modelplane.local.deletion import store_usages, user_key
 from modelplane.local.conditions import Clock, set_condition, writable_dict
+from modelplane.local.deletion import store_usages, user_key
 from modelplane.local.gateway_sim import (
     GATEWAY_STATUS,
     allocate,
@@ -735,8 +735,8 @@ def simulate_usage_owners(store: ObjectStore) -> list[Key]:
     changed = []
     for key, usage in store_usages(store):
         by = user_key(usage)
-        user = store.get(by) if by is not None else None
-        if user is None:
+        user = None if by is None else store.get(by)
+        if by is None or user is None:
             continue
         um = user.get("metadata") or {}
         meta = usage.get("metadata") or {}

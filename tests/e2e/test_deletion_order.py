@@ -93,7 +93,8 @@ def _describe(fleet: World, names: dict[str, str]) -> str:
     lines.append(f"ModelCache {CACHE}: {'absent' if cache is None else 'present'}")
     left = [o["metadata"] for o in fleet.cp.list(OBJECT_API, "Object", NS)]
     lines.append(
-        "Objects: " + ", ".join(f"{o['name']}{' (deleting)' * ('deletionTimestamp' in o)}" for o in left)
+        "Objects: "
+        + ", ".join(f"{o['name']}{' (deleting)' * ('deletionTimestamp' in o)}" for o in left)
     )
     wl = names.get("cluster")
     if wl:

@@ -133,7 +133,9 @@ def test_a_merge_keeps_status_and_identity_and_counts_spec_changes() -> None:
     assert list(changed)[-1] == "status"
 
 
-def test_an_owner_another_manager_added_survives_the_apply_and_a_stale_controller_does_not() -> None:
+def test_an_owner_another_manager_added_survives_the_apply_and_a_stale_controller_does_not() -> (
+    None
+):
     # Server-side apply keeps list entries other managers own: Crossplane's Usage
     # controller makes a Usage's user its owner beside the composite.
     rig = Rig()

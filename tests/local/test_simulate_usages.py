@@ -26,11 +26,17 @@ REPLICA = {
 
 
 def obj(name: str, uid: str) -> Obj:
-    return {"apiVersion": OBJECT_API, "kind": "Object", "metadata": {"name": name, "namespace": "ns", "uid": uid}}
+    return {
+        "apiVersion": OBJECT_API,
+        "kind": "Object",
+        "metadata": {"name": name, "namespace": "ns", "uid": uid},
+    }
 
 
 def usage(by: str | None, owners: list[dict[str, Any]] | None = None) -> Obj:
-    spec: dict[str, Any] = {"of": {"apiVersion": OBJECT_API, "kind": "Object", "resourceRef": {"name": "claim"}}}
+    spec: dict[str, Any] = {
+        "of": {"apiVersion": OBJECT_API, "kind": "Object", "resourceRef": {"name": "claim"}}
+    }
     if by is not None:
         spec["by"] = {"apiVersion": OBJECT_API, "kind": "Object", "resourceRef": {"name": by}}
     return {

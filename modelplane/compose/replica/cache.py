@@ -100,7 +100,9 @@ def usages(
         out[f"{item.key}-cache-usage"] = usage(
             f"{item.name}-cache",
             ns,
-            of=Ref(c.PROVIDER_KUBERNETES_API_VERSION, "Object", pvc_object_name(cache.name, cluster)),
+            of=Ref(
+                c.PROVIDER_KUBERNETES_API_VERSION, "Object", pvc_object_name(cache.name, cluster)
+            ),
             by=Ref(c.PROVIDER_KUBERNETES_API_VERSION, "Object", item.name),
             reason="a replica's serving workload mounts the cache's claim",
         )
