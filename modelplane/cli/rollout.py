@@ -7,8 +7,12 @@ The deployment comes from one of two places, like the other commands:
   print the merge patch they would send and say that it was not applied.
 - `--kubeconfig FILE` [`--context NAME`]: a live control plane. The
   deployment is read with a GET and changed with one JSON merge patch; `undo`
-  carries the resourceVersion it read, so a spec changed meanwhile is refused
-  (409) rather than overwritten.
+  carries the resourceVersion it read, so nothing changed meanwhile is
+  overwritten. Crossplane writes a composite's status on every reconcile, so
+  on a conflict (409) `undo` reads the deployment again and sends the patch
+  once more only if the same patch still follows from what it reads now (as
+  client-go's RetryOnConflict re-reads and re-decides); a changed decision is
+  refused.
 
 `pause` and `resume` set `spec.rollout.paused`; they refuse a deployment whose
 strategy is not Progressive, because the field would change nothing there.
@@ -184,34 +188,88 @@ def source_options(f: F) -> F:
 # --- mutating commands ------------------------------------------------------
 
 
-def _patch_live(target: Target, patch: dict[str, Any]) -> dict[str, Any]:
+CONFLICT_RETRIES = 5  # status writes come once per reconcile; five in a row is contention
+
+
+def _refused(target: Target, err: KubeError) -> click.ClickException:
+    return click.ClickException(f"ModelDeployment {target.ref}: patch not applied: {err}")
+
+
+def _versioned(target: Target, patch: dict[str, Any]) -> dict[str, Any]:
+    # The diff was computed against this version of the object: refuse to patch another.
+    version = (target.obj.get("metadata") or {}).get("resourceVersion")
+    return {"metadata": {"resourceVersion": version}, **patch} if version else patch
+
+
+def _generation(target: Target) -> object:
+    return (target.obj.get("metadata") or {}).get("generation")
+
+
+def _reread(target: Target, make: Callable[[Target], Change], change: Change) -> Target:
+    """The deployment read again after a conflict, if the same change still follows from it."""
     assert target.client is not None
     try:
-        return target.client.merge_patch(target.path, patch)
-    except KubeError as err:
-        if err.code == 409:
-            raise click.ClickException(
-                f"ModelDeployment {target.ref} changed since it was read; nothing was applied: "
-                "run the command again"
-            ) from None
-        raise click.ClickException(f"patch not applied: {err}") from None
+        fresh = Target(
+            target.ref, target.client.request("GET", target.path), target.client, target.path
+        )
+        again = make(fresh)
+    except (KubeError, RolloutError) as err:
+        raise click.ClickException(
+            f"ModelDeployment {target.ref} changed since it was read and cannot be read "
+            f"again ({err}); nothing was applied"
+        ) from None
+    # Generation moves with the spec only (composites have a status subresource): a
+    # status write keeps it, and then the same patch means the same decision.
+    if _generation(fresh) != _generation(target) or again.patch != change.patch:
+        raise click.ClickException(
+            f"ModelDeployment {target.ref} changed since it was read (its spec, or the "
+            "revision it goes back to); nothing was applied: run the command again to see "
+            "the new patch"
+        )
+    return fresh
+
+
+def _send(
+    target: Target, change: Change, make: Callable[[Target], Change], precondition: bool
+) -> tuple[Target, dict[str, Any]]:
+    """Send the patch; with a precondition, retry a conflict while the decision holds."""
+    assert target.client is not None
+    for attempt in range(CONFLICT_RETRIES + 1):
+        patch = _versioned(target, change.patch) if precondition else change.patch
+        try:
+            return target, target.client.merge_patch(target.path, patch)
+        except KubeError as err:
+            if err.code != 409 or not precondition:
+                raise _refused(target, err) from None
+            if attempt == CONFLICT_RETRIES:
+                break
+        before = (target.obj.get("metadata") or {}).get("resourceVersion")
+        target = _reread(target, make, change)
+        after = (target.obj.get("metadata") or {}).get("resourceVersion")
+        click.echo(
+            f"resourceVersion {before} became {after} meanwhile (another writer, e.g. a "
+            "status update); the same patch still follows from it: sending it again"
+        )
+    raise click.ClickException(
+        f"ModelDeployment {target.ref} kept changing ({CONFLICT_RETRIES + 1} conflicts in a "
+        "row); nothing was applied: run the command again"
+    )
 
 
 def _apply(
-    target: Target, change: Change, verify: Callable[[dict[str, Any]], str], precondition: bool
+    target: Target,
+    change: Change,
+    make: Callable[[Target], Change],
+    verify: Callable[[Target, dict[str, Any]], str],
+    precondition: bool,
 ) -> None:
     """Print the patch and its summary; send it on a live control plane, and say what came back."""
     if change.empty:
         click.echo(change.summary)
         return
-    patch = change.patch
-    if precondition and target.client is not None:
-        # The diff was computed against this version of the spec: refuse to patch another.
-        version = (target.obj.get("metadata") or {}).get("resourceVersion")
-        if version:
-            patch = {"metadata": {"resourceVersion": version}, **patch}
+    shown = _versioned(target, change.patch) if precondition and target.client else change.patch
     click.echo(f"merge patch for ModelDeployment {target.ref}:")
-    click.echo(yaml.safe_dump(patch, sort_keys=False, allow_unicode=True), nl=False)
+    click.echo(yaml.safe_dump(shown, sort_keys=False, allow_unicode=True), nl=False)
     click.echo(change.summary)
     if target.client is None:
         click.echo(
@@ -219,11 +277,12 @@ def _apply(
             "manifests, or run with --kubeconfig to patch a live control plane"
         )
         return
-    answer = _patch_live(target, patch)
+    target, answer = _send(target, change, make, precondition)
     meta = answer.get("metadata") or {}
+    assert target.client is not None
     click.echo(
         f"applied on {_where(target.client)}: generation {meta.get('generation', '?')}, "
-        f"resourceVersion {meta.get('resourceVersion', '?')}; {verify(answer)}"
+        f"resourceVersion {meta.get('resourceVersion', '?')}; {verify(target, answer)}"
     )
 
 
@@ -242,7 +301,7 @@ def _run_change(
         change = make(target)
     except RolloutError as err:
         raise click.ClickException(str(err)) from None
-    _apply(target, change, lambda answer: verify(target, answer), precondition)
+    _apply(target, change, make, verify, precondition)
 
 
 def _paused_now(target: Target, answer: dict[str, Any]) -> str:

@@ -15,7 +15,7 @@ import copy
 import json
 import ssl
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -357,12 +357,15 @@ class FakeAPI:
 
     obj: dict[str, Any] = field(default_factory=deployment)
     requests: list[tuple[str, str, str, Any]] = field(default_factory=list)
-    bump_before_patch: bool = False  # someone else writes between our GET and PATCH
+    # Other writers, one before each PATCH that comes (each bumps resourceVersion).
+    meddle: list[Callable[[dict[str, Any]], None]] = field(default_factory=list)
 
 
 def _patch(state: FakeAPI, patch: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    if state.bump_before_patch:
-        state.obj["metadata"]["resourceVersion"] = "101"
+    if state.meddle:
+        state.meddle.pop(0)(state.obj)
+        meta = state.obj["metadata"]
+        meta["resourceVersion"] = str(int(meta["resourceVersion"]) + 1)
     wanted = (patch.get("metadata") or {}).get("resourceVersion")
     if wanted is not None and wanted != state.obj["metadata"]["resourceVersion"]:
         return 409, {"kind": "Status", "reason": "Conflict", "message": "modified"}
@@ -489,16 +492,62 @@ def test_live_undo_carries_the_version_it_read(api: tuple[FakeAPI, str], tmp_pat
     assert [m for m, *_ in state.requests[sent:]] == ["GET"]
 
 
+def _status_write(obj: dict[str, Any]) -> None:
+    # What Crossplane does on every reconcile of a composite: a status-only write.
+    obj["status"]["conditions"] = [{"type": "Synced", "status": "True", "reason": "Again"}]
+
+
+SOMEONE_ELSES = _workers("vllm/vllm-openai:v0.12.0", "--model=Qwen/Qwen2.5-0.5B-Instruct")
+
+
+def _spec_write(obj: dict[str, Any]) -> None:
+    # The same undo patch would follow (the workers list is replaced whole), but the
+    # spec it was decided on is gone: the API server moved the generation.
+    obj["spec"]["workers"] = copy.deepcopy(SOMEONE_ELSES)
+    obj["metadata"]["generation"] += 1
+
+
+def test_live_undo_sends_again_after_a_status_write(
+    api: tuple[FakeAPI, str], tmp_path: Path
+) -> None:
+    state, url = api
+    state.meddle = [_status_write]
+    config = str(_kubeconfig(tmp_path, url))
+    code, out = run("undo", "--kubeconfig", config, "--deployment", "ml-team/chat")
+    assert code == 0, out
+    assert [m for m, *_ in state.requests] == ["GET", "PATCH", "GET", "PATCH"]
+    first, second = state.requests[1][3], state.requests[3][3]
+    assert first["metadata"] == {"resourceVersion": "100"}
+    assert second["metadata"] == {"resourceVersion": "101"}
+    assert {**first, "metadata": None} == {**second, "metadata": None}
+    assert "resourceVersion 100 became 101 meanwhile" in out
+    assert state.obj["spec"]["workers"] == OLD
+    assert out.splitlines()[-1].endswith("the spec now matches that revision")
+
+
 def test_live_undo_refuses_a_spec_changed_meanwhile(
     api: tuple[FakeAPI, str], tmp_path: Path
 ) -> None:
     state, url = api
-    state.bump_before_patch = True
+    state.meddle = [_spec_write]
     config = str(_kubeconfig(tmp_path, url))
     code, out = run("undo", "--kubeconfig", config, "--deployment", "ml-team/chat")
     assert code == 1
-    assert "changed since it was read; nothing was applied: run the command again" in out
+    assert "changed since it was read (its spec, or the revision it goes back to)" in out
+    assert "nothing was applied: run the command again to see the new patch" in out
+    assert state.obj["spec"]["workers"] == SOMEONE_ELSES  # the other writer's spec stands
+    assert [m for m, *_ in state.requests] == ["GET", "PATCH", "GET"]
+
+
+def test_live_undo_gives_up_under_contention(api: tuple[FakeAPI, str], tmp_path: Path) -> None:
+    state, url = api
+    state.meddle = [_status_write] * 6
+    config = str(_kubeconfig(tmp_path, url))
+    code, out = run("undo", "--kubeconfig", config, "--deployment", "ml-team/chat")
+    assert code == 1
+    assert "kept changing (6 conflicts in a row); nothing was applied" in out
     assert state.obj["spec"]["workers"] == NEW
+    assert [m for m, *_ in state.requests].count("PATCH") == 6
 
 
 def test_live_errors_are_actionable(api: tuple[FakeAPI, str], tmp_path: Path) -> None:
