@@ -22,7 +22,7 @@ writers (which construct those models) and the readers cannot drift apart.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
@@ -64,6 +64,7 @@ from modelplane.api.model_replica import (
 from modelplane.api.objects import condition_status, is_condition_true, label_value, replica_base
 from modelplane.api.reasons import UnknownReason
 from modelplane.api.roles import DISAGGREGATED_ROLES, is_disaggregated, role_fields
+from modelplane.api.serving_stack import InventoryConfig
 
 
 # Observed data beyond the API's own limits is clamped to them, so the work a
@@ -241,6 +242,10 @@ class ObservedInferenceCluster:
     modelplane_image: str | None = None
     # Engine signals per replica (`status.replicaSignals`), by pod label value.
     signals: Mapping[str, ReplicaSignals] = field(default_factory=dict)
+    # Whether its inventory agent scrapes the engines' metrics
+    # (`read_engine_metrics`): False means it reports no engine signal at all;
+    # None when spec.servingStack cannot be read (or was not read).
+    engine_metrics: bool | None = None
     # `spec.podSecurity`: the Pod Security level of its namespaces; a value that
     # does not read is `restricted`, the strictest (fail closed).
     pod_security: str = DEFAULT_POD_SECURITY
@@ -418,6 +423,11 @@ _GATEWAY = _wire(InferenceClusterSpec, "gateway")
 _STORAGE = _wire(InferenceClusterSpec, "storage")
 _SERVING_STACK = _wire(InferenceClusterSpec, "serving_stack")
 _POD_SECURITY = _wire(InferenceClusterSpec, "pod_security")
+# The setting that says whether a cluster's inventory agent scrapes engine metrics.
+ENGINE_METRICS_SETTING = (
+    f"spec.{_SERVING_STACK}.{_wire(ServingStackConfig, 'inventory')}."
+    f"{_wire(InventoryConfig, 'engine_metrics')}"
+)
 # The setting that says whether a cluster serves InferencePools.
 INFERENCE_POOL_SETTING = (
     f"spec.{_SERVING_STACK}.{_wire(ServingStackConfig, 'inference_pool')}.enabled"
@@ -447,6 +457,54 @@ def _read_stack_config(spec: Mapping[str, Any]) -> tuple[ServingStackConfig | No
         return ServingStackConfig.model_validate(raw), None
     except ValidationError as err:
         return None, format_validation_error(err, f"spec.{_SERVING_STACK}")
+
+
+def read_engine_metrics(spec: Mapping[str, Any]) -> bool | None:
+    """Whether a cluster's inventory agent scrapes its engines' metrics (ENGINE_METRICS_SETTING).
+
+    Only an agent that runs and has `engineMetrics: true` reports engine signals
+    (off by default, as is an agent the disabled stack does not run); None when
+    `spec.servingStack` cannot be read.
+    """
+    stack, error = _read_stack_config(spec)
+    if error is not None:
+        return None
+    inventory = stack.inventory if stack is not None else None
+    return inventory is not None and inventory.enabled and inventory.engine_metrics
+
+
+def not_scraping(
+    clusters: Mapping[str, ObservedInferenceCluster], names: Iterable[str]
+) -> tuple[str, ...]:
+    """The clusters among `names` whose inventory agents scrape no engine metrics, sorted.
+
+    Only a cluster known not to scrape (`engine_metrics` False) is named; one
+    whose setting cannot be read is not.
+    """
+    return tuple(
+        sorted({n for n in names if (cl := clusters.get(n)) and cl.engine_metrics is False})
+    )
+
+
+NOT_SCRAPING_SHOWN = 8
+"""How many clusters `not_scraping_text` names before it says how many more."""
+
+
+def not_scraping_text(names: Sequence[str]) -> str:
+    """Why clusters report no engine signal, naming them and the setting that turns it on."""
+    shown = ", ".join(names[:NOT_SCRAPING_SHOWN])
+    if len(names) > NOT_SCRAPING_SHOWN:
+        shown += f" and {len(names) - NOT_SCRAPING_SHOWN} more"
+    if len(names) == 1:
+        return (
+            f"the inventory agent of cluster {shown} does not scrape engine metrics, so it "
+            f"reports no engine signal: set {ENGINE_METRICS_SETTING}: true on that "
+            "InferenceCluster"
+        )
+    return (
+        f"the inventory agents of clusters {shown} do not scrape engine metrics, so they report "
+        f"no engine signal: set {ENGINE_METRICS_SETTING}: true on those InferenceClusters"
+    )
 
 
 def read_inference_pools(spec: Mapping[str, Any]) -> bool | None:
@@ -530,6 +588,7 @@ def _read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster 
         inference_pools=read_inference_pools(spec),
         unschedulable=FrozenDict({} if stale else read_unschedulable(status)),
         signals=FrozenDict({} if stale else read_replica_signals(status.get(_SIGNALS))),
+        engine_metrics=read_engine_metrics(spec),
         pod_security=read_pod_security(spec),
         modelplane_image=read_modelplane_image(spec),
         ceilings=read_ceilings(spec),

@@ -116,7 +116,9 @@ class InventoryConfig(KubeModel):
         default=False,
         description="Also scrape each Ready replica pod's engine metrics (vLLM, port 8000) "
         "and report them for autoscaling (docs/autoscaling.md); the summary is then "
-        "rewritten every interval.",
+        "rewritten every interval. Off, the cluster reports no engine signal: autoscaling "
+        "holds its replicas' count and a Progressive rollout's wave there never passes "
+        "(SignalsMissing).",
     )
 
 

@@ -279,6 +279,7 @@ def explain(paths: tuple[str, ...], ref: str, max_rounds: int) -> None:
     out.extend(
         rollout_section(deployment, [(r, e) for r, e in steps if e.reason in ROLLOUT_EVENTS])
     )
+    out.extend(Text(f"Warning: {w}", style="yellow") for w in rendered.warnings)
     console = _console(out)
     for renderable in out:
         console.print(renderable)

@@ -213,7 +213,9 @@ def render(
     named objects are then deleted the way Kubernetes and Crossplane would
     (garbage collection, held back by Usages) and the render continues to a
     fixed point; a deletion that can never finish is an error naming what
-    blocks it.
+    blocks it. What the simulation did not do as a render fixture asked (a
+    `signals` fixture on a cluster whose agent scrapes no engine metrics) is
+    a warning on stderr.
     """
     from modelplane.local import LoadError, NotConvergedError, load_paths
     from modelplane.local.output import write_output_dir
@@ -232,5 +234,8 @@ def render(
         if output_dir is not None:
             write_output_dir(result, output_dir)
         _emit(result, output or ("tree" if sys.stdout.isatty() else "yaml"))
+    for warning in result.warnings:
+        # On stderr in every format: the objects on stdout stay as they are.
+        click.echo(f"Warning: {warning}", err=True)
     if result.stuck:
         raise click.ClickException("the deletion cannot finish:\n  " + "\n  ".join(result.stuck))

@@ -55,6 +55,7 @@ from modelplane.local.loader import is_composite
 from modelplane.local.passes import Passes
 from modelplane.local.pipeline import PIPELINE_STEP, READY_FROM_PB, Pipeline, Reply
 from modelplane.local.simulate import simulate
+from modelplane.local.simulate_cloud import ignored_signals
 from modelplane.local.store import Key, Obj, ObjectStore, owned_by
 
 __all__ = ["ControlPlane", "Event", "NotConvergedError", "RenderResult", "owned_by"]
@@ -98,6 +99,9 @@ class RenderResult:
     stuck: list[str] = field(default_factory=list)
     """One message per object whose deletion cannot proceed (a Usage cycle, a user
     nothing deletes): a deletion that would otherwise wait forever."""
+    warnings: list[str] = field(default_factory=list)
+    """What the render did not simulate as its fixtures asked, and why (e.g. a
+    `signals` fixture on a cluster whose agent scrapes no engine metrics)."""
 
     def composites(self) -> list[Obj]:
         """Every composite resource (an object a composer serves), in key order."""
@@ -305,6 +309,7 @@ class ControlPlane:
             changing=changing,
             deletions=list(self.collector.waves),
             stuck=self.collector.stuck() if not changing else [],
+            warnings=[w.message for w in ignored_signals(self.store)] if self.simulate else [],
         )
 
     # -- one XR ----------------------------------------------------------

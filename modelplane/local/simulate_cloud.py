@@ -40,7 +40,11 @@ show what goes wrong in real clusters:
   `modelplane.ai/revision` with that value, and the totals spread over those)
   whose ModelEndpoint is Ready (requests reach a replica only through one),
   as it would after scraping the engines' metrics; autoscaling and
-  progressive rollouts read them. Any other replica reports nothing.
+  progressive rollouts read them. Any other replica reports nothing, and so
+  does every replica on a cluster whose agent scrapes no engine metrics
+  (`spec.servingStack.inventory.engineMetrics` not true), as the real agent
+  would: the render lists each such fixture and cluster as a warning
+  (`ignored_signals`).
 
 Everything is derived from the objects themselves, so a second pass over an
 unchanged store changes nothing.
@@ -64,7 +68,12 @@ from modelplane.api.inventory import InventorySummary
 from modelplane.api.inventory_summary import summarize
 from modelplane.api.model_replica import ModelReplicaSpec
 from modelplane.api.objects import is_condition_true, label_value, replica_base, short_hash
-from modelplane.api.readers import ObservedPool, read_published_pools
+from modelplane.api.readers import (
+    ENGINE_METRICS_SETTING,
+    ObservedPool,
+    read_engine_metrics,
+    read_published_pools,
+)
 from modelplane.compose.clusters.clouds import PROVISIONERS
 from modelplane.compose.clusters.clouds.provisioned import ProviderReports
 from modelplane.compose.objects import dns_label
@@ -487,9 +496,22 @@ def _routed(store: ObjectStore, meta: dict[str, Any]) -> bool:
     return endpoint is not None and is_condition_true(endpoint, c.CONDITION_READY)
 
 
+def scrapes_engines(store: ObjectStore, cluster: str) -> bool:
+    """Whether `cluster`'s inventory agent scrapes engine metrics, as the cluster composer
+    would run it (`readers.read_engine_metrics`): only then does it report engine signals."""
+    ic = store.get(Key(c.API_VERSION, c.KIND_INFERENCE_CLUSTER, "", cluster))
+    return ic is not None and read_engine_metrics(ic.get("spec") or {}) is True
+
+
 def _replica_signals(store: ObjectStore, cluster: str, found: Fixtures) -> list[dict[str, Any]]:
-    """Per Ready replica on `cluster` a `signals` fixture names, its simulated signals."""
+    """Per Ready replica on `cluster` a `signals` fixture names, its simulated signals.
+
+    None on a cluster whose agent scrapes no engine metrics: the real agent
+    would report none there, whatever the fixture says (`ignored_signals`).
+    """
     out: list[dict[str, Any]] = []
+    if not found.signals or not scrapes_engines(store, cluster):
+        return out
     for fixture in found.signals:
         if fixture.get("cluster") not in (None, "", cluster):
             continue
@@ -510,6 +532,59 @@ def _replica_signals(store: ObjectStore, cluster: str, found: Fixtures) -> list[
         here = sorted(base for where, base in sharing if where == cluster)
         if here:
             out.extend(_signals_of(fixture, here, len(sharing)))
+    return out
+
+
+@dataclass(frozen=True)
+class IgnoredSignals:
+    """A `signals` fixture the render does not believe on one cluster: its agent
+    scrapes no engine metrics, so the real one would report no engine signal there."""
+
+    fixture: str  # the ConfigMap, namespace/name
+    deployment: str  # as the fixture names it
+    cluster: str
+
+    @property
+    def message(self) -> str:
+        """The render's warning, naming the fixture, the cluster and the setting."""
+        return (
+            f"render fixture ConfigMap {self.fixture} (signals of {self.deployment}) is ignored "
+            f"on cluster {self.cluster}: its inventory agent does not scrape engine metrics "
+            f"({ENGINE_METRICS_SETTING} is not true), so a real cluster reports no engine "
+            f"signal there; set it to true on InferenceCluster {self.cluster} for the fixture "
+            "to apply"
+        )
+
+
+def _fixture_clusters(store: ObjectStore, data: dict[str, Any]) -> set[str]:
+    """The clusters a `signals` fixture speaks for: its cluster, else every one hosting
+    a replica of its deployment."""
+    if data.get("cluster"):
+        return {str(data["cluster"])}
+    namespace, _, name = str(data.get("deployment", "")).rpartition("/")
+    return {
+        str((r.get("spec") or {}).get("clusterName"))
+        for r in store.list(c.API_VERSION, c.KIND_MODEL_REPLICA)
+        if (r.get("spec") or {}).get("deploymentName") == name
+        and namespace in ("", (r.get("metadata") or {}).get("namespace"))
+    }
+
+
+def ignored_signals(store: ObjectStore) -> list[IgnoredSignals]:
+    """Every (`signals` fixture, cluster) the simulated agent ignores, sorted.
+
+    A cluster that does not exist is not listed: no agent reports it anyway.
+    """
+    out = []
+    for cm in store.list("v1", "ConfigMap"):
+        if labels_of(cm).get(FIXTURE_LABEL) != "signals":
+            continue
+        meta, data = cm.get("metadata") or {}, cm.get("data") or {}
+        ref = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        for cluster in sorted(_fixture_clusters(store, data)):
+            known = store.get(Key(c.API_VERSION, c.KIND_INFERENCE_CLUSTER, "", cluster))
+            if known is not None and not scrapes_engines(store, cluster):
+                out.append(IgnoredSignals(ref, str(data.get("deployment", "")), cluster))
     return out
 
 

@@ -218,3 +218,60 @@ def test_a_rolled_back_rollout_shows_each_wave_and_its_steps() -> None:
     steps = [r[1] for r in rows if len(r) == 3 and r[1].startswith(("Wave", "Rolled"))]
     assert steps == ["WaveStarted", "WavePassed", "WaveStarted", "RolledBack"]
     assert "error rate 8.00% (80 of 1000 requests) is above the limit 1.00%" in out
+
+
+NO_METRICS = str(ROOT / "examples" / "autoscaling" / "no-metrics")
+NOT_SCRAPING = (
+    "the inventory agents of clusters east, west do not scrape engine metrics, so they "
+    "report no engine signal: set spec.servingStack.inventory.engineMetrics: true on those "
+    "InferenceClusters"
+)
+
+
+def _ignored(cluster: str) -> str:
+    return (
+        "Warning: render fixture ConfigMap ml-team/render-signals-chat (signals of "
+        f"ml-team/chat) is ignored on cluster {cluster}: its inventory agent does not scrape "
+        "engine metrics (spec.servingStack.inventory.engineMetrics is not true), so a real "
+        f"cluster reports no engine signal there; set it to true on InferenceCluster {cluster} "
+        "for the fixture to apply"
+    )
+
+
+def test_explain_says_why_an_autoscaled_deployment_holds_without_engine_metrics() -> None:
+    code, out = run(NO_METRICS, "--deployment", "ml-team/chat")
+    assert code == 0, out
+    assert "Autoscaling: 2 → 2 replicas (SignalsMissing)" in out
+    assert f"0 of 2 replicas reporting; {NOT_SCRAPING}; no fresh signal from" in out
+    assert [line for line in out.splitlines() if line.startswith("Warning:")] == [
+        _ignored("east"),
+        _ignored("west"),
+    ]
+
+
+def test_render_warns_on_stderr_and_leaves_stdout_to_the_objects() -> None:
+    result = CliRunner().invoke(cli, ["render", NO_METRICS, "-o", "yaml"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.splitlines() == [_ignored("east"), _ignored("west")]
+    assert "Warning:" not in result.stdout
+    up = CliRunner().invoke(cli, ["render", str(ROOT / "examples/autoscaling/up"), "-o", "yaml"])
+    assert up.exit_code == 0 and up.stderr == ""
+
+
+def test_a_wave_on_clusters_that_do_not_scrape_holds_and_names_them(tmp_path: Path) -> None:
+    # examples/operations/progressive/pass with every agent's scraping turned off.
+    source = ROOT / "examples/operations/progressive/pass"
+    for f in source.glob("*.yaml"):
+        text = f.read_text().replace("engineMetrics: true", "engineMetrics: false")
+        (tmp_path / f.name).write_text(text)
+    code, out = run(str(tmp_path), "--deployment", "ml-team/chat")
+    assert code == 0, out
+    assert "Rollout: Progressing, wave 1" in out
+    rows = table_rows(out)
+    (wave,) = [r for r in rows if len(r) > 4 and r[0] == "1"]
+    assert wave[:3] == ["1", "Updating", "east"]
+    assert wave[-1] == (
+        "wave 1: no cluster agent has reported yet, so its time cannot start; the inventory "
+        "agent of cluster east does not scrape engine metrics, so it reports no engine signal: "
+        "set spec.servingStack.inventory.engineMetrics: true on that InferenceCluster"
+    )

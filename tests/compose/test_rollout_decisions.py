@@ -90,6 +90,7 @@ def run(
     last: RolloutStatus | None = None,
     clusters: dict[str, dict[str, str]] | None = None,
     cache_ready: Any = None,
+    unscraped: frozenset[str] = frozenset(),
     **rollout_over: Any,
 ) -> RolloutPlan:
     return decide(
@@ -104,6 +105,7 @@ def run(
             signals=signals,
             templates={OLD: OLD_T, NEW: NEW_T},
             cache_ready=cache_ready or (lambda cluster: True),
+            unscraped=unscraped,
         )
     )
 
@@ -148,6 +150,51 @@ def test_no_report_yet_holds_the_wave_without_starting_its_time() -> None:
 
 AFTER_EAST = [rep("central", 0, OLD), rep("east", 1, NEW), rep("west", 0, OLD)]
 WAVE_1 = prior(wave=1, waves=[wave(1, "Updating", ["east"])])
+NOT_SCRAPING = (
+    "the inventory agent of cluster east does not scrape engine metrics, so it reports no "
+    "engine signal: set spec.servingStack.inventory.engineMetrics: true on that "
+    "InferenceCluster"
+)
+
+
+# (case, clusters whose agents do not scrape, the hold's message).
+UNSCRAPED_BEFORE_ANY_REPORT = [
+    ("every agent", frozenset(CLUSTERS),
+     "wave 1: no cluster agent has reported yet, so its time cannot start; " + NOT_SCRAPING),
+    # west is in no wave started yet: not named.
+    ("only west's", frozenset({"west"}),
+     "wave 1: no cluster agent has reported yet, so its time cannot start"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("case", "unscraped", "message"),
+    UNSCRAPED_BEFORE_ANY_REPORT,
+    ids=[c[0] for c in UNSCRAPED_BEFORE_ANY_REPORT],
+)
+def test_a_wave_on_clusters_that_do_not_scrape_says_why_it_holds(
+    case: str, unscraped: frozenset[str], message: str
+) -> None:
+    plan = run(OLD_FLEET, {}, unscraped=unscraped)
+    assert outcome(plan) == (
+        ["chat-east-0"], NEW, "Progressing", [(1, "Updating")], False, "SignalsMissing",
+    )  # fmt: skip
+    assert plan.status is not None and plan.status.waves is not None
+    assert plan.status.waves[0].message == message
+
+
+def test_time_up_on_a_cluster_that_does_not_scrape_holds_and_names_it() -> None:
+    # central and west scrape and report; east's agent does not, so its new replica never
+    # reports: the wave's time is up and it holds (never passes on absent data).
+    signals = {"chat-central-0": sig(T1), "chat-west-0": sig(T1)}
+    plan = run(AFTER_EAST, signals, WAVE_1, unscraped=frozenset({"east"}))
+    assert outcome(plan) == ([], NEW, "Progressing", [(1, "Analyzing")], False, "SignalsMissing")
+    assert plan.status is not None and plan.status.waves is not None
+    assert plan.status.waves[0].message == (
+        "wave 1: held, signals missing: no report since the wave started from chat-east-1; "
+        "no request counts (error rate); no time to first token; 1/1 Ready, 0 reporting; "
+        + NOT_SCRAPING
+    )
 
 
 @pytest.mark.parametrize(

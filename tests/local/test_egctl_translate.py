@@ -187,6 +187,7 @@ def test_envoy_gateway_accepts_everything_the_render_sends_it(folder: Path, conf
 def test_examples_are_found() -> None:
     assert [str(f.relative_to(ROOT / "examples")) for f in EXAMPLES] == [
         "autoscaling/down",
+        "autoscaling/no-metrics",
         "autoscaling/up",
         "operations/platform-stack",
         "operations/progressive/fail",

@@ -107,3 +107,46 @@ def test_scales_down_to_three_draining_the_least_loaded_first() -> None:
     assert deployment["status"]["autoscaling"]["desiredReplicas"] == 3
     assert "draining" not in deployment["status"]["autoscaling"]
     assert _condition(deployment, c.CONDITION_REPLICAS_READY) == ("True", "AllReplicasReady")
+
+
+def test_holds_at_two_where_no_agent_scrapes_engine_metrics() -> None:
+    # up's deployment and fixture on clusters whose agents scrape no engine metrics:
+    # nothing reports, so the count stays where it started and the deployment says why.
+    plane, rounds = _run("no-metrics")
+    counts = [len(r["replicas"]) for r in rounds if r["replicas"]]
+    assert set(counts) == {2}
+    assert [cl for cl, _ in _replicas(plane)] == ["east", "west"]
+    deployment = plane.store.get(DEPLOYMENT)
+    assert deployment is not None
+    auto = deployment["status"]["autoscaling"]
+    assert (auto["desiredReplicas"], auto["reason"], auto["reporting"]) == (2, "SignalsMissing", 0)
+    assert _condition(deployment, c.CONDITION_AUTOSCALING) == ("Unknown", "SignalsMissing")
+    hint = (
+        "the inventory agents of clusters east, west do not scrape engine metrics, so they "
+        "report no engine signal: set spec.servingStack.inventory.engineMetrics: true on "
+        "those InferenceClusters"
+    )
+    cond = next(x for x in deployment["status"]["conditions"] if x["type"] == "Autoscaling")
+    assert cond["message"].startswith(
+        f"2 → 2 replicas (held: signals missing); 0 of 2 replicas reporting; {hint}; "
+    )
+    assert ("SignalsMissing", hint) in rounds[-1]["events"]
+    assert not [r for r in rounds for reason, _ in r["events"] if reason == "ScaledUp"]
+    # Each cluster's inventory summary carries no engine signal.
+    for cluster in ("east", "west"):
+        ic = plane.store.get(Key(c.API_VERSION, "InferenceCluster", "", cluster))
+        assert ic is not None and "replicaSignals" not in ic["status"]
+    # The fixture is not believed, and the render says so once per cluster.
+    assert plane.run(50).warnings == [
+        f"render fixture ConfigMap ml-team/render-signals-chat (signals of ml-team/chat) is "
+        f"ignored on cluster {cluster}: its inventory agent does not scrape engine metrics "
+        "(spec.servingStack.inventory.engineMetrics is not true), so a real cluster reports "
+        f"no engine signal there; set it to true on InferenceCluster {cluster} for the "
+        "fixture to apply"
+        for cluster in ("east", "west")
+    ]
+
+
+def test_the_scraping_examples_warn_nothing() -> None:
+    for folder in ("up", "down"):
+        assert ControlPlane(load_paths([EXAMPLES / folder])).run(50).warnings == []

@@ -2,18 +2,22 @@
 
 Hand-built stores: ModelReplicas of ml-team/chat on cluster `east` (Ready, routed
 through a Ready ModelEndpoint), labelled with their revision, a `signals`
-fixture, and the inventory Object the simulated agent writes its summary into.
+fixture, the InferenceCluster `east` (its agent scrapes engine metrics unless a
+test says otherwise) and the inventory Object the simulated agent writes its
+summary into.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from modelplane.api import constants as c
 from modelplane.compose.clusters.inventory import inventory_observation, observed_inventory
 from modelplane.local.conditions import Clock
 from modelplane.local.passes import Passes
-from modelplane.local.simulate_cloud import simulate_cloud
+from modelplane.local.simulate_cloud import IgnoredSignals, ignored_signals, simulate_cloud
 from modelplane.local.store import Key, ObjectStore
 
 READY = [{"type": "Ready", "status": "True", "reason": "Ready", "message": ""}]
@@ -30,8 +34,25 @@ def _replica(name: str, revision: str | None) -> dict[str, Any]:
     }
 
 
-def _store(fixture: dict[str, str], replicas: dict[str, str | None]) -> ObjectStore:
+SCRAPES = {"servingStack": {"inventory": {"engineMetrics": True}}}
+
+
+def _cluster(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "modelplane.ai/v1alpha1",
+        "kind": "InferenceCluster",
+        "metadata": {"name": name},
+        "spec": {"source": "Existing", **spec},
+    }
+
+
+def _store(
+    fixture: dict[str, str],
+    replicas: dict[str, str | None],
+    east: dict[str, Any] | None = None,
+) -> ObjectStore:
     store = ObjectStore()
+    store.put(_cluster("east", SCRAPES if east is None else east))
     for name, revision in replicas.items():
         store.put(_replica(name, revision))
         store.put(
@@ -119,3 +140,63 @@ def test_a_replica_relabelled_to_the_revision_reports_on_the_next_pass() -> None
     relabelled["metadata"]["labels"] = {"modelplane.ai/revision": "b2"}
     store.put(relabelled)
     assert sorted(_reported(store, passes)) == ["chat-a", "chat-b"]
+
+
+# (case, east's spec beyond its source, replicas the simulated agent reports).
+SCRAPING = [
+    ("engineMetrics true", SCRAPES, ["chat-a", "chat-b"]),
+    ("no servingStack: off by default", {}, []),
+    ("no inventory block: off by default", {"servingStack": {}}, []),
+    ("engineMetrics false", {"servingStack": {"inventory": {"engineMetrics": False}}}, []),
+    ("agent disabled", {"servingStack": {"inventory": {"enabled": False, "engineMetrics": True}}},
+     []),
+    # With the stack disabled, the platform team's own agent declares what it does.
+    ("platform team's agent scrapes",
+     {"servingStack": {"enabled": False, "inventory": {"engineMetrics": True}}},
+     ["chat-a", "chat-b"]),
+    # A setting that does not read is no promise that the agent scrapes.
+    ("unreadable", {"servingStack": {"inventory": {"engineMetrics": "often"}}}, []),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "east", "reported"), SCRAPING, ids=[c[0] for c in SCRAPING])
+def test_only_an_agent_that_scrapes_reports_engine_signals(
+    case: str, east: dict[str, Any], reported: list[str]
+) -> None:
+    store = _store({"requestsWaiting": "10"}, {"chat-a": None, "chat-b": None}, east)
+    assert sorted(_reported(store)) == reported
+
+
+def test_a_fixture_on_a_cluster_that_does_not_scrape_is_ignored_with_a_warning() -> None:
+    store = _store({"requestsWaiting": "10"}, {"chat-a": None}, {})
+    assert _reported(store) == {}
+    (ignored,) = ignored_signals(store)
+    assert ignored == IgnoredSignals("ml-team/render-signals-chat", "ml-team/chat", "east")
+    assert ignored.message == (
+        "render fixture ConfigMap ml-team/render-signals-chat (signals of ml-team/chat) is "
+        "ignored on cluster east: its inventory agent does not scrape engine metrics "
+        "(spec.servingStack.inventory.engineMetrics is not true), so a real cluster reports "
+        "no engine signal there; set it to true on InferenceCluster east for the fixture to apply"
+    )
+
+
+def test_a_fixture_believed_everywhere_warns_nothing() -> None:
+    store = _store({"requestsWaiting": "10"}, {"chat-a": None})
+    assert sorted(_reported(store)) == ["chat-a"]
+    assert ignored_signals(store) == []
+
+
+def test_warnings_name_each_cluster_the_fixture_speaks_for() -> None:
+    # No `cluster` in the fixture: it speaks for every cluster hosting the deployment.
+    store = _store({"requestsWaiting": "10"}, {"chat-a": None}, {})
+    store.put(_cluster("west", SCRAPES))
+    store.put(_cluster("north", {}))  # hosts nothing of ml-team/chat: not named
+    west = _replica("chat-w", None)
+    west["spec"] = {"clusterName": "west", "deploymentName": "chat"}
+    store.put(west)
+    assert [i.cluster for i in ignored_signals(store)] == ["east"]
+    # A fixture naming a cluster speaks for that one alone.
+    pinned = store.get(Key("v1", "ConfigMap", "ml-team", "render-signals-chat"))
+    assert pinned is not None
+    store.put({**pinned, "data": {**pinned["data"], "cluster": "north"}})
+    assert [i.cluster for i in ignored_signals(store)] == ["north"]

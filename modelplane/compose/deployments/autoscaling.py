@@ -42,6 +42,7 @@ from modelplane.api.autoscaling import (
     TargetProposal,
 )
 from modelplane.api.inventory_summary import epoch_seconds
+from modelplane.api.readers import not_scraping_text
 from modelplane.api.reasons import AutoscalingReason
 
 # Sums of floats: 24 / 4.8 must be 5, not 5.000000000000001 rounded up to 6.
@@ -63,6 +64,8 @@ class Decision:
     missing_count: int = 0
     targets: tuple[TargetProposal, ...] = ()
     recommendations: tuple[Recommendation, ...] = field(default_factory=tuple)
+    # Clusters of the counted replicas whose agents scrape no engine metrics.
+    unscraped: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -175,12 +178,15 @@ def decide(
     signals: Mapping[str, ReplicaSignals | None],
     current: int,
     previous: Sequence[Recommendation] = (),
+    unscraped: Sequence[str] = (),
 ) -> Decision:
     """The desired replica count from the replicas' signals, the current count and history.
 
     `replicas` names the deployment's counted replicas; `signals` maps each to
     what its cluster reports (None: nothing); `previous` holds the earlier
-    proposals (`status.autoscaling.recommendations`).
+    proposals (`status.autoscaling.recommendations`); `unscraped` names the
+    clusters among theirs whose agents scrape no engine metrics (the message
+    says so).
     """
     fresh = _fresh(replicas, signals, spec.stale_after_seconds)
     targets = _targets(spec, fresh, current)
@@ -197,6 +203,7 @@ def decide(
         missing_count=len(fresh.missing),
         targets=targets,
         recommendations=tuple(previous),
+        unscraped=tuple(unscraped),
     )
     if not proposals or fresh.now is None:
         return _bounded(spec, base)
@@ -258,6 +265,9 @@ def message(spec: Autoscaling, d: Decision) -> str:
     counted = d.reporting + d.missing_count
     at = f" at {d.signals_at}" if d.signals_at else ""
     parts.append(f"{d.reporting} of {counted} replicas reporting{at}")
+    if d.unscraped:
+        # Before the names of the missing: the actionable part survives truncation.
+        parts.append(not_scraping_text(d.unscraped))
     if d.missing:
         extra = d.missing_count - len(d.missing)
         more = f" and {extra} more" if extra > 0 else ""

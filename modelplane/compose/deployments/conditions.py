@@ -19,6 +19,7 @@ from modelplane.api.model_deployment import (
     ModelDeploymentSpec,
 )
 from modelplane.api.objects import condition
+from modelplane.api.readers import not_scraping_text
 from modelplane.api.reasons import AutoscalingReason, PreemptionReason, ScheduledReason
 from modelplane.compose.deployments.revisions import Revisions
 from modelplane.compose.deployments.scaling import Scaling
@@ -48,6 +49,10 @@ def autoscaling_condition(result: ComposeResult, scaling: Scaling) -> None:
     result.condition(c.CONDITION_AUTOSCALING, ok, str(d.reason), msg)
     if d.desired != d.current:
         result.normal(str(d.reason), truncate(d.message, 512))
+    if d.unscraped:
+        # A setting, not a passing gap: no signal will ever come from those clusters.
+        missing = str(AutoscalingReason.SIGNALS_MISSING)
+        result.warn(missing, truncate(not_scraping_text(d.unscraped), 512))
 
 
 def cache_condition(

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from modelplane.api import constants as c
 from modelplane.api.autoscaling import ReplicaSignals
 from modelplane.api.model_deployment import ModelDeploymentSpec
-from modelplane.api.readers import ObservedInferenceCluster, read_model_replica
+from modelplane.api.readers import ObservedInferenceCluster, not_scraping, read_model_replica
 from modelplane.api.rollout import STRATEGY_MAKE_BEFORE_BREAK, read_rollout_status
 from modelplane.compose.common import meta
 from modelplane.compose.deployments.revision import (
@@ -144,6 +144,7 @@ def plan_revisions(
             signals=_signals(replicas, clusters, str(meta(composite).get("namespace", ""))),
             templates=templates,
             cache_ready=_cache_ready(spec, observed),
+            unscraped=frozenset(not_scraping(clusters, {r.cluster for r in replicas})),
         )
     )
     return Revisions(spec, target, plan.place, plan.templates, read, plan)

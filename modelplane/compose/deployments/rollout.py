@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 from modelplane.api.autoscaling import ReplicaSignals
 from modelplane.api.inventory_summary import epoch_seconds
+from modelplane.api.readers import not_scraping_text
 from modelplane.api.reasons import RolledOutReason
 from modelplane.api.rollout import (
     MAX_ROLLOUT_MESSAGE,
@@ -79,6 +80,8 @@ class RolloutInput:
     signals: Mapping[str, ReplicaSignals]  # by replica name (its cluster's report)
     templates: Mapping[str, Template]  # templates read from observed replicas, by revision
     cache_ready: Callable[[str], bool] = lambda cluster: True  # the spec's caches, per cluster
+    # Clusters whose agents scrape no engine metrics: they never report a signal.
+    unscraped: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -393,6 +396,7 @@ def _judge(state: _State, waves: Sequence[RolloutWave]) -> _Judged:
     if wave.started_at is None:
         if state.now_text is None:
             msg = f"wave {wave.wave}: no cluster agent has reported yet, so its time cannot start"
+            msg += _unscraped(inp, clusters)
             held = wave.model_copy(update={"message": msg})
             return _Judged(held, "hold", RolledOutReason.SIGNALS_MISSING)
         wave = wave.model_copy(update={"started_at": state.now_text})
@@ -454,6 +458,8 @@ def _at_time_up(
     missing = _missing(analysis, wave, silent, any_new)
     if missing:
         msg = f"wave {wave.wave}: held, signals missing: {missing}; {_summary(wave)}"
+        new = {r.cluster for r in state.inp.replicas if r.revision == state.inp.revision}
+        msg += _unscraped(state.inp, new)
         held = wave.model_copy(update={"phase": "Analyzing", "message": msg})
         return _Judged(held, "hold", RolledOutReason.SIGNALS_MISSING)
     return _decided(state, wave, "Passed", _summary(wave), "pass")
@@ -528,6 +534,12 @@ def _missing(
     if analysis.max_ttft_p90_seconds is not None and wave.ttft_p90_seconds is None:
         lacking.append("no time to first token")
     return "; ".join(lacking)
+
+
+def _unscraped(inp: RolloutInput, clusters: Iterable[str]) -> str:
+    """Why some of `clusters` will never report (appended to a hold's message), or ""."""
+    names = sorted(inp.unscraped.intersection(clusters))
+    return f"; {not_scraping_text(names)}" if names else ""
 
 
 def _summary(wave: WaveAnalysis) -> str:

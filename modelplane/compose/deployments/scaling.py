@@ -31,7 +31,7 @@ from modelplane.api import constants as c
 from modelplane.api.autoscaling import AutoscalingStatus, read_autoscaling_status
 from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.api.model_service import read_service_status
-from modelplane.api.readers import ObservedInferenceCluster
+from modelplane.api.readers import ObservedInferenceCluster, not_scraping
 from modelplane.api.reasons import AutoscalingReason
 from modelplane.compose.deployments.autoscaling import Decision, decide
 from modelplane.compose.types import Resource
@@ -83,7 +83,8 @@ def plan_scaling(
     signals = {n: (clusters[cl].signal(n, ns) if cl in clusters else None) for n, cl, ns in counted}
     current = last.desired_replicas if last is not None else spec.replicas
     history = last.recommendations or [] if last is not None else []
-    decision = decide(auto, [n for n, _, _ in counted], signals, current, history)
+    unscraped = not_scraping(clusters, (cl for _, cl, _ in counted))
+    decision = decide(auto, [n for n, _, _ in counted], signals, current, history, unscraped)
     recorded = last.spec_replicas if last is not None and last.spec_replicas is not None else None
     recorded = spec.replicas if recorded is None else recorded
     external = None
