@@ -28,7 +28,7 @@ RULES: dict[str, str] = {
     "cel-rule-added": "a CEL rule (x-kubernetes-validations) is new or changed on a field "
     "that existed",
     "bound-tightened": "a bound rejects values the old one accepted",
-    "default-changed": "the default of a field changed or was removed",
+    "default-changed": "the default of a field was added, changed or removed",
     "unknown-fields-pruned": "x-kubernetes-preserve-unknown-fields was dropped",
     "printer-column-removed": "a printer column's jsonPath is gone",
 }
@@ -238,8 +238,10 @@ def _node_breaks(old: Mapping[str, Any], new: Mapping[str, Any]) -> Iterable[tup
     for rule in new.get("x-kubernetes-validations") or []:
         if rule.get("rule") not in before:
             yield "cel-rule-added", str(rule.get("rule"))
-    if "default" in old and old.get("default") != new.get("default"):
-        yield "default-changed", f"{old['default']!r} -> {new.get('default', '<none>')!r}"
+    # An object that omits the field reads the default: adding one changes it too.
+    if ("default" in old or "default" in new) and old.get("default") != new.get("default"):
+        before, after = old.get("default", "<none>"), new.get("default", "<none>")
+        yield "default-changed", f"{before!r} -> {after!r}"
     if old.get("x-kubernetes-preserve-unknown-fields") and not new.get(
         "x-kubernetes-preserve-unknown-fields"
     ):

@@ -41,7 +41,7 @@ SCHEMA_TABLE: list[tuple[str, dict[str, Any], dict[str, Any], str, dict[str, Any
         "m.*",
         obj(m={"type": "object", "additionalProperties": S}),
     ),
-    ("type-changed", obj(a=S), obj(a=I), "a", obj(a={**S, "default": "d"})),
+    ("type-changed", obj(a=S), obj(a=I), "a", obj(a={**S, "description": "d"})),
     (
         "type-changed",
         obj(a={"x-kubernetes-int-or-string": True}),
@@ -147,6 +147,8 @@ SCHEMA_TABLE: list[tuple[str, dict[str, Any], dict[str, Any], str, dict[str, Any
         "a",
         obj(a={**I, "minimum": 0, "exclusiveMinimum": False}),
     ),
+    # An object that omits the field read no default before, and reads one now.
+    ("default-changed", obj(a=S), obj(a={**S, "default": "x"}), "a", obj(a=S)),
     (
         "default-changed",
         obj(a={**S, "default": "x"}),
