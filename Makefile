@@ -90,8 +90,10 @@ lock:
 	$(PIP_COMPILE) --extra fleet -o requirements-fleet.lock pyproject.toml
 	$(PIP_COMPILE) --only-build-deps --all-build-deps -o requirements-build.lock pyproject.toml
 
-# The function image (Dockerfile); needs a docker engine.
-IMAGE ?= function-modelplane:dev
+# The function image (Dockerfile); needs a docker engine. Tagged with the one
+# version modelplane/__init__.py holds, the tag the package's Compositions run.
+VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' modelplane/__init__.py)
+IMAGE ?= function-modelplane:v$(VERSION)
 image:
 	@command -v docker >/dev/null 2>&1 || { echo "make image: docker not found"; exit 1; }
 	docker build -t $(IMAGE) .

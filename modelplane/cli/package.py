@@ -13,6 +13,7 @@ from modelplane.api.xrd import (
     api_reference,
     package_files,
 )
+from modelplane.cli.compat import compat
 
 
 @dataclass
@@ -150,3 +151,4 @@ def _check(directory: Path, expected: dict[str, str], reference: Path) -> None:
 
 
 package.add_command(build)
+package.add_command(compat)
