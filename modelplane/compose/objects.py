@@ -1,4 +1,5 @@
-"""provider-kubernetes `Object`s: names, composed items, wrapping, rollout observation.
+"""provider-kubernetes `Object`s (names, composed items, wrapping, rollout
+observation), and the Crossplane Usages that order composed resources' deletion.
 
 Every manifest a replica sends to its workload cluster is an `Item`: a
 composed-resource key, the control-plane Object's name, the manifest, and the
@@ -20,6 +21,35 @@ from modelplane.compose.readiness import ReadinessRule, wrapped
 from modelplane.compose.types import Resource
 
 MAX_NAME = 63
+USAGE_API_VERSION = "protection.crossplane.io/v1beta1"
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A composed resource by apiVersion, kind and name (in the composite's namespace)."""
+
+    api_version: str
+    kind: str
+    name: str
+
+
+def usage(name: str, namespace: str, of: Ref, by: Ref, reason: str) -> Resource:
+    """A Crossplane Usage: `of` cannot be deleted while `by` exists.
+
+    `replayDeletion` re-issues the blocked deletion as soon as `by` is gone, so
+    tearing a cluster down proceeds in order instead of waiting for a resync.
+    """
+    return {
+        "apiVersion": USAGE_API_VERSION,
+        "kind": "Usage",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "of": {"apiVersion": of.api_version, "kind": of.kind, "resourceRef": {"name": of.name}},
+            "by": {"apiVersion": by.api_version, "kind": by.kind, "resourceRef": {"name": by.name}},
+            "reason": reason,
+            "replayDeletion": True,
+        },
+    }
 
 
 def object_name(replica: str, *suffix: str) -> str:

@@ -155,7 +155,8 @@ def test_a_workload_usage_points_across_namespaces_at_the_release(oracle: Any) -
 
 
 def test_cluster_usages_of_same_named_resources_of_two_kinds_both_survive() -> None:
-    from modelplane.compose.clusters.managed import Ref, cluster_usage
+    from modelplane.compose.clusters.managed import cluster_usage
+    from modelplane.compose.objects import Ref
 
     plan: dict[str, Any] = {}
     eks = Ref("eks.aws.m.upbound.io/v1beta1", "Cluster", "c-eks")

@@ -22,7 +22,8 @@ from modelplane.api.inference_cluster import Pool
 from modelplane.api.objects import condition
 from modelplane.api.provisioning import ProviderIdentity, ProvisionedClusterView
 from modelplane.api.serving_stack import COMPONENT_RELEASES, NodePoolRef
-from modelplane.compose.clusters.managed import USAGE_API_VERSION, resource_name
+from modelplane.compose.clusters.managed import resource_name
+from modelplane.compose.objects import USAGE_API_VERSION
 from modelplane.compose.types import Resource
 
 # The Releases a replica's workload cannot run without (ServingStack chart keys).

@@ -12,26 +12,14 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from modelplane.api import constants as c
 from modelplane.api.clouds.base import CloudProviderConfigRef
 from modelplane.api.memo import memo_function
 from modelplane.api.objects import MAX_DNS_LABEL, condition_status
-from modelplane.compose.objects import dns_label
+from modelplane.compose.objects import Ref, dns_label, usage
 from modelplane.compose.types import Resource
-
-USAGE_API_VERSION = "protection.crossplane.io/v1beta1"
-
-
-@dataclass(frozen=True)
-class Ref:
-    """A composed resource by apiVersion, kind and name (in the composite's namespace)."""
-
-    api_version: str
-    kind: str
-    name: str
 
 
 def resource_name(cluster: str, *suffix: str) -> str:
@@ -92,25 +80,6 @@ def managed(
         "kind": ref.kind,
         "metadata": {"name": ref.name, "namespace": namespace, "labels": dict(resource_labels)},
         "spec": spec,
-    }
-
-
-def usage(name: str, namespace: str, of: Ref, by: Ref, reason: str) -> Resource:
-    """A Crossplane Usage: `of` cannot be deleted while `by` exists.
-
-    `replayDeletion` re-issues the blocked deletion as soon as `by` is gone, so
-    tearing a cluster down proceeds in order instead of waiting for a resync.
-    """
-    return {
-        "apiVersion": USAGE_API_VERSION,
-        "kind": "Usage",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "of": {"apiVersion": of.api_version, "kind": of.kind, "resourceRef": {"name": of.name}},
-            "by": {"apiVersion": by.api_version, "kind": by.kind, "resourceRef": {"name": by.name}},
-            "reason": reason,
-            "replayDeletion": True,
-        },
     }
 
 

@@ -52,7 +52,7 @@ from modelplane.compose import outcome
 from modelplane.compose import readiness as rd
 from modelplane.compose.clusters import gateway_hop
 from modelplane.compose.clusters.inventory_agent import DEPLOYMENT_KEY, agent_objects
-from modelplane.compose.clusters.managed import Ref, labels, ready, resource_name, usage
+from modelplane.compose.clusters.managed import labels, ready, resource_name
 from modelplane.compose.clusters.stack import inference_pool, present, queues
 from modelplane.compose.clusters.stack.charts import (
     CERT_MANAGER,
@@ -68,7 +68,7 @@ from modelplane.compose.clusters.stack.charts import (
     release_key,
 )
 from modelplane.compose.common import content_key, meta, parse_spec
-from modelplane.compose.objects import Item, wrap
+from modelplane.compose.objects import Item, Ref, usage, wrap
 from modelplane.compose.readiness import DEPLOYMENT_ROLLED_OUT, EXISTS, PROGRAMMED, wrapped
 from modelplane.compose.types import (
     ComposeInput,

@@ -20,8 +20,7 @@ from modelplane.api.model_cache import read_model_cache
 from modelplane.api.model_replica import ModelReplicaSpec
 from modelplane.api.reasons import CacheReadyReason
 from modelplane.compose.caches.manifests import pvc_object_name
-from modelplane.compose.clusters.managed import Ref, usage
-from modelplane.compose.objects import Item
+from modelplane.compose.objects import Item, Ref, usage
 from modelplane.compose.replica.stamping.volumes import CacheMount
 from modelplane.compose.types import ComposeInput, ComposeResult, Requirement, Resource
 
