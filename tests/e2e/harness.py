@@ -16,6 +16,7 @@ real key and certificate from its Issuer (`pki.issue_certificate`).
 from __future__ import annotations
 
 import datetime
+import http.client
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -106,7 +107,9 @@ class World:
                 got = probe()
                 if got is not None:
                     return got
-            except KubeError as err:
+            except (KubeError, OSError, http.client.HTTPException) as err:
+                # Not there yet: an API error, or an address that does not answer yet
+                # (a gateway's listener comes up after its address is reported).
                 last = err
             if time.monotonic() >= deadline:
                 state = ""
