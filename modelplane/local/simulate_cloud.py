@@ -496,6 +496,13 @@ def _routed(store: ObjectStore, meta: dict[str, Any]) -> bool:
     return endpoint is not None and is_condition_true(endpoint, c.CONDITION_READY)
 
 
+def _of_deployment(deployment: str, replica: Obj) -> bool:
+    """Whether `replica` belongs to the deployment a fixture names (`name` or `namespace/name`)."""
+    namespace, _, name = deployment.rpartition("/")
+    own = (replica.get("spec") or {}).get("deploymentName")
+    return own == name and namespace in ("", (replica.get("metadata") or {}).get("namespace"))
+
+
 def scrapes_engines(store: ObjectStore, cluster: str) -> bool:
     """Whether `cluster`'s inventory agent scrapes engine metrics, as the cluster composer
     would run it (`readers.read_engine_metrics`): only then does it report engine signals."""
@@ -515,15 +522,13 @@ def _replica_signals(store: ObjectStore, cluster: str, found: Fixtures) -> list[
     for fixture in found.signals:
         if fixture.get("cluster") not in (None, "", cluster):
             continue
-        namespace, _, name = str(fixture.get("deployment", "")).rpartition("/")
         # The fixture's totals are shared by every Ready replica it covers.
         sharing: list[tuple[str, str]] = []
         for replica in store.list(c.API_VERSION, c.KIND_MODEL_REPLICA):
             meta, spec = replica.get("metadata") or {}, replica.get("spec") or {}
             if (
                 spec.get("clusterName") in (fixture.get("cluster") or spec.get("clusterName"),)
-                and spec.get("deploymentName") == name
-                and namespace in ("", meta.get("namespace"))
+                and _of_deployment(str(fixture.get("deployment", "")), replica)
                 and fixture.get("revision") in (None, "", labels_of(replica).get(c.LABEL_REVISION))
                 and is_condition_true(replica, c.CONDITION_READY)
                 and _routed(store, meta)
@@ -561,12 +566,11 @@ def _fixture_clusters(store: ObjectStore, data: dict[str, Any]) -> set[str]:
     a replica of its deployment."""
     if data.get("cluster"):
         return {str(data["cluster"])}
-    namespace, _, name = str(data.get("deployment", "")).rpartition("/")
+    deployment = str(data.get("deployment", ""))
     return {
         str((r.get("spec") or {}).get("clusterName"))
         for r in store.list(c.API_VERSION, c.KIND_MODEL_REPLICA)
-        if (r.get("spec") or {}).get("deploymentName") == name
-        and namespace in ("", (r.get("metadata") or {}).get("namespace"))
+        if _of_deployment(deployment, r)
     }
 
 
