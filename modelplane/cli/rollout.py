@@ -195,14 +195,14 @@ def _refused(target: Target, err: KubeError) -> click.ClickException:
     return click.ClickException(f"ModelDeployment {target.ref}: patch not applied: {err}")
 
 
+def _meta(target: Target, key: str) -> Any:
+    return (target.obj.get("metadata") or {}).get(key)
+
+
 def _versioned(target: Target, patch: dict[str, Any]) -> dict[str, Any]:
     # The diff was computed against this version of the object: refuse to patch another.
-    version = (target.obj.get("metadata") or {}).get("resourceVersion")
+    version = _meta(target, "resourceVersion")
     return {"metadata": {"resourceVersion": version}, **patch} if version else patch
-
-
-def _generation(target: Target) -> object:
-    return (target.obj.get("metadata") or {}).get("generation")
 
 
 def _reread(target: Target, make: Callable[[Target], Change], change: Change) -> Target:
@@ -220,7 +220,7 @@ def _reread(target: Target, make: Callable[[Target], Change], change: Change) ->
         ) from None
     # Generation moves with the spec only (composites have a status subresource): a
     # status write keeps it, and then the same patch means the same decision.
-    if _generation(fresh) != _generation(target) or again.patch != change.patch:
+    if _meta(fresh, "generation") != _meta(target, "generation") or again.patch != change.patch:
         raise click.ClickException(
             f"ModelDeployment {target.ref} changed since it was read (its spec, or the "
             "revision it goes back to); nothing was applied: run the command again to see "
@@ -243,9 +243,9 @@ def _send(
                 raise _refused(target, err) from None
             if attempt == CONFLICT_RETRIES:
                 break
-        before = (target.obj.get("metadata") or {}).get("resourceVersion")
+        before = _meta(target, "resourceVersion")
         target = _reread(target, make, change)
-        after = (target.obj.get("metadata") or {}).get("resourceVersion")
+        after = _meta(target, "resourceVersion")
         click.echo(
             f"resourceVersion {before} became {after} meanwhile (another writer, e.g. a "
             "status update); the same patch still follows from it: sending it again"
