@@ -600,16 +600,25 @@ _POOL_SPEC_NAME = _wire(Pool, "name")
 _POOL_CEILING = _wire(Pool, "max_node_count")
 
 
+_NO_CEILINGS: Mapping[str, int] = FrozenDict()
+
+
 def read_ceilings(spec: Mapping[str, Any]) -> Mapping[str, int]:
     """Each pool's autoscaling ceiling (`spec.pools[].maxNodeCount`) by pool name, for
     the pools that set one; an entry without a name or a count is left out."""
     out: dict[str, int] = {}
     for raw in _list(spec.get(_POOLS)):
-        entry = _map(raw)
-        name, ceiling = entry.get(_POOL_SPEC_NAME), as_int(entry.get(_POOL_CEILING), -1)
+        # Every cold read of every cluster passes here, and most pools set no
+        # ceiling: those cost one lookup.
+        if type(raw) is not dict and not isinstance(raw, Mapping):
+            continue
+        raw_ceiling = raw.get(_POOL_CEILING)
+        if raw_ceiling is None:
+            continue
+        name, ceiling = raw.get(_POOL_SPEC_NAME), as_int(raw_ceiling, -1)
         if isinstance(name, str) and ceiling >= 0:
             out.setdefault(name, ceiling)
-    return FrozenDict(out)
+    return FrozenDict(out) if out else _NO_CEILINGS
 
 
 def read_modelplane_image(spec: Mapping[str, Any]) -> str | None:
