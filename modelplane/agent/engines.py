@@ -164,8 +164,14 @@ class Sample:
     finished: tuple[tuple[str, float], ...] | None = None
 
 
-def fetch(url: str, timeout: float, max_bytes: int) -> str:
+Opener = Callable[[str, int, float], http.client.HTTPConnection]
+
+
+def fetch(url: str, timeout: float, max_bytes: int, opener: Opener | None = None) -> str:
     """GET `url` (http only) within `timeout` seconds in all; ScrapeError unless had whole.
+
+    `opener` (host, port, timeout) returns a connection already connected, for
+    a network the agent's own is not (the local fleet's namespace).
 
     The timeout bounds the whole exchange, not each read: a page that drips a
     byte at a time is cut at the deadline like one that never answers, and so
@@ -180,7 +186,11 @@ def fetch(url: str, timeout: float, max_bytes: int) -> str:
     watchdog = threading.Timer(timeout, _cut, args=(conn,))
     watchdog.daemon = True
     try:
-        conn.connect()
+        if opener is None:
+            conn.connect()
+        else:
+            conn = opener(parts.hostname, parts.port or 80, timeout)
+            watchdog.args = [conn]
         watchdog.start()
         conn.request("GET", parts.path or "/", headers={"Accept": "text/plain"})
         resp = conn.getresponse()

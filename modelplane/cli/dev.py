@@ -239,3 +239,39 @@ def _role(part: Any) -> str:
     if not part.fleet:
         return "test oracle"
     return "dev up" if part.started else "not started"
+
+
+def _seconds(ctx: click.Context, param: click.Parameter, value: str) -> int:
+    from modelplane.api.inventory import parse_duration
+
+    try:
+        return parse_duration(value)
+    except ValueError as err:
+        raise click.BadParameter(str(err)) from None
+
+
+@dev.command("inventory", hidden=True)
+@click.option("--server", required=True, help="The workload cluster's API server URL.")
+@click.option("--control-plane", "control_plane", required=True, help="The control plane's URL.")
+@click.option("--token-file", required=True)
+@click.option("--ca-file", required=True)
+@click.option("--cluster", required=True, help="The workload cluster's name (wl-1).")
+@click.option("--netns", "namespace", required=True, help="The fleet's network namespace.")
+@click.option("--interval", default="60s", callback=_seconds)
+@click.option("--grace", default="5m", callback=_seconds)
+def inventory(
+    server: str,
+    control_plane: str,
+    token_file: str,
+    ca_file: str,
+    cluster: str,
+    namespace: str,
+    interval: int,
+    grace: int,
+) -> None:
+    """A workload cluster's inventory agent as the local fleet runs it (`dev up` starts it)."""
+    from modelplane.cli.dev_agents import run_inventory
+
+    run_inventory(
+        server, control_plane, (token_file, ca_file), cluster, namespace, (interval, grace)
+    )
