@@ -275,3 +275,61 @@ def inventory(
     run_inventory(
         server, control_plane, (token_file, ca_file), cluster, namespace, (interval, grace)
     )
+
+
+@dev.command("load")
+@_dir_option
+@click.argument("service")
+@click.option("-n", "--namespace", default="default", show_default=True)
+@click.option(
+    "--rate", type=click.FloatRange(0.01, 1000), required=True, help="Requests sent per second."
+)
+@click.option(
+    "--duration", type=click.FloatRange(0.1, 3600), required=True, help="Seconds to send for."
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 256),
+    default=8,
+    show_default=True,
+    help="Requests in flight at most (one due while all are busy waits).",
+)
+@click.option(
+    "--max-requests",
+    type=click.IntRange(1, 100_000),
+    default=10_000,
+    show_default=True,
+    help="Requests sent at most, whatever rate x duration asks for.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0.1, 300),
+    default=30.0,
+    show_default=True,
+    help="Seconds a request may wait to connect or for any read.",
+)
+@click.option("--model", default=None, help="The model asked for (default: the first listed).")
+@click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON.")
+def load_(
+    directory: Path,
+    service: str,
+    namespace: str,
+    rate: float,
+    duration: float,
+    concurrency: int,
+    max_requests: int,
+    timeout: float,
+    model: str | None,
+    as_json: bool,
+) -> None:
+    """Send chat completions to ModelService SERVICE from inside the fleet's network.
+
+    At RATE per second for DURATION seconds (at most CONCURRENCY in flight and
+    MAX_REQUESTS in all), with progress on stderr; at the end, counts by HTTP
+    status and connection error and p50/p90/p99 latency. It stops by itself.
+    """
+    from modelplane.cli.dev_load import main
+    from modelplane.dev.load import Plan
+
+    plan = Plan(rate, duration, concurrency, max_requests, timeout)
+    main(directory, service, namespace, plan, model, as_json)
