@@ -274,8 +274,10 @@ def parse(text: str, engine: EngineMetrics, at: int) -> Sample:
         raise ScrapeError(f"not Prometheus text: {err}") from err
     sums = {name: v for name, v in sums.items() if v <= MAX_VALUE}  # many huge label sets
     kv = next((sums[n] for n in engine.kv_cache if n in sums), None)
-    # Without the running gauge the page is no engine's: its finished count is not known.
-    engine_page = engine.running in sums
+    # Without the running gauge the page is no engine's: its finished count is not
+    # known; nor is it on a page whose HTTP counter is there but unusable (the
+    # counts are broken, not absent).
+    engine_page = engine.running in sums and (series is None or usable)
     return Sample(
         at=at,
         waiting=sums.get(engine.waiting),

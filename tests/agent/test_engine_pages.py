@@ -83,6 +83,15 @@ def counted(first: str, second: str) -> tuple[int, int | None] | None:
         ),
         # Neither counter nor the engine's gauges: no engine page, not known.
         ("# TYPE other gauge\nother 1\n", "# TYPE other gauge\nother 1\n", None),
+        # An HTTP counter that is there but no count: unknown, not vLLM's count instead.
+        (
+            GAUGES + finished(stop=1) + http(v1_completions__2xx=1),
+            GAUGES
+            + finished(stop=5)
+            + http()
+            + 'http_requests_total{handler="/v1/completions",method="POST",status="2xx"} NaN\n',
+            None,
+        ),
     ],
     ids=[
         "double-idle-to-five",
@@ -92,6 +101,7 @@ def counted(first: str, second: str) -> tuple[int, int | None] | None:
         "http-counter-first",
         "non-inference-paths-excluded",
         "no-engine-page",
+        "broken-http-counter",
     ],
 )
 def test_requests_and_errors_per_page_pair(
