@@ -23,6 +23,7 @@ is read when the newer name is absent):
 | KV-cache use (0–1) | `vllm:kv_cache_usage_perc` (`vllm:gpu_cache_usage_perc`) | gauge |
 | time to first token | `vllm:time_to_first_token_seconds` | histogram |
 | requests answered, 5xx errors | `http_requests_total{handler, method, status}` | counter |
+| requests finished (no HTTP counter) | `vllm:request_success_total{finish_reason}` | counter |
 
 The HTTP counter is not vLLM's own: vLLM's OpenAI server instruments its
 FastAPI app with prometheus-fastapi-instrumentator (`Instrumentator(...)
@@ -33,15 +34,40 @@ counter. What this module relies on: `handler` is the route's path template
 ("2xx", "4xx", "5xx"; `should_group_status_codes` defaults to true, an
 ungrouped "503" is read the same way), and a label set's series appears on
 its first request, so an engine that has answered nothing shows the
-counter's `# TYPE` line and no sample (known: zero). Only handlers under
-`/v1/` (the OpenAI API) count. Per pod, `requests` is the counter's
-increase over the window summed over its series, `errors` that of the 5xx
-series, each series' increase taken between consecutive scrapes as
-Prometheus' `increase()` does: a value lower than the one before is a reset
-(the engine restarted) and counts from 0. Unknown (None, never 0) with a
-single scrape in the window, or a scrape whose page lacked the counter. A
-replica's counts are its pods' sums, unknown when any pod's is (a part of
-the traffic would pass for all of it).
+counter's `# TYPE` line and no sample (known: zero). Only the OpenAI
+inference routes count (`INFERENCE_HANDLERS`): `/v1/models`, health and the
+like answer no inference and would dilute the error rate. Per pod,
+`requests` is the counter's increase over the window summed over its series,
+`errors` that of the 5xx series, each series' increase taken between
+consecutive scrapes as Prometheus' `increase()` does: a value lower than the
+one before is a reset (the engine restarted) and counts from 0. Unknown
+(None, never 0) with a single scrape in the window, or a scrape whose page
+lacked the counter.
+
+An engine without the HTTP counter (the local fleet's engine double,
+llm-d-inference-sim, serves only `vllm:*` names) still counts the requests it
+finished in vLLM's own `vllm:request_success_total`, one series per finish
+reason, written once the request is done and never for a request refused
+before it reached the engine: `/v1/models` and health never touch it, and
+neither does a request failed with an HTTP error (the double's injected
+failures leave every `vllm:*` counter as it was). So there `requests` is that
+counter's increase and `errors` is unknown, never 0: an error rate read from
+it would call every failure a success. A page with the engine's
+`vllm:num_requests_running` gauge but no such counter has finished nothing
+yet (the counter's series appear with their first request, as the double's
+do): zero, not unknown.
+
+A replica's counts are its pods' sums, unknown when any pod's is (a part of
+the traffic would pass for all of it). A disaggregated replica (pods of
+roles `prefill` and `decode`) sees each request twice: the decode pod's
+routing sidecar sends it to a prefill engine first (one token), then to its
+own engine. Only the decode pods' counters and time-to-first-token
+histogram count for it: the decode engine answers the client, and its
+counters see each request once whatever the number of prefill pods. Its
+TTFT starts when the decode engine receives the request, after the prefill,
+so on a disaggregated replica it is a lower bound of what the client waits.
+The gauges (waiting, running, KV-cache use) are the load of every pod and
+stay summed over all roles.
 """
 
 from __future__ import annotations
@@ -58,13 +84,15 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from modelplane.api import constants as c
 from modelplane.api.autoscaling import MAX_REPLICA_SIGNALS, MAX_SIGNAL_ERROR, ReplicaSignals
 from modelplane.api.inventory_summary import epoch_seconds
+
+K = TypeVar("K")
 
 
 @dataclass(frozen=True)
@@ -76,7 +104,8 @@ class EngineMetrics:
     kv_cache: tuple[str, ...]
     ttft: str
     http_requests: str  # a counter labelled handler and status (the sample's name, `_total`)
-    inference_prefix: str  # the handlers (route templates) that serve inference
+    inference_handlers: frozenset[str]  # the handlers (route templates) that serve inference
+    finished: str  # the engine's own finished-request counter (the sample's name, `_total`)
 
 
 VLLM = EngineMetrics(
@@ -85,7 +114,19 @@ VLLM = EngineMetrics(
     kv_cache=("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
     ttft="vllm:time_to_first_token_seconds",
     http_requests="http_requests_total",
-    inference_prefix="/v1/",
+    inference_handlers=frozenset(
+        {
+            "/v1/chat/completions",
+            "/v1/completions",
+            "/v1/embeddings",
+            "/v1/responses",
+            "/v1/audio/transcriptions",
+            "/v1/audio/translations",
+            "/v1/rerank",
+            "/v1/score",
+        }
+    ),
+    finished="vllm:request_success_total",
 )
 ENGINES: Mapping[str, EngineMetrics] = {"vllm": VLLM}
 
@@ -119,10 +160,18 @@ class Sample:
     ttft_buckets: tuple[tuple[float, float], ...]  # (upper bound, cumulative count)
     # Inference series of the HTTP counter: ((handler, method, status), count); None: no counter.
     http: tuple[tuple[tuple[str, str, str], float], ...] | None = None
+    # The engine's finished-request counter by finish reason; None: not known (not an engine page).
+    finished: tuple[tuple[str, float], ...] | None = None
 
 
-def fetch(url: str, timeout: float, max_bytes: int) -> str:
+Opener = Callable[[str, int, float], http.client.HTTPConnection]
+
+
+def fetch(url: str, timeout: float, max_bytes: int, opener: Opener | None = None) -> str:
     """GET `url` (http only) within `timeout` seconds in all; ScrapeError unless had whole.
+
+    `opener` (host, port, timeout) returns a connection already connected, for
+    a network the agent's own is not (the local fleet's namespace).
 
     The timeout bounds the whole exchange, not each read: a page that drips a
     byte at a time is cut at the deadline like one that never answers, and so
@@ -137,7 +186,11 @@ def fetch(url: str, timeout: float, max_bytes: int) -> str:
     watchdog = threading.Timer(timeout, _cut, args=(conn,))
     watchdog.daemon = True
     try:
-        conn.connect()
+        if opener is None:
+            conn.connect()
+        else:
+            conn = opener(parts.hostname, parts.port or 80, timeout)
+            watchdog.args = [conn]
         watchdog.start()
         conn.request("GET", parts.path or "/", headers={"Accept": "text/plain"})
         resp = conn.getresponse()
@@ -199,6 +252,7 @@ def parse(text: str, engine: EngineMetrics, at: int) -> Sample:
     sums: dict[str, float] = {}
     buckets: dict[float, float] | None = {}
     series: dict[tuple[str, str, str], float] | None = None
+    finished: dict[str, float] | None = {}
     usable = True  # every inference series of the HTTP counter is a count
     wanted = {engine.waiting, engine.running, *engine.kv_cache}
     try:
@@ -212,12 +266,18 @@ def parse(text: str, engine: EngineMetrics, at: int) -> Sample:
                     buckets = _add_bucket(buckets, s.labels["le"], s.value)
                 elif s.name == engine.http_requests and series is not None:
                     usable &= _count_request_series(
-                        series, s.labels, s.value, engine.inference_prefix
+                        series, s.labels, s.value, engine.inference_handlers
                     )
+                elif s.name == engine.finished:
+                    finished = _add_finished(finished, s.labels.get("finish_reason", ""), s.value)
     except (ValueError, TypeError, IndexError) as err:
         raise ScrapeError(f"not Prometheus text: {err}") from err
     sums = {name: v for name, v in sums.items() if v <= MAX_VALUE}  # many huge label sets
     kv = next((sums[n] for n in engine.kv_cache if n in sums), None)
+    # Without the running gauge the page is no engine's: its finished count is not
+    # known; nor is it on a page whose HTTP counter is there but unusable (the
+    # counts are broken, not absent).
+    engine_page = engine.running in sums and (series is None or usable)
     return Sample(
         at=at,
         waiting=sums.get(engine.waiting),
@@ -225,7 +285,18 @@ def parse(text: str, engine: EngineMetrics, at: int) -> Sample:
         kv_cache=None if kv is None else min(1.0, max(0.0, kv)),
         ttft_buckets=tuple(sorted((buckets or {}).items())),
         http=None if series is None or not usable else tuple(sorted(series.items())),
+        finished=None if finished is None or not engine_page else tuple(sorted(finished.items())),
     )
+
+
+def _add_finished(
+    into: dict[str, float] | None, reason: str, value: float
+) -> dict[str, float] | None:
+    """Add one finished-request sample by finish reason; None once any is no count."""
+    if into is None or not _known(value) or value < 0:
+        return None
+    into[reason] = into.get(reason, 0.0) + value
+    return into if into[reason] <= MAX_VALUE else None
 
 
 def _add_bucket(
@@ -244,7 +315,10 @@ def _add_bucket(
 
 
 def _count_request_series(
-    into: dict[tuple[str, str, str], float], labels: Mapping[str, str], value: float, prefix: str
+    into: dict[tuple[str, str, str], float],
+    labels: Mapping[str, str],
+    value: float,
+    handlers: frozenset[str],
 ) -> bool:
     """Add one HTTP counter sample to `into` when it counts an inference handler.
 
@@ -252,7 +326,7 @@ def _count_request_series(
     absurd): a counter missing one series would pass a part for the whole.
     """
     handler = labels.get("handler", "")
-    if not handler.startswith(prefix):
+    if handler not in handlers:
         return True
     if not _known(value) or value < 0:
         return False
@@ -266,26 +340,39 @@ def _is_server_error(status: str) -> bool:
     return len(status) == 3 and status[0] == "5"
 
 
-def requests_answered(window: Sequence[Sample]) -> tuple[int, int] | None:
-    """(requests, 5xx errors) the pod's HTTP server answered over `window`; None when unknown.
-
-    Each series' increase between consecutive scrapes, a drop being a reset that
-    counts from 0 (Prometheus `increase()`); unknown with one scrape or a page without the
-    counter.
-    """
-    if len(window) < 2 or any(s.http is None for s in window):
-        return None
-    requests = errors = 0.0
+def _increase(
+    window: Sequence[Sample], pick: Callable[[Sample], Sequence[tuple[K, float]]]
+) -> dict[K, float]:
+    """Each series' increase over `window`, a drop being a reset counted from 0 (`increase()`)."""
+    grown: dict[K, float] = {}
     for before, after in itertools.pairwise(window):
-        prior = dict(before.http or ())
-        for key, count in after.http or ():
+        prior = dict(pick(before))
+        for key, count in pick(after):
             was = prior.get(key, 0.0)
-            grew = count - was if count >= was else count
-            requests += grew
-            errors += grew if _is_server_error(key[2]) else 0.0
+            grown[key] = grown.get(key, 0.0) + (count - was if count >= was else count)
+    return grown
+
+
+def requests_answered(window: Sequence[Sample]) -> tuple[int, int | None] | None:
+    """(requests, 5xx errors) the pod answered over `window`; None when unknown.
+
+    From the HTTP counter when every scrape had it; else from the engine's
+    finished-request counter, whose errors are unknown (None): it never sees a
+    request that failed. None with one scrape or a page with neither counter.
+    """
+    if len(window) < 2:
+        return None
+    if all(s.http is not None for s in window):
+        grown = _increase(window, lambda s: s.http or ())
+        requests = sum(grown.values())
+        errors: float | None = sum(n for k, n in grown.items() if _is_server_error(k[2]))
+    elif all(s.finished is not None for s in window):
+        requests, errors = sum(_increase(window, lambda s: s.finished or ()).values()), None
+    else:
+        return None
     if requests > MAX_VALUE:
         return None  # many huge series: no count an int64 field should carry
-    return round(requests), round(errors)
+    return round(requests), None if errors is None else round(errors)
 
 
 def quantile(
@@ -337,8 +424,8 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(known) / len(known) if known else None
 
 
-def _pod_ref(pod: Mapping[str, Any]) -> tuple[str, str, str, str] | None:
-    """(replica, namespace, pod name, pod IP) of a Ready, running replica pod; None otherwise.
+def _pod_ref(pod: Mapping[str, Any]) -> tuple[str, str, str, str, str] | None:
+    """(replica, namespace, pod name, pod IP, role) of a Ready, running replica pod; else None.
 
     The namespace is the API server's, not the pod's say: it is what the control
     plane checks against the replica's own before the pod speaks for it.
@@ -346,7 +433,8 @@ def _pod_ref(pod: Mapping[str, Any]) -> tuple[str, str, str, str] | None:
     meta, status = pod.get("metadata") or {}, pod.get("status") or {}
     if not isinstance(meta, Mapping) or not isinstance(status, Mapping):
         return None
-    replica = (meta.get("labels") or {}).get(c.LABEL_REPLICA)
+    labels = meta.get("labels") or {}
+    replica, role = labels.get(c.LABEL_REPLICA), labels.get(c.LABEL_ROLE)
     ip, name, namespace = status.get("podIP"), meta.get("name"), meta.get("namespace")
     ready = any(
         isinstance(x, Mapping) and x.get("type") == "Ready" and x.get("status") == "True"
@@ -356,7 +444,7 @@ def _pod_ref(pod: Mapping[str, Any]) -> tuple[str, str, str, str] | None:
         return None
     if not all(isinstance(v, str) and v for v in (replica, ip, name, namespace)):
         return None
-    return str(replica), str(namespace), str(name), str(ip)
+    return str(replica), str(namespace), str(name), str(ip), str(role or "")
 
 
 @dataclass(frozen=True)
@@ -380,7 +468,11 @@ class Scraper:
 def _replica(
     key: tuple[str, str], pods: Sequence[tuple[str, deque[Sample] | str]], scraped_at: str
 ) -> ReplicaSignals:
-    """One replica's signals from its pods' windows (an error string for a pod that failed)."""
+    """One replica's signals from its pods' (role, window) (an error string for a pod that failed).
+
+    Requests and TTFT are counted on the decode pods alone when there are some
+    (a disaggregated replica: see the module's notes), on every pod otherwise.
+    """
     replica, namespace = key
     errors = [w for _, w in pods if isinstance(w, str)]
     windows = [w for _, w in pods if not isinstance(w, str)]
@@ -399,9 +491,11 @@ def _replica(
         return round(sum(known), 4) if known else None
 
     kv = _mean([_mean([s.kv_cache for s in w]) for w in windows])
+    decode = [w for role, w in pods if role == c.ROLE_DECODE and not isinstance(w, str)]
+    counting = decode or windows
     merged_first: dict[float, float] = {}
     merged_last: dict[float, float] = {}
-    for w in windows:
+    for w in counting:
         for b, n in w[0].ttft_buckets if len(w) > 1 else ():
             merged_first[b] = merged_first.get(b, 0.0) + n
         for b, n in w[-1].ttft_buckets if len(w) > 1 else ():
@@ -409,7 +503,7 @@ def _replica(
     p90, requests = quantile(0.9, sorted(merged_first.items()), sorted(merged_last.items()))
     if requests > MAX_VALUE:
         p90 = None  # pods' huge histograms summed: no count an int64 field should carry
-    answered = _sum_known([requests_answered(w) for w in windows])
+    answered = _sum_known([requests_answered(w) for w in counting])
     if answered is not None and answered[0] > MAX_VALUE:
         answered = None
     return ReplicaSignals(
@@ -430,17 +524,25 @@ def _replica(
     )
 
 
-def _sum_known(per_pod: Sequence[tuple[int, int] | None]) -> tuple[int, int] | None:
-    """The pods' (requests, errors) summed; None when any pod's is unknown (a part is no total)."""
+def _sum_known(
+    per_pod: Sequence[tuple[int, int | None] | None],
+) -> tuple[int, int | None] | None:
+    """The pods' (requests, errors) summed; None when any pod's is unknown (a part is no total).
+
+    Errors are unknown when any pod's are: a sum over some pods would pass for all of them.
+    """
     if not per_pod or any(p is None for p in per_pod):
         return None
-    return sum(p[0] for p in per_pod if p), sum(p[1] for p in per_pod if p)
+    counted = [p for p in per_pod if p is not None]
+    errors = [p[1] for p in counted]
+    total = None if any(e is None for e in errors) else sum(e or 0 for e in errors)
+    return sum(p[0] for p in counted), total
 
 
 def _within(
     deadline: float,
-    one: Callable[[tuple[str, str, str, str]], Sample | str],
-    refs: Sequence[tuple[str, str, str, str]],
+    one: Callable[[tuple[str, str, str, str, str]], Sample | str],
+    refs: Sequence[tuple[str, str, str, str, str]],
 ) -> list[Sample | str]:
     """`one` of each ref, in parallel; a ref not done within `deadline` seconds is an error.
 
@@ -470,7 +572,7 @@ def scrape(
     at = epoch_seconds(now) or 0
     refs = sorted({r for pod in pods if (r := _pod_ref(pod)) is not None})
 
-    def one(ref: tuple[str, str, str, str]) -> Sample | str:
+    def one(ref: tuple[str, str, str, str, str]) -> Sample | str:
         try:
             text = scraper.get(scraper.url(ref[3]), scraper.timeout, scraper.max_bytes)
             return parse(text, scraper.engine, at)
@@ -479,11 +581,11 @@ def scrape(
 
     results = _within(scraper.round_deadline, one, refs)
     by_replica: dict[tuple[str, str], list[tuple[str, deque[Sample] | str]]] = {}
-    for (replica, namespace, name, _), got in zip(refs, results, strict=True):
+    for (replica, namespace, name, _, role), got in zip(refs, results, strict=True):
         pod = f"{namespace}/{name}"  # pod names are unique per namespace only
         entry = got if isinstance(got, str) else window.add(pod, got)
-        by_replica.setdefault((replica, namespace), []).append((name, entry))
-    window.forget_except({f"{ns}/{name}" for _, ns, name, _ in refs})
+        by_replica.setdefault((replica, namespace), []).append((role, entry))
+    window.forget_except({f"{ref[1]}/{ref[2]}" for ref in refs})
     keys = sorted(by_replica)
     out = [_replica(k, by_replica[k], now) for k in keys[:MAX_REPLICA_SIGNALS]]
     return out, len(keys) > MAX_REPLICA_SIGNALS

@@ -141,11 +141,15 @@ def run(
     clock: Clock = utc_now,
     sleep: Callable[[float], None] = time.sleep,
     log: Log = print,
+    scraping: Callable[[], Scraper | None] | None = None,
 ) -> int:
     """Report every interval (`rounds` times, or forever); the number of failed rounds.
 
     A round whose summary equals the last one written (its time aside) writes
     nothing, unless HEARTBEAT_ROUNDS rounds have passed since that write.
+    `scraping`, when given, says at each round how to scrape the engines (None:
+    not at all) in place of `settings.scraper`: the local fleet follows its
+    clusters' `engineMetrics` setting as it changes.
     """
     failed = done = quiet = 0
     last: InventorySummary | None = None
@@ -153,11 +157,12 @@ def run(
     while rounds is None or done < rounds:
         now = stamp(clock())
         try:
-            summary = observe(client, now, settings.grace_seconds, settings.scraper, window)
+            scraper = scraping() if scraping is not None else settings.scraper
+            summary = observe(client, now, settings.grace_seconds, scraper, window)
             # Engine signals are written every round: the autoscaler takes a
             # report older than the others' for a stale one (and then never
             # scales down), so a quiet round would cost a decision.
-            quiet_ok = settings.scraper is None
+            quiet_ok = scraper is None
             if quiet_ok and _unchanged(summary, last) and quiet < HEARTBEAT_ROUNDS - 1:
                 quiet += 1
             else:

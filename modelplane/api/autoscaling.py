@@ -76,10 +76,14 @@ class ReplicaSignals(KubeModel):
     requests: int | None = Field(
         default=None,
         ge=0,
-        description="Inference requests the engine's HTTP server answered in the window.",
+        description="Inference requests the engine answered in the window (its HTTP server's "
+        "counter; without one, vLLM's finished-request counter).",
     )
     errors: int | None = Field(
-        default=None, ge=0, description="Of those, answered with a server error (HTTP 5xx)."
+        default=None,
+        ge=0,
+        description="Of those, answered with a server error (HTTP 5xx); unknown where the engine "
+        "counts only finished requests.",
     )
 
     @field_validator("requests_waiting", "requests_running", "kv_cache_utilization")

@@ -239,3 +239,97 @@ def _role(part: Any) -> str:
     if not part.fleet:
         return "test oracle"
     return "dev up" if part.started else "not started"
+
+
+def _seconds(ctx: click.Context, param: click.Parameter, value: str) -> int:
+    from modelplane.api.inventory import parse_duration
+
+    try:
+        return parse_duration(value)
+    except ValueError as err:
+        raise click.BadParameter(str(err)) from None
+
+
+@dev.command("inventory", hidden=True)
+@click.option("--server", required=True, help="The workload cluster's API server URL.")
+@click.option("--control-plane", "control_plane", required=True, help="The control plane's URL.")
+@click.option("--token-file", required=True)
+@click.option("--ca-file", required=True)
+@click.option("--cluster", required=True, help="The workload cluster's name (wl-1).")
+@click.option("--netns", "namespace", required=True, help="The fleet's network namespace.")
+@click.option("--interval", default="60s", callback=_seconds)
+@click.option("--grace", default="5m", callback=_seconds)
+def inventory(
+    server: str,
+    control_plane: str,
+    token_file: str,
+    ca_file: str,
+    cluster: str,
+    namespace: str,
+    interval: int,
+    grace: int,
+) -> None:
+    """A workload cluster's inventory agent as the local fleet runs it (`dev up` starts it)."""
+    from modelplane.cli.dev_agents import run_inventory
+
+    run_inventory(
+        server, control_plane, (token_file, ca_file), cluster, namespace, (interval, grace)
+    )
+
+
+@dev.command("load")
+@_dir_option
+@click.argument("service")
+@click.option("-n", "--namespace", default="default", show_default=True)
+@click.option(
+    "--rate", type=click.FloatRange(0.01, 1000), required=True, help="Requests sent per second."
+)
+@click.option(
+    "--duration", type=click.FloatRange(0.1, 3600), required=True, help="Seconds to send for."
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 256),
+    default=8,
+    show_default=True,
+    help="Requests in flight at most (one due while all are busy waits).",
+)
+@click.option(
+    "--max-requests",
+    type=click.IntRange(1, 100_000),
+    default=10_000,
+    show_default=True,
+    help="Requests sent at most, whatever rate x duration asks for.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0.1, 300),
+    default=30.0,
+    show_default=True,
+    help="Seconds a request may wait to connect or for any read.",
+)
+@click.option("--model", default=None, help="The model asked for (default: the first listed).")
+@click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON.")
+def load_(
+    directory: Path,
+    service: str,
+    namespace: str,
+    rate: float,
+    duration: float,
+    concurrency: int,
+    max_requests: int,
+    timeout: float,
+    model: str | None,
+    as_json: bool,
+) -> None:
+    """Send chat completions to ModelService SERVICE from inside the fleet's network.
+
+    At RATE per second for DURATION seconds (at most CONCURRENCY in flight and
+    MAX_REQUESTS in all), with progress on stderr; at the end, counts by HTTP
+    status and connection error and p50/p90/p99 latency. It stops by itself.
+    """
+    from modelplane.cli.dev_load import main
+    from modelplane.dev.load import Plan
+
+    plan = Plan(rate, duration, concurrency, max_requests, timeout)
+    main(directory, service, namespace, plan, model, as_json)

@@ -492,13 +492,19 @@ class Fleet:
         self._ensure(state, name, argv, env, exe=binary)
 
     def _inventory(self, state: State, cluster: str) -> None:
-        """The inventory agent against the cluster, as its Deployment would run it."""
+        """The inventory agent against the cluster, as its Deployment would run it: scraping
+        the engines (inside the fleet's network) while the cluster's InferenceCluster says
+        `engineMetrics: true`."""
         argv = [
             sys.executable,
             "-m",
             "modelplane",
+            "dev",
             "inventory",
             *_api_flags(state, cluster),
+            f"--control-plane={state.kubeconfig(CONTROL_PLANE).server}",
+            f"--cluster={cluster}",
+            f"--netns={self.network.name}",
             f"--interval={INVENTORY_INTERVAL}",
             f"--grace={INVENTORY_GRACE}",
         ]

@@ -375,10 +375,10 @@ def test_each_method_is_a_series_of_its_own() -> None:
     # POST went down (100 → 20: reset, 20 counted) while GET grew (5 → 10: +5): 25.
     # Added up per handler and status instead, 105 → 30 would count 30.
     pages = [
-        http_page({("/v1/models", "2xx"): 100})
-        + http_page({("/v1/models", "2xx"): 5}, method="GET"),
-        http_page({("/v1/models", "2xx"): 20})
-        + http_page({("/v1/models", "2xx"): 10}, method="GET"),
+        http_page({("/v1/completions", "2xx"): 100})
+        + http_page({("/v1/completions", "2xx"): 5}, method="GET"),
+        http_page({("/v1/completions", "2xx"): 20})
+        + http_page({("/v1/completions", "2xx"): 10}, method="GET"),
     ]
     one = scrape_series([{"p0": p} for p in pages], [("p0", "r0")])
     assert (one["requests"], one["errors"]) == (25, 0)
@@ -394,16 +394,19 @@ def test_a_restarted_engine_whose_series_are_gone_counts_nothing_for_them() -> N
 def test_one_scrape_or_no_counter_is_unknown_not_zero() -> None:
     single = scrape_series([{"p0": http_page({("/v1/completions", "2xx"): 5})}], [("p0", "r0")])
     assert "requests" not in single and "errors" not in single
-    # Two scrapes of a page without the counter (an engine that does not export it).
+    # Two scrapes of an engine's page without the HTTP counter and without
+    # vLLM's finished-request counter (whose series appear with the first
+    # request): nothing finished, and failures are not counted anywhere.
     bare = vllm_page(1, 1, 0.1, {})
     none = scrape_series([{"p0": bare}, {"p0": bare}], [("p0", "r0")])
-    assert "requests" not in none and "errors" not in none
+    assert none["requests"] == 0 and "errors" not in none
     assert none["requestsWaiting"] == 1.0  # the other signals are still read
-    # The counter on one scrape of the window only: the increase is not known.
+    # The HTTP counter on one scrape of the window only: its increase is not
+    # known, and the page without it counts no finished request either.
     half = scrape_series(
         [{"p0": bare}, {"p0": http_page({("/v1/completions", "2xx"): 5})}], [("p0", "r0")]
     )
-    assert "requests" not in half
+    assert half["requests"] == 0 and "errors" not in half
 
 
 def test_a_replica_sums_its_pods_and_is_unknown_when_a_pod_is() -> None:
@@ -416,11 +419,18 @@ def test_a_replica_sums_its_pods_and_is_unknown_when_a_pod_is() -> None:
         pods,
     )
     assert (one["pods"], one["requests"], one["errors"]) == (2, 6 + 1 + 4, 4)
-    bare = vllm_page(0, 0, 0, {})
+    # A pod whose page counts nothing (no counter, no engine gauge): all unknown.
+    blank = "# TYPE other gauge\nother 1\n"
     partial = scrape_series(
-        [{"p0": http_page(a0), "p1": bare}, {"p0": http_page(a1), "p1": bare}], pods
+        [{"p0": http_page(a0), "p1": blank}, {"p0": http_page(a1), "p1": blank}], pods
     )
     assert "requests" not in partial and "errors" not in partial
+    # A pod counting finished requests only: requests summed, errors unknown.
+    bare = vllm_page(0, 0, 0, {})
+    mixed = scrape_series(
+        [{"p0": http_page(a0), "p1": bare}, {"p0": http_page(a1), "p1": bare}], pods
+    )
+    assert mixed["requests"] == 6 and "errors" not in mixed
 
 
 def test_an_unreachable_replica_is_reported_under_its_pods_namespace() -> None:

@@ -523,6 +523,23 @@ def test_reports_without_request_counts_leave_requests_unknown_not_zero() -> Non
     )
 
 
+def test_requests_counted_without_failures_leave_the_error_rate_unknown_not_zero() -> None:
+    # vLLM's own finished-request counter (the engine double's only one) counts
+    # 1000 requests and no failure: a rate of 0 would pass a wave that may fail
+    # every other request. One replica counting errors does not make up for it.
+    signals = {"chat-east-1": sig(T1, requests=1000, errors=None)}  # type: ignore[arg-type]
+    plan = run(AFTER_EAST, signals, WAVE_1)
+    assert plan.status is not None and plan.status.waves is not None
+    first = plan.status.waves[0]
+    assert (first.phase, first.requests, first.errors, first.error_rate) == (
+        "Analyzing", 1000, None, None,
+    )  # fmt: skip
+    assert first.message == (
+        "wave 1: held, signals missing: no error counts (error rate): the engines count "
+        "their requests, not failures; 1/1 Ready, 1 reporting, TTFT p90 0.5s"
+    )
+
+
 def test_a_failed_revision_without_a_failed_wave_still_says_why_it_rolled_back() -> None:
     failed = prior(decision="RolledBack", failed_revision=NEW)
     plan = run(OLD_FLEET, OLD_SIGNALS, failed)

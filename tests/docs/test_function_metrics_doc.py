@@ -62,6 +62,51 @@ def test_the_scrape_keeps_the_pods_of_the_function_the_compositions_call() -> No
     assert address["replacement"] == f"$1:{CROSSPLANE_METRICS_PORT}"
 
 
+def _crossplane_pod_labels(package_type: str, name: str, revision: str) -> dict[str, str]:
+    """The labels Crossplane v2.3.4 gives a package's runtime pods (runtime.go's
+    podSelectors): its revision and `pkg.crossplane.io/<function|provider>: <name>`."""
+    return {"pkg.crossplane.io/revision": revision, f"pkg.crossplane.io/{package_type}": name}
+
+
+def _discovered(labels: dict[str, str], ip: str, namespace: str) -> dict[str, str]:
+    """A pod as Prometheus' Kubernetes discovery (role: pod) labels its target: each pod
+    label as __meta_kubernetes_pod_label_<name, other than [a-zA-Z0-9_] as _>."""
+    meta = {
+        "__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", k): v
+        for k, v in labels.items()
+    }
+    return {**meta, "__meta_kubernetes_pod_ip": ip, "__meta_kubernetes_namespace": namespace}
+
+
+def _relabel(target: dict[str, str], rules: list[dict[str, Any]]) -> dict[str, str] | None:
+    """Prometheus relabelling for the actions the doc uses (keep; replace, the default):
+    source labels joined with ';', the regex anchored at both ends, `$1` its group."""
+    for rule in rules:
+        value = ";".join(target.get(k, "") for k in rule.get("source_labels", []))
+        match = re.fullmatch(rule.get("regex", "(.*)"), value)
+        action = rule.get("action", "replace")
+        if action == "keep" and match is None:
+            return None
+        if action == "replace" and match is not None:
+            replaced = match.expand(rule.get("replacement", "$1").replace("$1", r"\g<1>"))
+            target = {**target, rule["target_label"]: replaced}
+    return target
+
+
+def test_the_scrape_finds_the_functions_pod_by_the_labels_crossplane_gives_it() -> None:
+    job = _scrape()
+    (namespace,) = job["kubernetes_sd_configs"][0]["namespaces"]["names"]
+    name = installed_name(DEFAULT_FUNCTION_PACKAGE)
+    ours = _crossplane_pod_labels("function", name, f"{name}-2d711642b726")
+    kept = _relabel(_discovered(ours, "10.0.3.7", namespace), job["relabel_configs"])
+    assert kept is not None and kept["__address__"] == f"10.0.3.7:{CROSSPLANE_METRICS_PORT}"
+    # Another function's pod, and a provider's pod named like ours, are not scraped.
+    other = _crossplane_pod_labels("function", "function-patch-and-transform", "fpt-1")
+    provider = _crossplane_pod_labels("provider", name, "p-1")
+    for labels in (other, provider):
+        assert _relabel(_discovered(labels, "10.0.3.8", namespace), job["relabel_configs"]) is None
+
+
 def test_the_port_the_doc_turns_on_is_the_one_scraped() -> None:
     (env,) = [b for b in _blocks("yaml") if "METRICS_PORT" in b]
     (container,) = yaml.safe_load(textwrap.dedent(env))["containers"]

@@ -490,7 +490,10 @@ def _numbers(
     ready = sum(1 for r in new if r.ready)
     counted = [s for s in fresh if s.requests is not None]
     requests = sum(s.requests or 0 for s in counted) if counted else None
-    errors = sum(s.errors or 0 for s in counted if s.errors is not None) if counted else None
+    # An engine that counts its requests but not its failures (vLLM's own
+    # counter) leaves the errors unknown: a sum without it would read 0.
+    known_errors = counted and all(s.errors is not None for s in counted)
+    errors = sum(s.errors or 0 for s in counted) if known_errors else None
     ttfts = [s.ttft_p90_seconds for s in fresh if s.ttft_p90_seconds is not None]
     return {
         "replicas": wanted,
@@ -530,7 +533,11 @@ def _missing(
         shown = ", ".join(silent[:4]) + (f" and {len(silent) - 4} more" if len(silent) > 4 else "")
         lacking.append(f"no report since the wave started from {shown}")
     if analysis.max_error_rate is not None and wave.error_rate is None:
-        lacking.append("no request counts (error rate)")
+        lacking.append(
+            "no request counts (error rate)"
+            if wave.requests is None
+            else "no error counts (error rate): the engines count their requests, not failures"
+        )
     if analysis.max_ttft_p90_seconds is not None and wave.ttft_p90_seconds is None:
         lacking.append("no time to first token")
     return "; ".join(lacking)
