@@ -58,7 +58,8 @@ $(FLEET_STAMP): $(STAMP) requirements-fleet.lock
 parts: $(FLEET_STAMP)
 	$(BIN)/modelplane dev parts --build
 
-# The end-to-end suite: one `modelplane dev up` fleet, every scenario under tests/e2e.
+# The end-to-end suite, every scenario under tests/e2e: the upgrade scenario first on a
+# fleet of its own (release 0.1.0 installed), then one shared `modelplane dev up` fleet.
 e2e: $(FLEET_STAMP)
 	@if ! command -v go >/dev/null 2>&1; then \
 	  echo "make e2e: Go is not installed: the real fleet cannot be built, e2e not run"; exit 0; fi; \

@@ -24,7 +24,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -34,7 +34,7 @@ import yaml
 
 from modelplane.dev import gateway as gatewaymod
 from modelplane.dev import lws as lwsmod
-from modelplane.dev import netns, pki, procs, xpcore, xpkg
+from modelplane.dev import netns, pki, procs, release, xpcore, xpkg
 from modelplane.dev import nodes as nodesmod
 from modelplane.dev import parts as partsmod
 from modelplane.dev.kubeapi import Api, Kubeconfig, NotReadyError, condition, wait
@@ -118,6 +118,9 @@ class State:
     procs: dict[str, procs.Proc] = field(default_factory=dict)
     clusters: list[str] = field(default_factory=list)
     started: float = 0.0
+    # Function package reference → the process serving it: each FunctionRevision
+    # is pointed at the function of its own build (`point_function`).
+    functions: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def load(cls, directory: Path) -> State:
@@ -132,6 +135,7 @@ class State:
             {k: procs.Proc.from_json(v) for k, v in data.get("procs", {}).items()},
             list(data.get("clusters", [])),
             float(data.get("started", 0.0)),
+            {str(k): str(v) for k, v in data.get("functions", {}).items()},
         )
 
     def save(self) -> None:
@@ -141,6 +145,7 @@ class State:
             "procs": {k: p.to_json() for k, p in self.procs.items()},
             "clusters": self.clusters,
             "started": self.started,
+            "functions": self.functions,
         }
         tmp = self.directory / (STATE_FILE + ".tmp")
         tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
@@ -152,6 +157,10 @@ class State:
             taken = set(self.ports.values())
             self.ports[name] = next(p for p in procs.free_ports(8) if p not in taken)
         return self.ports[name]
+
+    def endpoints(self) -> dict[str, str]:
+        """Function package reference → the address of the process serving it."""
+        return {ref: f"127.0.0.1:{self.ports[name]}" for ref, name in self.functions.items()}
 
     @property
     def pki(self) -> Path:
@@ -191,12 +200,19 @@ class Fleet:
 
     # --- up ------------------------------------------------------------------------
 
-    def up(self, clusters: int = 2, nodes: Sequence[ClusterNodes] = ()) -> dict[str, Any]:
+    def up(
+        self,
+        clusters: int = 2,
+        nodes: Sequence[ClusterNodes] = (),
+        build: release.Build | None = None,
+    ) -> dict[str, Any]:
         """Start whatever is not running yet and wait until Modelplane is installed.
 
         `nodes` are the fake GPU nodes each workload cluster publishes (a fleet
         file's pools); clusters it does not name get only the system node.
+        `build` is what is installed: this checkout's unless told (`dev.release`).
         """
+        build = build or release.current()
         self.directory.mkdir(parents=True, exist_ok=True)
         built = partsmod.build_all(progress=self.say)
         state = State.load(self.directory)
@@ -228,8 +244,8 @@ class Fleet:
         self._crossplane(state, built)
         self._provider_crds(state, built)
         self._provider_kubernetes(state, built)
-        self._function(state)
-        self._install(state)
+        self._function(state, FUNCTION_PROC, build)
+        self._install(state, build)
         self._workload_secrets(state)
         self._player(state)
         state.save()
@@ -704,8 +720,10 @@ class Fleet:
                 API_TIMEOUT,
             )
 
-    def _function(self, state: State) -> None:
-        port = state.port("function")
+    def _function(self, state: State, name: str, build: release.Build) -> None:
+        """Serve one build's function as process `name`, with its metrics on a port of its own
+        (what shows which process Crossplane calls)."""
+        port = state.port(name)
         argv = [
             sys.executable,
             "-m",
@@ -714,16 +732,19 @@ class Fleet:
             "serve",
             f"--address=127.0.0.1:{port}",
             f"--tls-certs-dir={state.pki / 'function'}",
+            f"--metrics-port={state.port(f'{name}-metrics')}",
+            "--metrics-address=127.0.0.1",
         ]
-        if self._ensure(state, "function", argv):
+        state.functions[build.function.reference] = name
+        if self._ensure(state, name, argv, build.env()):
             self._wait_alive(
-                state, "function", "the function to listen", lambda: procs.listening(port), 60
+                state, name, "the function to listen", lambda: procs.listening(port), 60
             )
 
-    def _install(self, state: State) -> None:
+    def _install(self, state: State, build: release.Build) -> None:
         api = state.api(CONTROL_PLANE)
-        function, configuration = xpkg.packages()
-        xpkg.write_cache(self.directory / "xpkg", (function, configuration))
+        function, configuration = build.packages
+        xpkg.write_cache(self.directory / "xpkg", build.packages)
         wait(
             "Crossplane's package CRDs",
             lambda: api.get(
@@ -748,22 +769,65 @@ class Fleet:
         )
         self.say("installing Modelplane through Crossplane's package manager")
         api.apply_all(xpkg.package_objects(function, configuration))
-        endpoint = f"127.0.0.1:{state.ports['function']}"
+        self._wait_installed(api, state, build)
+
+    def install(self, build: release.Build, configuration_first: bool = False) -> None:
+        """Change the installed packages to `build` through Crossplane's package manager.
+
+        The build's function is served by a process of its own (started unless it
+        runs), its packages are put in the cache, and each package's
+        `spec.package` is changed to the build's digest, one package after the
+        other as docs/upgrade.md says: the Function first, or the Configuration
+        first (a rollback), the second once the first's new revision is the
+        active one and healthy. Returns once both are, every XRD Established.
+        """
+        self.serve(build)
+        state = State.load(self.directory)
+        xpkg.write_cache(self.directory / "xpkg", build.packages)
+        objects = xpkg.package_objects(*build.packages)
+        api = state.api(CONTROL_PLANE)
+        endpoints = state.endpoints()
+        for obj in reversed(objects) if configuration_first else objects:
+            kind, package = str(obj["kind"]), str(obj["spec"]["package"])  # type: ignore[index]
+            self.say(f"changing the {kind} to {package}")
+            api.apply(obj)
+            wait(
+                f"the {kind}'s revision of {package} active and healthy",
+                partial(_took_over, api, endpoints, kind, _digest(package)),
+                PACKAGE_TIMEOUT,
+                interval=1.0,
+            )
+        self._wait_installed(api, state, build)
+
+    def serve(self, build: release.Build) -> str:
+        """Serve a build's function as a process of its own (unless one runs); its name."""
+        state = State.load(self.directory)
+        name = state.functions.get(build.function.reference) or (
+            f"{FUNCTION_PROC}-{build.function.digest.removeprefix('sha256:')[:12]}"
+        )
+        self._function(state, name, build)
+        state.save()
+        return name
+
+    def _wait_installed(self, api: Api, state: State, build: release.Build) -> None:
+        endpoints = state.endpoints()
         wait(
             "the FunctionRevision to point at the local function",
-            lambda: point_function(api, endpoint),
+            lambda: point_function(api, endpoints),
             PACKAGE_TIMEOUT,
         )
-        self._wait_healthy(api, state)
+        self._wait_healthy(api, state, build)
 
-    def _wait_healthy(self, api: Api, state: State) -> None:
-        endpoint = f"127.0.0.1:{state.ports['function']}"
+    def _wait_healthy(self, api: Api, state: State, build: release.Build) -> None:
+        endpoints = state.endpoints()
 
         def installed() -> bool | None:
-            point_function(api, endpoint)  # the revision reconciler may have rewritten it
+            point_function(api, endpoints)  # the revision reconciler may have rewritten it
             fn = api.get("pkg.crossplane.io/v1", "Function", xpkg.FUNCTION_NAME)
             conf = api.get("pkg.crossplane.io/v1", "Configuration", xpkg.CONFIGURATION_NAME)
             if condition(fn, "Healthy") != "True" or condition(conf, "Healthy") != "True":
+                return None
+            if active_packages(api) != {build.function.digest, build.configuration.digest}:
                 return None
             xrds = api.list("apiextensions.crossplane.io/v2", "CompositeResourceDefinition")
             if not xrds or any(condition(x, "Established") != "True" for x in xrds):
@@ -940,10 +1004,55 @@ def wait_established(api: Api, group: str, timeout: float) -> None:
 
 
 FUNCTION_TLS_SECRET = "function-modelplane-tls-server"
+# The process serving the build `up` installs; `install` names the others after their digest.
+FUNCTION_PROC = "function"
 
 
-def point_function(api: Api, endpoint: str) -> bool | None:
-    """Hand the active FunctionRevision the local function; True once it reads back.
+def _package_of(rev: Mapping[str, Any]) -> str:
+    """A package revision's package reference (`spec.image` names it in Crossplane v2)."""
+    spec = rev.get("spec") or {}
+    return str(spec.get("image") or spec.get("package") or "")
+
+
+def _digest(reference: str) -> str:
+    """The digest of a package reference (the whole reference when it names none)."""
+    return reference.rsplit("@", 1)[-1]
+
+
+def _took_over(api: Api, endpoints: Mapping[str, str], kind: str, digest: str) -> bool | None:
+    """True once a package's only active revision is the one of `digest`, healthy (a
+    FunctionRevision pointed at its build's function first)."""
+    if kind == "Function":
+        point_function(api, endpoints)
+    active = [
+        rev
+        for rev in api.list("pkg.crossplane.io/v1", f"{kind}Revision")
+        if (rev.get("spec") or {}).get("desiredState") == "Active"
+    ]
+    if [_digest(_package_of(rev)) for rev in active] != [digest]:
+        return None
+    return True if condition(active[0], "RevisionHealthy") == "True" else None
+
+
+def active_packages(api: Api) -> set[str]:
+    """The digests of the Active Function and Configuration revisions' packages."""
+    return {
+        _digest(_package_of(rev))
+        for kind in ("FunctionRevision", "ConfigurationRevision")
+        for rev in api.list("pkg.crossplane.io/v1", kind)
+        if (rev.get("spec") or {}).get("desiredState") == "Active"
+    }
+
+
+def revision_endpoint(rev: Mapping[str, Any], endpoints: Mapping[str, str]) -> str | None:
+    """The address serving a FunctionRevision: its package's process (None: not served here)."""
+    by_digest = {_digest(ref): address for ref, address in endpoints.items()}
+    return by_digest.get(_digest(_package_of(rev)))
+
+
+def point_function(api: Api, endpoints: Mapping[str, str]) -> bool | None:
+    """Hand each active FunctionRevision the local function of its own build (`endpoints`:
+    package reference → address); True once it reads back, None while one is not served.
 
     With the External runtime nothing else writes what the Deployment runtime
     would: `status.endpoint` (where Crossplane dials the function) and
@@ -956,24 +1065,31 @@ def point_function(api: Api, endpoint: str) -> bool | None:
         selector=f"pkg.crossplane.io/package={xpkg.FUNCTION_NAME}",
     )
     active = [r for r in revisions if (r.get("spec") or {}).get("desiredState") == "Active"]
-    if not active:
+    wanted = [(r, revision_endpoint(r, endpoints)) for r in active]
+    if not wanted or any(endpoint is None for _, endpoint in wanted):
         return None
-    want = {"endpoint": endpoint, "tlsServerSecretName": FUNCTION_TLS_SECRET}
 
-    def handed(rev: dict[str, Any] | None) -> bool:
+    def handed(rev: dict[str, Any] | None, endpoint: str) -> bool:
         status = (rev or {}).get("status") or {}
+        want = {"endpoint": endpoint, "tlsServerSecretName": FUNCTION_TLS_SECRET}
         return all(status.get(k) == v for k, v in want.items()) and (
             condition(rev, "RuntimeHealthy") == "True"
         )
 
-    for rev in active:
-        if not handed(rev):
+    for rev, endpoint in wanted:
+        assert endpoint is not None
+        if not handed(rev, endpoint):
+            patch = {"endpoint": endpoint, "tlsServerSecretName": FUNCTION_TLS_SECRET}
             try:
-                api.merge_status(rev, {**want, "conditions": _runtime_healthy(rev, endpoint)})
+                api.merge_status(rev, {**patch, "conditions": _runtime_healthy(rev, endpoint)})
             except KubeError:
                 return None  # a conflict with the revision reconciler: try again
     name = "pkg.crossplane.io/v1", "FunctionRevision"
-    return True if all(handed(api.get(*name, r["metadata"]["name"])) for r in active) else None
+    return (
+        True
+        if all(handed(api.get(*name, r["metadata"]["name"]), e or "") for r, e in wanted)
+        else None
+    )
 
 
 def _runtime_healthy(rev: dict[str, Any], endpoint: str) -> list[dict[str, Any]]:

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+import yaml
 
 from modelplane.api.xrd import CONFIGURATION_ROOT, FUNCTION_ROOT, package_files
 
@@ -21,6 +24,10 @@ CONFIGURATION_SOURCE = "xpkg.crossplane.io/modelplane/configuration-modelplane"
 # What every Composition's functionRef names.
 FUNCTION_NAME = "modelplane-function-modelplane"
 CONFIGURATION_NAME = "modelplane"
+# A real Function package embeds its runtime image, so new code is a new digest.
+# The local package has no image: this annotation on its meta object carries the
+# digest of the code that serves it instead (`code_digest`).
+CODE_ANNOTATION = "dev.modelplane.ai/code"
 
 _KEEP = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 _DASH = frozenset("./:-")
@@ -77,13 +84,44 @@ def _cached(source: str, stream: str) -> CachedPackage:
     return CachedPackage(source, digest, stream)
 
 
-def packages(function_package: str | None = None) -> tuple[CachedPackage, CachedPackage]:
-    """The Function and Configuration packages, generated from the API types."""
-    files = package_files(function_package) if function_package else package_files()
+def code_digest(root: Path) -> str:
+    """sha256 over the Python sources of the `modelplane` package under root (paths and text)."""
+    h = hashlib.sha256()
+    package = root / "modelplane"
+    for path in sorted(package.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0")
+        h.update(path.read_bytes() + b"\0")
+    return "sha256:" + h.hexdigest()
+
+
+def _stamped(meta: str, code: str) -> str:
+    """The Function's meta file with the code annotation set."""
+    doc = yaml.safe_load(meta)
+    doc.setdefault("metadata", {}).setdefault("annotations", {})[CODE_ANNOTATION] = code
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def from_files(
+    files: Mapping[str, str], code: str | None = None
+) -> tuple[CachedPackage, CachedPackage]:
+    """The Function and Configuration packages of a set of package files; the Function's
+    meta stamped with `code` when given."""
+    files = dict(files)
+    if code is not None:
+        meta = f"{FUNCTION_ROOT}/crossplane.yaml"
+        files[meta] = _stamped(files[meta], code)
     return (
         _cached(FUNCTION_SOURCE, _stream(files, FUNCTION_ROOT)),
         _cached(CONFIGURATION_SOURCE, _stream(files, CONFIGURATION_ROOT)),
     )
+
+
+def packages(
+    function_package: str | None = None, code: str | None = None
+) -> tuple[CachedPackage, CachedPackage]:
+    """The Function and Configuration packages, generated from the API types."""
+    files = package_files(function_package) if function_package else package_files()
+    return from_files(files, code)
 
 
 def write_cache(directory: Path, pkgs: tuple[CachedPackage, ...]) -> None:

@@ -117,6 +117,13 @@ def fleet(world: World) -> World:
     return world
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A module with a fleet of its own (`OWN_FLEET = True`) runs first: it takes its
+    fleet down at its end, before the shared fleet (`world`) comes up, since only one
+    fleet fits on a machine (provider-kubernetes binds fixed ports)."""
+    items.sort(key=lambda item: not getattr(getattr(item, "module", None), "OWN_FLEET", False))
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """The numbers the e2e run is judged by: scenarios passed, and how long the fleet took."""
     if not TIMINGS:
