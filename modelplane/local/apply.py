@@ -27,7 +27,7 @@ from modelplane.crossplane.convert import as_stored
 from modelplane.local.conditions import Clock
 from modelplane.local.deletion import Collector
 from modelplane.local.loader import scope_of
-from modelplane.local.store import Key, Obj, ObjectStore, owned_by
+from modelplane.local.store import Key, Obj, ObjectStore, body_digest, owned_by
 
 __all__ = [
     "UID_NAMESPACE",
@@ -193,7 +193,11 @@ class Applicator:
         now: dict[str, Applied] = {}
         for name, (converted, ready) in sorted(desired.items()):
             current = observed.get(name)
-            unchanged = self._unchanged(last.get(name), current) if converted is None else None
+            unchanged = (
+                self._unchanged(last.get(name), current, xr_identity[1])
+                if converted is None
+                else None
+            )
             if unchanged is None:
                 obj_desired = (
                     converted if converted is not None else as_stored(raw[name][0], self._interner)
@@ -277,19 +281,23 @@ class Applicator:
         meta["ownerReferences"] = shared.list([shared.dict(owner)])
         return meta
 
-    def _unchanged(self, last: Applied | None, current: Obj | None) -> Applied | None:
-        """`last`, if the object it applied is still the XR's, unchanged since but
-        for its status (which applying keeps as it is)."""
+    def _unchanged(self, last: Applied | None, current: Obj | None, uid: str) -> Applied | None:
+        """`last`, if the object it applied is still the XR's (uid `uid`), unchanged since
+        but for its status (which applying keeps as it is) and for ownerReferences
+        another manager added after the XR's own (which applying keeps too)."""
         if last is None or current is None or Key.of(current) != last.key:
             return None
         version = self.store.version(last.key)
         if version == last.version:
             return last
-        if last.body is None or self.store.body(last.key) != last.body:
+        body = self.store.body(last.key)
+        if last.body is None or body is None:
+            return None
+        if body != last.body and not _owners_added(current, last.body, uid):
             return None
         # Not `_replace`: a named tuple's is a Python function, and this runs
         # for most of a fleet's objects once a provider reported on them.
-        return Applied(last.text, last.key, version, last.body)
+        return Applied(last.text, last.key, version, body)
 
     def merge(self, existing: Obj | None, desired: Obj) -> Obj:
         """Server-side-apply, simplified: desired fields win; status and identity stay.
@@ -341,6 +349,32 @@ def _owners_set_by_others(existing: Mapping[str, Any], desired: Mapping[str, Any
         for ref in existing.get("ownerReferences") or []
         if ref.get("uid") not in mine and not ref.get("controller")
     ]
+
+
+def _owners_added(current: Obj, body: bytes, uid: str) -> bool:
+    """Whether `current` is an object whose content but status digested to `body`
+    (`ObjectStore.body`), with ownerReferences appended to its own by another
+    manager: neither controllers nor the applying XR's (uid `uid`), so that
+    applying the same desired object again would keep them where they are
+    (`_owners_set_by_others`) and change nothing. Crossplane's Usage controller
+    adds such an owner to a Usage after it is applied.
+    """
+    meta = current.get("metadata") or {}
+    refs = meta.get("ownerReferences") or []
+    n = 0
+    while n < len(refs) and _applier_ref(refs[n], uid):
+        n += 1
+    if n == len(refs) or any(_applier_ref(ref, uid) for ref in refs[n:]):
+        return False
+    trimmed = {k: v for k, v in current.items() if k != "status"}
+    trimmed["metadata"] = {**meta, "ownerReferences": refs[:n]}
+    return body_digest(trimmed) == body
+
+
+def _applier_ref(ref: Any, uid: str) -> bool:
+    """Whether an ownerReference is one applying sets or replaces (not another manager's);
+    anything but a dict counts as one, so that an object holding it is applied again."""
+    return not isinstance(ref, dict) or bool(ref.get("controller")) or ref.get("uid") == uid
 
 
 def _spec_of(obj: Mapping[str, Any]) -> dict[str, Any]:

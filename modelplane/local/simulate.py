@@ -710,7 +710,7 @@ def simulate(store: ObjectStore, clock: Clock, passes: Passes | None = None) -> 
         elif step == "Release":
             touched += _simulate_releases(store, clock, passes, store.select(api_version, kind))
     touched += simulate_cloud(store, clock, passes)
-    touched += simulate_usage_owners(store)
+    touched += simulate_usage_owners(store, passes)
     touched += _hydrate(store, passes, objects, objects_at_start, touched)
     # Once per key: a second note of an object digests it all again to find
     # nothing new (an inventory Object is simulated, then its summary written).
@@ -724,30 +724,48 @@ def simulate(store: ObjectStore, clock: Clock, passes: Passes | None = None) -> 
     return touched
 
 
-def simulate_usage_owners(store: ObjectStore) -> list[Key]:
+def simulate_usage_owners(store: ObjectStore, passes: Passes | None = None) -> list[Key]:
     """Give each Usage whose user exists an ownerReference to it, as Crossplane's
     Usage controller does (apiVersion, kind, name and uid; neither controller nor
     blocking), after the owners it already has; the Usages it changed.
 
     The object is replaced, not edited: a composed object's metadata lists are
-    shared between objects (`apply.Applier`).
+    shared between objects (`apply.Applier`). A Usage `passes` shows unchanged
+    since its last pass, whose user is still absent or still has the same uid,
+    is left as it is: that pass left it owned by that user already, or found
+    no user.
     """
+    passes = Passes() if passes is None else passes
     changed = []
     for key, usage in store_usages(store):
-        by = user_key(usage)
-        user = None if by is None else store.get(by)
-        if by is None or user is None:
+        last: Any = passes.last_reads(USAGE_OWNERS, store, key)  # (user key, `_user_uid`)
+        if last is not None and _user_uid(store, last[0]) == last[1]:
             continue
-        um = user.get("metadata") or {}
+        by = user_key(usage)
+        found = _user_uid(store, by)
+        passes.simulated(USAGE_OWNERS, key, (by, found))
+        if by is None or found is None:
+            continue
+        uid = found[0]
         meta = usage.get("metadata") or {}
         owners = list(meta.get("ownerReferences") or [])
-        uid = um.get("uid", "")
         if any(o.get("uid") == uid for o in owners):
             continue
         owner = {"apiVersion": by.api_version, "kind": by.kind, "name": by.name, "uid": uid}
         store.put({**usage, "metadata": {**meta, "ownerReferences": [*owners, owner]}})
         changed.append(key)
     return changed
+
+
+USAGE_OWNERS = "UsageOwner"
+"""The simulation step that gives a Usage its user as an owner (`simulate_usage_owners`)."""
+
+
+def _user_uid(store: ObjectStore, by: Key | None) -> tuple[Any] | None:
+    """The uid of the Usage user `by` names, in a tuple (it may have none); None when
+    there is no such user in the store."""
+    user = None if by is None else store.get(by)
+    return None if user is None else ((user.get("metadata") or {}).get("uid", ""),)
 
 
 def _world(

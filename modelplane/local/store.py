@@ -155,6 +155,11 @@ def _text_digest(obj: Obj) -> bytes:
     return body if status is _NO_STATUS else body + _field_digest(status)
 
 
+def body_digest(obj: Obj) -> bytes:
+    """The digest `ObjectStore.body` gives an object of this content (`obj` has no status)."""
+    return _text_digest(obj)[:_BODY]
+
+
 _NO_STATUS = object()
 _BODY = 20
 """The length of a digest (`_hash`): a content digest's body part."""

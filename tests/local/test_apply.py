@@ -149,6 +149,43 @@ def test_an_owner_another_manager_added_survives_the_apply_and_a_stale_controlle
     assert again["metadata"]["ownerReferences"] == [*mine, user]
 
 
+def test_an_owner_another_manager_appended_leaves_nothing_to_apply() -> None:
+    # Crossplane's Usage controller appends a Usage's user to its owners once it
+    # is applied; applying the same desired object again would keep that owner
+    # where it is, so it is not applied again (nor is a later status report).
+    rig = Rig()
+    owner = xr()
+    desired = configmap(x="1")
+    stored = rig.apply(owner, desired)[0]["cm"][0]
+    mine = list(stored["metadata"]["ownerReferences"])
+    user = {"apiVersion": "v1", "kind": "ConfigMap", "name": "user", "uid": "u-1"}
+    owned = {**stored, "metadata": {**stored["metadata"], "ownerReferences": [*mine, user]}}
+    rig.store.put(owned)
+    puts = rig.puts
+    assert rig.again(owner, desired, {"cm": owned}) == [] and rig.puts == puts
+    assert rig.store.get(MADE) is owned
+    owned["status"] = {"phase": "Done"}
+    rig.store.touch(MADE)
+    assert rig.again(owner, desired, {"cm": owned}) == [] and rig.puts == puts
+    # An owner before the XR's own, one claiming to be a controller (after another
+    # owner too), or an owner added with another edit: applying again changes the
+    # object, so it is applied.
+    edited = {**stored, "data": {"x": "edited"}}
+    for refs, obj, kept in (
+        ([user, *mine], stored, [*mine, user]),
+        ([*mine, {**user, "controller": True}], stored, mine),
+        ([*mine, user, {**user, "uid": "u-2", "controller": True}], stored, [*mine, user]),
+        ([*mine, user], edited, [*mine, user]),
+    ):
+        changed = {**obj, "metadata": {**obj["metadata"], "ownerReferences": refs}}
+        rig.store.put(changed)
+        puts = rig.puts
+        rig.again(owner, desired, {"cm": changed})
+        after = rig.store.get(MADE)
+        assert rig.puts == puts + 1 and after is not None and after["data"] == {"x": "1"}
+        assert after["metadata"]["ownerReferences"] == kept
+
+
 def test_a_nested_xrs_own_machinery_survives_its_parents_apply() -> None:
     rig = Rig()
     child = {**configmap(), "spec": {"n": 1}}

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from modelplane.local import simulate
+from modelplane.local.deletion import user_key
+from modelplane.local.passes import Passes
 from modelplane.local.simulate import simulate_usage_owners
 from modelplane.local.store import Key, Obj, ObjectStore
 
@@ -88,3 +91,30 @@ def test_the_shared_owner_list_is_not_edited_in_place() -> None:
     simulate_usage_owners(store)
     assert shared == [REPLICA]
     assert len(owners(store)) == 2
+
+
+def test_a_pass_reads_again_only_a_usage_or_a_user_that_changed(monkeypatch: Any) -> None:
+    # A Usage unchanged since the last pass, whose user is as it was, is left as
+    # that pass left it without reading its spec again; a user recreated with a
+    # new uid, or a Usage applied again without its owner, is owned again.
+    read: list[Obj] = []
+
+    def counted(u: Obj) -> Key | None:
+        read.append(u)
+        return user_key(u)
+
+    monkeypatch.setattr(simulate, "user_key", counted)
+    store, passes = ObjectStore({}), Passes()
+    for o in (obj("claim", "uid-claim"), obj("workload", "uid-w"), usage("workload")):
+        store.put(o)
+    assert simulate_usage_owners(store, passes) == [U] and len(read) == 1
+    passes.settle(store)
+    assert simulate_usage_owners(store, passes) == [] and len(read) == 1
+    store.delete(Key(OBJECT_API, "Object", "ns", "workload"))
+    store.put(obj("workload", "uid-w2"))
+    assert simulate_usage_owners(store, passes) == [U] and len(read) == 2
+    assert [o["uid"] for o in owners(store)] == ["uid-r", "uid-w", "uid-w2"]
+    passes.settle(store)
+    store.put(usage("workload"))
+    assert simulate_usage_owners(store, passes) == [U] and len(read) == 3
+    assert [o["uid"] for o in owners(store)] == ["uid-r", "uid-w2"]
