@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from modelplane.dev.netns import Network
 
 DEFAULT_DIR = Path(".modelplane-dev")
 
@@ -46,6 +49,27 @@ def _read_nodes(path: Path | None) -> list[Any]:
 @click.group("dev")
 def dev() -> None:
     """Run a real local fleet: Kubernetes, Crossplane and Modelplane as processes."""
+
+
+def require_fleet(directory: Path) -> None:
+    """Refuse a directory that holds no fleet (no state file), saying how to make one."""
+    from modelplane.dev.fleet import STATE_FILE
+
+    if not (directory / STATE_FILE).is_file():
+        raise click.ClickException(f"no fleet in {directory}: run `modelplane dev up` first")
+
+
+def fleet_network(directory: Path) -> Network:
+    """The fleet's network, refused when the fleet or its namespace is gone."""
+    from modelplane.dev.fleet import Fleet
+
+    require_fleet(directory)
+    network = Fleet(directory).network
+    if not network.exists():
+        raise click.ClickException(
+            f"the fleet network {network.name} is gone: run `modelplane dev up` again"
+        )
+    return network
 
 
 def _say(message: str) -> None:
@@ -116,11 +140,10 @@ def up(directory: Path, clusters: int, nodes_file: Path | None, as_json: bool) -
 @click.argument("fleet_file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
 def nodes(directory: Path, fleet_file: Path) -> None:
     """Publish a fleet file's pools as fake GPU nodes on a running fleet (stages drift, too)."""
-    from modelplane.dev.fleet import STATE_FILE, State
+    from modelplane.dev.fleet import State
     from modelplane.dev.nodes import publish
 
-    if not (directory / STATE_FILE).is_file():
-        raise click.ClickException(f"no fleet in {directory}: run `modelplane dev up` first")
+    require_fleet(directory)
     state = State.load(directory.resolve())
     for cluster in _read_nodes(fleet_file):
         if cluster.cluster not in state.clusters:
@@ -137,10 +160,9 @@ def nodes(directory: Path, fleet_file: Path) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def status(directory: Path, as_json: bool) -> None:
     """Show the fleet's clusters, kubeconfigs, processes and logs."""
-    from modelplane.dev.fleet import STATE_FILE, Fleet
+    from modelplane.dev.fleet import Fleet
 
-    if not (directory / STATE_FILE).is_file():
-        raise click.ClickException(f"no fleet in {directory}: run `modelplane dev up` first")
+    require_fleet(directory)
     result = Fleet(directory).status()
     _print(result, as_json)
     if any(not p["running"] for p in result["processes"].values()):
@@ -160,16 +182,7 @@ def exec_(directory: Path, command: tuple[str, ...]) -> None:
     """
     import os
 
-    from modelplane.dev.fleet import STATE_FILE, Fleet
-
-    if not (directory / STATE_FILE).is_file():
-        raise click.ClickException(f"no fleet in {directory}: run `modelplane dev up` first")
-    network = Fleet(directory).network
-    if not network.exists():
-        raise click.ClickException(
-            f"the fleet network {network.name} is gone: run `modelplane dev up` again"
-        )
-    argv = network.exec_argv(command)
+    argv = fleet_network(directory).exec_argv(command)
     try:
         os.execvp(argv[0], argv)
     except OSError as err:

@@ -18,10 +18,10 @@ from modelplane.kube.client import KubeError
 
 def service_address(directory: Path, name: str, namespace: str) -> str:
     """A ModelService's `status.address`, read from the fleet's control plane."""
-    from modelplane.dev.fleet import CONTROL_PLANE, STATE_FILE, State
+    from modelplane.cli.dev import require_fleet
+    from modelplane.dev.fleet import CONTROL_PLANE, State
 
-    if not (directory / STATE_FILE).is_file():
-        raise click.ClickException(f"no fleet in {directory}: run `modelplane dev up` first")
+    require_fleet(directory)
     try:
         svc = (
             State.load(directory)
@@ -90,16 +90,11 @@ def main(
     directory: Path, service: str, namespace: str, plan: load.Plan, model: str | None, as_json: bool
 ) -> None:
     """`modelplane dev load`: read the address, send from inside the fleet's network, report."""
-    from modelplane.dev.fleet import Fleet
+    from modelplane.cli.dev import fleet_network
 
     url = service_address(directory, service, namespace)
-    network = Fleet(directory).network
-    if not network.exists():
-        raise click.ClickException(
-            f"the fleet network {network.name} is gone: run `modelplane dev up`"
-        )
     try:
-        result, chosen = run_load(url, network.http, plan, model)
+        result, chosen = run_load(url, fleet_network(directory).http, plan, model)
     except load.LoadError as err:
         raise click.ClickException(str(err)) from err
     if as_json:
