@@ -30,6 +30,13 @@ MAX_SIGNAL_ERROR: Final = 256
 MAX_RECOMMENDATIONS: Final = 64
 MAX_MISSING_NAMES: Final = 16
 MAX_STABILIZATION_SECONDS: Final = 3600
+MAX_DRAIN_TIMEOUT_SECONDS: Final = 3600
+MAX_DRAINS: Final = 10000
+"""Leaving replicas whose drain start the status keeps: as many as a deployment has replicas
+(`model_deployment.MAX_REPLICAS`), so no drain's timeout is ever forgotten."""
+MAX_DRAIN_MESSAGES: Final = 16
+"""Drains whose message the status carries (the oldest); the rest carry their start only."""
+MAX_DRAIN_MESSAGE: Final = 256
 
 TARGET_QUEUE_DEPTH: Final = "queueDepthPerReplica"
 TARGET_KV_CACHE: Final = "kvCacheUtilization"
@@ -208,6 +215,14 @@ class Autoscaling(KubeModel):
         description="A replica's report older than this (against the newest report) is stale: "
         "it is treated like a missing one and blocks scale-down.",
     )
+    drain_timeout_seconds: int = Field(
+        default=30,
+        ge=0,
+        le=MAX_DRAIN_TIMEOUT_SECONDS,
+        description="How long a replica the autoscaler removes, once at weight 0 in every "
+        "ModelService, waits for its engine to report no request in flight before it is deleted "
+        "anyway, counted from when it started leaving (0: it does not wait).",
+    )
 
     @model_validator(mode="after")
     def _bounds(self) -> Autoscaling:
@@ -270,6 +285,25 @@ class AutoscalingStatus(StatusModel):
         default=None,
         max_length=MAX_MISSING_NAMES,
         description="Replicas being removed: at weight 0 in every ModelService until deleted.",
+    )
+    drains: list[Drain] | None = Field(
+        default=None,
+        max_length=MAX_DRAINS,
+        description="When each replica being removed started leaving, and what it waits for "
+        "(requests in flight, or the drain timeout; the oldest 16 only).",
+    )
+
+
+class Drain(StatusModel):
+    """A replica the autoscaler removes, waiting for its requests in flight."""
+
+    replica: str = Field(max_length=253, description="The leaving ModelReplica.")
+    since: str = Field(
+        max_length=64,
+        description="RFC 3339 time it started leaving; the drain timeout counts from it.",
+    )
+    message: str | None = Field(
+        default=None, max_length=MAX_DRAIN_MESSAGE, description="What it waits for, in words."
     )
 
 
