@@ -334,6 +334,9 @@ def autoscaling_section(
     text.append(f"\n  {auto.message}")
     if auto.draining:
         text.append(f"\n  leaving (weight 0 until deleted): {', '.join(auto.draining)}")
+    for drain in auto.drains or []:
+        if drain.message:
+            text.append(f"\n  {drain.replica}: {drain.message}")
     table = Table(title="Autoscaling targets", title_justify="left")
     for col in ("Target", "Fleet measure per replica", "Target value", "Proposes"):
         table.add_column(col)

@@ -44,7 +44,11 @@ show what goes wrong in real clusters:
   does every replica on a cluster whose agent scrapes no engine metrics
   (`spec.servingStack.inventory.engineMetrics` not true), as the real agent
   would: the render lists each such fixture and cluster as a warning
-  (`ignored_signals`).
+  (`ignored_signals`). With `draining: "true"` a fixture speaks only for
+  the replicas whose ModelEndpoint is `draining` (the autoscaler removes
+  them), and no other fixture does: what their engines report after they
+  left the routes, with its own `scrapedAt` (requests still in flight, or
+  none, before or after the drain timeout).
 
 Everything is derived from the objects themselves, so a second pass over an
 unchanged store changes nothing.
@@ -510,30 +514,56 @@ def scrapes_engines(store: ObjectStore, cluster: str) -> bool:
     return ic is not None and read_engine_metrics(ic.get("spec") or {}) is True
 
 
+def _draining(store: ObjectStore, meta: dict[str, Any]) -> bool:
+    """Whether a replica's ModelEndpoint says `draining: true` (the autoscaler removes it)."""
+    key = Key(
+        c.API_VERSION, c.KIND_MODEL_ENDPOINT, str(meta.get("namespace")), str(meta.get("name"))
+    )
+    endpoint = store.get(key)
+    return endpoint is not None and (endpoint.get("spec") or {}).get("draining") is True
+
+
+def _sharing(store: ObjectStore, fixture: dict[str, str]) -> list[tuple[str, str]]:
+    """(cluster, pod label value) of each Ready, routed replica a `signals` fixture covers.
+
+    A fixture with `draining: "true"` covers only replicas whose endpoint is
+    draining; any other covers every one.
+    """
+    out: list[tuple[str, str]] = []
+    draining_only = fixture.get("draining") == "true"
+    for replica in store.list(c.API_VERSION, c.KIND_MODEL_REPLICA):
+        meta, spec = replica.get("metadata") or {}, replica.get("spec") or {}
+        if (
+            spec.get("clusterName") in (fixture.get("cluster") or spec.get("clusterName"),)
+            and _of_deployment(str(fixture.get("deployment", "")), replica)
+            and fixture.get("revision") in (None, "", labels_of(replica).get(c.LABEL_REVISION))
+            and is_condition_true(replica, c.CONDITION_READY)
+            and _routed(store, meta)
+            and (not draining_only or _draining(store, meta))
+        ):
+            out.append((str(spec.get("clusterName")), replica_base(str(meta.get("name")))))
+    return out
+
+
 def _replica_signals(store: ObjectStore, cluster: str, found: Fixtures) -> list[dict[str, Any]]:
     """Per Ready replica on `cluster` a `signals` fixture names, its simulated signals.
 
     None on a cluster whose agent scrapes no engine metrics: the real agent
     would report none there, whatever the fixture says (`ignored_signals`).
+    A replica a `draining` fixture covers reports only what that one says.
     """
     out: list[dict[str, Any]] = []
     if not found.signals or not scrapes_engines(store, cluster):
         return out
+    # Replicas a draining fixture covers: no other fixture speaks for them.
+    drained = {r for f in found.signals if f.get("draining") == "true" for r in _sharing(store, f)}
     for fixture in found.signals:
         if fixture.get("cluster") not in (None, "", cluster):
             continue
-        # The fixture's totals are shared by every Ready replica it covers.
-        sharing: list[tuple[str, str]] = []
-        for replica in store.list(c.API_VERSION, c.KIND_MODEL_REPLICA):
-            meta, spec = replica.get("metadata") or {}, replica.get("spec") or {}
-            if (
-                spec.get("clusterName") in (fixture.get("cluster") or spec.get("clusterName"),)
-                and _of_deployment(str(fixture.get("deployment", "")), replica)
-                and fixture.get("revision") in (None, "", labels_of(replica).get(c.LABEL_REVISION))
-                and is_condition_true(replica, c.CONDITION_READY)
-                and _routed(store, meta)
-            ):
-                sharing.append((str(spec.get("clusterName")), replica_base(str(meta.get("name")))))
+        sharing = _sharing(store, fixture)
+        if fixture.get("draining") != "true":
+            # Its totals are spread over the replicas no draining fixture speaks for.
+            sharing = [r for r in sharing if r not in drained]
         here = sorted(base for where, base in sharing if where == cluster)
         if here:
             out.extend(_signals_of(fixture, here, len(sharing)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -274,4 +275,25 @@ def test_a_wave_on_clusters_that_do_not_scrape_holds_and_names_them(tmp_path: Pa
         "wave 1: no cluster agent has reported yet, so its time cannot start; the inventory "
         "agent of cluster east does not scrape engine metrics, so it reports no engine signal: "
         "set spec.servingStack.inventory.engineMetrics: true on that InferenceCluster"
+    )
+
+
+def test_explain_says_what_a_leaving_replica_waits_for(tmp_path: Path) -> None:
+    # examples/autoscaling/down with west's leaving engines still running 3 requests at
+    # 01:00:20, 20 s into the 30 s drain timeout: both stay, and explain says why.
+    folder = tmp_path / "down"
+    shutil.copytree(ROOT / "examples" / "autoscaling" / "down", folder)
+    signals = folder / "signals.yaml"
+    idle = 'requestsRunning: "0"\n  scrapedAt: "2026-11-01T01:00:20Z"'
+    assert signals.read_text().count(idle) == 1
+    signals.write_text(signals.read_text().replace(idle, idle.replace('"0"', '"3"')))
+    code, out = run(str(folder), "--deployment", "ml-team/chat")
+    assert code == 0, out
+    waits = [line.strip() for line in out.splitlines() if "waiting at most" in line]
+    assert len(waits) == 2
+    assert all(
+        line.endswith(
+            ": waiting at most 30s from 2026-11-01T01:00:00Z: 1.5 in flight at 2026-11-01T01:00:20Z"
+        )
+        for line in waits
     )

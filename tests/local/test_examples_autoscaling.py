@@ -8,8 +8,11 @@ ModelService before they are deleted.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from modelplane.api import constants as c
 from modelplane.local import ControlPlane, Key, load_paths
@@ -40,7 +43,7 @@ def _condition(obj: dict[str, Any], type_: str) -> tuple[str, str]:
     return cond["status"], cond["reason"]
 
 
-def _run(folder: str) -> tuple[ControlPlane, list[dict[str, Any]]]:
+def _run(folder: str | Path) -> tuple[ControlPlane, list[dict[str, Any]]]:
     """Render the folder; per round, the replicas, service weights and deployment events."""
     plane = ControlPlane(load_paths([EXAMPLES / folder]))
     rounds: list[dict[str, Any]] = []
@@ -51,6 +54,11 @@ def _run(folder: str) -> tuple[ControlPlane, list[dict[str, Any]]]:
                 "replicas": _replicas(plane),
                 "weights": _weights(plane),
                 "events": [(e.reason, e.message) for e in plane.events.get(DEPLOYMENT, [])],
+                "warnings": [
+                    (e.reason, e.message)
+                    for e in plane.events.get(DEPLOYMENT, [])
+                    if e.type == "Warning"
+                ],
             }
         )
 
@@ -100,6 +108,14 @@ def test_scales_down_to_three_draining_the_least_loaded_first() -> None:
     reasons = [reason for r in rounds for reason, _ in r["events"]]
     assert reasons.count("ScaleDownDraining") == 2
     assert reasons.count("ScaleDownRemoved") == 2
+    # West's engines reported nothing in flight at 01:00:20, after the drain began at 01:00:00.
+    removed = sorted(m for r in rounds for reason, m in r["events"] if reason == "ScaleDownRemoved")
+    assert removed == [
+        f"replica {name} on west deleted (weight 0 in every ModelService; drained: 0 in flight "
+        "at 2026-11-01T01:00:20Z)"
+        for name in sorted(west)
+    ]
+    assert not [w for r in rounds for w in r["warnings"] if w[0].startswith("ScaleDown")]
     assert reasons.index("ScaleDownDraining") < reasons.index("ScaleDownRemoved")
     assert [cl for cl, _ in _replicas(plane)] == ["east", "east", "east"]
     deployment = plane.store.get(DEPLOYMENT)
@@ -107,6 +123,76 @@ def test_scales_down_to_three_draining_the_least_loaded_first() -> None:
     assert deployment["status"]["autoscaling"]["desiredReplicas"] == 3
     assert "draining" not in deployment["status"]["autoscaling"]
     assert _condition(deployment, c.CONDITION_REPLICAS_READY) == ("True", "AllReplicasReady")
+
+
+def _drain_variant(tmp_path: Path, running: str | None, at: str) -> Path:
+    """`down`, its leaving replicas' engines reporting `running` requests (a total; None: no
+    request counts) at 01:`at` instead of none at 01:00:20."""
+    folder = tmp_path / "down"
+    shutil.copytree(EXAMPLES / "down", folder)
+    signals = folder / "signals.yaml"
+    text = signals.read_text()
+    draining = 'requestsWaiting: "0"\n  requestsRunning: "0"\n  scrapedAt: "2026-11-01T01:00:20Z"'
+    assert text.count(draining) == 1
+    counts = "" if running is None else f'requestsWaiting: "0"\n  requestsRunning: "{running}"\n  '
+    signals.write_text(text.replace(draining, f'{counts}scrapedAt: "2026-11-01T01:{at}Z"'))
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("running", "at", "why"),
+    [
+        ("3", "01:00", "drain timeout 30s passed with 1.5 in flight at 2026-11-01T01:01:00Z"),
+        (
+            None,
+            "00:30",
+            "drain timeout 30s passed with in flight not known (its engine reported "
+            "no request counts at 2026-11-01T01:00:30Z)",
+        ),
+    ],
+    ids=["in flight", "unknown"],
+)
+def test_the_drain_timeout_deletes_what_still_serves(
+    tmp_path: Path, running: str | None, at: str, why: str
+) -> None:
+    # The leaving replicas still report requests in flight (or no counts), 60 s (30 s)
+    # after the drain began: the 30 s drain timeout has passed, so they go, with a warning.
+    plane, rounds = _run(_drain_variant(tmp_path, running, at))
+    assert [cl for cl, _ in _replicas(plane)] == ["east", "east", "east"]
+    warned = sorted(
+        m for r in rounds for reason, m in r["warnings"] if reason == "ScaleDownRemoved"
+    )
+    assert len(warned) == 2
+    assert all(
+        m.endswith(f"on west deleted (weight 0 in every ModelService; {why})") for m in warned
+    )
+
+
+@pytest.mark.parametrize(
+    ("running", "held"),
+    [("3", "1.5 in flight at 2026-11-01T01:00:20Z"),
+     (None, "in flight not known (its engine reported no request counts at "
+      "2026-11-01T01:00:20Z)")],
+    ids=["in flight", "unknown"],
+)  # fmt: skip
+def test_requests_in_flight_hold_the_replica_within_the_timeout(
+    tmp_path: Path, running: str | None, held: str
+) -> None:
+    # 20 s after the drain began, still in flight (or unknown): kept at weight 0, not deleted.
+    plane, rounds = _run(_drain_variant(tmp_path, running, "00:20"))
+    west = [name for cl, name in _replicas(plane) if cl == "west"]
+    assert len(west) == 2 and all(_weights(plane)[n] == 0 for n in west)
+    assert not [m for r in rounds for reason, m in r["events"] if reason == "ScaleDownRemoved"]
+    deployment = plane.store.get(DEPLOYMENT)
+    assert deployment is not None
+    assert deployment["status"]["autoscaling"]["drains"] == [
+        {
+            "replica": name,
+            "since": "2026-11-01T01:00:00Z",
+            "message": f"waiting at most 30s from 2026-11-01T01:00:00Z: {held}",
+        }
+        for name in sorted(west)
+    ]
 
 
 def test_holds_at_two_where_no_agent_scrapes_engine_metrics() -> None:

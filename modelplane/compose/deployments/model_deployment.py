@@ -270,7 +270,8 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
         return refused
 
     try:
-        plan = plan_deployment(inp.composite, spec, _RequiredFleet(inp, namespace), scheduler)
+        required = _RequiredFleet(inp, namespace)
+        plan = plan_deployment(inp.composite, spec, required, scheduler, inp.now)
     except Exception as err:  # a scheduler bug must not tear down serving replicas
         return outcome.fatal(
             f"{ScheduledReason.SCHEDULER_ERROR}: scheduling {namespace}/{name} failed: {err}"

@@ -20,7 +20,8 @@ what they show is what the status says. The phases, in order:
    place instead (`in_place`: none could surge, or `maxUnavailable` allows).
 6. **Replicas leaving** (`scaling.choose_removals`): above the decided count;
    a Ready one drains first (kept, at weight 0) until every ModelService shows
-   it at weight 0, the others go at once.
+   it at weight 0 and its engine reports no request in flight, or the drain
+   timeout passes (`drain.decide_drain`); the others go at once.
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from modelplane.api import constants as c
+from modelplane.api.autoscaling import ReplicaSignals
 from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.api.readers import ObservedInferenceCluster, read_model_replica
 from modelplane.compose.common import meta
+from modelplane.compose.deployments.drain import DrainVerdict, decide_drain, drain_now
 from modelplane.compose.deployments.endpoints import (
     endpoint_for,
     endpoint_key,
@@ -79,8 +82,9 @@ class Removal:
     """A replica the autoscaler takes away this reconcile."""
 
     replica: PlannedReplica
-    draining: bool  # Ready and not yet at weight 0 everywhere: kept, drained first
+    draining: bool  # Ready and not yet drained (weight 0, requests in flight): kept
     observed: bool  # it exists (composed and observed) today
+    drain: DrainVerdict | None = None  # a Ready replica's drain: since when, done, why
 
 
 @dataclass(frozen=True)
@@ -107,12 +111,18 @@ class DeploymentPlan:
 
 
 def plan_deployment(
-    composite: Resource, spec: ModelDeploymentSpec, fleet: DeploymentFleet, schedule: Scheduler
+    composite: Resource,
+    spec: ModelDeploymentSpec,
+    fleet: DeploymentFleet,
+    schedule: Scheduler,
+    now: str | None = None,
 ) -> DeploymentPlan:
     """Decide one reconcile of `composite`, whose validated spec is `spec`.
 
     Pure: everything read comes from `composite` and `fleet`, and `schedule`
-    is a pure function of its input. Raises what the scheduler raises.
+    is a pure function of its input. `now` is the call's time when the
+    function's runtime gives one (leaving replicas' drain timeouts). Raises
+    what the scheduler raises.
     """
     composed = fleet.composed()
     clusters = read_clusters(fleet.clusters())
@@ -134,7 +144,7 @@ def plan_deployment(
     if scaling is None:
         return plan
     namespace = str(meta(composite).get("namespace", ""))
-    return _scale(plan, scaling, fleet, clusters, namespace)
+    return _scale(plan, scaling, fleet, _Drains(clusters, namespace, now))
 
 
 def in_place(
@@ -161,35 +171,58 @@ def in_place(
     return frozenset(r.name for r in waiting[: max(0, allowed - down)])
 
 
+@dataclass(frozen=True)
+class _Drains:
+    """What the drains of one reconcile read: the clusters' reports and the call's time."""
+
+    clusters: Mapping[str, ObservedInferenceCluster]
+    namespace: str
+    call_time: str | None
+
+    def signal(self, p: PlannedReplica) -> ReplicaSignals | None:
+        """What `p`'s cluster reports for it, if anything."""
+        cl = self.clusters.get(p.cluster)
+        return cl.signal(p.name, self.namespace) if cl is not None else None
+
+    def now(self, replicas: Sequence[PlannedReplica]) -> str | None:
+        """The newest time the inputs carry: `replicas`' report times and the call's."""
+        reports = (s.scraped_at for p in replicas if (s := self.signal(p)) is not None)
+        return drain_now([self.call_time, *reports])
+
+
 def _scale(
-    plan: DeploymentPlan,
-    scaling: Scaling,
-    fleet: DeploymentFleet,
-    clusters: Mapping[str, ObservedInferenceCluster],
-    namespace: str,
+    plan: DeploymentPlan, scaling: Scaling, fleet: DeploymentFleet, drains: _Drains
 ) -> DeploymentPlan:
     """Apply the autoscaler's count: which replicas stay, which drain, which go now.
 
     The scheduler was asked to keep every counted replica; the ones above the
     decided count leave (`scaling.choose_removals`): a Ready one is drained
     first (composed as observed, its endpoint at weight 0) and deleted once
-    every ModelService shows it at weight 0.
+    every ModelService shows it at weight 0 and its requests in flight are
+    done or its drain timeout passed (`drain.decide_drain`).
     """
     desired = scaling.decision.desired
     composed = fleet.composed()
     kept, removed = choose_removals(
-        plan.schedule.replicas, desired, scaling.leaving, clusters, namespace
+        plan.schedule.replicas, desired, scaling.leaving, drains.clusters, drains.namespace
     )
     services = list(fleet.services())
+    now = drains.now(plan.schedule.replicas)
+    assert plan.spec.autoscaling is not None
+    timeout = plan.spec.autoscaling.drain_timeout_seconds
     removals = []
     leaving = []
     for p in removed:
         key = replica_key(p.cluster, p.index)
         exists = key in composed
-        endpoint = composed.get(endpoint_key(key))
-        drains = p.ready and exists and not drained(endpoint, services, p.name)
-        removals.append(Removal(p, drains, exists))
-        found = observed_replica(composed, fleet.replicas(), p.name, key) if drains else None
+        verdict = None
+        if p.ready and exists:
+            routed_out = drained(composed.get(endpoint_key(key)), services, p.name)
+            since = scaling.since.get(p.name) or now
+            verdict = decide_drain(routed_out, since, now, timeout, drains.signal(p))
+        drains_now = verdict is not None and not verdict.done
+        removals.append(Removal(p, drains_now, exists, verdict))
+        found = observed_replica(composed, fleet.replicas(), p.name, key) if drains_now else None
         if found is not None:
             leaving.append((p, found))
     return dataclasses.replace(

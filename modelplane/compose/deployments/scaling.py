@@ -25,10 +25,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from modelplane.api import constants as c
-from modelplane.api.autoscaling import AutoscalingStatus, read_autoscaling_status
+from modelplane.api.autoscaling import (
+    MAX_DRAIN_MESSAGES,
+    MAX_DRAINS,
+    AutoscalingStatus,
+    Drain,
+    read_autoscaling_status,
+)
+from modelplane.api.inventory_summary import epoch_seconds
 from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.api.model_service import read_service_status
 from modelplane.api.readers import ObservedInferenceCluster, not_scraping
@@ -50,6 +57,8 @@ class Scaling:
     spec_replicas: int  # spec.replicas as recorded when autoscaling took over
     external: str | None  # why the count looks externally written, when it does
     leaving: frozenset[str]  # replicas already leaving (status.autoscaling.draining)
+    # When each replica still leaving started to (status.autoscaling.drains), by name.
+    since: Mapping[str, str] = field(default_factory=dict)
 
 
 def _observed_replicas(observed: Mapping[str, Resource]) -> list[tuple[str, str, str]]:
@@ -99,7 +108,8 @@ def plan_scaling(
     still_leaving = sum(1 for n, _, _ in present if n in leaving)
     last_counted = _last_counted(status, max(auto.max_replicas, len(present)))
     ask = max(decision.desired + still_leaving, last_counted)
-    return Scaling(decision, ask, recorded, external, leaving)
+    since = {d.replica: d.since for d in (last.drains or ())} if last is not None else {}
+    return Scaling(decision, ask, recorded, external, leaving, since)
 
 
 def _last_counted(status: Mapping[str, object], bound: int) -> int:
@@ -187,9 +197,19 @@ def drained(endpoint: Resource | None, services: Sequence[Resource], name: str) 
     return True
 
 
-def status_of(scaling: Scaling, draining: Sequence[str]) -> AutoscalingStatus:
-    """`status.autoscaling` from the decision and the replicas still leaving."""
+def status_of(
+    scaling: Scaling, draining: Sequence[str], drains: Sequence[Drain] = ()
+) -> AutoscalingStatus:
+    """`status.autoscaling` from the decision, the replicas still leaving and their drains.
+
+    Every drain's start is kept (its timeout counts from it); only the oldest
+    carry their message, which bounds the status's size.
+    """
     d = scaling.decision
+    kept = sorted(drains, key=lambda x: (epoch_seconds(x.since) or 0, x.replica))[:MAX_DRAINS]
+    kept = kept[:MAX_DRAIN_MESSAGES] + [
+        x.model_copy(update={"message": None}) for x in kept[MAX_DRAIN_MESSAGES:]
+    ]
     return AutoscalingStatus(
         desired_replicas=d.desired,
         current_replicas=d.current,
@@ -203,4 +223,5 @@ def status_of(scaling: Scaling, draining: Sequence[str]) -> AutoscalingStatus:
         recommendations=list(d.recommendations) or None,
         spec_replicas=scaling.spec_replicas,
         draining=list(draining)[:16] or None,
+        drains=kept or None,
     )
