@@ -452,13 +452,16 @@ def test_an_engine_killed_under_load_fails_no_more_than_1_percent(serving: World
             results.append(0)
 
     address = pod["status"]["podIP"]
+    killed_start = _metric(network, address, "vllm:request_success_total")
     killed_before = 0.0
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=64) as pool:
         for i in range(KILL_REQUESTS):
             time.sleep(max(0.0, started + i / KILL_RATE - time.monotonic()))
             if i == int(KILL_RATE * 2):  # two seconds of steady load first
-                killed_before = _metric(network, address, "vllm:request_success_total")
+                killed_before = (
+                    _metric(network, address, "vllm:request_success_total") - killed_start
+                )
                 for pid in _engine_pids(network.pod_namespace(key)):
                     os.kill(pid, signal.SIGKILL)
             pool.submit(one)
@@ -595,6 +598,23 @@ class Load:
         """(requests sent in [start, end), how many of them got a 200)."""
         sent = [s for at, s in self.results if start <= at < end]
         return len(sent), sum(1 for s in sent if s == 200)
+
+
+def failure_timeline(load: Load, stop: float) -> str:
+    """Failed requests by whole second sent after `stop`, with their statuses (0: no
+    answer), e.g. `3s: 4×0; 4s: 2×0, 1×503`."""
+    by: dict[int, dict[int, int]] = {}
+    for at, status in load.results:
+        if status != 200 and at >= stop:
+            second = by.setdefault(int(at - stop), {})
+            second[status] = second.get(status, 0) + 1
+    return (
+        "; ".join(
+            f"{s}s: " + ", ".join(f"{n}×{code}" for code, n in sorted(codes.items()))
+            for s, codes in sorted(by.items())
+        )
+        or "none"
+    )
 
 
 def failover_second(load: Load, stop: float, end: float) -> float | None:
@@ -742,6 +762,7 @@ def _failover_and_back(
     whole_sent, whole_ok = load.window(stop, resumed)
     after_sent, after_ok = load.window(resumed, float("inf"))
     first = failover_second(load, stop, resumed)
+    NOTES["failover: failures by second after the stop"] = failure_timeline(load, stop)
     TIMINGS["failover: gateway stopped → its endpoint's weight 0 in status"] = weight_zero or -1
     TIMINGS["failover: gateway stopped → first second from which ≥ 99% succeed"] = (
         first if first is not None else -1

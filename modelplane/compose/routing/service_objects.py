@@ -47,12 +47,15 @@ CLUSTERS_ROUTE_KEY = "clusters-route"
 # Gateway stops answering its health check leaves the rotation within seconds.
 HEALTH_PATH = "/health"
 HEALTH_INTERVAL = "2s"
-HEALTH_TIMEOUT = "1s"
-UNHEALTHY_AFTER = 2
+HEALTH_TIMEOUT = "2s"  # a busy engine's /health may take a while: not a dead cluster
+UNHEALTHY_AFTER = 3
 HEALTHY_AFTER = 1
 RETRIES = 2
 EJECT_AFTER = 3  # consecutive gateway errors (502, 503, 504, connect failures)
 EJECTION = "15s"
+# Outlier detection never ejects more than half the clusters: errors seen
+# everywhere at once (an overload) are not a reason to send traffic nowhere.
+MAX_EJECTED_PERCENT = 50
 
 
 @dataclass(frozen=True)
@@ -502,7 +505,8 @@ class Builder:
 
         Active checks ask `HEALTH_PATH` under the service's Host on each cluster's
         Gateway, which the service's route there answers from a Ready engine, so a
-        stopped Gateway and a cluster with no Ready replica left both fail them.
+        stopped Gateway and a cluster with no Ready replica left both fail them:
+        out of the rotation within `UNHEALTHY_AFTER` intervals.
         """
         policy = {
             "apiVersion": c.ENVOY_GATEWAY_API_VERSION,
@@ -527,7 +531,7 @@ class Builder:
                         "consecutiveGatewayErrors": EJECT_AFTER,
                         "interval": HEALTH_INTERVAL,
                         "baseEjectionTime": EJECTION,
-                        "maxEjectionPercent": 100,
+                        "maxEjectionPercent": MAX_EJECTED_PERCENT,
                     },
                 },
                 "retry": {
