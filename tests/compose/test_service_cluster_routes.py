@@ -242,6 +242,9 @@ def test_an_upgrade_moves_a_cluster_only_once_its_objects_are_ready() -> None:
     refs = {r["name"] for r in _manifest(moving, "route")["spec"]["rules"][0]["backendRefs"]}
     assert refs == {"chat-hop"}  # the two-hop route over the endpoints' own routes
     assert "traffic-policy" not in moving.desired
+    # Still Ready: it routes as before, and does not wait on what it prepares.
+    assert legacy.ready == "False" and moving.ready == "True"
+    assert moving.desired["cluster-east-route"].ready == "False"
     # Once they are observed ready, the route moves to the clusters.
     moved = _compose(observed={**observed, **_ready_observed(moving)})
     assert "backend-big-1" not in moved.desired

@@ -453,7 +453,7 @@ def _route(
             wanted,
             readiness=_ready,
         )
-    _emit(inp, result, wanted)
+    _emit(inp, result, wanted, _preparing(inp, builder, routed))
     _endpoints_condition(result, selected, routed)
     status.address = builder.address()
     result.status = status.to_dict()
@@ -499,6 +499,13 @@ def _wanted(
         target = wanted[route][0]["spec"]["forProvider"]["manifest"]["metadata"]["name"]
         wanted[POLICY_KEY] = (builder.traffic_policy(target), gwo.EXISTS)
     return wanted
+
+
+def _preparing(inp: ComposeInput, builder: Builder, routed: Sequence[Selected]) -> frozenset[str]:
+    """The keys of the clusters' objects composed ahead of the route's move to them."""
+    shares = cluster_shares(routed, _targets(inp, routed))
+    moving = [sh for sh in shares if _still_per_endpoint(inp, builder, sh)]
+    return frozenset(key for sh in moving for key in builder.cluster_objects([sh]))
 
 
 def _still_per_endpoint(inp: ComposeInput, builder: Builder, share: ClusterShare) -> bool:
@@ -592,11 +599,15 @@ def _endpoints_condition(
         )
 
 
-def _emit(inp: ComposeInput, result: ComposeResult, wanted: Wanted) -> None:
+def _emit(
+    inp: ComposeInput, result: ComposeResult, wanted: Wanted, preparing: frozenset[str]
+) -> None:
     all_ready = True
     for key, (resource, rule) in wanted.items():
         ok = gwo.observed(rule, inp.observed.get(key))
-        all_ready = all_ready and ok
+        # What is made ready ahead of the route that will use it shows its own
+        # readiness; the service does not wait on it (it still routes as before).
+        all_ready = all_ready and (ok or key in preparing)
         result.desired[key] = DesiredResource(resource, "True" if ok else "False")
     result.ready = "True" if all_ready else "False"
 
