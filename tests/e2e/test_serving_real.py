@@ -357,6 +357,23 @@ def _replica_successes(serving: World, replica: str) -> float:
     return total
 
 
+def _answers(serving: World, url: str, what: str) -> None:
+    """Wait until the service answers a completion (the routes Envoy Gateway accepted are
+    programmed into both gateways a moment later); the wait is reported."""
+    network = _network(serving)
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "ready?"}]}
+    started = time.monotonic()
+
+    def answered() -> bool | None:
+        try:
+            return True if _request(network, url, body, timeout=5)[0] == 200 else None
+        except (OSError, http.client.HTTPException):
+            return None
+
+    serving.settle(f"{what} answers a completion", answered, 120)
+    TIMINGS[f"{what}: Ready → first completion answered"] = time.monotonic() - started
+
+
 def _weighted_ready(serving: World) -> dict[str, Any] | None:
     svc = serving.cp.get(m.API, "ModelService", "weighted", NS) or {}
     status = svc.get("status") or {}
@@ -390,6 +407,7 @@ def test_a_thousand_requests_land_as_the_weights_in_status_say(serving: World) -
         TIMEOUT,
     )
     url = svc["status"]["address"]
+    _answers(serving, url, "ModelService weighted")
     weights = {e["name"]: int(e["weight"]) for e in svc["status"]["endpoints"]}
     md = serving.cp.get(m.API, "ModelDeployment", "w80", NS) or {}
     clusters = sorted(p["cluster"] for p in md["status"]["placements"])
@@ -559,6 +577,7 @@ RATE = 20.0  # requests per second through the service's address
 FAILOVER_BOUND = 30.0  # from the gateway's stop on, at least 99% succeed (issue 38)
 API_SERVER_AFTER = 10.0  # the cluster's API server stops this long after its gateway
 OUTAGE = 90.0  # how long the cluster stays stopped
+STEADY = 70.0  # steady load before the stop
 COMEBACK_BOUND = 120.0  # how long traffic may take to reach the cluster again
 
 
@@ -598,6 +617,51 @@ class Load:
         """(requests sent in [start, end), how many of them got a 200)."""
         sent = [s for at, s in self.results if start <= at < end]
         return len(sent), sum(1 for s in sent if s == 200)
+
+
+def _fleet_view(network: netns.Network, cluster: str) -> str:
+    """Health flags and health-check counters of one xDS cluster, as every Envoy of the
+    fleet network that has it reports them on its admin page."""
+    found = []
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    for line in listed.splitlines():
+        ns = line.split(" ")[0]
+        if not ns.startswith(network.pod_prefix):
+            continue
+        try:
+            clusters = _admin_page(ns, "/clusters")
+            stats = _admin_page(ns, "/stats?filter=" + urllib.parse.quote(cluster))
+        except OSError:
+            continue
+        flags = [
+            line.split("::", 1)[1]
+            for line in clusters.splitlines()
+            if line.startswith(cluster + "::")
+            and any(f"::{k}::" in line for k in ("health_flags", "rq_total", "rq_active"))
+        ]
+        counters = [
+            line.split(f"cluster.{cluster}.", 1)[1]
+            for line in stats.splitlines()
+            if line.startswith(f"cluster.{cluster}.")
+            and any(k in line for k in ("health_check.", "panic", "timeout", "outlier", "retry"))
+            and not line.endswith(": 0")
+        ]
+        if flags:
+            found.append(f"{'; '.join(flags)} [{', '.join(counters)}]")
+    return " | ".join(found) or "no Envoy has it"
+
+
+def _admin_page(namespace: str, path: str) -> str:
+    sock = netns.socket_in(namespace)
+    sock.settimeout(3)
+    sock.connect(("127.0.0.1", 19000))
+    conn = http.client.HTTPConnection("127.0.0.1", 19000, timeout=5)
+    conn.sock = sock
+    try:
+        conn.request("GET", path)
+        return conn.getresponse().read().decode()
+    finally:
+        conn.close()
 
 
 def failure_timeline(load: Load, stop: float) -> str:
@@ -713,6 +777,7 @@ def test_a_stopped_cluster_fails_over_within_30_s_and_takes_traffic_again(
     assert envoys and apiserver
     NOTES["failover: cluster stopped / kept"] = f"{gone} / {other}"
 
+    _answers(serving, svc["status"]["address"], "ModelService fo")
     load = Load(network, svc["status"]["address"])
     runner = threading.Thread(target=load.run, daemon=True)
     runner.start()
@@ -734,16 +799,25 @@ def _failover_and_back(
 ) -> None:
     gone, other = clusters
     envoys, apiserver = pids
-    time.sleep(10)  # steady state first
-    warm_sent, warm_ok = load.window(0, 10)
-    assert warm_sent and warm_ok == warm_sent, (warm_sent, warm_ok)
+    # Steady state first, for longer than Envoy's no-traffic health-check interval (60 s):
+    # until a cluster has carried traffic, Envoy checks its hosts only that often.
+    time.sleep(STEADY)
+    warm_sent, warm_ok = load.window(0, STEADY)
+    statuses = sorted({st for at, st in load.results if at < STEADY})
+    view = _fleet_view(network, f"httproute/{NS}/fo/rule/0")
+    assert warm_sent and warm_ok == warm_sent, (warm_sent, warm_ok, statuses, view)
     counted = {wl: _engine_successes(network, a) for wl, a in engines.items()}
     _freeze(envoys, signal.SIGSTOP)
     stop = time.monotonic() - load.started
-    weight_zero = _watch(f"{gone}'s weight 0", lambda: _weight_of(serving, gone) == 0, 25)
+    weight_zero = _watch(f"{gone}'s weight 0", lambda: _weight_of(serving, gone) == 0, 8)
+    route = f"httproute/{NS}/fo/rule/0"
+    NOTES["failover: the fleet gateway at +8 s"] = _fleet_view(network, route)
     time.sleep(max(0.0, stop + API_SERVER_AFTER - (time.monotonic() - load.started)))
     _freeze([apiserver], signal.SIGSTOP)
     time.sleep(max(0.0, stop + OUTAGE - (time.monotonic() - load.started)))
+    NOTES["failover: the fleet gateway's view of the service's clusters"] = _fleet_view(
+        network, f"httproute/{NS}/fo/rule/0"
+    )
     resumed = time.monotonic() - load.started
     during = {wl: _engine_successes(network, a) - counted[wl] for wl, a in engines.items()}
     _freeze([apiserver], signal.SIGCONT)
