@@ -64,6 +64,20 @@ def backend_name(namespace: str, service: str, endpoint: str) -> str:
     return dns_label(f"{namespace}.{service}-{endpoint}")
 
 
+def cluster_backend_name(namespace: str, service: str, cluster: str) -> str:
+    """The name, in the system namespace, of the Backend through which `namespace`'s
+    ModelService `service` reaches every endpoint it routes to on `cluster`'s Gateway
+    (a slash cannot occur in an endpoint's name, so this never names an endpoint's)."""
+    return dns_label(f"{namespace}.{service}/{cluster}")
+
+
+def service_host(namespace: str, service: str) -> str:
+    """The Host a ModelService's requests carry on the hop to a cluster's Gateway, where
+    the service's own route matches it (three labels before `c.HOP_DOMAIN`, where an
+    endpoint's second-hop hostname has two, so the two never meet)."""
+    return f"{dns_label(service)}.{namespace}.service.{c.HOP_DOMAIN}"
+
+
 @dataclass(frozen=True)
 class ObservedHop:
     """What the fleet gateway needs to know of a cluster before sending it traffic.

@@ -75,6 +75,48 @@ def _is_ip(host: str) -> bool:
     return True
 
 
+class WorkloadBackendRef(KubeModel):
+    """What a replica's route sends traffic to on its cluster, in the replica's namespace
+    there: a Service and its port, or another kind (an inference-extension InferencePool)."""
+
+    name: str = Field(
+        min_length=1,
+        max_length=63,
+        pattern=r"^[a-z]([-a-z0-9]*[a-z0-9])?$",
+        description="The Service's (or other kind's) name, in the namespace of the same name.",
+    )
+    port: int | None = Field(
+        default=None, ge=1, le=65535, description="The Service port (for a Service only)."
+    )
+    kind: Literal["Service", "InferencePool"] = Field(
+        default="Service", description="Service, or an inference-extension InferencePool."
+    )
+    group: str | None = Field(
+        default=None,
+        max_length=253,
+        description="The kind's API group (none for a Service).",
+    )
+
+    @model_validator(mode="after")
+    def _port(self) -> WorkloadBackendRef:
+        if self.kind == "Service" and self.port is None:
+            raise ValueError("a Service backendRef needs a port")
+        if self.kind == "Service" and self.group:
+            raise ValueError("a Service backendRef has no group")
+        return self
+
+    def manifest(self, weight: int | None = None) -> dict[str, Any]:
+        """The Gateway API backendRef (namespace-local), with `weight` when given."""
+        ref: dict[str, Any] = {"name": self.name}
+        if self.kind == "Service":
+            ref["port"] = self.port
+        else:
+            ref = {"group": self.group or "", "kind": self.kind, "name": self.name}
+        if weight is not None:
+            ref["weight"] = weight
+        return ref
+
+
 class ModelEndpointSpec(KubeModel):
     """Where the backend is and how the gateway authenticates to it."""
 
@@ -121,6 +163,17 @@ class ModelEndpointSpec(KubeModel):
             "ModelDeployment sets it on its replicas' endpoints). The fleet gateway then "
             "reaches it over mutual TLS: it verifies that Gateway's certificate against the "
             "cluster's CA and presents the fleet's client certificate for that cluster."
+        ),
+    )
+    backend_ref: WorkloadBackendRef | None = Field(
+        default=None,
+        description=(
+            "With `cluster` (ignored without): what the replica's route on that cluster "
+            "sends traffic to, in "
+            "the endpoint's namespace there (a ModelDeployment sets it from the replica's "
+            "`status.backendRef`). A ModelService then reaches the endpoint through one route "
+            "of its own on that cluster, which weighs the cluster's endpoints, so the fleet "
+            "gateway weighs clusters and fails over between them on its own."
         ),
     )
     draining: bool | None = Field(

@@ -20,6 +20,7 @@ from modelplane.api.model_deployment import (
     Framework,
     Workers,
 )
+from modelplane.api.model_endpoint import WorkloadBackendRef
 from modelplane.api.roles import role_path
 
 
@@ -162,4 +163,12 @@ class ModelReplicaStatus(ConditionedStatus):
     )
     namespace: str | None = Field(
         default=None, description="Namespace of the workload on its cluster."
+    )
+    backend_ref: WorkloadBackendRef | None = Field(
+        default=None,
+        description=(
+            "What the replica's route sends traffic to on its cluster, in `namespace` "
+            "there (its serving backend's entry): a ModelService's route on that cluster "
+            "sends to it directly."
+        ),
     )

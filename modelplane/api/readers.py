@@ -56,6 +56,7 @@ from modelplane.api.model_deployment import (
     Topology,
     Workers,
 )
+from modelplane.api.model_endpoint import WorkloadBackendRef
 from modelplane.api.model_replica import (
     ModelReplicaSpec,
     ModelReplicaStatus,
@@ -736,6 +737,8 @@ class ObservedModelReplica:
     deployment_is_label: bool = False  # `deployment` is a label value, not the name
     endpoint: str | None = None
     workload_namespace: str | None = None
+    # status.backendRef: what its route sends to on its cluster (None: absent or malformed)
+    backend_ref: WorkloadBackendRef | None = None
     priority: str | None = None  # spec.priority: a PriorityClass name
     preempts: tuple[tuple[str, str], ...] = ()  # spec.preempts: (namespace, name) of each
     # What later layers derive from this reading alone (what it charges its pools), as
@@ -867,9 +870,21 @@ def _read_model_replica(
         roles=memoized(spec, "model_replica_roles", _read_roles),
         endpoint=_str(status.get(_wire(ModelReplicaStatus, "endpoint"))),
         workload_namespace=_str(status.get(_wire(ModelReplicaStatus, "namespace"))),
+        backend_ref=_backend_ref(status.get(_wire(ModelReplicaStatus, "backend_ref"))),
         priority=_str(spec.get("priority")),
         preempts=_preempts(spec.get("preempts")),
     )
+
+
+def _backend_ref(raw: Any) -> WorkloadBackendRef | None:
+    """A replica's `status.backendRef`, or None when absent or malformed (the replica is
+    then reached the way it was before it published one)."""
+    if not _is_map(raw):
+        return None
+    try:
+        return WorkloadBackendRef.model_validate(raw)
+    except ValidationError:
+        return None
 
 
 def _preempts(raw: Any) -> tuple[tuple[str, str], ...]:

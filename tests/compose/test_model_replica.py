@@ -484,7 +484,12 @@ def test_user_toleration_for_gpu_is_not_duplicated() -> None:
 def test_ready_only_once_the_workload_is_observed_available() -> None:
     first = run(replica(), cluster(gatewayAddress="east.example.com"))
     assert first.ready == "False"
-    assert first.status == {"namespace": NS, "endpoint": "https://east.example.com/team-a/llama/0"}
+    assert first.status == {
+        "namespace": NS,
+        "endpoint": "https://east.example.com/team-a/llama/0",
+        # What its route sends to there: a ModelService's route on the cluster does too.
+        "backendRef": {"name": "llama-5e1f0c2a-engine", "port": 8000, "kind": "Service"},
+    }
 
     pending = run(replica(), cluster(), observed=observed_from(first, available=False))
     assert pending.ready == "False"

@@ -24,8 +24,12 @@ import signal
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +43,7 @@ from modelplane.api.objects import replica_base
 from modelplane.dev import netns
 from modelplane.dev.kubeapi import Api, condition
 from modelplane.dev.nodes import publish, read_fleet_file
+from modelplane.kube.client import KubeError
 
 pytestmark = pytest.mark.e2e
 
@@ -250,9 +255,11 @@ def _verified_handshakes(serving: World) -> int:
     return total
 
 
-def _request(network: netns.Network, url: str, body: dict[str, Any]) -> tuple[int, Any]:
+def _request(
+    network: netns.Network, url: str, body: dict[str, Any], timeout: float = 10
+) -> tuple[int, Any]:
     parts = urllib.parse.urlsplit(url)
-    conn = network.http(parts.hostname or "", parts.port or 80, timeout=10)
+    conn = network.http(parts.hostname or "", parts.port or 80, timeout=timeout)
     try:
         conn.request(
             "POST",
@@ -350,6 +357,23 @@ def _replica_successes(serving: World, replica: str) -> float:
     return total
 
 
+def _answers(serving: World, url: str, what: str) -> None:
+    """Wait until the service answers a completion (the routes Envoy Gateway accepted are
+    programmed into both gateways a moment later); the wait is reported."""
+    network = _network(serving)
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "ready?"}]}
+    started = time.monotonic()
+
+    def answered() -> bool | None:
+        try:
+            return True if _request(network, url, body, timeout=5)[0] == 200 else None
+        except (OSError, http.client.HTTPException):
+            return None
+
+    serving.settle(f"{what} answers a completion", answered, 120)
+    TIMINGS[f"{what}: Ready → first completion answered"] = time.monotonic() - started
+
+
 def _weighted_ready(serving: World) -> dict[str, Any] | None:
     svc = serving.cp.get(m.API, "ModelService", "weighted", NS) or {}
     status = svc.get("status") or {}
@@ -383,6 +407,7 @@ def test_a_thousand_requests_land_as_the_weights_in_status_say(serving: World) -
         TIMEOUT,
     )
     url = svc["status"]["address"]
+    _answers(serving, url, "ModelService weighted")
     weights = {e["name"]: int(e["weight"]) for e in svc["status"]["endpoints"]}
     md = serving.cp.get(m.API, "ModelDeployment", "w80", NS) or {}
     clusters = sorted(p["cluster"] for p in md["status"]["placements"])
@@ -406,6 +431,80 @@ def test_a_thousand_requests_land_as_the_weights_in_status_say(serving: World) -
             off.append(lines[-1])
     NOTES["1,000 requests by engine metrics"] = "; ".join(lines)
     assert not off, "; ".join(lines)
+
+
+KILL_REQUESTS = 300
+KILL_RATE = 30.0  # requests per second: the 300 span the kill and the endpoint leaving
+
+
+def test_an_engine_killed_under_load_fails_no_more_than_1_percent(serving: World) -> None:
+    """Only Ready replicas serve (issue 38): one of w80's engines is killed while 300
+    requests go to ModelService weighted; at least 99% succeed (a request the dead
+    engine refuses is retried on another cluster by the fleet gateway, and the
+    cluster's own route stops choosing the replica the moment its endpoint leaves),
+    and the killed replica answers none of them."""
+    serving.settle(
+        "ModelService weighted Ready, 3 endpoints weighted",
+        lambda: _weighted_ready(serving),
+        TIMEOUT,
+    )
+    svc = serving.cp.get(m.API, "ModelService", "weighted", NS) or {}
+    network = _network(serving)
+    wl, _api, pod = _engine_pods(serving, "w80")[0]
+    replica = pod["metadata"]["labels"][c.LABEL_REPLICA]
+    key = f"{wl}/{NS}/{pod['metadata']['name']}/{pod['metadata']['uid']}"
+    others = [
+        p["status"]["podIP"]
+        for name in ("w80", "w20")
+        for _wl, _a, p in _engine_pods(serving, name)
+        if p["metadata"]["labels"][c.LABEL_REPLICA] != replica
+    ]
+    before = _engine_successes(network, others)
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "kill"}]}
+    results: list[int] = []
+
+    def one() -> None:
+        try:
+            results.append(_request(network, svc["status"]["address"], body, timeout=10)[0])
+        except (OSError, http.client.HTTPException):
+            results.append(0)
+
+    address = pod["status"]["podIP"]
+    killed_start = _metric(network, address, "vllm:request_success_total")
+    killed_before = 0.0
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=64) as pool:
+        for i in range(KILL_REQUESTS):
+            time.sleep(max(0.0, started + i / KILL_RATE - time.monotonic()))
+            if i == int(KILL_RATE * 2):  # two seconds of steady load first
+                killed_before = (
+                    _metric(network, address, "vllm:request_success_total") - killed_start
+                )
+                for pid in _engine_pids(network.pod_namespace(key)):
+                    os.kill(pid, signal.SIGKILL)
+            pool.submit(one)
+    ok = sum(1 for s in results if s == 200)
+    answered = _engine_successes(network, others) - before
+    try:  # an engine restarted in the meantime has answered nothing yet
+        restarted = _metric(network, address, "vllm:request_success_total")
+    except OSError:
+        restarted = 0.0
+    NOTES["engine killed under load"] = (
+        f"{ok}/{len(results)} succeeded; statuses {sorted(set(results))}; the other "
+        f"engines answered {answered:.0f}, the killed one {killed_before:.0f} before the "
+        f"kill and {restarted:.0f} after"
+    )
+    assert len(results) == KILL_REQUESTS
+    assert ok >= 0.99 * KILL_REQUESTS, NOTES["engine killed under load"]
+    # Every success after the kill came from another replica (a request the killed
+    # engine finished between the counter's read and the kill is the only slack).
+    assert restarted == 0, NOTES["engine killed under load"]
+    assert 0 <= ok - answered - killed_before <= 3, NOTES["engine killed under load"]
+    serving.settle(
+        "ModelService weighted Ready again with 3 endpoints",
+        lambda: _weighted_ready(serving),
+        TIMEOUT,
+    )
 
 
 def test_the_documented_model_answers_through_dev_exec_curl(serving: World) -> None:
@@ -470,3 +569,289 @@ def test_a_deleted_deployment_leaves_no_engine_and_no_namespace(serving: World) 
         return True if not left else None
 
     serving.settle("the deleted deployment's engine namespaces gone", gone, TIMEOUT)
+
+
+# --- failover: one workload cluster goes, and comes back ----------------------------------
+
+RATE = 20.0  # requests per second through the service's address
+FAILOVER_BOUND = 30.0  # from the gateway's stop on, at least 99% succeed (issue 38)
+API_SERVER_AFTER = 10.0  # the cluster's API server stops this long after its gateway
+OUTAGE = 90.0  # how long the cluster stays stopped
+STEADY = 70.0  # steady load before the stop
+COMEBACK_BOUND = 120.0  # how long traffic may take to reach the cluster again
+
+
+@dataclass
+class Load:
+    """Steady requests to one URL from inside the fleet network, each one recorded as
+    (seconds since the load started when it was sent, HTTP status or 0 for no answer)."""
+
+    network: netns.Network
+    url: str
+    started: float = field(default_factory=time.monotonic)
+    results: list[tuple[float, int]] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        body = {"model": MODEL, "messages": [{"role": "user", "content": "failover"}]}
+        with ThreadPoolExecutor(max_workers=160) as pool:
+            sent = 0
+            while not self._stop.is_set():
+                due = self.started + sent / RATE
+                time.sleep(max(0.0, due - time.monotonic()))
+                pool.submit(self._one, body)
+                sent += 1
+
+    def _one(self, body: dict[str, Any]) -> None:
+        at = time.monotonic() - self.started
+        try:
+            status = _request(self.network, self.url, body, timeout=5)[0]
+        except (OSError, http.client.HTTPException):
+            status = 0
+        self.results.append((at, status))
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def window(self, start: float, end: float) -> tuple[int, int]:
+        """(requests sent in [start, end), how many of them got a 200)."""
+        sent = [s for at, s in self.results if start <= at < end]
+        return len(sent), sum(1 for s in sent if s == 200)
+
+
+def _fleet_view(network: netns.Network, cluster: str) -> str:
+    """Health flags and health-check counters of one xDS cluster, as every Envoy of the
+    fleet network that has it reports them on its admin page."""
+    found = []
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    for line in listed.splitlines():
+        ns = line.split(" ")[0]
+        if not ns.startswith(network.pod_prefix):
+            continue
+        try:
+            clusters = _admin_page(ns, "/clusters")
+            stats = _admin_page(ns, "/stats?filter=" + urllib.parse.quote(cluster))
+        except OSError:
+            continue
+        flags = [
+            line.split("::", 1)[1]
+            for line in clusters.splitlines()
+            if line.startswith(cluster + "::")
+            and any(f"::{k}::" in line for k in ("health_flags", "rq_total", "rq_active"))
+        ]
+        counters = [
+            line.split(f"cluster.{cluster}.", 1)[1]
+            for line in stats.splitlines()
+            if line.startswith(f"cluster.{cluster}.")
+            and any(k in line for k in ("health_check.", "panic", "timeout", "outlier", "retry"))
+            and not line.endswith(": 0")
+        ]
+        if flags:
+            found.append(f"{'; '.join(flags)} [{', '.join(counters)}]")
+    return " | ".join(found) or "no Envoy has it"
+
+
+def _admin_page(namespace: str, path: str) -> str:
+    sock = netns.socket_in(namespace)
+    sock.settimeout(3)
+    sock.connect(("127.0.0.1", 19000))
+    conn = http.client.HTTPConnection("127.0.0.1", 19000, timeout=5)
+    conn.sock = sock
+    try:
+        conn.request("GET", path)
+        return conn.getresponse().read().decode()
+    finally:
+        conn.close()
+
+
+def failure_timeline(load: Load, stop: float) -> str:
+    """Failed requests by whole second sent after `stop`, with their statuses (0: no
+    answer), e.g. `3s: 4×0; 4s: 2×0, 1×503`."""
+    by: dict[int, dict[int, int]] = {}
+    for at, status in load.results:
+        if status != 200 and at >= stop:
+            second = by.setdefault(int(at - stop), {})
+            second[status] = second.get(status, 0) + 1
+    return (
+        "; ".join(
+            f"{s}s: " + ", ".join(f"{n}×{code}" for code, n in sorted(codes.items()))
+            for s, codes in sorted(by.items())
+        )
+        or "none"
+    )
+
+
+def failover_second(load: Load, stop: float, end: float) -> float | None:
+    """The first whole second after `stop` from which at least 99% of the requests sent
+    until `end` succeeded (None: never)."""
+    second = 0
+    while stop + second < end:
+        sent, ok = load.window(stop + second, end)
+        if sent and ok >= 0.99 * sent:
+            return float(second)
+        second += 1
+    return None
+
+
+def _fo_ready(serving: World) -> dict[str, Any] | None:
+    """ModelService fo Ready with two weighted endpoints on two clusters."""
+    svc = serving.cp.get(m.API, "ModelService", "fo", NS) or {}
+    status = svc.get("status") or {}
+    weighted = [e["name"] for e in status.get("endpoints") or [] if e.get("weight")]
+    if condition(svc, "Ready") != "True" or len(weighted) != 2 or not status.get("address"):
+        return None
+    clusters = {_endpoint_cluster(serving, name) for name in weighted}
+    return svc if len(clusters) == 2 else None
+
+
+def _endpoint_cluster(serving: World, endpoint: str) -> str:
+    """The workload cluster (wl-N) a ModelEndpoint's replica runs on."""
+    me = serving.cp.get(m.API, "ModelEndpoint", endpoint, NS) or {}
+    cluster = (me.get("spec") or {}).get("cluster")
+    ic = serving.cp.get(m.API, "InferenceCluster", cluster) if cluster else None
+    return serving.workload_of(ic) if ic else ""
+
+
+def _weight_of(serving: World, cluster: str) -> int | None:
+    """The weight ModelService fo gives its endpoint on one workload cluster."""
+    svc = serving.cp.get(m.API, "ModelService", "fo", NS) or {}
+    for e in (svc.get("status") or {}).get("endpoints") or []:
+        if _endpoint_cluster(serving, e["name"]) == cluster:
+            return int(e.get("weight") or 0)
+    return None
+
+
+def _engine_successes(network: netns.Network, addresses: list[str]) -> float:
+    """Requests the engines at these Pod addresses answered, from their own /metrics."""
+    return sum(_metric(network, a, "vllm:request_success_total") for a in addresses)
+
+
+def _freeze(pids: list[int], sig: signal.Signals) -> None:
+    for pid in pids:
+        os.kill(pid, sig)
+
+
+def _watch(what: str, probe: Callable[[], bool], timeout: float) -> float | None:
+    """Seconds until probe holds (polled every half second), None after the timeout; it
+    never plays the fleet's controllers, so a stopped cluster's API is never called."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        try:
+            if probe():
+                return time.monotonic() - started
+        except (KubeError, OSError):
+            pass
+        time.sleep(0.5)
+    NOTES[f"not seen within {timeout:.0f} s"] = what
+    return None
+
+
+def test_a_stopped_cluster_fails_over_within_30_s_and_takes_traffic_again(
+    serving: World,
+) -> None:
+    """Issue 38's failover: a ModelService with a replica on each workload cluster under
+    steady load; one cluster's hop gateway Envoy is stopped (SIGSTOP: it holds its
+    connections and answers nothing), then its API server. From 30 s after the first stop
+    on, at least 99% of requests succeed, through the other cluster alone; resumed, the
+    cluster takes traffic again."""
+    serving.apply(
+        [
+            m.deployment("fo", NS, replicas=2, gpus=1, labels={"model": "fo"}),
+            m.model_service("fo", NS, "fo"),
+        ]
+    )
+    svc = serving.settle(
+        "ModelService fo Ready, one weighted endpoint on each cluster",
+        lambda: _fo_ready(serving),
+        TIMEOUT,
+        describe=lambda: serving.describe(m.API, "ModelService", "fo", NS),
+    )
+    network = _network(serving)
+    engines: dict[str, list[str]] = {}
+    for wl, _api, pod in _engine_pods(serving, "fo"):
+        engines.setdefault(wl, []).append(pod["status"]["podIP"])
+    gone, other = sorted(engines)
+    proxies = [ns for wl, ns in _hop_proxies(serving) if wl == gone]
+    envoys = [pid for ns in proxies for pid in _engine_pids(ns)]
+    apiserver = serving.state.procs[f"{gone}-apiserver"].pid
+    assert envoys and apiserver
+    NOTES["failover: cluster stopped / kept"] = f"{gone} / {other}"
+
+    _answers(serving, svc["status"]["address"], "ModelService fo")
+    load = Load(network, svc["status"]["address"])
+    runner = threading.Thread(target=load.run, daemon=True)
+    runner.start()
+    try:
+        _failover_and_back(serving, load, network, engines, (gone, other), (envoys, apiserver))
+    finally:
+        _freeze([apiserver, *envoys], signal.SIGCONT)
+        load.stop()
+        runner.join(30)
+
+
+def _failover_and_back(
+    serving: World,
+    load: Load,
+    network: netns.Network,
+    engines: dict[str, list[str]],
+    clusters: tuple[str, str],
+    pids: tuple[list[int], int],
+) -> None:
+    gone, other = clusters
+    envoys, apiserver = pids
+    # Steady state first, for longer than Envoy's no-traffic health-check interval (60 s):
+    # until a cluster has carried traffic, Envoy checks its hosts only that often.
+    time.sleep(STEADY)
+    warm_sent, warm_ok = load.window(0, STEADY)
+    statuses = sorted({st for at, st in load.results if at < STEADY})
+    view = _fleet_view(network, f"httproute/{NS}/fo/rule/0")
+    assert warm_sent and warm_ok == warm_sent, (warm_sent, warm_ok, statuses, view)
+    counted = {wl: _engine_successes(network, a) for wl, a in engines.items()}
+    _freeze(envoys, signal.SIGSTOP)
+    stop = time.monotonic() - load.started
+    weight_zero = _watch(f"{gone}'s weight 0", lambda: _weight_of(serving, gone) == 0, 8)
+    route = f"httproute/{NS}/fo/rule/0"
+    NOTES["failover: the fleet gateway at +8 s"] = _fleet_view(network, route)
+    time.sleep(max(0.0, stop + API_SERVER_AFTER - (time.monotonic() - load.started)))
+    _freeze([apiserver], signal.SIGSTOP)
+    time.sleep(max(0.0, stop + OUTAGE - (time.monotonic() - load.started)))
+    NOTES["failover: the fleet gateway's view of the service's clusters"] = _fleet_view(
+        network, f"httproute/{NS}/fo/rule/0"
+    )
+    resumed = time.monotonic() - load.started
+    during = {wl: _engine_successes(network, a) - counted[wl] for wl, a in engines.items()}
+    _freeze([apiserver], signal.SIGCONT)
+    _freeze(envoys, signal.SIGCONT)
+    base = _engine_successes(network, engines[gone])
+    back = _watch(
+        f"traffic on {gone} again",
+        lambda: _engine_successes(network, engines[gone]) > base,
+        COMEBACK_BOUND,
+    )
+    time.sleep(5)
+    load.stop()
+    time.sleep(6)  # the last requests answer or time out
+
+    sent, ok = load.window(stop + FAILOVER_BOUND, resumed)
+    whole_sent, whole_ok = load.window(stop, resumed)
+    after_sent, after_ok = load.window(resumed, float("inf"))
+    first = failover_second(load, stop, resumed)
+    NOTES["failover: failures by second after the stop"] = failure_timeline(load, stop)
+    TIMINGS["failover: gateway stopped → its endpoint's weight 0 in status"] = weight_zero or -1
+    TIMINGS["failover: gateway stopped → first second from which ≥ 99% succeed"] = (
+        first if first is not None else -1
+    )
+    TIMINGS["failover: cluster resumed → traffic reaches it again"] = back or -1
+    NOTES["failover: requests"] = (
+        f"from stop+{FAILOVER_BOUND:.0f} s to resume: {ok}/{sent} succeeded; "
+        f"whole outage: {whole_ok}/{whole_sent}; after resume: {after_ok}/{after_sent}; "
+        f"engine answers during the outage: {during}"
+    )
+    assert sent >= RATE * (OUTAGE - FAILOVER_BOUND) * 0.9, sent
+    assert ok >= 0.99 * sent, NOTES["failover: requests"]
+    # Every answer during the outage came from the cluster kept.
+    assert during[gone] == 0, during
+    # (less the answers still on their way when the counters were read)
+    assert during[other] >= whole_ok - RATE, (during, whole_ok)
+    assert back is not None, f"no traffic reached {gone} within {COMEBACK_BOUND:.0f} s"
+    assert after_ok >= 0.99 * after_sent, NOTES["failover: requests"]

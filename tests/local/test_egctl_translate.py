@@ -214,8 +214,30 @@ def _xds(out: Obj, kind: str) -> list[Obj]:
     )
 
 
+def _localities(out: Obj, cluster: str) -> list[tuple[str, int]]:
+    """A merged xDS cluster's localities: (Backend `namespace/name` it came from, weight)."""
+    found = []
+    for x in _load_assignments(out, cluster):
+        for locality in x.get("endpoints") or []:
+            (res,) = locality["metadata"]["filterMetadata"]["envoy-gateway"]["resources"]
+            where = f"{res.get('namespace', '')}/{res['name']}"
+            found.append((f"{res['kind']}:{where}", int(locality.get("loadBalancingWeight", 1))))
+    return found
+
+
+def _xds_endpoints(out: Obj) -> list[Obj]:
+    (dump,) = out["xds"].values()
+    (found,) = [x for x in dump["configs"] if x["@type"].endswith(".EndpointsConfigDump")]
+    return [e["endpointConfig"] for e in found.get("dynamicEndpointConfigs") or []]
+
+
 def _weighted(out: Obj, route: str) -> list[list[tuple[str, int]]]:
-    """Per xDS route of `route` (one per rule and listener): (cluster, weight) pairs."""
+    """Per xDS route of `route` (one per rule and listener): (target, weight) pairs.
+
+    Weighted clusters give their own weights; a rule whose backendRefs Envoy
+    Gateway merged into one cluster gives its localities' weights, each
+    target then the Backend (`Backend:namespace/name`) the locality came from.
+    """
     found = []
     for config in _xds(out, "Routes"):
         for host in config["routeConfig"].get("virtualHosts") or []:
@@ -223,8 +245,10 @@ def _weighted(out: Obj, route: str) -> list[list[tuple[str, int]]]:
                 if r["name"].startswith(f"httproute/{route}/rule/"):
                     action = r["route"]
                     clusters = (action.get("weightedClusters") or {}).get("clusters")
-                    pairs = clusters or [{"name": action["cluster"], "weight": 1}]
-                    found.append([(_target(p), p["weight"]) for p in pairs])
+                    if clusters:
+                        found.append([(_target(p), p["weight"]) for p in clusters])
+                    else:
+                        found.append(_localities(out, action["cluster"]))
     return found
 
 
@@ -236,25 +260,30 @@ def _target(weighted: Obj) -> str:
 
 
 def _backend_of(inputs: list[Obj], namespace: str, route: str, target: str) -> str:
-    """The endpoint whose Backend an xDS cluster (or the second hop's Host) of `route`
-    leads to, by the endpoint label of the manifest it reaches (a Backend to a cluster's
-    Gateway sits in the system namespace, under a name of its own)."""
+    """What an xDS target of `route` leads to: `endpoint:<name>` or `cluster:<name>`, by
+    the label of the manifest it reaches (the second hop's route for a Host, the Backend
+    of a locality or of a route rule's backendRef; a Backend to a cluster's Gateway sits
+    in the system namespace, under a name of its own)."""
     if target.endswith(f".{c.HOP_DOMAIN}"):
         (second,) = [
             o
             for o in inputs
             if o["kind"] == "HTTPRoute" and target in o["spec"].get("hostnames", [])
         ]
-        return str(second["metadata"]["labels"][c.LABEL_ENDPOINT])
-    (manifest,) = [
-        o
-        for o in inputs
-        if o["kind"] == "HTTPRoute"
-        and o["metadata"]["name"] == route.split("/")[-1]
-        and o["metadata"]["namespace"] == namespace
-    ]
-    rule, index = target.split("/rule/")[1].split("/backend/")
-    ref = manifest["spec"]["rules"][int(rule)]["backendRefs"][int(index)]
+        return _leaf(second)
+    if target.startswith("Backend:"):
+        ns, name = target.removeprefix("Backend:").split("/")
+        ref = {"name": name, "namespace": ns}
+    else:
+        (manifest,) = [
+            o
+            for o in inputs
+            if o["kind"] == "HTTPRoute"
+            and o["metadata"]["name"] == route.split("/")[-1]
+            and o["metadata"]["namespace"] == namespace
+        ]
+        rule, index = target.split("/rule/")[1].split("/backend/")
+        ref = manifest["spec"]["rules"][int(rule)]["backendRefs"][int(index)]
     (backend,) = [
         o
         for o in inputs
@@ -262,7 +291,42 @@ def _backend_of(inputs: list[Obj], namespace: str, route: str, target: str) -> s
         and o["metadata"]["name"] == ref["name"]
         and o["metadata"]["namespace"] == ref.get("namespace", namespace)
     ]
-    return str(backend["metadata"]["labels"][c.LABEL_ENDPOINT])
+    return _leaf(backend)
+
+
+def _leaf(manifest: Obj) -> str:
+    labels = manifest["metadata"]["labels"]
+    if c.LABEL_ENDPOINT in labels:
+        return f"endpoint:{labels[c.LABEL_ENDPOINT]}"
+    if manifest["kind"] == "HTTPRoute":
+        # The second hop to the service's clusters.
+        return "clusters"
+    return f"cluster:{labels[c.LABEL_CLUSTER]}"
+
+
+def _expected_leaves(objs: list[Obj], svc: Obj) -> tuple[dict[str, int], dict[str, int]]:
+    """What the fleet gateway should weigh for a service, from its status alone: each
+    endpoint routed on its own (`endpoint:<name>`) or, for an endpoint the service reaches
+    through its route on a cluster, the cluster (`cluster:<name>`, its endpoints' weights
+    summed); and the clusters as one choice of the first hop (`clusters`)."""
+    ns = svc["metadata"]["namespace"]
+    specs = {
+        o["metadata"]["name"]: o.get("spec") or {}
+        for o in objs
+        if o.get("kind") == "ModelEndpoint" and o["metadata"]["namespace"] == ns
+    }
+    leaves: dict[str, int] = {}
+    clusters: dict[str, int] = {}
+    for e in svc["status"]["endpoints"]:
+        if not (e.get("ready") and e["weight"] > 0):
+            continue
+        spec = specs[e["name"]]
+        if spec.get("cluster") and spec.get("backendRef"):
+            key = f"cluster:{label_value(spec['cluster'])}"
+            clusters[key] = clusters.get(key, 0) + e["weight"]
+        else:
+            leaves[f"endpoint:{label_value(e['name'])}"] = e["weight"]
+    return leaves, clusters
 
 
 @pytest.mark.parametrize("folder", EXAMPLES, ids=lambda f: f.name)
@@ -277,11 +341,15 @@ def test_xds_weights_are_the_weights_each_service_reports(folder: Path) -> None:
     assert services
     for svc in services:
         name, ns = svc["metadata"]["name"], svc["metadata"]["namespace"]
-        want = {
-            label_value(e["name"]): e["weight"]
-            for e in svc["status"]["endpoints"]
-            if e.get("ready") and e["weight"] > 0
-        }
+        leaves, clusters = _expected_leaves(_render(folder), svc)
+        want = dict(leaves)
+        if leaves and clusters:
+            want["clusters"] = sum(clusters.values())
+            for pairs in _weighted(out, f"{ns}/{dns_label(name)}-clusters"):
+                got = {_backend_of(inputs, ns, f"{ns}/{name}-clusters", t): w for t, w in pairs}
+                assert got == clusters, name
+        else:
+            want.update(clusters)
         routes = _weighted(out, f"{ns}/{dns_label(name)}")
         assert routes, name
         for pairs in routes:
@@ -289,9 +357,120 @@ def test_xds_weights_are_the_weights_each_service_reports(folder: Path) -> None:
             assert got == want, name
 
 
-def _transport(cluster: Obj) -> list[Obj]:
-    sockets = [m["transportSocket"] for m in cluster.get("transportSocketMatches") or []]
-    return sockets or [cluster.get("transportSocket")]
+@pytest.mark.parametrize("folder", EXAMPLES, ids=lambda f: f.name)
+def test_a_service_reaches_a_cluster_through_one_envoy_cluster_with_health_checks(
+    folder: Path,
+) -> None:
+    """The clusters a service reaches are hosts of one Envoy cluster (not weighted
+    clusters, which a retry cannot leave), actively health checked under the service's
+    Host, with outlier detection, and the route retries elsewhere on a refused request."""
+    out = _translated(folder, c.CONTROL_PLANE_PROVIDER_CONFIG)
+    policies = [
+        o
+        for o in control_plane_inputs(_render(folder), _pki())
+        if o["kind"] == "BackendTrafficPolicy"
+    ]
+    if not policies:
+        pytest.skip("no service of this example reaches a cluster through its own route")
+    clusters = {x["cluster"]["name"]: x["cluster"] for x in _xds(out, "Clusters")}
+    checked = 0
+    for policy in policies:
+        ns = policy["metadata"]["namespace"]
+        (target,) = policy["spec"]["targetRefs"]
+        host = policy["spec"]["healthCheck"]["active"]["http"]["hostname"]
+        for config in _xds(out, "Routes"):
+            for vhost in config["routeConfig"].get("virtualHosts") or []:
+                for r in vhost["routes"]:
+                    if not r["name"].startswith(f"httproute/{ns}/{target['name']}/rule/"):
+                        continue
+                    action = r["route"]
+                    retry = action["retryPolicy"]
+                    assert {"connect-failure", "refused-stream"} <= set(retry["retryOn"].split(","))
+                    assert retry["retriableStatusCodes"] == [503]
+                    # Backends of mixed address kinds (an IP and a DNS name) get one
+                    # cluster each; every one is still checked.
+                    weighted = (action.get("weightedClusters") or {}).get("clusters") or []
+                    names = [w["name"] for w in weighted] or [action["cluster"]]
+                    for xname in names:
+                        xcluster = clusters[xname]
+                        (check,) = xcluster["healthChecks"]
+                        assert check["httpHealthCheck"]["host"] == host
+                        assert xcluster["outlierDetection"]["consecutiveGatewayFailure"] == 3
+                        assert len(_localities(out, xname)) >= 1
+                        checked += 1
+    assert checked, "no merged cluster was checked"
+
+
+@pytest.mark.parametrize("folder", EXAMPLES, ids=lambda f: f.name)
+def test_a_service_route_on_a_cluster_weighs_its_replicas_as_the_service_does(
+    folder: Path,
+) -> None:
+    """On each workload cluster, the service's own route sends its Host to the cluster's
+    Ready replicas' entries, weighted as the service's status says, in one Envoy cluster
+    (a replica whose endpoints leave is skipped by Envoy itself)."""
+    objs = _render(folder)
+    checked = 0
+    for config in _workload_configs(folder):
+        routes = [
+            m
+            for m in wrapped_by_config(objs)[config]
+            if m["kind"] == "HTTPRoute" and m["metadata"]["name"].endswith("-modelservice")
+        ]
+        if not routes:
+            continue
+        out = _translated_for(folder, config)
+        for route in routes:
+            ns, name = route["metadata"]["namespace"], route["metadata"]["name"]
+            (rule,) = route["spec"]["rules"]
+            want = {f"Service:{ns}/{r['name']}": r["weight"] for r in rule["backendRefs"]}
+            svc_name = route["metadata"]["labels"][c.LABEL_SERVICE]
+            (svc,) = [
+                o
+                for o in objs
+                if o.get("kind") == "ModelService"
+                and label_value(o["metadata"]["name"]) == svc_name
+                and o["metadata"]["namespace"] == ns
+            ]
+            status = {e["name"]: e["weight"] for e in svc["status"]["endpoints"]}
+            assert sorted(want.values()) == sorted(
+                status[e]
+                for e in status
+                if any(r["name"].startswith(dns_label(e)[:30]) for r in rule["backendRefs"])
+            )
+            for pairs in _weighted(out, f"{ns}/{name}"):
+                if any(t.startswith("Service:") for t, _ in pairs):
+                    assert dict(pairs) == want, name
+                    checked += 1
+    if not checked:
+        pytest.skip("no service route on a workload cluster in this example")
+
+
+def _transport(out: Obj, cluster: Obj, backend: str) -> list[Obj | None]:
+    """The transport sockets `cluster` uses toward Backend `backend`: where several
+    Backends share one cluster, the match its locality's hosts carry."""
+    matches = cluster.get("transportSocketMatches") or []
+    if not matches:
+        return [cluster.get("transportSocket")]
+    wanted = set()
+    for x in _load_assignments(out, cluster["name"]):
+        for locality in x.get("endpoints") or []:
+            resources = locality["metadata"]["filterMetadata"]["envoy-gateway"]["resources"]
+            if any(r["name"] == backend for r in resources):
+                for host in locality["lbEndpoints"]:
+                    meta = host["metadata"]["filterMetadata"]["envoy.transport_socket_match"]
+                    wanted.add(meta["name"])
+    if not wanted:
+        return [m["transportSocket"] for m in matches]
+    return [m["transportSocket"] for m in matches if m["match"].get("name") in wanted]
+
+
+def _load_assignments(out: Obj, cluster: str) -> list[Obj]:
+    static = [
+        x["cluster"]["loadAssignment"]
+        for x in _xds(out, "Clusters")
+        if x["cluster"]["name"] == cluster and "loadAssignment" in x["cluster"]
+    ]
+    return [x for x in [*_xds_endpoints(out), *static] if x["clusterName"] == cluster]
 
 
 @pytest.mark.parametrize("folder", EXAMPLES, ids=lambda f: f.name)
@@ -320,7 +499,7 @@ def test_hop_backends_verify_the_cluster_gateway_and_present_the_fleet_certifica
         for xname, cluster in clusters.items():
             if f"/{route_ns}/" not in xname or not _leads_to(out, xname, route_ns, name):
                 continue
-            (tls,) = [t["typedConfig"] for t in _transport(cluster) if t]
+            (tls,) = [t["typedConfig"] for t in _transport(out, cluster, name) if t]
             assert tls["sni"] == sni
             common = tls["commonTlsContext"]
             sans = common["combinedValidationContext"]["defaultValidationContext"][
@@ -450,19 +629,22 @@ def test_one_hop_with_per_backend_paths_is_refused_so_the_canary_takes_two(folde
     backendRef straight to its endpoint's Backend with that endpoint's path.
     """
     inputs = control_plane_inputs(_render(folder), _pki())
-    routes = {o["metadata"]["name"]: o for o in inputs if o["kind"] == "HTTPRoute"}
-    first = copy.deepcopy(routes["llama"])
+    routes = [o for o in inputs if o["kind"] == "HTTPRoute"]
+    # The service with a SaaS endpoint beside its clusters routes in two hops.
+    (first,) = [copy.deepcopy(o) for o in routes if o["metadata"]["name"] == "llama-spillover"]
     rule = first["spec"]["rules"][0]
     one_hop = []
     for ref in rule["backendRefs"]:
-        second = routes[ref["filters"][0]["urlRewrite"]["hostname"].split(".")[0]]["spec"]["rules"][
-            0
-        ]
-        path = second["filters"][0]["urlRewrite"]["path"]
-        target = second["backendRefs"][0]
+        host = ref["filters"][0]["urlRewrite"]["hostname"]
+        (second,) = [o for o in routes if host in o["spec"].get("hostnames", [])]
+        hop_rule = second["spec"]["rules"][0]
+        path = hop_rule["filters"][0]["urlRewrite"].get("path") or {
+            "type": "ReplacePrefixMatch",
+            "replacePrefixMatch": "/v1/chat/completions",
+        }
         one_hop.append(
             {
-                **target,
+                **hop_rule["backendRefs"][0],
                 "weight": ref["weight"],
                 "filters": [{"type": "URLRewrite", "urlRewrite": {"path": path}}],
             }

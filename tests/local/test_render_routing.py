@@ -106,10 +106,20 @@ def test_canary_splits_90_10_between_the_two_deployments_replicas() -> None:
         assert labels["model"] == "llama-3-8b"
         by_deployment.setdefault(labels["modelplane.ai/deployment"], []).append(entry["weight"])
     assert by_deployment == {"llama-stable": [450, 450], "llama-canary": [100]}
-    # Replicas of two deployments sit under different paths: two hops.
+    # Replicas of two deployments sit under different paths, but the fleet gateway
+    # weighs clusters (one Backend each, no second hop), and the service's own route
+    # on each cluster weighs its replicas: 550 for eu-west (canary 100 + stable 450).
     assert "/ml-team/llama-" in endpoint["spec"]["url"]
-    hop = result.get("kubernetes.m.crossplane.io/v1alpha1", "Object", "llama-hop", "ml-team")
-    assert hop is not None
+    obj = "kubernetes.m.crossplane.io/v1alpha1"
+    assert result.get(obj, "Object", "llama-hop", "ml-team") is None
+    route = result.get(obj, "Object", "llama-route", "ml-team")
+    assert route is not None
+    refs = route["spec"]["forProvider"]["manifest"]["spec"]["rules"][0]["backendRefs"]
+    assert sorted(r["weight"] for r in refs) == [450, 550]
+    west = result.get(obj, "Object", "llama-cluster-eu-west-route", "ml-team")
+    assert west is not None
+    (rule,) = west["spec"]["forProvider"]["manifest"]["spec"]["rules"]
+    assert sorted(r["weight"] for r in rule["backendRefs"]) == [100, 450]
 
 
 def test_warming_up_replica_gets_no_endpoint_and_its_service_waits() -> None:

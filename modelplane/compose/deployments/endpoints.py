@@ -22,7 +22,7 @@ from typing import Any
 from modelplane.api import constants as c
 from modelplane.api.frozen import memoized
 from modelplane.api.memo import memo_function
-from modelplane.api.model_endpoint import parse_url, read_endpoint
+from modelplane.api.model_endpoint import WorkloadBackendRef, parse_url, read_endpoint
 from modelplane.api.objects import label_value
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
 from modelplane.compose.types import Resource
@@ -38,6 +38,7 @@ class ReplicaView:
     endpoint: str | None
     cluster_gateway: str | None
     cluster: str | None = None
+    backend_ref: WorkloadBackendRef | None = None
 
 
 def unreadable_status(replica: str, observed: Mapping[str, Any] | None) -> Unreadable | None:
@@ -75,6 +76,7 @@ def replica_view(
         endpoint=replica.endpoint if replica is not None else None,
         cluster_gateway=gateway,
         cluster=cluster,
+        backend_ref=replica.backend_ref if replica is not None else None,
     )
 
 
@@ -122,12 +124,16 @@ def _valid_url(url: str) -> bool:
     return True
 
 
-def _cluster(replica: ReplicaView) -> dict[str, str]:
-    """`spec.cluster` when the replica is reached through its cluster's HTTPS Gateway.
+def _cluster(replica: ReplicaView) -> dict[str, Any]:
+    """`spec.cluster` (and `spec.backendRef` when the replica publishes its entry) when the
+    replica is reached through its cluster's HTTPS Gateway.
 
     A cluster whose `spec.gateway.address` names a plain-http URL gets none: a
     cluster hop is https, and an endpoint saying otherwise would be refused.
     """
-    if replica.cluster and (replica.endpoint or "").startswith("https://"):
-        return {"cluster": replica.cluster}
-    return {}
+    if not (replica.cluster and (replica.endpoint or "").startswith("https://")):
+        return {}
+    out: dict[str, Any] = {"cluster": replica.cluster}
+    if replica.backend_ref is not None:
+        out["backendRef"] = replica.backend_ref.to_dict()
+    return out

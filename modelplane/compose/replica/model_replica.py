@@ -52,6 +52,7 @@ from modelplane.api import constants as c
 from modelplane.api import pod_security
 from modelplane.api.fleet_quota import SYSTEM_PRIORITY_PREFIX
 from modelplane.api.inference_cluster import GatewayRef
+from modelplane.api.model_endpoint import WorkloadBackendRef
 from modelplane.api.model_replica import ModelReplicaSpec, ModelReplicaStatus
 from modelplane.api.objects import condition, label_value, replica_base
 from modelplane.api.readers import ObservedInferenceCluster, read_inference_cluster, read_placer
@@ -511,14 +512,24 @@ def _route_condition(inp: ComposeInput, res: ComposeResult, route: Item, gw: Gat
     )
 
 
-def _status(ctx: ReplicaContext, cluster: ObservedInferenceCluster) -> Resource:
+def _status(
+    ctx: ReplicaContext, cluster: ObservedInferenceCluster, entry: backends.Entry
+) -> Resource:
     address = cluster.gateway_address
     endpoint = None
     if address:
         # The cluster's Gateway serves only HTTPS (compose/clusters/gateway_hop.py).
         base = address if "://" in address else f"https://{address}"
         endpoint = base.rstrip("/") + workload.route_path(ctx)
-    return ModelReplicaStatus(namespace=ctx.namespace, endpoint=endpoint).to_dict()
+    if endpoint is None:
+        return ModelReplicaStatus(namespace=ctx.namespace).to_dict()
+    ref = WorkloadBackendRef(
+        name=entry.service,
+        port=entry.port if entry.kind == "Service" else None,
+        kind=entry.kind,
+        group=entry.group or None,
+    )
+    return ModelReplicaStatus(namespace=ctx.namespace, endpoint=endpoint, backend_ref=ref).to_dict()
 
 
 # --- the composer ------------------------------------------------------------------------
@@ -563,5 +574,5 @@ def compose(inp: ComposeInput) -> ComposeResult:
     _usages(inp, res, ns, spec.cluster_name, items)
     _workload_condition(inp, res, items, route)
     _route_condition(inp, res, route, target.gateway)
-    res.status = _status(ctx, target.cluster)
+    res.status = _status(ctx, target.cluster, build.entry)
     return res

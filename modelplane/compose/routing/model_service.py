@@ -58,6 +58,7 @@ from typing import Any
 
 from modelplane.api import constants as c
 from modelplane.api.gateway_hop import ObservedHop, gateway_address_problem, read_hop
+from modelplane.api.inference_cluster import GatewayRef
 from modelplane.api.inference_gateway import ObservedGateway, read_gateway
 from modelplane.api.model_endpoint import ObservedEndpoint, read_endpoint
 from modelplane.api.model_service import (
@@ -66,6 +67,7 @@ from modelplane.api.model_service import (
     ModelServiceStatus,
     ServiceEndpointStatus,
 )
+from modelplane.api.readers import ObservedInferenceCluster, read_inference_cluster
 from modelplane.api.reasons import (
     EndpointsReadyReason,
     EndpointsRoutableReason,
@@ -79,10 +81,14 @@ from modelplane.compose.common import meta, parse_spec
 from modelplane.compose.routing import gateway_objects as gwo
 from modelplane.compose.routing import hops, weights
 from modelplane.compose.routing.service_objects import (
+    CLUSTERS_ROUTE_KEY,
+    POLICY_KEY,
     ROUTE_KEY,
     Builder,
+    ClusterShare,
     Selected,
     Wanted,
+    clustered,
     upstream_path,
 )
 from modelplane.compose.types import (
@@ -336,7 +342,10 @@ def _last_known(
     out, found = [], []
     for e in endpoints:
         if e.unknown is not None and e.spec is not None and e.namespace == namespace:
-            routed = f"backend-{e.name}" in inp.observed
+            routed = f"backend-{e.name}" in inp.observed or (
+                e.spec.backend_ref is not None
+                and f"cluster-{e.spec.cluster}-backend" in inp.observed
+            )
             field, _, why = e.unknown.partition(": ")
             e = replace(e, ready=routed)
             kept = "routed to as before" if routed else "not routed to, as before"
@@ -433,34 +442,119 @@ def _route(
             message,
             readiness=_ready,
         )
-    paths = sorted({upstream_path(s) for s in routed})
     builder = Builder(spec, name, namespace, gateway)
-    if len(paths) == 1:
-        wanted = builder.backends(routed)
-        wanted[ROUTE_KEY] = (builder.route(routed, paths[0]), gwo.ROUTE)
-    elif gateway.internal_address:
-        wanted = builder.two_hop(routed, gateway.internal_address)
-    else:
-        message = (
-            "Ready endpoints disagree on their upstream path prefix ("
-            + ", ".join(f"{s.endpoint.name}: {upstream_path(s) or '/'}" for s in routed)
-            + "); that needs the two-hop route through the gateway's plain-HTTP listener, "
-            "and the InferenceGateway publishes no status.internalAddress: add an HTTP "
-            "listener, or give the endpoints one spec.rewritePath"
-        )
+    wanted = _wanted(inp, builder, routed, gateway)
+    if isinstance(wanted, str):
         return outcome.hold(
             inp,
             result,
             c.CONDITION_ENDPOINTS_READY,
             EndpointsReadyReason.CONFLICTING_UPSTREAM_PATHS,
-            message,
+            wanted,
             readiness=_ready,
         )
-    _emit(inp, result, wanted)
+    _emit(inp, result, wanted, _preparing(inp, builder, routed))
     _endpoints_condition(result, selected, routed)
     status.address = builder.address()
     result.status = status.to_dict()
     return result
+
+
+def _wanted(
+    inp: ComposeInput, builder: Builder, routed: Sequence[Selected], gateway: ObservedGateway
+) -> Wanted | str:
+    """What the service composes for its routed endpoints, or why it cannot route.
+
+    Endpoints on clusters go through the service's route on each cluster; the
+    clusters' objects are composed as soon as they can be, but a cluster whose
+    endpoints the service still routes one by one (as a release before this one
+    did) stays so until its Backend and route there are observed ready: make
+    before break, so an upgrade sends no request to a Backend not yet accepted.
+    """
+    shares = cluster_shares(routed, _targets(inp, routed))
+    moving = [sh for sh in shares if _still_per_endpoint(inp, builder, sh)]
+    joined = [sh for sh in shares if sh not in moving]
+    through = {m.endpoint.name for share in joined for m in share.members}
+    single = [s for s in routed if s.endpoint.name not in through]
+    paths = sorted({upstream_path(s) for s in single})
+    if not single:
+        wanted = {ROUTE_KEY: (builder.clusters_route(joined), gwo.ROUTE)}
+    elif len(paths) == 1 and not joined:
+        wanted = builder.backends(single)
+        wanted[ROUTE_KEY] = (builder.route(single, paths[0]), gwo.ROUTE)
+    elif gateway.internal_address:
+        wanted = builder.two_hop(single, gateway.internal_address, joined)
+    else:
+        return (
+            "Ready endpoints disagree on their upstream path prefix ("
+            + ", ".join(f"{s.endpoint.name}: {upstream_path(s) or '/'}" for s in single)
+            + (", and the service's clusters" if joined else "")
+            + "); that needs the two-hop route through the gateway's plain-HTTP listener, "
+            "and the InferenceGateway publishes no status.internalAddress: add an HTTP "
+            "listener, or give the endpoints one spec.rewritePath"
+        )
+    wanted.update(builder.cluster_objects(shares))
+    if joined:
+        route = CLUSTERS_ROUTE_KEY if CLUSTERS_ROUTE_KEY in wanted else ROUTE_KEY
+        target = wanted[route][0]["spec"]["forProvider"]["manifest"]["metadata"]["name"]
+        wanted[POLICY_KEY] = (builder.traffic_policy(target), gwo.EXISTS)
+    return wanted
+
+
+def _preparing(inp: ComposeInput, builder: Builder, routed: Sequence[Selected]) -> frozenset[str]:
+    """The keys of the clusters' objects composed ahead of the route's move to them."""
+    shares = cluster_shares(routed, _targets(inp, routed))
+    moving = [sh for sh in shares if _still_per_endpoint(inp, builder, sh)]
+    return frozenset(key for sh in moving for key in builder.cluster_objects([sh]))
+
+
+def _still_per_endpoint(inp: ComposeInput, builder: Builder, share: ClusterShare) -> bool:
+    """Whether a cluster's endpoints keep their own Backends this round: each has one
+    observed, and the cluster's Backend, grant or route is not observed ready yet."""
+    if not all(f"backend-{m.endpoint.name}" in inp.observed for m in share.members):
+        return False
+    objects = builder.cluster_objects([share])
+    return not all(gwo.observed(rule, inp.observed.get(key)) for key, (_, rule) in objects.items())
+
+
+def _targets(inp: ComposeInput, routed: Sequence[Selected]) -> dict[str, ObservedInferenceCluster]:
+    """The InferenceClusters the routed endpoints name, as fetched for their hop verdicts."""
+    out = {}
+    for s in routed:
+        cluster = s.endpoint.spec.cluster if s.endpoint.spec is not None else None
+        if cluster is None or cluster in out:
+            continue
+        for obj in inp.required.get(cluster_requirement(cluster)) or []:
+            found = read_inference_cluster(obj)
+            if found is not None and found.name == cluster:
+                out[cluster] = found
+    return out
+
+
+def cluster_shares(
+    routed: Sequence[Selected], targets: Mapping[str, ObservedInferenceCluster]
+) -> list[ClusterShare]:
+    """The routed endpoints reached through the service's own route on their cluster,
+    by cluster (name order).
+
+    That takes the replica's entry (`spec.backendRef`) and the cluster's provider
+    config; an endpoint without either is routed on its own, as before.
+    """
+    members: dict[str, list[Selected]] = {}
+    for s in routed:
+        spec = s.endpoint.spec
+        target = targets.get(spec.cluster or "") if spec is not None else None
+        if clustered(s) and target is not None and target.provider_config_name:
+            members.setdefault(target.name, []).append(s)
+    return [
+        ClusterShare(
+            cluster=cluster,
+            provider_config=str(targets[cluster].provider_config_name),
+            gateway=targets[cluster].gateway or GatewayRef(),
+            members=tuple(found),
+        )
+        for cluster, found in sorted(members.items())
+    ]
 
 
 def _no_ready(selected: Sequence[Selected]) -> tuple[str, EndpointsReadyReason, str]:
@@ -505,11 +599,15 @@ def _endpoints_condition(
         )
 
 
-def _emit(inp: ComposeInput, result: ComposeResult, wanted: Wanted) -> None:
+def _emit(
+    inp: ComposeInput, result: ComposeResult, wanted: Wanted, preparing: frozenset[str]
+) -> None:
     all_ready = True
     for key, (resource, rule) in wanted.items():
         ok = gwo.observed(rule, inp.observed.get(key))
-        all_ready = all_ready and ok
+        # What is made ready ahead of the route that will use it shows its own
+        # readiness; the service does not wait on it (it still routes as before).
+        all_ready = all_ready and (ok or key in preparing)
         result.desired[key] = DesiredResource(resource, "True" if ok else "False")
     result.ready = "True" if all_ready else "False"
 

@@ -26,8 +26,9 @@ from typing import Any
 
 from modelplane.api import constants as c
 from modelplane.api import gateway_hop as hop
+from modelplane.api.inference_cluster import GatewayRef
 from modelplane.api.inference_gateway import ObservedGateway
-from modelplane.api.model_endpoint import ObservedEndpoint
+from modelplane.api.model_endpoint import ObservedEndpoint, Upstream
 from modelplane.api.model_service import ModelServiceSpec
 from modelplane.api.objects import label_value
 from modelplane.compose import objects
@@ -38,6 +39,23 @@ from modelplane.compose.types import Resource
 Wanted = dict[str, tuple[Resource, gwo.ReadyWhen]]
 REFERENCE_GRANT_API_VERSION = "gateway.networking.k8s.io/v1beta1"
 ROUTE_KEY = "route"
+POLICY_KEY = "traffic-policy"
+CLUSTERS_ROUTE_KEY = "clusters-route"
+# The Envoy Gateway defaults every cluster hop gets (`traffic_policy`): a request that
+# never reached a cluster's engines (connection refused, a refused stream, a 503 from
+# a cluster with no Ready replica left) is tried on another cluster; a cluster whose
+# Gateway stops answering its health check leaves the rotation within seconds.
+HEALTH_PATH = "/health"
+HEALTH_INTERVAL = "2s"
+HEALTH_TIMEOUT = "2s"  # a busy engine's /health may take a while: not a dead cluster
+UNHEALTHY_AFTER = 3
+HEALTHY_AFTER = 1
+RETRIES = 2
+EJECT_AFTER = 3  # consecutive gateway errors (502, 503, 504, connect failures)
+EJECTION = "15s"
+# Outlier detection never ejects more than half the clusters: errors seen
+# everywhere at once (an overload) are not a reason to send traffic nowhere.
+MAX_EJECTED_PERCENT = 50
 
 
 @dataclass(frozen=True)
@@ -52,6 +70,35 @@ class Selected:
     def ready(self) -> bool:
         """Whether it is routed to (Ready with a valid spec, and not refused)."""
         return self.endpoint.ready and self.endpoint.spec is not None and self.refused is None
+
+
+def clustered(s: Selected) -> bool:
+    """Whether a selected endpoint is reached through its service's own route on its
+    cluster (it names the cluster and its replica's entry there)."""
+    spec = s.endpoint.spec
+    return spec is not None and spec.cluster is not None and spec.backend_ref is not None
+
+
+@dataclass(frozen=True)
+class ClusterShare:
+    """The routed endpoints a service reaches on one cluster, and their summed weight."""
+
+    cluster: str
+    provider_config: str
+    gateway: GatewayRef
+    members: tuple[Selected, ...]
+
+    @property
+    def weight(self) -> int:
+        """The fleet gateway's weight for the cluster: its endpoints' weights summed."""
+        return sum(m.weight for m in self.members)
+
+    @property
+    def upstream(self) -> Upstream:
+        """The cluster Gateway's address and port (every member's URL names it)."""
+        spec = self.members[0].endpoint.spec
+        assert spec is not None
+        return spec.upstream()
 
 
 def upstream_path(s: Selected) -> str:
@@ -145,7 +192,9 @@ class Builder:
     def grant(self, endpoint: str) -> Resource:
         """The ReferenceGrant that lets HTTPRoutes of exactly this service's namespace
         refer to exactly the endpoint's Backend in the system namespace."""
-        name = self.hop_backend_name(endpoint)
+        return self._grant(self.hop_backend_name(endpoint), endpoint)
+
+    def _grant(self, name: str, endpoint: str | None) -> Resource:
         return {
             "apiVersion": REFERENCE_GRANT_API_VERSION,
             "kind": "ReferenceGrant",
@@ -283,7 +332,9 @@ class Builder:
         """The internal hostname that selects one endpoint's second-hop route."""
         return f"{objects.dns_label(f'{self.name}-{endpoint}')}.{self.namespace}.{c.HOP_DOMAIN}"
 
-    def two_hop(self, routed: Sequence[Selected], internal: str) -> Wanted:
+    def two_hop(
+        self, routed: Sequence[Selected], internal: str, shares: Sequence[ClusterShare] = ()
+    ) -> Wanted:
         """Endpoints with different upstream paths: weigh first, rewrite the path second.
 
         Envoy Gateway rewrites paths per rule, not per backendRef, but does
@@ -291,7 +342,9 @@ class Builder:
         endpoint by weight and sends the request, Host set to that endpoint's
         internal hostname, back into the gateway (a Backend on the Envoy
         Service, plain HTTP inside the control plane); the endpoint's own route
-        matches that hostname and rewrites path and Host for its upstream.
+        matches that hostname and rewrites path and Host for its upstream. The
+        service's clusters (`shares`) are one such choice, weighted by their
+        sum, whose route weighs the clusters as `clusters_route` does.
         """
         host, _, port = internal.rpartition(":")
         loop = objects.dns_label(f"{self.name}-hop")
@@ -303,18 +356,12 @@ class Builder:
         }
         out = self.backends(routed)
         out["backend-hop"] = (self._wrap(("hop",), loopback, gwo.ACCEPTED), gwo.ACCEPTED)
+        choices = [(self.hop_host(s.endpoint.name), s.weight) for s in routed]
+        if shares:
+            choices.append((self.clusters_host(), sum(s.weight for s in shares)))
         refs = [
-            _backend_ref(
-                loop,
-                s.weight,
-                [
-                    {
-                        "type": "URLRewrite",
-                        "urlRewrite": {"hostname": self.hop_host(s.endpoint.name)},
-                    }
-                ],
-            )
-            for s in routed
+            _backend_ref(loop, weight, [{"type": "URLRewrite", "urlRewrite": {"hostname": h}}])
+            for h, weight in choices
         ]
         prefix = self.spec.path_prefix(self.namespace, self.name)
         hostnames = [self.spec.host] if self.spec.host else []
@@ -324,6 +371,14 @@ class Builder:
         out[ROUTE_KEY] = (self._wrap(("route",), first, gwo.ROUTE), gwo.ROUTE)
         for s in routed:
             out[f"route-{s.endpoint.name}"] = (self.second_hop(s), gwo.ROUTE)
+        if shares:
+            rules = _rules("", "", self.service_host(), self.cluster_refs(shares))
+            name = objects.dns_label(f"{self.name}-clusters")
+            manifest = self._route_manifest(name, [self.clusters_host()], rules)
+            out[CLUSTERS_ROUTE_KEY] = (
+                self._wrap(("clusters", "route"), manifest, gwo.ROUTE),
+                gwo.ROUTE,
+            )
         return out
 
     def second_hop(self, s: Selected) -> Resource:
@@ -336,6 +391,159 @@ class Builder:
         name = objects.dns_label(f"{self.name}-{e.name}")
         manifest = self._route_manifest(name, [self.hop_host(e.name)], rules, e.name)
         return self._wrap(("route", e.name), manifest, gwo.ROUTE)
+
+    # --- endpoints on clusters: one Backend per cluster, the split on the cluster ----------
+
+    def service_host(self) -> str:
+        """The Host the service's requests carry to a cluster's Gateway."""
+        return hop.service_host(self.namespace, self.name)
+
+    def clusters_host(self) -> str:
+        """The internal hostname of the fleet route to the service's clusters (two hops)."""
+        return f"{objects.dns_label(self.name)}.{self.namespace}.clusters.{c.HOP_DOMAIN}"
+
+    def cluster_objects(self, shares: Sequence[ClusterShare]) -> Wanted:
+        """Per cluster: the Backend to its Gateway (mutual TLS), the ReferenceGrant the
+        service's routes need for it, and the service's route on the cluster itself."""
+        out: Wanted = {}
+        for share in shares:
+            key = f"cluster-{share.cluster}"
+            backend = self.cluster_backend(share)
+            out[f"{key}-backend"] = (
+                self._wrap(("cluster", share.cluster, "backend"), backend, gwo.ACCEPTED),
+                gwo.ACCEPTED,
+            )
+            name = hop.cluster_backend_name(self.namespace, self.name, share.cluster)
+            grant = self._grant(name, None)
+            out[f"{key}-grant"] = (
+                self._wrap(("cluster", share.cluster, "grant"), grant, gwo.EXISTS),
+                gwo.EXISTS,
+            )
+            out[f"{key}-route"] = (self.workload_route(share), gwo.ROUTE)
+        return out
+
+    def cluster_backend(self, share: ClusterShare) -> Resource:
+        """The Envoy Gateway Backend to one cluster's Gateway, in the system namespace."""
+        up = share.upstream
+        address = (
+            {"ip": {"address": up.host, "port": up.port}}
+            if up.is_ip
+            else {"fqdn": {"hostname": up.host, "port": up.port}}
+        )
+        name = hop.cluster_backend_name(self.namespace, self.name, share.cluster)
+        meta = self._meta(name, None, c.SYSTEM_NAMESPACE)
+        meta["labels"][c.LABEL_CLUSTER] = label_value(share.cluster)
+        return {
+            "apiVersion": c.ENVOY_GATEWAY_API_VERSION,
+            "kind": "Backend",
+            "metadata": meta,
+            "spec": {"endpoints": [address], "tls": hop_tls(share.cluster)},
+        }
+
+    def cluster_refs(self, shares: Sequence[ClusterShare]) -> list[dict[str, Any]]:
+        """One weighted backendRef per cluster, with no filter of its own: Envoy Gateway
+        then builds one Envoy cluster whose hosts are the clusters' Gateways, which
+        retries and health checks move between."""
+        return [
+            _backend_ref(
+                hop.cluster_backend_name(self.namespace, self.name, s.cluster),
+                s.weight,
+                [],
+                c.SYSTEM_NAMESPACE,
+            )
+            for s in shares
+        ]
+
+    def workload_route_name(self) -> str:
+        """The service's route on a cluster (replica routes' names end in a hash)."""
+        return objects.dns_label(f"{self.name}-modelservice")
+
+    def workload_route(self, share: ClusterShare) -> Resource:
+        """The service's HTTPRoute on one cluster's Gateway: requests carrying its Host go
+        to the cluster's Ready replicas' entries, weighted as the fleet weighs them."""
+        refs = []
+        for m in share.members:
+            spec = m.endpoint.spec
+            assert spec is not None and spec.backend_ref is not None
+            refs.append(spec.backend_ref.manifest(m.weight))
+        route = {
+            "apiVersion": c.GATEWAY_API_VERSION,
+            "kind": "HTTPRoute",
+            "metadata": self._meta(self.workload_route_name()),
+            "spec": {
+                "parentRefs": [
+                    {
+                        "group": c.GATEWAY_GROUP,
+                        "kind": "Gateway",
+                        "name": share.gateway.name,
+                        "namespace": share.gateway.namespace,
+                    }
+                ],
+                "hostnames": [self.service_host()],
+                "rules": [
+                    {
+                        "matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
+                        "backendRefs": refs,
+                    }
+                ],
+            },
+        }
+        name = objects.object_name(self.name, "cluster", share.cluster, "route")
+        return gwo.wrap(name, self.namespace, share.provider_config, route, gwo.ROUTE, self.labels)
+
+    def clusters_route(self, shares: Sequence[ClusterShare]) -> Resource:
+        """The service's HTTPRoute when every routed endpoint is on a cluster: its prefix
+        stripped, its Host set, one weighted backendRef per cluster."""
+        prefix = self.spec.path_prefix(self.namespace, self.name)
+        hostnames = [self.spec.host] if self.spec.host else []
+        rules = _rules(prefix, "", self.service_host(), self.cluster_refs(shares))
+        manifest = self._route_manifest(objects.dns_label(self.name), hostnames, rules)
+        return self._wrap(("route",), manifest, gwo.ROUTE)
+
+    def traffic_policy(self, route: str) -> Resource:
+        """Health checks, outlier detection and retries on the route to the clusters.
+
+        Active checks ask `HEALTH_PATH` under the service's Host on each cluster's
+        Gateway, which the service's route there answers from a Ready engine, so a
+        stopped Gateway and a cluster with no Ready replica left both fail them:
+        out of the rotation within `UNHEALTHY_AFTER` intervals.
+        """
+        policy = {
+            "apiVersion": c.ENVOY_GATEWAY_API_VERSION,
+            "kind": "BackendTrafficPolicy",
+            "metadata": self._meta(objects.dns_label(f"{self.name}-clusters")),
+            "spec": {
+                "targetRefs": [{"group": c.GATEWAY_GROUP, "kind": "HTTPRoute", "name": route}],
+                "healthCheck": {
+                    "active": {
+                        "type": "HTTP",
+                        "timeout": HEALTH_TIMEOUT,
+                        "interval": HEALTH_INTERVAL,
+                        "unhealthyThreshold": UNHEALTHY_AFTER,
+                        "healthyThreshold": HEALTHY_AFTER,
+                        "http": {
+                            "hostname": self.service_host(),
+                            "path": HEALTH_PATH,
+                            "expectedStatuses": [200],
+                        },
+                    },
+                    "passive": {
+                        "consecutiveGatewayErrors": EJECT_AFTER,
+                        "interval": HEALTH_INTERVAL,
+                        "baseEjectionTime": EJECTION,
+                        "maxEjectionPercent": MAX_EJECTED_PERCENT,
+                    },
+                },
+                "retry": {
+                    "numRetries": RETRIES,
+                    "retryOn": {
+                        "triggers": ["connect-failure", "refused-stream", "retriable-status-codes"],
+                        "httpStatusCodes": [503],
+                    },
+                },
+            },
+        }
+        return self._wrap(("clusters", "policy"), policy, gwo.EXISTS)
 
     def address(self) -> str:
         """Where clients call the service: the gateway's base URL (or host) and prefix."""

@@ -1,0 +1,280 @@
+"""A ModelService reaches its endpoints on clusters through one route of its own per
+cluster (issue 38's failover): request → expected response.
+
+The fleet gateway weighs clusters, not replicas: one Backend per cluster's Gateway,
+one backendRef each with no filter of its own (so Envoy Gateway builds one Envoy
+cluster whose hosts are the clusters' Gateways, which retries and health checks can
+move between), the summed weights of the cluster's endpoints. On each cluster the
+service's own HTTPRoute, under the service's hop Host, weighs that cluster's
+replicas' entries (`spec.backendRef`) as the service does. A BackendTrafficPolicy
+health-checks each cluster under that Host, ejects one that fails, and retries a
+refused request elsewhere. An endpoint without an entry is routed on its own, as
+before; a cluster whose endpoints are still routed on their own moves over only once
+its Backend, grant and route are observed ready (make before break).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from modelplane.compose.routing import model_service
+from modelplane.compose.types import ComposeInput, ComposeResult
+
+NS = "team-a"
+GATEWAY = {
+    "apiVersion": "modelplane.ai/v1alpha1",
+    "kind": "InferenceGateway",
+    "metadata": {"name": "default"},
+    "status": {
+        "address": "http://198.51.100.7",
+        "gatewayName": "modelplane",
+        "gatewayNamespace": "envoy-gateway-system",
+        "providerConfigName": "modelplane-control-plane",
+        "internalAddress": "envoy.gw.svc.cluster.local:80",
+    },
+}
+SERVICE = {
+    "apiVersion": "modelplane.ai/v1alpha1",
+    "kind": "ModelService",
+    "metadata": {"name": "chat", "namespace": NS},
+    "spec": {
+        "endpoints": [
+            {"selector": {"matchLabels": {"model": "big"}}, "weight": 80},
+            {"selector": {"matchLabels": {"model": "small"}}, "weight": 20},
+        ]
+    },
+}
+HEALTHY = [
+    {"type": "Reachable", "status": "True", "reason": "Reachable"},
+    {"type": "ServingStackReady", "status": "True", "reason": "Ready"},
+]
+ADDRESSES = {"east": "192.0.2.1", "west": "192.0.2.2"}
+HOST = "chat.team-a.service.hop.modelplane.internal"
+
+
+def _endpoint(name: str, model: str, cluster: str, entry: bool = True) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "url": f"https://{ADDRESSES[cluster]}/{NS}/{name}/0",
+        "cluster": cluster,
+    }
+    if entry:
+        spec["backendRef"] = {"name": f"{name}-engine", "port": 8000}
+    return {
+        "apiVersion": "modelplane.ai/v1alpha1",
+        "kind": "ModelEndpoint",
+        "metadata": {"name": name, "namespace": NS, "labels": {"model": model}},
+        "spec": spec,
+        "status": {"ready": True},
+    }
+
+
+def _cluster(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "modelplane.ai/v1alpha1",
+        "kind": "InferenceCluster",
+        "metadata": {"name": name},
+        "spec": {},
+        "status": {
+            "conditions": HEALTHY,
+            "gatewayAddress": ADDRESSES[name],
+            "providerConfigName": f"modelplane-{name}",
+        },
+    }
+
+
+# big: two replicas, one per cluster (40 + 40); small: one replica on east (20).
+ENDPOINTS = [
+    _endpoint("big-1", "big", "east"),
+    _endpoint("big-2", "big", "west"),
+    _endpoint("small-1", "small", "east"),
+]
+
+
+def _compose(
+    endpoints: list[dict[str, Any]] | None = None,
+    observed: dict[str, Any] | None = None,
+    extra: list[dict[str, Any]] | None = None,
+) -> ComposeResult:
+    required = {
+        "gateway": [GATEWAY],
+        "endpoints": [*(ENDPOINTS if endpoints is None else endpoints), *(extra or [])],
+        "cluster-east": [_cluster("east")],
+        "cluster-west": [_cluster("west")],
+    }
+    inp = ComposeInput(composite=SERVICE, required=required, observed=observed or {})
+    return model_service.compose(inp)
+
+
+def _manifest(res: ComposeResult, key: str) -> dict[str, Any]:
+    return res.desired[key].resource["spec"]["forProvider"]["manifest"]
+
+
+def _provider(res: ComposeResult, key: str) -> str:
+    return str(res.desired[key].resource["spec"]["providerConfigRef"]["name"])
+
+
+def test_the_fleet_route_weighs_clusters_with_one_filterless_ref_each() -> None:
+    res = _compose()
+    route = _manifest(res, "route")
+    for rule in route["spec"]["rules"]:
+        refs = [
+            (r["name"], r["namespace"], r["weight"], "filters" in r) for r in rule["backendRefs"]
+        ]
+        east = _manifest(res, "cluster-east-backend")["metadata"]["name"]
+        west = _manifest(res, "cluster-west-backend")["metadata"]["name"]
+        # east: big-1 (400) + small-1 (200); west: big-2 (400)
+        assert refs == [
+            (east, "modelplane-system", 600, False),
+            (west, "modelplane-system", 400, False),
+        ]
+        (rewrite,) = rule["filters"]
+        assert rewrite["urlRewrite"]["hostname"] == HOST
+    # No Backend per endpoint any more, and no two-hop loopback.
+    assert not [k for k in res.desired if k.startswith(("backend-", "route-", "grant-"))]
+
+
+def test_each_cluster_backend_is_mutual_tls_to_that_clusters_gateway() -> None:
+    res = _compose()
+    backend = _manifest(res, "cluster-west-backend")
+    assert backend["metadata"]["namespace"] == "modelplane-system"
+    assert backend["spec"]["endpoints"] == [{"ip": {"address": "192.0.2.2", "port": 443}}]
+    tls = backend["spec"]["tls"]
+    assert tls["sni"] == "west.gateway.modelplane.internal"
+    assert tls["clientCertificateRef"]["name"] == "west-gateway-hop"
+    grant = _manifest(res, "cluster-west-grant")
+    assert grant["spec"]["from"] == [
+        {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": NS}
+    ]
+    assert grant["spec"]["to"][0]["name"] == backend["metadata"]["name"]
+
+
+def test_the_service_route_on_each_cluster_weighs_that_clusters_replicas() -> None:
+    res = _compose()
+    east = _manifest(res, "cluster-east-route")
+    assert _provider(res, "cluster-east-route") == "modelplane-east"
+    assert east["metadata"]["namespace"] == NS
+    assert east["spec"]["hostnames"] == [HOST]
+    assert east["spec"]["parentRefs"][0]["name"] == "modelplane-inference"
+    (rule,) = east["spec"]["rules"]
+    assert rule["matches"] == [{"path": {"type": "PathPrefix", "value": "/"}}]
+    assert rule["backendRefs"] == [
+        {"name": "big-1-engine", "port": 8000, "weight": 400},
+        {"name": "small-1-engine", "port": 8000, "weight": 200},
+    ]
+    (west_rule,) = _manifest(res, "cluster-west-route")["spec"]["rules"]
+    assert west_rule["backendRefs"] == [{"name": "big-2-engine", "port": 8000, "weight": 400}]
+    assert _provider(res, "cluster-west-route") == "modelplane-west"
+
+
+def test_the_traffic_policy_checks_each_cluster_and_retries_elsewhere() -> None:
+    res = _compose()
+    policy = _manifest(res, "traffic-policy")
+    assert policy["kind"] == "BackendTrafficPolicy"
+    assert policy["spec"]["targetRefs"] == [
+        {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": "chat"}
+    ]
+    active = policy["spec"]["healthCheck"]["active"]
+    assert (active["http"]["hostname"], active["http"]["path"]) == (HOST, "/health")
+    assert policy["spec"]["healthCheck"]["passive"]["consecutiveGatewayErrors"] == 3
+    assert set(policy["spec"]["retry"]["retryOn"]["triggers"]) >= {"connect-failure"}
+    assert policy["spec"]["retry"]["retryOn"]["httpStatusCodes"] == [503]
+
+
+def test_an_endpoint_without_an_entry_is_routed_on_its_own() -> None:
+    old = [_endpoint("big-1", "big", "east", entry=False)]
+    res = _compose(old)
+    assert "backend-big-1" in res.desired
+    assert not [k for k in res.desired if k.startswith("cluster-")]
+    assert "traffic-policy" not in res.desired
+
+
+def _ready_observed(res: ComposeResult) -> dict[str, Any]:
+    """Every desired Object as observed with the conditions its rule reads."""
+    out = {}
+    for key, d in res.desired.items():
+        obj = dict(d.resource)
+        manifest = obj["spec"]["forProvider"]["manifest"]
+        status: dict[str, Any] = {
+            "conditions": [{"type": "Accepted", "status": "True", "reason": "Accepted"}]
+        }
+        if manifest["kind"] == "HTTPRoute":
+            status = {
+                "parents": [
+                    {
+                        "parentRef": manifest["spec"]["parentRefs"][0],
+                        "conditions": [
+                            {"type": "Accepted", "status": "True", "reason": "Accepted"}
+                        ],
+                    }
+                ]
+            }
+        obj["status"] = {
+            "conditions": [
+                {"type": "Ready", "status": "True", "reason": "Available"},
+                {"type": "Synced", "status": "True", "reason": "ReconcileSuccess"},
+            ],
+            "atProvider": {"manifest": {**manifest, "status": status}},
+        }
+        out[key] = obj
+    return out
+
+
+def test_an_upgrade_moves_a_cluster_only_once_its_objects_are_ready() -> None:
+    legacy = _compose(
+        [
+            _endpoint(
+                e["metadata"]["name"],
+                e["metadata"]["labels"]["model"],
+                e["spec"]["cluster"],
+                entry=False,
+            )
+            for e in ENDPOINTS
+        ]
+    )
+    observed = _ready_observed(legacy)
+    # The endpoints now name their entries: the clusters' objects are composed, the
+    # route still reaches each endpoint through its own Backend.
+    moving = _compose(observed=observed)
+    assert {"cluster-east-backend", "cluster-east-route", "cluster-west-route"} <= set(
+        moving.desired
+    )
+    assert "backend-big-1" in moving.desired
+    refs = {r["name"] for r in _manifest(moving, "route")["spec"]["rules"][0]["backendRefs"]}
+    assert refs == {"chat-hop"}  # the two-hop route over the endpoints' own routes
+    assert "traffic-policy" not in moving.desired
+    # Still Ready: it routes as before, and does not wait on what it prepares.
+    assert legacy.ready == "False" and moving.ready == "True"
+    assert moving.desired["cluster-east-route"].ready == "False"
+    # Once they are observed ready, the route moves to the clusters.
+    moved = _compose(observed={**observed, **_ready_observed(moving)})
+    assert "backend-big-1" not in moved.desired
+    names = {r["name"] for r in _manifest(moved, "route")["spec"]["rules"][0]["backendRefs"]}
+    assert names == {
+        _manifest(moved, "cluster-east-backend")["metadata"]["name"],
+        _manifest(moved, "cluster-west-backend")["metadata"]["name"],
+    }
+    assert "traffic-policy" in moved.desired
+
+
+def test_a_saas_endpoint_beside_clusters_takes_two_hops() -> None:
+    saas = {
+        "apiVersion": "modelplane.ai/v1alpha1",
+        "kind": "ModelEndpoint",
+        "metadata": {"name": "saas", "namespace": NS, "labels": {"model": "small"}},
+        "spec": {"url": "https://api.example.com/openai"},
+        "status": {"ready": True},
+    }
+    res = _compose(extra=[saas])
+    first = _manifest(res, "route")["spec"]["rules"][0]["backendRefs"]
+    hosts = {r["filters"][0]["urlRewrite"]["hostname"]: r["weight"] for r in first}
+    # small (200) is shared by small-1 and saas: 100 each.
+    assert hosts == {
+        "chat-saas.team-a.hop.modelplane.internal": 100,
+        "chat.team-a.clusters.hop.modelplane.internal": 900,
+    }
+    clusters = _manifest(res, "clusters-route")
+    assert clusters["spec"]["hostnames"] == ["chat.team-a.clusters.hop.modelplane.internal"]
+    refs = [r["weight"] for r in clusters["spec"]["rules"][0]["backendRefs"]]
+    assert refs == [500, 400]
+    policy = _manifest(res, "traffic-policy")
+    assert policy["spec"]["targetRefs"][0]["name"] == clusters["metadata"]["name"]
