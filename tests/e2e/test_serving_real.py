@@ -211,18 +211,23 @@ def test_an_engine_killed_makes_its_pod_not_ready_and_its_endpoint_leave(serving
 HOP_GATEWAY = ("modelplane-system", "modelplane-inference")
 
 
-def _admin_stats(network: netns.Network, namespace: str, prefix: str) -> dict[str, int]:
-    """Counters of an Envoy's admin page (127.0.0.1:19000 inside its Pod's namespace)."""
+def _admin_page(namespace: str, path: str) -> str:
+    """One page of an Envoy's admin interface (127.0.0.1:19000 inside its Pod's namespace)."""
     sock = netns.socket_in(namespace)
     sock.settimeout(5)
     sock.connect(("127.0.0.1", 19000))
     conn = http.client.HTTPConnection("127.0.0.1", 19000, timeout=5)
     conn.sock = sock
     try:
-        conn.request("GET", f"/stats?filter={prefix}")
-        text = conn.getresponse().read().decode()
+        conn.request("GET", path)
+        return conn.getresponse().read().decode()
     finally:
         conn.close()
+
+
+def _admin_stats(network: netns.Network, namespace: str, prefix: str) -> dict[str, int]:
+    """Counters of an Envoy's admin page whose names match `prefix`."""
+    text = _admin_page(namespace, f"/stats?filter={prefix}")
     out = {}
     for line in text.splitlines():
         name, _, value = line.partition(": ")
@@ -649,19 +654,6 @@ def _fleet_view(network: netns.Network, cluster: str) -> str:
         if flags:
             found.append(f"{'; '.join(flags)} [{', '.join(counters)}]")
     return " | ".join(found) or "no Envoy has it"
-
-
-def _admin_page(namespace: str, path: str) -> str:
-    sock = netns.socket_in(namespace)
-    sock.settimeout(3)
-    sock.connect(("127.0.0.1", 19000))
-    conn = http.client.HTTPConnection("127.0.0.1", 19000, timeout=5)
-    conn.sock = sock
-    try:
-        conn.request("GET", path)
-        return conn.getresponse().read().decode()
-    finally:
-        conn.close()
 
 
 def failure_timeline(load: Load, stop: float) -> str:

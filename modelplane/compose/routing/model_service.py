@@ -443,17 +443,18 @@ def _route(
             readiness=_ready,
         )
     builder = Builder(spec, name, namespace, gateway)
-    wanted = _wanted(inp, builder, routed, gateway)
-    if isinstance(wanted, str):
+    found = _wanted(inp, builder, routed, gateway)
+    if isinstance(found, str):
         return outcome.hold(
             inp,
             result,
             c.CONDITION_ENDPOINTS_READY,
             EndpointsReadyReason.CONFLICTING_UPSTREAM_PATHS,
-            wanted,
+            found,
             readiness=_ready,
         )
-    _emit(inp, result, wanted, _preparing(inp, builder, routed))
+    wanted, preparing = found
+    _emit(inp, result, wanted, preparing)
     _endpoints_condition(result, selected, routed)
     status.address = builder.address()
     result.status = status.to_dict()
@@ -462,8 +463,9 @@ def _route(
 
 def _wanted(
     inp: ComposeInput, builder: Builder, routed: Sequence[Selected], gateway: ObservedGateway
-) -> Wanted | str:
-    """What the service composes for its routed endpoints, or why it cannot route.
+) -> tuple[Wanted, frozenset[str]] | str:
+    """What the service composes for its routed endpoints, with the keys of what it
+    prepares ahead of the route's move to it, or why it cannot route.
 
     Endpoints on clusters go through the service's route on each cluster; the
     clusters' objects are composed as soon as they can be, but a cluster whose
@@ -498,14 +500,8 @@ def _wanted(
         route = CLUSTERS_ROUTE_KEY if CLUSTERS_ROUTE_KEY in wanted else ROUTE_KEY
         target = wanted[route][0]["spec"]["forProvider"]["manifest"]["metadata"]["name"]
         wanted[POLICY_KEY] = (builder.traffic_policy(target), gwo.EXISTS)
-    return wanted
-
-
-def _preparing(inp: ComposeInput, builder: Builder, routed: Sequence[Selected]) -> frozenset[str]:
-    """The keys of the clusters' objects composed ahead of the route's move to them."""
-    shares = cluster_shares(routed, _targets(inp, routed))
-    moving = [sh for sh in shares if _still_per_endpoint(inp, builder, sh)]
-    return frozenset(key for sh in moving for key in builder.cluster_objects([sh]))
+    preparing = frozenset(key for sh in moving for key in builder.cluster_objects([sh]))
+    return wanted, preparing
 
 
 def _still_per_endpoint(inp: ComposeInput, builder: Builder, share: ClusterShare) -> bool:

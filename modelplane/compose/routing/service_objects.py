@@ -162,12 +162,7 @@ class Builder:
         on a cluster's Gateway)."""
         assert e.spec is not None
         up = e.spec.upstream()
-        address = (
-            {"ip": {"address": up.host, "port": up.port}}
-            if up.is_ip
-            else {"fqdn": {"hostname": up.host, "port": up.port}}
-        )
-        body: dict[str, Any] = {"endpoints": [address]}
+        body: dict[str, Any] = {"endpoints": [_endpoint(up)]}
         meta = self._meta(self.backend_name(e.name), e.name)
         if e.spec.cluster is not None:
             body["tls"] = hop_tls(e.spec.cluster)
@@ -424,12 +419,6 @@ class Builder:
 
     def cluster_backend(self, share: ClusterShare) -> Resource:
         """The Envoy Gateway Backend to one cluster's Gateway, in the system namespace."""
-        up = share.upstream
-        address = (
-            {"ip": {"address": up.host, "port": up.port}}
-            if up.is_ip
-            else {"fqdn": {"hostname": up.host, "port": up.port}}
-        )
         name = hop.cluster_backend_name(self.namespace, self.name, share.cluster)
         meta = self._meta(name, None, c.SYSTEM_NAMESPACE)
         meta["labels"][c.LABEL_CLUSTER] = label_value(share.cluster)
@@ -437,7 +426,7 @@ class Builder:
             "apiVersion": c.ENVOY_GATEWAY_API_VERSION,
             "kind": "Backend",
             "metadata": meta,
-            "spec": {"endpoints": [address], "tls": hop_tls(share.cluster)},
+            "spec": {"endpoints": [_endpoint(share.upstream)], "tls": hop_tls(share.cluster)},
         }
 
     def cluster_refs(self, shares: Sequence[ClusterShare]) -> list[dict[str, Any]]:
@@ -565,6 +554,13 @@ def hop_tls(cluster: str) -> dict[str, Any]:
         "sni": hop.server_name(cluster),
         "clientCertificateRef": dict(secret),
     }
+
+
+def _endpoint(up: Upstream) -> dict[str, Any]:
+    """A Backend endpoint for an upstream: its IP address or DNS name, and its port."""
+    if up.is_ip:
+        return {"ip": {"address": up.host, "port": up.port}}
+    return {"fqdn": {"hostname": up.host, "port": up.port}}
 
 
 def _data_path(key: str) -> str:
