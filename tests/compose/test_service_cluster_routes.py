@@ -10,7 +10,8 @@ replicas' entries (`spec.backendRef`) as the service does. A BackendTrafficPolic
 health-checks each cluster under that Host, ejects one that fails, and retries a
 refused request elsewhere. An endpoint without an entry is routed on its own, as
 before; a cluster whose endpoints are still routed on their own moves over only once
-its Backend, grant and route are observed ready (make before break).
+every cluster's Backend, grant and route are observed ready (make before break, all
+clusters in one step), and keeps what it used before for a rollback.
 """
 
 from __future__ import annotations
@@ -219,8 +220,9 @@ def _ready_observed(res: ComposeResult) -> dict[str, Any]:
     return out
 
 
-def test_an_upgrade_moves_a_cluster_only_once_its_objects_are_ready() -> None:
-    legacy = _compose(
+def _legacy() -> ComposeResult:
+    """The service as a release that routed endpoint by endpoint left it."""
+    return _compose(
         [
             _endpoint(
                 e["metadata"]["name"],
@@ -231,6 +233,14 @@ def test_an_upgrade_moves_a_cluster_only_once_its_objects_are_ready() -> None:
             for e in ENDPOINTS
         ]
     )
+
+
+def _refs(res: ComposeResult, key: str = "route") -> set[str]:
+    return {r["name"] for r in _manifest(res, key)["spec"]["rules"][0]["backendRefs"]}
+
+
+def test_an_upgrade_moves_the_clusters_only_once_their_objects_are_ready() -> None:
+    legacy = _legacy()
     observed = _ready_observed(legacy)
     # The endpoints now name their entries: the clusters' objects are composed, the
     # route still reaches each endpoint through its own Backend.
@@ -239,21 +249,60 @@ def test_an_upgrade_moves_a_cluster_only_once_its_objects_are_ready() -> None:
         moving.desired
     )
     assert "backend-big-1" in moving.desired
-    refs = {r["name"] for r in _manifest(moving, "route")["spec"]["rules"][0]["backendRefs"]}
-    assert refs == {"chat-hop"}  # the two-hop route over the endpoints' own routes
+    assert _refs(moving) == {"chat-hop"}  # the two-hop route over the endpoints' own routes
     assert "traffic-policy" not in moving.desired
     # Still Ready: it routes as before, and does not wait on what it prepares.
     assert legacy.ready == "False" and moving.ready == "True"
     assert moving.desired["cluster-east-route"].ready == "False"
     # Once they are observed ready, the route moves to the clusters.
     moved = _compose(observed={**observed, **_ready_observed(moving)})
-    assert "backend-big-1" not in moved.desired
-    names = {r["name"] for r in _manifest(moved, "route")["spec"]["rules"][0]["backendRefs"]}
-    assert names == {
+    assert _refs(moved) == {
         _manifest(moved, "cluster-east-backend")["metadata"]["name"],
         _manifest(moved, "cluster-west-backend")["metadata"]["name"],
     }
+    assert "clusters-route" not in moved.desired
     assert "traffic-policy" in moved.desired
+    # The policy is new: the service, which answers without it, does not wait on it.
+    assert moved.desired["traffic-policy"].ready == "False" and moved.ready == "True"
+
+
+def test_an_upgrade_makes_no_half_move() -> None:
+    """One cluster ready and the other not, or one endpoint without its entry yet: the
+    service routes as before (a half move would need a two-hop route not yet ready)."""
+    observed = _ready_observed(_legacy())
+    moving = _compose(observed=observed)
+    east = {k: v for k, v in _ready_observed(moving).items() if k.startswith("cluster-east")}
+    half = _compose(observed={**observed, **east})
+    assert _refs(half) == {"chat-hop"}
+    assert "clusters-route" not in half.desired and "traffic-policy" not in half.desired
+    assert half.ready == "True"
+    # Every cluster ready, but one endpoint still without its replica's entry.
+    late = [*ENDPOINTS[:2], _endpoint("small-1", "small", "east", entry=False)]
+    waiting = _compose(late, observed={**observed, **_ready_observed(moving)})
+    assert _refs(waiting) == {"chat-hop"}
+    assert "traffic-policy" not in waiting.desired and waiting.ready == "True"
+
+
+def test_after_the_move_the_old_objects_stay_for_a_rollback_and_it_never_moves_back() -> None:
+    observed = _ready_observed(_legacy())
+    moving = _compose(observed=observed)
+    moved = _compose(observed={**observed, **_ready_observed(moving)})
+    after = {**observed, **_ready_observed(moved)}
+    settled = _compose(observed=after)
+    # What the release before used is kept as it was, and no route of the service
+    # reaches it: a rollback to that release routes at once.
+    for key in ("backend-big-1", "grant-big-1", "route-big-1", "backend-hop"):
+        assert settled.desired[key].resource == moving.desired[key].resource, key
+    assert "chat-hop" not in _refs(settled)
+    assert settled.ready == "True"
+    # A cluster's route no longer ready after the move: the service stays moved
+    # (health checks take that cluster out, not a route change).
+    broken = dict(after)
+    del broken["cluster-west-route"]
+    assert _refs(_compose(observed=broken)) == _refs(settled)
+    # An endpoint that goes takes its kept objects with it.
+    fewer = _compose(ENDPOINTS[1:], observed=after)
+    assert not [k for k in fewer.desired if k.endswith("big-1")]
 
 
 def test_a_saas_endpoint_beside_clusters_takes_two_hops() -> None:

@@ -114,6 +114,16 @@ def _composites(world: World) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _ready_reason(obj: dict[str, Any] | None) -> str:
+    """A composite's Ready condition as `reason: message` (or why there is none)."""
+    if obj is None:
+        return "gone"
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return f"{cond.get('reason')}: {cond.get('message', '')}"
+    return "no Ready condition"
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """What an upgrade must not change."""
@@ -190,6 +200,8 @@ class Watch:
     before: Snapshot
     started: float = field(default_factory=time.monotonic)
     lost: set[str] = field(default_factory=set)
+    # Why each lost composite was not Ready when first seen so (Ready's reason: message).
+    why: dict[str, str] = field(default_factory=dict)
     restarted: set[str] = field(default_factory=set)
     ready_again: dict[str, float] = field(default_factory=dict)
     calls_before: dict[str, float] = field(default_factory=dict)
@@ -213,7 +225,12 @@ class Watch:
         installed = self.installed
         now = snapshot(world)
         self.polls += 1
-        self.lost |= self.before.ready - now.ready
+        newly = self.before.ready - now.ready - self.lost
+        self.lost |= newly
+        if newly:
+            found = _composites(world)
+            for key in newly:
+                self.why[key] = _ready_reason(found.get(key))
         for pod, (uid, restarts) in self.before.pods.items():
             if now.pods.get(pod, ("", 0))[0] != uid or now.pods[pod][1] != restarts:
                 self.restarted.add(pod)
@@ -303,6 +320,7 @@ def _report(what: str, watch: Watch, after: Snapshot) -> dict[str, Any]:
         "recreated": recreated,
         "moved": moved,
         "lost": sorted(watch.lost),
+        "why": dict(sorted(watch.why.items())),
         "slowest": slowest,
     }
 
@@ -311,7 +329,7 @@ def _assert_kept(report: dict[str, Any], before: Snapshot, after: Snapshot) -> N
     assert report["restarted"] == [], report
     assert report["recreated"] == [], report
     assert report["moved"] == [] and after.placements == before.placements, report
-    assert report["lost"] == [], report
+    assert report["lost"] == [], (report["why"], before.weights, after.weights, report)
     assert after.weights == before.weights, (before.weights, after.weights)
     assert after.ready >= before.ready, sorted(before.ready - after.ready)
     assert report["slowest"] <= READY_AGAIN_BOUND, report

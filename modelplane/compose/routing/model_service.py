@@ -464,53 +464,105 @@ def _route(
 def _wanted(
     inp: ComposeInput, builder: Builder, routed: Sequence[Selected], gateway: ObservedGateway
 ) -> tuple[Wanted, frozenset[str]] | str:
-    """What the service composes for its routed endpoints, with the keys of what it
-    prepares ahead of the route's move to it, or why it cannot route.
+    """What the service composes for its routed endpoints, with the keys of what it does
+    not wait on (see `_emit`), or why it cannot route.
 
-    Endpoints on clusters go through the service's route on each cluster; the
-    clusters' objects are composed as soon as they can be, but a cluster whose
-    endpoints the service still routes one by one (as a release before this one
-    did) stays so until its Backend and route there are observed ready: make
-    before break, so an upgrade sends no request to a Backend not yet accepted.
+    Endpoints on clusters go through the service's route on each cluster. A service
+    a release before this one routed endpoint by endpoint moves all its clusters in
+    one step (make before break): it keeps routing as before, with the clusters'
+    objects composed beside, until every such object is observed ready. Half a move
+    would need objects of its own (the two-hop route), which would have to be made
+    ready first, so there is no half move.
     """
     shares = cluster_shares(routed, _targets(inp, routed))
-    moving = [sh for sh in shares if _still_per_endpoint(inp, builder, sh)]
-    joined = [sh for sh in shares if sh not in moving]
-    through = {m.endpoint.name for share in joined for m in share.members}
-    single = [s for s in routed if s.endpoint.name not in through]
-    paths = sorted({upstream_path(s) for s in single})
-    if not single:
-        wanted = {ROUTE_KEY: (builder.clusters_route(joined), gwo.ROUTE)}
-    elif len(paths) == 1 and not joined:
-        wanted = builder.backends(single)
-        wanted[ROUTE_KEY] = (builder.route(single, paths[0]), gwo.ROUTE)
-    elif gateway.internal_address:
-        wanted = builder.two_hop(single, gateway.internal_address, joined)
-    else:
-        return (
-            "Ready endpoints disagree on their upstream path prefix ("
-            + ", ".join(f"{s.endpoint.name}: {upstream_path(s) or '/'}" for s in single)
-            + (", and the service's clusters" if joined else "")
-            + "); that needs the two-hop route through the gateway's plain-HTTP listener, "
-            "and the InferenceGateway publishes no status.internalAddress: add an HTTP "
-            "listener, or give the endpoints one spec.rewritePath"
-        )
-    wanted.update(builder.cluster_objects(shares))
-    if joined:
+    prepared = builder.cluster_objects(shares)
+    if _before_the_move(inp, routed, shares, prepared):
+        before = _routes(builder, routed, (), gateway)
+        return before if isinstance(before, str) else ({**before, **prepared}, frozenset(prepared))
+    wanted = _routes(builder, routed, shares, gateway)
+    if isinstance(wanted, str):
+        return wanted
+    wanted.update(prepared)
+    kept = _kept_for_rollback(inp, builder, routed, gateway, wanted)
+    wanted.update(kept)
+    if shares:
         route = CLUSTERS_ROUTE_KEY if CLUSTERS_ROUTE_KEY in wanted else ROUTE_KEY
         target = wanted[route][0]["spec"]["forProvider"]["manifest"]["metadata"]["name"]
         wanted[POLICY_KEY] = (builder.traffic_policy(target), gwo.EXISTS)
-    preparing = frozenset(key for sh in moving for key in builder.cluster_objects([sh]))
-    return wanted, preparing
+    # The policy tunes a route that answers without it: the service does not wait on it.
+    return wanted, frozenset({*kept, POLICY_KEY})
 
 
-def _still_per_endpoint(inp: ComposeInput, builder: Builder, share: ClusterShare) -> bool:
-    """Whether a cluster's endpoints keep their own Backends this round: each has one
-    observed, and the cluster's Backend, grant or route is not observed ready yet."""
-    if not all(f"backend-{m.endpoint.name}" in inp.observed for m in share.members):
+def _routes(
+    builder: Builder,
+    routed: Sequence[Selected],
+    shares: Sequence[ClusterShare],
+    gateway: ObservedGateway,
+) -> Wanted | str:
+    """The route(s) and per-endpoint objects that reach `routed`, those in `shares`
+    through their clusters, or why the gateway cannot."""
+    through = {m.endpoint.name for share in shares for m in share.members}
+    single = [s for s in routed if s.endpoint.name not in through]
+    paths = sorted({upstream_path(s) for s in single})
+    if not single:
+        return {ROUTE_KEY: (builder.clusters_route(shares), gwo.ROUTE)}
+    if len(paths) == 1 and not shares:
+        wanted = builder.backends(single)
+        wanted[ROUTE_KEY] = (builder.route(single, paths[0]), gwo.ROUTE)
+        return wanted
+    if gateway.internal_address:
+        return builder.two_hop(single, gateway.internal_address, shares)
+    return (
+        "Ready endpoints disagree on their upstream path prefix ("
+        + ", ".join(f"{s.endpoint.name}: {upstream_path(s) or '/'}" for s in single)
+        + (", and the service's clusters" if shares else "")
+        + "); that needs the two-hop route through the gateway's plain-HTTP listener, "
+        "and the InferenceGateway publishes no status.internalAddress: add an HTTP "
+        "listener, or give the endpoints one spec.rewritePath"
+    )
+
+
+def _before_the_move(
+    inp: ComposeInput, routed: Sequence[Selected], shares: Sequence[ClusterShare], prepared: Wanted
+) -> bool:
+    """Whether the service still routes its endpoints on clusters one by one this round.
+
+    Only a service that did so (an endpoint on a cluster has its own Backend observed)
+    and has not moved yet (its traffic policy, composed from the move on, is not
+    observed) waits: until each of its endpoints on a cluster names its replica's
+    entry and every cluster's Backend, grant and route is observed ready.
+    """
+    on_clusters = [s for s in routed if s.endpoint.spec and s.endpoint.spec.cluster]
+    legacy = any(f"backend-{s.endpoint.name}" in inp.observed for s in on_clusters)
+    if not legacy or POLICY_KEY in inp.observed:
         return False
-    objects = builder.cluster_objects([share])
-    return not all(gwo.observed(rule, inp.observed.get(key)) for key, (_, rule) in objects.items())
+    members = {m.endpoint.name for share in shares for m in share.members}
+    if not all(s.endpoint.name in members for s in on_clusters):
+        return True
+    return not all(gwo.observed(rule, inp.observed.get(k)) for k, (_, rule) in prepared.items())
+
+
+def _kept_for_rollback(
+    inp: ComposeInput,
+    builder: Builder,
+    routed: Sequence[Selected],
+    gateway: ObservedGateway,
+    wanted: Wanted,
+) -> Wanted:
+    """What the service composed before its move to its clusters and still observes
+    (per-endpoint Backends, grants, second-hop routes), kept as it is while its
+    endpoints are routed.
+
+    No route of the service's Host reaches them; they are kept so that a rollback
+    to a release that routes endpoint by endpoint finds them accepted and routes at
+    once, with no round of not-Ready.
+    """
+    if not any(f"backend-{s.endpoint.name}" in inp.observed for s in routed):
+        return {}
+    before = _routes(builder, routed, (), gateway)
+    if isinstance(before, str):
+        return {}
+    return {k: v for k, v in before.items() if k in inp.observed and k not in wanted}
 
 
 def _targets(inp: ComposeInput, routed: Sequence[Selected]) -> dict[str, ObservedInferenceCluster]:
@@ -601,8 +653,9 @@ def _emit(
     all_ready = True
     for key, (resource, rule) in wanted.items():
         ok = gwo.observed(rule, inp.observed.get(key))
-        # What is made ready ahead of the route that will use it shows its own
-        # readiness; the service does not wait on it (it still routes as before).
+        # What is made ready ahead of the route that will use it, what no route
+        # uses and what only tunes a route show their own readiness; the service's
+        # requests do not wait on them.
         all_ready = all_ready and (ok or key in preparing)
         result.desired[key] = DesiredResource(resource, "True" if ok else "False")
     result.ready = "True" if all_ready else "False"
