@@ -327,3 +327,39 @@ def test_a_saas_endpoint_beside_clusters_takes_two_hops() -> None:
     assert refs == [500, 400]
     policy = _manifest(res, "traffic-policy")
     assert policy["spec"]["targetRefs"][0]["name"] == clusters["metadata"]["name"]
+
+
+def _serving(endpoints: list[dict[str, Any]]) -> dict[str, Any]:
+    """The observed state of a service that routes `endpoints` and has settled."""
+    first = _compose(endpoints)
+    return _ready_observed(_compose(endpoints, observed=_ready_observed(first)))
+
+
+def test_a_cluster_joins_a_serving_route_once_its_objects_are_ready() -> None:
+    east = [ENDPOINTS[0], ENDPOINTS[2]]
+    observed = _serving(east)
+    joining = _compose(observed=observed)  # big-2 on west is new
+    west = _manifest(joining, "cluster-west-backend")["metadata"]["name"]
+    assert west not in _refs(joining)
+    assert joining.desired["cluster-west-route"].ready == "False"
+    assert joining.ready == "True"  # it serves east as before
+    joined = _compose(observed={**observed, **_ready_observed(joining)})
+    assert west in _refs(joined)
+    # A service that serves nothing yet routes every cluster at once.
+    assert west in _refs(_compose())
+
+
+def test_a_cluster_leaves_before_its_objects_go() -> None:
+    observed = _serving(ENDPOINTS)
+    west = _manifest(_compose(observed=observed), "cluster-west-backend")["metadata"]["name"]
+    east = [ENDPOINTS[0], ENDPOINTS[2]]
+    leaving = _compose(east, observed=observed)
+    assert west not in _refs(leaving)
+    # The route as observed still names west's Backend: its objects stay as observed.
+    for part in ("backend", "grant", "route"):
+        key = f"cluster-west-{part}"
+        assert leaving.desired[key].resource["spec"] == observed[key]["spec"], key
+    assert leaving.ready == "True"
+    # Once the route without west is observed, they go.
+    gone = _compose(east, observed={**observed, "route": _ready_observed(leaving)["route"]})
+    assert not [k for k in gone.desired if k.startswith("cluster-west")]

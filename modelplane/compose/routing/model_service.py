@@ -80,6 +80,7 @@ from modelplane.compose import readiness as rd
 from modelplane.compose.common import meta, parse_spec
 from modelplane.compose.routing import gateway_objects as gwo
 from modelplane.compose.routing import hops, weights
+from modelplane.compose.routing import service_moves as moves
 from modelplane.compose.routing.service_objects import (
     CLUSTERS_ROUTE_KEY,
     POLICY_KEY,
@@ -467,30 +468,57 @@ def _wanted(
     """What the service composes for its routed endpoints, with the keys of what it does
     not wait on (see `_emit`), or why it cannot route.
 
-    Endpoints on clusters go through the service's route on each cluster. A service
-    a release before this one routed endpoint by endpoint moves all its clusters in
-    one step (make before break): it keeps routing as before, with the clusters'
-    objects composed beside, until every such object is observed ready. Half a move
-    would need objects of its own (the two-hop route), which would have to be made
-    ready first, so there is no half move.
+    Endpoints on clusters go through the service's route on each cluster. Every
+    change to which clusters the route names makes before it breaks
+    (`service_moves`): the move from 0.1.0's routes in one step, a cluster joining
+    once its objects are ready, a cluster leaving before its objects go.
     """
     shares = cluster_shares(routed, _targets(inp, routed))
-    prepared = builder.cluster_objects(shares)
-    if _before_the_move(inp, routed, shares, prepared):
+    by_cluster = {share.cluster: builder.cluster_objects([share]) for share in shares}
+    prepared = {k: v for objects in by_cluster.values() for k, v in objects.items()}
+    if moves.before_the_move(inp, routed, shares, prepared):
         before = _routes(builder, routed, (), gateway)
         return before if isinstance(before, str) else ({**before, **prepared}, frozenset(prepared))
-    wanted = _routes(builder, routed, shares, gateway)
+    refs = moves.route_refs(inp)
+    waiting = moves.joining(inp, shares, by_cluster, refs)
+    late = {m.endpoint.name for share in waiting for m in share.members}
+    now = [s for s in routed if s.endpoint.name not in late]
+    if not refs or not now:
+        # Nothing served yet, or nothing else to serve: route everything now.
+        now, waiting = list(routed), []
+    joined = [share for share in shares if share not in waiting]
+    wanted = _routes(builder, now, joined, gateway)
     if isinstance(wanted, str):
         return wanted
     wanted.update(prepared)
-    kept = _kept_for_rollback(inp, builder, routed, gateway, wanted)
+    kept = _kept(inp, builder, routed, gateway, wanted, refs)
     wanted.update(kept)
-    if shares:
+    if joined:
         route = CLUSTERS_ROUTE_KEY if CLUSTERS_ROUTE_KEY in wanted else ROUTE_KEY
         target = wanted[route][0]["spec"]["forProvider"]["manifest"]["metadata"]["name"]
         wanted[POLICY_KEY] = (builder.traffic_policy(target), gwo.EXISTS)
     # The policy tunes a route that answers without it: the service does not wait on it.
-    return wanted, frozenset({*kept, POLICY_KEY})
+    aside = {*kept, POLICY_KEY, *(k for share in waiting for k in by_cluster[share.cluster])}
+    return wanted, frozenset(aside)
+
+
+def _kept(
+    inp: ComposeInput,
+    builder: Builder,
+    routed: Sequence[Selected],
+    gateway: ObservedGateway,
+    wanted: Wanted,
+    refs: frozenset[str],
+) -> Wanted:
+    """What the service keeps beside its routes: 0.1.0's per-endpoint objects for a
+    rollback, and the objects of clusters leaving that the route still names."""
+    kept: Wanted = {}
+    if any(f"backend-{s.endpoint.name}" in inp.observed for s in routed):
+        before = _routes(builder, routed, (), gateway)
+        if not isinstance(before, str):
+            kept.update(moves.kept_for_rollback(inp, before, wanted))
+    kept.update(moves.leaving(inp, {**wanted, **kept}, refs))
+    return kept
 
 
 def _routes(
@@ -520,49 +548,6 @@ def _routes(
         "and the InferenceGateway publishes no status.internalAddress: add an HTTP "
         "listener, or give the endpoints one spec.rewritePath"
     )
-
-
-def _before_the_move(
-    inp: ComposeInput, routed: Sequence[Selected], shares: Sequence[ClusterShare], prepared: Wanted
-) -> bool:
-    """Whether the service still routes its endpoints on clusters one by one this round.
-
-    Only a service that did so (an endpoint on a cluster has its own Backend observed)
-    and has not moved yet (its traffic policy, composed from the move on, is not
-    observed) waits: until each of its endpoints on a cluster names its replica's
-    entry and every cluster's Backend, grant and route is observed ready.
-    """
-    on_clusters = [s for s in routed if s.endpoint.spec and s.endpoint.spec.cluster]
-    legacy = any(f"backend-{s.endpoint.name}" in inp.observed for s in on_clusters)
-    if not legacy or POLICY_KEY in inp.observed:
-        return False
-    members = {m.endpoint.name for share in shares for m in share.members}
-    if not all(s.endpoint.name in members for s in on_clusters):
-        return True
-    return not all(gwo.observed(rule, inp.observed.get(k)) for k, (_, rule) in prepared.items())
-
-
-def _kept_for_rollback(
-    inp: ComposeInput,
-    builder: Builder,
-    routed: Sequence[Selected],
-    gateway: ObservedGateway,
-    wanted: Wanted,
-) -> Wanted:
-    """What the service composed before its move to its clusters and still observes
-    (per-endpoint Backends, grants, second-hop routes), kept as it is while its
-    endpoints are routed.
-
-    No route of the service's Host reaches them; they are kept so that a rollback
-    to a release that routes endpoint by endpoint finds them accepted and routes at
-    once, with no round of not-Ready.
-    """
-    if not any(f"backend-{s.endpoint.name}" in inp.observed for s in routed):
-        return {}
-    before = _routes(builder, routed, (), gateway)
-    if isinstance(before, str):
-        return {}
-    return {k: v for k, v in before.items() if k in inp.observed and k not in wanted}
 
 
 def _targets(inp: ComposeInput, routed: Sequence[Selected]) -> dict[str, ObservedInferenceCluster]:
