@@ -55,6 +55,8 @@ DEFAULT_PROBE_PATH = "/health"
 LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 # How fast the double answers: one short profile for every class for now.
 LATENCY_FLAGS = ("--time-to-first-token=20ms", "--inter-token-latency=2ms")
+# The largest --max-num-seqs passed on to the double (vLLM's own default is 256 or more).
+MAX_NUM_SEQS = 4096
 _PR_SET_PDEATHSIG = 1
 
 
@@ -67,6 +69,8 @@ class Engine:
     port: int
     probe_path: str
     probe_port: int
+    # vLLM's --max-num-seqs: requests run at once, the rest wait (the double's flag too).
+    max_num_seqs: int | None = None
 
 
 def _flag(args: Sequence[str], *names: str) -> list[str]:
@@ -127,7 +131,17 @@ def engine_of(pod: Mapping[str, Any]) -> Engine | None:
     probe = (container.get("readinessProbe") or {}).get("httpGet") or {}
     given = probe.get("port")
     probe_port = given if isinstance(given, int) and not isinstance(given, bool) else port
-    return Engine(model, served, port, str(probe.get("path") or DEFAULT_PROBE_PATH), probe_port)
+    path = str(probe.get("path") or DEFAULT_PROBE_PATH)
+    return Engine(model, served, port, path, probe_port, _max_num_seqs(args))
+
+
+def _max_num_seqs(args: Sequence[str]) -> int | None:
+    """The last `--max-num-seqs` given, when it is a count the double takes (else its default)."""
+    given = _flag(args, "--max-num-seqs")
+    if not given or not given[-1].isdigit():
+        return None
+    value = int(given[-1])
+    return value if 0 < value <= MAX_NUM_SEQS else None
 
 
 def _group_worker(pod: Mapping[str, Any]) -> bool:
@@ -152,6 +166,7 @@ def engine_argv(binary: Path | str, engine: Engine) -> list[str]:
         "--force-dummy-tokenizer",
         "--mode=echo",
         *LATENCY_FLAGS,
+        *([f"--max-num-seqs={engine.max_num_seqs}"] if engine.max_num_seqs else []),
     ]
 
 

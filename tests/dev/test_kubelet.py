@@ -111,6 +111,30 @@ def test_the_double_never_asks_a_model_hub_and_serves_every_name() -> None:
 
 
 @pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["--model=m", "--max-num-seqs=2"], "--max-num-seqs=2"),
+        (["--model=m", "--max-num-seqs", "3", "--max-num-seqs=7"], "--max-num-seqs=7"),
+        (["--model=m"], None),
+        (["--model=m", "--max-num-seqs=0"], None),
+        (["--model=m", "--max-num-seqs=-1"], None),
+        (["--model=m", "--max-num-seqs=lots"], None),
+        (["--model=m", "--max-num-seqs=99999999"], None),
+    ],
+)
+def test_the_double_runs_as_many_requests_at_once_as_vllm_would(
+    args: list[str], flag: str | None
+) -> None:
+    """vLLM's --max-num-seqs reaches the double (which takes the same flag): beyond it,
+    requests wait and `vllm:num_requests_waiting` counts them. A value vLLM would refuse
+    leaves the double at its default."""
+    engine = kubelet.engine_of(_pod({"name": "engine", "args": args}))
+    assert engine is not None
+    argv = kubelet.engine_argv("/bin/sim", engine)
+    assert [a for a in argv if a.startswith("--max-num-seqs")] == ([flag] if flag else [])
+
+
+@pytest.mark.parametrize(
     ("restarts", "seconds"), [(1, 10), (2, 20), (3, 40), (5, 160), (6, 300), (40, 300)]
 )
 def test_restarts_back_off_as_a_kubelet_does(restarts: int, seconds: float) -> None:
