@@ -321,6 +321,20 @@ def inventory(
     show_default=True,
     help="Seconds a request may wait to connect or for any read.",
 )
+@click.option(
+    "--prompt-words",
+    type=click.IntRange(1, 8192),
+    default=3,
+    show_default=True,
+    help="Words in each prompt (an echoing engine, as the fleet's double, replies as long).",
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(1, 32768),
+    default=16,
+    show_default=True,
+    help="The reply's cap in tokens (max_tokens).",
+)
 @click.option("--model", default=None, help="The model asked for (default: the first listed).")
 @click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON.")
 def load_(
@@ -332,6 +346,8 @@ def load_(
     concurrency: int,
     max_requests: int,
     timeout: float,
+    prompt_words: int,
+    max_tokens: int,
     model: str | None,
     as_json: bool,
 ) -> None:
@@ -344,5 +360,5 @@ def load_(
     from modelplane.cli.dev_load import main
     from modelplane.dev.load import Plan
 
-    plan = Plan(rate, duration, concurrency, max_requests, timeout)
+    plan = Plan(rate, duration, concurrency, max_requests, timeout, prompt_words, max_tokens)
     main(directory, service, namespace, plan, model, as_json)

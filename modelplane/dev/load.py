@@ -34,6 +34,8 @@ from typing import Any
 Opener = Callable[[str, int, float], http.client.HTTPConnection]
 PERCENTILES = (50, 90, 99)
 MAX_REQUESTS = 10_000  # the default cap on a run, whatever rate × duration asks for
+PROMPT_WORDS = 3  # "load request <i>"
+MAX_TOKENS = 16
 
 
 class LoadError(ValueError):
@@ -49,12 +51,17 @@ class Plan:
     concurrency: int = 8
     max_requests: int = MAX_REQUESTS
     timeout: float = 30.0
+    # Each request's size: its prompt in words, and the reply's cap in tokens.
+    prompt_words: int = PROMPT_WORDS
+    max_tokens: int = MAX_TOKENS
 
     def __post_init__(self) -> None:
         if not (self.rate > 0 and self.duration > 0 and self.timeout > 0):
             raise LoadError("rate, duration and timeout must be positive")
         if self.concurrency < 1 or self.max_requests < 1:
             raise LoadError("concurrency and the request cap must be at least 1")
+        if self.prompt_words < 1 or self.max_tokens < 1:
+            raise LoadError("the prompt's words and the reply's tokens must be at least 1")
 
     @property
     def total(self) -> int:
@@ -119,10 +126,17 @@ def summary(outcomes: Sequence[Outcome], sent: int, elapsed: float) -> dict[str,
     }
 
 
-def chat_body(model: str, i: int) -> bytes:
-    """The i-th request's body: a short chat completion (a few tokens, not streamed)."""
-    message = {"role": "user", "content": f"load request {i}"}
-    return json.dumps({"model": model, "messages": [message], "max_tokens": 16}).encode()
+def chat_body(model: str, i: int, words: int = PROMPT_WORDS, max_tokens: int = MAX_TOKENS) -> bytes:
+    """The i-th request's body: a chat completion, not streamed, whose prompt is `words`
+    words ("load request <i>", then filler) and whose reply is capped at `max_tokens`.
+
+    An engine that echoes (the local fleet's double) answers with the prompt, so
+    the prompt's length sets how long such an engine works on the request.
+    """
+    filler = (f"w{k}" for k in range(max(0, words - 3)))
+    content = " ".join(["load", "request", str(i), *filler][:words])
+    message = {"role": "user", "content": content}
+    return json.dumps({"model": model, "messages": [message], "max_tokens": max_tokens}).encode()
 
 
 @dataclass(frozen=True)
@@ -185,10 +199,11 @@ def first_model(target: Target, timeout: float = 10.0) -> str:
         raise LoadError(f"no model listed at {target.url}/v1/models ({err}): pass --model") from err
 
 
-def _one(target: Target, model: str, i: int, timeout: float) -> Outcome:
+def _one(target: Target, model: str, i: int, plan: Plan) -> Outcome:
     started = time.monotonic()
+    body = chat_body(model, i, plan.prompt_words, plan.max_tokens)
     try:
-        status = target.post("/v1/chat/completions", chat_body(model, i), timeout)
+        status = target.post("/v1/chat/completions", body, plan.timeout)
         return Outcome(status, None, time.monotonic() - started)
     except (OSError, http.client.HTTPException) as err:
         return Outcome(None, type(err).__name__, time.monotonic() - started)
@@ -213,7 +228,7 @@ def run(
 
     def task(i: int) -> None:
         try:
-            tally.add(_one(target, model, i, plan.timeout))
+            tally.add(_one(target, model, i, plan))
         finally:
             slots.release()
 

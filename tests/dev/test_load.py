@@ -117,6 +117,23 @@ def test_a_run_sends_rate_times_duration_and_counts_what_came_back() -> None:
     assert {b["model"] for _, b in posts} == {"m"}
 
 
+def test_each_request_is_as_long_as_the_plan_asks() -> None:
+    """--prompt-words and --max-tokens: an echoing engine (the fleet's double) works on
+    a request as long as its prompt, so these set how hard the load is."""
+    seen = Seen()
+    with target(seen) as t:
+        load.run(load.Plan(rate=20, duration=0.2, prompt_words=40, max_tokens=64), t, "m")
+    posts = [b for m, _, b in seen.requests if m == "POST"]
+    assert len(posts) == 4
+    for body in posts:
+        words = body["messages"][0]["content"].split()
+        assert len(words) == 40 and words[:2] == ["load", "request"]
+        assert body["max_tokens"] == 64
+    assert sorted(int(b["messages"][0]["content"].split()[2]) for b in posts) == [0, 1, 2, 3]
+    one = json.loads(load.chat_body("m", 7, words=1))
+    assert one["messages"][0]["content"] == "load" and one["max_tokens"] == 16
+
+
 def test_the_cap_bounds_the_count_whatever_rate_and_duration_ask() -> None:
     seen = Seen()
     plan = load.Plan(rate=100, duration=60, max_requests=5)
@@ -177,6 +194,8 @@ def test_the_model_defaults_to_the_first_listed() -> None:
         {"rate": 1, "duration": 1, "timeout": 0},
         {"rate": 1, "duration": 1, "concurrency": 0},
         {"rate": 1, "duration": 1, "max_requests": 0},
+        {"rate": 1, "duration": 1, "prompt_words": 0},
+        {"rate": 1, "duration": 1, "max_tokens": 0},
     ],
 )
 def test_a_plan_that_cannot_end_or_send_is_refused(kwargs: dict[str, Any]) -> None:

@@ -589,30 +589,40 @@ COMEBACK_BOUND = 120.0  # how long traffic may take to reach the cluster again
 @dataclass
 class Load:
     """Steady requests to one URL from inside the fleet network, each one recorded as
-    (seconds since the load started when it was sent, HTTP status or 0 for no answer)."""
+    (seconds since the load started when it was sent, HTTP status or 0 for no answer),
+    with its latency."""
 
     network: netns.Network
     url: str
     started: float = field(default_factory=time.monotonic)
     results: list[tuple[float, int]] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    rate: float = RATE
+    body: dict[str, Any] = field(
+        default_factory=lambda: {
+            "model": MODEL,
+            "messages": [{"role": "user", "content": "failover"}],
+        }
+    )
+    timeout: float = 5.0
     _stop: threading.Event = field(default_factory=threading.Event)
 
     def run(self) -> None:
-        body = {"model": MODEL, "messages": [{"role": "user", "content": "failover"}]}
         with ThreadPoolExecutor(max_workers=160) as pool:
             sent = 0
             while not self._stop.is_set():
-                due = self.started + sent / RATE
+                due = self.started + sent / self.rate
                 time.sleep(max(0.0, due - time.monotonic()))
-                pool.submit(self._one, body)
+                pool.submit(self._one, self.body)
                 sent += 1
 
     def _one(self, body: dict[str, Any]) -> None:
         at = time.monotonic() - self.started
         try:
-            status = _request(self.network, self.url, body, timeout=5)[0]
+            status = _request(self.network, self.url, body, timeout=self.timeout)[0]
         except (OSError, http.client.HTTPException):
             status = 0
+        self.latencies.append(time.monotonic() - self.started - at)
         self.results.append((at, status))
 
     def stop(self) -> None:
