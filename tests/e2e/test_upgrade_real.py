@@ -133,6 +133,8 @@ class Snapshot:
     placements: dict[str, list[tuple[str, str, str]]]  # deployment → (replica, cluster, pools)
     weights: dict[str, int]  # ModelService endpoint → weight
     ready: frozenset[str]  # Ready composites
+    # Each composite not Ready: its Ready condition (`reason: message`), as read then.
+    not_ready: dict[str, str] = field(default_factory=dict)
 
 
 def snapshot(world: World) -> Snapshot:
@@ -167,7 +169,8 @@ def snapshot(world: World) -> Snapshot:
         for e in (obj.get("status") or {}).get("endpoints") or []
     }
     ready = frozenset(k for k, o in composites.items() if condition(o, "Ready") == "True")
-    return Snapshot(pods, replicas, placements, weights, ready)
+    not_ready = {k: _ready_reason(o) for k, o in composites.items() if k not in ready}
+    return Snapshot(pods, replicas, placements, weights, ready, not_ready)
 
 
 def function_calls(state: State, process: str) -> dict[str, float]:
@@ -227,10 +230,8 @@ class Watch:
         self.polls += 1
         newly = self.before.ready - now.ready - self.lost
         self.lost |= newly
-        if newly:
-            found = _composites(world)
-            for key in newly:
-                self.why[key] = _ready_reason(found.get(key))
+        for key in newly:
+            self.why[key] = now.not_ready.get(key, "gone")
         for pod, (uid, restarts) in self.before.pods.items():
             if now.pods.get(pod, ("", 0))[0] != uid or now.pods[pod][1] != restarts:
                 self.restarted.add(pod)
