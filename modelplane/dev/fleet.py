@@ -797,6 +797,16 @@ class Fleet:
                 PACKAGE_TIMEOUT,
                 interval=1.0,
             )
+            if kind == "Configuration":
+                # The API server serves (and prunes to) an XRD's schema only once
+                # Crossplane has written it into the CRD: until then a function
+                # would be sent fields of the other release's schema.
+                wait(
+                    "every XRD's schema served by its CRD",
+                    partial(crds_follow_xrds, api),
+                    PACKAGE_TIMEOUT,
+                    interval=1.0,
+                )
         self._wait_installed(api, state, build)
 
     def serve(self, build: release.Build) -> str:
@@ -1032,6 +1042,54 @@ def _took_over(api: Api, endpoints: Mapping[str, str], kind: str, digest: str) -
     if [_digest(_package_of(rev)) for rev in active] != [digest]:
         return None
     return True if condition(active[0], "RevisionHealthy") == "True" else None
+
+
+def crds_follow_xrds(api: Api) -> bool | None:
+    """True once every XRD's CRD serves the XRD's schema: for each version, the same
+    fields under `spec` and `status`, at every depth (Crossplane's own `spec.crossplane`
+    and the conditions it adds to `status` aside)."""
+    crds = {
+        str(crd["metadata"]["name"]): crd
+        for crd in api.list("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    }
+    for xrd in api.list("apiextensions.crossplane.io/v2", "CompositeResourceDefinition"):
+        spec = xrd.get("spec") or {}
+        crd = crds.get(f"{(spec.get('names') or {}).get('plural')}.{spec.get('group')}")
+        if crd is None:
+            return None
+        served = {v.get("name"): v for v in (crd.get("spec") or {}).get("versions") or []}
+        for version in spec.get("versions") or []:
+            theirs = served.get(version.get("name"))
+            if theirs is None or not _same_fields(version, theirs):
+                return None
+    return True
+
+
+def _same_fields(xrd_version: Mapping[str, Any], crd_version: Mapping[str, Any]) -> bool:
+    mine = ((xrd_version.get("schema") or {}).get("openAPIV3Schema") or {}).get("properties") or {}
+    served = ((crd_version.get("schema") or {}).get("openAPIV3Schema") or {}).get("properties")
+    for part in ("spec", "status"):
+        crd_fields = _fields((served or {}).get(part) or {})
+        crd_fields -= {f for f in crd_fields if f.startswith(("crossplane", "conditions"))}
+        if _fields(mine.get(part) or {}) - {f for f in crd_fields} or crd_fields - _fields(
+            mine.get(part) or {}
+        ):
+            return False
+    return True
+
+
+def _fields(schema: Mapping[str, Any], prefix: str = "") -> set[str]:
+    """Every field path a schema declares (`a.b`, list items as `a[].b`)."""
+    out: set[str] = set()
+    for name, sub in (schema.get("properties") or {}).items():
+        path = f"{prefix}{name}"
+        out.add(path)
+        if isinstance(sub, Mapping):
+            out |= _fields(sub, path + ".")
+            items = sub.get("items")
+            if isinstance(items, Mapping):
+                out |= _fields(items, path + "[].")
+    return out
 
 
 def active_packages(api: Api) -> set[str]:

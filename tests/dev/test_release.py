@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from modelplane.dev import release, xpkg
+from modelplane.dev import fleet, release, xpkg
 from modelplane.dev.fleet import State, active_packages, point_function, revision_endpoint
 
 FN = "pkg.crossplane.io/v1", "FunctionRevision"
@@ -176,3 +176,69 @@ def test_a_package_took_over_once_its_revision_alone_is_active_and_healthy() -> 
         {"type": "RevisionHealthy", "status": "True"}
     )
     assert _took_over(api, endpoints, "Function", digest) is True  # type: ignore[arg-type]
+
+
+def _xrd_version(spec: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": "v1alpha1",
+        "schema": {
+            "openAPIV3Schema": {
+                "type": "object",
+                "properties": {
+                    "spec": {"type": "object", "properties": spec},
+                    "status": {"type": "object", "properties": status},
+                },
+            }
+        },
+    }
+
+
+class _Listing:
+    """An API that lists the XRDs and CRDs it is given."""
+
+    def __init__(self, xrds: list[dict[str, Any]], crds: list[dict[str, Any]]) -> None:
+        self.by_kind = {"CompositeResourceDefinition": xrds, "CustomResourceDefinition": crds}
+
+    def list(self, api_version: str, kind: str) -> list[dict[str, Any]]:
+        return self.by_kind[kind]
+
+
+NEW_SPEC = {
+    "autoscaling": {
+        "type": "object",
+        "properties": {"maxReplicas": {"type": "integer"}, "drainTimeoutSeconds": {}},
+    }
+}
+OLD_SPEC = {"autoscaling": {"type": "object", "properties": {"maxReplicas": {"type": "integer"}}}}
+CROSSPLANE = {"crossplane": {"type": "object", "properties": {"compositionRef": {}}}}
+CONDITIONS = {"conditions": {"type": "array", "items": {"properties": {"type": {}}}}}
+
+
+@pytest.mark.parametrize(
+    ("served_spec", "follows"),
+    [
+        ({**OLD_SPEC, **CROSSPLANE}, True),  # Crossplane's own fields aside
+        ({**NEW_SPEC, **CROSSPLANE}, None),  # a nested field of the other release still served
+        (CROSSPLANE, None),  # a field not served yet
+    ],
+)
+def test_a_rollback_switches_the_function_only_once_the_crds_serve_the_old_schemas(
+    served_spec: dict[str, Any], follows: bool | None
+) -> None:
+    """The Configuration's XRDs are the old ones; until Crossplane has written them into
+    the CRDs, the API server serves (and prunes to) the newer schema, and the old
+    function would be sent fields it does not know."""
+    xrd = {
+        "spec": {
+            "group": "modelplane.ai",
+            "names": {"plural": "modeldeployments"},
+            "versions": [_xrd_version(OLD_SPEC, {"replicas": {}})],
+        }
+    }
+    crd = {
+        "metadata": {"name": "modeldeployments.modelplane.ai"},
+        "spec": {"versions": [_xrd_version(served_spec, {"replicas": {}, **CONDITIONS})]},
+    }
+    api = _Listing([xrd], [crd])
+    assert fleet.crds_follow_xrds(api) is follows  # type: ignore[arg-type]
+    assert fleet.crds_follow_xrds(_Listing([xrd], [])) is None  # type: ignore[arg-type]
