@@ -1066,16 +1066,20 @@ def crds_follow_xrds(api: Api) -> bool | None:
 
 
 def _same_fields(xrd_version: Mapping[str, Any], crd_version: Mapping[str, Any]) -> bool:
-    mine = ((xrd_version.get("schema") or {}).get("openAPIV3Schema") or {}).get("properties") or {}
-    served = ((crd_version.get("schema") or {}).get("openAPIV3Schema") or {}).get("properties")
+    mine = _properties(xrd_version)
+    served = _properties(crd_version)
     for part in ("spec", "status"):
-        crd_fields = _fields((served or {}).get(part) or {})
+        crd_fields = _fields(served.get(part) or {})
+        # Crossplane's own fields: `spec.crossplane` and the conditions it adds to `status`.
         crd_fields -= {f for f in crd_fields if f.startswith(("crossplane", "conditions"))}
-        if _fields(mine.get(part) or {}) - {f for f in crd_fields} or crd_fields - _fields(
-            mine.get(part) or {}
-        ):
+        if _fields(mine.get(part) or {}) != crd_fields:
             return False
     return True
+
+
+def _properties(version: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The top-level properties of a version's schema (`spec`, `status`, ...)."""
+    return ((version.get("schema") or {}).get("openAPIV3Schema") or {}).get("properties") or {}
 
 
 def _fields(schema: Mapping[str, Any], prefix: str = "") -> set[str]:
