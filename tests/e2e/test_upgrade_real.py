@@ -118,10 +118,18 @@ def _ready_reason(obj: dict[str, Any] | None) -> str:
     """A composite's Ready condition as `reason: message` (or why there is none)."""
     if obj is None:
         return "gone"
-    for cond in (obj.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Ready":
-            return f"{cond.get('reason')}: {cond.get('message', '')}"
-    return "no Ready condition"
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    ready = [c for c in conditions if c.get("type") == "Ready"]
+    if not ready:
+        return "no Ready condition"
+    # Crossplane's Ready says only "Creating" when the function decided: the function's
+    # own conditions that are not True say why.
+    why = [
+        f"{c.get('type')}={c.get('status')} {c.get('reason')}: {c.get('message', '')}"
+        for c in conditions
+        if c.get("type") not in ("Ready", "Synced") and c.get("status") != "True"
+    ]
+    return "; ".join([f"{ready[0].get('reason')}: {ready[0].get('message', '')}", *why])
 
 
 @dataclass(frozen=True)
@@ -381,7 +389,14 @@ def _everything_ready(world: World) -> Snapshot | None:
         f"ModelCache/{NS}/weights",
     }
     replicas = [k for k in snap.ready if k.startswith("ModelReplica/")]
-    if not wanted <= snap.ready or len(replicas) < 4 or len(snap.weights) < 2:
+    if not wanted <= snap.ready or len(replicas) < 4:
+        return None
+    # The service must weigh every endpoint before the change: it reads ModelEndpoints as
+    # required resources, which Crossplane does not watch, so one created after its last
+    # reconcile joins at its next poll, and a join mid-upgrade is not the upgrade's doing.
+    endpoints = {k.split("/")[-1] for k in snap.ready if k.startswith(f"ModelEndpoint/{NS}/")}
+    weighed = {k.split(":")[-1] for k, w in snap.weights.items() if w > 0}
+    if len(endpoints) < 4 or weighed != endpoints:
         return None
     return snap
 
