@@ -92,8 +92,10 @@ class ServiceEndpointStatus(StatusModel):
         default=None,
         description=(
             "Why the fleet gateway sends it no traffic although it may be Ready: it is "
-            "refused (an upstream outside the namespace's own replicas) or unreachable (no "
-            "hop credentials, its cluster not Reachable, its hop Gateway not Programmed)."
+            "refused (an upstream outside the namespace's own replicas), unreachable (no "
+            "hop credentials, its cluster not Reachable, its hop Gateway not Programmed), "
+            "or joining (its cluster's Backend, grant and route are made ready before the "
+            "route names them)."
         ),
     )
 

@@ -265,6 +265,8 @@ class EndpointsReadyReason(StrEnum):
 
     ALL_ENDPOINTS_READY = "AllEndpointsReady"
     SOME_ENDPOINTS_NOT_READY = "SomeEndpointsNotReady"
+    # Ready endpoints on a cluster the route does not name yet: its objects come first.
+    ENDPOINTS_JOINING = "EndpointsJoining"
     NO_READY_ENDPOINTS = "NoReadyEndpoints"
     CONFLICTING_UPSTREAM_PATHS = "ConflictingUpstreamPaths"
     TOO_MANY_ENDPOINTS = "TooManyEndpoints"

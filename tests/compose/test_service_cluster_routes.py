@@ -189,15 +189,34 @@ def test_an_endpoint_without_an_entry_is_routed_on_its_own() -> None:
     assert "traffic-policy" not in res.desired
 
 
-def _ready_observed(res: ComposeResult) -> dict[str, Any]:
-    """Every desired Object as observed with the conditions its rule reads."""
+def _named(res: ComposeResult, observed: dict[str, Any]) -> set[str]:
+    """Every Backend a route on the control plane names, among `res`'s desired Objects and
+    those observed."""
+    names = set()
+    for obj in [*(d.resource for d in res.desired.values()), *observed.values()]:
+        manifest = obj["spec"]["forProvider"]["manifest"]
+        if manifest["kind"] == "HTTPRoute":
+            for rule in manifest["spec"]["rules"]:
+                names |= {r["name"] for r in rule.get("backendRefs", [])}
+    return names
+
+
+def _ready_observed(res: ComposeResult, observed: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every desired Object as observed with the conditions its rule reads once its
+    controller acted, as Envoy Gateway acts: it judges a Backend (Accepted) only when a
+    route names it, so one no route names (among `res`'s routes and `observed`'s) is
+    applied with no condition, its Object not Ready."""
     out = {}
+    named = _named(res, observed or {})
     for key, d in res.desired.items():
         obj = dict(d.resource)
         manifest = obj["spec"]["forProvider"]["manifest"]
         status: dict[str, Any] = {
             "conditions": [{"type": "Accepted", "status": "True", "reason": "Accepted"}]
         }
+        ready = "True"
+        if manifest["kind"] == "Backend" and manifest["metadata"]["name"] not in named:
+            status, ready = {}, "False"
         if manifest["kind"] == "HTTPRoute":
             status = {
                 "parents": [
@@ -211,7 +230,7 @@ def _ready_observed(res: ComposeResult) -> dict[str, Any]:
             }
         obj["status"] = {
             "conditions": [
-                {"type": "Ready", "status": "True", "reason": "Available"},
+                {"type": "Ready", "status": ready, "reason": "Available"},
                 {"type": "Synced", "status": "True", "reason": "ReconcileSuccess"},
             ],
             "atProvider": {"manifest": {**manifest, "status": status}},
@@ -363,3 +382,58 @@ def test_a_cluster_leaves_before_its_objects_go() -> None:
     # Once the route without west is observed, they go.
     gone = _compose(east, observed={**observed, "route": _ready_observed(leaving)["route"]})
     assert not [k for k in gone.desired if k.startswith("cluster-west")]
+
+
+def _weights(res: ComposeResult) -> dict[str, tuple[int, str | None]]:
+    return {e["name"]: (e["weight"], e.get("message")) for e in res.status["endpoints"]}
+
+
+def _refused(obj: dict[str, Any]) -> dict[str, Any]:
+    """An observed Backend Object Envoy Gateway refused."""
+    manifest = obj["status"]["atProvider"]["manifest"]
+    refused = {"conditions": [{"type": "Accepted", "status": "False", "reason": "Invalid"}]}
+    return {
+        **obj,
+        "status": {**obj["status"], "atProvider": {"manifest": {**manifest, "status": refused}}},
+    }
+
+
+def test_a_joining_cluster_shows_no_weight_until_its_route_names_it() -> None:
+    """Envoy Gateway judges a Backend only once a route names it: a joining cluster waits
+    for its Backend applied, its grant and route ready, and the status says what the
+    route carries meanwhile (weight 0, joining) rather than the weight to come."""
+    east = [ENDPOINTS[0], ENDPOINTS[2]]
+    observed = _serving(east)
+    joining = _compose(observed=observed)
+    weights = _weights(joining)
+    assert weights["big-2"][0] == 0 and "joining" in str(weights["big-2"][1])
+    assert weights["big-1"][0] > 0 and weights["big-1"][1] is None
+    cond = next(x for x in joining.conditions if x.type == "EndpointsReady")
+    assert cond.reason == "EndpointsJoining" and "big-2 on west" in cond.message
+    # West's Backend applied (no route names it: not judged), its grant and route ready.
+    applied = {**observed, **_ready_observed(joining, observed)}
+    assert applied["cluster-west-backend"]["status"]["atProvider"]["manifest"]["status"] == {}
+    joined = _compose(observed=applied)
+    west = _manifest(joined, "cluster-west-backend")["metadata"]["name"]
+    assert west in _refs(joined)
+    weight, message = _weights(joined)["big-2"]
+    assert weight > 0 and message is None
+    # Named now but not judged yet: the service does not wait on that Backend.
+    assert joined.desired["cluster-west-backend"].ready == "False" and joined.ready == "True"
+    # Refused once named: the service waits on it, and says so by not being Ready.
+    named = {**applied, **_ready_observed(joined, applied)}
+    assert named["cluster-west-backend"]["status"]["atProvider"]["manifest"]["status"]
+    assert _compose(observed=named).ready == "True"
+    refused = {**named, "cluster-west-backend": _refused(named["cluster-west-backend"])}
+    assert _compose(observed=refused).ready == "False"
+
+
+def test_a_cluster_whose_backend_is_refused_does_not_join() -> None:
+    east = [ENDPOINTS[0], ENDPOINTS[2]]
+    observed = _serving(east)
+    applied = {**observed, **_ready_observed(_compose(observed=observed), observed)}
+    applied["cluster-west-backend"] = _refused(applied["cluster-west-backend"])
+    res = _compose(observed=applied)
+    west = _manifest(res, "cluster-west-backend")["metadata"]["name"]
+    assert west not in _refs(res) and res.ready == "True"
+    assert _weights(res)["big-2"][0] == 0

@@ -454,19 +454,30 @@ def _route(
             found,
             readiness=_ready,
         )
-    wanted, preparing = found
+    wanted, preparing, late = found
     _emit(inp, result, wanted, preparing)
-    _endpoints_condition(result, selected, routed)
+    _endpoints_condition(result, selected, routed, late)
+    status.endpoints = [_joining(e, late) for e in status.endpoints or []]
     status.address = builder.address()
     result.status = status.to_dict()
     return result
 
 
+def _joining(e: ServiceEndpointStatus, late: Mapping[str, str]) -> ServiceEndpointStatus:
+    """An endpoint's status as its route carries it: one whose cluster joins later has
+    no traffic yet (weight 0), and says so."""
+    if e.name not in late:
+        return e
+    message = f"joining: no traffic until cluster {late[e.name]!r}'s Backend, grant and route are"
+    return e.model_copy(update={"weight": 0, "message": message + " ready"})
+
+
 def _wanted(
     inp: ComposeInput, builder: Builder, routed: Sequence[Selected], gateway: ObservedGateway
-) -> tuple[Wanted, frozenset[str]] | str:
+) -> tuple[Wanted, frozenset[str], dict[str, str]] | str:
     """What the service composes for its routed endpoints, with the keys of what it does
-    not wait on (see `_emit`), or why it cannot route.
+    not wait on (see `_emit`) and the endpoints whose cluster joins later (by name, their
+    cluster), or why it cannot route.
 
     Endpoints on clusters go through the service's route on each cluster. Every
     change to which clusters the route names makes before it breaks
@@ -478,14 +489,16 @@ def _wanted(
     prepared = {k: v for objects in by_cluster.values() for k, v in objects.items()}
     if moves.before_the_move(inp, routed, shares, prepared):
         before = _routes(builder, routed, (), gateway)
-        return before if isinstance(before, str) else ({**before, **prepared}, frozenset(prepared))
+        if isinstance(before, str):
+            return before
+        return {**before, **prepared}, frozenset(prepared), {}
     refs = moves.route_refs(inp)
     waiting = moves.joining(inp, shares, by_cluster, refs)
-    late = {m.endpoint.name for share in waiting for m in share.members}
+    late = {m.endpoint.name: share.cluster for share in waiting for m in share.members}
     now = [s for s in routed if s.endpoint.name not in late]
     if not refs or not now:
         # Nothing served yet, or nothing else to serve: route everything now.
-        now, waiting = list(routed), []
+        now, waiting, late = list(routed), [], {}
     joined = [share for share in shares if share not in waiting]
     wanted = _routes(builder, now, joined, gateway)
     if isinstance(wanted, str):
@@ -499,7 +512,7 @@ def _wanted(
         wanted[POLICY_KEY] = (builder.traffic_policy(target), gwo.EXISTS)
     # The policy tunes a route that answers without it: the service does not wait on it.
     aside = {*kept, POLICY_KEY, *(k for share in waiting for k in by_cluster[share.cluster])}
-    return wanted, frozenset(aside)
+    return wanted, frozenset(aside) | moves.unjudged(inp, wanted), late
 
 
 def _kept(
@@ -606,22 +619,32 @@ def _no_ready(selected: Sequence[Selected]) -> tuple[str, EndpointsReadyReason, 
 
 
 def _endpoints_condition(
-    result: ComposeResult, selected: Sequence[Selected], routed: Sequence[Selected]
+    result: ComposeResult,
+    selected: Sequence[Selected],
+    routed: Sequence[Selected],
+    late: Mapping[str, str],
 ) -> None:
-    table = ", ".join(f"{s.endpoint.name}={s.weight}" for s in routed)
+    table = ", ".join(
+        f"{s.endpoint.name}={s.weight}" for s in routed if s.endpoint.name not in late
+    )
     waiting = [s.endpoint.name for s in selected if not s.ready and s.refused is None]
     unroutable = [s.endpoint.name for s in selected if s.refused is not None]
-    if waiting or unroutable:
+    if waiting or unroutable or late:
         notes = [f"not Ready (no traffic): {', '.join(waiting)}"] if waiting else []
+        if late:
+            notes.append(
+                "joining (no traffic until their cluster's objects are ready): "
+                + ", ".join(f"{name} on {cluster}" for name, cluster in sorted(late.items()))
+            )
         if unroutable:
             notes.append(
                 f"not routable (no traffic, see EndpointsRoutable): {', '.join(unroutable)}"
             )
+        reason = EndpointsReadyReason.SOME_ENDPOINTS_NOT_READY
+        if not waiting and not unroutable:
+            reason = EndpointsReadyReason.ENDPOINTS_JOINING
         result.condition(
-            c.CONDITION_ENDPOINTS_READY,
-            True,
-            EndpointsReadyReason.SOME_ENDPOINTS_NOT_READY,
-            f"routing to {table}; " + "; ".join(notes),
+            c.CONDITION_ENDPOINTS_READY, True, reason, f"routing to {table}; " + "; ".join(notes)
         )
     else:
         result.condition(

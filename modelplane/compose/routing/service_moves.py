@@ -15,13 +15,21 @@ apart, read from what is observed:
   there are observed ready;
 - **a cluster leaves**: its Backend, grant and route stay while the route as last
   observed still names its Backend.
+
+"Ready" for a cluster's Backend is special: Envoy Gateway judges a Backend (sets
+its `Accepted` condition) only once a route names it, since it reads no Backend
+that no route refers to. A Backend no route names yet can never read Accepted,
+so a move or a join waits only until it is applied and not refused
+(`may_route`), and the service's readiness does not wait on one Envoy Gateway
+has not judged yet (`unjudged`); one it refused (`Accepted=False`) is waited on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from modelplane.api.objects import condition_status
 from modelplane.compose.common import as_desired
 from modelplane.compose.routing import gateway_objects as gwo
 from modelplane.compose.routing.service_objects import (
@@ -37,9 +45,36 @@ from modelplane.compose.types import ComposeInput
 CLUSTER_PARTS = ("backend", "grant", "route")
 
 
-def all_observed_ready(inp: ComposeInput, objects: Wanted) -> bool:
-    """Whether every one of `objects` is observed and meets its readiness rule."""
-    return all(gwo.observed(rule, inp.observed.get(key)) for key, (_, rule) in objects.items())
+def may_route(inp: ComposeInput, objects: Wanted) -> bool:
+    """Whether a route that serves may name one cluster's objects (or the move's): each
+    observed and meeting its readiness rule, but a cluster's Backend, which Envoy Gateway
+    judges only once a route names it, applied and not refused."""
+    for key, (_, rule) in objects.items():
+        obj = inp.observed.get(key)
+        if _cluster_of(key, "backend") is None:
+            if not gwo.observed(rule, obj):
+                return False
+        elif gwo.wrapped_status(obj) is None or _accepted(obj) == "False":
+            return False
+    return True
+
+
+def unjudged(inp: ComposeInput, keys: Iterable[str]) -> frozenset[str]:
+    """The cluster Backends among `keys` Envoy Gateway has not judged yet: applied, with
+    no `Accepted` condition. It judges one when a route first names it, so the service's
+    readiness does not wait on them; one it refused reads `Accepted=False` and is."""
+    return frozenset(
+        key
+        for key in keys
+        if _cluster_of(key, "backend") is not None
+        and gwo.wrapped_status(inp.observed.get(key)) is not None
+        and _accepted(inp.observed.get(key)) is None
+    )
+
+
+def _accepted(obj: Mapping[str, Any] | None) -> str | None:
+    """The wrapped object's `Accepted` condition status as last observed, if it has one."""
+    return condition_status(gwo.wrapped_status(obj), "Accepted")
 
 
 def before_the_move(
@@ -50,7 +85,7 @@ def before_the_move(
     Only a service that did so (an endpoint on a cluster has its own Backend observed)
     and has not moved yet (its traffic policy, composed from the move on, is not
     observed) waits: until each of its endpoints on a cluster names its replica's
-    entry and every cluster's Backend, grant and route is observed ready.
+    entry and every cluster's Backend, grant and route may be routed to (`may_route`).
     """
     on_clusters = [s for s in routed if s.endpoint.spec and s.endpoint.spec.cluster]
     legacy = any(f"backend-{s.endpoint.name}" in inp.observed for s in on_clusters)
@@ -59,7 +94,7 @@ def before_the_move(
     members = {m.endpoint.name for share in shares for m in share.members}
     if not all(s.endpoint.name in members for s in on_clusters):
         return True
-    return not all_observed_ready(inp, prepared)
+    return not may_route(inp, prepared)
 
 
 def kept_for_rollback(inp: ComposeInput, before: Wanted, wanted: Wanted) -> Wanted:
@@ -93,14 +128,14 @@ def joining(
     objects: Mapping[str, Wanted],
     refs: frozenset[str],
 ) -> list[ClusterShare]:
-    """The clusters not routed yet whose objects (`objects`, by cluster) are not all
-    observed ready: they stay out of a route that serves, which would otherwise send
+    """The clusters not routed yet whose objects (`objects`, by cluster) may not be routed
+    to yet (`may_route`): they stay out of a route that serves, which would otherwise send
     their share of requests to a Gateway that does not know the service yet."""
     return [
         share
         for share in shares
         if _backend_name(objects[share.cluster]) not in refs
-        and not all_observed_ready(inp, objects[share.cluster])
+        and not may_route(inp, objects[share.cluster])
     ]
 
 
