@@ -9,8 +9,9 @@ two clusters that looked like one would hide a routing mistake. The address
 derived from the name is taken unless another Gateway already holds it; then
 the next free one (`allocate`). A GatewayClass
 is Accepted; an HTTPRoute is Accepted with its references resolved by every
-parent it names; an Envoy Gateway Backend is Accepted. Everything is derived
-from the object itself.
+parent it names; an Envoy Gateway Backend is Accepted once a route names it
+(`simulate.named_backends`: Envoy Gateway reads no other, so one no route names
+has no status). Everything else is derived from the object itself.
 """
 
 from __future__ import annotations

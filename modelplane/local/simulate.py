@@ -38,6 +38,7 @@ from modelplane.local.store import Key, Obj, ObjectStore
 
 OBJECT_GROUPS = ("kubernetes.m.crossplane.io", "kubernetes.crossplane.io")
 RELEASE_GROUPS = ("helm.m.crossplane.io", "helm.crossplane.io")
+BACKEND_GROUP = "gateway.envoyproxy.io"
 
 
 def _group(obj: Obj) -> str:
@@ -326,7 +327,8 @@ def _simulate_object(
     reads: ObjectReads | None = None,
 ) -> None:
     """Simulate one Object in place; `reads` are what it reads now, when already read."""
-    error = _sync_error(reads or _object_reads(store, obj, stuck))
+    reads = reads or _object_reads(store, obj, stuck)
+    error = _sync_error(reads)
     if error is not None:
         set_condition(obj, "Synced", "False", "ReconcileError", error, clock)
         return
@@ -343,11 +345,17 @@ def _simulate_object(
         addresses = addresses if addresses is not None else Addresses(store)
         live["status"] = gateway_status(live, at, _gateway_address(addresses, obj, live))
     _keep_written_data(obj, live)
+    ready = "True"
+    if reads.named is False:
+        # No route names it: Envoy Gateway never read it, so it has no status, and the
+        # Object's readiness query (its Accepted condition) is not met.
+        live.pop("status", None)
+        ready = "False"
     status["atProvider"] = {"manifest": live}
     if addresses is not None:
         addresses.changed(obj)
     set_condition(obj, "Synced", "True", "ReconcileSuccess", "", clock)
-    set_condition(obj, "Ready", "True", "Available", "", clock)
+    set_condition(obj, "Ready", ready, "Available" if ready == "True" else "Unavailable", "", clock)
     _connection_details(store, obj)
 
 
@@ -591,6 +599,8 @@ class ObjectReads(NamedTuple):
     config_found: bool
     first_missing: int | None
     stuck: bool
+    # An Envoy Gateway Backend: whether a route names it (None for any other kind).
+    named: bool | None = None
 
 
 def _replica_label(obj: Obj) -> Any:
@@ -606,10 +616,12 @@ def _object_reads(
     stuck: frozenset[str],
     last: object = None,
     kinds: set[tuple[str, str]] | None = None,
+    named: Container[tuple[str, str, str]] | None = None,
 ) -> ObjectReads:
     """What simulating `obj` reads now; `last` is its last pass's reads, if at its version.
 
-    The kinds of the objects it looks up are added to `kinds`.
+    The kinds of the objects it looks up are added to `kinds`; `named` is every
+    Backend a route names (`named_backends`), computed from the store when None.
     """
     if isinstance(last, ObjectReads):
         config, references, replica = last.provider_config, last.references, last.replica
@@ -628,7 +640,44 @@ def _object_reads(
         config in store,
         _first_missing(store, references) if references else None,
         replica in stuck,
+        _named(obj, named_backends(store) if named is None else named),
     )
+
+
+def _wrapped_backend(obj: Obj) -> tuple[str, str, str] | None:
+    """An Object wrapping an Envoy Gateway Backend: (provider config, namespace, name)."""
+    manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
+    if not isinstance(manifest, dict) or manifest.get("kind") != "Backend":
+        return None
+    if _group(manifest) != BACKEND_GROUP:
+        return None
+    meta = manifest.get("metadata") or {}
+    namespace = str(meta.get("namespace") or (obj.get("metadata") or {}).get("namespace") or "")
+    return _provider_config_key(obj).name, namespace, str(meta.get("name") or "")
+
+
+def _named(obj: Obj, named: Container[tuple[str, str, str]]) -> bool | None:
+    backend = _wrapped_backend(obj)
+    return None if backend is None else backend in named
+
+
+def named_backends(store: ObjectStore) -> frozenset[tuple[str, str, str]]:
+    """Every Envoy Gateway Backend an HTTPRoute names, as (provider config, namespace,
+    name): Envoy Gateway reads, and judges (Accepted), only a Backend some route refers
+    to, so the render must not show one judged that no route names."""
+    out = set()
+    for _, obj in _of_kinds(store, {"Object": OBJECT_GROUPS}):
+        manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
+        if not isinstance(manifest, dict) or manifest.get("kind") != "HTTPRoute":
+            continue
+        config = _provider_config_key(obj).name
+        namespace = str((manifest.get("metadata") or {}).get("namespace") or "")
+        for rule in (manifest.get("spec") or {}).get("rules") or []:
+            for ref in (rule or {}).get("backendRefs") or [] if isinstance(rule, dict) else []:
+                if isinstance(ref, dict) and ref.get("kind") == "Backend":
+                    ns = str(ref.get("namespace") or namespace)
+                    out.add((config, ns, str(ref.get("name") or "")))
+    return frozenset(out)
 
 
 def _step(api_version: str, kind: str) -> str | None:
@@ -646,21 +695,23 @@ def _simulate_objects(
     clock: Clock,
     passes: Passes,
     pairs: list[tuple[Key, Obj]],
-    stuck: frozenset[str],
+    context: tuple[frozenset[str], frozenset[tuple[str, str, str]]],
     addresses: Addresses,
     fast: bool = False,
 ) -> list[Key]:
     """Simulate the Objects that changed, or whose reads did, since their last pass.
 
+    `context`: the stuck replicas and the Backends routes name, as the pass began.
     `fast`: nothing any Object reads changed since the last pass (`Passes.world_still`).
     """
     touched = []
     kinds = passes.kinds("Object")
+    stuck, named = context
     for key, obj in pairs:
         if fast and passes.current("Object", store, key):
             continue  # nothing it reads changed since it was last read
         last = passes.last_reads("Object", store, key)
-        reads = _object_reads(store, obj, stuck, last, kinds)
+        reads = _object_reads(store, obj, stuck, last, kinds, named)
         if reads == last:
             continue
         _simulate_object(store, obj, clock, stuck, addresses, reads)
@@ -694,10 +745,11 @@ def simulate(store: ObjectStore, clock: Clock, passes: Passes | None = None) -> 
     """
     passes = Passes() if passes is None else passes
     stuck = stuck_replicas(store)
+    named = named_backends(store)
     addresses = Addresses(store)
     objects: list[tuple[Key, Obj]] = []
     touched: list[Key] = []
-    start = _world(store, passes.kinds("Object"), stuck)
+    start = _world(store, passes.kinds("Object"), stuck, named)
     fast = passes.world_still("Object", start)
     objects_at_start = _objects_world(store)
     # Kind by kind in the store's (sorted) order: the concatenation is key order.
@@ -706,7 +758,9 @@ def simulate(store: ObjectStore, clock: Clock, passes: Passes | None = None) -> 
         if step == "Object":
             pairs = store.select(api_version, kind)
             objects += pairs
-            touched += _simulate_objects(store, clock, passes, pairs, stuck, addresses, fast)
+            touched += _simulate_objects(
+                store, clock, passes, pairs, (stuck, named), addresses, fast
+            )
         elif step == "Release":
             touched += _simulate_releases(store, clock, passes, store.select(api_version, kind))
     touched += simulate_cloud(store, clock, passes)
@@ -718,7 +772,8 @@ def simulate(store: ObjectStore, clock: Clock, passes: Passes | None = None) -> 
     for key in touched:
         store.touch(key)
     # After every change of the pass: the version the next pass must still find.
-    passes.world_after("Object", start, _world(store, passes.kinds("Object"), stuck))
+    # The pass changes no Object's spec, so no route: the Backends named are the same.
+    passes.world_after("Object", start, _world(store, passes.kinds("Object"), stuck, named))
     passes.world_after(HYDRATION, objects_at_start, _objects_world(store))
     passes.settle(store)
     return touched
@@ -769,11 +824,15 @@ def _user_uid(store: ObjectStore, by: Key | None) -> tuple[Any] | None:
 
 
 def _world(
-    store: ObjectStore, kinds: set[tuple[str, str]], stuck: frozenset[str]
+    store: ObjectStore,
+    kinds: set[tuple[str, str]],
+    stuck: frozenset[str],
+    named: frozenset[tuple[str, str, str]] = frozenset(),
 ) -> tuple[Any, ...]:
     """A stamp of what Objects read besides themselves: the versions of the kinds they
-    look objects up in (any change to one changes it), and the stuck replicas."""
-    return stuck, tuple(sorted((kind, store.kind_version(*kind)) for kind in kinds))
+    look objects up in (any change to one changes it), the stuck replicas and the
+    Backends routes name."""
+    return stuck, named, tuple(sorted((kind, store.kind_version(*kind)) for kind in kinds))
 
 
 HYDRATION = "hydration"

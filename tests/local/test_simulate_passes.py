@@ -184,3 +184,73 @@ def test_hydration_results_stay_while_no_object_changes_and_follow_a_change() ->
     fresh = Passes()
     simulate(store, clock, fresh)
     assert _result(store) == second
+
+
+def _wrapping(name: str, manifest: dict[str, Any]) -> dict[str, Any]:
+    obj = _object(name)
+    obj["spec"]["forProvider"]["manifest"] = manifest
+    return obj
+
+
+def _backend_object() -> dict[str, Any]:
+    return _wrapping(
+        "backend",
+        {
+            "apiVersion": "gateway.envoyproxy.io/v1alpha1",
+            "kind": "Backend",
+            "metadata": {"name": "east", "namespace": "modelplane-system"},
+            "spec": {"endpoints": [{"ip": {"address": "192.0.2.1", "port": 443}}]},
+        },
+    )
+
+
+def _route_object(backend: str) -> dict[str, Any]:
+    return _wrapping(
+        "route",
+        {
+            "apiVersion": "gateway.networking.k8s.io/v1",
+            "kind": "HTTPRoute",
+            "metadata": {"name": "chat", "namespace": "team-a"},
+            "spec": {
+                "parentRefs": [{"name": "gw"}],
+                "rules": [
+                    {
+                        "backendRefs": [
+                            {
+                                "group": "gateway.envoyproxy.io",
+                                "kind": "Backend",
+                                "name": backend,
+                                "namespace": "modelplane-system",
+                            }
+                        ]
+                    }
+                ],
+            },
+        },
+    )
+
+
+def _judged(store: ObjectStore) -> tuple[Any, str]:
+    obj = store.get(
+        Key(c.PROVIDER_KUBERNETES_API_VERSION, "Object", "modelplane-system", "backend")
+    )
+    assert obj is not None
+    ready = next(x for x in obj["status"]["conditions"] if x["type"] == "Ready")
+    return obj["status"]["atProvider"]["manifest"].get("status"), ready["status"]
+
+
+def test_a_backend_is_judged_only_once_a_route_names_it() -> None:
+    """Envoy Gateway reads only the Backends routes refer to: the render must not show
+    one Accepted that no route names (a join that waited for it would wait forever)."""
+    store, clock, passes = ObjectStore(), Clock(), Passes()
+    store.put(_provider_config())
+    store.put(_backend_object())
+    store.put(_route_object("west"))  # names another Backend
+    simulate(store, clock, passes)
+    assert _judged(store) == (None, "False")
+    assert simulate(store, clock, passes) == []
+    # The route now names it: the unchanged Backend is simulated again, and Accepted.
+    store.put(_route_object("east"))
+    simulate(store, clock, passes)
+    status, ready = _judged(store)
+    assert ready == "True" and status["conditions"][0]["type"] == "Accepted"
