@@ -46,6 +46,7 @@ from e2e.test_serving_real import (
     MODEL,
     Load,
     _answers,
+    _metric,
     _network,
     serving,  # noqa: F401  (the module's fleet: docs/dev's serving fleet)
 )
@@ -198,6 +199,20 @@ def _grown(world: World, timeline: Timeline) -> Sample | None:
     return s if len({_endpoint_cluster(world, e) for e in routed}) >= 2 else None
 
 
+def _answered_by_cluster(world: World) -> dict[str, float]:
+    """Requests the namespace's engines answered, by workload cluster, from their own
+    /metrics: what the data path really did, whatever the statuses say."""
+    network = _network(world)
+    out = {}
+    for cluster, api in world.workloads.items():
+        out[cluster] = sum(
+            _metric(network, pod["status"]["podIP"], "vllm:request_success_total")
+            for pod in api.list("v1", "Pod", NS)
+            if (pod.get("status") or {}).get("podIP")
+        )
+    return out
+
+
 def _shrunk(timeline: Timeline) -> Sample | None:
     s = timeline.sample()
     return s if s.desired == 1 and s.placed == 1 and s.draining == 0 else None
@@ -260,6 +275,8 @@ def test_a_saturated_deployment_grows_across_clusters_and_shrinks_back_losing_no
         out, _ = heavy.communicate(timeout=300)
         progress.seek(0)
         assert heavy.returncode == 0, progress.read().decode()[-2000:]
+        # Before the shrink deletes engines (and their counters) with them.
+        answered = _answered_by_cluster(serving)
         down_started = time.monotonic()
         serving.settle(
             f"{NAME} back to one replica, nothing draining",
@@ -291,9 +308,13 @@ def test_a_saturated_deployment_grows_across_clusters_and_shrinks_back_losing_no
         f"{light_ok}/{len(light.results)} succeeded; latency {_percentiles(light.latencies)}; "
         f"statuses {sorted({st for _, st in light.results})}"
     )
+    NOTES["autoscaling: requests the engines answered, by cluster"] = json.dumps(answered)
     COUNTS["autoscaling: peak replicas"] = peak
     COUNTS["autoscaling: requests while shrinking, failed"] = len(light.results) - light_ok
     assert grown.placed >= 2
+    # The replicas routed on a second cluster took requests: its engines answered some
+    # (the first cluster's answered every request before the scale-up).
+    assert len([n for n in answered.values() if n > 0]) >= 2, answered
     desired = [s.desired for s in timeline.samples if s.desired is not None]
     assert max(desired) >= 2 and desired[-1] == 1, timeline.changes()
     assert any(s.draining for s in timeline.samples), timeline.changes()

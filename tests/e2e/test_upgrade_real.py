@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -257,9 +257,16 @@ class Watch:
         self._stop.set()
 
 
-def _change(fx: Fixture, to: release.Build, what: str, configuration_first: bool) -> Watch:
+def _change(
+    fx: Fixture,
+    to: release.Build,
+    what: str,
+    configuration_first: bool,
+    then: Callable[[], bool] | None = None,
+) -> Watch:
     """Install `to` while a Watch polls; return it once every composite Ready before is
-    Ready again and composed by `to`'s function, and ten more polls are done."""
+    Ready again and composed by `to`'s function, `then` holds (if given), and ten more
+    polls are done."""
     world = fx.world
     before = snapshot(world)
     process = fx.fleet.serve(to)
@@ -287,9 +294,11 @@ def _change(fx: Fixture, to: release.Build, what: str, configuration_first: bool
                 f"errors: {watch.errors[-3:]}"
             ),
         )
+        if then is not None:
+            world.settle(f"{what}: what follows it", lambda: True if then() else None, 180)
         # More polls: what breaks after the new function's first answers counts too.
-        then = watch.polls
-        world.settle("ten more polls", lambda: True if watch.polls >= then + 10 else None, 60)
+        polled = watch.polls
+        world.settle("ten more polls", lambda: True if watch.polls >= polled + 10 else None, 60)
     finally:
         watch.stop()
         thread.join(timeout=10)
@@ -332,6 +341,23 @@ def _report(what: str, watch: Watch, after: Snapshot) -> dict[str, Any]:
         "why": dict(sorted(watch.why.items())),
         "slowest": slowest,
     }
+
+
+def _route_backends(world: World) -> set[str]:
+    """The Backends the service's route on the fleet gateway names."""
+    route = world.cp.get("gateway.networking.k8s.io/v1", "HTTPRoute", "up", NS) or {}
+    return {
+        ref["name"]
+        for rule in (route.get("spec") or {}).get("rules") or []
+        for ref in rule.get("backendRefs") or []
+    }
+
+
+def _moved(world: World) -> bool:
+    """Whether the service routes through its own route on each of its two clusters (this
+    release's routing), not endpoint by endpoint (0.1.0's): one Backend per cluster."""
+    names = _route_backends(world)
+    return len(names) == 2 and all(n.startswith(f"{NS}-up-local-") for n in names)
 
 
 def _assert_kept(
@@ -434,11 +460,14 @@ def test_an_upgrade_and_a_rollback_restart_move_and_lose_nothing(upgrade: Fixtur
         f"{upgrade.new.function.reference} (this checkout)"
     )
 
-    for what, to, configuration_first in (
-        ("upgrade", upgrade.new, False),
-        ("rollback", upgrade.old, True),
+    assert not _moved(world), _route_backends(world)
+    for what, to, configuration_first, then in (
+        # The upgrade is done once the service moved to this release's routing (the
+        # watch goes on through the move).
+        ("upgrade", upgrade.new, False, lambda: _moved(world)),
+        ("rollback", upgrade.old, True, None),
     ):
-        watch = _change(upgrade, to, what, configuration_first)
+        watch = _change(upgrade, to, what, configuration_first, then)
         after = snapshot(world)
         report = _report(what, watch, after)
         # The function of the revision taking over composed every kind it serves here.
@@ -448,5 +477,8 @@ def test_an_upgrade_and_a_rollback_restart_move_and_lose_nothing(upgrade: Fixtur
             "ModelService",
             "ModelCache",
         }, watch.ready_again
+        NOTES[f"upgrade: {what}: the service's route names"] = ", ".join(
+            sorted(_route_backends(world))
+        )
         _assert_kept(report, watch.before, after, rollback=what == "rollback")
         COUNTS[f"upgrade: {what}: polls"] = watch.polls
