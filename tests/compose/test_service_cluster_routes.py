@@ -437,3 +437,31 @@ def test_a_cluster_whose_backend_is_refused_does_not_join() -> None:
     west = _manifest(res, "cluster-west-backend")["metadata"]["name"]
     assert west not in _refs(res) and res.ready == "True"
     assert _weights(res)["big-2"][0] == 0
+
+
+def test_a_forged_backend_ref_reaches_nothing_outside_the_services_namespace() -> None:
+    """`spec.backendRef` is tenant-written: it names a Service (or InferencePool) with no
+    namespace, so the service's route on the cluster, which lives in the service's own
+    namespace, can reach only that namespace's objects; a namespace in it, or a kind
+    other than the two, does not read, and the endpoint is routed on its own path
+    (which the hop verdict checks) or not at all."""
+    forged = _endpoint("big-1", "big", "east")
+    forged["spec"]["backendRef"] = {"name": "other-tenant-engine", "port": 8000}
+    res = _compose([forged, *ENDPOINTS[1:]])
+    east = _manifest(res, "cluster-east-route")
+    assert east["metadata"]["namespace"] == NS
+    for ref in east["spec"]["rules"][0]["backendRefs"]:
+        assert "namespace" not in ref and set(ref) <= {"name", "port", "weight"}, ref
+    for extra in ({"namespace": "team-b"}, {"kind": "Gateway", "group": "x"}):
+        bad = _endpoint("big-1", "big", "east")
+        bad["spec"]["backendRef"] = {"name": "engine", "port": 8000, **extra}
+        out = _compose([bad, *ENDPOINTS[1:]])
+        refs = [
+            ref
+            for key, d in out.desired.items()
+            if key.startswith("cluster-") and key.endswith("-route")
+            for ref in d.resource["spec"]["forProvider"]["manifest"]["spec"]["rules"][0][
+                "backendRefs"
+            ]
+        ]
+        assert all(r["name"] != "engine" for r in refs), (extra, refs)
