@@ -206,3 +206,13 @@ def test_a_plan_that_cannot_end_or_send_is_refused(kwargs: dict[str, Any]) -> No
 def test_only_http_addresses() -> None:
     with pytest.raises(load.LoadError, match="not an http URL"):
         load.Target("https://10.100.255.1", load.plain)
+
+
+def test_the_command_defaults_are_the_plans() -> None:
+    """`modelplane dev load` keeps its option defaults beside the option (the CLI does not
+    import the load generator until it runs): they must be the plan's own."""
+    from modelplane.cli.dev import load_
+
+    defaults = {p.name: p.default for p in load_.params}
+    assert defaults["prompt_words"] == load.PROMPT_WORDS
+    assert defaults["max_tokens"] == load.MAX_TOKENS
