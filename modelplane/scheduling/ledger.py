@@ -33,6 +33,8 @@ once every holder is Ready. A new replica must fit both.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import starmap
+from operator import ge, sub
 
 from modelplane.api.memo import Memo
 
@@ -43,13 +45,18 @@ _State = tuple[dict[Vector, int], bool]
 Snapshot = tuple[_State, _State | None]  # what `PoolLedger.restore` takes back (and settled's)
 
 
+# The checks below run in C (no Python frame per device): the fill asks them for
+# every node state of every pool it ranks. A pool's vectors all have its class's
+# length; a mismatch is a bug, refused (ValueError) rather than read as a fit.
+
+
 def fits(remaining: Vector, demand: Vector) -> bool:
     """Whether a node with `remaining` devices can take `demand`."""
-    return all(r >= d for r, d in zip(remaining, demand, strict=True))
+    return all(starmap(ge, zip(remaining, demand, strict=True)))
 
 
 def _minus(a: Vector, b: Vector) -> Vector:
-    return tuple(x - y for x, y in zip(a, b, strict=True))
+    return tuple(starmap(sub, zip(a, b, strict=True)))
 
 
 def _move(free: dict[Vector, int], v: Vector, to: Vector) -> None:
@@ -106,7 +113,7 @@ class PoolLedger:
         best: tuple[int, Vector, Vector] | None = None
         for v in self.free if free is None else free:
             for d in demands:
-                if fits(v, d):
+                if all(starmap(ge, zip(v, d, strict=True))):  # `fits`, inline
                     if best is None or (sign * sum(v), v) < best[:2]:
                         best = (sign * sum(v), v, d)
                     break
