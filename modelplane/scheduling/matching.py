@@ -31,7 +31,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -66,12 +66,16 @@ _SEARCH_BUDGET = 20_000
 _MAX_ALTERNATIVES = 16
 
 
-@dataclass(frozen=True)
-class Request:
-    """One device request of a role: name, count per node and CEL selectors."""
+class Request(NamedTuple):
+    """One device request of a role: name, count per node and CEL selectors.
+
+    A tuple, so hashing a role's requests (`role_id`, for every pool the call
+    matches) runs in C. Its `count` field hides `tuple.count`, which nothing
+    calls on a request.
+    """
 
     name: str
-    count: int
+    count: int  # type: ignore[assignment]
     selectors: tuple[str, ...]
 
 
@@ -676,7 +680,7 @@ def cluster_pools(cluster: ObservedInferenceCluster, shapes: Shapes) -> ClusterP
     if found is None or found[0] is not shapes:
         known = [p for p in cluster.pools if p.unknown is None]
         pools = ClusterPools(
-            tuple(p.name for p in known),
+            tuple([p.name for p in known]),
             MappingProxyType({p.name: shapes.intern(p.class_name, p.devices) for p in known}),
             MappingProxyType({p.name: p.nodes for p in known}),
         )
