@@ -444,7 +444,12 @@ def read_backends(spec: Mapping[str, Any]) -> tuple[frozenset[str] | None, str |
     team did when the stack is disabled). An
     unreadable block gives None (unknown) and the error naming the field.
     """
-    stack, error = _read_stack_config(spec)
+    return _backends(*_read_stack_config(spec))
+
+
+def _backends(
+    stack: ServingStackConfig | None, error: str | None
+) -> tuple[frozenset[str] | None, str | None]:
     if error is not None:
         return None, error
     return frozenset(b.name for b in DECLARED.values() if b.enabled(stack)), None
@@ -467,7 +472,10 @@ def read_engine_metrics(spec: Mapping[str, Any]) -> bool | None:
     (off by default, as is an agent the disabled stack does not run); None when
     `spec.servingStack` cannot be read.
     """
-    stack, error = _read_stack_config(spec)
+    return _engine_metrics(*_read_stack_config(spec))
+
+
+def _engine_metrics(stack: ServingStackConfig | None, error: str | None) -> bool | None:
     if error is not None:
         return None
     inventory = stack.inventory if stack is not None else None
@@ -511,7 +519,10 @@ def not_scraping_text(names: Sequence[str]) -> str:
 def read_inference_pools(spec: Mapping[str, Any]) -> bool | None:
     """Whether a cluster serves InferencePools (`spec.servingStack.inferencePool`, on by
     default); None when its `spec.servingStack` cannot be read."""
-    stack, error = _read_stack_config(spec)
+    return _inference_pools(*_read_stack_config(spec))
+
+
+def _inference_pools(stack: ServingStackConfig | None, error: str | None) -> bool | None:
     if error is not None:
         return None
     return stack is None or stack.serves_inference_pools
@@ -564,7 +575,9 @@ def _read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster 
     storage, storage_error = _read_block(StorageConfig, spec.get(_STORAGE), f"spec.{_STORAGE}")
     if storage_error is not None:
         unreadable.append(storage_error)
-    backends, backends_error = read_backends(spec)
+    # `spec.servingStack` validated once for the three readings made of it.
+    stack = _read_stack_config(spec)
+    backends, backends_error = _backends(*stack)
     if backends_error is not None:
         unreadable.append(backends_error)
     # A cluster whose inventory is stale publishes none of its reports; should a
@@ -586,10 +599,10 @@ def _read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster 
         scheduling_error=scheduling_error,
         storage=storage,
         backends=backends,
-        inference_pools=read_inference_pools(spec),
+        inference_pools=_inference_pools(*stack),
         unschedulable=FrozenDict({} if stale else read_unschedulable(status)),
         signals=FrozenDict({} if stale else read_replica_signals(status.get(_SIGNALS))),
-        engine_metrics=read_engine_metrics(spec),
+        engine_metrics=_engine_metrics(*stack),
         pod_security=read_pod_security(spec),
         modelplane_image=read_modelplane_image(spec),
         ceilings=read_ceilings(spec),
