@@ -1,12 +1,20 @@
-"""Which composer serves which kind: the one function dispatches on this table."""
+"""Which composer serves which kind: the one function dispatches on this table.
+
+The table names each composer by its module, imported on first use: a process
+that composes a few kinds (a render of one folder, `modelplane validate`)
+loads only their wings, and importing the registry loads none
+(tests/compose/test_registry_deferred.py).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from importlib import import_module
+from typing import Any, cast
 
 from pydantic import BaseModel
 
+from modelplane.api.clouds import CLOUDS
 from modelplane.api.inference_class import InferenceClassSpec
 from modelplane.api.inference_cluster import InferenceClusterSpec
 from modelplane.api.kinds import (
@@ -23,53 +31,70 @@ from modelplane.api.kinds import (
     Kind,
     provisioning_kind,
 )
-from modelplane.compose.caches import model_cache
-from modelplane.compose.clusters import inference_class, inference_cluster, serving_stack, sources
-from modelplane.compose.clusters.clouds import PROVISIONERS
-from modelplane.compose.deployments import fleet_quota, model_deployment
-from modelplane.compose.replica import model_replica
-from modelplane.compose.routing import inference_gateway, model_endpoint, model_service
 from modelplane.compose.types import Composer
 
-COMPOSERS: dict[tuple[str, str], tuple[Kind, Composer]] = {
-    (k.api_version, k.kind): (k, fn)
-    for k, fn in (
-        (INFERENCE_CLASS, inference_class.compose),
-        (INFERENCE_CLUSTER, inference_cluster.compose),
-        (MODEL_DEPLOYMENT, model_deployment.compose),
-        (MODEL_REPLICA, model_replica.compose),
-        # One provisioning composite per cloud (compose/clusters/clouds/).
-        *((provisioning_kind(p.cloud), p.compose) for p in PROVISIONERS),
-        (SERVING_STACK, serving_stack.compose),
-        (MODEL_CACHE, model_cache.compose),
-        (FLEET_QUOTA, fleet_quota.compose),
-        (MODEL_ENDPOINT, model_endpoint.compose),
-        (MODEL_SERVICE, model_service.compose),
-        (INFERENCE_GATEWAY, inference_gateway.compose),
+_COMPOSE = "modelplane.compose."
+
+# (apiVersion, kind) → the kind and where its composer lives: (module, attribute path).
+COMPOSERS: dict[tuple[str, str], tuple[Kind, tuple[str, str]]] = {
+    (k.api_version, k.kind): (k, (_COMPOSE + module, attribute))
+    for k, module, attribute in (
+        (INFERENCE_CLASS, "clusters.inference_class", "compose"),
+        (INFERENCE_CLUSTER, "clusters.inference_cluster", "compose"),
+        (MODEL_DEPLOYMENT, "deployments.model_deployment", "compose"),
+        (MODEL_REPLICA, "replica.model_replica", "compose"),
+        # One provisioning composite per cloud (compose/clusters/clouds/), each
+        # module's PROVISIONER.
+        *(
+            (
+                provisioning_kind(cloud),
+                f"clusters.clouds.{cloud.name.lower()}",
+                "PROVISIONER.compose",
+            )
+            for cloud in CLOUDS
+        ),
+        (SERVING_STACK, "clusters.serving_stack", "compose"),
+        (MODEL_CACHE, "caches.model_cache", "compose"),
+        (FLEET_QUOTA, "deployments.fleet_quota", "compose"),
+        (MODEL_ENDPOINT, "routing.model_endpoint", "compose"),
+        (MODEL_SERVICE, "routing.model_service", "compose"),
+        (INFERENCE_GATEWAY, "routing.inference_gateway", "compose"),
     )
 }
+
+
+def _load(where: tuple[str, str]) -> Any:
+    """The object at `where` (module, dotted attribute path), importing its module
+    (a module imported already is found in `sys.modules`)."""
+    found: Any = import_module(where[0])
+    for name in where[1].split("."):
+        found = getattr(found, name)
+    return found
 
 
 def composer_for(api_version: str, kind: str) -> Composer | None:
     """Return the composer for a composite's apiVersion/kind, or None if unknown."""
     entry = COMPOSERS.get((api_version, kind))
-    return entry[1] if entry else None
+    return cast(Composer, _load(entry[1])) if entry else None
 
 
 # What a composer refuses in one parsed spec beyond its types, by kind; each
 # message names its field. `modelplane validate` runs the same functions, so it
 # refuses what the function would.
-SPEC_CHECKS: dict[str, Callable[[Any], list[str]]] = {
-    INFERENCE_CLASS.kind: inference_class.device_problems,
-    MODEL_DEPLOYMENT.kind: model_deployment.spec_errors,
-    MODEL_REPLICA.kind: model_replica.spec_errors,
+SPEC_CHECKS: dict[str, tuple[str, str]] = {
+    INFERENCE_CLASS.kind: (_COMPOSE + "clusters.inference_class", "device_problems"),
+    MODEL_DEPLOYMENT.kind: (_COMPOSE + "deployments.model_deployment", "spec_errors"),
+    MODEL_REPLICA.kind: (_COMPOSE + "replica.model_replica", "spec_errors"),
 }
 
 
 def spec_problems(kind: str, spec: BaseModel) -> list[str]:
     """What the composer of `kind` would refuse in `spec`, which its types accepted."""
-    check = SPEC_CHECKS.get(kind)
-    return check(spec) if check is not None else []
+    where = SPEC_CHECKS.get(kind)
+    if where is None:
+        return []
+    check: Callable[[Any], list[str]] = _load(where)
+    return check(spec)
 
 
 def provisioning_problems(
@@ -77,4 +102,7 @@ def provisioning_problems(
 ) -> list[str]:
     """Why the InferenceCluster composer would not provision `spec` with these classes
     (its PoolsResolved NotProvisionable), e.g. a class without provisioning for the cloud."""
-    return sources.provisioning_problems(name, spec, classes)
+    problems: Callable[..., list[str]] = _load(
+        (_COMPOSE + "clusters.sources", "provisioning_problems")
+    )
+    return problems(name, spec, classes)
