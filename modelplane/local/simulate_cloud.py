@@ -62,7 +62,8 @@ import functools
 import hashlib
 import json
 from dataclasses import astuple, dataclass, field
-from typing import Any
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, cast
 
 from modelplane.api import constants as c
 from modelplane.api.autoscaling import ReplicaSignals
@@ -78,18 +79,17 @@ from modelplane.api.readers import (
     read_engine_metrics,
     read_published_pools,
 )
-from modelplane.compose.clusters.clouds import PROVISIONERS
-from modelplane.compose.clusters.clouds.provisioned import ProviderReports
 from modelplane.compose.objects import dns_label
 from modelplane.local.conditions import EPOCH, Clock, set_condition, writable_dict
 from modelplane.local.passes import Passes
 from modelplane.local.store import Key, Obj, ObjectStore, labels_of
 
+if TYPE_CHECKING:
+    from modelplane.compose.clusters.clouds.provisioned import ProviderReports
+
 FIXTURE_LABEL = "modelplane.ai/render-fixture"
 OBJECT_API_VERSION = c.PROVIDER_KUBERNETES_API_VERSION
 NODE_POOL_COMPONENT = "node-pool"
-# What each cloud's provider reports, by cloud name.
-_REPORTS: dict[str, ProviderReports] = {p.cloud.name: p.reports for p in PROVISIONERS}
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,10 @@ def _reports(obj: Obj) -> ProviderReports:
     cloud = cloud_managing(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
     if cloud is None:
         raise ValueError(f"{obj.get('apiVersion')} {obj.get('kind')} is no cloud's resource")
-    return _REPORTS[cloud.name]
+    # The cloud's composer module, imported when a render first meets its resources
+    # (a render without clouds loads none).
+    module = import_module(f"modelplane.compose.clusters.clouds.{cloud.name.lower()}")
+    return cast("ProviderReports", module.PROVISIONER.reports)
 
 
 def _int(value: Any, default: int = 0) -> int:
