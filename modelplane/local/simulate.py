@@ -764,13 +764,18 @@ def simulate(store: ObjectStore, clock: Clock, passes: Passes | None = None) -> 
         elif step == "Release":
             touched += _simulate_releases(store, clock, passes, store.select(api_version, kind))
     touched += simulate_cloud(store, clock, passes)
-    touched += simulate_usage_owners(store, passes)
+    # Usages given an owner are replaced (`store.put` noted them), not changed in
+    # place: reported with the rest, not noted a second time.
+    owned = simulate_usage_owners(store, passes)
+    touched += owned
     touched += _hydrate(store, passes, objects, objects_at_start, touched)
     # Once per key: a second note of an object digests it all again to find
     # nothing new (an inventory Object is simulated, then its summary written).
     touched = list(dict.fromkeys(touched))
+    put = set(owned)
     for key in touched:
-        store.touch(key)
+        if key not in put:
+            store.touch(key)
     # After every change of the pass: the version the next pass must still find.
     # The pass changes no Object's spec, so no route: the Backends named are the same.
     passes.world_after("Object", start, _world(store, passes.kinds("Object"), stuck, named))
