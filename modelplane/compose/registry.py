@@ -8,6 +8,7 @@ loads only their wings, and importing the registry loads none
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from importlib import import_module
 from typing import Any, cast
@@ -65,8 +66,8 @@ COMPOSERS: dict[tuple[str, str], tuple[Kind, tuple[str, str]]] = {
 
 def _load(where: tuple[str, str]) -> Any:
     """The object at `where` (module, dotted attribute path), importing its module
-    (a module imported already is found in `sys.modules`)."""
-    found: Any = import_module(where[0])
+    the first time (then it is found in `sys.modules`, one lookup per call)."""
+    found: Any = sys.modules.get(where[0]) or import_module(where[0])
     for name in where[1].split("."):
         found = getattr(found, name)
     return found
