@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar, cast
 
-from modelplane.api.memo import memos_on
+from modelplane.api.memo import SWITCH
 
 T = TypeVar("T")
 
@@ -97,7 +97,7 @@ def memoized(obj: Any, key: str, derive: Callable[[Any], T]) -> T:
     read afresh every time. `derive` must return something its callers never
     change.
     """
-    if type(obj) is not FrozenDict or not memos_on():
+    if type(obj) is not FrozenDict or not SWITCH.on:
         return derive(obj)
     try:
         memo: dict[str, Any] = obj._memo

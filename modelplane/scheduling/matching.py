@@ -38,7 +38,7 @@ from pydantic import ValidationError
 from modelplane.api.common import format_validation_error
 from modelplane.api.frozen import memoized
 from modelplane.api.inference_class import Device
-from modelplane.api.memo import Memo, memos_on, on_clear
+from modelplane.api.memo import SWITCH, Memo, memos_on, on_clear
 from modelplane.api.model_deployment import DeviceSelector
 from modelplane.api.model_replica import ResolvedDeviceRequest
 from modelplane.api.readers import ObservedInferenceCluster, read_devices
@@ -675,7 +675,7 @@ def cluster_pools(cluster: ObservedInferenceCluster, shapes: Shapes) -> ClusterP
     remembered on it (`derived`) for every later call and round; a reading of
     a plain dict is read afresh per call, and so is this.
     """
-    memo = cluster.derived if memos_on() else {}
+    memo = cluster.derived if SWITCH.on else {}
     found = memo.get("scheduling.pools")
     if found is None or found[0] is not shapes:
         known = [p for p in cluster.pools if p.unknown is None]
