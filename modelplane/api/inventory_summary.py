@@ -77,7 +77,7 @@ def epoch_seconds(stamp: str) -> int | None:
 
 
 def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return value if isinstance(value, (dict, Mapping)) else {}  # dicts first: no ABC check
 
 
 def _list(value: Any) -> list[Any]:

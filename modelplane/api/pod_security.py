@@ -71,7 +71,11 @@ _APPARMOR_PREFIX = "container.apparmor.security.beta.kubernetes.io/"
 
 
 def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    # Most values are absent or dicts (plain or read-only): the ABC check is the
+    # slow fallback, run for every field a pod template leaves out otherwise.
+    if value is None:
+        return {}
+    return value if isinstance(value, (dict, Mapping)) else {}
 
 
 def _list(value: Any) -> list[Any]:

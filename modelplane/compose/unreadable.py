@@ -69,7 +69,7 @@ def conditions_problem(obj: Mapping[str, Any] | None) -> str | None:
     if not isinstance(found, list):
         return f"status.conditions {shown(found)}, not a list"
     for i, entry in enumerate(found):
-        if not isinstance(entry, Mapping):
+        if not isinstance(entry, (dict, Mapping)):  # dicts first: no ABC check
             return f"status.conditions[{i}] {shown(entry)}, not an object"
         for key in ("type", "status"):
             if not isinstance(entry.get(key), str):

@@ -58,7 +58,7 @@ def _owner_names(obj: Mapping[str, Any]) -> tuple[str, ...]:
     """The names an object's ownerReferences give, sorted, each once (a tuple: a
     frozenset of one name is four times its size, kept per object)."""
     refs = (obj.get("metadata") or {}).get("ownerReferences") or []
-    names = {str(r.get("name")) for r in refs if isinstance(r, Mapping) and r.get("name")}
+    names = {str(r.get("name")) for r in refs if isinstance(r, (dict, Mapping)) and r.get("name")}
     return tuple(sorted(names))
 
 
@@ -67,7 +67,7 @@ def _candidate_name(obj: Mapping[str, Any]) -> str | None:
     first controller ownerReference's, else its composite label's; None if neither."""
     meta = obj.get("metadata") or {}
     for ref in meta.get("ownerReferences") or []:
-        if isinstance(ref, Mapping) and ref.get("controller"):
+        if isinstance(ref, (dict, Mapping)) and ref.get("controller"):  # dicts: no ABC check
             return str(ref.get("name"))
     label = (meta.get("labels") or {}).get(COMPOSITE_LABEL)
     return None if label is None else str(label)
