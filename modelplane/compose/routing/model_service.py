@@ -468,8 +468,9 @@ def _joining(e: ServiceEndpointStatus, late: Mapping[str, str]) -> ServiceEndpoi
     no traffic yet (weight 0), and says so."""
     if e.name not in late:
         return e
-    message = f"joining: no traffic until cluster {late[e.name]!r}'s Backend, grant and route are"
-    return e.model_copy(update={"weight": 0, "message": message + " ready"})
+    cluster = late[e.name]
+    message = f"joining: no traffic until cluster {cluster!r}'s Backend, grant and route are ready"
+    return e.model_copy(update={"weight": 0, "message": message})
 
 
 def _wanted(
