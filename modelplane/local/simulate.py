@@ -322,18 +322,17 @@ def _simulate_object(
     store: ObjectStore,
     obj: Obj,
     clock: Clock,
-    stuck: frozenset[str] = frozenset(),
-    addresses: Addresses | None = None,
-    reads: ObjectReads | None = None,
+    stuck: frozenset[str],
+    addresses: Addresses | None,
+    reads: ObjectReads,
 ) -> None:
-    """Simulate one Object in place; `reads` are what it reads now, when already read."""
-    reads = reads or _object_reads(store, obj, stuck)
+    """Simulate one Object in place; `reads` are what it reads now (`_object_reads`)."""
     error = _sync_error(reads)
     if error is not None:
         set_condition(obj, "Synced", "False", "ReconcileError", error, clock)
         return
-    manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
-    if not isinstance(manifest, dict):
+    manifest = _spec_manifest(obj)
+    if manifest is None:
         set_condition(
             obj, "Synced", "False", "ReconcileError", "spec.forProvider.manifest: required", clock
         )
@@ -603,10 +602,16 @@ class ObjectReads(NamedTuple):
     named: bool | None = None
 
 
+def _spec_manifest(obj: Obj) -> Obj | None:
+    """The manifest an Object wraps (`spec.forProvider.manifest`), if it is an object."""
+    manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
+    return manifest if isinstance(manifest, dict) else None
+
+
 def _replica_label(obj: Obj) -> Any:
     """The replica (pod label value) of the workload an Object wraps, if it names one."""
-    manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
-    labels = (manifest.get("metadata") or {}).get("labels") if isinstance(manifest, dict) else None
+    manifest = _spec_manifest(obj)
+    labels = (manifest.get("metadata") or {}).get("labels") if manifest is not None else None
     return labels.get(c.LABEL_REPLICA) if isinstance(labels, dict) else None
 
 
@@ -616,12 +621,12 @@ def _object_reads(
     stuck: frozenset[str],
     last: object = None,
     kinds: set[tuple[str, str]] | None = None,
-    named: Container[tuple[str, str, str]] | None = None,
+    named: Container[tuple[str, str, str]] = frozenset(),
 ) -> ObjectReads:
     """What simulating `obj` reads now; `last` is its last pass's reads, if at its version.
 
     The kinds of the objects it looks up are added to `kinds`; `named` is every
-    Backend a route names (`named_backends`), computed from the store when None.
+    Backend a route names as the pass began (`named_backends`).
     """
     if isinstance(last, ObjectReads):
         config, references, replica = last.provider_config, last.references, last.replica
@@ -640,20 +645,27 @@ def _object_reads(
         config in store,
         _first_missing(store, references) if references else None,
         replica in stuck,
-        _named(obj, named_backends(store) if named is None else named),
+        _named(obj, named),
     )
 
 
 def _wrapped_backend(obj: Obj) -> tuple[str, str, str] | None:
     """An Object wrapping an Envoy Gateway Backend: (provider config, namespace, name)."""
-    manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
-    if not isinstance(manifest, dict) or manifest.get("kind") != "Backend":
-        return None
-    if _group(manifest) != BACKEND_GROUP:
+    manifest = _spec_manifest(obj)
+    if manifest is None or manifest.get("kind") != "Backend" or _group(manifest) != BACKEND_GROUP:
         return None
     meta = manifest.get("metadata") or {}
-    namespace = str(meta.get("namespace") or (obj.get("metadata") or {}).get("namespace") or "")
-    return _provider_config_key(obj).name, namespace, str(meta.get("name") or "")
+    return (
+        _provider_config_key(obj).name,
+        _manifest_namespace(manifest),
+        str(meta.get("name") or ""),
+    )
+
+
+def _manifest_namespace(manifest: Obj) -> str:
+    """A wrapped namespaced object's namespace, "default" when it names none, as its
+    observed copy reads (`observed_manifest`)."""
+    return str((manifest.get("metadata") or {}).get("namespace") or "default")
 
 
 def _named(obj: Obj, named: Container[tuple[str, str, str]]) -> bool | None:
@@ -667,13 +679,13 @@ def named_backends(store: ObjectStore) -> frozenset[tuple[str, str, str]]:
     to, so the render must not show one judged that no route names."""
     out = set()
     for _, obj in _of_kinds(store, {"Object": OBJECT_GROUPS}):
-        manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
-        if not isinstance(manifest, dict) or manifest.get("kind") != "HTTPRoute":
+        manifest = _spec_manifest(obj)
+        if manifest is None or manifest.get("kind") != "HTTPRoute":
             continue
-        config = _provider_config_key(obj).name
-        namespace = str((manifest.get("metadata") or {}).get("namespace") or "")
-        for rule in (manifest.get("spec") or {}).get("rules") or []:
-            for ref in (rule or {}).get("backendRefs") or [] if isinstance(rule, dict) else []:
+        config, namespace = _provider_config_key(obj).name, _manifest_namespace(manifest)
+        rules = (manifest.get("spec") or {}).get("rules") or []
+        for rule in (r for r in rules if isinstance(r, dict)):
+            for ref in rule.get("backendRefs") or []:
                 if isinstance(ref, dict) and ref.get("kind") == "Backend":
                     ns = str(ref.get("namespace") or namespace)
                     out.add((config, ns, str(ref.get("name") or "")))
@@ -832,7 +844,7 @@ def _world(
     store: ObjectStore,
     kinds: set[tuple[str, str]],
     stuck: frozenset[str],
-    named: frozenset[tuple[str, str, str]] = frozenset(),
+    named: frozenset[tuple[str, str, str]],
 ) -> tuple[Any, ...]:
     """A stamp of what Objects read besides themselves: the versions of the kinds they
     look objects up in (any change to one changes it), the stuck replicas and the

@@ -54,7 +54,7 @@ def may_route(inp: ComposeInput, objects: Wanted) -> bool:
         if _cluster_of(key, "backend") is None:
             if not gwo.observed(rule, obj):
                 return False
-        elif gwo.wrapped_status(obj) is None or _accepted(obj) == "False":
+        elif _judged(obj) in (NOT_APPLIED, "False"):
             return False
     return True
 
@@ -66,15 +66,18 @@ def unjudged(inp: ComposeInput, keys: Iterable[str]) -> frozenset[str]:
     return frozenset(
         key
         for key in keys
-        if _cluster_of(key, "backend") is not None
-        and gwo.wrapped_status(inp.observed.get(key)) is not None
-        and _accepted(inp.observed.get(key)) is None
+        if _cluster_of(key, "backend") is not None and _judged(inp.observed.get(key)) is None
     )
 
 
-def _accepted(obj: Mapping[str, Any] | None) -> str | None:
-    """The wrapped object's `Accepted` condition status as last observed, if it has one."""
-    return condition_status(gwo.wrapped_status(obj), "Accepted")
+NOT_APPLIED = "NotApplied"
+
+
+def _judged(obj: Mapping[str, Any] | None) -> str | None:
+    """A Backend Object's `Accepted` status as last observed ("True", "False"), None when
+    applied but not judged yet, `NOT_APPLIED` when the provider reports no manifest."""
+    manifest = gwo.wrapped_status(obj)
+    return NOT_APPLIED if manifest is None else condition_status(manifest, "Accepted")
 
 
 def before_the_move(
