@@ -36,35 +36,38 @@ from modelplane.compose.types import Composer
 
 _COMPOSE = "modelplane.compose."
 
+
+def cloud_module(cloud: str) -> str:
+    """The module of a cloud's provisioning composer, whose `PROVISIONER` holds its
+    composer and what its provider reports (`compose/clusters/clouds/`)."""
+    return f"{_COMPOSE}clusters.clouds.{cloud.lower()}"
+
+
 # (apiVersion, kind) → the kind and where its composer lives: (module, attribute path).
 COMPOSERS: dict[tuple[str, str], tuple[Kind, tuple[str, str]]] = {
-    (k.api_version, k.kind): (k, (_COMPOSE + module, attribute))
+    (k.api_version, k.kind): (k, (module, attribute))
     for k, module, attribute in (
-        (INFERENCE_CLASS, "clusters.inference_class", "compose"),
-        (INFERENCE_CLUSTER, "clusters.inference_cluster", "compose"),
-        (MODEL_DEPLOYMENT, "deployments.model_deployment", "compose"),
-        (MODEL_REPLICA, "replica.model_replica", "compose"),
+        (INFERENCE_CLASS, _COMPOSE + "clusters.inference_class", "compose"),
+        (INFERENCE_CLUSTER, _COMPOSE + "clusters.inference_cluster", "compose"),
+        (MODEL_DEPLOYMENT, _COMPOSE + "deployments.model_deployment", "compose"),
+        (MODEL_REPLICA, _COMPOSE + "replica.model_replica", "compose"),
         # One provisioning composite per cloud (compose/clusters/clouds/), each
         # module's PROVISIONER.
         *(
-            (
-                provisioning_kind(cloud),
-                f"clusters.clouds.{cloud.name.lower()}",
-                "PROVISIONER.compose",
-            )
+            (provisioning_kind(cloud), cloud_module(cloud.name), "PROVISIONER.compose")
             for cloud in CLOUDS
         ),
-        (SERVING_STACK, "clusters.serving_stack", "compose"),
-        (MODEL_CACHE, "caches.model_cache", "compose"),
-        (FLEET_QUOTA, "deployments.fleet_quota", "compose"),
-        (MODEL_ENDPOINT, "routing.model_endpoint", "compose"),
-        (MODEL_SERVICE, "routing.model_service", "compose"),
-        (INFERENCE_GATEWAY, "routing.inference_gateway", "compose"),
+        (SERVING_STACK, _COMPOSE + "clusters.serving_stack", "compose"),
+        (MODEL_CACHE, _COMPOSE + "caches.model_cache", "compose"),
+        (FLEET_QUOTA, _COMPOSE + "deployments.fleet_quota", "compose"),
+        (MODEL_ENDPOINT, _COMPOSE + "routing.model_endpoint", "compose"),
+        (MODEL_SERVICE, _COMPOSE + "routing.model_service", "compose"),
+        (INFERENCE_GATEWAY, _COMPOSE + "routing.inference_gateway", "compose"),
     )
 }
 
 
-def _load(where: tuple[str, str]) -> Any:
+def load(where: tuple[str, str]) -> Any:
     """The object at `where` (module, dotted attribute path), importing its module
     the first time (then it is found in `sys.modules`, one lookup per call)."""
     found: Any = sys.modules.get(where[0]) or import_module(where[0])
@@ -76,7 +79,7 @@ def _load(where: tuple[str, str]) -> Any:
 def composer_for(api_version: str, kind: str) -> Composer | None:
     """Return the composer for a composite's apiVersion/kind, or None if unknown."""
     entry = COMPOSERS.get((api_version, kind))
-    return cast(Composer, _load(entry[1])) if entry else None
+    return cast(Composer, load(entry[1])) if entry else None
 
 
 # What a composer refuses in one parsed spec beyond its types, by kind; each
@@ -94,7 +97,7 @@ def spec_problems(kind: str, spec: BaseModel) -> list[str]:
     where = SPEC_CHECKS.get(kind)
     if where is None:
         return []
-    check: Callable[[Any], list[str]] = _load(where)
+    check: Callable[[Any], list[str]] = load(where)
     return check(spec)
 
 
@@ -103,7 +106,7 @@ def provisioning_problems(
 ) -> list[str]:
     """Why the InferenceCluster composer would not provision `spec` with these classes
     (its PoolsResolved NotProvisionable), e.g. a class without provisioning for the cloud."""
-    problems: Callable[..., list[str]] = _load(
+    problems: Callable[..., list[str]] = load(
         (_COMPOSE + "clusters.sources", "provisioning_problems")
     )
     return problems(name, spec, classes)

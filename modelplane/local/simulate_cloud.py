@@ -62,7 +62,6 @@ import functools
 import hashlib
 import json
 from dataclasses import astuple, dataclass, field
-from importlib import import_module
 from typing import TYPE_CHECKING, Any, cast
 
 from modelplane.api import constants as c
@@ -80,6 +79,7 @@ from modelplane.api.readers import (
     read_published_pools,
 )
 from modelplane.compose.objects import dns_label
+from modelplane.compose.registry import cloud_module, load
 from modelplane.local.conditions import EPOCH, Clock, set_condition, writable_dict
 from modelplane.local.passes import Passes
 from modelplane.local.store import Key, Obj, ObjectStore, labels_of
@@ -151,8 +151,7 @@ def _reports(obj: Obj) -> ProviderReports:
         raise ValueError(f"{obj.get('apiVersion')} {obj.get('kind')} is no cloud's resource")
     # The cloud's composer module, imported when a render first meets its resources
     # (a render without clouds loads none).
-    module = import_module(f"modelplane.compose.clusters.clouds.{cloud.name.lower()}")
-    return cast("ProviderReports", module.PROVISIONER.reports)
+    return cast("ProviderReports", load((cloud_module(cloud.name), "PROVISIONER.reports")))
 
 
 def _int(value: Any, default: int = 0) -> int:
