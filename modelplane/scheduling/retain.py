@@ -489,6 +489,7 @@ def settle_drains(state: CycleState) -> None:
     for s in ordered[keep:]:
         assert s.drain is not None
         state.evicted.append((s.name, s.drain))
+        state.superseded.append(s)
 
 
 # ── Scale down ──────────────────────────────────────────────────────────────

@@ -51,7 +51,7 @@ from modelplane.scheduling.retain import (
     settle_stuck,
 )
 from modelplane.scheduling.rules import FILTERS, POOL_FILTERS, SCORES
-from modelplane.scheduling.state import CycleState, new_state
+from modelplane.scheduling.state import CycleState, Slot, new_state
 from modelplane.scheduling.types import (
     ClusterVerdict,
     PlannedReplica,
@@ -212,18 +212,7 @@ def bind(
 ) -> ScheduleResult:
     """Turn the cycle's slots (and the what-if answers) into the immutable result."""
     replicas = tuple(
-        PlannedReplica(
-            s.cluster,
-            s.index,
-            s.roles,
-            s.retained,
-            s.name,
-            ready=s.ready,
-            drain_reason=None if s.drain is None else s.drain.reason,
-            drain_message="" if s.drain is None else words.eviction_text(s.drain),
-            unschedulable_since=None if s.stuck is None else s.stuck.report.since,
-            preempts=preempt.victims_of(state, s.name, s.retained),
-        )
+        _planned(state, s)
         for s in sorted(
             [*state.slots, *state.draining, *state.stuck], key=lambda s: (s.cluster, s.index)
         )
@@ -248,6 +237,25 @@ def bind(
             sorted((n, words.eviction_text(e)) for n, e in state.evicted if e.reason == "Preempted")
         ),
         quota=quota.use(state),
+        superseded=tuple(
+            _planned(state, s) for s in sorted(state.superseded, key=lambda s: (s.cluster, s.index))
+        ),
+    )
+
+
+def _planned(state: CycleState, s: Slot) -> PlannedReplica:
+    """One slot of the cycle as the result lists it."""
+    return PlannedReplica(
+        s.cluster,
+        s.index,
+        s.roles,
+        s.retained,
+        s.name,
+        ready=s.ready,
+        drain_reason=None if s.drain is None else s.drain.reason,
+        drain_message="" if s.drain is None else words.eviction_text(s.drain),
+        unschedulable_since=None if s.stuck is None else s.stuck.report.since,
+        preempts=preempt.victims_of(state, s.name, s.retained),
     )
 
 

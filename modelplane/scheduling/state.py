@@ -200,6 +200,8 @@ class CycleState:
     quota_losers: dict[tuple[str, str], str] = field(default_factory=dict)
     slots: list[Slot] = field(default_factory=list)
     draining: list[Slot] = field(default_factory=list)  # leaving, serving until replaced
+    # Draining replicas dropped because their replacements serve (`settle_drains`).
+    superseded: list[Slot] = field(default_factory=list)
     # Reported unschedulable: kept (MakeBeforeBreak) until a replacement is placed, or
     # already dropped (Immediate); settled after the fill.
     stuck: list[Slot] = field(default_factory=list)

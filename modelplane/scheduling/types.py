@@ -351,6 +351,10 @@ class ScheduleResult:
     preempted: tuple[tuple[str, str], ...] = ()
     # The namespace's FleetQuota limits, as counted after this cycle (empty: no quota).
     quota: tuple[QuotaUse, ...] = ()
+    # Draining replicas dropped this cycle because their replacements serve
+    # (make-before-break done), as they were planned: still composed today, so the
+    # composer routes each out before it is deleted. Also listed in `replaced`.
+    superseded: tuple[PlannedReplica, ...] = ()
 
     @property
     def placed(self) -> int:

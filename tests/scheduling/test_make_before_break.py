@@ -82,12 +82,17 @@ def test_noexecute_drain_moves_one_replica_at_a_time() -> None:
         ("b", 1, "l4", "new"),
     ]
     assert [name for name, _ in result.replaced] == [fleet[1]["metadata"]["name"]]
+    # The one dropped was draining and served until now: the composer routes it out.
+    assert [(p.cluster, p.index, p.drain_reason, p.ready) for p in result.superseded] == [
+        ("a", 1, "NoExecuteTaint", True)
+    ]
     fleet = _ready(materialize(dep, result, fleet, 2), "b")
 
     # 4. Both replacements Ready: the drain is complete.
     result = schedule(dep, [a, b], fleet)
     assert _state(result) == [("b", 0, "l4", "kept"), ("b", 1, "l4", "kept")]
     assert [name for name, _ in result.replaced] == [fleet[0]["metadata"]["name"]]
+    assert [p.name for p in result.superseded] == [fleet[0]["metadata"]["name"]]
 
 
 def test_without_room_for_a_replacement_the_old_replicas_keep_serving() -> None:
@@ -112,6 +117,7 @@ def test_immediate_replaces_at_once() -> None:
     result = schedule(dep, [a, b], _ready_pair())
     assert _state(result) == [("b", 0, "l4", "new"), ("b", 1, "l4", "new")]
     assert len(result.replaced) == 2 and result.surge == 0
+    assert result.superseded == ()  # dropped at once, never draining
 
 
 @pytest.mark.parametrize(
