@@ -163,6 +163,9 @@ REASON_ALL_REPLICAS_READY: Final = "AllReplicasReady"
 REASON_REPLICAS_NOT_READY: Final = "ReplicasNotReady"
 REASON_REPLICA_REPLACED: Final = "ReplicaReplaced"
 REASON_REPLICA_WITHDRAWN: Final = "ReplicaWithdrawn"
+# A replaced replica whose replacement serves starts leaving the routes, and is deleted.
+REASON_REPLICA_LEAVING: Final = "ReplicaLeaving"
+REASON_REPLICA_REMOVED: Final = "ReplicaRemoved"
 REASON_INVALID_LABEL: Final = "InvalidLabel"
 REASON_SCHEDULER_ERROR: Final = "SchedulerError"
 

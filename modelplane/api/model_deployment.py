@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from modelplane.api import constants as c
-from modelplane.api.autoscaling import Autoscaling, AutoscalingStatus
+from modelplane.api.autoscaling import MAX_DRAIN_MESSAGE, Autoscaling, AutoscalingStatus
 from modelplane.api.common import (
     CELExpression,
     ConditionedStatus,
@@ -374,11 +374,25 @@ class Placement(StatusModel):
     ready: bool = Field(default=False, description="Whether the replica is Ready.")
     draining: bool | None = Field(
         default=None,
-        description="True when the replica must leave (drainReason) and keeps serving until "
-        "its replacement is Ready (rollout MakeBeforeBreak); absent otherwise.",
+        description="True when the replica must leave (drainReason): it keeps serving until "
+        "its replacement is Ready (rollout MakeBeforeBreak), then leaves the routes "
+        "(drainingSince) before it is deleted; absent otherwise.",
     )
     drain_reason: str | None = Field(
         default=None, description="Why a draining replica must leave, as a CamelCase reason."
+    )
+    draining_since: str | None = Field(
+        default=None,
+        max_length=64,
+        description="When a draining replica started leaving the routes (RFC 3339): its "
+        "replacement serves (or the autoscaler removes it), it is at weight 0 in every "
+        "ModelService and is deleted once its requests in flight are done or its drain "
+        "timeout, counted from then, has passed; absent while it still serves.",
+    )
+    drain_message: str | None = Field(
+        default=None,
+        max_length=MAX_DRAIN_MESSAGE,
+        description="What a replica leaving the routes waits for before it is deleted.",
     )
     unschedulable: bool | None = Field(
         default=None,

@@ -26,9 +26,13 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import Field, WithJsonSchema, field_validator, model_validator
 from pydantic.json_schema import JsonDict
 
+from modelplane.api.autoscaling import MAX_DRAIN_TIMEOUT_SECONDS
 from modelplane.api.common import KubeModel, LabelSelector, StatusModel, cel_rules
 
 MAX_SURGE: Final = 10000
+# A replaced replica's drain timeout when spec.rollout.drainTimeoutSeconds is absent (it is
+# not a schema default: release 0.1.0's defaulted rollout object must read the same).
+DEFAULT_DRAIN_TIMEOUT: Final = 30
 MAX_WAVES: Final = 16
 MAX_WAVE_CLUSTERS: Final = 256
 MAX_ROLLOUT_MESSAGE: Final = 1024
@@ -163,7 +167,8 @@ class Rollout(KubeModel):
     max_surge: IntOrPercent = Field(
         default=1,
         description="Replacements placed above spec.replicas at once while replicas drain: "
-        "a number or a percentage of spec.replicas (rounded up, at least 1).",
+        "a number or a percentage of spec.replicas (rounded up, at least 1). A replaced "
+        "replica leaving the routes (status.placements[].drainMessage) is not counted.",
     )
     max_unavailable: int = Field(
         default=0,
@@ -173,6 +178,15 @@ class Rollout(KubeModel):
         "(each stops serving while its pods restart), besides the surge. With 0 a template "
         "change replaces replicas within maxSurge, each new replica Ready before an old one "
         "drains, and updates one at a time in place only when no replacement fits anywhere.",
+    )
+    drain_timeout_seconds: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_DRAIN_TIMEOUT_SECONDS,
+        description="MakeBeforeBreak and Progressive: once a replaced replica's replacement "
+        "serves, the replica goes to weight 0 in every ModelService and waits for its engine to "
+        "report no request in flight, at most this long counted from when it started leaving, "
+        "before it is deleted (0: deleted once at weight 0 everywhere; absent: 30).",
     )
     waves: list[RolloutWave] | None = Field(
         default=None,
@@ -221,6 +235,15 @@ class Rollout(KubeModel):
         if isinstance(self.max_surge, int):
             return self.max_surge
         return max(1, math.ceil(int(self.max_surge[:-1]) * replicas / 100))
+
+    @property
+    def drain_timeout(self) -> int:
+        """`drainTimeoutSeconds`, or its default when absent."""
+        return (
+            DEFAULT_DRAIN_TIMEOUT
+            if self.drain_timeout_seconds is None
+            else (self.drain_timeout_seconds)
+        )
 
     @property
     def progressive(self) -> bool:

@@ -121,9 +121,9 @@ def planned_cluster_revisions(
         )
         for p in plan.schedule.replicas
     ]
-    # A replica the autoscaler takes away serves until it is deleted: the composer lists
-    # it Ready and draining, at no revision.
-    listed += [(p.cluster, None, True, True) for p, _ in plan.leaving]
+    # A replica leaving the routes serves until it is deleted: the composer lists it
+    # Ready and draining, at the revision it runs.
+    listed += [(p.cluster, plan.revisions.running(p.name), True, True) for p, _ in plan.leaving]
     return _per_cluster(listed)
 
 

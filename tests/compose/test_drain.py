@@ -112,15 +112,33 @@ def test_a_zero_timeout_does_not_wait() -> None:
     assert (verdict.done, verdict.timed_out) == (True, True)
 
 
-def test_without_any_time_it_waits() -> None:
-    # No report time and no call time: the start cannot be recorded, nothing is deleted.
+def test_without_any_time_it_goes_untimed_with_a_warning() -> None:
+    # No report time and no call time: only the embedded control plane (a served
+    # function always has the call's time). The drain cannot be timed; at weight 0
+    # everywhere the replica goes, and its event says nothing in flight was waited for.
     verdict = decide_drain(True, None, None, TIMEOUT, report("00:20"))
-    assert (verdict.since, verdict.done) == (None, False)
+    assert (verdict.since, verdict.done, verdict.timed_out) == (None, True, True)
+    assert verdict.message == "no time known (no call time, no engine report): not waited for"
+    # Still routed: it waits whatever the time.
+    assert not decide_drain(False, None, None, TIMEOUT, None).done
 
 
-def test_a_malformed_start_is_no_start() -> None:
+def test_unclocked_a_report_after_the_start_still_decides() -> None:
+    # The embedded control plane: with no report since the start it goes untimed; a
+    # report since shows what is in flight, and requests in flight still hold it.
+    untimed = decide_drain(True, SINCE, "2026-11-01T01:00:05Z", TIMEOUT, None, clocked=False)
+    assert (untimed.done, untimed.timed_out) == (True, True)
+    busy = report("00:10", running=2)
+    held = decide_drain(True, SINCE, "2026-11-01T01:00:10Z", TIMEOUT, busy, clocked=False)
+    assert (held.done, held.since) == (False, SINCE)
+    idle = report("00:10")
+    gone = decide_drain(True, SINCE, "2026-11-01T01:00:10Z", TIMEOUT, idle, clocked=False)
+    assert (gone.done, gone.timed_out) == (True, False)
+
+
+def test_a_malformed_start_starts_again_from_now() -> None:
     verdict = decide_drain(True, "yesterday", "2026-11-01T02:00:00Z", TIMEOUT, None)
-    assert (verdict.since, verdict.done) == (None, False)
+    assert (verdict.since, verdict.done) == ("2026-11-01T02:00:00Z", False)
 
 
 def test_now_is_the_newest_time_that_reads() -> None:

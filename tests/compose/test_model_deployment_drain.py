@@ -81,7 +81,7 @@ def _removed(events: list[EventOut]) -> list[EventOut]:
     return [e for e in events if e.reason == "ScaleDownRemoved"]
 
 
-@pytest.mark.parametrize("now", ["2026-11-01T01:00:10Z", "2026-11-01T01:00:29Z", None])
+@pytest.mark.parametrize("now", ["2026-11-01T01:00:10Z", "2026-11-01T01:00:29Z"])
 def test_within_the_timeout_the_leaving_replica_stays(now: str | None) -> None:
     got = md.compose_with(_input(now, 0), Scripted(PLAN))
     assert "replica-b-0" in got.desired and "replica-a-0" in got.desired
@@ -93,6 +93,21 @@ def test_within_the_timeout_the_leaving_replica_stays(now: str | None) -> None:
             "message": "waiting at most 30s from 2026-11-01T01:00:00Z: in flight not known "
             "(no engine report)",
         }
+    ]
+
+
+def test_without_a_call_time_nothing_can_count_the_timeout() -> None:
+    # The embedded control plane: no call time, and no report since it started leaving.
+    # Time would move only with reports, so it goes, with a warning.
+    got = md.compose_with(_input(None, 0), Scripted(PLAN))
+    assert "replica-b-0" not in got.desired
+    assert _removed(got.events) == [
+        EventOut(
+            "Warning",
+            "ScaleDownRemoved",
+            "replica chat-b0 on b deleted (weight 0 in every ModelService; in flight not known "
+            "(no engine report); no call time to count the 30s timeout by: not waited for)",
+        )
     ]
 
 

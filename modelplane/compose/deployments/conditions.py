@@ -268,11 +268,15 @@ def _shortfall(plan: ScheduleResult, summary: str, placed: int) -> Scheduled:
     return False, reason, words.shortfall(summary, why), True
 
 
-def events(result: ComposeResult, plan: ScheduleResult) -> None:
+def events(
+    result: ComposeResult, plan: ScheduleResult, reported: frozenset[str] = frozenset()
+) -> None:
+    """The schedule's events; `reported` names replaced replicas already reported."""
     for u in plan.unverifiable[:MAX_UNSCHEDULABLE_ENTRIES]:
         reason = str(ScheduledReason.PLACEMENT_UNVERIFIABLE)
         result.warn(reason, truncate(words.unverifiable_text(u), 512))
-    for what, why in plan.replaced[:MAX_UNSCHEDULABLE_ENTRIES]:
+    replaced = [(what, why) for what, why in plan.replaced if what not in reported]
+    for what, why in replaced[:MAX_UNSCHEDULABLE_ENTRIES]:
         result.normal(c.REASON_REPLICA_REPLACED, truncate(words.replaced_event(what, why), 512))
     for w in plan.withdrawn[:MAX_UNSCHEDULABLE_ENTRIES]:
         result.normal(c.REASON_REPLICA_WITHDRAWN, truncate(words.withdrawn_event(w), 512))

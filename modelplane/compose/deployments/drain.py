@@ -11,7 +11,15 @@ early and never holds past the timeout.
 
 No clock: "now" is the newest time the inputs carry, the deployment's
 replicas' report times and the call's own time when the function's runtime
-gives one (`drain_now`); the start is kept in `status.autoscaling.drains`.
+gives one (`drain_now`); the start is kept in the status
+(`status.autoscaling.drains`, `status.placements[].drainingSince`). A served
+function always has the call's time. The embedded control plane (`modelplane
+render`) has none, and there time moves only with the reports: a replica at
+weight 0 everywhere that no report made after its start speaks for goes at
+once (`clocked=False`; the real control plane would wait out the timeout
+first), its event a warning that requests in flight were not waited for. A
+report after its start still decides: nothing in flight, or the timeout
+passed by report time, or requests in flight and time left (it waits).
 """
 
 from __future__ import annotations
@@ -66,24 +74,30 @@ def decide_drain(
     now: str | None,
     timeout: int,
     signal: ReplicaSignals | None,
+    clocked: bool = True,
 ) -> DrainVerdict:
     """Whether a leaving Ready replica may be deleted.
 
     `routed_out` says every ModelService gives it weight 0 (`scaling.drained`),
     `since` when it started leaving, `now` the newest time the inputs carry,
-    `timeout` `spec.autoscaling.drainTimeoutSeconds`, `signal` what its
-    cluster reports for it. Done only when it is routed out and a report
-    after `since` shows nothing in flight or `timeout` seconds have passed
-    since `since`.
+    `timeout` its drain timeout, `signal` what its cluster reports for it,
+    `clocked` whether the call's time is known (False only on the embedded
+    control plane). Done only when it is routed out and a report after `since`
+    shows nothing in flight or `timeout` seconds have passed since `since`;
+    unclocked, also when no report after `since` speaks for it.
     """
-    verdict = _in_flight_verdict(since, now, timeout, signal)
+    verdict = _in_flight_verdict(since, now, timeout, signal, clocked)
     if not routed_out:
         return DrainVerdict(verdict.since, False, "waiting for weight 0 in every ModelService")
     return verdict
 
 
 def _in_flight_verdict(
-    since: str | None, now: str | None, timeout: int, signal: ReplicaSignals | None
+    since: str | None,
+    now: str | None,
+    timeout: int,
+    signal: ReplicaSignals | None,
+    clocked: bool = True,
 ) -> DrainVerdict:
     """`decide_drain` once the replica is at weight 0 everywhere."""
     start = epoch_seconds(since or "")
@@ -92,8 +106,12 @@ def _in_flight_verdict(
             return DrainVerdict(
                 None, True, "drain timeout 0s: requests in flight not waited for", True
             )
+        if epoch_seconds(now or "") is not None:
+            # A start that does not read is counted again from now: longer, never shorter.
+            return DrainVerdict(now, False, f"waiting at most {timeout}s from {now}")
+        # No call time and no report (only the embedded control plane): untimed.
         return DrainVerdict(
-            None, False, "waiting: no time known yet (no engine report and no call time)"
+            None, True, "no time known (no call time, no engine report): not waited for", True
         )
     count, where = _in_flight(signal, start)
     if count == 0:
@@ -102,5 +120,8 @@ def _in_flight_verdict(
     held = f"{count:g} in flight {where}" if count is not None else f"in flight not known ({where})"
     if elapsed >= timeout:
         return DrainVerdict(since, True, f"drain timeout {timeout}s passed with {held}", True)
+    if not clocked and count is None:
+        why = f"{held}; no call time to count the {timeout}s timeout by: not waited for"
+        return DrainVerdict(since, True, why, True)
     # No elapsed seconds in the words: the status must not change with the call's time alone.
     return DrainVerdict(since, False, f"waiting at most {timeout}s from {since}: {held}")

@@ -55,6 +55,7 @@ from modelplane.compose.deployments.listing import fleet_replicas, listing
 from modelplane.compose.deployments.planner import (
     DeploymentPlan,
     Scheduler,
+    lists_draining,
     plan_deployment,
     replica_key,
 )
@@ -87,7 +88,10 @@ def cache_requirement(name: str) -> str:
 
 
 def requirements(
-    namespace: str, spec: ModelDeploymentSpec | None, replicas: Sequence[Resource] = ()
+    namespace: str,
+    spec: ModelDeploymentSpec | None,
+    replicas: Sequence[Resource] = (),
+    draining: bool = False,
 ) -> dict[str, Requirement]:
     """What the composer needs fetched to schedule a deployment.
 
@@ -119,8 +123,10 @@ def requirements(
         reqs[PLACERS_REQUIREMENT] = Requirement(
             api_version=c.API_VERSION, kind=c.KIND_MODEL_DEPLOYMENT
         )
-    if spec is not None and spec.autoscaling is not None:
-        # A leaving replica is deleted only once every service routes nothing to it.
+    if draining or (spec is not None and spec.autoscaling is not None):
+        # A leaving replica (scaled down, or replaced make-before-break) is deleted only
+        # once every service routes nothing to it. A replica replaced make-before-break
+        # drains (status.placements) before it leaves, so the services are read by then.
         reqs[SERVICES_REQUIREMENT] = Requirement(
             api_version=c.API_VERSION, kind=c.KIND_MODEL_SERVICE, namespace=namespace
         )
@@ -181,9 +187,10 @@ class _RequiredFleet:
         """Every ModelDeployment, fetched while some replica of the fleet preempts."""
         return list(self._inp.required.get(PLACERS_REQUIREMENT, []))
 
-    def services(self) -> Sequence[Resource]:
-        """The ModelServices of the namespace (fetched under autoscaling only)."""
-        return list(self._inp.required.get(SERVICES_REQUIREMENT, []))
+    def services(self) -> Sequence[Resource] | None:
+        """The ModelServices of the namespace; None when not fetched (`requirements`)."""
+        found = self._inp.required.get(SERVICES_REQUIREMENT)
+        return None if found is None else list(found)
 
 
 def _priority_refused(
@@ -260,7 +267,7 @@ def compose_with(inp: ComposeInput, scheduler: Scheduler) -> ComposeResult:
         return outcome.hold(inp, result, c.CONDITION_SCHEDULED, ScheduledReason.INVALID_SPEC, msg)
 
     fleet = inp.required.get(REPLICAS_REQUIREMENT, [])
-    result.requirements = requirements(namespace, spec, fleet)
+    result.requirements = requirements(namespace, spec, fleet, lists_draining(inp.composite))
     if not all(inp.fetched(r) for r in result.requirements):
         return outcome.wait(inp, result)
     refused = _priority_refused(inp, result, spec, namespace)
@@ -284,8 +291,8 @@ def _emit(inp: ComposeInput, result: ComposeResult, plan: DeploymentPlan) -> Com
     m = meta(inp.composite)
     name, namespace = str(m.get("name", "")), str(m.get("namespace", ""))
     spec, schedule, revisions = plan.spec, plan.schedule, plan.revisions
+    removal_events(result, plan)
     if plan.scaling is not None:
-        removal_events(result, plan)
         autoscaling_condition(result, plan.scaling)
     cache_condition(result, spec, plan.input.missing_caches, namespace)
     listed = inp.required.get(REPLICAS_REQUIREMENT, [])
@@ -299,12 +306,13 @@ def _emit(inp: ComposeInput, result: ComposeResult, plan: DeploymentPlan) -> Com
     write_status(result, name, spec, schedule, revisions)
     scheduled_condition(result, spec, schedule, placed)
     preemption_condition(inp.composite, result, schedule)
-    events(result, schedule)
+    # A replaced replica still leaving the routes was reported when it started to.
+    events(result, schedule, frozenset(r.replica.name for r in plan.removals if r.started))
     replicas_ready(result, spec.replicas, placed)
     rolled_out(result, revisions)
     clusters = read_clusters(inp.required[CLUSTERS_REQUIREMENT])
     _compose_endpoints(inp, result, revisions, schedule, clusters)
-    if plan.scaling is not None:
+    if plan.scaling is not None or plan.leaving:
         compose_leaving(inp, result, plan, clusters)
     return result
 

@@ -18,10 +18,12 @@ what they show is what the status says. The phases, in order:
 5. **The schedule**: one call of the scheduler on that complete input; under
    MakeBeforeBreak, a second one when some outdated replicas are updated in
    place instead (`in_place`: none could surge, or `maxUnavailable` allows).
-6. **Replicas leaving** (`scaling.choose_removals`): above the decided count;
-   a Ready one drains first (kept, at weight 0) until every ModelService shows
-   it at weight 0 and its engine reports no request in flight, or the drain
-   timeout passes (`drain.decide_drain`); the others go at once.
+6. **Replicas leaving**: above the decided count (`scaling.choose_removals`),
+   and, make-before-break, those whose replacements serve (the schedule's
+   `superseded`). A Ready one leaves the routes first (kept, at weight 0) until
+   every ModelService shows it at weight 0 and its engine reports no request
+   in flight, or the drain timeout passes (`drain.decide_drain`); the others
+   go at once.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from modelplane.api import constants as c
 from modelplane.api.autoscaling import ReplicaSignals
 from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.api.readers import ObservedInferenceCluster, read_model_replica
+from modelplane.api.rollout import STRATEGY_IMMEDIATE
 from modelplane.compose.common import meta
 from modelplane.compose.deployments.drain import DrainVerdict, decide_drain, drain_now
 from modelplane.compose.deployments.endpoints import (
@@ -67,9 +70,9 @@ class DeploymentFleet(ObservedFleet, Protocol):
         """The deployment's composed resources (ModelReplicas, ModelEndpoints) by
         composition resource name, as observed."""
 
-    def services(self) -> Sequence[Resource]:
+    def services(self) -> Sequence[Resource] | None:
         """The ModelServices of the deployment's namespace (a leaving replica goes once
-        every one routes nothing to it)."""
+        every one routes nothing to it); None when they were not read."""
 
 
 def replica_key(cluster: str, index: int) -> str:
@@ -79,12 +82,19 @@ def replica_key(cluster: str, index: int) -> str:
 
 @dataclass(frozen=True)
 class Removal:
-    """A replica the autoscaler takes away this reconcile."""
+    """A replica that leaves this reconcile: the autoscaler takes it away (its
+    `drain_reason` is `REMOVAL_REASON`), or its replacement serves."""
 
     replica: PlannedReplica
     draining: bool  # Ready and not yet drained (weight 0, requests in flight): kept
     observed: bool  # it exists (composed and observed) today
     drain: DrainVerdict | None = None  # a Ready replica's drain: since when, done, why
+    started: bool = False  # it was already leaving before this reconcile
+
+    @property
+    def scaled_down(self) -> bool:
+        """Whether the autoscaler removes it (else a make-before-break replacement serves)."""
+        return self.replica.drain_reason == REMOVAL_REASON
 
 
 @dataclass(frozen=True)
@@ -96,14 +106,13 @@ class DeploymentPlan:
     revisions: Revisions  # which revision each replica runs; the rollout's step
     input: ScheduleInput  # the scheduler's complete input (outdated and serving included)
     schedule: ScheduleResult  # the replicas kept or placed; desired is the decided count
-    removals: tuple[Removal, ...] = ()  # replicas the autoscaler takes away, in order
+    removals: tuple[Removal, ...] = ()  # replicas that leave, in order (`Removal`)
     leaving: tuple[tuple[PlannedReplica, Resource], ...] = ()  # draining away, as observed
 
     @property
     def placements(self) -> tuple[PlannedReplica, ...]:
         """Every replica the status lists: the schedule's, then those leaving (draining)."""
-        gone = tuple(dataclasses.replace(p, drain_reason=REMOVAL_REASON) for p, _ in self.leaving)
-        return self.schedule.replicas + gone
+        return self.schedule.replicas + tuple(p for p, _ in self.leaving)
 
     def shown(self) -> ScheduleResult:
         """The schedule as `explain` and the fleet view print it: every placement listed."""
@@ -141,10 +150,10 @@ def plan_deployment(
             observed = dataclasses.replace(observed, outdated=revisions.moves())
             result = schedule(observed)
     plan = DeploymentPlan(spec, scaling, revisions, observed, result)
-    if scaling is None:
-        return plan
-    namespace = str(meta(composite).get("namespace", ""))
-    return _scale(plan, scaling, fleet, _Drains(clusters, namespace, now))
+    drains = _Drains(clusters, str(meta(composite).get("namespace", "")), now, fleet)
+    if scaling is not None:
+        plan = _scale(plan, scaling, drains)
+    return _route_out(plan, composite, drains)
 
 
 def in_place(
@@ -173,11 +182,13 @@ def in_place(
 
 @dataclass(frozen=True)
 class _Drains:
-    """What the drains of one reconcile read: the clusters' reports and the call's time."""
+    """What the drains of one reconcile read: the clusters' reports, the call's time and
+    the deployment's own objects and services."""
 
     clusters: Mapping[str, ObservedInferenceCluster]
     namespace: str
     call_time: str | None
+    fleet: DeploymentFleet
 
     def signal(self, p: PlannedReplica) -> ReplicaSignals | None:
         """What `p`'s cluster reports for it, if anything."""
@@ -189,10 +200,32 @@ class _Drains:
         reports = (s.scraped_at for p in replicas if (s := self.signal(p)) is not None)
         return drain_now([self.call_time, *reports])
 
+    def leave(
+        self, p: PlannedReplica, since: str | None, now: str | None, timeout: int
+    ) -> tuple[Removal, Resource | None]:
+        """How `p` leaves: at once when it is not Ready or does not exist, else drained
+        first (the `Removal`), and the replica as observed while it is kept to drain."""
+        composed = self.fleet.composed()
+        key = replica_key(p.cluster, p.index)
+        exists = key in composed
+        verdict = None
+        if p.ready and exists:
+            endpoint, services = composed.get(endpoint_key(key)), self.fleet.services()
+            # Services not read may still route to it: only an endpoint never made goes.
+            routed_out = drained(endpoint, services or (), p.name) and (
+                services is not None or endpoint is None
+            )
+            verdict = decide_drain(
+                routed_out, since or now, now, timeout, self.signal(p), self.call_time is not None
+            )
+        draining = verdict is not None and not verdict.done
+        removal = Removal(p, draining, exists, verdict, started=since is not None)
+        if not draining:
+            return removal, None
+        return removal, observed_replica(composed, self.fleet.replicas(), p.name, key)
 
-def _scale(
-    plan: DeploymentPlan, scaling: Scaling, fleet: DeploymentFleet, drains: _Drains
-) -> DeploymentPlan:
+
+def _scale(plan: DeploymentPlan, scaling: Scaling, drains: _Drains) -> DeploymentPlan:
     """Apply the autoscaler's count: which replicas stay, which drain, which go now.
 
     The scheduler was asked to keep every counted replica; the ones above the
@@ -202,27 +235,18 @@ def _scale(
     done or its drain timeout passed (`drain.decide_drain`).
     """
     desired = scaling.decision.desired
-    composed = fleet.composed()
     kept, removed = choose_removals(
         plan.schedule.replicas, desired, scaling.leaving, drains.clusters, drains.namespace
     )
-    services = list(fleet.services())
     now = drains.now(plan.schedule.replicas)
     assert plan.spec.autoscaling is not None
     timeout = plan.spec.autoscaling.drain_timeout_seconds
     removals = []
     leaving = []
     for p in removed:
-        key = replica_key(p.cluster, p.index)
-        exists = key in composed
-        verdict = None
-        if p.ready and exists:
-            routed_out = drained(composed.get(endpoint_key(key)), services, p.name)
-            since = scaling.since.get(p.name) or now
-            verdict = decide_drain(routed_out, since, now, timeout, drains.signal(p))
-        drains_now = verdict is not None and not verdict.done
-        removals.append(Removal(p, drains_now, exists, verdict))
-        found = observed_replica(composed, fleet.replicas(), p.name, key) if drains_now else None
+        p = dataclasses.replace(p, drain_reason=REMOVAL_REASON)
+        removal, found = drains.leave(p, scaling.since.get(p.name), now, timeout)
+        removals.append(removal)
         if found is not None:
             leaving.append((p, found))
     return dataclasses.replace(
@@ -232,6 +256,56 @@ def _scale(
         removals=tuple(removals),
         leaving=tuple(leaving),
     )
+
+
+def _route_out(plan: DeploymentPlan, composite: Resource, drains: _Drains) -> DeploymentPlan:
+    """Make-before-break's last step: a replaced replica whose replacement serves leaves
+    the routes before it is deleted.
+
+    It is kept as observed with its endpoint at weight 0 until every
+    ModelService shows it at weight 0 and its requests in flight are done or
+    `spec.rollout.drainTimeoutSeconds` passed since it started leaving (kept in
+    its placement's `drainingSince`). Deleting it at once would leave its
+    cluster's route naming a Service that is gone until the ModelService's next
+    call, and Envoy answers those requests with errors. Under Immediate it goes
+    at once, as that strategy says.
+    """
+    superseded = plan.schedule.superseded
+    if not superseded or plan.spec.rollout.strategy == STRATEGY_IMMEDIATE:
+        return plan
+    started = draining_since(composite)
+    now = drains.now(plan.schedule.replicas + superseded)
+    timeout = plan.spec.rollout.drain_timeout
+    removals, leaving = list(plan.removals), list(plan.leaving)
+    for p in superseded:
+        removal, found = drains.leave(p, started.get(p.name), now, timeout)
+        removals.append(removal)
+        if found is not None:
+            leaving.append((p, found))
+    return dataclasses.replace(plan, removals=tuple(removals), leaving=tuple(leaving))
+
+
+def lists_draining(composite: Resource) -> bool:
+    """Whether the deployment's last `status.placements` lists a draining replica (one
+    that may leave the routes next: the namespace's services are read for it)."""
+    placements = _status_of(composite).get("placements")
+    entries = placements if isinstance(placements, list) else ()
+    return any(isinstance(e, dict) and e.get("draining") is True for e in entries)
+
+
+def draining_since(composite: Resource) -> dict[str, str]:
+    """When each replica leaving the routes started to, by name, from the deployment's
+    last `status.placements` (`drainingSince`); entries that do not read are left out
+    (their drain starts again: it waits longer, never shorter)."""
+    placements = _status_of(composite).get("placements")
+    out: dict[str, str] = {}
+    for entry in placements if isinstance(placements, list) else ():
+        if not isinstance(entry, dict):
+            continue
+        name, since = entry.get("replicaName"), entry.get("drainingSince")
+        if isinstance(name, str) and isinstance(since, str):
+            out.setdefault(name, since)
+    return out
 
 
 def observed_replica(
