@@ -44,18 +44,18 @@ one before is a reset (the engine restarted) and counts from 0. Unknown
 (None, never 0) with a single scrape in the window, or a scrape whose page
 lacked the counter.
 
-An engine without the HTTP counter (the local fleet's engine double,
-llm-d-inference-sim, serves only `vllm:*` names) still counts the requests it
-finished in vLLM's own `vllm:request_success_total`, one series per finish
-reason, written once the request is done and never for a request refused
-before it reached the engine: `/v1/models` and health never touch it, and
-neither does a request failed with an HTTP error (the double's injected
-failures leave every `vllm:*` counter as it was). So there `requests` is that
-counter's increase and `errors` is unknown, never 0: an error rate read from
-it would call every failure a success. A page with the engine's
-`vllm:num_requests_running` gauge but no such counter has finished nothing
-yet (the counter's series appear with their first request, as the double's
-do): zero, not unknown.
+An engine without the HTTP counter (llm-d-inference-sim alone serves only
+`vllm:*` names; the local fleet puts a front before it that adds the counter,
+`modelplane.dev.engine_front`) still counts the requests it finished in vLLM's
+own `vllm:request_success_total`, one series per finish reason, written once
+the request is done and never for a request refused before it reached the
+engine: `/v1/models` and health never touch it, and neither does a request
+failed with an HTTP error (the double's injected failures leave every `vllm:*`
+counter as it was). So there `requests` is that counter's increase and
+`errors` is unknown, never 0: an error rate read from it would call every
+failure a success. A page with the engine's `vllm:num_requests_running` gauge
+but no such counter has finished nothing yet (the counter's series appear with
+their first request, as the double's do): zero, not unknown.
 
 A replica's counts are its pods' sums, unknown when any pod's is (a part of
 the traffic would pass for all of it). A disaggregated replica (pods of

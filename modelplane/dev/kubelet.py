@@ -9,7 +9,10 @@ the rest of a kubelet for them, one workload cluster each
 - a Running engine Pod gets a network namespace holding its address
   (`netns.Network.attach`) and, inside it, the engine double
   (llm-d-inference-sim) serving the model and names the Pod's engine container
-  asks for, on the port it declares;
+  asks for, behind a front on the port it declares that adds vLLM's HTTP
+  request counter (`engine_front`); the double's failure injection
+  (`--failure-injection-rate`, `--failure-types`) passes through from the
+  container's arguments, so a template can play an engine that fails;
 - the Pod is Ready while the engine answers the container's readiness probe,
   and not Ready as soon as it does not;
 - an engine that exits is started again after a back-off (10 s, doubling to
@@ -28,7 +31,6 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
-import ctypes
 import datetime
 import signal
 import subprocess
@@ -43,6 +45,7 @@ from modelplane.api import constants as c
 from modelplane.dev import gateway as gatewaymod
 from modelplane.dev import loadbalancer as lb
 from modelplane.dev import netns
+from modelplane.dev.engine_front import die_with_parent
 from modelplane.dev.kubeapi import Api, Kubeconfig
 from modelplane.kube.client import KubeError
 
@@ -57,7 +60,13 @@ LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 LATENCY_FLAGS = ("--time-to-first-token=20ms", "--inter-token-latency=2ms")
 # The largest --max-num-seqs passed on to the double (vLLM's own default is 256 or more).
 MAX_NUM_SEQS = 4096
-_PR_SET_PDEATHSIG = 1
+# The failures the double can inject (its --failure-types).
+FAILURE_TYPES = frozenset(
+    {"rate_limit", "invalid_api_key", "context_length", "server_error", "invalid_request"}
+    | {"model_not_found"}
+)
+# Ports the double may listen on behind the front (the first the Pod does not use).
+FRONT_UPSTREAM_PORTS = (18123, 18124, 18125)
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,10 @@ class Engine:
     probe_port: int
     # vLLM's --max-num-seqs: requests run at once, the rest wait (the double's flag too).
     max_num_seqs: int | None = None
+    # The double's failure injection, from the container's arguments: the percentage of
+    # requests answered with an error, and which errors (the double's own flags).
+    failure_rate: int | None = None
+    failure_types: tuple[str, ...] = ()
 
 
 def _flag(args: Sequence[str], *names: str) -> list[str]:
@@ -132,7 +145,18 @@ def engine_of(pod: Mapping[str, Any]) -> Engine | None:
     given = probe.get("port")
     probe_port = given if isinstance(given, int) and not isinstance(given, bool) else port
     path = str(probe.get("path") or DEFAULT_PROBE_PATH)
-    return Engine(model, served, port, path, probe_port, _max_num_seqs(args))
+    rate, kinds = _failures(args)
+    return Engine(model, served, port, path, probe_port, _max_num_seqs(args), rate, kinds)
+
+
+def _failures(args: Sequence[str]) -> tuple[int | None, tuple[str, ...]]:
+    """The double's failure injection the arguments ask for: a rate from 1 to 100 and the
+    kinds it knows; anything else is left out (the double then injects nothing)."""
+    given = _flag(args, "--failure-injection-rate")
+    if not given or not given[-1].isdigit() or not 0 < int(given[-1]) <= 100:
+        return None, ()
+    kinds = [k for v in _flag(args, "--failure-types") for k in v.split(",")]
+    return int(given[-1]), tuple(k for k in kinds if k in FAILURE_TYPES)
 
 
 def _max_num_seqs(args: Sequence[str]) -> int | None:
@@ -155,11 +179,15 @@ def _group_worker(pod: Mapping[str, Any]) -> bool:
     return by_set and str(labels.get(LWS_WORKER_INDEX, "0")) != "0"
 
 
-def engine_argv(binary: Path | str, engine: Engine) -> list[str]:
-    """The engine double's command line for one engine."""
+def double_argv(binary: Path | str, engine: Engine, port: int) -> list[str]:
+    """The engine double's command line for one engine, listening on `port`."""
+    failures = []
+    if engine.failure_rate:
+        failures = [f"--failure-injection-rate={engine.failure_rate}"]
+        failures += ["--failure-types", *engine.failure_types] if engine.failure_types else []
     return [
         str(binary),
-        f"--port={engine.port}",
+        f"--port={port}",
         f"--model={engine.model}",
         "--served-model-name",
         *engine.served,
@@ -167,6 +195,28 @@ def engine_argv(binary: Path | str, engine: Engine) -> list[str]:
         "--mode=echo",
         *LATENCY_FLAGS,
         *([f"--max-num-seqs={engine.max_num_seqs}"] if engine.max_num_seqs else []),
+        *failures,
+    ]
+
+
+def inner_port(engine: Engine) -> int:
+    """Where the double listens inside the Pod: a port the container does not declare."""
+    return next(p for p in FRONT_UPSTREAM_PORTS if p not in (engine.port, engine.probe_port))
+
+
+def engine_argv(binary: Path | str, engine: Engine, inner: int | None = None) -> list[str]:
+    """One engine's command line: the front on the engine's port, the double behind it
+    on `inner` (default `inner_port`; `engine_front`: arguments after `--` go to the
+    double)."""
+    inner = inner or inner_port(engine)
+    return [
+        sys.executable,
+        "-m",
+        "modelplane.dev.engine_front",
+        f"--port={engine.port}",
+        f"--upstream-port={inner}",
+        "--",
+        *double_argv(binary, engine, inner),
     ]
 
 
@@ -253,11 +303,6 @@ def reported(pod: Mapping[str, Any], container: str = c.ENGINE_CONTAINER) -> tup
         0,
     )
     return ready, restarts
-
-
-def _die_with_parent() -> None:
-    """Run in the child before exec: SIGTERM when the kubelet goes, so no engine outlives it."""
-    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 # Envoy Gateway's proxies: the Pods of the Deployment it makes for each Gateway.
@@ -489,7 +534,7 @@ class Kubelet:
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
 
     def _probe(self, entry: Running) -> bool:

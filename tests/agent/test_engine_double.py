@@ -1,6 +1,7 @@
 """The agent's real scrape against the real engine double on loopback.
 
 Two doubles run as the local fleet's kubelet starts them (`kubelet.engine_argv`:
+behind the front that adds vLLM's `http_requests_total`, with
 `--force-dummy-tokenizer`, so no model hub is ever asked): one serves, the
 other fails every request with its failure injection (`server_error`, HTTP
 503). Between two scrapes the test sends them known requests; what the agent
@@ -64,7 +65,8 @@ def _double(binary: str, *extra: str) -> Iterator[int]:
     """One double on a free loopback port, as the fleet runs it (plus `extra` flags)."""
     port = _free_port()
     engine = kubelet.Engine(MODEL, (MODEL,), port, "/health", port)
-    argv = [*kubelet.engine_argv(binary, engine), *extra]
+    # Both doubles share loopback here (a Pod has a network namespace of its own).
+    argv = [*kubelet.engine_argv(binary, engine, _free_port()), *extra]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30
@@ -136,12 +138,18 @@ def test_the_agent_reports_what_the_double_was_sent() -> None:
         signals, _ = scrape(pods, scraper, window, "2026-11-01T01:01:00Z")
     got = {s.replica: s for s in signals}
     ok, bad = got["serving"], got["failing"]
-    # Every chat completion answered, once; /v1/models, health and the 404s not at all.
+    # Every chat completion answered, once, and the 404s (answered by the inference
+    # route, as vLLM counts them); /v1/models and health not at all. None failed.
     assert (ok.reachable, ok.samples, ok.window_seconds) == (True, 2, 60)
-    assert (ok.requests, ok.errors, ok.ttft_requests) == (CHATS, None, CHATS)
+    assert (ok.requests, ok.errors, ok.ttft_requests) == (CHATS + UNKNOWN_MODEL, 0, CHATS)
     # Each first token at the double's fixed 20 ms: all in the (0.01, 0.02] bucket,
     # whose 90th percentile Prometheus interpolates at 0.01 + 0.9 × 0.01.
     assert ok.ttft_p90_seconds == 0.019
     assert (ok.requests_waiting, ok.requests_running, ok.kv_cache_utilization) == (0, 0, 0)
-    # The failing double finished nothing and counts no failure: errors unknown, not 0.
-    assert (bad.reachable, bad.requests, bad.errors, bad.ttft_p90_seconds) == (True, 0, None, None)
+    # The failing double finished nothing; the front counted each of its 503s.
+    assert (bad.reachable, bad.requests, bad.errors, bad.ttft_p90_seconds) == (
+        True,
+        FAILED,
+        FAILED,
+        None,
+    )

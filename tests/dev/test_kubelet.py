@@ -105,9 +105,56 @@ def test_a_multi_node_groups_workers_run_no_engine_of_their_own(
 
 def test_the_double_never_asks_a_model_hub_and_serves_every_name() -> None:
     argv = kubelet.engine_argv("/bin/sim", Engine("org/m", ("a", "b"), 8100, "/health", 8100))
-    assert argv[:6] == ["/bin/sim", "--port=8100", "--model=org/m", "--served-model-name", "a", "b"]
-    assert "--force-dummy-tokenizer" in argv
+    # The front listens on the engine's port; the double behind it on one of its own.
+    front, double = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
+    assert front[1:] == [
+        "-m",
+        "modelplane.dev.engine_front",
+        "--port=8100",
+        "--upstream-port=18123",
+    ]
+    assert double[:4] == ["/bin/sim", "--port=18123", "--model=org/m", "--served-model-name"]
+    assert double[4:6] == ["a", "b"]
+    assert "--force-dummy-tokenizer" in double
     assert not any(a.startswith(("--dataset-url", "--render-url")) for a in argv)
+
+
+def test_the_double_listens_where_the_pod_does_not() -> None:
+    engine = Engine("org/m", ("m",), 18123, "/health", 18124)
+    assert kubelet.inner_port(engine) == 18125
+
+
+@pytest.mark.parametrize(
+    ("args", "flags"),
+    [
+        (
+            ["--failure-injection-rate=10", "--failure-types", "server_error"],
+            ["--failure-injection-rate=10", "--failure-types", "server_error"],
+        ),
+        (
+            ["--failure-injection-rate", "100", "--failure-types=server_error,rate_limit"],
+            ["--failure-injection-rate=100", "--failure-types", "server_error", "rate_limit"],
+        ),
+        (["--failure-injection-rate=10"], ["--failure-injection-rate=10"]),
+        (
+            ["--failure-injection-rate=10", "--failure-types=rm -rf"],
+            ["--failure-injection-rate=10"],
+        ),
+        (["--failure-injection-rate=0"], []),
+        (["--failure-injection-rate=101"], []),
+        (["--failure-injection-rate=lots"], []),
+        (["--failure-types=server_error"], []),
+    ],
+)
+def test_the_doubles_failure_injection_passes_through(args: list[str], flags: list[str]) -> None:
+    """A template may play an engine that fails (the double's own flags); values the
+    double would not take are left out, and nothing else passes."""
+    engine = kubelet.engine_of(_pod({"name": "engine", "args": ["--model=m", *args]}))
+    assert engine is not None
+    double = kubelet.engine_argv("/bin/sim", engine)
+    double = double[double.index("--") + 1 :]
+    at = next((i for i, a in enumerate(double) if a.startswith("--failure")), len(double))
+    assert double[at:] == flags
 
 
 @pytest.mark.parametrize(
