@@ -134,6 +134,10 @@ def test_unclocked_a_report_after_the_start_still_decides() -> None:
     idle = report("00:10")
     gone = decide_drain(True, SINCE, "2026-11-01T01:00:10Z", TIMEOUT, idle, clocked=False)
     assert (gone.done, gone.timed_out) == (True, False)
+    # A report since that cannot say what is in flight moves time too: it waits.
+    unknown = report("00:10", running=None)
+    kept = decide_drain(True, SINCE, "2026-11-01T01:00:10Z", TIMEOUT, unknown, clocked=False)
+    assert (kept.done, kept.since) == (False, SINCE)
 
 
 def test_a_malformed_start_starts_again_from_now() -> None:

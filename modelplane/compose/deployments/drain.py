@@ -68,6 +68,12 @@ def _in_flight(signal: ReplicaSignals | None, start: int) -> tuple[float | None,
     return signal.load, f"at {signal.scraped_at}"
 
 
+def _reported_since(signal: ReplicaSignals | None, start: int) -> bool:
+    """Whether a report was made after `start` (whatever it says)."""
+    at = epoch_seconds(signal.scraped_at) if signal is not None else None
+    return at is not None and at > start
+
+
 def decide_drain(
     routed_out: bool,
     since: str | None,
@@ -120,7 +126,7 @@ def _in_flight_verdict(
     held = f"{count:g} in flight {where}" if count is not None else f"in flight not known ({where})"
     if elapsed >= timeout:
         return DrainVerdict(since, True, f"drain timeout {timeout}s passed with {held}", True)
-    if not clocked and count is None:
+    if not clocked and not _reported_since(signal, start):
         why = f"{held}; no call time to count the {timeout}s timeout by: not waited for"
         return DrainVerdict(since, True, why, True)
     # No elapsed seconds in the words: the status must not change with the call's time alone.
