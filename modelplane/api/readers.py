@@ -21,11 +21,13 @@ writers (which construct those models) and the readers cannot drift apart.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, NamedTuple
+from types import MappingProxyType
+from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -66,6 +68,8 @@ from modelplane.api.objects import condition_status, is_condition_true, label_va
 from modelplane.api.reasons import UnknownReason
 from modelplane.api.roles import DISAGGREGATED_ROLES, is_disaggregated, role_fields
 from modelplane.api.serving_stack import InventoryConfig
+
+T = TypeVar("T")
 
 
 # Observed data beyond the API's own limits is clamped to them, so the work a
@@ -344,7 +348,8 @@ def _read_pool(raw: Mapping[str, Any], name: str, i: int) -> ObservedPool:
     if type(class_name) is not str:
         class_name = ""
     nodes = raw.get(_POOL_NODES)
-    nodes = int(nodes) if type(nodes) is float and nodes.is_integer() else as_int(nodes, -1)
+    if type(nodes) is not int:  # decoded counts are ints, or protobuf's floats
+        nodes = int(nodes) if type(nodes) is float and nodes.is_integer() else as_int(nodes, -1)
     if raw.get(_POOL_REASON) is not None:
         return _read_unknown(raw, name, class_name, nodes)
     if nodes < 0:
@@ -363,23 +368,22 @@ def _read_pool(raw: Mapping[str, Any], name: str, i: int) -> ObservedPool:
     return _unknown_pool(name, class_name, nodes, why)
 
 
+_SPOT: Mapping[str | None, bool] = MappingProxyType({None: False, "OnDemand": False, "Spot": True})
+# What a pool that declares neither a price nor a capacity type reads as (most do).
+_UNPRICED: tuple[float | None, bool | None] = (None, False)
+
+
 def _pricing(raw: Mapping[str, Any]) -> tuple[float | None, bool | None]:
     """A pool's price per device-hour (None unless a non-negative number) and whether it is Spot."""
     price = raw.get(_POOL_PRICE)
     capacity = raw.get(_POOL_CAPACITY)
-    spot = (
-        {None: False, "OnDemand": False, "Spot": True}.get(capacity)
-        if _hashable(capacity)
-        else None
-    )
-    if not isinstance(price, int | float) or isinstance(price, bool):
+    if price is None and capacity is None:
+        return _UNPRICED
+    spot = _SPOT.get(capacity) if capacity is None or isinstance(capacity, str) else None
+    if not isinstance(price, (int, float)) or isinstance(price, bool):
         return None, spot
     value = float(price)
-    return (value if 0 <= value < float("inf") else None), spot  # NaN fails too
-
-
-def _hashable(value: Any) -> bool:
-    return value is None or isinstance(value, str)
+    return (value if 0 <= value < math.inf else None), spot  # NaN fails too
 
 
 def _read_pools(status: Mapping[str, Any]) -> tuple[tuple[ObservedPool, ...], list[str]]:
@@ -395,7 +399,7 @@ def _read_pools(status: Mapping[str, Any]) -> tuple[tuple[ObservedPool, ...], li
             unreadable.append(f"status.{_GPU_POOLS}[{i}]: no pool name")
         elif name not in pools:  # names are unique; keep the first
             pools[name] = _read_pool(entry, name, i)
-    return tuple(pools[k] for k in sorted(pools)), unreadable
+    return tuple([pools[k] for k in sorted(pools)]), unreadable
 
 
 def _read_taints(spec: Mapping[str, Any], unreadable: list[str]) -> tuple[Taint, ...]:
@@ -422,6 +426,11 @@ def _read_block(
 _SCHEDULING = _wire(InferenceClusterSpec, "scheduling")
 _GATEWAY = _wire(InferenceClusterSpec, "gateway")
 _STORAGE = _wire(InferenceClusterSpec, "storage")
+_SCHEDULING_PATH, _GATEWAY_PATH, _STORAGE_PATH = (
+    f"spec.{_SCHEDULING}",
+    f"spec.{_GATEWAY}",
+    f"spec.{_STORAGE}",
+)
 _SERVING_STACK = _wire(InferenceClusterSpec, "serving_stack")
 _POD_SECURITY = _wire(InferenceClusterSpec, "pod_security")
 # The setting that says whether a cluster's inventory agent scrapes engine metrics.
@@ -566,13 +575,13 @@ def _read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster 
     spec, status = _map(obj.get("spec")), _map(obj.get("status"))
     pools, unreadable = _read_pools(status)
     taints = _read_taints(spec, unreadable)
-    gateway, gateway_error = _read_block(GatewayRef, spec.get(_GATEWAY), f"spec.{_GATEWAY}")
+    gateway, gateway_error = _read_block(GatewayRef, spec.get(_GATEWAY), _GATEWAY_PATH)
     if gateway_error is not None:
         unreadable.append(gateway_error)
     scheduling, scheduling_error = _read_block(
-        SchedulingConfig, spec.get(_SCHEDULING), f"spec.{_SCHEDULING}"
+        SchedulingConfig, spec.get(_SCHEDULING), _SCHEDULING_PATH
     )
-    storage, storage_error = _read_block(StorageConfig, spec.get(_STORAGE), f"spec.{_STORAGE}")
+    storage, storage_error = _read_block(StorageConfig, spec.get(_STORAGE), _STORAGE_PATH)
     if storage_error is not None:
         unreadable.append(storage_error)
     # `spec.servingStack` validated once for the three readings made of it.
@@ -587,7 +596,7 @@ def _read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster 
     # handed to every call that sees that object version.
     return ObservedInferenceCluster(
         name=name,
-        labels=FrozenDict((str(k), str(v)) for k, v in _map(meta.get("labels")).items()),
+        labels=FrozenDict({str(k): str(v) for k, v in _map(meta.get("labels")).items()}),
         taints=taints,
         ready=is_condition_true(obj, c.CONDITION_READY),
         pools=pools,
@@ -600,13 +609,22 @@ def _read_inference_cluster(obj: Mapping[str, Any]) -> ObservedInferenceCluster 
         storage=storage,
         backends=backends,
         inference_pools=_inference_pools(*stack),
-        unschedulable=FrozenDict({} if stale else read_unschedulable(status)),
-        signals=FrozenDict({} if stale else read_replica_signals(status.get(_SIGNALS))),
+        unschedulable=_frozen({} if stale else read_unschedulable(status)),
+        signals=_frozen({} if stale else read_replica_signals(status.get(_SIGNALS))),
         engine_metrics=_engine_metrics(*stack),
         pod_security=read_pod_security(spec),
         modelplane_image=read_modelplane_image(spec),
         ceilings=read_ceilings(spec),
     )
+
+
+# Most clusters report no stuck replica and no engine signal: their readings share
+# one empty map rather than each building its own.
+_NOTHING: Mapping[str, Any] = FrozenDict()
+
+
+def _frozen(entries: dict[str, T]) -> Mapping[str, T]:
+    return FrozenDict(entries) if entries else _NOTHING
 
 
 _POOLS = _wire(InferenceClusterSpec, "pools")
