@@ -123,8 +123,13 @@ class RoleMatch:
     refused: str | None = None
 
 
+# `json.dumps` with these options builds an encoder per call; one built once
+# writes the same text (every distinct device of a fleet is keyed, each cold read).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+
+
 def _canonical(device: Any) -> str:
-    return json.dumps(device, sort_keys=True, separators=(",", ":"), default=str)
+    return _CANONICAL.encode(device)
 
 
 def device_key(device: Any) -> str:
