@@ -319,9 +319,8 @@ def combo_rank(state: CycleState, cluster: str, combo: Sequence[tuple[str, RoleM
     landed (`PoolLedger.landing`). `NO_FIT_RANK` when it does not fit.
     """
     total, count, spare, whole = 0.0, 0, 0, 0
-    for key, load in _load(state, cluster, combo).items():
-        led = state.ledger(key)
-        charges = [(ch.demands, ch.nodes_per_worker, ch.workers) for ch in load]
+    for pool, charges in _pool_charges(state, combo).items():
+        led = state.ledger((cluster, pool))
         got = None if led is None else led.landing(charges)
         if got is None:
             return NO_FIT_RANK
@@ -336,6 +335,18 @@ def combo_rank(state: CycleState, cluster: str, combo: Sequence[tuple[str, RoleM
     for pool, match in combo:
         taken += memory_taken(shapes[pool], match)
     return -float(taken), (total / count if count else 0.0), -float(spare), -float(whole)
+
+
+def _pool_charges(
+    state: CycleState, combo: Sequence[tuple[str, RoleMatch]]
+) -> dict[str, list[RoleCharge]]:
+    """What one replica charges each pool of a combination, as the ledger takes it
+    (`_load` without its `Charge`s: the fill ranks every combination of every
+    cluster it looks at, and builds a replica's `Charge`s only where it lands)."""
+    out: dict[str, list[RoleCharge]] = {}
+    for role, (pool, match) in zip(state.roles, combo, strict=True):
+        out.setdefault(pool, []).append((match.demands, role.nodes_per_worker, role.workers))
+    return out
 
 
 def _quantity_bytes(text: object) -> int:
