@@ -181,8 +181,12 @@ class SchedulingConfig(KubeModel):
     def has_priority_class(self, name: str) -> bool:
         """Whether PriorityClass `name` exists on the cluster: the stack creates it, or it
         is declared as already there."""
-        created = {p.name for p in self.priority_classes or ()}
-        return name in created or name in (self.existing_priority_classes or ())
+        # Asked of every cluster a deployment naming a class may go to: the declared
+        # list first, and no set built.
+        if name in (self.existing_priority_classes or ()):
+            return True
+        created = self.priority_classes
+        return created is not None and any(p.name == name for p in created)
 
     packing: Packing | None = Field(
         default=None,
