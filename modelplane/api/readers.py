@@ -801,6 +801,9 @@ class ObservedModelReplica:
 
 
 _POOL_KEY = _wire(ModelReplicaSpec, "node_pool_name")
+_REPLICA_ENDPOINT = _wire(ModelReplicaStatus, "endpoint")
+_REPLICA_NAMESPACE = _wire(ModelReplicaStatus, "namespace")
+_REPLICA_BACKEND_REF = _wire(ModelReplicaStatus, "backend_ref")
 _REQUESTS_KEY = _wire(ModelReplicaSpec, "device_requests")
 _WORKERS_KEY = _wire(ModelReplicaSpec, "workers")
 
@@ -899,9 +902,9 @@ def _read_model_replica(
         ready=is_condition_true(obj, c.CONDITION_READY),
         created=created if isinstance(created, str) else "",
         roles=memoized(spec, "model_replica_roles", _read_roles),
-        endpoint=_str(status.get(_wire(ModelReplicaStatus, "endpoint"))),
-        workload_namespace=_str(status.get(_wire(ModelReplicaStatus, "namespace"))),
-        backend_ref=_backend_ref(status.get(_wire(ModelReplicaStatus, "backend_ref"))),
+        endpoint=_str(status.get(_REPLICA_ENDPOINT)),
+        workload_namespace=_str(status.get(_REPLICA_NAMESPACE)),
+        backend_ref=_backend_ref(status.get(_REPLICA_BACKEND_REF)),
         priority=_str(spec.get("priority")),
         preempts=_preempts(spec.get("preempts")),
     )
