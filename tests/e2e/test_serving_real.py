@@ -16,6 +16,7 @@ network, as `modelplane dev exec -- curl` does.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import ipaddress
 import json
@@ -169,12 +170,24 @@ def _engine_pids(namespace: str) -> list[int]:
     return [int(p) for p in done.stdout.split()]
 
 
+def _double_pids(namespace: str) -> list[int]:
+    """The engine double's processes in a Pod's namespace (its HTTP front is the other)."""
+    out = []
+    for pid in _engine_pids(namespace):
+        with contextlib.suppress(OSError):
+            if b"llm-d-inference-sim" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                out.append(pid)
+    return out
+
+
 def test_an_engine_killed_makes_its_pod_not_ready_and_its_endpoint_leave(serving: World) -> None:
     network = _network(serving)
     wl, api, pod = _engine_pods(serving, "chat")[0]
     name, address = pod["metadata"]["name"], pod["status"]["podIP"]
     key = f"{wl}/{NS}/{name}/{pod['metadata']['uid']}"
-    pids = _engine_pids(network.pod_namespace(key))
+    # The engine itself, not its front: the front exits with it, and the kubelet
+    # restarts both.
+    pids = _double_pids(network.pod_namespace(key))
     assert len(pids) == 1, pids
     os.kill(pids[0], signal.SIGKILL)
     killed = time.monotonic()
