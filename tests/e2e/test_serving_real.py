@@ -175,7 +175,9 @@ def _double_pids(namespace: str) -> list[int]:
     out = []
     for pid in _engine_pids(namespace):
         with contextlib.suppress(OSError):
-            if b"llm-d-inference-sim" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            # The program run, not an argument: the front's arguments name it too.
+            program = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0]
+            if program.endswith(b"/llm-d-inference-sim"):
                 out.append(pid)
     return out
 
