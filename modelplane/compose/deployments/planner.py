@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Protocol
 
 from modelplane.api import constants as c
@@ -150,7 +151,8 @@ def plan_deployment(
             observed = dataclasses.replace(observed, outdated=revisions.moves())
             result = schedule(observed)
     plan = DeploymentPlan(spec, scaling, revisions, observed, result)
-    drains = _Drains(clusters, str(meta(composite).get("namespace", "")), now, fleet)
+    namespace = str(meta(composite).get("namespace", ""))
+    drains = _Drains(clusters, namespace, now, fleet, composed)
     if scaling is not None:
         plan = _scale(plan, scaling, drains)
     return _route_out(plan, composite, drains)
@@ -189,6 +191,12 @@ class _Drains:
     namespace: str
     call_time: str | None
     fleet: DeploymentFleet
+    composed: Mapping[str, Resource]  # the deployment's own objects, as observed
+
+    @cached_property
+    def services(self) -> Sequence[Resource] | None:
+        """The namespace's ModelServices, read once per reconcile (None: not read)."""
+        return self.fleet.services()
 
     def signal(self, p: PlannedReplica) -> ReplicaSignals | None:
         """What `p`'s cluster reports for it, if anything."""
@@ -205,12 +213,12 @@ class _Drains:
     ) -> tuple[Removal, Resource | None]:
         """How `p` leaves: at once when it is not Ready or does not exist, else drained
         first (the `Removal`), and the replica as observed while it is kept to drain."""
-        composed = self.fleet.composed()
+        composed = self.composed
         key = replica_key(p.cluster, p.index)
         exists = key in composed
         verdict = None
         if p.ready and exists:
-            endpoint, services = composed.get(endpoint_key(key)), self.fleet.services()
+            endpoint, services = composed.get(endpoint_key(key)), self.services
             # Services not read may still route to it: only an endpoint never made goes.
             routed_out = drained(endpoint, services or (), p.name) and (
                 services is not None or endpoint is None
