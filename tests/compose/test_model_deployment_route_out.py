@@ -38,19 +38,23 @@ PLAN = ScheduleResult(
 ENDPOINT_URL = "https://b.example.com/team-a/chat-b0"
 
 
+# chat-b0 as the last status listed it: draining while its replacement started.
+OLD_PLACEMENT = {
+    "cluster": "b",
+    "index": 0,
+    "replicaName": "chat-b0",
+    "pools": [{"role": "unified", "pool": "l4"}],
+    "ready": True,
+    "draining": True,
+    "drainReason": "RevisionChanged",
+}
+
+
 def _composite(since: str | None, rollout: dict[str, Any] | None = None) -> dict[str, Any]:
     """One replica wanted; chat-b0 was draining (its replacement starting), and has been
     leaving the routes since `since` when given."""
     obj = deployment(replicas=1, **({"rollout": rollout} if rollout else {}))
-    old = {
-        "cluster": "b",
-        "index": 0,
-        "replicaName": "chat-b0",
-        "pools": [{"role": "unified", "pool": "l4"}],
-        "ready": True,
-        "draining": True,
-        "drainReason": "RevisionChanged",
-    }
+    old = dict(OLD_PLACEMENT)
     if since is not None:
         old["drainingSince"] = since
     obj["status"] = {"placements": [old]}
@@ -125,13 +129,7 @@ def test_the_replaced_replica_leaves_the_routes_first() -> None:
     assert got.desired["replica-b-0"].resource["spec"] == inp.observed["replica-b-0"]["spec"]
     assert got.desired["endpoint-replica-b-0"].resource["spec"]["draining"] is True
     assert _old(got) == {
-        "cluster": "b",
-        "index": 0,
-        "replicaName": "chat-b0",
-        "pools": [{"role": "unified", "pool": "l4"}],
-        "ready": True,
-        "draining": True,
-        "drainReason": "RevisionChanged",
+        **OLD_PLACEMENT,
         "drainingSince": SINCE,
         "drainMessage": "waiting for weight 0 in every ModelService",
         "revision": "469a0495c4",
