@@ -31,7 +31,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any, Protocol
 
 from modelplane.api import constants as c
@@ -152,7 +151,10 @@ def plan_deployment(
             result = schedule(observed)
     plan = DeploymentPlan(spec, scaling, revisions, observed, result)
     namespace = str(meta(composite).get("namespace", ""))
-    drains = _Drains(clusters, namespace, now, fleet, composed)
+    # Read once, and only when some replica may leave (`_Drains.leave`).
+    leaving = scaling is not None or bool(result.superseded)
+    services = fleet.services() if leaving else None
+    drains = _Drains(clusters, namespace, now, fleet, composed, services)
     if scaling is not None:
         plan = _scale(plan, scaling, drains)
     return _route_out(plan, composite, drains)
@@ -192,11 +194,7 @@ class _Drains:
     call_time: str | None
     fleet: DeploymentFleet
     composed: Mapping[str, Resource]  # the deployment's own objects, as observed
-
-    @cached_property
-    def services(self) -> Sequence[Resource] | None:
-        """The namespace's ModelServices, read once per reconcile (None: not read)."""
-        return self.fleet.services()
+    services: Sequence[Resource] | None  # the namespace's ModelServices (None: not read)
 
     def signal(self, p: PlannedReplica) -> ReplicaSignals | None:
         """What `p`'s cluster reports for it, if anything."""
