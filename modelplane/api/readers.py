@@ -772,6 +772,7 @@ class ObservedModelReplica:
     backend_ref: WorkloadBackendRef | None = None
     priority: str | None = None  # spec.priority: a PriorityClass name
     preempts: tuple[tuple[str, str], ...] = ()  # spec.preempts: (namespace, name) of each
+    deleting: bool = False  # metadata.deletionTimestamp is set: it is on its way out
     # What later layers derive from this reading alone (what it charges its pools), as
     # `ObservedInferenceCluster.derived`; never copied to another reading.
     derived: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
@@ -907,6 +908,7 @@ def _read_model_replica(
         backend_ref=_backend_ref(status.get(_REPLICA_BACKEND_REF)),
         priority=_str(spec.get("priority")),
         preempts=_preempts(spec.get("preempts")),
+        deleting=bool(meta.get("deletionTimestamp")),
     )
 
 

@@ -38,6 +38,7 @@ from modelplane.scheduling.state import (
     Slot,
     by_age,
     candidates,
+    charged_slots,
 )
 from modelplane.scheduling.types import RoleAssignment, RuleScore, ScoreCard
 
@@ -89,7 +90,7 @@ def _runs(state: CycleState) -> dict[PoolKey, tuple[Run, PoolRun | None]]:
     the slots this cycle keeps; with the fleet's run where it is that run unchanged."""
     fleet = _FLEET_RUNS.get(state)
     mine: dict[PoolKey, Run] = {}
-    for s in [*state.slots, *state.draining, *state.stuck]:
+    for s in charged_slots(state):
         for ch in s.charges:
             mine.setdefault((s.cluster, ch.pool), []).append((s.order, ch))
     own = {id(r) for r in state.own}

@@ -34,7 +34,7 @@ from modelplane.scheduling.fill import (
 )
 from modelplane.scheduling.matching import RoleMatch, observed_demand
 from modelplane.scheduling.rules.preemption import preempted
-from modelplane.scheduling.state import Charge, CycleState, PoolKey, new_ledger
+from modelplane.scheduling.state import Charge, CycleState, PoolKey, charged_slots, new_ledger
 from modelplane.scheduling.types import Preemption, Victim
 
 PREEMPT = "Preempt"  # this step's key in the cycle's rule states
@@ -111,7 +111,7 @@ def _fits_without(
     led = new_ledger(state, key)
     own = [
         ch
-        for s in [*state.slots, *state.draining, *state.stuck]
+        for s in charged_slots(state)
         if s.cluster == key[0]
         for ch in s.charges
         if ch.pool == key[1]

@@ -27,7 +27,7 @@ from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplic
 from modelplane.scheduling import words
 from modelplane.scheduling.framework import Rejection
 from modelplane.scheduling.matching import Evaluator, RoleMatch, device_key
-from modelplane.scheduling.state import CycleState, Slot
+from modelplane.scheduling.state import CycleState, Slot, charged_slots
 from modelplane.scheduling.types import QuotaUse
 
 QUOTA = "Quota"  # this rule's key in the cycle's rule states
@@ -184,7 +184,7 @@ def use(state: CycleState) -> tuple[QuotaUse, ...]:
     base = _base(state)
     memo = state.rules.get(QUOTA, _Base).slots
     totals = list(base)
-    for s in [*state.slots, *state.draining, *state.stuck]:
+    for s in charged_slots(state):
         per = memo.get(s.name)
         if per is None:
             held = slot_held(s)

@@ -359,6 +359,14 @@ def retain(state: CycleState) -> None:
     """Keep every existing replica where it is unless a replacement rule applies."""
     seen: set[tuple[str, int]] = set()
     for r in state.own:
+        if r.deleting:
+            # Gone soon whatever this cycle decides: never kept or counted (its
+            # replacement is placed now), but its devices are busy until it is gone.
+            roles, charges = _observed_roles(state, r)
+            state.deleting.append(
+                Slot(r.cluster, r.index, r.name, roles, charges, True, r.ready, r.order)
+            )
+            continue
         verdict = judge(state, r)
         eviction = verdict.eviction
         if eviction is None and (r.cluster, r.index) in seen:

@@ -206,6 +206,9 @@ class CycleState:
     # already dropped (Immediate); settled after the fill.
     stuck: list[Slot] = field(default_factory=list)
     stuck_dropped: list[Slot] = field(default_factory=list)
+    # Being deleted (`ObservedModelReplica.deleting`): they hold their devices and their
+    # index until they are gone, but are neither counted, kept nor composed.
+    deleting: list[Slot] = field(default_factory=list)
     stuck_report: list[StuckPlacement] = field(default_factory=list)  # what became of them
     plain: int = 0  # the fill's first placements, for missing replicas; later ones are swaps
     refused: dict[PoolKey, Rejection] = field(default_factory=dict)  # by the pool filters
@@ -300,6 +303,12 @@ def new_ledger(state: CycleState, key: PoolKey) -> PoolLedger:
     """An empty ledger of a matched pool, packing as its cluster packs."""
     spread = state.inp.clusters[key[0]].packing == "Spread"
     return PoolLedger(state.pool_shapes[key].cap, state.pool_nodes[key], spread)
+
+
+def charged_slots(state: CycleState) -> list[Slot]:
+    """This deployment's replicas that hold devices this cycle: kept, draining, set aside
+    unschedulable, and those still being deleted."""
+    return [*state.slots, *state.draining, *state.stuck, *state.deleting]
 
 
 def role_defs(inp: ScheduleInput) -> tuple[RoleDef, ...]:
