@@ -1,6 +1,7 @@
 """Live signals on the real fleet (issue 42): autoscaling on what real engines report,
 up under load and across clusters, down once the load eases with no request failed
-while replicas leave; and the default update under load.
+while replicas leave; the default update under load; progressive rollouts judged on
+what the engines answered.
 
 docs/autoscaling.md's "Try it on the local fleet", from its own files and commands:
 docs/dev's serving fleet with each cluster's inventory agent scraping its engines
@@ -22,6 +23,10 @@ the engine double honours as vLLM does: the rest wait, and
    engine image with no `spec.rollout` (MakeBeforeBreak): at no sample may fewer than
    two Ready endpoints take traffic, each replaced replica leaves the routes before it
    is deleted, and the requests keep succeeding.
+4. **Progressive rollouts** (docs/rollouts.md's try-it, docs/dev/rollout.yaml): a new
+   image passes both waves on the engines' real error rate and TTFT; then an image
+   whose engines fail 10% of their requests fails its first wave and rolls back, the
+   old revision's engines answering no error.
 
 Nothing here plays a signal: each number the autoscaler reads was scraped from an
 engine process by the agent, copied into the InferenceCluster's status and read by
@@ -39,6 +44,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +61,8 @@ from e2e.test_serving_real import (
     serving,  # noqa: F401  (the module's fleet: docs/dev's serving fleet)
 )
 
+from modelplane.api import constants as c
+from modelplane.api.objects import replica_base
 from modelplane.dev.kubeapi import condition
 
 pytestmark = pytest.mark.e2e
@@ -421,3 +429,206 @@ def test_a_template_change_under_the_default_strategy_keeps_serving(
     # Each replaced replica left the routes (weight 0, drainingSince) before it went.
     assert any(s.leaving for s in timeline.samples), timeline.changes()
     assert ok >= 0.995 * len(load.results), NOTES["default update: requests"]
+
+
+# --- progressive rollouts judged on real signals ---------------------------------------
+
+ROLL = "roll"  # docs/dev/rollout.yaml's
+ROLL_FILES = ROOT / "docs" / "dev" / "rollout.yaml"
+ROLL_DOC = ROOT / "docs" / "rollouts.md"
+ROLL_RATE = 10.0  # requests per second through each rollout
+ROLL_BOUND = 900.0  # from the template change: the rollout decided and settled
+
+
+def _documented_patches() -> list[dict[str, Any]]:
+    """docs/rollouts.md's try-it patches of the deployment, in order: the new image,
+    then the failing one."""
+    text = ROLL_DOC.read_text()
+    block = text[text.index("## Try it on the local fleet") :]
+    out = []
+    for line in block.splitlines():
+        if line.startswith(f"kubectl patch -n {NS} modeldeployment {ROLL}"):
+            words = shlex.split(line)
+            out.append(json.loads(words[words.index("-p") + 1]))
+    return out
+
+
+def _patch(world: World, patch: dict[str, Any]) -> None:
+    """`kubectl patch --type merge` of the deployment."""
+    path = world.cp.path(m.API, "ModelDeployment", ROLL, NS)
+    world.cp.request("PATCH", path, patch, "application/merge-patch+json")
+
+
+def _rollout(world: World) -> dict[str, Any]:
+    dep = world.cp.get(m.API, "ModelDeployment", ROLL, NS) or {}
+    return dict((dep.get("status") or {}).get("rollout") or {})
+
+
+def _settled_on(world: World, revision: str, rolled_out: str) -> dict[str, Any] | None:
+    """Every replica on `revision`, none draining, both routed; RolledOut `rolled_out`."""
+    dep = world.cp.get(m.API, "ModelDeployment", ROLL, NS) or {}
+    placed = (dep.get("status") or {}).get("placements") or []
+    on = [p for p in placed if p.get("revision") == revision and not p.get("draining")]
+    if len(placed) != 2 or len(on) != 2 or _service(world, ROLL, routed=2) is None:
+        return None
+    return dep if condition(dep, "RolledOut") == rolled_out else None
+
+
+def _waves(world: World) -> str:
+    """Each wave's phase and what it read, as the status says."""
+    return "; ".join(
+        f"wave {w.get('wave')} {w.get('phase')}: {w.get('message')}"
+        for w in _rollout(world).get("waves") or []
+    )
+
+
+def _server_errors(world: World) -> dict[str, float]:
+    """HTTP 5xx each engine of the deployment answered, from its own /metrics (vLLM's
+    `http_requests_total`), by Pod."""
+    network = _network(world)
+    dep = world.cp.get(m.API, "ModelDeployment", ROLL, NS) or {}
+    out = {}
+    for placement in (dep.get("status") or {}).get("placements") or []:
+        ic = world.cp.get(m.API, "InferenceCluster", placement["cluster"]) or {}
+        api = world.workloads[world.workload_of(ic)]
+        label = f"{c.LABEL_REPLICA}={replica_base(placement['replicaName'])}"
+        for pod in api.list("v1", "Pod", NS, selector=label):
+            address = (pod.get("status") or {}).get("podIP")
+            if not address:
+                continue
+            conn = network.http(address, c.ENGINE_PORT, timeout=10)
+            try:
+                conn.request("GET", "/metrics")
+                page = conn.getresponse().read().decode()
+            finally:
+                conn.close()
+            out[pod["metadata"]["name"]] = sum(
+                float(ln.rsplit(" ", 1)[1])
+                for ln in page.splitlines()
+                if ln.startswith("http_requests_total{") and 'status="5xx"' in ln
+            )
+    return out
+
+
+@contextlib.contextmanager
+def _loaded(world: World, url: str, label: str) -> Iterator[Load]:
+    """A steady load and the deployment sampled while the block runs; what they saw is
+    noted under `label`."""
+    timeline = Timeline(world, ROLL)
+    load = Load(
+        _network(world),
+        url,
+        rate=ROLL_RATE,
+        body={"model": MODEL, "messages": [{"role": "user", "content": label}]},
+        timeout=30.0,
+    )
+    threads = [threading.Thread(target=x.run, daemon=True) for x in (timeline, load)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(5)  # steady first
+        yield load
+        time.sleep(5)
+    finally:
+        load.stop()
+        timeline.stop()
+        for t in threads:
+            t.join(40)
+    ok = sum(1 for _, st in load.results if st == 200)
+    NOTES[f"{label}: replicas over time"] = timeline.changes()
+    NOTES[f"{label}: waves"] = _waves(world)
+    NOTES[f"{label}: requests"] = (
+        f"{ok}/{len(load.results)} succeeded; latency {_percentiles(load.latencies)}; "
+        f"statuses {sorted({st for _, st in load.results})}"
+    )
+    COUNTS[f"{label}: requests failed"] = len(load.results) - ok
+
+
+def _succeeded(load: Load) -> float:
+    return sum(1 for _, st in load.results if st == 200) / max(1, len(load.results))
+
+
+def test_the_documented_rollouts_pass_on_real_signals_then_roll_back_on_errors(
+    serving: World,  # noqa: F811
+) -> None:
+    """Issue 42, docs/rollouts.md's try-it: under a steady load, (1) a new image passes
+    both waves on the error rate and TTFT its engines report and completes, with at
+    least 99.5% of the requests answered; (2) an image whose engines fail 10% of their
+    requests (the double's failure injection) fails its first wave on the error rate,
+    rolls back on its own, and the old revision serves again: no engine of it ever
+    answers with an error."""
+    clusters, _ = _documented()
+    _scraping(serving, clusters)
+    serving.apply(load_docs(ROLL_FILES))
+    serving.settle(
+        f"ModelDeployment {ROLL} rolled out, two endpoints routed",
+        lambda: _settled_on(serving, str(_rollout(serving).get("stableRevision")), "True"),
+        300,
+        describe=lambda: serving.describe(m.API, "ModelDeployment", ROLL, NS),
+    )
+    svc = _service(serving, ROLL, routed=2)
+    assert svc is not None
+    url = svc["status"]["address"]
+    _answers(serving, url, f"ModelService {ROLL}")
+    new_image, failing = _documented_patches()
+    first = str(_rollout(serving)["stableRevision"])
+
+    # 1. The new image: both waves pass, the rollout completes.
+    with _loaded(serving, url, "rollout pass") as load:
+        _patch(serving, new_image)
+        started = time.monotonic()
+        done = serving.settle(
+            "the new image rolled out: Complete, both replicas on it and routed",
+            lambda: (
+                d
+                if (r := _rollout(serving)).get("revision") not in (None, first)
+                and r.get("decision") == "Complete"
+                and (d := _settled_on(serving, str(r["revision"]), "True"))
+                else None
+            ),
+            ROLL_BOUND,
+            describe=lambda: _waves(serving),
+        )
+        TIMINGS["rollout pass: template changed → Complete, both replicas routed"] = (
+            time.monotonic() - started
+        )
+    waves = done["status"]["rollout"]["waves"]
+    assert [w["phase"] for w in waves] == ["Passed", "Passed"], _waves(serving)
+    # Judged on what the engines counted: requests seen, none failed, a real TTFT.
+    assert all(w.get("requests") and w.get("errors") == 0 for w in waves), waves
+    assert all(w.get("ttftP90Seconds") is not None for w in waves), waves
+    assert _succeeded(load) >= 0.995, NOTES["rollout pass: requests"]
+    stable = str(done["status"]["rollout"]["revision"])
+    clean = _server_errors(serving)
+
+    # 2. The failing image: the first wave fails on its error rate and rolls back.
+    with _loaded(serving, url, "rollout fail") as load:
+        _patch(serving, failing)
+        started = time.monotonic()
+        back = serving.settle(
+            f"rolled back: both replicas on {stable} and routed",
+            lambda: (
+                d
+                if _rollout(serving).get("decision") == "RolledBack"
+                and (d := _settled_on(serving, stable, "False"))
+                else None
+            ),
+            ROLL_BOUND,
+            describe=lambda: _waves(serving),
+        )
+        TIMINGS["rollout fail: template changed → rolled back, both replicas routed"] = (
+            time.monotonic() - started
+        )
+    rollout = back["status"]["rollout"]
+    failed = rollout["waves"][0]
+    assert failed["phase"] == "Failed", _waves(serving)
+    assert failed["errors"] and failed["errorRate"] > 0.02, failed
+    assert rollout["failedRevision"] not in (None, stable), rollout
+    # The engines left all run the stable revision; the one that served throughout
+    # answered no error, before or during the failed rollout.
+    errors = _server_errors(serving)
+    NOTES["rollout: 5xx per engine of the stable revision"] = f"before {clean}, after {errors}"
+    assert errors and not any(errors.values()), errors
+    assert set(clean) & set(errors), "an engine of the stable revision served throughout"
+    # Only the failing engines' share of the traffic, while they served, may fail.
+    assert _succeeded(load) >= 0.9, NOTES["rollout fail: requests"]
