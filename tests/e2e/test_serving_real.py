@@ -611,6 +611,9 @@ class Load:
     url: str
     started: float = field(default_factory=time.monotonic)
     results: list[tuple[float, int]] = field(default_factory=list)
+    # Every answer but a 200, as (seconds since the start, status, what it said): which
+    # hop answered (Envoy's own words or an engine's) is the first clue to a failure.
+    failures: list[tuple[float, int, str]] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
     rate: float = RATE
     body: dict[str, Any] = field(
@@ -634,9 +637,11 @@ class Load:
     def _one(self, body: dict[str, Any]) -> None:
         at = time.monotonic() - self.started
         try:
-            status = _request(self.network, self.url, body, timeout=self.timeout)[0]
-        except (OSError, http.client.HTTPException):
-            status = 0
+            status, answer = _request(self.network, self.url, body, timeout=self.timeout)
+        except (OSError, http.client.HTTPException) as err:
+            status, answer = 0, repr(err)
+        if status != 200:
+            self.failures.append((at, status, str(answer)[:160]))
         self.latencies.append(time.monotonic() - self.started - at)
         self.results.append((at, status))
 

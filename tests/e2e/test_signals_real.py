@@ -413,12 +413,8 @@ def test_a_template_change_under_the_default_strategy_keeps_serving(
         sampler.join(10)
         runner.join(40)
     ok = sum(1 for _, st in load.results if st == 200)
-    statuses = sorted({st for _, st in load.results})
     NOTES["default update: replicas over time"] = timeline.changes()
-    NOTES["default update: requests"] = (
-        f"{ok}/{len(load.results)} succeeded; latency {_percentiles(load.latencies)}; "
-        f"statuses {statuses}"
-    )
+    NOTES["default update: requests"] = _requests_text(load)
     fewest = min(s.routed for s in timeline.samples)
     COUNTS["default update: fewest Ready endpoints routed at any sample (of 2)"] = fewest
     COUNTS["default update: requests failed"] = len(load.results) - ok
@@ -537,11 +533,23 @@ def _loaded(world: World, url: str, label: str) -> Iterator[Load]:
     ok = sum(1 for _, st in load.results if st == 200)
     NOTES[f"{label}: replicas over time"] = timeline.changes()
     NOTES[f"{label}: waves"] = _waves(world)
-    NOTES[f"{label}: requests"] = (
+    NOTES[f"{label}: requests"] = _requests_text(load)
+    COUNTS[f"{label}: requests failed"] = len(load.results) - ok
+
+
+def _requests_text(load: Load) -> str:
+    """What the load's client saw: successes, latency, statuses, and when the first
+    failures came and what answered them."""
+    ok = sum(1 for _, st in load.results if st == 200)
+    text = (
         f"{ok}/{len(load.results)} succeeded; latency {_percentiles(load.latencies)}; "
         f"statuses {sorted({st for _, st in load.results})}"
     )
-    COUNTS[f"{label}: requests failed"] = len(load.results) - ok
+    if load.failures:
+        first = ", ".join(f"+{at:.1f}s {st} {said!r}" for at, st, said in load.failures[:3])
+        last = load.failures[-1][0]
+        text += f"; {len(load.failures)} failed, the first {first}, the last at +{last:.1f}s"
+    return text
 
 
 def _succeeded(load: Load) -> float:
