@@ -54,6 +54,12 @@ XR_WATCH_REFILL = 20
 
 CONTROL_PLANE = "control-plane"
 CROSSPLANE_NAMESPACE = "crossplane-system"
+# `core start`'s --service-account default: the Deployment runtime reads this
+# ServiceAccount (the image pull secrets it hands on to each runtime's), which
+# Crossplane's Helm chart creates.
+CROSSPLANE_SERVICE_ACCOUNT = "crossplane"
+# The parts a control plane alone runs (`Fleet.control_plane`).
+CONTROL_PLANE_PARTS = ("etcd", "kubernetes", "kwok", "crossplane")
 MODELPLANE_NAMESPACE = "modelplane-system"
 # The conversion webhook this CRD names needs the provider's Service, which a
 # local process has not: the cluster-scoped Object is left out.
@@ -198,6 +204,11 @@ class Fleet:
         self.say: Say = say or (lambda _m: None)
         self.network = netns.Network(netns.fleet_id(self.directory))
 
+    @property
+    def package_cache(self) -> Path:
+        """Crossplane's package cache (`--cache-dir`): where `offer_packages` puts a build."""
+        return self.directory / "xpkg"
+
     # --- up ------------------------------------------------------------------------
 
     def up(
@@ -250,6 +261,32 @@ class Fleet:
         self._player(state)
         state.save()
         return self.status()
+
+    def control_plane(self, runtime: str) -> State:
+        """Start the control plane alone, its Crossplane core on package runtime `runtime`:
+        the processes `up` starts for it first, and its system node.
+
+        No workload clusters, network, providers, function or packages: what shows
+        how Crossplane itself runs a package (`xpcore.DEPLOYMENT`). `down` stops it.
+        """
+        self.directory.mkdir(parents=True, exist_ok=True)
+        built = {
+            name: partsmod.build(partsmod.parts()[name], progress=self.say)
+            for name in CONTROL_PLANE_PARTS
+        }
+        state = State.load(self.directory)
+        state.started = state.started or time.time()
+        state.clusters = list(dict.fromkeys([*state.clusters, CONTROL_PLANE]))
+        self._pki(state)
+        self._etcd(state, built)
+        self._apiserver(state, built, CONTROL_PLANE)
+        self._controllers(state, built, CONTROL_PLANE)
+        self._scheduler(state, built, CONTROL_PLANE)
+        self._kwok(state, built, CONTROL_PLANE)
+        nodesmod.publish(state.api(CONTROL_PLANE), ())
+        self._crossplane(state, built, runtime)
+        state.save()
+        return state
 
     def _ensure(
         self,
@@ -580,11 +617,24 @@ class Fleet:
         marker.write_text(str(state.clusters))
         self._ensure(state, "player", argv)
 
-    def _crossplane(self, state: State, built: dict[str, Path]) -> None:
+    def _crossplane(
+        self, state: State, built: dict[str, Path], runtime: str = xpcore.EXTERNAL
+    ) -> None:
         api = state.api(CONTROL_PLANE)
         api.apply(
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CROSSPLANE_NAMESPACE}}
         )
+        if runtime != xpcore.EXTERNAL:
+            api.apply(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ServiceAccount",
+                    "metadata": {
+                        "name": CROSSPLANE_SERVICE_ACCOUNT,
+                        "namespace": CROSSPLANE_NAMESPACE,
+                    },
+                }
+            )
         xp = str(partsmod.binary(built, "crossplane", "crossplane"))
         env = {
             "KUBECONFIG": str(state.kubeconfig_path(CONTROL_PLANE)),
@@ -623,7 +673,7 @@ class Fleet:
         webhook = state.port("crossplane-webhook")
         start = xpcore.start_argv(
             xp,
-            cache_dir=self.directory / "xpkg",
+            cache_dir=self.package_cache,
             client_certs=state.pki / "crossplane",
             server_certs=certs,
             ports={
@@ -636,8 +686,9 @@ class Fleet:
                 f"--circuit-breaker-burst={XR_WATCH_BURST}",
                 f"--circuit-breaker-refill-rate={XR_WATCH_REFILL}",
             ],
+            runtime=runtime,
         )
-        (self.directory / "xpkg").mkdir(exist_ok=True)
+        self.package_cache.mkdir(exist_ok=True)
         self._ensure(state, "crossplane", start, env)
         self._crossplane_webhooks(state, webhook)
 
@@ -741,10 +792,10 @@ class Fleet:
                 state, name, "the function to listen", lambda: procs.listening(port), 60
             )
 
-    def _install(self, state: State, build: release.Build) -> None:
-        api = state.api(CONTROL_PLANE)
-        function, configuration = build.packages
-        xpkg.write_cache(self.directory / "xpkg", build.packages)
+    def offer_packages(self, api: Api, build: release.Build) -> None:
+        """Put a build's packages in Crossplane's package cache and wait until its package
+        kinds are served: then a Function or Configuration of `xpkg.package_objects` installs."""
+        xpkg.write_cache(self.package_cache, build.packages)
         wait(
             "Crossplane's package CRDs",
             lambda: api.get(
@@ -753,6 +804,11 @@ class Fleet:
             API_TIMEOUT,
         )
         wait_established(api, "pkg.crossplane.io", API_TIMEOUT)
+
+    def _install(self, state: State, build: release.Build) -> None:
+        api = state.api(CONTROL_PLANE)
+        function, configuration = build.packages
+        self.offer_packages(api, build)
         tls = state.pki / "function"
         api.apply(
             {
@@ -783,7 +839,7 @@ class Fleet:
         """
         self.serve(build)
         state = State.load(self.directory)
-        xpkg.write_cache(self.directory / "xpkg", build.packages)
+        xpkg.write_cache(self.package_cache, build.packages)
         objects = xpkg.package_objects(*build.packages)
         api = state.api(CONTROL_PLANE)
         endpoints = state.endpoints()

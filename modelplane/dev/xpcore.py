@@ -36,6 +36,11 @@ from modelplane.dev.lws import at_loopback
 WEBHOOK_CONFIGURATIONS = "cluster/webhookconfigurations"
 # Where it keeps the core CRDs `core init` applies.
 CORE_CRDS = "cluster/crds"
+# `core start --package-runtime`: the local fleet runs the function itself
+# (External); the Deployment runtime, Crossplane's default, makes a Deployment,
+# Service and Secrets for each active Function revision, as on a real cluster.
+EXTERNAL = "External"
+DEPLOYMENT = "Deployment"
 
 
 def webhook_configurations(
@@ -80,15 +85,18 @@ def start_argv(
     server_certs: Path,
     ports: dict[str, int],
     extra: list[str],
+    runtime: str = EXTERNAL,
 ) -> list[str]:
-    """`crossplane core start` for the local fleet: the External package runtime,
-    the local package cache, its client and webhook certificates, and its
+    """`crossplane core start` for the local fleet: the package runtime (External unless
+    told), the local package cache, its client and webhook certificates, and its
     metrics, health and webhook servers on the ports `ports` names."""
+    if runtime not in (EXTERNAL, DEPLOYMENT):
+        raise ValueError(f"unknown package runtime {runtime!r}: {EXTERNAL} or {DEPLOYMENT}")
     return [
         binary,
         "core",
         "start",
-        "--package-runtime=External",
+        f"--package-runtime={runtime}",
         # Webhooks on (the default, said out loud): without them Crossplane
         # neither runs the Usage controllers nor serves the webhook that
         # enforces Usages, and nothing orders a deletion.

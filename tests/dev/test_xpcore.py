@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from modelplane.dev import parts, xpcore
+from modelplane.dev.fleet import CROSSPLANE_SERVICE_ACCOUNT
 
 # The shape of the release's cluster/webhookconfigurations/usage.yaml (v2.3.4),
 # and a README that is not a manifest.
@@ -66,6 +67,32 @@ def test_core_start_turns_webhooks_on_with_a_server_certificate(tmp_path: Path) 
     assert argv[-1] == "--poll-interval=10s"
 
 
+def _argv(tmp_path: Path, **runtime: str) -> list[str]:
+    return xpcore.start_argv(
+        "crossplane",
+        cache_dir=tmp_path / "xpkg",
+        client_certs=tmp_path / "client",
+        server_certs=tmp_path / "server",
+        ports={"metrics": 1, "health": 2, "webhook": 3},
+        extra=[],
+        **runtime,
+    )
+
+
+def test_the_fleet_runs_the_function_itself_unless_told_otherwise(tmp_path: Path) -> None:
+    """`dev up` keeps the External runtime; the function-pod scenario asks for Crossplane's
+    own Deployment runtime, and then nothing says External."""
+    runtime = [a for a in _argv(tmp_path) if a.startswith("--package-runtime")]
+    assert runtime == ["--package-runtime=External"]
+    deployment = _argv(tmp_path, runtime=xpcore.DEPLOYMENT)
+    assert [a for a in deployment if a.startswith("--package-runtime")] == [
+        "--package-runtime=Deployment"
+    ]
+    assert not any("External" in a for a in deployment)
+    with pytest.raises(ValueError, match="unknown package runtime"):
+        _argv(tmp_path, runtime="deployment")  # Crossplane's names are case-sensitive
+
+
 def _crossplane_source() -> Path:
     if shutil.which("go") is None:
         pytest.skip("Go is not installed: the Crossplane module cannot be read")
@@ -87,3 +114,13 @@ def test_the_pinned_release_serves_only_the_usage_webhook_and_no_conversion() ->
         ("ValidatingWebhookConfiguration", "https://127.0.0.1:9444/validate-no-usages")
     ]
     assert xpcore.webhook_converted_crds(source / xpcore.CORE_CRDS) == []
+
+
+def test_the_service_account_made_for_the_deployment_runtime_is_the_one_core_reads() -> None:
+    """The Deployment runtime reads Crossplane's own ServiceAccount (`--service-account`,
+    by default) before it makes anything; the control plane makes the one the release
+    names, since no Helm chart does."""
+    source = _crossplane_source() / "cmd" / "crossplane" / "core" / "core.go"
+    lines = source.read_text().splitlines()
+    (line,) = [text for text in lines if 'env:"POD_SERVICE_ACCOUNT"' in text]
+    assert f'default:"{CROSSPLANE_SERVICE_ACCOUNT}"' in line
