@@ -2,7 +2,11 @@
 scrape config keeps the pods by the label Crossplane gives them and checks the name
 the server certificate carries, the port is the one the doc turns on, the metric
 table is what the function registers, and a client certificate made with the doc's
-openssl lines scrapes the mutual-TLS endpoint (`serve_metrics` with a certs dir)."""
+openssl lines scrapes the mutual-TLS endpoint (`serve_metrics` with a certs dir).
+
+Crossplane's labels, port and Service name are written here by hand from its
+source; `e2e/test_function_pod_real.py` applies the same scrape config to the
+function Pod and Service a real Crossplane makes."""
 
 from __future__ import annotations
 
@@ -11,42 +15,28 @@ import re
 import socket
 import ssl
 import subprocess
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from function_scrape import SECTION, blocks, discovered, metrics_container, relabel, scrape_job
 
 from modelplane.api.xrd import DEFAULT_FUNCTION_PACKAGE, installed_name
 from modelplane.crossplane.metrics import FunctionMetrics, serve_metrics
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "autoscaling.md"
-SECTION = DOC.read_text(encoding="utf-8").split("## 4. The control plane's own metrics")[1]
-SECTION = SECTION.split("\n## ")[0]
-# What Crossplane does for a function (internal/controller/pkg/revision/runtime.go):
+# What Crossplane does for a function (internal/controller/pkg/runtime/runtime.go):
 # label its pods pkg.crossplane.io/function=<the Function's name>, declare port 8080
 # named metrics on the runtime container, and name the Service after the Function.
 CROSSPLANE_METRICS_PORT = 8080
 NAMESPACE = "crossplane-system"
 
 
-def _blocks(label: str) -> list[str]:
-    return re.findall(rf"```{label}\n(.*?)```", SECTION, flags=re.S)
-
-
-def _scrape() -> dict[str, Any]:
-    (block,) = [b for b in _blocks("yaml") if "scrape_configs" in b]
-    (job,) = yaml.safe_load(block)["scrape_configs"]
-    return dict(job)
-
-
 def test_the_scrape_keeps_the_pods_of_the_function_the_compositions_call() -> None:
-    job = _scrape()
+    job = scrape_job()
     keep = [r for r in job["relabel_configs"] if r.get("action") == "keep"]
     assert keep == [
         {
@@ -68,48 +58,22 @@ def _crossplane_pod_labels(package_type: str, name: str, revision: str) -> dict[
     return {"pkg.crossplane.io/revision": revision, f"pkg.crossplane.io/{package_type}": name}
 
 
-def _discovered(labels: dict[str, str], ip: str, namespace: str) -> dict[str, str]:
-    """A pod as Prometheus' Kubernetes discovery (role: pod) labels its target: each pod
-    label as __meta_kubernetes_pod_label_<name, other than [a-zA-Z0-9_] as _>."""
-    meta = {
-        "__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", k): v
-        for k, v in labels.items()
-    }
-    return {**meta, "__meta_kubernetes_pod_ip": ip, "__meta_kubernetes_namespace": namespace}
-
-
-def _relabel(target: dict[str, str], rules: list[dict[str, Any]]) -> dict[str, str] | None:
-    """Prometheus relabelling for the actions the doc uses (keep; replace, the default):
-    source labels joined with ';', the regex anchored at both ends, `$1` its group."""
-    for rule in rules:
-        value = ";".join(target.get(k, "") for k in rule.get("source_labels", []))
-        match = re.fullmatch(rule.get("regex", "(.*)"), value)
-        action = rule.get("action", "replace")
-        if action == "keep" and match is None:
-            return None
-        if action == "replace" and match is not None:
-            replaced = match.expand(rule.get("replacement", "$1").replace("$1", r"\g<1>"))
-            target = {**target, rule["target_label"]: replaced}
-    return target
-
-
 def test_the_scrape_finds_the_functions_pod_by_the_labels_crossplane_gives_it() -> None:
-    job = _scrape()
+    job = scrape_job()
     (namespace,) = job["kubernetes_sd_configs"][0]["namespaces"]["names"]
     name = installed_name(DEFAULT_FUNCTION_PACKAGE)
     ours = _crossplane_pod_labels("function", name, f"{name}-2d711642b726")
-    kept = _relabel(_discovered(ours, "10.0.3.7", namespace), job["relabel_configs"])
+    kept = relabel(discovered(ours, "10.0.3.7", namespace), job["relabel_configs"])
     assert kept is not None and kept["__address__"] == f"10.0.3.7:{CROSSPLANE_METRICS_PORT}"
     # Another function's pod, and a provider's pod named like ours, are not scraped.
     other = _crossplane_pod_labels("function", "function-patch-and-transform", "fpt-1")
     provider = _crossplane_pod_labels("provider", name, "p-1")
     for labels in (other, provider):
-        assert _relabel(_discovered(labels, "10.0.3.8", namespace), job["relabel_configs"]) is None
+        assert relabel(discovered(labels, "10.0.3.8", namespace), job["relabel_configs"]) is None
 
 
 def test_the_port_the_doc_turns_on_is_the_one_scraped() -> None:
-    (env,) = [b for b in _blocks("yaml") if "METRICS_PORT" in b]
-    (container,) = yaml.safe_load(textwrap.dedent(env))["containers"]
+    container = metrics_container()
     assert container["name"] == "package-runtime"
     assert {"name": "METRICS_PORT", "value": str(CROSSPLANE_METRICS_PORT)} in container["env"]
 
@@ -182,7 +146,7 @@ def _crossplane_pki(tmp: Path, service: str) -> Path:
 
 
 def _openssl_lines() -> list[str]:
-    (block,) = [b for b in _blocks("sh") if "openssl" in b]
+    (block,) = [b for b in blocks("sh") if "openssl" in b]
     return [line for line in block.splitlines() if line.startswith(("openssl ", "printf "))]
 
 
@@ -198,7 +162,7 @@ def test_a_client_certificate_made_as_documented_scrapes_the_function(tmp_path: 
     metrics = FunctionMetrics()
     server = serve_metrics(metrics, 0, "127.0.0.1", str(server_dir))
     port = server.server_address[1]
-    job = _scrape()["tls_config"]
+    job = scrape_job()["tls_config"]
 
     def fetch(ctx: ssl.SSLContext) -> str:
         """GET /metrics from the pod's address, verifying the name the scrape checks."""
