@@ -70,8 +70,9 @@ pytestmark = pytest.mark.e2e
 OWN_FLEET = True
 
 T = TypeVar("T")
-# Function applied → its Pod Running. Measured on the shared two-core machine: see
-# the run's summary (TIMINGS); the bound leaves room for a loaded machine.
+# Each wait: the Function applied → its Pod Running, and the runtime config applied →
+# the new Pod Running. Both took seconds on the shared two-core machine (the run's
+# summary prints them); the bound is for a loaded machine, not a stuck runtime.
 TIMEOUT = 300.0
 PKG = "pkg.crossplane.io/v1"
 # Where Crossplane's `core init` keeps the root CA the function's certificate is issued from.
