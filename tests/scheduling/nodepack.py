@@ -14,8 +14,10 @@ cluster's own scheduler would actually run, node by node (issue 17, item 4):
 Under both, a multi-node worker takes whole, empty nodes (the ledger's written
 assumption), and one role of a replica runs entirely or not at all. Arrival
 order: Ready replicas first (their pods are running and keep their nodes), then
-by creation time. Devices are counted per DRA device class on a node: a request
-may use any device of its class.
+by creation time; `oversubscribed` also asks the order by age alone (the
+replicas not Ready yet already bound where they were created), where it could be
+true. Devices are counted per DRA device class on a node: a request may use any
+device of its class.
 """
 
 from __future__ import annotations
@@ -185,11 +187,16 @@ def _arrival(replica: Obj) -> tuple[bool, str, str, str]:
     return (not ready, meta.get("creationTimestamp", ""), meta["namespace"], meta["name"])
 
 
+def _age(replica: Obj) -> tuple[bool, str, str, str]:
+    """The arrival order once every replica runs (or had its node when it was created)."""
+    return (False, *_arrival(replica)[1:])
+
+
 Pool = tuple[str, str]
 
 
 def _pool_entries(
-    clusters: list[Obj], replicas: list[Obj]
+    clusters: list[Obj], replicas: list[Obj], aged: bool = False
 ) -> dict[Pool, tuple[Obj, list[str], list[tuple[str, Entry]]]]:
     """Per known pool: the pool, its device classes, and (replica, roles there) in arrival order."""
     pools = {
@@ -201,7 +208,7 @@ def _pool_entries(
     out: dict[Pool, tuple[Obj, list[str], list[tuple[str, Entry]]]] = {
         key: (pool, sorted(set(_class_caps(pool)) | demanded), []) for key, pool in pools.items()
     }
-    for r in sorted(replicas, key=_arrival):
+    for r in sorted(replicas, key=_age if aged else _arrival):
         here: dict[Pool, list[Role]] = defaultdict(list)
         for x in roles_of(r):
             key = (r["spec"]["clusterName"], x["nodePoolName"])
@@ -212,11 +219,12 @@ def _pool_entries(
     return out
 
 
-def pending(clusters: list[Obj], replicas: list[Obj]) -> dict[Pool, set[str]]:
-    """Per pool, the replicas with a role the pool's cluster cannot run."""
+def pending(clusters: list[Obj], replicas: list[Obj], aged: bool = False) -> dict[Pool, set[str]]:
+    """Per pool, the replicas with a role the pool's cluster cannot run (`aged`: when the
+    replicas not Ready yet hold the nodes they were given at creation, in age order)."""
     packings = {c["metadata"]["name"]: packing(c) for c in clusters}
     out: dict[Pool, set[str]] = {}
-    for key, (pool, classes, entries) in _pool_entries(clusters, replicas).items():
+    for key, (pool, classes, entries) in _pool_entries(clusters, replicas, aged).items():
         caps = _class_caps(pool)
         cap = tuple(caps.get(k, 0) for k in classes)
         ran = admit(packings[key[0]], pool["nodes"], cap, [e for _, e in entries])
@@ -231,5 +239,14 @@ def admitted(clusters: list[Obj], replicas: list[Obj]) -> set[str]:
 
 
 def oversubscribed(clusters: list[Obj], replicas: list[Obj]) -> set[Pool]:
-    """Pools holding some replica their cluster cannot run beside the others."""
-    return {key for key, names in pending(clusters, replicas).items() if names}
+    """Pools holding some replica their cluster cannot run beside the others, in either
+    order the cluster may be in: its replicas not Ready yet still pending (Ready ones
+    first), or already on the nodes they were given when created (by age: kube-scheduler
+    binds a Pod when it is created, well before it is Ready). The second order counts
+    only where it could be true: where every Ready replica runs in it too (a Ready
+    replica that would have no node in it shows the older ones were pending). A replica
+    may turn Ready only on a pool that is not oversubscribed in either."""
+    ready = {r["metadata"]["name"] for r in replicas if not _arrival(r)[0]}
+    now, aged = pending(clusters, replicas), pending(clusters, replicas, aged=True)
+    possible = {key: names for key, names in aged.items() if not names & ready}
+    return {key for found in (now, possible) for key, names in found.items() if names}

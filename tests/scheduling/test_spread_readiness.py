@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from nodepack import oversubscribed
+from nodepack import oversubscribed, pending
 from schedfleet import (
     ANY_GPU,
     cluster,
@@ -80,12 +80,15 @@ def _all_ready(fleet: list[Obj]) -> list[Obj]:
 
 def test_the_hazard_is_real_for_the_oracle() -> None:
     # Independent of the scheduler: with d3's replica on c3, the cluster admits
-    # everything while d2's replica is pending, and cannot once it runs too.
+    # everything while d2's replica is pending, and cannot once it runs too. The
+    # oracle counts the pool oversubscribed already: it answers for either order.
     clusters, held = _fleet(reported=False)
     d3 = replica(
         "d3", "c3", 0, POOL, [resolved("gpu", 4)], namespace="team-1", created=T.format(10)
     )
-    assert oversubscribed(clusters, [*held, d3]) == set()
+    assert not any(pending(clusters, [*held, d3]).values())
+    assert pending(clusters, [*held, d3], aged=True)[("c3", POOL)] == {d3["metadata"]["name"]}
+    assert oversubscribed(clusters, [*held, d3]) == {("c3", POOL)}
     assert oversubscribed(clusters, _all_ready([*held, d3])) == {("c3", POOL)}
 
 
