@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -94,6 +95,9 @@ def _print(status: dict[str, Any], as_json: bool) -> None:
             + ("" if network["exists"] else " (missing: run `modelplane dev up`)")
             + "  (reach it with `modelplane dev exec -- CMD`)"
         )
+    for fn in status.get("functions") or []:
+        click.echo(f"function        {fn['process']}: its metrics (on this host, not the network):")
+        click.echo(f"  {shlex.join(fn['curl'])}")
     down = [n for n, p in status["processes"].items() if not p["running"]]
     click.echo(f"logs            {status['logs']}")
     click.echo(
@@ -159,7 +163,8 @@ def nodes(directory: Path, fleet_file: Path) -> None:
 @_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def status(directory: Path, as_json: bool) -> None:
-    """Show the fleet's clusters, kubeconfigs, processes and logs."""
+    """Show the fleet's clusters, kubeconfigs, processes and logs, and how to read the
+    function's metrics."""
     from modelplane.dev.fleet import Fleet
 
     require_fleet(directory)

@@ -53,6 +53,8 @@ XR_WATCH_BURST = 1000
 XR_WATCH_REFILL = 20
 
 CONTROL_PLANE = "control-plane"
+# The name the function's serving certificate carries (its gRPC and metrics servers).
+FUNCTION_SERVER_NAME = "function-modelplane"
 CROSSPLANE_NAMESPACE = "crossplane-system"
 # `core start`'s --service-account default: the Deployment runtime reads this
 # ServiceAccount (the image pull secrets it hands on to each runtime's), which
@@ -167,6 +169,39 @@ class State:
     def endpoints(self) -> dict[str, str]:
         """Function package reference → the address of the process serving it."""
         return {ref: f"127.0.0.1:{self.ports[name]}" for ref, name in self.functions.items()}
+
+    def function_metrics(self) -> list[dict[str, Any]]:
+        """How to read each function process's metrics: over mutual TLS on the host's
+        loopback (not the fleet network's), the server named as its certificate names it,
+        with the client certificate Crossplane calls the function with."""
+        out = []
+        for ref, name in sorted(self.functions.items(), key=lambda kv: kv[1]):
+            port = self.ports.get(f"{name}-metrics")
+            if port is None:
+                continue
+            server = f"{FUNCTION_SERVER_NAME}:{port}"
+            ca, client = self.pki / "function" / "ca.crt", self.pki / "crossplane"
+            out.append(
+                {
+                    "process": name,
+                    "package": ref,
+                    "url": f"https://{server}/metrics",
+                    "curl": [
+                        "curl",
+                        "-sS",
+                        "--cacert",
+                        str(ca),
+                        "--cert",
+                        str(client / "tls.crt"),
+                        "--key",
+                        str(client / "tls.key"),
+                        "--resolve",
+                        f"{server}:127.0.0.1",
+                        f"https://{server}/metrics",
+                    ],
+                }
+            )
+        return out
 
     @property
     def pki(self) -> Path:
@@ -328,7 +363,7 @@ class Fleet:
         ca = pki.CA.create()
         ca.write(state.pki)
         ca.issue(state.pki / "apiserver", "127.0.0.1", server=True, client=False)
-        ca.issue(state.pki / "function", "function-modelplane", server=True, client=False)
+        ca.issue(state.pki / "function", FUNCTION_SERVER_NAME, server=True, client=False)
         ca.issue(state.pki / "crossplane", "crossplane", server=False, client=True)
         ca.issue(
             state.pki / "provider-kubernetes", "provider-kubernetes", server=True, client=False
@@ -962,6 +997,7 @@ class Fleet:
                     c: netns.pod_cidr(i) for i, c in enumerate(state.clusters) if c != CONTROL_PLANE
                 },
             },
+            "functions": state.function_metrics(),
             "logs": str(state.logs),
             "processes": {
                 name: {"pid": p.pid, "running": p.alive(), "log": p.log}

@@ -50,3 +50,29 @@ def test_runtime_healthy_replaces_only_its_own_condition() -> None:
     assert "127.0.0.1:9444" in runtime["message"]
     # A revision with no status yet gets the one condition.
     assert [c["type"] for c in _runtime_healthy({}, "x")] == ["RuntimeHealthy"]
+
+
+def test_the_function_metrics_are_read_over_mutual_tls_on_the_host(tmp_path: Path) -> None:
+    state = State(tmp_path)
+    state.functions = {"xpkg.example/function@sha256:ab": "function-0"}
+    port = state.port("function-0-metrics")
+    state.port("function-0")
+    (metrics,) = state.function_metrics()
+    server = f"function-modelplane:{port}"
+    assert metrics["url"] == f"https://{server}/metrics"
+    assert metrics["curl"] == [
+        "curl",
+        "-sS",
+        "--cacert",
+        str(tmp_path / "pki" / "function" / "ca.crt"),
+        "--cert",
+        str(tmp_path / "pki" / "crossplane" / "tls.crt"),
+        "--key",
+        str(tmp_path / "pki" / "crossplane" / "tls.key"),
+        "--resolve",
+        f"{server}:127.0.0.1",
+        f"https://{server}/metrics",
+    ]
+    # A function process that serves no metrics (none kept a port) is not listed.
+    state.functions["xpkg.example/function@sha256:cd"] = "function-1"
+    assert [m["process"] for m in state.function_metrics()] == ["function-0"]

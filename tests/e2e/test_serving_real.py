@@ -576,6 +576,41 @@ def test_the_documented_model_answers_through_dev_exec_curl(serving: World) -> N
     assert serving.cp.delete(m.API, "ModelDeployment", "qwen", "demo")
 
 
+def test_the_functions_metrics_read_as_dev_status_says(serving: World) -> None:
+    """docs/dev.md's "The function's metrics": `modelplane dev status --json` names a
+    curl for each function process; run as written, it answers the function's Prometheus
+    page over mutual TLS, counting the calls Crossplane made (the fleet has composed
+    by now) and the deployments' placed replicas."""
+    argv = [sys.executable, "-m", "modelplane", "dev", "status", "--json"]
+    # Not checked: the command also exits 1 when some process has stopped.
+    done = subprocess.run(
+        [*argv, f"--dir={serving.state.directory}"], capture_output=True, text=True, check=False
+    )
+    status = json.loads(done.stdout)
+    (function,) = status["functions"]
+    page = subprocess.run(function["curl"], capture_output=True, text=True, check=True).stdout
+    calls = {
+        line.split('kind="')[1].split('"')[0]: float(line.rsplit(" ", 1)[1])
+        for line in page.splitlines()
+        if line.startswith("modelplane_function_calls_total{")
+    }
+    NOTES["function metrics through dev status's curl"] = (
+        f"{function['url']}: calls by kind {sorted(calls.items())}"
+    )
+    assert calls.get("InferenceCluster", 0) > 0 and calls.get("ModelDeployment", 0) > 0, calls
+    assert "modelplane_deployment_replicas_placed{" in page
+    # Without the client certificate the endpoint answers nothing (never anonymous).
+    curl, anonymous = list(function["curl"]), []
+    while curl:
+        word = curl.pop(0)
+        if word in ("--cert", "--key"):
+            curl.pop(0)  # and its file
+        else:
+            anonymous.append(word)
+    refused = subprocess.run(anonymous, capture_output=True, text=True, check=False)
+    assert refused.returncode != 0 and "modelplane_function" not in refused.stdout
+
+
 def test_a_deleted_deployment_leaves_no_engine_and_no_namespace(serving: World) -> None:
     network = _network(serving)
     keys = [
