@@ -53,7 +53,7 @@ XR_WATCH_BURST = 1000
 XR_WATCH_REFILL = 20
 
 CONTROL_PLANE = "control-plane"
-# The name the function's serving certificate carries (its gRPC and metrics servers).
+# The common name of the function's serving certificate (its names: localhost, 127.0.0.1).
 FUNCTION_SERVER_NAME = "function-modelplane"
 CROSSPLANE_NAMESPACE = "crossplane-system"
 # `core start`'s --service-account default: the Deployment runtime reads this
@@ -172,20 +172,20 @@ class State:
 
     def function_metrics(self) -> list[dict[str, Any]]:
         """How to read each function process's metrics: over mutual TLS on the host's
-        loopback (not the fleet network's), the server named as its certificate names it,
-        with the client certificate Crossplane calls the function with."""
+        loopback (not the fleet network's; its certificate names 127.0.0.1), with the
+        client certificate Crossplane calls the function with."""
         out = []
         for ref, name in sorted(self.functions.items(), key=lambda kv: kv[1]):
             port = self.ports.get(f"{name}-metrics")
             if port is None:
                 continue
-            server = f"{FUNCTION_SERVER_NAME}:{port}"
+            url = f"https://127.0.0.1:{port}/metrics"
             ca, client = self.pki / "function" / "ca.crt", self.pki / "crossplane"
             out.append(
                 {
                     "process": name,
                     "package": ref,
-                    "url": f"https://{server}/metrics",
+                    "url": url,
                     "curl": [
                         "curl",
                         "-sS",
@@ -195,9 +195,7 @@ class State:
                         str(client / "tls.crt"),
                         "--key",
                         str(client / "tls.key"),
-                        "--resolve",
-                        f"{server}:127.0.0.1",
-                        f"https://{server}/metrics",
+                        url,
                     ],
                 }
             )

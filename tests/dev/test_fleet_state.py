@@ -58,8 +58,8 @@ def test_the_function_metrics_are_read_over_mutual_tls_on_the_host(tmp_path: Pat
     port = state.port("function-0-metrics")
     state.port("function-0")
     (metrics,) = state.function_metrics()
-    server = f"function-modelplane:{port}"
-    assert metrics["url"] == f"https://{server}/metrics"
+    url = f"https://127.0.0.1:{port}/metrics"
+    assert metrics["url"] == url
     assert metrics["curl"] == [
         "curl",
         "-sS",
@@ -69,9 +69,7 @@ def test_the_function_metrics_are_read_over_mutual_tls_on_the_host(tmp_path: Pat
         str(tmp_path / "pki" / "crossplane" / "tls.crt"),
         "--key",
         str(tmp_path / "pki" / "crossplane" / "tls.key"),
-        "--resolve",
-        f"{server}:127.0.0.1",
-        f"https://{server}/metrics",
+        url,
     ]
     # A function process that serves no metrics (none kept a port) is not listed.
     state.functions["xpkg.example/function@sha256:cd"] = "function-1"
