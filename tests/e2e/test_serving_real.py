@@ -100,17 +100,21 @@ def _post(network: netns.Network, address: str, body: dict[str, Any]) -> tuple[i
         conn.close()
 
 
-def _metric(network: netns.Network, address: str, name: str) -> float:
-    """The sum of one metric's samples on an engine's own /metrics page."""
+def engine_page(network: netns.Network, address: str) -> str:
+    """An engine's own /metrics page, read inside the fleet network."""
     conn = network.http(address, c.ENGINE_PORT, timeout=10)
     try:
         conn.request("GET", "/metrics")
-        text = conn.getresponse().read().decode()
+        return conn.getresponse().read().decode()
     finally:
         conn.close()
+
+
+def _metric(network: netns.Network, address: str, name: str) -> float:
+    """The sum of one metric's samples on an engine's own /metrics page."""
     return sum(
         float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
+        for line in engine_page(network, address).splitlines()
         if line.startswith(name + "{") or line.startswith(name + " ")
     )
 

@@ -58,6 +58,7 @@ from e2e.test_serving_real import (
     _answers,
     _metric,
     _network,
+    engine_page,
     serving,  # noqa: F401  (the module's fleet: docs/dev's serving fleet)
 )
 
@@ -492,12 +493,7 @@ def _server_errors(world: World) -> dict[str, float]:
             address = (pod.get("status") or {}).get("podIP")
             if not address:
                 continue
-            conn = network.http(address, c.ENGINE_PORT, timeout=10)
-            try:
-                conn.request("GET", "/metrics")
-                page = conn.getresponse().read().decode()
-            finally:
-                conn.close()
+            page = engine_page(network, address)
             out[pod["metadata"]["name"]] = sum(
                 float(ln.rsplit(" ", 1)[1])
                 for ln in page.splitlines()
