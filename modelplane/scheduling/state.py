@@ -206,10 +206,10 @@ class CycleState:
     # already dropped (Immediate); settled after the fill.
     stuck: list[Slot] = field(default_factory=list)
     stuck_dropped: list[Slot] = field(default_factory=list)
+    stuck_report: list[StuckPlacement] = field(default_factory=list)  # what became of them
     # Being deleted (`ObservedModelReplica.deleting`): they hold their devices and their
     # index until they are gone, but are neither counted, kept nor composed.
     deleting: list[Slot] = field(default_factory=list)
-    stuck_report: list[StuckPlacement] = field(default_factory=list)  # what became of them
     plain: int = 0  # the fill's first placements, for missing replicas; later ones are swaps
     refused: dict[PoolKey, Rejection] = field(default_factory=dict)  # by the pool filters
     evicted: list[tuple[str, Eviction]] = field(default_factory=list)
