@@ -749,11 +749,11 @@ def _simulate_releases(
 def simulate(store: ObjectStore, clock: Clock, passes: Passes | None = None) -> list[Key]:
     """Update every provider object in the store as its provider would.
 
-    Every object it changes in place is noted in the store (`store.touch`)
-    once the whole pass is done; what else it creates or replaces goes
-    through `store.put`. An Object or Release that `passes` shows unchanged
-    since its last pass, with unchanged reads, is left as it is. Returns the
-    keys it noted.
+    Every object it changes in place is noted in the store (`store.touch`, or
+    `store.touch_status` where its status alone changed) once the whole pass is
+    done; what else it creates or replaces goes through `store.put`. An Object
+    or Release that `passes` shows unchanged since its last pass, with
+    unchanged reads, is left as it is. Returns the keys it noted.
     """
     passes = Passes() if passes is None else passes
     stuck = stuck_replicas(store)
@@ -775,19 +775,22 @@ def simulate(store: ObjectStore, clock: Clock, passes: Passes | None = None) -> 
             )
         elif step == "Release":
             touched += _simulate_releases(store, clock, passes, store.select(api_version, kind))
-    touched += simulate_cloud(store, clock, passes)
+    cloud = simulate_cloud(store, clock, passes)
     # Usages given an owner are replaced (`store.put` noted them), not changed in
     # place: reported with the rest, not noted a second time.
     owned = simulate_usage_owners(store, passes)
-    touched += owned
-    touched += _hydrate(store, passes, objects, objects_at_start, touched)
+    hydrated = _hydrate(store, passes, objects, objects_at_start, [*touched, *cloud, *owned])
     # Once per key: a second note of an object digests it all again to find
     # nothing new (an inventory Object is simulated, then its summary written).
-    touched = list(dict.fromkeys(touched))
-    put = set(owned)
+    touched = list(dict.fromkeys([*touched, *cloud, *owned, *hydrated]))
+    # Objects, Releases and hydration change statuses alone: only the status is
+    # digested again. Cloud resources are noted whole.
+    whole, put = set(cloud), set(owned)
     for key in touched:
-        if key not in put:
+        if key in whole:
             store.touch(key)
+        elif key not in put:
+            store.touch_status(key)
     # After every change of the pass: the version the next pass must still find.
     # The pass changes no Object's spec, so no route: the Backends named are the same.
     passes.world_after("Object", start, _world(store, passes.kinds("Object"), stuck, named))

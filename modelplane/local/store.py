@@ -83,20 +83,31 @@ def owned_by(obj: Mapping[str, Any], xr: Mapping[str, Any]) -> bool:
     resources with the root composite, not with their own parent. A
     namespaced XR's resources live in its namespace.
     """
-    xm, om = xr.get("metadata") or {}, obj.get("metadata") or {}
-    if xm.get("namespace") and om.get("namespace") != xm.get("namespace"):
-        return False
-    # Names first: the whole keys are only built when they could be equal.
-    if str(om.get("name", "")) == str(xm.get("name", "")) and Key.of(obj) == Key.of(xr):
-        return False
-    for ref in om.get("ownerReferences") or []:
-        if ref.get("controller"):
-            return (ref.get("apiVersion"), ref.get("kind"), ref.get("name")) == (
-                xr.get("apiVersion"),
-                xr.get("kind"),
-                xm.get("name"),
-            )
-    return (om.get("labels") or {}).get(COMPOSITE_LABEL) == xm.get("name")
+    return composed_by(xr)(obj)
+
+
+def composed_by(xr: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
+    """`owned_by` for one XR, its side read once: the test for each of its candidates."""
+    xm = xr.get("metadata") or {}
+    namespace = xm.get("namespace")
+    name = str(xm.get("name", ""))
+    key = Key.of(xr)
+    controller = (xr.get("apiVersion"), xr.get("kind"), xm.get("name"))
+    label = xm.get("name")
+
+    def test(obj: Mapping[str, Any]) -> bool:
+        om = obj.get("metadata") or {}
+        if namespace and om.get("namespace") != namespace:
+            return False
+        # Names first: the whole keys are only built when they could be equal.
+        if str(om.get("name", "")) == name and Key.of(obj) == key:
+            return False
+        for ref in om.get("ownerReferences") or []:
+            if ref.get("controller"):
+                return (ref.get("apiVersion"), ref.get("kind"), ref.get("name")) == controller
+        return (om.get("labels") or {}).get(COMPOSITE_LABEL) == label
+
+    return test
 
 
 _VERSIONS = itertools.count(1)
@@ -387,6 +398,32 @@ class ObjectStore:
             return False
         self._index(key, obj)
         if not self._note(key, obj):
+            return False
+        self._bump(key)
+        return True
+
+    def touch_status(self, key: Key) -> bool:
+        """`touch` for an object whose status alone was changed in place (a provider's
+        report): its other fields are as last noted, so their digest is kept and only
+        the status is digested again. Returns whether its content changed."""
+        obj = self._objects.get(key)
+        old = self._content.get(key)
+        # Keys of mixed types are digested whole (`_text_digest`): no body part to keep.
+        if obj is None or old is None or not all(type(k) is str for k in obj):
+            return self.touch(key)
+        exact = None
+        if old[0] is not None:  # else marshal refused it (read-only parts): not tried again
+            data = _marshalled(obj)
+            if data is None:
+                return self.touch(key)
+            exact = _hash(data)
+            if old[0] == exact:
+                return False
+        status = obj.get("status", _NO_STATUS)
+        body = old[1][:_BODY]
+        text = body if status is _NO_STATUS else body + _field_digest(status)
+        self._content[key] = (exact, text)
+        if old[1] == text:
             return False
         self._bump(key)
         return True
