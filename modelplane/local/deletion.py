@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from modelplane.local.store import Key, Obj, ObjectStore, owned_by
+from modelplane.local.store import Key, Obj, ObjectStore, composed_by
 
 USAGE_KINDS = (
     ("protection.crossplane.io", "Usage"),
@@ -146,7 +146,8 @@ def store_usages(store: ObjectStore) -> list[tuple[Key, Obj]]:
 def dependents(store: ObjectStore, owner: Obj) -> list[Obj]:
     """The objects `owner` owns directly: its composed resources and anything naming it owner."""
     name = str((owner.get("metadata") or {}).get("name", ""))
-    found = {Key.of(o): o for o in store.candidates_of(owner) if owned_by(o, owner)}
+    owned = composed_by(owner)
+    found = {Key.of(o): o for o in store.candidates_of(owner) if owned(o)}
     for obj in store.owned_by_name(name):
         if _names_owner(obj, owner):
             found.setdefault(Key.of(obj), obj)

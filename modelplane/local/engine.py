@@ -56,7 +56,7 @@ from modelplane.local.passes import Passes
 from modelplane.local.pipeline import PIPELINE_STEP, READY_FROM_PB, Pipeline, Reply
 from modelplane.local.simulate import simulate
 from modelplane.local.simulate_cloud import ignored_signals
-from modelplane.local.store import Key, Obj, ObjectStore, owned_by
+from modelplane.local.store import Key, Obj, ObjectStore, composed_by, owned_by
 
 __all__ = ["ControlPlane", "Event", "NotConvergedError", "RenderResult", "owned_by"]
 
@@ -109,7 +109,7 @@ class RenderResult:
 
     def composed_of(self, xr: Mapping[str, Any]) -> list[Obj]:
         """The composed resources of an XR, in key order."""
-        return [o for o in self.store.candidates_of(xr) if owned_by(o, xr)]
+        return list(filter(composed_by(xr), self.store.candidates_of(xr)))
 
     def composed_ready(self, obj: Mapping[str, Any]) -> bool:
         """Whether a composed resource counts as ready for its XR: the function's

@@ -27,7 +27,7 @@ from modelplane.api import constants as c
 from modelplane.api.frozen import FrozenDict, Interner
 from modelplane.compose.types import Resource
 from modelplane.crossplane.convert import dict_to_struct, freeze_stored, lossy_conversions
-from modelplane.local.store import Key, Obj, ObjectStore, owned_by
+from modelplane.local.store import Key, Obj, ObjectStore, composed_by
 
 __all__ = ["Fetch", "Fetched", "Fetcher", "Inputs", "Version", "resource_name"]
 
@@ -57,6 +57,10 @@ class Inputs:
     composite: Version
     observed: tuple[tuple[str, Version], ...]
     fetched: tuple[tuple[Fetch, ...], ...]
+    candidates: int | None = None
+    """The version of the XR's candidates (`ObjectStore.candidates_version`) that
+    `observed` was read at, when known: while it holds, so does every version in
+    `observed`."""
 
 
 def resource_name(obj: Mapping[str, Any]) -> str | None:
@@ -106,11 +110,12 @@ class Fetcher:
 
     def _lookup_observed(self, xr: Obj) -> dict[str, Obj]:
         observed: dict[str, Obj] = {}
+        owned = composed_by(xr)
         for obj in self.store.candidates_of(xr):
             name = resource_name(obj)
             # Crossplane cannot address a composed resource without the
             # annotation, so such objects are left alone (not observed, not GC'd).
-            if name and owned_by(obj, xr) and name not in observed:
+            if name and owned(obj) and name not in observed:
                 observed[name] = obj
         return observed
 
@@ -242,7 +247,18 @@ class Fetcher:
             composite=self.version(xr),
             observed=tuple((name, self.version(obj)) for name, obj in sorted(observed.items())),
             fetched=fetched,
+            candidates=self._read_at(xr, observed),
         )
+
+    def _read_at(self, xr: Obj, observed: Mapping[str, Obj]) -> int | None:
+        """The candidates' version `observed` is the reading of (`observed`), if it is
+        the one kept for `xr` and still current; else None."""
+        key = Key.of(xr)
+        cached = self._observed_by_xr.get(key)
+        now = self.store.candidates_version(key.name)
+        if cached is None or cached[1] is not observed or now is None or cached[0] != now:
+            return None
+        return now
 
     def sees(self, xr: Obj, observed: Mapping[str, Obj], inputs: Inputs) -> bool:
         """Whether a call of the function for `xr` would see `inputs` now, by version.
@@ -252,16 +268,24 @@ class Fetcher:
         """
         if self.version(xr) != inputs.composite or len(observed) != len(inputs.observed):
             return False
-        version = self.store.version
-        now = sorted(observed.items())
-        for (name, (key, seen)), (now_name, obj) in zip(inputs.observed, now, strict=True):
-            if name != now_name or key != Key.of(obj) or version(key) != seen:
-                return False
+        # While the candidates' version holds, every observed version does too.
+        current = inputs.candidates is not None and self._read_at(xr, observed) == inputs.candidates
+        if not current and not self._observed_still(observed, inputs):
+            return False
         return all(
             self.found(f.signature, f.selector)[0] == f.found
             for iteration in inputs.fetched
             for f in iteration
         )
+
+    def _observed_still(self, observed: Mapping[str, Obj], inputs: Inputs) -> bool:
+        """Whether `observed` holds the resources `inputs` saw, each at its version then."""
+        version = self.store.version
+        now = sorted(observed.items())
+        for (name, (key, seen)), (now_name, obj) in zip(inputs.observed, now, strict=True):
+            if name != now_name or key != Key.of(obj) or version(key) != seen:
+                return False
+        return True
 
 
 def _share(obj: Obj, frozen: FrozenDict) -> None:

@@ -194,9 +194,24 @@ def test_a_selectors_frozen_list_is_reused_while_its_objects_are_unchanged() -> 
     assert third[0]["data"] == {"x": "1"} and third[1] is first[1]
 
 
-@pytest.mark.parametrize("change", ["composite", "observed", "required", "nothing"])
+CHANGES = {
+    # change: whether the call would see its inputs again
+    "composite": False,
+    "observed": False,
+    "observed in place": False,
+    "observed deleted": False,
+    "observed added": False,
+    "required": False,
+    # A candidate the call does not observe (no resource name): the candidates'
+    # version moves, the observed ones do not.
+    "unobserved candidate": True,
+    "nothing": True,
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
 def test_a_call_sees_its_inputs_again_only_while_none_changed(change: str) -> None:
-    f = fetcher_of(xr(), composed("a-1", "a"), configmap("one", tier="gpu"))
+    f = fetcher_of(xr(), composed("a-1", "a"), composed("b-1", None), configmap("one", tier="gpu"))
     key = Key(XR_API, "Widget", "default", "w")
     stored = f.store.get(key)
     assert stored is not None
@@ -207,8 +222,18 @@ def test_a_call_sees_its_inputs_again_only_while_none_changed(change: str) -> No
         f.store.put({**xr(), "spec": {"n": 2}})
     elif change == "observed":
         f.store.put(composed("a-1", "a", x="1"))
+    elif change == "observed in place":
+        a = Key("v1", "ConfigMap", "default", "a-1")
+        f.store.get(a)["data"]["x"] = "1"  # type: ignore[index]
+        f.store.touch(a)
+    elif change == "observed deleted":
+        f.store.delete(Key("v1", "ConfigMap", "default", "a-1"))
+    elif change == "observed added":
+        f.store.put(composed("c-1", "c"))
     elif change == "required":
         f.store.put(configmap("two", tier="gpu"))
+    elif change == "unobserved candidate":
+        f.store.put(composed("b-1", None, x="1"))
     now = f.store.get(key)
     assert now is not None
-    assert f.sees(now, f.observed(now), inputs) is (change == "nothing")
+    assert f.sees(now, f.observed(now), inputs) is CHANGES[change]
