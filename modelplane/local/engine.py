@@ -35,6 +35,7 @@ Semantics mirrored from Crossplane v2 (documented where they are a choice):
 from __future__ import annotations
 
 import copy
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -192,7 +193,12 @@ class ControlPlane:
         # how its answer is applied (and `collector`, what is deleted).
         self.fetcher = Fetcher(self.store, self._interner)
         self.applicator = Applicator(
-            self.store, self._interner, self.clock, self.collector, self.readiness, self._delete
+            self.store,
+            self._interner,
+            self.clock,
+            self.collector,
+            self.readiness,
+            _weakly(self._delete),
         )
         function_input = dict(function_input or default_function_input(c.FUNCTION_PACKAGE))
         self.pipeline = Pipeline(
@@ -480,6 +486,20 @@ class ControlPlane:
             spec["crossplane"].pop("resourceRefs", None)
             if not spec["crossplane"]:
                 del spec["crossplane"]
+
+
+def _weakly(method: Callable[[Obj], None]) -> Callable[[Obj], None]:
+    """`method`, called through a weak reference to its object: a collaborator holding
+    it does not keep the engine alive (a cycle would keep a render's whole state until
+    the garbage collector's next full pass)."""
+    ref = weakref.WeakMethod(method)
+
+    def call(obj: Obj) -> None:
+        bound = ref()
+        if bound is not None:
+            bound(obj)
+
+    return call
 
 
 def _holds_fields(old: Any, status: dict[str, Any], conditions: Any) -> bool:
