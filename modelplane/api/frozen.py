@@ -49,6 +49,31 @@ class FrozenDict(dict[str, Any]):
         return (dict, (dict(self),))
 
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class ReadOnlyDict(dict[K, V]):
+    """A dict of any keys and values that cannot be changed after it is built.
+
+    For what a memo hands every caller (a table of verdicts, of pools): read
+    like any dict, and copied (`dict(x)`, `d.update(x)`) at a dict's speed,
+    where a `MappingProxyType` is copied through the mapping protocol, about
+    16 times slower for a table of 1,000 clusters.
+    """
+
+    __slots__ = ()
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __copy__(self) -> dict[K, V]:
+        return dict(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (dict(self),))
+
+
 class FrozenList(list[Any]):
     """A list that cannot be changed after it is built."""
 

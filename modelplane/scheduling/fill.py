@@ -11,9 +11,9 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from operator import attrgetter, itemgetter
-from types import MappingProxyType
 from typing import cast
 
+from modelplane.api.frozen import ReadOnlyDict
 from modelplane.api.readers import ObservedModelReplica, ReplayOrder
 from modelplane.dra.quantity import QuantityError, parse_quantity
 from modelplane.scheduling import cost, quota
@@ -163,7 +163,7 @@ def fleet_runs(inp: ScheduleInput, shapes: Shapes, ev: Evaluator) -> Mapping[Poo
             run.append((r.order, ch))
             holders.append(r)
     # Read-only: the last fleet's runs are shared by every call (`_FLEET_RUNS`).
-    return MappingProxyType({k: PoolRun(run, tuple(holders)) for k, (run, holders) in runs.items()})
+    return ReadOnlyDict({k: PoolRun(run, tuple(holders)) for k, (run, holders) in runs.items()})
 
 
 class _LastRuns:

@@ -30,13 +30,12 @@ import json
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
 from modelplane.api.common import format_validation_error
-from modelplane.api.frozen import memoized
+from modelplane.api.frozen import ReadOnlyDict, memoized
 from modelplane.api.inference_class import Device
 from modelplane.api.memo import SWITCH, Memo, memos_on, on_clear
 from modelplane.api.model_deployment import DeviceSelector
@@ -686,8 +685,8 @@ def cluster_pools(cluster: ObservedInferenceCluster, shapes: Shapes) -> ClusterP
         known = [p for p in cluster.pools if p.unknown is None]
         pools = ClusterPools(
             tuple([p.name for p in known]),
-            MappingProxyType({p.name: shapes.intern(p.class_name, p.devices) for p in known}),
-            MappingProxyType({p.name: p.nodes for p in known}),
+            ReadOnlyDict({p.name: shapes.intern(p.class_name, p.devices) for p in known}),
+            ReadOnlyDict({p.name: p.nodes for p in known}),
         )
         found = memo["scheduling.pools"] = (shapes, pools)
     return found[1]

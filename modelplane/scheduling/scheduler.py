@@ -25,9 +25,9 @@ matching, selector evaluation) is done once per call.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from types import MappingProxyType
 from typing import Any
 
+from modelplane.api.frozen import ReadOnlyDict
 from modelplane.api.model_deployment import MAX_UNSCHEDULABLE_ENTRIES
 from modelplane.api.readers import ObservedInferenceCluster
 from modelplane.scheduling import cost, preempt, quota, words
@@ -85,7 +85,7 @@ def filter_clusters(state: CycleState) -> None:
 def _shared(inp: ScheduleInput) -> tuple[Mapping[str, ClusterVerdict], tuple[str, ...]]:
     """`cluster_verdicts` in read-only containers, to remember on the fleet's table."""
     verdicts, schedulable = cluster_verdicts(inp)
-    return MappingProxyType(verdicts), tuple(schedulable)
+    return ReadOnlyDict(verdicts), tuple(schedulable)
 
 
 def cluster_verdicts(inp: ScheduleInput) -> tuple[dict[str, ClusterVerdict], list[str]]:
@@ -169,9 +169,9 @@ def _pools_of(
     """The pool names, shapes and node counts of the clusters `names`, by cluster
     (read-only: remembered on the fleet's table)."""
     return (
-        MappingProxyType({name: every[name].names for name in names}),
-        MappingProxyType({name: every[name].shapes for name in names}),
-        MappingProxyType({name: every[name].nodes for name in names}),
+        ReadOnlyDict({name: every[name].names for name in names}),
+        ReadOnlyDict({name: every[name].shapes for name in names}),
+        ReadOnlyDict({name: every[name].nodes for name in names}),
     )
 
 
@@ -184,9 +184,7 @@ def fleet_pools(
     """
 
     def derive() -> tuple[Shapes, Mapping[str, ClusterPools]]:
-        return shapes, MappingProxyType(
-            {n: cluster_pools(cl, shapes) for n, cl in clusters.items()}
-        )
+        return shapes, ReadOnlyDict({n: cluster_pools(cl, shapes) for n, cl in clusters.items()})
 
     found = fleet_derived(clusters, "scheduling.pools", derive)
     return found[1] if found[0] is shapes else derive()[1]

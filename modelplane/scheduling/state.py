@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
-from types import MappingProxyType
 from typing import Any, TypeVar
 
+from modelplane.api.frozen import ReadOnlyDict
 from modelplane.api.memo import memos_on
 from modelplane.api.objects import label_value
 from modelplane.api.readers import UNKNOWN_ORDER, ObservedModelReplica, ReplayOrder, StuckReplica
@@ -360,7 +360,7 @@ def fleet_order(replicas: Sequence[ObservedModelReplica]) -> FleetOrder:
     owned: dict[tuple[str, str, bool], list[ObservedModelReplica]] = {}
     for r in by_order:
         owned.setdefault((r.namespace, r.deployment, r.deployment_is_label), []).append(r)
-    frozen = MappingProxyType({k: tuple(v) for k, v in owned.items()})
+    frozen = ReadOnlyDict({k: tuple(v) for k, v in owned.items()})
     return FleetOrder(tuple(by_order), frozen)
 
 

@@ -3,7 +3,7 @@
 A memo hands the same value to every caller of the same key: a caller that
 changed it in place would change what every later caller gets. So every value
 a registered memo hands out is read-only (a frozen model or dataclass, a
-tuple, a `FrozenDict`, a `MappingProxyType`), or each caller gets a copy of
+tuple, a `FrozenDict`, a `ReadOnlyDict`, a `MappingProxyType`), or each caller gets a copy of
 its own. One check per entry of `api.memo.MEMOS`: it takes a value the memo
 hands out, tries to change it, and requires that the change raises or does not
 reach the next caller. A memo without a check fails
