@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from types import MappingProxyType
 
-from modelplane.api.frozen import memoized
+from modelplane.api.frozen import ReadOnlyDict, memoized
 from modelplane.compose.common import meta
 from modelplane.compose.deployments.revisions import own_replicas
 from modelplane.compose.types import Resource
@@ -89,7 +88,7 @@ def _index(listed: Sequence[Resource]) -> Listing:
         else:
             by_id[key] = obj
     preempts = any(memoized(r, "model_deployment.preempts", _preempts) for r in listed)
-    return Listing(MappingProxyType(by_id), tuple(unnamed), preempts)  # shared: `_LISTINGS`
+    return Listing(ReadOnlyDict(by_id), tuple(unnamed), preempts)  # shared: `_LISTINGS`
 
 
 def _preempts(replica: Resource) -> bool:
