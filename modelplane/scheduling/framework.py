@@ -27,11 +27,11 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, Protocol, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from modelplane.api.common import LabelSelector, Toleration
 from modelplane.api.fleet_quota import ObservedQuota, namespace_quota
-from modelplane.api.frozen import FrozenDict, memoized
+from modelplane.api.frozen import FrozenDict, ReadOnlyDict, memoized
 from modelplane.api.memo import memos_on, on_clear, remembered
 from modelplane.api.model_cache import ObservedModelCache, read_model_cache
 from modelplane.api.model_deployment import ModelDeploymentSpec
@@ -102,7 +102,7 @@ class ScheduleInput:
         return (self.caches or {}).get(names[0]) if names else None
 
 
-class ClusterTable(dict[str, ObservedInferenceCluster]):
+class ClusterTable(ReadOnlyDict[str, ObservedInferenceCluster]):
     """Every cluster's reading by name, sorted: what one cycle reads of the fleet.
 
     A table read from the same cluster objects is shared by every call that
@@ -116,21 +116,6 @@ class ClusterTable(dict[str, ObservedInferenceCluster]):
         """The table of `items`, in their order."""
         super().__init__(items)
         self.derived: dict[Hashable, Any] = {}
-
-    def _shared(self, *args: Any, **kwargs: Any) -> NoReturn:
-        raise TypeError(
-            "a ClusterTable is shared by every call that reads the same clusters: "
-            "copy it (dict(table)) before changing it"
-        )
-
-    __setitem__ = __delitem__ = __ior__ = _shared
-    clear = pop = popitem = setdefault = update = _shared
-
-    def __copy__(self) -> dict[str, ObservedInferenceCluster]:
-        return dict(self)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (dict, (dict(self),))
 
 
 def fleet_derived(
