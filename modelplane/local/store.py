@@ -162,7 +162,11 @@ def _text_digest(obj: Obj) -> bytes:
         return _hash(repr(obj).encode())
     parts = [_text(together)]
     parts += [_text(k) + _field_digest(v) for k, v in apart]
-    body = _hash(b"".join(parts))
+    return _with_status(_hash(b"".join(parts)), status)
+
+
+def _with_status(body: bytes, status: Any) -> bytes:
+    """A content digest from its body part and the object's status (`_NO_STATUS`: none)."""
     return body if status is _NO_STATUS else body + _field_digest(status)
 
 
@@ -283,14 +287,14 @@ class ObjectStore:
             self._candidate_versions[self._candidate[key]] = next(_VERSIONS)
         return key
 
-    def _note(self, key: Key, obj: Obj) -> bool:
+    def _note(self, key: Key, obj: Obj, text_of: Callable[[Obj], bytes] = _text_digest) -> bool:
         """Record the object's content; returns whether it differs from the last recorded.
 
         Only digests are kept, not a copy of the content: one of marshal's
         exact bytes (done in C, cheap), which settles an unchanged object at
-        once, and one of its key-sorted JSON text, which decides otherwise:
-        content is compared key order aside and value types not (1, 1.0 and
-        True differ).
+        once, and one of its key-sorted JSON text (`text_of`), which decides
+        otherwise: content is compared key order aside and value types not (1,
+        1.0 and True differ).
         """
         old = self._content.get(key)
         # An object marshal refused (it holds read-only containers) is refused
@@ -299,7 +303,7 @@ class ObjectStore:
         exact = _hash(data) if data is not None else None
         if old is not None and exact is not None and old[0] == exact:
             return False
-        text = _text_digest(obj)
+        text = text_of(obj)
         self._content[key] = (exact, text)
         return old is None or old[1] != text
 
@@ -411,19 +415,8 @@ class ObjectStore:
         # Keys of mixed types are digested whole (`_text_digest`): no body part to keep.
         if obj is None or old is None or not all(type(k) is str for k in obj):
             return self.touch(key)
-        exact = None
-        if old[0] is not None:  # else marshal refused it (read-only parts): not tried again
-            data = _marshalled(obj)
-            if data is None:
-                return self.touch(key)
-            exact = _hash(data)
-            if old[0] == exact:
-                return False
-        status = obj.get("status", _NO_STATUS)
         body = old[1][:_BODY]
-        text = body if status is _NO_STATUS else body + _field_digest(status)
-        self._content[key] = (exact, text)
-        if old[1] == text:
+        if not self._note(key, obj, lambda o: _with_status(body, o.get("status", _NO_STATUS))):
             return False
         self._bump(key)
         return True
