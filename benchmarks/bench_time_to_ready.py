@@ -9,9 +9,9 @@ own metrics: function calls (Crossplane's `function_run_function_request_total`)
 Crossplane reconciles (`controller_runtime_reconcile_total` of the controllers
 of Modelplane's kinds) and API writes (`apiserver_request_total` of every API server,
 verbs that write), each per Ready replica, and the watch events Crossplane's XR
-circuit breaker dropped (`circuit_breaker_events_total{result="Dropped"}`). The
-harness plays the controllers the fleet lacks (the gateway's route status), as
-the e2e suite does.
+circuit breaker dropped (`circuit_breaker_events_total{result="Dropped"}`). Each
+workload cluster runs the real Envoy Gateway; the bench applies the platform
+Gateway its replicas' routes attach to, as the e2e suite does.
 
     .venv/bin/python benchmarks/bench_time_to_ready.py [--dir D] [--keep] [--replicas 1,2,4,8]
         [--clusters 1,2,4]
@@ -26,8 +26,10 @@ import ssl
 import sys
 import time
 import urllib.request
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -37,6 +39,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from e2e import manifests as m  # noqa: E402
 from e2e.harness import World  # noqa: E402
 
+from modelplane.dev import audit  # noqa: E402
 from modelplane.dev.fleet import Fleet, State  # noqa: E402
 from modelplane.dev.nodes import ClusterNodes, PoolNodes, class_devices  # noqa: E402
 
@@ -65,8 +68,41 @@ def _sum(text: str, family: str, keep: Any) -> float:
     return total
 
 
+def _function_calls(state: State) -> dict[str, float]:
+    """The function's own calls by composite kind (its metrics ask for a client
+    certificate of the fleet's CA: Crossplane's)."""
+    certs = state.pki / "crossplane"
+    ctx = ssl.create_default_context(cafile=str(state.pki / "ca.crt"))
+    ctx.load_cert_chain(str(certs / "tls.crt"), str(certs / "tls.key"))
+    url = f"https://127.0.0.1:{state.ports['function-metrics']}/metrics"
+    with urllib.request.urlopen(url, timeout=10, context=ctx) as resp:
+        text = resp.read().decode()
+    out: dict[str, float] = {}
+    for fam in text_string_to_metric_families(text):
+        for sample in fam.samples:
+            if sample.name == "modelplane_function_calls_total":
+                out[f"calls: {sample.labels['kind']}"] = sample.value
+    return out
+
+
+def _reconciles(xp: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for fam in text_string_to_metric_families(xp):
+        for sample in fam.samples:
+            controller = str(sample.labels.get("controller", ""))
+            if (
+                sample.name == "controller_runtime_reconcile_total"
+                and "modelplane.ai" in controller
+            ):
+                kind = controller.split("/")[-1].split(".")[0]
+                key = f"reconciles: {kind} {sample.labels.get('result', '')}"
+                out[key] = out.get(key, 0.0) + sample.value
+    return out
+
+
 def counters(state: State) -> dict[str, float]:
-    """Function calls, Crossplane composite reconciles and API writes so far."""
+    """Function calls, Crossplane composite reconciles and API writes so far, in total
+    and (keys with a colon) by kind."""
     xp = _scrape(f"http://127.0.0.1:{state.ports['crossplane-metrics']}/metrics", None, None)
     token = (state.pki / "token").read_text().strip()
     writes = 0.0
@@ -75,20 +111,24 @@ def counters(state: State) -> dict[str, float]:
             f"{state.kubeconfig(cluster).server}/metrics", token, str(state.pki / "ca.crt")
         )
         writes += _sum(text, "apiserver_request_total", lambda lb: lb.get("verb") in WRITE_VERBS)
-    return {
-        "function calls": _sum(xp, "function_run_function_request_total", lambda _lb: True),
-        "reconciles": _sum(
-            xp,
-            "controller_runtime_reconcile_total",
-            lambda lb: "modelplane.ai" in str(lb.get("controller", "")),
-        ),
-        "API writes": writes,
-        # Watch events Crossplane's XR circuit breaker threw away: each one is a
-        # change a composite did not react to until its next 30 s probe.
-        "breaker drops": _sum(
-            xp, "circuit_breaker_events_total", lambda lb: lb.get("result") == "Dropped"
-        ),
-    }
+    return (
+        _function_calls(state)
+        | _reconciles(xp)
+        | {
+            "function calls": _sum(xp, "function_run_function_request_total", lambda _lb: True),
+            "reconciles": _sum(
+                xp,
+                "controller_runtime_reconcile_total",
+                lambda lb: "modelplane.ai" in str(lb.get("controller", "")),
+            ),
+            "API writes": writes,
+            # Watch events Crossplane's XR circuit breaker threw away: each one is a
+            # change a composite did not react to until its next 30 s probe.
+            "breaker drops": _sum(
+                xp, "circuit_breaker_events_total", lambda lb: lb.get("result") == "Dropped"
+            ),
+        }
+    )
 
 
 def _clusters(world: World) -> None:
@@ -119,14 +159,35 @@ def _deployment(replicas: int, clusters: int) -> dict[str, Any]:
     return doc
 
 
-def measure(world: World, replicas: int, clusters: int) -> dict[str, float]:
+@dataclass
+class Detail:
+    """Where one size's work went, by kind and (with `--audit`) by writer and cause."""
+
+    reader: audit.Reader | None
+    last: dict[tuple[str, str, str], Any] = field(default_factory=dict)
+    windows: list[tuple[str, dict[str, float], Counter[tuple[str, ...]]]] = field(
+        default_factory=list
+    )
+
+    def window(self, name: str, before: dict[str, float], after: dict[str, float]) -> None:
+        """Record one phase: counter deltas, and the audited writes since the last."""
+        by_kind = {k: after.get(k, 0.0) - v for k, v in before.items() if ":" in k}
+        by_kind |= {k: v for k, v in after.items() if ":" in k and k not in before}
+        writes = audit.attribute(self.reader.read(), self.last) if self.reader else Counter()
+        self.windows.append((name, {k: v for k, v in by_kind.items() if v}, writes))
+
+
+def measure(world: World, replicas: int, clusters: int, detail: Detail) -> dict[str, float]:
     """Time to Ready and the work per Ready replica of one deployment."""
+    if detail.reader:
+        detail.reader.mark()
     before = counters(world.state)
     started = time.monotonic()
     world.apply([_deployment(replicas, clusters)])
     world.settle("ttr Ready", lambda: world.ready(m.API, "ModelDeployment", "ttr", NS), 600)
     elapsed = time.monotonic() - started
     after = counters(world.state)
+    detail.window("apply → Ready", before, after)
     world.cp.delete(m.API, "ModelDeployment", "ttr", NS)
     # Gone means the deployment too: applying the next size while the last one
     # still finalizes would update the old, Ready object and time nothing.
@@ -140,9 +201,29 @@ def measure(world: World, replicas: int, clusters: int) -> dict[str, float]:
         ),
         300,
     )
+    detail.window("delete → gone", after, counters(world.state))
     out = {"seconds": elapsed}
-    out.update({k: (after[k] - before[k]) / replicas for k in before})
+    out.update({k: (after[k] - before[k]) / replicas for k in before if ":" not in k})
     return out
+
+
+def print_detail(out: TextIO, size: str, replicas: int, detail: Detail) -> None:
+    """One size's work per replica by kind, then its writes by writer and cause."""
+    for name, by_kind, writes in detail.windows:
+        print(f"\n### {size}: {name} (per replica)\n", file=out)
+        for key, value in sorted(by_kind.items()):
+            print(f"- {key}: {value / replicas:.1f}", file=out)
+        if writes:
+            print(
+                "\n| cluster | writer | resource | verb | status fields changed | per replica |",
+                file=out,
+            )
+            print("|---|---|---|---|---|---:|", file=out)
+            for (role, who, target, verb, why), n in writes.most_common():
+                print(
+                    f"| {role} | {who} | {target} | {verb} | {why} | {n / replicas:.1f} |", file=out
+                )
+    out.flush()
 
 
 def main() -> None:
@@ -152,18 +233,33 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="Leave the fleet running.")
     ap.add_argument("--replicas", default="1,2,4,8")
     ap.add_argument("--clusters", default="1,2,4")
+    ap.add_argument(
+        "--detail",
+        type=Path,
+        help="Write each size's work by kind, and with --audit its writes by writer and "
+        "cause, to this Markdown file.",
+    )
+    ap.add_argument(
+        "--audit",
+        action="store_true",
+        help="Start the fleet's API servers with audit logs (a fleet already running "
+        "without them is not restarted: take it down first).",
+    )
     args = ap.parse_args()
     devices = class_devices(m.inference_class(CLASS))
     nodes = [
         ClusterNodes(f"wl-{i}", (PoolNodes("l4", NODES, devices),)) for i in range(1, WORKLOADS + 1)
     ]
-    fleet = Fleet(args.dir, lambda msg: print(f"[dev up] {msg}", file=sys.stderr))
+    fleet = Fleet(args.dir, lambda msg: print(f"[dev up] {msg}", file=sys.stderr), args.audit)
     started = time.monotonic()
     fleet.up(clusters=WORKLOADS, nodes=nodes)
     print(f"dev up: {time.monotonic() - started:.1f} s", file=sys.stderr)
     world = World(State.load(fleet.directory), started)
+    # Gateway API and Envoy Gateway come with each cluster (`Fleet.up`); the
+    # platform's Gateway the replicas' routes attach to is the bench's to run,
+    # as the e2e suite's is (its serving stack is off).
     for api in world.workloads.values():
-        world.install_crds(api, "gateway-api")
+        world.apply(m.platform_gateway(), api)
     _clusters(world)
     world.apply([m.namespace(NS)])
     print(
@@ -171,9 +267,14 @@ def main() -> None:
         "| API writes / replica | breaker drops / replica |"
     )
     print("|---:|---:|---:|---:|---:|---:|---:|")
+    logs = {c: fleet.audit_log(c) for c in world.state.clusters}
+    out = args.detail.open("w") if args.detail else None
     for clusters in (int(x) for x in args.clusters.split(",")):
         for replicas in (int(x) for x in args.replicas.split(",")):
-            got = measure(world, replicas, clusters)
+            detail = Detail(audit.Reader(logs) if args.audit else None)
+            got = measure(world, replicas, clusters, detail)
+            if out:
+                print_detail(out, f"{clusters} × {replicas}", replicas, detail)
             print(
                 f"| {clusters} | {replicas} | {got['seconds']:.1f} | {got['function calls']:.1f} "
                 f"| {got['reconciles']:.1f} | {got['API writes']:.1f} "

@@ -48,36 +48,6 @@ CLASS8 = "e2e-l4x8"
 CLUSTERS = {"e2e-a": "wl-1", "e2e-b": "wl-2"}
 
 
-def platform_gateway() -> list[dict[str, Any]]:
-    """The Gateway a platform team runs in front of a cluster whose serving stack is off:
-    the one every replica's HTTPRoute names (plain HTTP: no fleet gateway crosses it)."""
-    return [
-        {
-            "apiVersion": "gateway.networking.k8s.io/v1",
-            "kind": "GatewayClass",
-            "metadata": {"name": "platform"},
-            "spec": {"controllerName": "gateway.envoyproxy.io/gatewayclass-controller"},
-        },
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "modelplane-system"}},
-        {
-            "apiVersion": "gateway.networking.k8s.io/v1",
-            "kind": "Gateway",
-            "metadata": {"name": "modelplane-inference", "namespace": "modelplane-system"},
-            "spec": {
-                "gatewayClassName": "platform",
-                "listeners": [
-                    {
-                        "name": "http",
-                        "port": 80,
-                        "protocol": "HTTP",
-                        "allowedRoutes": {"namespaces": {"from": "All"}},
-                    }
-                ],
-            },
-        },
-    ]
-
-
 def e2e_pools() -> list[dict[str, Any]]:
     """The pools of e2e-a and e2e-b: four one-L4 nodes and one eight-L4 node."""
     return [
@@ -104,7 +74,7 @@ def fleet(world: World) -> World:
         world.install_crds(api, "lws")
         # The serving stack is off on these clusters: the platform runs the
         # Gateway their replicas' routes attach to, as it would on a real one.
-        world.apply(platform_gateway(), api)
+        world.apply(m.platform_gateway(), api)
     classes = [m.inference_class(CLASS), m.inference_class(CLASS8, gpus=8)]
     clusters = [
         m.inference_cluster(name, world.secret_ref(wl), CLASS, pools=e2e_pools())

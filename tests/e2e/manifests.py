@@ -157,3 +157,33 @@ def inference_gateway() -> Doc:
         "metadata": {"name": "default"},
         "spec": {},
     }
+
+
+def platform_gateway() -> list[Doc]:
+    """The Gateway a platform team runs in front of a cluster whose serving stack is off:
+    the one every replica's HTTPRoute names (plain HTTP: no fleet gateway crosses it)."""
+    return [
+        {
+            "apiVersion": "gateway.networking.k8s.io/v1",
+            "kind": "GatewayClass",
+            "metadata": {"name": "platform"},
+            "spec": {"controllerName": "gateway.envoyproxy.io/gatewayclass-controller"},
+        },
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "modelplane-system"}},
+        {
+            "apiVersion": "gateway.networking.k8s.io/v1",
+            "kind": "Gateway",
+            "metadata": {"name": "modelplane-inference", "namespace": "modelplane-system"},
+            "spec": {
+                "gatewayClassName": "platform",
+                "listeners": [
+                    {
+                        "name": "http",
+                        "port": 80,
+                        "protocol": "HTTP",
+                        "allowedRoutes": {"namespaces": {"from": "All"}},
+                    }
+                ],
+            },
+        },
+    ]

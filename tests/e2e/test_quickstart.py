@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e import manifests as m
 from e2e import parity
-from e2e.conftest import platform_gateway
 from e2e.harness import COUNTS, World, load_docs
 
 pytestmark = pytest.mark.e2e
@@ -38,7 +38,7 @@ def _remove_platform_gateways(world: World) -> None:
     """The platform Gateway the e2e fleet's clusters (serving stack off) were given: a
     serving stack composes its own Gateway of that name."""
     for api in world.workloads.values():
-        for doc in reversed(platform_gateway()):
+        for doc in reversed(m.platform_gateway()):
             if doc["kind"] != "Namespace":
                 meta = doc["metadata"]
                 api.delete(doc["apiVersion"], doc["kind"], meta["name"], meta.get("namespace", ""))
