@@ -52,6 +52,26 @@ STATE_FILE = "state.json"
 XR_WATCH_BURST = 1000
 XR_WATCH_REFILL = 20
 
+# What an audited API server logs: every write (reads are not the work a
+# benchmark attributes), its body for Modelplane's kinds and the Objects they
+# compose (to tell which status field changed), the rest by name only.
+AUDIT_POLICY: dict[str, Any] = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [
+        {"level": "None", "verbs": ["get", "list", "watch"]},
+        {
+            "level": "Request",
+            "resources": [
+                {"group": "modelplane.ai"},
+                {"group": "kubernetes.m.crossplane.io"},
+            ],
+        },
+        {"level": "Metadata"},
+    ],
+}
+
 CONTROL_PLANE = "control-plane"
 # The common name of the function's serving certificate (its names: localhost, 127.0.0.1).
 FUNCTION_SERVER_NAME = "function-modelplane"
@@ -232,9 +252,13 @@ class State:
 class Fleet:
     """Bring a local fleet up, report on it and take it down."""
 
-    def __init__(self, directory: Path, say: Say | None = None) -> None:
+    def __init__(self, directory: Path, say: Say | None = None, audit: bool = False) -> None:
+        """A fleet kept in `directory`; with `audit`, every API server it starts logs
+        each write it serves (`audit_log`), which is what a benchmark attributes
+        the control plane's work from."""
         self.directory = directory.resolve()
         self.say: Say = say or (lambda _m: None)
+        self.audit = audit
         self.network = netns.Network(netns.fleet_id(self.directory))
 
     @property
@@ -423,6 +447,7 @@ class Fleet:
             "--allow-privileged=true",
             f"--cert-dir={self.directory / 'apiserver' / cluster}",
             "--profiling=false",
+            *self._audit_flags(cluster),
         ]
         started = self._ensure(state, f"{cluster}-apiserver", argv)
         api = state.api(cluster)
@@ -434,6 +459,25 @@ class Fleet:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(state.kubeconfig(cluster).text())
         path.chmod(0o600)
+
+    def audit_log(self, cluster: str) -> Path:
+        """Where `cluster`'s API server logs the writes it serves (with `audit`)."""
+        return self.directory / "audit" / f"{cluster}.log"
+
+    def _audit_flags(self, cluster: str) -> list[str]:
+        if not self.audit:
+            return []
+        policy = self.directory / "audit" / "policy.yaml"
+        policy.parent.mkdir(parents=True, exist_ok=True)
+        policy.write_text(yaml.safe_dump(AUDIT_POLICY, sort_keys=False))
+        return [
+            f"--audit-policy-file={policy}",
+            f"--audit-log-path={self.audit_log(cluster)}",
+            "--audit-log-format=json",
+            "--audit-log-maxsize=0",
+            # Written as served: a benchmark reads the log right after the writes.
+            "--audit-log-mode=blocking",
+        ]
 
     def _controllers(self, state: State, built: dict[str, Path], cluster: str) -> None:
         controllers = CONTROLLERS
