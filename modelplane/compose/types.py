@@ -9,7 +9,7 @@ gRPC, clocks or the network.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from modelplane.api import constants as c
@@ -122,6 +122,36 @@ class ComposeResult:
     def normal(self, reason: str, message: str) -> None:
         """Record a normal event."""
         self.events.append(EventOut("Normal", reason, message))
+
+    def unrepeated(self, observed: Mapping[str, Any]) -> ComposeResult:
+        """This result without the events a condition of `observed` already states.
+
+        A composer reports a problem as a condition that stands while the problem
+        does and an event when it is found. Crossplane records every result of
+        every call as an event, so a lasting problem would be recorded again at
+        each reconcile, an API write each time. An event whose reason and message
+        are those of a condition the observed composite shows was recorded when
+        that condition was set; once the condition changes, the next is new.
+        """
+        if not self.events:
+            return self
+        shown = _shown_conditions(observed)
+        kept = [ev for ev in self.events if (ev.reason, ev.message) not in shown]
+        return self if len(kept) == len(self.events) else replace(self, events=kept)
+
+
+def _shown_conditions(observed: Mapping[str, Any]) -> set[tuple[str, str]]:
+    status = observed.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    if not isinstance(conditions, list):
+        return set()
+    return {
+        (cond["reason"], cond["message"])
+        for cond in conditions
+        if isinstance(cond, Mapping)
+        and isinstance(cond.get("reason"), str)
+        and isinstance(cond.get("message"), str)
+    }
 
 
 Composer = Callable[[ComposeInput], ComposeResult]

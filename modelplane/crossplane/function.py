@@ -143,7 +143,7 @@ def serve(
             # The runner has the servicer's one method; gRPC needs no more.
             cast(
                 grpcv1.FunctionRunnerServiceServicer,
-                FunctionRunner(pool=pool, metrics=metrics, clock=utc_now),
+                FunctionRunner(pool=pool, metrics=metrics, clock=utc_now, record_once=True),
             ),
             debug=debug,
             address=address,

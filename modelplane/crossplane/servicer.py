@@ -91,6 +91,7 @@ class FunctionRunner:
         pool: WorkerPool | None = None,
         metrics: FunctionMetrics | None = None,
         clock: Callable[[], datetime.datetime] | None = None,
+        record_once: bool = False,
     ) -> None:
         """Create a runner whose responses may be cached for `ttl`.
 
@@ -100,12 +101,18 @@ class FunctionRunner:
         one it runs inline (the embedded control plane and tests). With a
         `clock`, each call's input carries its time (`ComposeInput.now`), which
         composers compare reported times against; without one it carries none.
+        With `record_once` (the served function), an event a condition of the
+        observed composite already states is left out of the response
+        (`ComposeResult.unrepeated`): Crossplane would record it again at every
+        call. The embedded control plane shows each object's last call's events,
+        which is what stands on it, so it keeps them.
         """
         self.ttl = ttl
         self.log_errors = log_errors
         self.pool = pool
         self.metrics = metrics  # counted around each gRPC call (`crossplane/metrics.py`)
         self.clock = clock
+        self.record_once = record_once
 
     def run(self, req: fnv1.RunFunctionRequest) -> fnv1.RunFunctionResponse:
         """Handle one request synchronously; never raises, whatever the request holds."""
@@ -117,6 +124,10 @@ class FunctionRunner:
         result = self.compose(
             composite, lambda: convert.to_input(req, composite=composite, now=now)
         )
+        if self.record_once:
+            # Crossplane records every result of every call as an event: one a
+            # standing condition already states was recorded when it was set.
+            result = result.unrepeated(composite)
         try:
             return convert.to_response(req, result, self.ttl)
         except (TypeError, ValueError) as exc:
@@ -255,7 +266,7 @@ def run_serialized(data: bytes) -> bytes:
         req = fnv1.RunFunctionRequest()
         rsp = convert.fatal_response(req, f"cannot decode the RunFunctionRequest: {exc}")
         return rsp.SerializeToString()
-    return FunctionRunner(clock=utc_now).run(req).SerializeToString()
+    return FunctionRunner(clock=utc_now, record_once=True).run(req).SerializeToString()
 
 
 def utc_now() -> datetime.datetime:

@@ -239,7 +239,7 @@ def test_stuck_agent_inventory_is_reported_stale_and_not_acted_on() -> None:
     stale = _compose_cluster("2026-03-01T12:12:01Z")
     cond = _fresh(stale)
     assert (cond.status, str(cond.reason)) == ("False", "Stale")
-    assert "observedAt 2026-03-01T12:00:00Z" in cond.message and "721 s old" in cond.message
+    assert "since observedAt 2026-03-01T12:00:00Z" in cond.message
     assert "past the 720 s its 60s interval allows" in cond.message
     assert "modelplane-system/modelplane-inventory" in cond.message
     assert "unschedulableReplicas" not in stale.status  # no replica is moved on it

@@ -452,12 +452,15 @@ def freshness(
             c.CONDITION_INVENTORY_FRESH,
             True,
             InventoryFreshReason.FRESH,
-            f"the inventory agent reported at {inventory.observed_at} ({max(0, age)} s ago)",
+            # Not its age: a message that changed at every call would be a
+            # status write at every call.
+            f"the inventory agent reported at {inventory.observed_at}, within the {bound} s "
+            f"its {config.interval} interval allows",
         )
         return inventory
     message = (
-        f"the inventory agent's last report (observedAt {inventory.observed_at}) is {age} s "
-        f"old, past the {bound} s its {config.interval} interval allows: its unschedulable "
+        f"no report from the inventory agent since observedAt {inventory.observed_at}, "
+        f"past the {bound} s its {config.interval} interval allows: its unschedulable "
         "replicas and engine signals are not used until it reports again; check Deployment "
         f"{c.INVENTORY_NAMESPACE}/{c.INVENTORY_CONFIGMAP} on the cluster (its log names the "
         "call that fails)"
