@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from e2e import manifests as m  # noqa: E402
 from e2e.harness import World  # noqa: E402
 
+from modelplane.api import constants as c  # noqa: E402
 from modelplane.dev import audit  # noqa: E402
 from modelplane.dev.fleet import Fleet, State  # noqa: E402
 from modelplane.dev.nodes import ClusterNodes, PoolNodes, class_devices  # noqa: E402
@@ -190,13 +191,16 @@ def measure(world: World, replicas: int, clusters: int, detail: Detail) -> dict[
     detail.window("apply → Ready", before, after)
     world.cp.delete(m.API, "ModelDeployment", "ttr", NS)
     # Gone means the deployment too: applying the next size while the last one
-    # still finalizes would update the old, Ready object and time nothing.
+    # still finalizes would update the old, Ready object and time nothing. And
+    # the replicas' Objects: the next size's replicas have the same names, and
+    # composing onto an Object still being deleted waits for it to go.
     world.settle(
         "ttr gone",
         lambda: (
             None
             if world.cp.list(m.API, "ModelReplica", NS)
             or world.cp.get(m.API, "ModelDeployment", "ttr", NS)
+            or world.cp.list(c.PROVIDER_KUBERNETES_API_VERSION, "Object", NS)
             else True
         ),
         300,
@@ -245,12 +249,23 @@ def main() -> None:
         help="Start the fleet's API servers with audit logs (a fleet already running "
         "without them is not restarted: take it down first).",
     )
+    ap.add_argument(
+        "--breaker",
+        default="",
+        help="Crossplane's XR watch circuit breaker as BURST/REFILL (e.g. 100/1, its "
+        "defaults); the dev fleet's own when not given.",
+    )
     args = ap.parse_args()
     devices = class_devices(m.inference_class(CLASS))
     nodes = [
         ClusterNodes(f"wl-{i}", (PoolNodes("l4", NODES, devices),)) for i in range(1, WORKLOADS + 1)
     ]
-    fleet = Fleet(args.dir, lambda msg: print(f"[dev up] {msg}", file=sys.stderr), args.audit)
+    say = lambda msg: print(f"[dev up] {msg}", file=sys.stderr)  # noqa: E731
+    if args.breaker:
+        burst, refill = args.breaker.split("/")
+        fleet = Fleet(args.dir, say, args.audit, (int(burst), float(refill)))
+    else:
+        fleet = Fleet(args.dir, say, args.audit)
     started = time.monotonic()
     fleet.up(clusters=WORKLOADS, nodes=nodes)
     print(f"dev up: {time.monotonic() - started:.1f} s", file=sys.stderr)

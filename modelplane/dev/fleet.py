@@ -252,13 +252,21 @@ class State:
 class Fleet:
     """Bring a local fleet up, report on it and take it down."""
 
-    def __init__(self, directory: Path, say: Say | None = None, audit: bool = False) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        say: Say | None = None,
+        audit: bool = False,
+        breaker: tuple[int, float] = (XR_WATCH_BURST, XR_WATCH_REFILL),
+    ) -> None:
         """A fleet kept in `directory`; with `audit`, every API server it starts logs
         each write it serves (`audit_log`), which is what a benchmark attributes
-        the control plane's work from."""
+        the control plane's work from. `breaker` is Crossplane's XR watch circuit
+        breaker (burst, refill per second) when this call starts it."""
         self.directory = directory.resolve()
         self.say: Say = say or (lambda _m: None)
         self.audit = audit
+        self.breaker = breaker
         self.network = netns.Network(netns.fleet_id(self.directory))
 
     @property
@@ -760,8 +768,8 @@ class Fleet:
             },
             extra=[
                 "--poll-interval=10s",
-                f"--circuit-breaker-burst={XR_WATCH_BURST}",
-                f"--circuit-breaker-refill-rate={XR_WATCH_REFILL}",
+                f"--circuit-breaker-burst={self.breaker[0]}",
+                f"--circuit-breaker-refill-rate={self.breaker[1]:g}",
             ],
             runtime=runtime,
         )
