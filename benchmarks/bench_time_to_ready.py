@@ -211,6 +211,65 @@ def measure(world: World, replicas: int, clusters: int, detail: Detail) -> dict[
     return out
 
 
+def _scheduled(world: World, name: str) -> str:
+    obj = world.cp.get(m.API, "ModelDeployment", name, NS)
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Scheduled":
+            return f"{cond.get('status')}/{cond.get('reason')}"
+    return ""
+
+
+def _gone(world: World, name: str) -> bool | None:
+    """True once a deployment and its replicas are gone from the control plane."""
+    replicas = [
+        r
+        for r in world.cp.list(m.API, "ModelReplica", NS)
+        if (r.get("spec") or {}).get("deploymentName") == name
+    ]
+    return None if replicas or world.cp.get(m.API, "ModelDeployment", name, NS) else True
+
+
+def pending_once(world: World) -> tuple[float, float]:
+    """Fill cluster 1, have a second deployment wait there, free the capacity: seconds
+    from the filling deployment's replicas gone (the capacity free as the scheduler
+    counts it) to the waiting one placed, and from the delete to placed."""
+    blocker = _deployment(NODES, 1)
+    blocker["metadata"]["name"] = "blocker"
+    world.apply([blocker])
+    world.settle("blocker Ready", lambda: world.ready(m.API, "ModelDeployment", "blocker", NS), 600)
+    waiter = _deployment(1, 1)
+    waiter["metadata"]["name"] = "waiter"
+    world.apply([waiter])
+    world.settle(
+        "waiter waits",
+        lambda: True if _scheduled(world, "waiter").startswith("False/") else None,
+        120,
+    )
+    deleted = time.monotonic()
+    world.cp.delete(m.API, "ModelDeployment", "blocker", NS)
+    gone = placed = 0.0
+    while not placed:
+        now = time.monotonic()
+        if not gone and _gone(world, "blocker"):
+            gone = now
+        if _scheduled(world, "waiter").startswith("True/"):
+            placed = now
+            gone = gone or now
+        if now - deleted > 300:
+            raise TimeoutError(
+                f"waiter not placed 300 s after the delete: {_scheduled(world, 'waiter')}"
+            )
+        time.sleep(0.2)
+    world.cp.delete(m.API, "ModelDeployment", "waiter", NS)
+    world.settle("waiter gone", lambda: _gone(world, "waiter"), 300)
+    world.settle(
+        "Objects gone",
+        lambda: None if world.cp.list(c.PROVIDER_KUBERNETES_API_VERSION, "Object", NS) else True,
+        300,
+    )
+    return placed - gone, placed - deleted
+
+
 def print_detail(out: TextIO, size: str, replicas: int, detail: Detail) -> None:
     """One size's work per replica by kind, then its writes by writer and cause."""
     for name, by_kind, writes in detail.windows:
@@ -255,6 +314,13 @@ def main() -> None:
         help="Crossplane's XR watch circuit breaker as BURST/REFILL (e.g. 100/1, its "
         "defaults); the dev fleet's own when not given.",
     )
+    ap.add_argument(
+        "--pending",
+        type=int,
+        default=0,
+        help="Instead of the sizes, measure N times how soon a replica waiting for "
+        "capacity is placed once a deployment filling its cluster is deleted.",
+    )
     args = ap.parse_args()
     devices = class_devices(m.inference_class(CLASS))
     nodes = [
@@ -277,6 +343,15 @@ def main() -> None:
         world.apply(m.platform_gateway(), api)
     _clusters(world)
     world.apply([m.namespace(NS)])
+    if args.pending:
+        print("| run | s from capacity freed to placed | s from delete to placed |")
+        print("|---:|---:|---:|")
+        for run in range(1, args.pending + 1):
+            freed, deleted = pending_once(world)
+            print(f"| {run} | {freed:.1f} | {deleted:.1f} |", flush=True)
+        if not args.keep:
+            fleet.down()
+        return
     print(
         "| clusters | replicas | s to Ready | function calls / replica | reconciles / replica "
         "| API writes / replica | breaker drops / replica |"
