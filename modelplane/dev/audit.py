@@ -58,9 +58,8 @@ class Write:
 
 def agent_of(user_agent: str) -> str:
     """A writer's name from its user agent: `crossplane/v2.3.4 (linux/amd64) ...` →
-    `crossplane`; a binary's path keeps only its last part."""
-    head = user_agent.split(" ", 1)[0].split("/", 1)[0]
-    return head.rsplit("\\", 1)[-1] or "unknown"
+    `crossplane`; `unknown` when it sent none."""
+    return user_agent.split(" ", 1)[0].split("/", 1)[0] or "unknown"
 
 
 def parse_event(cluster: str, event: Mapping[str, Any]) -> Write | None:
