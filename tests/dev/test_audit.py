@@ -102,3 +102,24 @@ def test_the_reader_returns_what_each_log_gained_and_leaves_a_partial_line(
         f.write(whole[10:] + "\n")
     assert [w.name for w in reader.read()] == ["new"]
     assert reader.read() == []
+
+
+def test_an_audited_fleet_logs_writes_only_and_no_secret_bodies(tmp_path: Path) -> None:
+    import yaml
+
+    from modelplane.dev.fleet import Fleet
+
+    assert Fleet(tmp_path)._audit_flags("wl-1") == []
+    flags = Fleet(tmp_path, audit=True)._audit_flags("wl-1")
+    assert f"--audit-log-path={tmp_path.resolve() / 'audit' / 'wl-1.log'}" in flags
+    policy = yaml.safe_load((tmp_path / "audit" / "policy.yaml").read_text())
+    reads, bodies, rest = policy["rules"]
+    assert reads == {"level": "None", "verbs": ["get", "list", "watch"]}
+    # Bodies only of our kinds and the Objects they compose: a Secret (core group)
+    # is logged by name, never with its data.
+    assert bodies["level"] == "Request"
+    assert {r["group"] for r in bodies["resources"]} == {
+        "modelplane.ai",
+        "kubernetes.m.crossplane.io",
+    }
+    assert rest == {"level": "Metadata"}
