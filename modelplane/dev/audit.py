@@ -139,9 +139,11 @@ def changed_fields(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -
     return keys or ["(unchanged)"]
 
 
-def attribute(
-    writes: Iterable[Write], last: dict[tuple[str, str, str], Any] | None = None
-) -> Counter[tuple[str, ...]]:
+Seen = dict[tuple[str, str, str], Any]
+"""Each object's last status written, by (resource, namespace, name)."""
+
+
+def attribute(writes: Iterable[Write], last: Seen | None = None) -> Counter[tuple[str, ...]]:
     """Writes counted by (cluster role, writer, target, verb, why).
 
     `why` is the status fields a Modelplane kind's status write changed (see

@@ -111,5 +111,6 @@ def test_an_event_no_condition_states_is_kept() -> None:
     }
     assert [e.reason for e in result.unrepeated(shown).events] == ["Preempted"]
     # A status that does not read leaves every event as it is.
+    bad: dict[str, Any]
     for bad in ({}, {"status": []}, {"status": {"conditions": {}}}):
         assert result.unrepeated(bad) is result
