@@ -27,11 +27,13 @@ import sys
 import time
 import urllib.request
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -40,6 +42,7 @@ from e2e import manifests as m  # noqa: E402
 from e2e.harness import World  # noqa: E402
 
 from modelplane.api import constants as c  # noqa: E402
+from modelplane.api.objects import condition  # noqa: E402
 from modelplane.dev import audit  # noqa: E402
 from modelplane.dev.fleet import Fleet, State  # noqa: E402
 from modelplane.dev.nodes import ClusterNodes, PoolNodes, class_devices  # noqa: E402
@@ -51,53 +54,47 @@ WRITE_VERBS = {"POST", "PUT", "PATCH", "DELETE", "APPLY", "DELETECOLLECTION"}
 NS = "bench"
 
 
-def _scrape(url: str, token: str | None, ca: str | None) -> str:
+def _scrape(url: str, token: str | None, ca: str | None, client: Path | None = None) -> str:
+    """A metrics page; `client` is a directory holding the certificate to present."""
     req = urllib.request.Request(url)
     if token:
         req.add_header("Authorization", f"Bearer {token}")
     ctx = ssl.create_default_context(cafile=ca) if url.startswith("https") else None
+    if ctx is not None and client is not None:
+        ctx.load_cert_chain(str(client / "tls.crt"), str(client / "tls.key"))
     with urllib.request.urlopen(req, timeout=10, context=ctx) as resp:
         return resp.read().decode()
 
 
-def _sum(text: str, family: str, keep: Any) -> float:
-    total = 0.0
+def _samples(text: str, family: str) -> Iterator[Sample]:
+    """The samples of one metric family in a metrics page."""
     for fam in text_string_to_metric_families(text):
-        for sample in fam.samples:
-            if sample.name == family and keep(sample.labels):
-                total += sample.value
-    return total
+        yield from (sample for sample in fam.samples if sample.name == family)
+
+
+def _sum(text: str, family: str, keep: Any) -> float:
+    return sum((s.value for s in _samples(text, family) if keep(s.labels)), 0.0)
 
 
 def _function_calls(state: State) -> dict[str, float]:
     """The function's own calls by composite kind (its metrics ask for a client
     certificate of the fleet's CA: Crossplane's)."""
-    certs = state.pki / "crossplane"
-    ctx = ssl.create_default_context(cafile=str(state.pki / "ca.crt"))
-    ctx.load_cert_chain(str(certs / "tls.crt"), str(certs / "tls.key"))
     url = f"https://127.0.0.1:{state.ports['function-metrics']}/metrics"
-    with urllib.request.urlopen(url, timeout=10, context=ctx) as resp:
-        text = resp.read().decode()
-    out: dict[str, float] = {}
-    for fam in text_string_to_metric_families(text):
-        for sample in fam.samples:
-            if sample.name == "modelplane_function_calls_total":
-                out[f"calls: {sample.labels['kind']}"] = sample.value
-    return out
+    text = _scrape(url, None, str(state.pki / "ca.crt"), state.pki / "crossplane")
+    return {
+        f"calls: {s.labels['kind']}": s.value
+        for s in _samples(text, "modelplane_function_calls_total")
+    }
 
 
 def _reconciles(xp: str) -> dict[str, float]:
     out: dict[str, float] = {}
-    for fam in text_string_to_metric_families(xp):
-        for sample in fam.samples:
-            controller = str(sample.labels.get("controller", ""))
-            if (
-                sample.name == "controller_runtime_reconcile_total"
-                and "modelplane.ai" in controller
-            ):
-                kind = controller.split("/")[-1].split(".")[0]
-                key = f"reconciles: {kind} {sample.labels.get('result', '')}"
-                out[key] = out.get(key, 0.0) + sample.value
+    for s in _samples(xp, "controller_runtime_reconcile_total"):
+        controller = str(s.labels.get("controller", ""))
+        if "modelplane.ai" in controller:
+            kind = controller.split("/")[-1].split(".")[0]
+            key = f"reconciles: {kind} {s.labels.get('result', '')}"
+            out[key] = out.get(key, 0.0) + s.value
     return out
 
 
@@ -165,7 +162,7 @@ class Detail:
     """Where one size's work went, by kind and (with `--audit`) by writer and cause."""
 
     reader: audit.Reader | None
-    last: dict[tuple[str, str, str], Any] = field(default_factory=dict)
+    last: audit.Seen = field(default_factory=dict)
     windows: list[tuple[str, dict[str, float], Counter[tuple[str, ...]]]] = field(
         default_factory=list
     )
@@ -194,17 +191,7 @@ def measure(world: World, replicas: int, clusters: int, detail: Detail) -> dict[
     # still finalizes would update the old, Ready object and time nothing. And
     # the replicas' Objects: the next size's replicas have the same names, and
     # composing onto an Object still being deleted waits for it to go.
-    world.settle(
-        "ttr gone",
-        lambda: (
-            None
-            if world.cp.list(m.API, "ModelReplica", NS)
-            or world.cp.get(m.API, "ModelDeployment", "ttr", NS)
-            or world.cp.list(c.PROVIDER_KUBERNETES_API_VERSION, "Object", NS)
-            else True
-        ),
-        300,
-    )
+    world.settle("ttr gone", lambda: _gone(world, "ttr") and _objects_gone(world), 300)
     detail.window("delete → gone", after, counters(world.state))
     out = {"seconds": elapsed}
     out.update({k: (after[k] - before[k]) / replicas for k in before if ":" not in k})
@@ -212,11 +199,8 @@ def measure(world: World, replicas: int, clusters: int, detail: Detail) -> dict[
 
 
 def _scheduled(world: World, name: str) -> str:
-    obj = world.cp.get(m.API, "ModelDeployment", name, NS)
-    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Scheduled":
-            return f"{cond.get('status')}/{cond.get('reason')}"
-    return ""
+    cond = condition(world.cp.get(m.API, "ModelDeployment", name, NS), "Scheduled")
+    return f"{cond.get('status')}/{cond.get('reason')}" if cond is not None else ""
 
 
 def _gone(world: World, name: str) -> bool | None:
@@ -227,6 +211,11 @@ def _gone(world: World, name: str) -> bool | None:
         if (r.get("spec") or {}).get("deploymentName") == name
     ]
     return None if replicas or world.cp.get(m.API, "ModelDeployment", name, NS) else True
+
+
+def _objects_gone(world: World) -> bool | None:
+    """True once no Object of the bench's namespace is left, deleting or not."""
+    return None if world.cp.list(c.PROVIDER_KUBERNETES_API_VERSION, "Object", NS) else True
 
 
 def pending_once(world: World) -> tuple[float, float]:
@@ -262,11 +251,7 @@ def pending_once(world: World) -> tuple[float, float]:
         time.sleep(0.2)
     world.cp.delete(m.API, "ModelDeployment", "waiter", NS)
     world.settle("waiter gone", lambda: _gone(world, "waiter"), 300)
-    world.settle(
-        "Objects gone",
-        lambda: None if world.cp.list(c.PROVIDER_KUBERNETES_API_VERSION, "Object", NS) else True,
-        300,
-    )
+    world.settle("Objects gone", lambda: _objects_gone(world), 300)
     return placed - gone, placed - deleted
 
 
