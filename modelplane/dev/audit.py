@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from modelplane.api import constants as c
+from modelplane.dev.fleet import CONTROL_PLANE
 
 # A condition's time stamps are not what changed it: leaving them out shows the
 # field behind the write (a status, a reason, a message).
@@ -153,7 +154,7 @@ def attribute(writes: Iterable[Write], last: Seen | None = None) -> Counter[tupl
     seen = {} if last is None else last
     counts: Counter[tuple[str, ...]] = Counter()
     for w in writes:
-        role = "control plane" if w.cluster == "control-plane" else "workload"
+        role = "control plane" if w.cluster == CONTROL_PLANE else "workload"
         why = ""
         if w.group == c.GROUP and w.subresource == "status" and w.body is not None:
             status = w.body.get("status")
