@@ -6,7 +6,12 @@ from typing import Any
 
 from modelplane.api.objects import replica_base
 from modelplane.api.readers import ObservedInferenceCluster, read_inference_cluster
-from modelplane.compose.deployments.scaling import choose_removals, drained, plan_scaling
+from modelplane.compose.deployments.scaling import (
+    choose_removals,
+    drained,
+    plan_scaling,
+    routed,
+)
 from modelplane.scheduling.types import PlannedReplica, RoleAssignment
 
 AT = "2026-11-01T01:00:00Z"
@@ -102,12 +107,26 @@ def service(weight: int) -> dict[str, Any]:
 
 
 def test_drained_only_once_every_service_routes_nothing_to_it() -> None:
-    assert drained(None, [service(500)], "chat-east-0")  # no endpoint: no traffic
+    assert drained(None, [service(0)], "chat-east-0")  # no endpoint: no traffic
+    # ... unless a service still lists it: it has not seen the endpoint go yet.
+    assert not drained(None, [service(500)], "chat-east-0")
+    assert drained(None, [{"kind": "ModelService", "status": {"endpoints": "x"}}], "chat-east-0")
     assert not drained(endpoint(None), [], "chat-east-0")  # not yet marked draining
     assert not drained(endpoint(True), [service(0), service(500)], "chat-east-0")
     assert drained(
         endpoint(True), [service(0), {"kind": "ModelService", "status": {}}], "chat-east-0"
     )
+
+
+def test_routed_whatever_its_own_condition_says() -> None:
+    assert routed(None, [service(500)], "chat-east-0")
+    assert not routed(None, [service(0)], "chat-east-0")
+    assert not routed(endpoint(True), [service(0)], "chat-east-0")
+    assert routed(endpoint(True), None, "chat-east-0")  # services not read: it may be
+    assert not routed(None, None, "chat-east-0")  # never had an endpoint
+    unreadable = {"kind": "ModelService", "status": {"endpoints": "x"}}
+    assert routed(endpoint(True), [service(0), unreadable], "chat-east-0")
+    assert not routed(None, [unreadable], "chat-east-0")
 
 
 def deployment_spec(replicas: int) -> Any:

@@ -137,3 +137,43 @@ def test_still_routed_it_stays_past_the_timeout() -> None:
             "message": "waiting for weight 0 in every ModelService",
         }
     ]
+
+
+def _not_ready(weight: int, endpoint: bool = True) -> ComposeInput:
+    """chat-b0 is leaving but its own Ready condition is False; the service gives it `weight`."""
+    inp = _input("2026-11-01T01:00:10Z", weight)
+    observed = dict(inp.observed)
+    observed["replica-b-0"] = observed_replica("b", 0, ready=False)
+    if not endpoint:
+        del observed["endpoint-replica-b-0"]
+    return replace(inp, observed=observed)
+
+
+NOT_READY = ScheduleResult(
+    replicas=(replace(planned("a", 0, retained=True), ready=True), planned("b", 0, retained=True)),
+    desired=2,
+)
+
+
+@pytest.mark.parametrize("endpoint", [True, False])
+def test_a_not_ready_replica_a_service_still_routes_drains_first(endpoint: bool) -> None:
+    # Its condition can go False before the service has seen it: the service still
+    # sends it requests, and deleting it now would answer them with errors.
+    got = md.compose_with(_not_ready(1, endpoint), Scripted(NOT_READY))
+    assert "replica-b-0" in got.desired
+    assert not _removed(got.events)
+    assert got.status["autoscaling"]["drains"] == [
+        {
+            "replica": "chat-b0",
+            "since": SINCE,
+            "message": "waiting for weight 0 in every ModelService",
+        }
+    ]
+
+
+def test_a_not_ready_replica_no_service_routes_goes_at_once() -> None:
+    got = md.compose_with(_not_ready(0), Scripted(NOT_READY))
+    assert "replica-b-0" not in got.desired and "endpoint-replica-b-0" not in got.desired
+    assert _removed(got.events) == [
+        EventOut("Normal", "ScaleDownRemoved", "replica chat-b0 on b deleted (not Ready)")
+    ]

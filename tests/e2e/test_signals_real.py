@@ -325,6 +325,7 @@ def test_a_saturated_deployment_grows_across_clusters_and_shrinks_back_losing_no
         f"statuses {sorted({st for _, st in light.results})}"
     )
     NOTES["autoscaling: requests the engines answered, by cluster"] = json.dumps(answered)
+    NOTES["autoscaling: scale-down events"] = _scale_down_events(serving)
     COUNTS["autoscaling: peak replicas"] = peak
     COUNTS["autoscaling: requests while shrinking, failed"] = len(light.results) - light_ok
     assert grown.placed >= 2
@@ -334,8 +335,31 @@ def test_a_saturated_deployment_grows_across_clusters_and_shrinks_back_losing_no
     desired = [s.desired for s in timeline.samples if s.desired is not None]
     assert max(desired) >= 2 and desired[-1] == 1, timeline.changes()
     assert any(s.draining for s in timeline.samples), timeline.changes()
-    assert light.results and light_ok == len(light.results), NOTES["autoscaling: while shrinking"]
+    assert light.results and light_ok == len(light.results), "\n".join(
+        NOTES[k]
+        for k in (
+            "autoscaling: while shrinking",
+            "autoscaling: replicas over time",
+            "autoscaling: scale-down events",
+        )
+    )
     assert report["succeeded"] >= 0.99 * report["finished"], report
+
+
+def _scale_down_events(world: World) -> str:
+    """The deployment's ScaleDown* events, oldest first: which replicas drained, which
+    went at once and why."""
+    events = [
+        e
+        for e in world.cp.list("v1", "Event", NS)
+        if str(e.get("reason", "")).startswith("ScaleDown")
+        and (e.get("involvedObject") or {}).get("name") == NAME
+    ]
+    events.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+    return "; ".join(
+        f"{e.get('lastTimestamp') or e.get('eventTime')} {e.get('reason')}: {e.get('message')}"
+        for e in events
+    )
 
 
 # --- the default update under load ---------------------------------------------------

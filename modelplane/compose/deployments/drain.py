@@ -1,7 +1,8 @@
 """When a replica the autoscaler removes may be deleted: its requests in flight, or the timeout.
 
-A removed Ready replica first goes to weight 0 in every ModelService
-(`scaling.drained`); then it waits until its engine reports no request in
+A removed replica that is Ready, or that a ModelService still routes to
+whatever its own condition says (`scaling.routed`), first goes to weight 0
+in every ModelService (`scaling.drained`); then it waits until its engine reports no request in
 flight (requests running plus waiting, as the inventory agent reports them),
 at most `spec.autoscaling.drainTimeoutSeconds` counted from when it started
 leaving. Only a report scraped after that start counts: an older one saw
@@ -82,7 +83,7 @@ def decide_drain(
     signal: ReplicaSignals | None,
     clocked: bool = True,
 ) -> DrainVerdict:
-    """Whether a leaving Ready replica may be deleted.
+    """Whether a leaving replica that is Ready or still routed may be deleted.
 
     `routed_out` says every ModelService gives it weight 0 (`scaling.drained`),
     `since` when it started leaving, `now` the newest time the inputs carry,

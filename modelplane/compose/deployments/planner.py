@@ -54,6 +54,7 @@ from modelplane.compose.deployments.scaling import (
     choose_removals,
     drained,
     plan_scaling,
+    routed,
 )
 from modelplane.compose.types import Resource
 from modelplane.scheduling.framework import ScheduleInput, read_clusters
@@ -86,9 +87,9 @@ class Removal:
     `drain_reason` is `REMOVAL_REASON`), or its replacement serves."""
 
     replica: PlannedReplica
-    draining: bool  # Ready and not yet drained (weight 0, requests in flight): kept
+    draining: bool  # Ready or routed, and not yet drained (weight 0, in flight): kept
     observed: bool  # it exists (composed and observed) today
-    drain: DrainVerdict | None = None  # a Ready replica's drain: since when, done, why
+    drain: DrainVerdict | None = None  # a Ready or routed replica's drain: when, done, why
     started: bool = False  # it was already leaving before this reconcile
 
     @property
@@ -209,14 +210,17 @@ class _Drains:
     def leave(
         self, p: PlannedReplica, since: str | None, now: str | None, timeout: int
     ) -> tuple[Removal, Resource | None]:
-        """How `p` leaves: at once when it is not Ready or does not exist, else drained
-        first (the `Removal`), and the replica as observed while it is kept to drain."""
+        """How `p` leaves: at once when it does not exist, or is not Ready and no
+        ModelService may route to it; else drained first (the `Removal`), and the
+        replica as observed while it is kept to drain."""
         composed = self.composed
         key = replica_key(p.cluster, p.index)
         exists = key in composed
+        endpoint, services = composed.get(endpoint_key(key)), self.services
         verdict = None
-        if p.ready and exists:
-            endpoint, services = composed.get(endpoint_key(key)), self.services
+        # Not Ready by its own condition is not unrouted: a service that has not yet
+        # seen it go still sends it requests, which fail once it is deleted.
+        if exists and (p.ready or routed(endpoint, services, p.name)):
             # Services not read may still route to it: only an endpoint never made goes.
             routed_out = drained(endpoint, services or (), p.name) and (
                 services is not None or endpoint is None
@@ -235,7 +239,8 @@ def _scale(plan: DeploymentPlan, scaling: Scaling, drains: _Drains) -> Deploymen
     """Apply the autoscaler's count: which replicas stay, which drain, which go now.
 
     The scheduler was asked to keep every counted replica; the ones above the
-    decided count leave (`scaling.choose_removals`): a Ready one is drained
+    decided count leave (`scaling.choose_removals`): a Ready one, or one a
+    ModelService still routes to (`scaling.routed`), is drained
     first (composed as observed, its endpoint at weight 0) and deleted once
     every ModelService shows it at weight 0 and its requests in flight are
     done or its drain timeout passed (`drain.decide_drain`).

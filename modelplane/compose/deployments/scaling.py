@@ -180,21 +180,40 @@ def choose_removals(
 def drained(endpoint: Resource | None, services: Sequence[Resource], name: str) -> bool:
     """Whether a leaving replica's traffic is gone: its endpoint is at weight 0 everywhere.
 
-    True when it has no endpoint; else when the observed endpoint says
-    `draining: true` and no ModelService lists it with a weight above 0.
+    Without an endpoint, when no ModelService lists it with a weight above 0
+    (one that still does has not seen the endpoint go); else when the observed
+    endpoint says `draining: true` and every ModelService reads and lists it at
+    weight 0 or not at all.
     """
     if endpoint is None:
-        return True
+        return _weighted(services, name) is not True
     spec = endpoint.get("spec")
     if not isinstance(spec, dict) or spec.get("draining") is not True:
         return False
+    return _weighted(services, name) is False
+
+
+def routed(endpoint: Resource | None, services: Sequence[Resource] | None, name: str) -> bool:
+    """Whether a ModelService may still send replica `name` requests, whatever its own
+    Ready condition says: a service lists it with a weight above 0, or it has an
+    endpoint and the services were not read or one does not read."""
+    if services is None:
+        return endpoint is not None
+    weighted = _weighted(services, name)
+    return weighted is True or (weighted is None and endpoint is not None)
+
+
+def _weighted(services: Sequence[Resource], name: str) -> bool | None:
+    """Whether a service's status lists `name` with a weight above 0; None when none
+    does but a status does not read (it may)."""
+    unread = False
     for service in services:
         status = read_service_status(service)
         if status is None:
-            return False  # an unreadable service may still route to it
-        if any(e.name == name and e.weight > 0 for e in status.endpoints or ()):
-            return False
-    return True
+            unread = True
+        elif any(e.name == name and e.weight > 0 for e in status.endpoints or ()):
+            return True
+    return None if unread else False
 
 
 def status_of(
