@@ -100,6 +100,10 @@ class ComposeResult:
     requirements: dict[str, Requirement] = field(default_factory=dict)
     ready: Readiness = "Unspecified"
     fatal: str | None = None
+    recall_seconds: int | None = None
+    """Call again within this many seconds even if nothing it composes changes: what
+    it waits on is not watched (Crossplane: the response's TTL). None: the
+    function's default; the embedded control plane runs to a fixed point instead."""
 
     def condition(
         self,

@@ -512,6 +512,8 @@ def to_response(
     """
     if result.fatal is not None:
         return fatal_response(req, result.fatal, ttl)
+    if result.recall_seconds is not None:
+        ttl = min(ttl, datetime.timedelta(seconds=max(1, result.recall_seconds)))
     rsp = base_response(req, ttl)
 
     for name, desired in sorted(result.desired.items()):

@@ -399,6 +399,8 @@ def test_invalid_cel_keeps_existing_replicas_and_names_the_field() -> None:
     assert got.desired == {"replica-a-0": DesiredResource(replica("a", 0), "True")}
     assert got.conditions[0] == ConditionOut("Scheduled", "False", "InvalidNodeSelector", message)
     assert got.events == [EventOut("Warning", "InvalidNodeSelector", message)]
+    # Only a spec change fixes it, and a spec change reconciles: no sooner call.
+    assert got.recall_seconds is None
     assert got.status["unschedulable"] == []
 
 
@@ -476,6 +478,8 @@ def test_nothing_placed_is_insufficient_capacity() -> None:
     message = "placed 0 of 1 replicas: InsufficientCapacity on a (see status.unschedulable)"
     assert got.conditions[0] == ConditionOut("Scheduled", "False", "InsufficientCapacity", message)
     assert got.events == [EventOut("Warning", "InsufficientCapacity", message)]
+    # Capacity frees elsewhere, unwatched: called again soon to place it then.
+    assert got.recall_seconds == md.RECALL_WHILE_WAITING == 10
 
 
 def test_unschedulable_is_bounded_in_entries_and_length() -> None:

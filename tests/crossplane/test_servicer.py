@@ -246,6 +246,19 @@ def test_result_translation(inject) -> None:
 
 
 @pytest.mark.parametrize(
+    ("recall", "ttl"),
+    [(None, "60s"), (10, "10s"), (0, "1s"), (3600, "60s")],
+)
+def test_a_result_that_waits_asks_to_be_called_again_sooner(
+    inject, recall: int | None, ttl: str
+) -> None:
+    # A composer waiting on what Crossplane does not watch shortens the response's
+    # TTL; never below a second, never beyond the function's own.
+    inject(ComposeResult(recall_seconds=recall))
+    assert as_dict(run(request(XR)))["meta"]["ttl"] == ttl
+
+
+@pytest.mark.parametrize(
     ("ready", "expected"),
     [
         ("True", fnv1.READY_TRUE),

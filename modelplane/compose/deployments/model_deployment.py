@@ -140,6 +140,39 @@ def requirements(
     return reqs
 
 
+# A replica waits for capacity, a cluster or a quota that frees elsewhere in the
+# fleet: another deployment's replicas leaving, a cluster joining or growing. Crossplane
+# does not watch required resources, so nothing this deployment composes changes
+# when that happens; without a recall it would place on its next call, up to the
+# function's TTL (a minute) later. Only a deployment that waits is recalled this
+# often (docs/architecture.md, "The control plane's work per replica").
+WAITS_ON_THE_FLEET = frozenset(
+    {
+        ScheduledReason.PARTIAL,
+        ScheduledReason.INSUFFICIENT_CAPACITY,
+        ScheduledReason.NO_CLUSTERS,
+        ScheduledReason.QUOTA_EXCEEDED,
+        ScheduledReason.REPLICA_UNSCHEDULABLE,
+        ScheduledReason.REPLACEMENT_UNSCHEDULABLE,
+        ScheduledReason.WAITING_FOR_CACHE,
+    }
+)
+RECALL_WHILE_WAITING = 10  # seconds; Crossplane adds up to 10% of jitter
+
+
+def recall_while_waiting(result: ComposeResult) -> int | None:
+    """How soon to be called again: RECALL_WHILE_WAITING while `Scheduled` says a replica
+    waits on the fleet (WAITS_ON_THE_FLEET), else the function's default (None)."""
+    scheduled = next((x for x in result.conditions if x.type == c.CONDITION_SCHEDULED), None)
+    if (
+        scheduled is not None
+        and scheduled.status != "True"
+        and scheduled.reason in WAITS_ON_THE_FLEET
+    ):
+        return RECALL_WHILE_WAITING
+    return None
+
+
 def compose(inp: ComposeInput) -> ComposeResult:
     """Schedule the deployment and compose one ModelReplica per placed replica."""
     return compose_with(inp, _schedule)
@@ -305,6 +338,7 @@ def _emit(inp: ComposeInput, result: ComposeResult, plan: DeploymentPlan) -> Com
     placed = schedule.placed
     write_status(result, name, spec, schedule, revisions)
     scheduled_condition(result, spec, schedule, placed)
+    result.recall_seconds = recall_while_waiting(result)
     preemption_condition(inp.composite, result, schedule)
     # A replaced replica still leaving the routes was reported when it started to.
     events(result, schedule, frozenset(r.replica.name for r in plan.removals if r.started))
