@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from modelplane.api.objects import replica_base
 from modelplane.api.readers import ObservedInferenceCluster, read_inference_cluster
 from modelplane.compose.deployments.scaling import (
@@ -11,6 +13,7 @@ from modelplane.compose.deployments.scaling import (
     drained,
     plan_scaling,
     routed,
+    scheduler_ask,
 )
 from modelplane.scheduling.types import PlannedReplica, RoleAssignment
 
@@ -158,3 +161,22 @@ def test_first_decision_starts_from_spec_replicas() -> None:
     scaling = plan_scaling(deployment_spec(3), {}, {}, {})
     assert scaling is not None
     assert (scaling.decision.current, scaling.decision.desired, scaling.spec_replicas) == (3, 3, 3)
+
+
+# (desired, leaving, counted at the last call) -> asked; by hand. The scheduler
+# must be asked for every replica that exists, or it drops the excess undrained.
+ASKS = [
+    (1, 0, 4, 4),  # 4 -> 1: all 4 kept, choose_removals drains 3
+    (1, 1, 3, 4),  # 3 -> 1 while one still drains from 4 -> 3: 4 exist
+    (1, 2, 2, 4),  # 2 -> 1 while two drain from 4 -> 2
+    (4, 1, 3, 5),  # up to 4 while one drains: one new placed, the leaving one goes on
+    (3, 0, 2, 3),  # up: one new
+    (2, 0, 2, 2),
+]
+
+
+@pytest.mark.parametrize(("desired", "leaving", "counted", "asked"), ASKS)
+def test_the_scheduler_is_asked_for_every_replica_that_exists(
+    desired: int, leaving: int, counted: int, asked: int
+) -> None:
+    assert scheduler_ask(desired, leaving, counted) == asked

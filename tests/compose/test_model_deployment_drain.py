@@ -177,3 +177,15 @@ def test_a_not_ready_replica_no_service_routes_goes_at_once() -> None:
     assert _removed(got.events) == [
         EventOut("Normal", "ScaleDownRemoved", "replica chat-b0 on b deleted (not Ready)")
     ]
+
+
+def test_the_scheduler_keeps_every_replica_while_one_still_drains() -> None:
+    # 3 -> 2 left chat-b0 draining; now 1 is wanted. Asked for fewer than the 3 that
+    # exist, the scheduler would drop one itself, undrained, while it is still routed.
+    composite = _composite()
+    composite["status"]["replicas"] = 2
+    inp = _input("2026-11-01T01:00:10Z", 0)
+    observed = {**inp.observed, "replica-c-0": observed_replica("c", 0, ready=True)}
+    scheduler = Scripted(replace(PLAN, replicas=(*PLAN.replicas, planned("c", 0, retained=True))))
+    md.compose_with(replace(inp, composite=composite, observed=observed), scheduler)
+    assert [call.spec.replicas for call in scheduler.calls] == [3]

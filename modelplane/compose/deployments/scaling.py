@@ -7,15 +7,17 @@
 - **Where new ones go**: the scheduler, as for any count (caches, capacity,
   taints, packing all apply): it is asked for the decided count.
 - **Which ones leave**: the scheduler is asked to keep every counted replica
-  (`ask`), and `choose_removals` picks the replicas whose removal hurts least:
-  not Ready first, then those already leaving, then the least loaded (requests
-  waiting plus running; a replica whose load is unknown is never taken for an
-  idle one), never the last Ready replica.
-- **When they go**: a Ready replica leaving is *drained* first: it stays
-  composed exactly as observed, its ModelEndpoint says `draining: true`, so
-  every ModelService gives it weight 0; it is deleted once every ModelService
-  of the namespace lists it at weight 0 (or not at all). A replica that is not
-  Ready serves nothing and leaves at once.
+  and every one still leaving (`scheduler_ask`), and `choose_removals` picks
+  the replicas whose removal hurts least: not Ready first, then those already
+  leaving, then the least loaded (requests waiting plus running; a replica
+  whose load is unknown is never taken for an idle one), never the last Ready
+  replica.
+- **When they go**: a leaving replica that is Ready, or that a ModelService
+  still routes to (`routed`), is *drained* first: it stays composed exactly
+  as observed, its ModelEndpoint says `draining: true`, so every ModelService
+  gives it weight 0; it is deleted once every ModelService of the namespace
+  lists it at weight 0 (or not at all). A replica that is not Ready and that
+  no service routes to serves nothing and leaves at once.
 - **One owner of the count**: `status.autoscaling.specReplicas` records
   `spec.replicas` when autoscaling took over; a later change means an HPA,
   KEDA or `kubectl scale` writes the scale subresource, which is refused with
@@ -107,9 +109,22 @@ def plan_scaling(
         )
     still_leaving = sum(1 for n, _, _ in present if n in leaving)
     last_counted = _last_counted(status, max(auto.max_replicas, len(present)))
-    ask = max(decision.desired + still_leaving, last_counted)
+    ask = scheduler_ask(decision.desired, still_leaving, last_counted)
     since = {d.replica: d.since for d in (last.drains or ())} if last is not None else {}
     return Scaling(decision, ask, recorded, external, leaving, since)
+
+
+def scheduler_ask(desired: int, leaving: int, counted: int) -> int:
+    """How many replicas the scheduler is asked to keep or place: every one counted at
+    the last call (`counted`) or the decided count, whichever is more, plus those still
+    leaving.
+
+    The scheduler knows nothing of the autoscaler's leaving replicas and counts them
+    like the others; asked for fewer than exist, it drops the excess itself (the
+    highest index), and a replica dropped there goes at once, undrained, while
+    services still route to it. Only `choose_removals` may take replicas away.
+    """
+    return max(desired, counted) + leaving
 
 
 def _last_counted(status: Mapping[str, object], bound: int) -> int:
