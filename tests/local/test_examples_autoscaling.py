@@ -3,7 +3,8 @@
 `up`: 2 replicas, 24 requests waiting fleet-wide against 5 per replica: 5
 replicas across two clusters. `down`: 5 replicas, 14 waiting (12 on east, 2 on
 west): 3, the two least loaded (west's) drained to weight 0 in the
-ModelService before they are deleted.
+ModelService before they are deleted. A second scale-down while those two still
+drain (`down`, east idle) drains its replicas too: none is deleted while routed.
 """
 
 from __future__ import annotations
@@ -236,3 +237,33 @@ def test_holds_at_two_where_no_agent_scrapes_engine_metrics() -> None:
 def test_the_scraping_examples_warn_nothing() -> None:
     for folder in ("up", "down"):
         assert ControlPlane(load_paths([EXAMPLES / folder])).run(50).warnings == []
+
+
+def test_a_second_scale_down_while_the_first_still_drains_drains_too(tmp_path: Path) -> None:
+    # 5 -> 3 leaves west's two draining (requests in flight, within the timeout); then
+    # east goes idle and 1 is wanted. Five replicas exist: the scheduler must be asked
+    # for all five, or it drops some itself, undrained, while the service routes them.
+    folder = _drain_variant(tmp_path, "3", "00:20")
+    deployment = folder / "deployment.yaml"
+    text = deployment.read_text()
+    deployment.write_text(
+        text.replace("scaleDownStabilizationSeconds: 300", "scaleDownStabilizationSeconds: 0")
+    )
+    plane, _ = _run(folder)
+    east = [name for cl, name in _replicas(plane) if cl == "east"]
+    assert len(east) == 3 and all(_weights(plane)[n] > 0 for n in east)
+    key = Key("v1", "ConfigMap", "ml-team", "render-signals-chat-east")
+    signals = plane.store.get(key)
+    assert signals is not None
+    idle = {"requestsWaiting": "0", "requestsRunning": "0", "kvCacheUtilization": "0.05"}
+    plane.store.put(
+        {**signals, "data": {**signals["data"], **idle, "scrapedAt": "2026-11-01T01:00:25Z"}}
+    )
+    rounds: list[tuple[list[tuple[str, str]], dict[str, int]]] = []
+    result = plane.run(50, progress=lambda _r: rounds.append((_replicas(plane), _weights(plane))))
+    assert result.converged
+    gone = [n for n in east if n not in {name for _, name in _replicas(plane)}]
+    assert len(gone) == 2
+    for name in gone:
+        last = max(i for i, (replicas, _) in enumerate(rounds) if name in {n for _, n in replicas})
+        assert rounds[last][1].get(name) == 0, f"{name} deleted while routed: {rounds}"
