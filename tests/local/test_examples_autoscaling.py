@@ -4,16 +4,20 @@
 replicas across two clusters. `down`: 5 replicas, 14 waiting (12 on east, 2 on
 west): 3, the two least loaded (west's) drained to weight 0 in the
 ModelService before they are deleted. A second scale-down while those two still
-drain (`down`, east idle) drains its replicas too: none is deleted while routed.
+drain (`down`, east idle) drains its replicas too: none is deleted while routed,
+and none is over random sequences of east's load and the leaving replicas' reports.
 """
 
 from __future__ import annotations
 
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from modelplane.api import constants as c
 from modelplane.local import ControlPlane, Key, load_paths
@@ -267,3 +271,68 @@ def test_a_second_scale_down_while_the_first_still_drains_drains_too(tmp_path: P
     for name in gone:
         last = max(i for i, (replicas, _) in enumerate(rounds) if name in {n for _, n in replicas})
         assert rounds[last][1].get(name) == 0, f"{name} deleted while routed: {rounds}"
+
+
+@st.composite
+def _load_steps(draw: st.DrawFn) -> list[tuple[int, str, str, int]]:
+    """(east's requests waiting, its KV cache use, the leaving replicas' requests running,
+    seconds on) per step."""
+    return draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from([0, 2, 12, 40]),
+                st.sampled_from(["0.05", "0.4", "0.9"]),
+                st.sampled_from(["0", "3"]),
+                st.integers(5, 40),
+            ),
+            min_size=2,
+            max_size=3,
+        )
+    )
+
+
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(steps=_load_steps())
+def test_no_replica_is_deleted_while_routed_whatever_the_load_does(
+    tmp_path: Path, steps: list[tuple[int, str, str, int]]
+) -> None:
+    # The load on east moves up and down between converged renders; leaving replicas hold
+    # requests or not. Whatever the autoscaler decides, a replica leaves only once the
+    # service gives it weight 0 (or never routed it).
+    with tempfile.TemporaryDirectory(dir=tmp_path) as scratch:
+        _no_routed_replica_deleted(_drain_variant(Path(scratch), "3", "00:20"), steps)
+
+
+def _no_routed_replica_deleted(folder: Path, steps: list[tuple[int, str, str, int]]) -> None:
+    deployment = folder / "deployment.yaml"
+    text = deployment.read_text()
+    deployment.write_text(
+        text.replace("scaleDownStabilizationSeconds: 300", "scaleDownStabilizationSeconds: 0")
+    )
+    plane = ControlPlane(load_paths([folder]))
+    rounds: list[tuple[list[tuple[str, str]], dict[str, int]]] = []
+    record = lambda _r: rounds.append((_replicas(plane), _weights(plane)))  # noqa: E731
+    assert plane.run(50, progress=record).converged
+    at = 20
+    for waiting, kv, running, later in steps:
+        at += later
+        when = f"2026-11-01T01:{at // 60:02d}:{at % 60:02d}Z"
+        east = Key("v1", "ConfigMap", "ml-team", "render-signals-chat-east")
+        leaving = Key("v1", "ConfigMap", "ml-team", "render-signals-chat-west-draining")
+        for key, data in (
+            (east, {"requestsWaiting": str(waiting), "kvCacheUtilization": kv}),
+            (leaving, {"requestsWaiting": "0", "requestsRunning": running}),
+        ):
+            obj = plane.store.get(key)
+            assert obj is not None
+            plane.store.put({**obj, "data": {**obj["data"], **data, "scrapedAt": when}})
+        assert plane.run(50, progress=record).converged
+    for i in range(1, len(rounds)):
+        now = {name for _, name in rounds[i][0]}
+        for _, name in rounds[i - 1][0]:
+            if name not in now:
+                assert not rounds[i - 1][1].get(name), (
+                    f"{name} deleted at weight {rounds[i - 1][1][name]}"
+                )
