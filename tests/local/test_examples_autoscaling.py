@@ -243,29 +243,49 @@ def test_the_scraping_examples_warn_nothing() -> None:
         assert ControlPlane(load_paths([EXAMPLES / folder])).run(50).warnings == []
 
 
-def test_a_second_scale_down_while_the_first_still_drains_drains_too(tmp_path: Path) -> None:
-    # 5 -> 3 leaves west's two draining (requests in flight, within the timeout); then
-    # east goes idle and 1 is wanted. Five replicas exist: the scheduler must be asked
-    # for all five, or it drops some itself, undrained, while the service routes them.
+Rounds = list[tuple[list[tuple[str, str]], dict[str, int]]]
+
+
+def _second_step(tmp_path: Path) -> tuple[ControlPlane, Rounds]:
+    """`down` converged with west's two still draining (requests in flight within the
+    timeout), scale-down not stabilized (a second step may follow at once); and its
+    rounds' (replicas, service weights), to which later runs add theirs."""
     folder = _drain_variant(tmp_path, "3", "00:20")
     deployment = folder / "deployment.yaml"
     text = deployment.read_text()
     deployment.write_text(
         text.replace("scaleDownStabilizationSeconds: 300", "scaleDownStabilizationSeconds: 0")
     )
-    plane, _ = _run(folder)
-    east = [name for cl, name in _replicas(plane) if cl == "east"]
-    assert len(east) == 3 and all(_weights(plane)[n] > 0 for n in east)
-    key = Key("v1", "ConfigMap", "ml-team", "render-signals-chat-east")
-    signals = plane.store.get(key)
-    assert signals is not None
-    idle = {"requestsWaiting": "0", "requestsRunning": "0", "kvCacheUtilization": "0.05"}
-    plane.store.put(
-        {**signals, "data": {**signals["data"], **idle, "scrapedAt": "2026-11-01T01:00:25Z"}}
-    )
-    rounds: list[tuple[list[tuple[str, str]], dict[str, int]]] = []
+    plane = ControlPlane(load_paths([folder]))
+    rounds: Rounds = []
+    _converge(plane, rounds)
+    return plane, rounds
+
+
+def _report(plane: ControlPlane, fixture: str, data: dict[str, str], when: str) -> None:
+    """The render-signals ConfigMap `fixture` reports `data` scraped at `when`."""
+    key = Key("v1", "ConfigMap", "ml-team", fixture)
+    obj = plane.store.get(key)
+    assert obj is not None
+    plane.store.put({**obj, "data": {**obj["data"], **data, "scrapedAt": when}})
+
+
+def _converge(plane: ControlPlane, rounds: Rounds) -> None:
+    """Run to a fixed point, recording each round's replicas and service weights."""
     result = plane.run(50, progress=lambda _r: rounds.append((_replicas(plane), _weights(plane))))
     assert result.converged
+
+
+def test_a_second_scale_down_while_the_first_still_drains_drains_too(tmp_path: Path) -> None:
+    # 5 -> 3 leaves west's two draining; then east goes idle and 1 is wanted. Five
+    # replicas exist: the scheduler must be asked for all five, or it drops some
+    # itself, undrained, while the service routes them.
+    plane, rounds = _second_step(tmp_path)
+    east = [name for cl, name in _replicas(plane) if cl == "east"]
+    assert len(east) == 3 and all(_weights(plane)[n] > 0 for n in east)
+    idle = {"requestsWaiting": "0", "requestsRunning": "0", "kvCacheUtilization": "0.05"}
+    _report(plane, "render-signals-chat-east", idle, "2026-11-01T01:00:25Z")
+    _converge(plane, rounds)
     gone = [n for n in east if n not in {name for _, name in _replicas(plane)}]
     assert len(gone) == 2
     for name in gone:
@@ -302,33 +322,16 @@ def test_no_replica_is_deleted_while_routed_whatever_the_load_does(
     # requests or not. Whatever the autoscaler decides, a replica leaves only once the
     # service gives it weight 0 (or never routed it).
     with tempfile.TemporaryDirectory(dir=tmp_path) as scratch:
-        _no_routed_replica_deleted(_drain_variant(Path(scratch), "3", "00:20"), steps)
-
-
-def _no_routed_replica_deleted(folder: Path, steps: list[tuple[int, str, str, int]]) -> None:
-    deployment = folder / "deployment.yaml"
-    text = deployment.read_text()
-    deployment.write_text(
-        text.replace("scaleDownStabilizationSeconds: 300", "scaleDownStabilizationSeconds: 0")
-    )
-    plane = ControlPlane(load_paths([folder]))
-    rounds: list[tuple[list[tuple[str, str]], dict[str, int]]] = []
-    record = lambda _r: rounds.append((_replicas(plane), _weights(plane)))  # noqa: E731
-    assert plane.run(50, progress=record).converged
+        plane, rounds = _second_step(Path(scratch))
     at = 20
     for waiting, kv, running, later in steps:
         at += later
         when = f"2026-11-01T01:{at // 60:02d}:{at % 60:02d}Z"
-        east = Key("v1", "ConfigMap", "ml-team", "render-signals-chat-east")
-        leaving = Key("v1", "ConfigMap", "ml-team", "render-signals-chat-west-draining")
-        for key, data in (
-            (east, {"requestsWaiting": str(waiting), "kvCacheUtilization": kv}),
-            (leaving, {"requestsWaiting": "0", "requestsRunning": running}),
-        ):
-            obj = plane.store.get(key)
-            assert obj is not None
-            plane.store.put({**obj, "data": {**obj["data"], **data, "scrapedAt": when}})
-        assert plane.run(50, progress=record).converged
+        east = {"requestsWaiting": str(waiting), "kvCacheUtilization": kv}
+        _report(plane, "render-signals-chat-east", east, when)
+        leaving = {"requestsWaiting": "0", "requestsRunning": running}
+        _report(plane, "render-signals-chat-west-draining", leaving, when)
+        _converge(plane, rounds)
     for i in range(1, len(rounds)):
         now = {name for _, name in rounds[i][0]}
         for _, name in rounds[i - 1][0]:
