@@ -115,6 +115,8 @@ def test_drained_only_once_every_service_routes_nothing_to_it() -> None:
     assert not drained(None, [service(500)], "chat-east-0")
     assert drained(None, [{"kind": "ModelService", "status": {"endpoints": "x"}}], "chat-east-0")
     assert not drained(endpoint(None), [], "chat-east-0")  # not yet marked draining
+    assert not drained(endpoint(True), None, "chat-east-0")  # services not read: may route
+    assert drained(None, None, "chat-east-0")  # never had an endpoint
     assert not drained(endpoint(True), [service(0), service(500)], "chat-east-0")
     assert drained(
         endpoint(True), [service(0), {"kind": "ModelService", "status": {}}], "chat-east-0"

@@ -2,13 +2,13 @@
 
 A removed replica that is Ready, or that a ModelService still routes to
 whatever its own condition says (`scaling.routed`), first goes to weight 0
-in every ModelService (`scaling.drained`); then it waits until its engine reports no request in
-flight (requests running plus waiting, as the inventory agent reports them),
-at most `spec.autoscaling.drainTimeoutSeconds` counted from when it started
-leaving. Only a report scraped after that start counts: an older one saw
-traffic the replica may still have been given. A signal that is unknown
-(no report since, the engine unreachable, no request counts) never deletes
-early and never holds past the timeout.
+in every ModelService (`scaling.drained`); then it waits until its engine
+reports no request in flight (requests running plus waiting, as the
+inventory agent reports them), at most `spec.autoscaling.drainTimeoutSeconds`
+counted from when it started leaving. Only a report scraped after that start
+counts: an older one saw traffic the replica may still have been given. A
+signal that is unknown (no report since, the engine unreachable, no request
+counts) never deletes early and never holds past the timeout.
 
 No clock: "now" is the newest time the inputs carry, the deployment's
 replicas' report times and the call's own time when the function's runtime

@@ -221,12 +221,13 @@ class _Drains:
         # Not Ready by its own condition is not unrouted: a service that has not yet
         # seen it go still sends it requests, which fail once it is deleted.
         if exists and (p.ready or routed(endpoint, services, p.name)):
-            # Services not read may still route to it: only an endpoint never made goes.
-            routed_out = drained(endpoint, services or (), p.name) and (
-                services is not None or endpoint is None
-            )
             verdict = decide_drain(
-                routed_out, since or now, now, timeout, self.signal(p), self.call_time is not None
+                drained(endpoint, services, p.name),
+                since or now,
+                now,
+                timeout,
+                self.signal(p),
+                self.call_time is not None,
             )
         draining = verdict is not None and not verdict.done
         removal = Removal(p, draining, exists, verdict, started=since is not None)

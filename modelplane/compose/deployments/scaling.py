@@ -192,19 +192,19 @@ def choose_removals(
     return [p for p in planned if id(p) not in gone], removed
 
 
-def drained(endpoint: Resource | None, services: Sequence[Resource], name: str) -> bool:
+def drained(endpoint: Resource | None, services: Sequence[Resource] | None, name: str) -> bool:
     """Whether a leaving replica's traffic is gone: its endpoint is at weight 0 everywhere.
 
     Without an endpoint, when no ModelService lists it with a weight above 0
-    (one that still does has not seen the endpoint go); else when the observed
-    endpoint says `draining: true` and every ModelService reads and lists it at
-    weight 0 or not at all.
+    (one that still does has not seen the endpoint go); else when the services
+    were read, the observed endpoint says `draining: true` and every
+    ModelService reads and lists it at weight 0 or not at all.
     """
     if endpoint is None:
-        return _weighted(services, name) is not True
+        return _weighted(services or (), name) is not True
     spec = endpoint.get("spec")
-    if not isinstance(spec, dict) or spec.get("draining") is not True:
-        return False
+    if services is None or not isinstance(spec, dict) or spec.get("draining") is not True:
+        return False  # services not read may still route to it
     return _weighted(services, name) is False
 
 
