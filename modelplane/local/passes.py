@@ -8,9 +8,12 @@ again, and not digested again either.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
 
 from modelplane.local.store import Key, ObjectStore
+
+T = TypeVar("T")
 
 
 class Passes:
@@ -22,6 +25,7 @@ class Passes:
         self._pending: dict[tuple[str, Key], Hashable] = {}
         self._worlds: dict[str, tuple[Hashable, bool]] = {}
         self._kinds: dict[str, set[tuple[str, str]]] = {}
+        self._derived: dict[str, tuple[Hashable, Any]] = {}
 
     def kinds(self, step: str) -> set[tuple[str, str]]:
         """The (apiVersion, kind)s `step`'s reads have looked objects up in (the caller adds)."""
@@ -40,6 +44,16 @@ class Passes:
     def world_after(self, step: str, start: Hashable, end: Hashable) -> None:
         """Record the world `step` saw at the start and at the end of this pass."""
         self._worlds[step] = (end, start == end)
+
+    def derived(self, name: str, stamp: Hashable, derive: Callable[[], T]) -> T:
+        """`derive()`, a value read from the store, kept while `stamp` (the versions of
+        what it reads) stays the same; `derive` must return a read-only value."""
+        last = self._derived.get(name)
+        if last is not None and last[0] == stamp:
+            return last[1]
+        value = derive()
+        self._derived[name] = (stamp, value)
+        return value
 
     def current(self, step: str, store: ObjectStore, key: Key) -> bool:
         """Whether `step` last simulated the object at its current version."""

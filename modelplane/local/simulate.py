@@ -587,7 +587,7 @@ def simulate_hydration(store: ObjectStore, pairs: list[tuple[Key, Obj]] | None =
 class ObjectReads(NamedTuple):
     """Everything simulating an Object reads besides the Object itself.
 
-    The first three are derived from the Object alone, so a pass over an
+    The first four are derived from the Object alone, so a pass over an
     Object at the version of its last pass takes them from that pass; the
     rest are what the store and the fixtures say now.
     """
@@ -595,6 +595,8 @@ class ObjectReads(NamedTuple):
     provider_config: Key
     references: tuple[Key, ...]
     replica: Any
+    # The Envoy Gateway Backend it wraps (`_wrapped_backend`), if any.
+    backend: tuple[str, str, str] | None
     config_found: bool
     first_missing: int | None
     stuck: bool
@@ -629,12 +631,13 @@ def _object_reads(
     Backend a route names as the pass began (`named_backends`).
     """
     if isinstance(last, ObjectReads):
-        config, references, replica = last.provider_config, last.references, last.replica
+        config, references, replica, backend = last[:4]
     else:
-        config, references, replica = (
+        config, references, replica, backend = (
             _provider_config_key(obj),
             _reference_keys(obj),
             _replica_label(obj),
+            _wrapped_backend(obj),
         )
         if kinds is not None:
             kinds.update(key[:2] for key in (config, *references))
@@ -642,10 +645,11 @@ def _object_reads(
         config,
         references,
         replica,
+        backend,
         config in store,
         _first_missing(store, references) if references else None,
         replica in stuck,
-        _named(obj, named),
+        None if backend is None else backend in named,
     )
 
 
@@ -666,11 +670,6 @@ def _manifest_namespace(manifest: Obj) -> str:
     """A wrapped namespaced object's namespace, "default" when it names none, as its
     observed copy reads (`observed_manifest`)."""
     return str((manifest.get("metadata") or {}).get("namespace") or "default")
-
-
-def _named(obj: Obj, named: Container[tuple[str, str, str]]) -> bool | None:
-    backend = _wrapped_backend(obj)
-    return None if backend is None else backend in named
 
 
 def named_backends(store: ObjectStore) -> frozenset[tuple[str, str, str]]:
@@ -757,7 +756,11 @@ def simulate(store: ObjectStore, clock: Clock, passes: Passes | None = None) -> 
     """
     passes = Passes() if passes is None else passes
     stuck = stuck_replicas(store)
-    named = named_backends(store)
+    # A route is an Object's spec: the Backends named change only with an Object's body.
+    bodies = tuple(
+        (kind, store.kind_body_version(*kind)) for kind in store.kinds() if _step(*kind) == "Object"
+    )
+    named = passes.derived("named backends", bodies, lambda: named_backends(store))
     addresses = Addresses(store)
     objects: list[tuple[Key, Obj]] = []
     touched: list[Key] = []

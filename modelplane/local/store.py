@@ -253,6 +253,9 @@ class ObjectStore:
         """Per object, digests of its exact bytes (None: marshal refused it) and its
         text (`_text_digest`)."""
         self._kind_versions: dict[tuple[str, str], int] = {}
+        self._kind_bodies: dict[tuple[str, str], int] = {}
+        """Per kind, a version that changes only when an object's content other than
+        its status does (or one is added or removed): most changes are reports."""
         self._versions: dict[Key, int] = {}
         for obj in (objects or {}).values():
             self.put(obj)
@@ -270,9 +273,10 @@ class ObjectStore:
         """The stored object (not a copy), or None."""
         return self._objects.get(key)
 
-    def put(self, obj: Obj) -> Key:
-        """Insert or replace an object; returns its key."""
-        key = Key.of(obj)
+    def put(self, obj: Obj, key: Key | None = None) -> Key:
+        """Insert or replace an object; returns its key (`key`, when the caller has it)."""
+        if key is None:
+            key = Key.of(obj)
         old = self._objects.get(key)
         if old is None:
             self._by_kind.setdefault(key[:2], set()).add(key)
@@ -305,6 +309,8 @@ class ObjectStore:
             return False
         text = text_of(obj)
         self._content[key] = (exact, text)
+        if old is None or old[1][:_BODY] != text[:_BODY]:
+            self._kind_bodies[key[:2]] = next(_VERSIONS)
         return old is None or old[1] != text
 
     def delete(self, key: Key) -> None:
@@ -321,7 +327,7 @@ class ObjectStore:
         self._all_sorted = None
         self._content.pop(key, None)
         self._versions.pop(key, None)
-        self._kind_versions[key[:2]] = next(_VERSIONS)
+        self._kind_versions[key[:2]] = self._kind_bodies[key[:2]] = next(_VERSIONS)
 
     def _index(self, key: Key, obj: Obj) -> None:
         """Index the object's owners and labels, unless they are those indexed already."""
@@ -391,6 +397,11 @@ class ObjectStore:
         """A number that changes whenever an object of the kind is added, changed or removed."""
         return self._kind_versions.get((api_version, kind))
 
+    def kind_body_version(self, api_version: str, kind: str) -> int | None:
+        """`kind_version`, changing only when an object of the kind is added or removed,
+        or its content other than its status (`body`) changed."""
+        return self._kind_bodies.get((api_version, kind))
+
     def version(self, key: Key) -> int | None:
         """The object's current version, or None when it is absent."""
         return self._versions.get(key)
@@ -437,8 +448,12 @@ class ObjectStore:
         that one name, a root composite's candidates are its own resources,
         not every resource of its tree (which all carry its label).
         """
+        return [obj for _, obj in self.candidate_pairs(xr)]
+
+    def candidate_pairs(self, xr: Mapping[str, Any]) -> list[tuple[Key, Obj]]:
+        """`candidates_of(xr)`, each with its key."""
         name = str((xr.get("metadata") or {}).get("name", ""))
-        return [self._objects[k] for k in sorted(self._by_candidate.get(name, ()))]
+        return [(k, self._objects[k]) for k in sorted(self._by_candidate.get(name, ()))]
 
     def owned_by_name(self, name: str) -> list[Obj]:
         """Objects with an ownerReference to an object called `name`, in key order."""

@@ -254,3 +254,16 @@ def test_a_backend_is_judged_only_once_a_route_names_it() -> None:
     simulate(store, clock, passes)
     status, ready = _judged(store)
     assert ready == "True" and status["conditions"][0]["type"] == "Accepted"
+
+
+def test_a_derived_value_is_derived_again_only_when_its_stamp_changes() -> None:
+    passes, made = Passes(), []
+
+    def derive(n: int) -> Any:
+        return lambda: made.append(n) or frozenset({n})
+
+    assert passes.derived("x", (1,), derive(1)) == {1}
+    assert passes.derived("x", (1,), derive(2)) == {1}  # the same stamp: kept
+    assert passes.derived("y", (1,), derive(3)) == {3}  # another name: its own
+    assert passes.derived("x", (2,), derive(4)) == {4}
+    assert made == [1, 3, 4]

@@ -126,3 +126,40 @@ def test_an_object_with_keys_of_mixed_types_is_noted_whole() -> None:
     version = s.version(KEY)
     s.put({**copy.deepcopy(held)})
     assert s.version(KEY) == version
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_a_kinds_body_version_moves_with_its_objects_bodies_not_their_reports(
+    read_only: bool,
+) -> None:
+    store = ObjectStore()
+    assert store.kind_body_version("v1", "ConfigMap") is None
+    store.put(obj(read_only, phase="A"))
+    added = store.kind_body_version("v1", "ConfigMap")
+    assert added is not None
+
+    # A report, put whole or changed in place: the kind's version moves, its body's not.
+    kind = store.kind_version("v1", "ConfigMap")
+    store.put(obj(read_only, phase="B"))
+    stored = store.get(KEY)
+    assert stored is not None
+    stored["status"] = {"phase": "C"}
+    assert store.touch_status(KEY)
+    assert store.kind_version("v1", "ConfigMap") != kind
+    assert store.kind_body_version("v1", "ConfigMap") == added
+
+    # A label, another object of the kind, a deletion: each is a new body version.
+    seen = {added}
+    changed = obj(read_only, phase="C")
+    changed["metadata"]["labels"] = {"x": "2"}
+    store.put(changed)
+    other = obj(read_only)
+    other["metadata"]["name"] = "b"
+    for step in (lambda: None, lambda: store.put(other), lambda: store.delete(KEY)):
+        step()
+        now = store.kind_body_version("v1", "ConfigMap")
+        assert now not in seen
+        seen.add(now)
+    # Another kind's objects are not this kind's.
+    store.put({**obj(read_only), "kind": "Secret"})
+    assert store.kind_body_version("v1", "ConfigMap") in seen
