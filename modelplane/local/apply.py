@@ -159,13 +159,12 @@ class Applicator:
         """What `xr` last applied, by composed resource name (None: nothing yet)."""
         return self._applied.get(identity(xr))
 
-    def stamp(self, obj: Obj) -> None:
+    def stamp(self, obj: Obj, key: Key | None = None) -> None:
         """Give a created object the metadata an API server would: uid, creation time,
-        generation (each unless it has its own)."""
+        generation (each unless it has its own); `key` is the object's, if known."""
         m = obj.setdefault("metadata", {})
-        key = Key.of(obj)
         if "uid" not in m:
-            m["uid"] = uid_of(key)
+            m["uid"] = uid_of(Key.of(obj) if key is None else key)
         if "creationTimestamp" not in m:
             m["creationTimestamp"] = self.clock.tick()
         m.setdefault("generation", 1)
@@ -202,11 +201,11 @@ class Applicator:
                 obj_desired = (
                     converted if converted is not None else as_stored(raw[name][0], self._interner)
                 )
-                obj, error = self._apply_one(xr, name, obj_desired, current)
-                if obj is None:
-                    errors.append(error)
+                done = self._apply_one(xr, name, obj_desired, current)
+                if isinstance(done, str):
+                    errors.append(done)
                     continue
-                key = Key.of(obj)
+                obj, key = done
                 if name in raw:
                     version, body = self.store.version(key), self.store.body(key)
                     now[name] = Applied(raw[name][1], key, version, body)
@@ -222,22 +221,22 @@ class Applicator:
 
     def _apply_one(
         self, xr: Obj, name: str, desired: Obj, current: Obj | None
-    ) -> tuple[Obj | None, str]:
-        """Apply one desired composed resource: the object stored, or None and why not."""
+    ) -> tuple[Obj, Key] | str:
+        """Apply one desired composed resource: the object stored and its key, or why not."""
         desired.pop("status", None)
         if not desired.get("apiVersion") or not desired.get("kind"):
-            return None, f"composed resource {name!r} has no apiVersion/kind"
+            return f"composed resource {name!r} has no apiVersion/kind"
         desired["metadata"] = self.composed_meta(xr, name, desired, current)
         key = Key.of(desired)
         existing = self.store.get(key)
         owner = _controller(existing) if existing is not None else None
         if owner is not None and existing is not current and not owned_by(existing or {}, xr):
-            return None, f"cannot apply composed resource {name!r}: {key} is controlled by {owner}"
-        if current is not None and Key.of(current) != key:
+            return f"cannot apply composed resource {name!r}: {key} is controlled by {owner}"
+        if current is not None and current is not existing and Key.of(current) != key:
             self._delete(current)
-        obj = self.merge(existing, desired)
-        self.store.put(obj)
-        return obj, ""
+        obj = self.merge(existing, desired, key)
+        self.store.put(obj, key)
+        return obj, key
 
     def composed_meta(
         self, xr: Obj, name: str, desired: Obj, current: Obj | None
@@ -285,7 +284,9 @@ class Applicator:
         """`last`, if the object it applied is still the XR's (uid `uid`), unchanged since
         but for its status (which applying keeps as it is) and for ownerReferences
         another manager added after the XR's own (which applying keeps too)."""
-        if last is None or current is None or Key.of(current) != last.key:
+        # The object stored under the key it applied, not an equal one elsewhere: an
+        # identity test, as cheap as it is exact (observed objects are the store's).
+        if last is None or current is None or self.store.get(last.key) is not current:
             return None
         version = self.store.version(last.key)
         if version == last.version:
@@ -299,15 +300,15 @@ class Applicator:
         # for most of a fleet's objects once a provider reported on them.
         return Applied(last.text, last.key, version, body)
 
-    def merge(self, existing: Obj | None, desired: Obj) -> Obj:
+    def merge(self, existing: Obj | None, desired: Obj, key: Key | None = None) -> Obj:
         """Server-side-apply, simplified: desired fields win; status and identity stay.
 
         `desired` is the caller's own (decoded for this call alone), so it is
-        used as it is, not copied.
+        used as it is, not copied; `key` is its key, if known.
         """
         if existing is None:
             created = _ordered_object(desired)
-            self.stamp(created)
+            self.stamp(created, key)
             return created
         em = existing.get("metadata") or {}
         dm = desired["metadata"]

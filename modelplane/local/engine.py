@@ -331,19 +331,19 @@ class ControlPlane:
         xr = self.store.get(key)
         assert xr is not None
         fetcher = self.fetcher
-        observed = fetcher.observed(xr)
+        observed = fetcher.observed(xr, key)
         last = self._last.pop(key, None)
-        if last is not None and fetcher.sees(xr, observed, last):
+        if last is not None and fetcher.sees(key, observed, last):
             self._last[key] = last
             self.skipped += 1
             return
         rsp, error, fetched = self.pipeline.call(key, xr, observed)
-        called = fetcher.inputs(xr, observed, fetched)
+        called = fetcher.inputs(key, xr, observed, fetched)
         self._respond(key, xr, observed, rsp, error)
         self.store.touch(key)
         self.reconciled += 1
         now = self.store.get(key)
-        if now is not None and fetcher.sees(now, fetcher.observed(now), called):
+        if now is not None and fetcher.sees(key, fetcher.observed(now, key), called):
             self._last[key] = called
 
     def _respond(

@@ -81,8 +81,8 @@ class Fetcher:
         self._interner = interner
         self._read: dict[Key, tuple[int, FrozenDict]] = {}
         self._structs: dict[Key, tuple[int, structpb.Struct]] = {}
-        self._observed_by_xr: dict[Key, tuple[int | None, dict[str, Obj]]] = {}
-        """Each XR's composed resources, with its candidates' version then."""
+        self._observed_by_xr: dict[Key, tuple[int | None, dict[str, Obj], dict[str, Key]]] = {}
+        """Each XR's composed resources, with its candidates' version then, and their keys."""
         self._found_by_selector: dict[bytes, tuple[int | None, tuple[Version, ...], list[Obj]]] = {}
         """What each selector last fetched: by version, the objects, and its kind's
         version then."""
@@ -91,33 +91,45 @@ class Fetcher:
 
     # -- the observed composite and its composed resources ----------------
 
-    def version(self, obj: Obj) -> Version:
-        """The object's key and its version in the store now."""
-        key = Key.of(obj)
+    def version(self, obj: Obj, key: Key | None = None) -> Version:
+        """The object's key (`key`, when the caller has it) and its version in the store now."""
+        if key is None:
+            key = Key.of(obj)
         return key, self.store.version(key)
 
-    def observed(self, xr: Obj) -> dict[str, Obj]:
+    def observed(self, xr: Obj, key: Key | None = None) -> dict[str, Obj]:
         """The XR's composed resources by resource name (a mapping callers only read),
-        looked up again only after one of its candidates changed."""
-        key = Key.of(xr)
+        looked up again only after one of its candidates changed; `key` is the XR's."""
+        if key is None:
+            key = Key.of(xr)
         version = self.store.candidates_version(key.name)
         cached = self._observed_by_xr.get(key)
         if cached is not None and version is not None and cached[0] == version:
             return cached[1]
-        observed = self._lookup_observed(xr)
-        self._observed_by_xr[key] = (version, observed)
+        observed, keys = self._lookup_observed(xr)
+        self._observed_by_xr[key] = (version, observed, keys)
         return observed
 
-    def _lookup_observed(self, xr: Obj) -> dict[str, Obj]:
+    def observed_keys(self, xr: Key, observed: Mapping[str, Obj]) -> Mapping[str, Key]:
+        """The keys of `observed`'s objects by resource name: those found with it when it
+        is the reading `observed` last gave XR `xr`, else computed."""
+        cached = self._observed_by_xr.get(xr)
+        if cached is not None and cached[1] is observed:
+            return cached[2]
+        return {name: Key.of(obj) for name, obj in observed.items()}
+
+    def _lookup_observed(self, xr: Obj) -> tuple[dict[str, Obj], dict[str, Key]]:
         observed: dict[str, Obj] = {}
+        keys: dict[str, Key] = {}
         owned = composed_by(xr)
-        for obj in self.store.candidates_of(xr):
+        for key, obj in self.store.candidate_pairs(xr):
             name = resource_name(obj)
             # Crossplane cannot address a composed resource without the
             # annotation, so such objects are left alone (not observed, not GC'd).
             if name and owned(obj) and name not in observed:
                 observed[name] = obj
-        return observed
+                keys[name] = key
+        return observed, keys
 
     def struct(self, obj: Obj) -> structpb.Struct:
         """The object as a Struct, encoded once per version and reused across calls.
@@ -139,15 +151,17 @@ class Fetcher:
             self._structs[key] = (version, encoded)
         return encoded
 
-    def frozen(self, obj: Obj) -> FrozenDict:
+    def frozen(self, obj: Obj, key: Key | None = None) -> FrozenDict:
         """The object as the function would decode its Struct (`struct`), built once
         per version: read-only, with its version as `metadata.resourceVersion`.
 
         Its read-only containers are the store's own, and the ones built here
         the interner's: what a new version repeats of an earlier one (and what
-        was remembered on it, `memoized`) is the same object.
+        was remembered on it, `memoized`) is the same object. `key` is the
+        object's key, when the caller has it.
         """
-        key = Key.of(obj)
+        if key is None:
+            key = Key.of(obj)
         version = self.store.version(key)
         cached = self._read.get(key)
         if cached is not None and cached[0] == version:
@@ -220,7 +234,10 @@ class Fetcher:
         cached = self._frozen_lists.get(signature)
         if cached is not None and cached[0] == fetch.found:
             return list(cached[1])
-        frozen: list[Resource] = [self.frozen(o) for o in objs]
+        # `found` lists the fetched objects' keys in their order.
+        frozen: list[Resource] = [
+            self.frozen(o, key) for o, (key, _) in zip(objs, fetch.found, strict=True)
+        ]
         if all(version is not None for _, version in fetch.found):
             self._frozen_lists[signature] = (fetch.found, frozen)
         return list(frozen)
@@ -240,37 +257,47 @@ class Fetcher:
     # -- what a call saw ---------------------------------------------------
 
     def inputs(
-        self, xr: Obj, observed: Mapping[str, Obj], fetched: tuple[tuple[Fetch, ...], ...]
+        self,
+        key: Key,
+        xr: Obj,
+        observed: Mapping[str, Obj],
+        fetched: tuple[tuple[Fetch, ...], ...],
     ) -> Inputs:
-        """What a call for `xr` that read `observed` and `fetched` saw, by version now."""
+        """What a call for `xr` (at `key`) that read `observed` and `fetched` saw, by
+        version now."""
+        keys = self.observed_keys(key, observed)
+        version = self.store.version
         return Inputs(
-            composite=self.version(xr),
-            observed=tuple((name, self.version(obj)) for name, obj in sorted(observed.items())),
+            composite=(key, version(key)),
+            observed=tuple((name, (keys[name], version(keys[name]))) for name in sorted(observed)),
             fetched=fetched,
-            candidates=self._read_at(xr, observed),
+            candidates=self._read_at(key, observed),
         )
 
-    def _read_at(self, xr: Obj, observed: Mapping[str, Obj]) -> int | None:
+    def _read_at(self, key: Key, observed: Mapping[str, Obj]) -> int | None:
         """The candidates' version `observed` is the reading of (`observed`), if it is
-        the one kept for `xr` and still current; else None."""
-        key = Key.of(xr)
+        the one kept for the XR at `key` and still current; else None."""
         cached = self._observed_by_xr.get(key)
         now = self.store.candidates_version(key.name)
         if cached is None or cached[1] is not observed or now is None or cached[0] != now:
             return None
         return now
 
-    def sees(self, xr: Obj, observed: Mapping[str, Obj], inputs: Inputs) -> bool:
-        """Whether a call of the function for `xr` would see `inputs` now, by version.
+    def sees(self, key: Key, observed: Mapping[str, Obj], inputs: Inputs) -> bool:
+        """Whether a call of the function for the XR at `key` would see `inputs` now, by
+        version.
 
         The selectors are those `inputs` fetched with (an earlier call's); since
         the function is pure, equal inputs mean it would ask for the same.
         """
-        if self.version(xr) != inputs.composite or len(observed) != len(inputs.observed):
+        if (key, self.store.version(key)) != inputs.composite:
+            return False
+        if len(observed) != len(inputs.observed):
             return False
         # While the candidates' version holds, every observed version does too.
-        current = inputs.candidates is not None and self._read_at(xr, observed) == inputs.candidates
-        if not current and not self._observed_still(observed, inputs):
+        candidates = inputs.candidates
+        current = candidates is not None and self._read_at(key, observed) == candidates
+        if not current and not self._observed_still(key, observed, inputs):
             return False
         return all(
             self.found(f.signature, f.selector)[0] == f.found
@@ -278,12 +305,14 @@ class Fetcher:
             for f in iteration
         )
 
-    def _observed_still(self, observed: Mapping[str, Obj], inputs: Inputs) -> bool:
-        """Whether `observed` holds the resources `inputs` saw, each at its version then."""
+    def _observed_still(self, xr: Key, observed: Mapping[str, Obj], inputs: Inputs) -> bool:
+        """Whether `observed` (the XR `xr`'s) holds the resources `inputs` saw, each at its
+        version then."""
         version = self.store.version
-        now = sorted(observed.items())
-        for (name, (key, seen)), (now_name, obj) in zip(inputs.observed, now, strict=True):
-            if name != now_name or key != Key.of(obj) or version(key) != seen:
+        keys = self.observed_keys(xr, observed)
+        now = sorted(observed)
+        for (name, (key, seen)), now_name in zip(inputs.observed, now, strict=True):
+            if name != now_name or key != keys[name] or version(key) != seen:
                 return False
         return True
 

@@ -203,7 +203,7 @@ class Pipeline:
         would get (the function is pure), without the iterations before it.
         Also returns what each iteration fetched, by version.
         """
-        ask = self._asker(xr, observed)
+        ask = self._asker(key, xr, observed)
         require = self.fetcher.require
         previous = self.settled.get(key)
         required: Fetched = require(previous) if previous is not None else []
@@ -232,10 +232,10 @@ class Pipeline:
             tuple(fetched),
         )
 
-    def _asker(self, xr: Obj, observed: Mapping[str, Obj]) -> Callable[[Fetched], Reply]:
-        """How to call the function for `xr`: given what was fetched, its reply."""
+    def _asker(self, key: Key, xr: Obj, observed: Mapping[str, Obj]) -> Callable[[Fetched], Reply]:
+        """How to call the function for `xr` (at `key`): given what was fetched, its reply."""
         if self.runner is None:
-            return self._in_process(xr, observed)
+            return self._in_process(key, xr, observed)
         runner = self.runner
         req = self.request(xr, observed)
 
@@ -277,17 +277,20 @@ class Pipeline:
             for obj in objs:
                 items.add().resource.CopyFrom(struct(obj))
 
-    def _in_process(self, xr: Obj, observed: Mapping[str, Obj]) -> Callable[[Fetched], Reply]:
+    def _in_process(
+        self, key: Key, xr: Obj, observed: Mapping[str, Obj]
+    ) -> Callable[[Fetched], Reply]:
         """Call the composer directly on read-only dicts: what the servicer would
         decode from the request `request` builds, without building it."""
         runner = self._composer
         image = self._image
         fetcher = self.fetcher
         interner = self._interner
-        composite = fetcher.frozen(xr)
-        seen = {name: fetcher.frozen(obj) for name, obj in sorted(observed.items())}
+        composite = fetcher.frozen(xr, key)
+        keys = fetcher.observed_keys(key, observed)
+        seen = {name: fetcher.frozen(obj, keys[name]) for name, obj in sorted(observed.items())}
         last = self.applicator.last(xr)
-        last_status = self._statuses.get(Key.of(xr))
+        last_status = self._statuses.get(key)
 
         def in_process(required: Fetched) -> Reply:
             got: dict[str, list[Resource]] = {}

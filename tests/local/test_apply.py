@@ -45,9 +45,10 @@ class Rig:
         self.puts = 0
         put = self.store.put
 
-        def counted(obj: Obj) -> Key:
+        def counted(obj: Obj, key: Key | None = None) -> Key:
             self.puts += 1
-            return put(obj)
+            assert key is None or key == Key.of(obj)  # a key given is the object's
+            return put(obj, key)
 
         self.store.put = counted  # type: ignore[method-assign]
         self.applicator = Applicator(

@@ -217,7 +217,7 @@ def test_a_call_sees_its_inputs_again_only_while_none_changed(change: str) -> No
     assert stored is not None
     observed = f.observed(stored)
     fetched = f.require(requirements(gpus=by_labels(tier="gpu")))
-    inputs = f.inputs(stored, observed, (tuple(fetch for fetch, _ in fetched),))
+    inputs = f.inputs(key, stored, observed, (tuple(fetch for fetch, _ in fetched),))
     if change == "composite":
         f.store.put({**xr(), "spec": {"n": 2}})
     elif change == "observed":
@@ -236,4 +236,4 @@ def test_a_call_sees_its_inputs_again_only_while_none_changed(change: str) -> No
         f.store.put(composed("b-1", None, x="1"))
     now = f.store.get(key)
     assert now is not None
-    assert f.sees(now, f.observed(now), inputs) is CHANGES[change]
+    assert f.sees(key, f.observed(now), inputs) is CHANGES[change]

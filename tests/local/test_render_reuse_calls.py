@@ -51,8 +51,8 @@ class CountingPuts(ControlPlane):
         self.puts: dict[Key, int] = {}
         put = self.store.put
 
-        def counted(obj: Obj) -> Key:
-            key = put(obj)
+        def counted(obj: Obj, known: Key | None = None) -> Key:
+            key = put(obj, known)
             self.puts[key] = self.puts.get(key, 0) + 1
             return key
 
