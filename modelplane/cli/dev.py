@@ -6,12 +6,11 @@ import json
 import shlex
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
-if TYPE_CHECKING:
-    from modelplane.dev.netns import Network
+from modelplane.cli.dev_fleet import fleet_network, require_fleet
 
 DEFAULT_DIR = Path(".modelplane-dev")
 
@@ -50,27 +49,6 @@ def _read_nodes(path: Path | None) -> list[Any]:
 @click.group("dev")
 def dev() -> None:
     """Run a real local fleet: Kubernetes, Crossplane and Modelplane as processes."""
-
-
-def require_fleet(directory: Path) -> None:
-    """Refuse a directory that holds no fleet (no state file), saying how to make one."""
-    from modelplane.dev.fleet import STATE_FILE
-
-    if not (directory / STATE_FILE).is_file():
-        raise click.ClickException(f"no fleet in {directory}: run `modelplane dev up` first")
-
-
-def fleet_network(directory: Path) -> Network:
-    """The fleet's network, refused when the fleet or its namespace is gone."""
-    from modelplane.dev.fleet import Fleet
-
-    require_fleet(directory)
-    network = Fleet(directory).network
-    if not network.exists():
-        raise click.ClickException(
-            f"the fleet network {network.name} is gone: run `modelplane dev up` again"
-        )
-    return network
 
 
 def _say(message: str) -> None:

@@ -12,13 +12,13 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from modelplane.api import constants as c
+from modelplane.cli.dev_fleet import fleet_network, require_fleet
 from modelplane.dev import load
 from modelplane.kube.client import KubeError
 
 
 def service_address(directory: Path, name: str, namespace: str) -> str:
     """A ModelService's `status.address`, read from the fleet's control plane."""
-    from modelplane.cli.dev import require_fleet
     from modelplane.dev.fleet import CONTROL_PLANE, State
 
     require_fleet(directory)
@@ -90,8 +90,6 @@ def main(
     directory: Path, service: str, namespace: str, plan: load.Plan, model: str | None, as_json: bool
 ) -> None:
     """`modelplane dev load`: read the address, send from inside the fleet's network, report."""
-    from modelplane.cli.dev import fleet_network
-
     url = service_address(directory, service, namespace)
     try:
         result, chosen = run_load(url, fleet_network(directory).http, plan, model)
