@@ -147,7 +147,7 @@ def dependents(store: ObjectStore, owner: Obj) -> list[Obj]:
     """The objects `owner` owns directly: its composed resources and anything naming it owner."""
     name = str((owner.get("metadata") or {}).get("name", ""))
     owned = composed_by(owner)
-    found = {Key.of(o): o for o in store.candidates_of(owner) if owned(o)}
+    found = {key: o for key, o in store.candidate_pairs(owner) if owned(o)}
     for obj in store.owned_by_name(name):
         if _names_owner(obj, owner):
             found.setdefault(Key.of(obj), obj)

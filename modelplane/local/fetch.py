@@ -91,12 +91,6 @@ class Fetcher:
 
     # -- the observed composite and its composed resources ----------------
 
-    def version(self, obj: Obj, key: Key | None = None) -> Version:
-        """The object's key (`key`, when the caller has it) and its version in the store now."""
-        if key is None:
-            key = Key.of(obj)
-        return key, self.store.version(key)
-
     def observed(self, xr: Obj, key: Key | None = None) -> dict[str, Obj]:
         """The XR's composed resources by resource name (a mapping callers only read),
         looked up again only after one of its candidates changed; `key` is the XR's."""

@@ -631,7 +631,8 @@ def _object_reads(
     Backend a route names as the pass began (`named_backends`).
     """
     if isinstance(last, ObjectReads):
-        config, references, replica, backend = last[:4]
+        config, references, replica = last.provider_config, last.references, last.replica
+        backend = last.backend
     else:
         config, references, replica, backend = (
             _provider_config_key(obj),
