@@ -345,9 +345,19 @@ def test_a_workload_gateway_refuses_a_client_without_the_fleet_certificate(
 ) -> None:
     network = _network(serving)
     api = serving.workloads[CLUSTERS["local-1"]]
-    gateway = api.get("gateway.networking.k8s.io/v1", "Gateway", HOP_GATEWAY[1], HOP_GATEWAY[0])
-    assert gateway is not None
-    address = gateway["status"]["addresses"][0]["value"]
+
+    def hop_address() -> str | None:
+        # The fleet gateway may have answered through local-2 alone so far; local-1's
+        # hop Gateway is composed by its own ServingStack and gets its address later.
+        gateway = api.get("gateway.networking.k8s.io/v1", "Gateway", *HOP_GATEWAY[::-1])
+        addresses = ((gateway or {}).get("status") or {}).get("addresses") or []
+        return str(addresses[0]["value"]) if addresses else None
+
+    def stack() -> str:
+        got = serving.cp.get(m.API, "ServingStack", "local-1") or {}
+        return f"ServingStack local-1 Ready={condition(got, 'Ready')}"
+
+    address = serving.settle("local-1's hop Gateway has an address", hop_address, TIMEOUT, stack)
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE  # the client is what is judged here, not the server
