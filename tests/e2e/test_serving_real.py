@@ -349,12 +349,12 @@ def test_a_workload_gateway_refuses_a_client_without_the_fleet_certificate(
     def hop_address() -> str | None:
         # The fleet gateway may have answered through local-2 alone so far; local-1's
         # hop Gateway is composed by its own ServingStack and gets its address later.
-        gateway = api.get("gateway.networking.k8s.io/v1", "Gateway", *HOP_GATEWAY[::-1])
+        gateway = api.get("gateway.networking.k8s.io/v1", "Gateway", HOP_GATEWAY[1], HOP_GATEWAY[0])
         addresses = ((gateway or {}).get("status") or {}).get("addresses") or []
         return str(addresses[0]["value"]) if addresses else None
 
     def stack() -> str:
-        got = serving.cp.get(m.API, "ServingStack", "local-1") or {}
+        got = serving.cp.get(c.INFRA_API_VERSION, "ServingStack", "local-1", c.SYSTEM_NAMESPACE)
         return f"ServingStack local-1 Ready={condition(got, 'Ready')}"
 
     address = serving.settle("local-1's hop Gateway has an address", hop_address, TIMEOUT, stack)
