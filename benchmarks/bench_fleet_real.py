@@ -46,7 +46,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from bench_time_to_ready import _scrape, _sum, counters  # noqa: E402
+from bench_time_to_ready import _scrape, _sum, counters, crossplane_page, function_page  # noqa: E402
 from e2e import manifests as m  # noqa: E402
 from e2e.harness import World  # noqa: E402
 
@@ -140,11 +140,6 @@ def peak_memory(state: State) -> list[tuple[str, float]]:
     return sorted(out, key=lambda t: -t[1])
 
 
-def crossplane_page(state: State) -> str:
-    """Crossplane's metrics page."""
-    return _scrape(f"http://127.0.0.1:{state.ports['crossplane-metrics']}/metrics", None, None)
-
-
 def queue_depth(state: State) -> float:
     """The sum of Crossplane's work queues' depths now."""
     return _sum(crossplane_page(state), "workqueue_depth", lambda _lb: True)
@@ -152,8 +147,7 @@ def queue_depth(state: State) -> float:
 
 def request_bytes(state: State) -> tuple[float, float]:
     """(sum, count) of the ModelDeployment requests' sizes the function saw."""
-    url = f"https://127.0.0.1:{state.ports['function-metrics']}/metrics"
-    text = _scrape(url, None, str(state.pki / "ca.crt"), state.pki / "crossplane")
+    text = function_page(state)
     keep = lambda lb: lb.get("kind") == "ModelDeployment"  # noqa: E731
     got = [
         _sum(text, f"modelplane_function_request_bytes_{part}", keep) for part in ("sum", "count")

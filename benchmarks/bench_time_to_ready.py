@@ -76,14 +76,23 @@ def _sum(text: str, family: str, keep: Any) -> float:
     return sum((s.value for s in _samples(text, family) if keep(s.labels)), 0.0)
 
 
-def _function_calls(state: State) -> dict[str, float]:
-    """The function's own calls by composite kind (its metrics ask for a client
-    certificate of the fleet's CA: Crossplane's)."""
+def function_page(state: State) -> str:
+    """The function's metrics page (it asks for a client certificate of the fleet's
+    CA: Crossplane's)."""
     url = f"https://127.0.0.1:{state.ports['function-metrics']}/metrics"
-    text = _scrape(url, None, str(state.pki / "ca.crt"), state.pki / "crossplane")
+    return _scrape(url, None, str(state.pki / "ca.crt"), state.pki / "crossplane")
+
+
+def crossplane_page(state: State) -> str:
+    """Crossplane's metrics page."""
+    return _scrape(f"http://127.0.0.1:{state.ports['crossplane-metrics']}/metrics", None, None)
+
+
+def _function_calls(state: State) -> dict[str, float]:
+    """The function's own calls by composite kind."""
     return {
         f"calls: {s.labels['kind']}": s.value
-        for s in _samples(text, "modelplane_function_calls_total")
+        for s in _samples(function_page(state), "modelplane_function_calls_total")
     }
 
 
@@ -101,7 +110,7 @@ def _reconciles(xp: str) -> dict[str, float]:
 def counters(state: State) -> dict[str, float]:
     """Function calls, Crossplane composite reconciles and API writes so far, in total
     and (keys with a colon) by kind."""
-    xp = _scrape(f"http://127.0.0.1:{state.ports['crossplane-metrics']}/metrics", None, None)
+    xp = crossplane_page(state)
     token = (state.pki / "token").read_text().strip()
     writes = 0.0
     for cluster in state.clusters:
