@@ -40,6 +40,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,11 +54,31 @@ from e2e.harness import World  # noqa: E402
 from modelplane.dev.fleet import Fleet, State  # noqa: E402
 from modelplane.dev.kubeapi import condition  # noqa: E402
 from modelplane.dev.nodes import ClusterNodes, PoolNodes, class_devices  # noqa: E402
+from modelplane.kube.client import KubeError  # noqa: E402
 
 CLASS = "fleet-l4"
 NS = "fleet-bench"
 INDEX = "bench.modelplane.ai/fleet-index"
 TICKS = os.sysconf("SC_CLK_TCK")
+POLL_SECONDS = 2.0
+
+
+def wait(what: str, probe: Callable[[], bool], timeout: float) -> None:
+    """Probe every POLL_SECONDS until `probe` holds; fail after `timeout` seconds.
+
+    Not `World.settle`: the fleet runs its own player, and the harness playing
+    it again every second added its lists to the load this measures.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if probe():
+                return
+        except (KubeError, OSError) as err:  # a busy API server: not known yet
+            print(f"  ({what}: {err})", file=sys.stderr)
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s: {what}")
+        time.sleep(POLL_SECONDS)
 
 
 def server_of(index: int, servers: int) -> str:
@@ -170,9 +191,9 @@ def grow(world: World, clusters: int, args: argparse.Namespace) -> float:
     for i in range(1, clusters + 1):
         if f"fleet-{i}" not in have:
             world.apply([cluster_doc(world, i, args.servers, args.nodes)])
-    world.settle(
+    wait(
         f"{clusters} InferenceClusters Ready",
-        lambda: True if ready_count(world, "InferenceCluster") >= clusters else None,
+        lambda: ready_count(world, "InferenceCluster") >= clusters,
         600,
     )
     return time.monotonic() - started
@@ -189,12 +210,12 @@ def measure(world: World, clusters: int, args: argparse.Namespace) -> dict[str, 
         world.apply([deployment_doc(i, n) for i in range(1, clusters + 1)])
     deepest = 0.0
 
-    def all_ready() -> bool | None:
+    def all_ready() -> bool:
         nonlocal deepest
         deepest = max(deepest, queue_depth(state))
-        return True if ready_count(world, "ModelDeployment", NS) >= deployments else None
+        return ready_count(world, "ModelDeployment", NS) >= deployments
 
-    world.settle(f"{deployments} deployments Ready", all_ready, args.timeout)
+    wait(f"{deployments} deployments Ready", all_ready, args.timeout)
     elapsed = time.monotonic() - started
     after, cpu1, bytes1 = counters(state), cpu_seconds(function), request_bytes(state)
     calls = bytes1[1] - bytes0[1]
@@ -218,13 +239,13 @@ def clear(world: World) -> None:
     for md in world.cp.list(m.API, "ModelDeployment", NS):
         world.cp.delete(m.API, "ModelDeployment", md["metadata"]["name"], NS)
 
-    def gone() -> bool | None:
+    def gone() -> bool:
         left = world.cp.list(m.API, "ModelDeployment", NS) or world.cp.list(
             m.API, "ModelReplica", NS
         )
-        return None if left else True
+        return not left
 
-    world.settle("deployments gone", gone, 600)
+    wait("deployments gone", gone, 600)
 
 
 COLUMNS = (
