@@ -93,12 +93,6 @@ INIT_ATTEMPTS = 5
 # provider-kubernetes v1.2.1 binds its metrics and webhook servers here with no
 # flag to move them: one local fleet per machine.
 PROVIDER_FIXED_PORTS = (8080, 9443)
-# provider-kubernetes' flags, those docs/install.md's runtime config gives it
-# (tests/package/test_docs.py keeps the two equal): the Objects whose readiness
-# reads a status ask to be watched. Its --poll stays the default, 10 minutes:
-# polled every 10 s, the Objects' no-op status writes were the control plane's
-# largest stream at 50 clusters (benchmarks/bench_fleet_real.py).
-PROVIDER_KUBERNETES_FLAGS = ("--enable-watches",)
 # What turns a composed Deployment into Pods and a claim template into claims,
 # on every cluster: the control plane too runs Pods (its fleet gateway's Envoy
 # proxies). No job or persistentvolume-binder controllers: the harness plays the
@@ -815,7 +809,9 @@ class Fleet:
         provider = str(partsmod.binary(built, "provider-kubernetes", "provider"))
         argv = [
             provider,
-            *PROVIDER_KUBERNETES_FLAGS,
+            "--poll=10s",
+            # The Objects whose readiness reads a status ask to be watched.
+            "--enable-watches",
             f"--health-probe-bind-addr=127.0.0.1:{state.port('provider-kubernetes-health')}",
         ]
         env = {
