@@ -20,6 +20,8 @@ from e2e import manifests as m
 from e2e import parity
 from e2e.harness import COUNTS, World, load_docs
 
+from modelplane.api import constants as c
+
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,8 +47,12 @@ def _remove_platform_gateways(world: World) -> None:
 
 
 def _nothing_left(world: World) -> bool | None:
-    kinds = ("ModelReplica", "ModelEndpoint", "InferenceCluster", "ModelDeployment", "ServingStack")
+    kinds = ("ModelReplica", "ModelEndpoint", "InferenceCluster", "ModelDeployment")
     if any(world.cp.list(API, k) for k in kinds):
+        return None
+    # ServingStacks are infrastructure (their own group): listed under API they
+    # would read as "not served", hence none, and never be waited for.
+    if world.cp.list(c.INFRA_API_VERSION, "ServingStack"):
         return None
     # A serving stack still being deleted removes its hop Gateway from the
     # workload cluster: the next scenario's stack composes one of that name,
