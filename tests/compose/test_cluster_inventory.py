@@ -63,6 +63,9 @@ OBSERVATION = {
             }
         },
         "providerConfigRef": {"kind": "ClusterProviderConfig", "name": "modelplane-east"},
+        # Watched: the agent's reports reach the cluster as they are written, not
+        # at provider-kubernetes' next poll (10 minutes by default).
+        "watch": True,
     },
 }
 

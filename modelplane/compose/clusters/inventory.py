@@ -30,7 +30,7 @@ def inventory_object_name(cluster: str) -> str:
 
 
 def inventory_observation(cluster: str, provider_config: str) -> Resource:
-    """An Observe-only Object of the agent's ConfigMap: Crossplane watches it, never writes it."""
+    """A watched, Observe-only Object of the agent's ConfigMap: read, never written."""
     manifest = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -48,6 +48,11 @@ def inventory_observation(cluster: str, provider_config: str) -> Resource:
             "managementPolicies": ["Observe"],
             "forProvider": {"manifest": manifest},
             "providerConfigRef": {"kind": "ClusterProviderConfig", "name": provider_config},
+            # The agent rewrites the summary every interval; polled instead, the
+            # control plane would read it every provider --poll (10 minutes by
+            # default), past the bound InventoryFresh allows, so the cluster's
+            # signals would read stale most of the time.
+            "watch": True,
         },
     }
 

@@ -487,11 +487,11 @@ UNREACHABLE_ERRORS = (
 def reachability(inp: ComposeInput, result: ComposeResult) -> bool | None:
     """Whether the cluster's API server answers, from the inventory observation's last poll.
 
-    The Observe-only Object of the agent's ConfigMap is polled every interval,
-    so its `Synced` says whether provider-kubernetes reached the cluster: a
-    connection error is an unreachable API server (False); any other answer is
-    an answering one (True). Without that Object there is no probe (None, and
-    no `Reachable` condition).
+    The Observe-only Object of the agent's ConfigMap is observed at each write
+    it watches and at every provider poll (`--poll`), so its `Synced` says
+    whether provider-kubernetes reached the cluster: a connection error is an
+    unreachable API server (False); any other answer is an answering one (True).
+    Without that Object there is no probe (None, and no `Reachable` condition).
     """
     observed = inp.observed.get(INVENTORY_KEY)
     if observed is None:
