@@ -1,6 +1,7 @@
 """What providers and workload clusters would report, simulated.
 
-provider-kubernetes Objects become Synced and Ready, their
+provider-kubernetes Objects become Synced and Ready (an inventory probe, whose
+query never holds, Synced and not Ready), their
 `status.atProvider.manifest` the wrapped manifest with a plausible status for
 its kind (a Deployment or LeaderWorkerSet Available with every replica ready,
 a PersistentVolumeClaim Bound, a Job Complete; Envoy Gateway resources on the
@@ -23,6 +24,7 @@ from typing import Any, NamedTuple
 from modelplane.api import constants as c
 from modelplane.api.model_cache import HydrateEnv, HydrationResult
 from modelplane.api.objects import short_hash
+from modelplane.compose.clusters.inventory import PROBE
 from modelplane.local.conditions import Clock, set_condition, writable_dict
 from modelplane.local.deletion import store_usages, user_key
 from modelplane.local.gateway_sim import (
@@ -318,6 +320,11 @@ def _keep_written_data(obj: Obj, live: Obj) -> None:
         live["data"] = previous["data"]
 
 
+def _spec_readiness(obj: Obj) -> Any:
+    spec = obj.get("spec")
+    return spec.get("readiness") if isinstance(spec, dict) else None
+
+
 def _simulate_object(
     store: ObjectStore,
     obj: Obj,
@@ -344,7 +351,7 @@ def _simulate_object(
         addresses = addresses if addresses is not None else Addresses(store)
         live["status"] = gateway_status(live, at, _gateway_address(addresses, obj, live))
     _keep_written_data(obj, live)
-    ready = "True"
+    ready = "False" if _spec_readiness(obj) == PROBE.policy else "True"
     if reads.named is False:
         # No route names it: Envoy Gateway never read it, so it has no status, and the
         # Object's readiness query (its Accepted condition) is not met.

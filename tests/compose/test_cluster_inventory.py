@@ -66,6 +66,9 @@ OBSERVATION = {
         # Watched: the agent's reports reach the cluster as they are written, not
         # at provider-kubernetes' next poll (10 minutes by default).
         "watch": True,
+        # Never met on the cluster: provider-kubernetes re-observes a not-Ready
+        # Object every 30 s, which makes this Object the reachability probe.
+        "readiness": {"policy": "DeriveFromCelQuery", "celQuery": "false"},
     },
 }
 

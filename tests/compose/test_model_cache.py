@@ -173,6 +173,18 @@ def test_one_copy_per_ready_matching_cluster_with_its_storage_class() -> None:
     assert res.ready == "False"
 
 
+def test_the_objects_whose_later_state_the_cache_reads_are_watched() -> None:
+    # provider-kubernetes observes a Ready, unwatched Object once per --poll (10
+    # minutes by default): the Job's result is written after its Object is Ready,
+    # and a claim can be Lost after it was Bound.
+    xr = cache()
+    res = compose(xr, [cluster("a")])
+    watched = sorted(k for k, d in res.desired.items() if d.resource["spec"].get("watch"))
+    assert watched == ["a/job-" + digest(xr), "a/pvc", "a/result"]
+    adopted = cache(storage={"backend": "ExistingPVC", "claimName": "llama-weights"})
+    assert compose(adopted, [cluster("a")]).desired["a/pvc"].resource["spec"]["watch"] is True
+
+
 def test_the_caches_storage_class_wins_over_the_clusters() -> None:
     xr = cache(storage={"size": "1Gi", "storageClassName": "fast-rwx"})
     res = compose(xr, [cluster("a", storage_class="efs-rwx"), cluster("b")])

@@ -485,10 +485,14 @@ def _restart(world: World) -> None:
 def _drill(world: World, name: str, fault: Callable[[], int], heal: Callable[[], None]) -> Drill:
     before = _ready_count(world, FAULTS_NS, STEADY)
     mark = len(SEEN)
-    removed = fault()
-    lowest = min([before, *SEEN[mark:]])
-    lowest = _sample(world, 20, lowest)
-    heal()
+    try:
+        removed = fault()
+        lowest = min([before, *SEEN[mark:]])
+        lowest = _sample(world, 20, lowest)
+    finally:
+        # Healed even when the fault's own checks fail: a stopped API server left
+        # down would fail every later scenario on the shared fleet.
+        heal()
     world.settle(
         f"after {name}: every steady replica Ready",
         lambda: True if _ready_count(world, FAULTS_NS, STEADY) == STEADY_REPLICAS else None,

@@ -57,6 +57,24 @@ def test_an_existing_clusters_declared_pools_are_what_its_agent_reports(
         assert _cond(_cluster(rendered, name), "HardwareDrift") == ("False", "NoDrift")
 
 
+def test_the_inventory_object_reads_as_provider_kubernetes_reports_it(
+    rendered: RenderResult,
+) -> None:
+    # Its readiness query never holds (it is the cluster's reachability probe),
+    # so the real provider reports it Synced and not Ready; the render must too,
+    # and the cluster is Ready all the same.
+    obj = rendered.get(
+        c.PROVIDER_KUBERNETES_API_VERSION, "Object", "eu-west-h100-inventory", "modelplane-system"
+    )
+    assert obj is not None and obj["spec"]["watch"] is True
+    assert (_cond(obj, "Synced"), _cond(obj, "Ready")) == (
+        ("True", "ReconcileSuccess"),
+        ("False", "Unavailable"),
+    )
+    assert _cond(_cluster(rendered, "eu-west-h100"), "Ready")[0] == "True"
+    assert _cond(_cluster(rendered, "eu-west-h100"), "Reachable") == ("True", "Reachable")
+
+
 def test_reported_replicas_move_off_the_pool_and_the_report_clears(rendered: RenderResult) -> None:
     # The simulated agent reported qwen-small's replicas on us-east-l4's l4 pool;
     # the scheduler placed replacements elsewhere and withdrew them, so at the

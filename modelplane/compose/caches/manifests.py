@@ -381,13 +381,24 @@ def wrap(
     rule: readiness.ReadinessRule = readiness.EXISTS,
     policies: list[str] | None = None,
     references: list[dict[str, Any]] | None = None,
+    read_after_ready: bool = False,
 ) -> Resource:
-    """Wrap `manifest` in a provider-kubernetes Object on the cluster's provider config."""
+    """Wrap `manifest` in a provider-kubernetes Object on the cluster's provider config.
+
+    The Object is watched when its readiness reads a status or, with
+    `read_after_ready`, when the composer keeps reading what another controller
+    writes into it once it is Ready (the Job's result).
+    """
     spec: dict[str, Any] = {
         "forProvider": {"manifest": manifest},
         "providerConfigRef": {"kind": "ClusterProviderConfig", "name": provider_config},
         "readiness": rule.wire(),
     }
+    if rule.watched or read_after_ready:
+        # provider-kubernetes observes a Ready Object once per --poll (10 minutes
+        # by default): unwatched, a finished Job's result would reach the cache
+        # that long after it was written.
+        spec["watch"] = True
     if policies is not None:
         spec["managementPolicies"] = list(policies)
     if references:

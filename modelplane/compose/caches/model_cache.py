@@ -229,7 +229,10 @@ def _pvc_copy(
             ),
             {"rule": m.CLAIM_BOUND},
         ),
-        "result": (m.result_configmap(names, labels), {"policies": m.NO_UPDATE}),
+        "result": (
+            m.result_configmap(names, labels),
+            {"policies": m.NO_UPDATE, "read_after_ready": True},
+        ),
         "serviceaccount": (m.service_account(names, labels), {}),
         "role": (m.role(names, labels), {}),
         "rolebinding": (m.role_binding(names, labels), {}),

@@ -17,7 +17,7 @@ from modelplane.api import constants as c
 from modelplane.api.frozen import memoized
 from modelplane.api.inventory import DATA_FIELD, InventorySummary, read_inventory
 from modelplane.compose.clusters.managed import labels, resource_name
-from modelplane.compose.readiness import wrapped
+from modelplane.compose.readiness import POLICY_CEL, ReadinessRule, register, wrapped
 from modelplane.compose.types import Resource
 
 INVENTORY_KEY = "inventory"
@@ -29,8 +29,25 @@ def inventory_object_name(cluster: str) -> str:
     return resource_name(cluster, "inventory")
 
 
+def _read(observed: Resource | None) -> bool:
+    return wrapped(observed) is not None
+
+
+PROBE = register(
+    ReadinessRule("ReachabilityProbe", {"policy": POLICY_CEL, "celQuery": "false"}, _read)
+)
+"""The inventory Object's readiness: never met on the workload cluster, so the Object
+doubles as the cluster's reachability probe. provider-kubernetes observes an Object
+that is not Ready every 30 s, whatever its --poll (10 minutes by default), so a
+stopped API server shows in the Object's `Synced` within about 30 s. The composer
+reads the Object as ready once the ConfigMap was observed."""
+
+
 def inventory_observation(cluster: str, provider_config: str) -> Resource:
-    """A watched, Observe-only Object of the agent's ConfigMap: read, never written."""
+    """A watched, Observe-only Object of the agent's ConfigMap: read, never written.
+
+    Its readiness is `PROBE`, so it is also the cluster's reachability probe.
+    """
     manifest = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -53,6 +70,7 @@ def inventory_observation(cluster: str, provider_config: str) -> Resource:
             # default), past the bound InventoryFresh allows, so the cluster's
             # signals would read stale most of the time.
             "watch": True,
+            "readiness": PROBE.wire(),
         },
     }
 

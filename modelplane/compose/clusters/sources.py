@@ -488,7 +488,8 @@ def reachability(inp: ComposeInput, result: ComposeResult) -> bool | None:
     """Whether the cluster's API server answers, from the inventory observation's last poll.
 
     The Observe-only Object of the agent's ConfigMap is observed at each write
-    it watches and at every provider poll (`--poll`), so its `Synced` says
+    it watches and, its readiness never met (`inventory.PROBE`), every 30 s
+    whatever the provider's `--poll`, so its `Synced` says within about 30 s
     whether provider-kubernetes reached the cluster: a connection error is an
     unreachable API server (False); any other answer is an answering one (True).
     Without that Object there is no probe (None, and no `Reachable` condition).
