@@ -809,7 +809,10 @@ class Fleet:
         provider = str(partsmod.binary(built, "provider-kubernetes", "provider"))
         argv = [
             provider,
-            "--poll=10s",
+            # Its default --poll (10 minutes), as docs/install.md installs it: what
+            # composers wait on is watched, and a fleet's Objects polled every
+            # 10 s were the control plane's largest stream of writes at 50
+            # clusters (benchmarks/bench_fleet_real.py).
             # The Objects whose readiness reads a status ask to be watched.
             "--enable-watches",
             f"--health-probe-bind-addr=127.0.0.1:{state.port('provider-kubernetes-health')}",
