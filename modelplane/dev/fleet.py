@@ -93,6 +93,12 @@ INIT_ATTEMPTS = 5
 # provider-kubernetes v1.2.1 binds its metrics and webhook servers here with no
 # flag to move them: one local fleet per machine.
 PROVIDER_FIXED_PORTS = (8080, 9443)
+# provider-kubernetes' flags, those docs/install.md's runtime config gives it
+# (tests/package/test_docs.py keeps the two equal): the Objects whose readiness
+# reads a status ask to be watched. Its --poll stays the default, 10 minutes:
+# polled every 10 s, the Objects' no-op status writes were the control plane's
+# largest stream at 50 clusters (benchmarks/bench_fleet_real.py).
+PROVIDER_KUBERNETES_FLAGS = ("--enable-watches",)
 # What turns a composed Deployment into Pods and a claim template into claims,
 # on every cluster: the control plane too runs Pods (its fleet gateway's Envoy
 # proxies). No job or persistentvolume-binder controllers: the harness plays the
@@ -809,12 +815,7 @@ class Fleet:
         provider = str(partsmod.binary(built, "provider-kubernetes", "provider"))
         argv = [
             provider,
-            # Its default --poll (10 minutes), as docs/install.md installs it: what
-            # composers wait on is watched, and a fleet's Objects polled every
-            # 10 s were the control plane's largest stream of writes at 50
-            # clusters (benchmarks/bench_fleet_real.py).
-            # The Objects whose readiness reads a status ask to be watched.
-            "--enable-watches",
+            *PROVIDER_KUBERNETES_FLAGS,
             f"--health-probe-bind-addr=127.0.0.1:{state.port('provider-kubernetes-health')}",
         ]
         env = {

@@ -22,6 +22,7 @@ from modelplane.api.xrd import (
     package_files,
     upjet_packages,
 )
+from modelplane.dev.fleet import PROVIDER_KUBERNETES_FLAGS
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 INSTALL = ROOT / "docs" / "install.md"
@@ -65,6 +66,9 @@ def test_runtime_config_targets_the_package_runtime_container() -> None:
     }
     # The flag without which provider-kubernetes ignores the Objects' spec.watch.
     assert container("provider-kubernetes-watches")["args"] == ["--enable-watches"]
+    # The local fleet runs the provider as users are told to, its --poll included:
+    # a shorter poll there once hid that the inventory was not watched.
+    assert list(PROVIDER_KUBERNETES_FLAGS) == container("provider-kubernetes-watches")["args"]
 
 
 def test_install_guide_states_the_package_constraints_and_names() -> None:
