@@ -264,15 +264,19 @@ class Fleet:
         say: Say | None = None,
         audit: bool = False,
         breaker: tuple[int, float] = (XR_WATCH_BURST, XR_WATCH_REFILL),
+        provider_poll: str | None = None,
     ) -> None:
         """A fleet kept in `directory`; with `audit`, every API server it starts logs
         each write it serves (`audit_log`), which is what a benchmark attributes
         the control plane's work from. `breaker` is Crossplane's XR watch circuit
-        breaker (burst, refill per second) when this call starts it."""
+        breaker (burst, refill per second) when this call starts it;
+        `provider_poll` a provider-kubernetes `--poll` other than its default,
+        for a release that needs one (a previous release under test)."""
         self.directory = directory.resolve()
         self.say: Say = say or (lambda _m: None)
         self.audit = audit
         self.breaker = breaker
+        self.provider_poll = provider_poll
         self.network = netns.Network(netns.fleet_id(self.directory))
 
     @property
@@ -816,6 +820,7 @@ class Fleet:
         argv = [
             provider,
             *PROVIDER_KUBERNETES_FLAGS,
+            *([f"--poll={self.provider_poll}"] if self.provider_poll else []),
             f"--health-probe-bind-addr=127.0.0.1:{state.port('provider-kubernetes-health')}",
         ]
         env = {

@@ -57,6 +57,7 @@ TIMEOUT = 300.0
 # leaves room for a slower machine, not for a stuck reconcile.
 READY_AGAIN_BOUND = 180.0
 POLL = 1.0
+PREVIOUS_RELEASE_PROVIDER_POLL = "10s"
 # The serving fleet docs/dev.md tells a user to start: its files, as they are.
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "dev"
 
@@ -86,6 +87,10 @@ def upgrade(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fixture]:
     fleet = Fleet(
         _fleet_dir(tmp_path_factory),
         lambda msg: print(f"[upgrade fleet] {msg}", file=sys.stderr),
+        # The previous release reads a cache's hydration result and a cluster's
+        # inventory from Objects it does not watch: it needs the 10 s poll it
+        # was released on, or its caches stay Hydrating for 10 minutes.
+        provider_poll=PREVIOUS_RELEASE_PROVIDER_POLL,
     )
     try:
         old, new = release.built_at(scratch), release.current()
