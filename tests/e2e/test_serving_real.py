@@ -876,7 +876,8 @@ def _failover_and_back(
     warm_sent, warm_ok = load.window(0, STEADY)
     statuses = sorted({st for at, st in load.results if at < STEADY})
     view = _fleet_view(network, f"httproute/{NS}/fo/rule/0")
-    assert warm_sent and warm_ok == warm_sent, (warm_sent, warm_ok, statuses, view)
+    warm_failures = failure_timeline(load, 0.0)  # by second since the load started
+    assert warm_sent and warm_ok == warm_sent, (warm_sent, warm_ok, statuses, warm_failures, view)
     counted = {wl: _engine_successes(network, a) for wl, a in engines.items()}
     _freeze(envoys, signal.SIGSTOP)
     stop = time.monotonic() - load.started
