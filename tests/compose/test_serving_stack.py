@@ -307,6 +307,26 @@ def test_stack_ready_names_the_release_not_ready_then_the_gateway_address() -> N
     assert res.ready == "True"
 
 
+def test_the_gateway_class_is_watched_and_ready_once_its_controller_accepts_it() -> None:
+    # Its status is read: unwatched, provider-kubernetes would show the class as
+    # it first observed it (`Pending`) until its next poll, ten minutes later.
+    first = _compose(_stack())
+    obj = first.desired["gateway-class"].resource
+    assert obj["spec"]["watch"] is True
+    assert obj["spec"]["readiness"]["policy"] == "DeriveFromCelQuery"
+    assert "'Accepted'" in obj["spec"]["readiness"]["celQuery"]
+
+    def observed_class(status: str, reason: str) -> dict[str, Any]:
+        accepted = {"type": "Accepted", "status": status, "reason": reason}
+        manifest = {"status": {"conditions": [accepted]}}
+        return {**obj, "status": {"atProvider": {"manifest": manifest}}}
+
+    pending = _compose(_stack(), {"gateway-class": observed_class("Unknown", "Pending")})
+    assert pending.desired["gateway-class"].ready == "False"
+    accepted = _compose(_stack(), {"gateway-class": observed_class("True", "Accepted")})
+    assert accepted.desired["gateway-class"].ready == "True"
+
+
 def test_an_invalid_spec_holds() -> None:
     res = _compose(_stack(cloud="Azure"))
     status, reason, message = _cond(res, "Valid")

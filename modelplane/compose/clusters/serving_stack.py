@@ -69,7 +69,13 @@ from modelplane.compose.clusters.stack.charts import (
 )
 from modelplane.compose.common import content_key, meta, parse_spec
 from modelplane.compose.objects import Item, Ref, usage, wrap
-from modelplane.compose.readiness import DEPLOYMENT_ROLLED_OUT, EXISTS, PROGRAMMED, wrapped
+from modelplane.compose.readiness import (
+    ACCEPTED,
+    DEPLOYMENT_ROLLED_OUT,
+    EXISTS,
+    PROGRAMMED,
+    wrapped,
+)
 from modelplane.compose.types import (
     ComposeInput,
     ComposeResult,
@@ -85,6 +91,11 @@ GATEWAY_CLASS = "modelplane-envoy"
 # A Gateway is ready to route once its implementation reports it Programmed
 # (the same readiness rule as the InferenceGateway's Gateway).
 GATEWAY_PROGRAMMED = PROGRAMMED
+# A GatewayClass serves once its controller accepts it (the InferenceGateway's
+# rule). The rule reads its status, so its Object is watched: a created-only
+# Object shows the class as provider-kubernetes first observed it (`Pending`)
+# until its next poll, ten minutes later by default.
+GATEWAY_CLASS_ACCEPTED = ACCEPTED
 
 
 STORAGE_CLASS_NAMES = {
@@ -125,7 +136,7 @@ def _gateway_objects(spec: ServingStackSpec, namespace: str) -> dict[str, Resour
             "gateway-class",
             resource_name(cluster, "gateway-class"),
             gateway_class,
-            EXISTS,
+            GATEWAY_CLASS_ACCEPTED,
             "GatewayClass",
         ),
         Item(
@@ -339,6 +350,8 @@ def _readiness(inp: ComposeInput, key: str, resource: Resource) -> bool:
         return ready(obs)
     if key == "gateway":
         return _gateway_programmed(obs)
+    if key == "gateway-class":
+        return obs is not None and GATEWAY_CLASS_ACCEPTED.reads(obs)
     if key.startswith("gateway-hop-"):
         # cert-manager's Ready, the ClientTrafficPolicy's acceptance: the rule each declared.
         return obs is not None and rd.observed_ready(obs)
