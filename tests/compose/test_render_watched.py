@@ -13,16 +13,13 @@ the object is created.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from modelplane.api import constants as c
 from modelplane.compose.readiness import wrapped
-from modelplane.local import ControlPlane, load_paths
 
-ROOT = Path(__file__).resolve().parents[2]
-SCENARIOS = sorted({p.parent for p in (ROOT / "examples").rglob("*.yaml")})
+from .example_renders import example_dirs, rendered
+
 # Status the API server sets when it creates the object, never changed later
 # by a controller: the first observation is the settled one.
 SETTLED_AT_CREATION = {("v1", "Namespace"): {"phase"}}
@@ -35,11 +32,10 @@ def _late_status(manifest: dict[str, object]) -> set[str]:
     return fields - (settled or set())
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda p: str(p.relative_to(ROOT)))
-def test_every_object_whose_status_the_render_predicts_is_watched(scenario: Path) -> None:
-    result = ControlPlane(load_paths([scenario])).run(50)
+@pytest.mark.parametrize("example", example_dirs())
+def test_every_object_whose_status_the_render_predicts_is_watched(example: str) -> None:
     unwatched = []
-    for obj in result.store.objects():
+    for obj in rendered(example).store.objects():
         if (
             obj.get("apiVersion") != c.PROVIDER_KUBERNETES_API_VERSION
             or obj.get("kind") != "Object"
