@@ -647,6 +647,7 @@ FAILOVER_BOUND = 30.0  # from the gateway's stop on, at least 99% succeed (issue
 API_SERVER_AFTER = 10.0  # the cluster's API server stops this long after its gateway
 OUTAGE = 90.0  # how long the cluster stays stopped
 STEADY = 70.0  # steady load before the stop
+EARLY_VIEWS = 8.0  # the fleet gateway's view is sampled each second this long
 COMEBACK_BOUND = 120.0  # how long traffic may take to reach the cluster again
 
 
@@ -689,9 +690,10 @@ class Load:
             status, answer = _request(self.network, self.url, body, timeout=self.timeout)
         except (OSError, http.client.HTTPException) as err:
             status, answer = 0, repr(err)
+        took = time.monotonic() - self.started - at
         if status != 200:
-            self.failures.append((at, status, str(answer)[:160]))
-        self.latencies.append(time.monotonic() - self.started - at)
+            self.failures.append((at, status, f"after {took:.1f}s: {str(answer)[:160]}"))
+        self.latencies.append(took)
         self.results.append((at, status))
 
     def stop(self) -> None:
@@ -872,12 +874,23 @@ def _failover_and_back(
     envoys, apiserver = pids
     # Steady state first, for longer than Envoy's no-traffic health-check interval (60 s):
     # until a cluster has carried traffic, Envoy checks its hosts only that often.
-    time.sleep(STEADY)
+    route = f"httproute/{NS}/fo/rule/0"
+    # The fleet gateway's view of the service's clusters in the load's first seconds: a
+    # failed warm-up shows what it routed to while its requests failed.
+    early = []
+    while time.monotonic() - load.started < EARLY_VIEWS:
+        early.append(f"+{time.monotonic() - load.started:.1f}s {_fleet_view(network, route)}")
+        time.sleep(1)
+    time.sleep(max(0.0, STEADY - (time.monotonic() - load.started)))
     warm_sent, warm_ok = load.window(0, STEADY)
-    statuses = sorted({st for at, st in load.results if at < STEADY})
-    view = _fleet_view(network, f"httproute/{NS}/fo/rule/0")
-    warm_failures = failure_timeline(load, 0.0)  # by second since the load started
-    assert warm_sent and warm_ok == warm_sent, (warm_sent, warm_ok, statuses, warm_failures, view)
+    if warm_ok != warm_sent:
+        failed = [f for f in load.failures if f[0] < STEADY]
+        pytest.fail(
+            f"warm-up: {warm_ok} of {warm_sent} requests answered 200; failed by second: "
+            f"{failure_timeline(load, 0.0)}; the first: {failed[:3]}; the last: {failed[-1:]}; "
+            f"the fleet gateway then: {' || '.join(early)}; at +{STEADY:.0f}s: "
+            f"{_fleet_view(network, route)}"
+        )
     counted = {wl: _engine_successes(network, a) for wl, a in engines.items()}
     _freeze(envoys, signal.SIGSTOP)
     stop = time.monotonic() - load.started
@@ -886,7 +899,6 @@ def _failover_and_back(
     # cannot leave through the stopped gateway): that cluster's answers count from here,
     # when nothing new can reach it (one such request failed a run of this check).
     counted[gone] = _engine_successes(network, engines[gone])
-    route = f"httproute/{NS}/fo/rule/0"
     NOTES["failover: the fleet gateway at +8 s"] = _fleet_view(network, route)
     time.sleep(max(0.0, stop + API_SERVER_AFTER - (time.monotonic() - load.started)))
     _freeze([apiserver], signal.SIGSTOP)
