@@ -25,6 +25,7 @@ import http.client
 import os
 import shutil
 import socket
+import struct
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ BRIDGE = "br0"
 FLEET_ADDRESS = "10.99.0.1"
 PREFIX_LEN = 8
 _CLONE_NEWNET = 0x40000000
+_ETH_P_ARP = 0x0806
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
 
@@ -131,7 +133,8 @@ class Network:
             _ip("-n", ns, "link", "set", inner, "name", "eth0")
             _ip("-n", ns, "addr", "add", f"{address}/{PREFIX_LEN}", "dev", "eth0")
             _ip("-n", ns, "link", "set", "eth0", "up")
-        except NetworkError:
+            announce(ns, address)
+        except (NetworkError, OSError):
             self.detach(key)
             raise
         return ns
@@ -222,6 +225,30 @@ def socket_in(namespace: str) -> socket.socket:
     it was made in), while the calling thread stays in its own."""
     with _entered(namespace):
         return socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+
+
+def announce(namespace: str, address: str) -> None:
+    """Send a gratuitous ARP from the namespace's eth0: `address` is now at its link.
+
+    kwok hands a freed Pod address to the next Pod it starts, and a neighbour that
+    spoke to the previous holder keeps its link address for tens of seconds: until
+    that entry expires, the neighbour's packets for the new Pod go to a link that is
+    gone and its connections hang. The CNI bridge plugin announces a new Pod's address
+    for the same reason.
+    """
+    with _entered(namespace):
+        sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    with sock:
+        sock.bind(("eth0", _ETH_P_ARP))
+        sock.send(arp_announcement(sock.getsockname()[4], address))
+
+
+def arp_announcement(mac: bytes, address: str) -> bytes:
+    """A broadcast Ethernet frame carrying an ARP request for `address` from `address`
+    at `mac` (sender and target the same: a gratuitous ARP, RFC 5227's announcement)."""
+    ip = socket.inet_aton(address)
+    arp = struct.pack("!HHBBH6s4s6s4s", 1, 0x0800, 6, 4, 1, mac, ip, bytes(6), ip)
+    return b"\xff" * 6 + mac + struct.pack("!H", _ETH_P_ARP) + arp
 
 
 def listening(namespace: str, port: int, host: str = "127.0.0.1") -> bool:

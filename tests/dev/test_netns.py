@@ -102,3 +102,64 @@ def test_a_server_in_a_pod_namespace_answers_at_the_pod_address_and_nowhere_else
         server.wait()
     assert network.detach("wl-1/ml/engine-0/u1") is True
     assert network.detach("wl-1/ml/engine-0/u1") is False
+
+
+def test_an_announcement_is_a_broadcast_arp_request_for_the_address_from_itself() -> None:
+    frame = netns.arp_announcement(bytes.fromhex("0a0b0c0d0e0f"), "10.101.0.7")
+    expected = [
+        "ffffffffffff0a0b0c0d0e0f0806",  # to everyone on the link, from the Pod's, ARP
+        "0001080006040001",  # Ethernet and IPv4, a request
+        "0a0b0c0d0e0f0a650007",  # sender: the Pod's link and address
+        "0000000000000a650007",  # target: the same address
+    ]
+    assert frame.hex() == "".join(expected)
+
+
+_ANSWER = (
+    "import socket, sys\n"
+    "s = socket.socket(); s.bind((sys.argv[1], 8000)); s.listen(8)\n"
+    "while True:\n"
+    "    c, _ = s.accept(); c.sendall(sys.argv[2].encode()); c.close()\n"
+)
+
+
+def _served(network: netns.Network, ns: str, address: str, word: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(network.exec_argv([sys.executable, "-c", _ANSWER, address, word], ns))
+
+
+def _ask(client_ns: str, address: str, timeout: float) -> bytes:
+    sock = netns.socket_in(client_ns)
+    sock.settimeout(timeout)
+    with sock:
+        deadline = time.monotonic() + 10  # the server starting
+        while sock.connect_ex((address, 8000)) != 0:
+            assert time.monotonic() < deadline, f"nothing answers at {address}"
+            sock.close()
+            time.sleep(0.1)
+            sock = netns.socket_in(client_ns)
+            sock.settimeout(timeout)
+        return sock.recv(16)
+
+
+def test_a_pod_given_a_freed_address_is_reached_at_once_by_a_neighbour_of_the_last(
+    network: netns.Network,
+) -> None:
+    """kwok hands a deleted Pod's address to the next Pod. A neighbour that spoke to the
+    old Pod reaches the new one at once: without the new Pod's announcement it kept the
+    old link address and its connections hung for tens of seconds."""
+    client = network.attach("wl-1/ml/router/u0", "10.101.0.1")
+    old_ns = network.attach("wl-1/ml/engine-0/u1", "10.101.0.2")
+    old = _served(network, old_ns, "10.101.0.2", "old")
+    try:
+        assert _ask(client, "10.101.0.2", 5) == b"old"
+    finally:
+        old.kill()
+        old.wait()
+    network.detach("wl-1/ml/engine-0/u1")
+    new_ns = network.attach("wl-1/ml/engine-1/u2", "10.101.0.2")
+    new = _served(network, new_ns, "10.101.0.2", "new")
+    try:
+        assert _ask(client, "10.101.0.2", 2) == b"new"
+    finally:
+        new.kill()
+        new.wait()
