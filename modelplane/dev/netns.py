@@ -22,11 +22,13 @@ import contextlib
 import ctypes
 import hashlib
 import http.client
+import json
 import os
 import shutil
 import socket
 import struct
 import subprocess
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,11 +135,26 @@ class Network:
             _ip("-n", ns, "link", "set", inner, "name", "eth0")
             _ip("-n", ns, "addr", "add", f"{address}/{PREFIX_LEN}", "dev", "eth0")
             _ip("-n", ns, "link", "set", "eth0", "up")
+            self._await_forwarding(outer)
             announce(ns, address)
         except (NetworkError, OSError):
             self.detach(key)
             raise
         return ns
+
+    def _await_forwarding(self, link: str, timeout: float = 2.0) -> bool:
+        """Wait until the bridge forwards through one of its ports (it does once the
+        link's carrier is up), so that what the Pod sends first reaches its neighbours;
+        False when it still does not after `timeout`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            shown = json.loads(_ip("-n", self.name, "-j", "-d", "link", "show", "dev", link))
+            data = (shown[0].get("linkinfo") or {}).get("info_slave_data") or {}
+            if data.get("state") == "forwarding":
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
 
     def detach(self, key: str) -> bool:
         """Remove a Pod's namespace (its veth goes with it); False when there was none."""
