@@ -142,18 +142,16 @@ class Network:
             raise
         return ns
 
-    def _await_forwarding(self, link: str, timeout: float = 2.0) -> bool:
-        """Wait until the bridge forwards through one of its ports (it does once the
-        link's carrier is up), so that what the Pod sends first reaches its neighbours;
-        False when it still does not after `timeout`."""
+    def _await_forwarding(self, link: str, timeout: float = 2.0) -> None:
+        """Wait, at most `timeout`, until the bridge forwards through one of its ports
+        (it does once the link's carrier is up), so that what the Pod sends first
+        reaches its neighbours."""
         deadline = time.monotonic() + timeout
-        while True:
+        while time.monotonic() < deadline:
             shown = json.loads(_ip("-n", self.name, "-j", "-d", "link", "show", "dev", link))
             data = (shown[0].get("linkinfo") or {}).get("info_slave_data") or {}
             if data.get("state") == "forwarding":
-                return True
-            if time.monotonic() >= deadline:
-                return False
+                return
             time.sleep(0.02)
 
     def detach(self, key: str) -> bool:

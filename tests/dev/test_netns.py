@@ -123,10 +123,6 @@ _ANSWER = (
 )
 
 
-def _served(network: netns.Network, ns: str, address: str, word: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(network.exec_argv([sys.executable, "-c", _ANSWER, address, word], ns))
-
-
 def _ask(client_ns: str, address: str, timeout: float) -> bytes:
     sock = netns.socket_in(client_ns)
     sock.settimeout(timeout)
@@ -141,6 +137,19 @@ def _ask(client_ns: str, address: str, timeout: float) -> bytes:
         return sock.recv(16)
 
 
+def _answer(network: netns.Network, client: str, pod: str, word: str, timeout: float) -> bytes:
+    """What a server in a Pod at 10.101.0.2 answers the client, asked with `timeout`."""
+    ns = network.attach(pod, "10.101.0.2")
+    server = subprocess.Popen(
+        network.exec_argv([sys.executable, "-c", _ANSWER, "10.101.0.2", word], ns)
+    )
+    try:
+        return _ask(client, "10.101.0.2", timeout)
+    finally:
+        server.kill()
+        server.wait()
+
+
 def test_a_pod_given_a_freed_address_is_reached_at_once_by_a_neighbour_of_the_last(
     network: netns.Network,
 ) -> None:
@@ -148,18 +157,6 @@ def test_a_pod_given_a_freed_address_is_reached_at_once_by_a_neighbour_of_the_la
     old Pod reaches the new one at once: without the new Pod's announcement it kept the
     old link address and its connections hung for tens of seconds."""
     client = network.attach("wl-1/ml/router/u0", "10.101.0.1")
-    old_ns = network.attach("wl-1/ml/engine-0/u1", "10.101.0.2")
-    old = _served(network, old_ns, "10.101.0.2", "old")
-    try:
-        assert _ask(client, "10.101.0.2", 5) == b"old"
-    finally:
-        old.kill()
-        old.wait()
+    assert _answer(network, client, "wl-1/ml/engine-0/u1", "old", 5) == b"old"
     network.detach("wl-1/ml/engine-0/u1")
-    new_ns = network.attach("wl-1/ml/engine-1/u2", "10.101.0.2")
-    new = _served(network, new_ns, "10.101.0.2", "new")
-    try:
-        assert _ask(client, "10.101.0.2", 2) == b"new"
-    finally:
-        new.kill()
-        new.wait()
+    assert _answer(network, client, "wl-1/ml/engine-1/u2", "new", 2) == b"new"
