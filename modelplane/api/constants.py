@@ -62,6 +62,10 @@ KIND_PRIORITY_CLASS: Final = "PriorityClass"
 # Composed-resource API versions.
 PROVIDER_KUBERNETES_API_VERSION: Final = "kubernetes.m.crossplane.io/v1alpha1"
 PROVIDER_HELM_API_VERSION: Final = "helm.m.crossplane.io/v1beta1"
+# What provider-kubernetes writes onto every Object it reconciles: the external
+# name (an Object's own name) and the managed resource finalizer.
+EXTERNAL_NAME_ANNOTATION: Final = "crossplane.io/external-name"
+PROVIDER_FINALIZER: Final = "finalizer.managedresource.crossplane.io"
 # Workload-cluster API versions (what a replica's Objects wrap).
 CORE_API_VERSION: Final = "v1"
 APPS_API_VERSION: Final = "apps/v1"

@@ -148,7 +148,9 @@ def as_desired(observed: Resource) -> Resource:
 
     Desired state is server-side-apply intent: only identity, labels,
     annotations and content. Echoing status or server-owned metadata
-    (finalizers, owner references, uid) would make the function co-own them.
+    (finalizers, owner references, uid) would make the function co-own them;
+    the one finalizer kept is the provider's on an Object, which Objects are
+    composed with.
     """
     m = meta(observed)
     out: Resource = {
@@ -156,10 +158,25 @@ def as_desired(observed: Resource) -> Resource:
         "kind": observed.get("kind"),
         "metadata": {k: m[k] for k in ("name", "namespace", "labels", "annotations") if k in m},
     }
+    if _composed_with_finalizer(observed, m):
+        # An Object is composed with the provider's finalizer (objects.object_metadata);
+        # a copy kept without it would have the apply take the finalizer off, and the
+        # provider put it back in an update of its own.
+        out["metadata"]["finalizers"] = [c.PROVIDER_FINALIZER]
     for key, value in observed.items():
         if key not in ("apiVersion", "kind", "metadata", "status"):
             out[key] = value
     return out
+
+
+def _composed_with_finalizer(observed: Resource, m: dict[str, Any]) -> bool:
+    finalizers = m.get("finalizers")
+    return (
+        observed.get("apiVersion") == c.PROVIDER_KUBERNETES_API_VERSION
+        and observed.get("kind") == "Object"
+        and isinstance(finalizers, list)
+        and c.PROVIDER_FINALIZER in finalizers
+    )
 
 
 def keep_observed(inp: ComposeInput) -> dict[str, DesiredResource]:

@@ -24,6 +24,25 @@ MAX_NAME = 63
 USAGE_API_VERSION = "protection.crossplane.io/v1beta1"
 
 
+def object_metadata(name: str, namespace: str, labels: dict[str, str]) -> Resource:
+    """A provider-kubernetes Object's metadata: its identity and labels, and the external
+    name and finalizer the provider would otherwise write in updates of their own.
+
+    provider-kubernetes writes both onto every Object before anything else, each in
+    an update of its own: the external name, which for an Object is its own name
+    (crossplane-runtime's NameAsExternalName), and the managed resource finalizer.
+    Composed with both in place, an Object is spared the two updates, and the
+    composite that composed it the reconciles their watch events would start.
+    """
+    return {
+        "name": name,
+        "namespace": namespace,
+        "labels": dict(labels),
+        "annotations": {c.EXTERNAL_NAME_ANNOTATION: name},
+        "finalizers": [c.PROVIDER_FINALIZER],
+    }
+
+
 @dataclass(frozen=True)
 class Ref:
     """A composed resource by apiVersion, kind and name (in the composite's namespace)."""
@@ -98,7 +117,7 @@ def wrap(item: Item, namespace: str, provider_config: str, labels: dict[str, str
     return {
         "apiVersion": c.PROVIDER_KUBERNETES_API_VERSION,
         "kind": "Object",
-        "metadata": {"name": item.name, "namespace": namespace, "labels": dict(labels)},
+        "metadata": object_metadata(item.name, namespace, labels),
         "spec": spec,
     }
 

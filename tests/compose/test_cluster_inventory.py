@@ -52,6 +52,8 @@ OBSERVATION = {
             "modelplane.ai/component": "inventory",
             "app.kubernetes.io/managed-by": "modelplane",
         },
+        "annotations": {"crossplane.io/external-name": "east-inventory"},
+        "finalizers": ["finalizer.managedresource.crossplane.io"],
     },
     "spec": {
         "managementPolicies": ["Observe"],

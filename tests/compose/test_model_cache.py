@@ -155,6 +155,8 @@ def test_one_copy_per_ready_matching_cluster_with_its_storage_class() -> None:
         "name": "qwen-a-pvc",
         "namespace": NS,
         "labels": manifest(res, "a/pvc")["metadata"]["labels"],
+        "annotations": {"crossplane.io/external-name": "qwen-a-pvc"},
+        "finalizers": ["finalizer.managedresource.crossplane.io"],
     }
     assert pvc["spec"]["providerConfigRef"] == {
         "kind": "ClusterProviderConfig",

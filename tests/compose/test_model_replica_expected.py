@@ -75,6 +75,9 @@ def test_expected_manifests(path: Path) -> None:
         assert obj["metadata"]["name"] == want["name"], key
         assert len(obj["metadata"]["name"]) <= 63, key
         assert obj["metadata"]["namespace"] == replica_ns, key
+        # What provider-kubernetes would otherwise write first, each in an update.
+        assert obj["metadata"]["annotations"] == {"crossplane.io/external-name": want["name"]}, key
+        assert obj["metadata"]["finalizers"] == ["finalizer.managedresource.crossplane.io"], key
         assert obj["spec"]["providerConfigRef"] == {
             "kind": "ClusterProviderConfig",
             "name": case["providerConfig"],

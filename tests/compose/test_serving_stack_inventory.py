@@ -179,6 +179,8 @@ def test_the_agents_objects_written_by_hand(key: str) -> None:
                 "modelplane.ai/component": "inventory-agent",
                 "app.kubernetes.io/managed-by": "modelplane",
             },
+            "annotations": {"crossplane.io/external-name": name},
+            "finalizers": ["finalizer.managedresource.crossplane.io"],
         },
         "spec": spec,
     }

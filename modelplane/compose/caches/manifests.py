@@ -32,6 +32,7 @@ from modelplane.api import constants as c
 from modelplane.api.model_cache import HYDRATE_COMMANDS, ArtifactSource, HydrateEnv, ModelCacheSpec
 from modelplane.api.objects import short_hash
 from modelplane.compose import readiness
+from modelplane.compose.objects import object_metadata
 from modelplane.compose.types import Resource
 
 MAX_NAME = 63
@@ -406,6 +407,6 @@ def wrap(
     return {
         "apiVersion": c.PROVIDER_KUBERNETES_API_VERSION,
         "kind": "Object",
-        "metadata": {"name": name, "namespace": namespace_, "labels": dict(labels)},
+        "metadata": object_metadata(name, namespace_, labels),
         "spec": spec,
     }

@@ -17,6 +17,7 @@ from modelplane.api import constants as c
 from modelplane.api.frozen import memoized
 from modelplane.api.inventory import DATA_FIELD, InventorySummary, read_inventory
 from modelplane.compose.clusters.managed import labels, resource_name
+from modelplane.compose.objects import object_metadata
 from modelplane.compose.readiness import POLICY_CEL, ReadinessRule, register, wrapped
 from modelplane.compose.types import Resource
 
@@ -56,11 +57,9 @@ def inventory_observation(cluster: str, provider_config: str) -> Resource:
     return {
         "apiVersion": c.PROVIDER_KUBERNETES_API_VERSION,
         "kind": "Object",
-        "metadata": {
-            "name": inventory_object_name(cluster),
-            "namespace": c.SYSTEM_NAMESPACE,
-            "labels": labels(cluster, "inventory"),
-        },
+        "metadata": object_metadata(
+            inventory_object_name(cluster), c.SYSTEM_NAMESPACE, labels(cluster, "inventory")
+        ),
         "spec": {
             "managementPolicies": ["Observe"],
             "forProvider": {"manifest": manifest},

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from modelplane.api import constants as c
 from modelplane.api.serving_stack import PresentComponentStatus, ServingStackSpec
 from modelplane.compose.clusters.managed import labels, resource_name
+from modelplane.compose.objects import object_metadata
 from modelplane.compose.readiness import EXISTS
 from modelplane.compose.types import Resource
 
@@ -116,11 +117,11 @@ def objects(spec: ServingStackSpec, namespace: str) -> dict[str, Resource]:
             out[key] = {
                 "apiVersion": c.PROVIDER_KUBERNETES_API_VERSION,
                 "kind": "Object",
-                "metadata": {
-                    "name": resource_name(spec.cluster_name, key),
-                    "namespace": namespace,
-                    "labels": labels(spec.cluster_name, "present"),
-                },
+                "metadata": object_metadata(
+                    resource_name(spec.cluster_name, key),
+                    namespace,
+                    labels(spec.cluster_name, "present"),
+                ),
                 "spec": {
                     "managementPolicies": ["Observe"],
                     "forProvider": {"manifest": manifest},
