@@ -66,6 +66,8 @@ PROVIDER_HELM_API_VERSION: Final = "helm.m.crossplane.io/v1beta1"
 # name (an Object's own name) and the managed resource finalizer.
 EXTERNAL_NAME_ANNOTATION: Final = "crossplane.io/external-name"
 PROVIDER_FINALIZER: Final = "finalizer.managedresource.crossplane.io"
+# What Crossplane writes onto every composite resource it reconciles first.
+COMPOSITE_FINALIZER: Final = "composite.apiextensions.crossplane.io"
 # Workload-cluster API versions (what a replica's Objects wrap).
 CORE_API_VERSION: Final = "v1"
 APPS_API_VERSION: Final = "apps/v1"

@@ -149,8 +149,8 @@ def as_desired(observed: Resource) -> Resource:
     Desired state is server-side-apply intent: only identity, labels,
     annotations and content. Echoing status or server-owned metadata
     (finalizers, owner references, uid) would make the function co-own them;
-    the one finalizer kept is the provider's on an Object, which Objects are
-    composed with.
+    the one finalizer kept is the one a kind is composed with (the provider's
+    on an Object, Crossplane's on one of Modelplane's composites).
     """
     m = meta(observed)
     out: Resource = {
@@ -158,25 +158,46 @@ def as_desired(observed: Resource) -> Resource:
         "kind": observed.get("kind"),
         "metadata": {k: m[k] for k in ("name", "namespace", "labels", "annotations") if k in m},
     }
-    if _composed_with_finalizer(observed, m):
-        # An Object is composed with the provider's finalizer (objects.object_metadata);
-        # a copy kept without it would have the apply take the finalizer off, and the
-        # provider put it back in an update of its own.
-        out["metadata"]["finalizers"] = [c.PROVIDER_FINALIZER]
+    kept = _composed_with_finalizer(observed, m)
+    if kept is not None:
+        # Objects and composites are composed with the finalizer their controller
+        # writes (objects.object_metadata, composite_metadata); a copy kept without
+        # it would have the apply take it off, and the controller put it back in an
+        # update of its own.
+        out["metadata"]["finalizers"] = [kept]
     for key, value in observed.items():
         if key not in ("apiVersion", "kind", "metadata", "status"):
             out[key] = value
     return out
 
 
-def _composed_with_finalizer(observed: Resource, m: dict[str, Any]) -> bool:
+def composite_metadata(name: str, namespace: str, labels: dict[str, Any]) -> Resource:
+    """A composed composite's metadata: its identity and labels, and the finalizer
+    Crossplane would otherwise write onto it in an update of its own (a watch event
+    for the composite that composes it, and a reconcile of both)."""
+    return {
+        "name": name,
+        "namespace": namespace,
+        "labels": labels,
+        "finalizers": [c.COMPOSITE_FINALIZER],
+    }
+
+
+def _composed_finalizer(observed: Resource) -> str | None:
+    """The finalizer composers put on a composed resource of this kind, if any."""
+    api_version, kind = observed.get("apiVersion"), observed.get("kind")
+    if api_version == c.PROVIDER_KUBERNETES_API_VERSION and kind == "Object":
+        return c.PROVIDER_FINALIZER
+    if api_version in (c.API_VERSION, c.INFRA_API_VERSION):
+        return c.COMPOSITE_FINALIZER
+    return None
+
+
+def _composed_with_finalizer(observed: Resource, m: dict[str, Any]) -> str | None:
+    wanted = _composed_finalizer(observed)
     finalizers = m.get("finalizers")
-    return (
-        observed.get("apiVersion") == c.PROVIDER_KUBERNETES_API_VERSION
-        and observed.get("kind") == "Object"
-        and isinstance(finalizers, list)
-        and c.PROVIDER_FINALIZER in finalizers
-    )
+    present = isinstance(finalizers, list) and wanted in finalizers
+    return wanted if present else None
 
 
 def keep_observed(inp: ComposeInput) -> dict[str, DesiredResource]:

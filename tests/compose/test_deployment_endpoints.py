@@ -122,6 +122,7 @@ EXPECTED_ENDPOINT = {
             # The replica's template revision (its hash, as the composer prints it).
             "modelplane.ai/revision": "348de1d5af",
         },
+        "finalizers": ["composite.apiextensions.crossplane.io"],
     },
     # On cluster `a`'s Gateway: the fleet gateway reaches it over mutual TLS.
     "spec": {"url": URL, "cluster": "a"},

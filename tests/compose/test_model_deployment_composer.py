@@ -131,6 +131,8 @@ def replica(
                 "modelplane.ai/replica-index": str(index),
                 "modelplane.ai/revision": revision,
             },
+            # Crossplane's own, composed with it so Crossplane need not add it.
+            "finalizers": ["composite.apiextensions.crossplane.io"],
         },
         "spec": spec,
     }

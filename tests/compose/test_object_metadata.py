@@ -1,4 +1,4 @@
-"""Every Object is composed with what provider-kubernetes would otherwise write first.
+"""Objects and composites are composed with the finalizer their controller writes first.
 
 Before it creates anything, provider-kubernetes (crossplane-runtime's managed
 reconciler) writes two things onto an Object, each in an update of its own:
@@ -9,8 +9,13 @@ composed the Object again. Composed with both in place, the provider finds
 them there and skips both updates (measured on the local fleet: the audit log
 of the control plane shows neither update for such an Object).
 
+Crossplane does the same to a composite: its finalizer first, in an update, a
+watch event for the composite that composed it. A ModelDeployment composes its
+ModelReplicas and ModelEndpoints with it (the hand-written manifests of
+test_model_deployment_composer.py and test_deployment_endpoints.py).
+
 A copy kept as observed (`as_desired`) keeps the finalizer, or the apply would
-take it off again and the provider put it back.
+take it off again and the controller put it back.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from modelplane.compose.common import as_desired
 from .example_renders import example_dirs, rendered
 
 FINALIZER = "finalizer.managedresource.crossplane.io"
+COMPOSITE = "composite.apiextensions.crossplane.io"
 EXTERNAL_NAME = "crossplane.io/external-name"
 
 
@@ -91,3 +97,8 @@ def test_a_kept_object_keeps_the_provider_finalizer_and_nothing_else_server_owne
 def test_no_other_finalizer_is_kept(api_version: str, kind: str, finalizers: list[str]) -> None:
     kept = as_desired(_observed(api_version, kind, finalizers))
     assert "finalizers" not in kept["metadata"]
+
+
+def test_a_kept_composite_keeps_crossplanes_finalizer() -> None:
+    kept = as_desired(_observed(c.API_VERSION, "ModelReplica", ["other.example", COMPOSITE]))
+    assert kept["metadata"]["finalizers"] == [COMPOSITE]

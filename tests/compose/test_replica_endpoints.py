@@ -45,6 +45,7 @@ def test_endpoint_manifest_carries_template_labels_and_the_deployment() -> None:
                 "app.kubernetes.io/managed-by": "modelplane",
                 "modelplane.ai/deployment": "qwen",
             },
+            "finalizers": ["composite.apiextensions.crossplane.io"],
         },
         "spec": {"url": URL},
     }

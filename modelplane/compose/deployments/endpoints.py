@@ -25,6 +25,7 @@ from modelplane.api.memo import memo_function
 from modelplane.api.model_endpoint import WorkloadBackendRef, parse_url, read_endpoint
 from modelplane.api.objects import label_value
 from modelplane.api.readers import ObservedInferenceCluster, ObservedModelReplica
+from modelplane.compose.common import composite_metadata
 from modelplane.compose.types import Resource
 from modelplane.compose.unreadable import Unreadable, conditions_problem, shown, split
 
@@ -106,7 +107,7 @@ def endpoint_for(
     return {
         "apiVersion": c.API_VERSION,
         "kind": c.KIND_MODEL_ENDPOINT,
-        "metadata": {"name": replica.name, "namespace": namespace, "labels": labels},
+        "metadata": composite_metadata(replica.name, namespace, labels),
         # The cluster tells the fleet gateway which Gateway certificate to
         # verify and which client certificate to present (api/gateway_hop.py).
         "spec": {"url": replica.endpoint, **_cluster(replica)},

@@ -21,7 +21,7 @@ from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.api.model_replica import ModelReplicaSpec
 from modelplane.api.objects import is_condition_true, label_value
 from modelplane.api.roles import put_role_fields
-from modelplane.compose.common import as_desired, meta, without_crossplane_spec
+from modelplane.compose.common import as_desired, composite_metadata, meta, without_crossplane_spec
 from modelplane.compose.deployments.planner import observed_replica, replica_key
 from modelplane.compose.deployments.revisions import Revisions
 from modelplane.compose.types import ComposeInput, ComposeResult, DesiredResource, Resource
@@ -176,6 +176,6 @@ def replica_manifest(
     return {
         "apiVersion": c.API_VERSION,
         "kind": c.KIND_MODEL_REPLICA,
-        "metadata": {"name": planned.name, "namespace": namespace, "labels": labels},
+        "metadata": composite_metadata(planned.name, namespace, labels),
         "spec": body,
     }
