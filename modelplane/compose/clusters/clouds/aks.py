@@ -62,7 +62,7 @@ CONTAINERSERVICE = "containerservice.azure.m.upbound.io/v1beta1"
 MANAGEDIDENTITY = "managedidentity.azure.m.upbound.io/v1beta1"
 AUTHORIZATION = "authorization.azure.m.upbound.io/v1beta1"
 
-EXTERNAL_NAME = "crossplane.io/external-name"
+EXTERNAL_NAME = c.EXTERNAL_NAME_ANNOTATION
 SYSTEM_POOL_NAME = "system"
 NETWORK_ROLE = "Network Contributor"
 # csiDrivers entry → the storage profile switch of AKS's managed CSI driver.
