@@ -143,6 +143,25 @@ class ComposeResult:
         kept = [ev for ev in self.events if (ev.reason, ev.message) not in shown]
         return self if len(kept) == len(self.events) else replace(self, events=kept)
 
+    def readiness_stated_once(self) -> ComposeResult:
+        """This result with every composed resource called ready when the composite's
+        own readiness is set.
+
+        Crossplane records "Composed resource X is not yet ready" for each composed
+        resource a function does not call ready, at every reconcile (an API write
+        each), and uses a resource's readiness for nothing else once the function
+        sets the composite's: the composite's Ready is the function's, and its
+        conditions already say what it waits for. A composite whose readiness is
+        left to Crossplane keeps each resource's, which is then what decides it.
+        """
+        if self.ready == "Unspecified" or all(d.ready == "True" for d in self.desired.values()):
+            return self
+        desired = {
+            name: d if d.ready == "True" else replace(d, ready="True")
+            for name, d in self.desired.items()
+        }
+        return replace(self, desired=desired)
+
 
 def _shown_conditions(observed: Mapping[str, Any]) -> set[tuple[str, str]]:
     status = observed.get("status")

@@ -104,8 +104,11 @@ class FunctionRunner:
         With `record_once` (the served function), an event a condition of the
         observed composite already states is left out of the response
         (`ComposeResult.unrepeated`): Crossplane would record it again at every
-        call. The embedded control plane shows each object's last call's events,
-        which is what stands on it, so it keeps them.
+        call. So are Crossplane's own "not yet ready" events, one per composed
+        resource at every call, when the composite's readiness is the
+        composer's (`ComposeResult.readiness_stated_once`). The embedded control
+        plane shows each object's last call's events and each composed
+        resource's readiness, which is what stands on it, so it keeps them.
         """
         self.ttl = ttl
         self.log_errors = log_errors
@@ -125,9 +128,10 @@ class FunctionRunner:
             composite, lambda: convert.to_input(req, composite=composite, now=now)
         )
         if self.record_once:
-            # Crossplane records every result of every call as an event: one a
-            # standing condition already states was recorded when it was set.
-            result = result.unrepeated(composite)
+            # Crossplane records every result of every call as an event, and a
+            # "not yet ready" one per unready composed resource: what a standing
+            # condition already states was recorded when it was set.
+            result = result.unrepeated(composite).readiness_stated_once()
         try:
             return convert.to_response(req, result, self.ttl)
         except (TypeError, ValueError) as exc:

@@ -15,7 +15,7 @@ from typing import Any
 
 import crossplane.function.proto.v1.run_function_pb2 as fnv1
 
-from modelplane.compose.types import ComposeResult
+from modelplane.compose.types import ComposeResult, DesiredResource
 from modelplane.crossplane.servicer import FunctionRunner
 from tests.compose.test_cluster_inventory import REQUIRED, _cluster, _observed
 from tests.security.test_inventory_agent_trust import _signals_data
@@ -114,3 +114,55 @@ def test_an_event_no_condition_states_is_kept() -> None:
     bad: dict[str, Any]
     for bad in ({}, {"status": []}, {"status": {"conditions": {}}}):
         assert result.unrepeated(bad) is result
+
+
+def _cluster_response(record_once: bool) -> fnv1.RunFunctionResponse:
+    """An InferenceCluster's first call, its composed resources not created yet."""
+    runner = FunctionRunner(
+        log_errors=False, clock=lambda: _time(FRESH_TIMES[0]), record_once=record_once
+    )
+    req = fnv1.RunFunctionRequest()
+    req.observed.composite.resource.update(_cluster())
+    for name, objs in REQUIRED.items():
+        for obj in objs:
+            req.required_resources[name].items.add().resource.update(obj)
+    return runner.run(req)
+
+
+def test_composed_readiness_is_no_event_per_resource_once_the_composite_states_its_own() -> None:
+    # Crossplane records "Composed resource X is not yet ready" for every resource
+    # the function does not call ready, at every reconcile; the composite's own
+    # readiness (stated by the composer) is all that readiness would decide.
+    embedded = _cluster_response(record_once=False)
+    served = _cluster_response(record_once=True)
+    assert embedded.desired.composite.ready == fnv1.READY_FALSE
+    assert served.desired.composite.ready == fnv1.READY_FALSE
+    unready = {n for n, r in embedded.desired.resources.items() if r.ready != fnv1.READY_TRUE}
+    assert unready, "the fixture must compose something not ready yet"
+    assert set(served.desired.resources) == set(embedded.desired.resources)
+    assert {n: r.ready for n, r in served.desired.resources.items()} == {
+        n: fnv1.READY_TRUE for n in embedded.desired.resources
+    }
+    # Everything else about the resources is the same.
+    for name, entry in served.desired.resources.items():
+        assert entry.resource == embedded.desired.resources[name].resource
+
+
+def test_a_composite_whose_readiness_crossplane_decides_keeps_each_resources() -> None:
+    result = ComposeResult(
+        desired={
+            "a": DesiredResource({"kind": "A"}, "False"),
+            "b": DesiredResource({"kind": "B"}),
+            "c": DesiredResource({"kind": "C"}, "True"),
+        }
+    )
+    assert result.readiness_stated_once() is result
+    result.ready = "False"
+    stated = result.readiness_stated_once()
+    assert {n: d.ready for n, d in stated.desired.items()} == dict.fromkeys("abc", "True")
+    assert {n: d.resource for n, d in stated.desired.items()} == {
+        n: d.resource for n, d in result.desired.items()
+    }
+    # The composer's own result is not changed: the embedded control plane
+    # shows each resource's readiness.
+    assert [d.ready for d in result.desired.values()] == ["False", "Unspecified", "True"]
