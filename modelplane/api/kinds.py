@@ -33,6 +33,63 @@ class PrinterColumn:
     description: str = ""
 
 
+UP_FRONT_PREFIX = "up-front-"
+"""What a Composition step's requirement names start with (`UpFront.key`)."""
+
+
+@dataclass(frozen=True)
+class UpFront:
+    """A requirement the kind's Composition has Crossplane fetch before the function's
+    first call (a pipeline step's `requirements`), so a call need not ask for it.
+
+    Crossplane calls a function again whenever its response asks for resources,
+    until two responses ask for the same: a composer that asks for anything is
+    called twice per reconcile. What it asks for with a selector that does not
+    depend on the composite can come with the first call instead; when all of it
+    does, one call is enough. The step fetches under `key`, not `name`, so a
+    request tells what came up front from what a previous response asked for.
+    """
+
+    name: str
+    """The composer's requirement name."""
+    api_version: str
+    kind: str
+    match_labels: tuple[tuple[str, str], ...] = ()
+    own_namespace: bool = False
+    """The composer asks for the composite's namespace only: the step, which cannot
+    name it, fetches every namespace's and the function keeps the composite's."""
+
+    @property
+    def key(self) -> str:
+        """The step's requirement name: where the request carries what it fetched."""
+        return f"{UP_FRONT_PREFIX}{self.name}"
+
+    def selector(self) -> dict[str, Any]:
+        """The step's `requirements.requiredResources` entry."""
+        out: dict[str, Any] = {
+            "requirementName": self.key,
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+        }
+        if self.match_labels:
+            out["matchLabels"] = dict(self.match_labels)
+        return out
+
+
+# A ModelDeployment reads the whole fleet at every call: every cluster, every
+# replica, and its namespace's quotas.
+DEPLOYMENT_UP_FRONT: tuple[UpFront, ...] = (
+    UpFront(c.REQUIREMENT_INFERENCE_CLUSTERS, c.API_VERSION, c.KIND_INFERENCE_CLUSTER),
+    UpFront(
+        c.REQUIREMENT_MODEL_REPLICAS,
+        c.API_VERSION,
+        c.KIND_MODEL_REPLICA,
+        match_labels=((c.LABEL_MANAGED_BY, c.MANAGED_BY),),
+    ),
+    UpFront(c.REQUIREMENT_FLEET_QUOTAS, c.API_VERSION, c.KIND_FLEET_QUOTA, own_namespace=True),
+)
+
+
 @dataclass(frozen=True)
 class Kind:
     """Everything the package generator and the function need to know about a kind."""
@@ -50,6 +107,8 @@ class Kind:
     scale: dict[str, Any] | None = None
     singleton_name: str | None = None
     """When set, the only name an object of the kind may have (an XRD rule enforces it)."""
+    up_front: tuple[UpFront, ...] = ()
+    """What its Composition fetches before the function's first call."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -147,6 +206,7 @@ MODEL_DEPLOYMENT = Kind(
         "statusReplicasPath": ".status.replicas",
         "labelSelectorPath": ".status.selector",
     },
+    up_front=DEPLOYMENT_UP_FRONT,
 )
 
 MODEL_REPLICA = Kind(

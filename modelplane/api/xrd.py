@@ -471,13 +471,16 @@ def composition(kind: Kind, function_package: str = DEFAULT_FUNCTION_PACKAGE) ->
 
     The step names the Function as Crossplane installs it from `function_package`,
     and its input the image that package runs (what the composers place on
-    workload clusters too).
+    workload clusters too). What the kind's composer always reads with a fixed
+    selector the step fetches before the first call (`Kind.up_front`).
     """
-    step = {
+    step: dict[str, Any] = {
         "step": COMPOSE_STEP,
         "functionRef": {"name": installed_name(function_package)},
         "input": function_input(function_package),
     }
+    if kind.up_front:
+        step["requirements"] = {"requiredResources": [u.selector() for u in kind.up_front]}
     return {
         "apiVersion": COMPOSITION_API_VERSION,
         "kind": "Composition",

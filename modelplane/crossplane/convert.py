@@ -21,6 +21,7 @@ from google.protobuf import struct_pb2 as structpb
 from modelplane.api import constants as c
 from modelplane.api.frozen import FrozenDict, FrozenList, Interner
 from modelplane.api.function_input import read_image
+from modelplane.api.kinds import UpFront, kind_for
 from modelplane.compose.types import ComposeInput, ComposeResult, Readiness, Requirement, Resource
 
 DEFAULT_TTL = datetime.timedelta(minutes=1)
@@ -435,7 +436,10 @@ def to_input(
 
     Required resources come from `required_resources`; the deprecated
     `extra_resources` map is honoured for names the new map lacks. A name
-    that is absent has not been fetched yet. Every observed and required
+    that is absent has not been fetched yet. What the composite's Composition
+    fetched up front (`Kind.up_front`) is the composer's under its own name,
+    narrowed to the composite's namespace where the composer asks for that
+    only. Every observed and required
     object is decoded through `cache` (read-only, once per object version),
     or afresh when it is None. `composite` is the observed
     composite when the caller has decoded it already; `now` is the call's time.
@@ -449,10 +453,43 @@ def to_input(
                 required[name] = [decode(item.resource) for item in resources.items]
     if composite is None:
         composite = observed_composite(req, cache)
+    _take_up_front(required, composite)
     image = read_image(struct_to_dict(req.input) if req.HasField("input") else None)
     return ComposeInput(
         composite=composite, observed=observed, required=required, image=image, now=now
     )
+
+
+def up_front_of(composite: Mapping[str, Any]) -> tuple[UpFront, ...]:
+    """What the Composition of `composite`'s kind fetches before the first call."""
+    kind = kind_for(str(composite.get("apiVersion", "")), str(composite.get("kind", "")))
+    return kind.up_front if kind is not None else ()
+
+
+def _namespace(obj: Mapping[str, Any]) -> Any:
+    m = obj.get("metadata")
+    return m.get("namespace") if isinstance(m, Mapping) else None
+
+
+def _take_up_front(required: dict[str, list[Resource]], composite: Mapping[str, Any]) -> None:
+    for up in up_front_of(composite):
+        items = required.pop(up.key, None)
+        if items is None or up.name in required:
+            continue
+        if up.own_namespace:
+            # The step fetched every namespace's; the composer reads its own only.
+            ns = _namespace(composite)
+            items = [i for i in items if _namespace(i) == ns]
+        required[up.name] = items
+
+
+def _delivered_up_front(req: fnv1.RunFunctionRequest) -> set[str]:
+    """The requirement names the request's Composition step fetched up front."""
+    if not req.required_resources:
+        return set()
+    fields = req.observed.composite.resource.fields
+    composite = {k: fields[k].string_value for k in ("apiVersion", "kind") if k in fields}
+    return {u.name for u in up_front_of(composite) if u.key in req.required_resources}
 
 
 def _deep_merge(base: dict[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
@@ -527,7 +564,26 @@ def to_response(
         status = _deep_merge(current.get("status") or {}, result.status)
         composite.resource.update({"status": status})
     add_outcome(rsp, result)
+    _leave_up_front(req, rsp)
     return rsp
+
+
+def _leave_up_front(req: fnv1.RunFunctionRequest, rsp: fnv1.RunFunctionResponse) -> None:
+    """Ask for nothing the request carries from up front (`Kind.up_front`).
+
+    Asked for again, it would make Crossplane call a second time to deliver it.
+    A response that then asks for nothing carries no requirements at all:
+    Crossplane compares them with the previous call's, none, and an empty
+    message is not none.
+    """
+    delivered = _delivered_up_front(req)
+    if not delivered or not rsp.HasField("requirements"):
+        return
+    for name in delivered:
+        if name in rsp.requirements.resources:
+            del rsp.requirements.resources[name]
+    if rsp.requirements == fnv1.Requirements():
+        rsp.ClearField("requirements")
 
 
 def add_outcome(rsp: fnv1.RunFunctionResponse, result: ComposeResult) -> None:

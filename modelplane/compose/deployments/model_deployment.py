@@ -74,10 +74,10 @@ from modelplane.scheduling.scheduler import schedule_input
 from modelplane.scheduling.types import ScheduleResult
 from modelplane.scheduling.words import truncate
 
-CLUSTERS_REQUIREMENT = "inference-clusters"
-REPLICAS_REQUIREMENT = "model-replicas"
+CLUSTERS_REQUIREMENT = c.REQUIREMENT_INFERENCE_CLUSTERS
+REPLICAS_REQUIREMENT = c.REQUIREMENT_MODEL_REPLICAS
 SERVICES_REQUIREMENT = "model-services"
-QUOTAS_REQUIREMENT = "fleet-quotas"
+QUOTAS_REQUIREMENT = c.REQUIREMENT_FLEET_QUOTAS
 PRIORITIES_REQUIREMENT = "priority-classes"
 PLACERS_REQUIREMENT = "model-deployments"
 
