@@ -461,18 +461,40 @@ def test_composition_is_one_pipeline_step_calling_the_function(kind: Kind) -> No
         "kind": kind.kind,
     }
     assert doc["spec"]["mode"] == "Pipeline"
-    assert doc["spec"]["pipeline"] == [
-        {
-            "step": "compose",
-            "functionRef": {"name": "modelplane-function-modelplane"},
-            # The image the package runs, which the composers place on clusters too.
-            "input": {
-                "apiVersion": "fn.modelplane.ai/v1alpha1",
-                "kind": "Input",
-                "image": f"xpkg.crossplane.io/modelplane/function-modelplane:v{__version__}",
-            },
+    step: dict[str, Any] = {
+        "step": "compose",
+        "functionRef": {"name": "modelplane-function-modelplane"},
+        # The image the package runs, which the composers place on clusters too.
+        "input": {
+            "apiVersion": "fn.modelplane.ai/v1alpha1",
+            "kind": "Input",
+            "image": f"xpkg.crossplane.io/modelplane/function-modelplane:v{__version__}",
+        },
+    }
+    if kind.kind == "ModelDeployment":
+        # What its composer reads at every call, fetched before the first
+        # (tests/crossplane/test_up_front.py).
+        step["requirements"] = {
+            "requiredResources": [
+                {
+                    "requirementName": "up-front-inference-clusters",
+                    "apiVersion": "modelplane.ai/v1alpha1",
+                    "kind": "InferenceCluster",
+                },
+                {
+                    "requirementName": "up-front-model-replicas",
+                    "apiVersion": "modelplane.ai/v1alpha1",
+                    "kind": "ModelReplica",
+                    "matchLabels": {"app.kubernetes.io/managed-by": "modelplane"},
+                },
+                {
+                    "requirementName": "up-front-fleet-quotas",
+                    "apiVersion": "modelplane.ai/v1alpha1",
+                    "kind": "FleetQuota",
+                },
+            ]
         }
-    ]
+    assert doc["spec"]["pipeline"] == [step]
     assert xrd(kind)["spec"]["defaultCompositionRef"] == {"name": doc["metadata"]["name"]}
 
 
