@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 
 from modelplane.api import constants as c
 from modelplane.api.fleet_quota import priority_problem
+from modelplane.api.kinds import MODEL_DEPLOYMENT
 from modelplane.api.model_deployment import ModelDeploymentSpec
 from modelplane.api.readers import ObservedInferenceCluster, read_model_replica
 from modelplane.api.reasons import ScheduledReason
@@ -100,19 +101,19 @@ def requirements(
     preempts another. So a fleet that never uses priority needs no permission
     to read them (install.md).
     """
+    # Every cluster and replica of the fleet, and the namespace's FleetQuota, which
+    # limits placements: what the Composition also fetches before the first call.
     reqs = {
-        CLUSTERS_REQUIREMENT: Requirement(api_version=c.API_VERSION, kind=c.KIND_INFERENCE_CLUSTER),
-        REPLICAS_REQUIREMENT: Requirement(
-            api_version=c.API_VERSION,
-            kind=c.KIND_MODEL_REPLICA,
-            match_labels={c.LABEL_MANAGED_BY: c.MANAGED_BY},
-        ),
-        # The namespace's FleetQuota limits placements; every PriorityClass gives the
-        # fleet's replicas their priority values (a victim checks its preemptor's).
-        QUOTAS_REQUIREMENT: Requirement(
-            api_version=c.API_VERSION, kind=c.KIND_FLEET_QUOTA, namespace=namespace
-        ),
+        up.name: Requirement(
+            api_version=up.api_version,
+            kind=up.kind,
+            match_labels=dict(up.match_labels) or None,
+            namespace=namespace if up.own_namespace else None,
+        )
+        for up in MODEL_DEPLOYMENT.up_front
     }
+    # Every PriorityClass gives the fleet's replicas their priority values (a victim
+    # checks its preemptor's).
     preempting = listing(replicas).preempts
     if (spec is not None and spec.priority) or preempting:
         reqs[PRIORITIES_REQUIREMENT] = Requirement(
