@@ -56,13 +56,13 @@ KIND_MODEL_CACHE: Final = "ModelCache"
 KIND_MODEL_ENDPOINT: Final = "ModelEndpoint"
 KIND_MODEL_SERVICE: Final = "ModelService"
 KIND_FLEET_QUOTA: Final = "FleetQuota"
+PRIORITY_CLASS_API_VERSION: Final = "scheduling.k8s.io/v1"
+KIND_PRIORITY_CLASS: Final = "PriorityClass"
 
 # Requirement names a composer and its kind's Composition share (`kinds.UpFront`).
 REQUIREMENT_INFERENCE_CLUSTERS: Final = "inference-clusters"
 REQUIREMENT_MODEL_REPLICAS: Final = "model-replicas"
 REQUIREMENT_FLEET_QUOTAS: Final = "fleet-quotas"
-PRIORITY_CLASS_API_VERSION: Final = "scheduling.k8s.io/v1"
-KIND_PRIORITY_CLASS: Final = "PriorityClass"
 
 # Composed-resource API versions.
 PROVIDER_KUBERNETES_API_VERSION: Final = "kubernetes.m.crossplane.io/v1alpha1"

@@ -22,6 +22,7 @@ from modelplane.api import constants as c
 from modelplane.api.frozen import FrozenDict, FrozenList, Interner
 from modelplane.api.function_input import read_image
 from modelplane.api.kinds import UpFront, kind_for
+from modelplane.compose.common import meta
 from modelplane.compose.types import ComposeInput, ComposeResult, Readiness, Requirement, Resource
 
 DEFAULT_TTL = datetime.timedelta(minutes=1)
@@ -466,20 +467,15 @@ def up_front_of(composite: Mapping[str, Any]) -> tuple[UpFront, ...]:
     return kind.up_front if kind is not None else ()
 
 
-def _namespace(obj: Mapping[str, Any]) -> Any:
-    m = obj.get("metadata")
-    return m.get("namespace") if isinstance(m, Mapping) else None
-
-
-def _take_up_front(required: dict[str, list[Resource]], composite: Mapping[str, Any]) -> None:
+def _take_up_front(required: dict[str, list[Resource]], composite: Resource) -> None:
     for up in up_front_of(composite):
         items = required.pop(up.key, None)
         if items is None or up.name in required:
             continue
         if up.own_namespace:
             # The step fetched every namespace's; the composer reads its own only.
-            ns = _namespace(composite)
-            items = [i for i in items if _namespace(i) == ns]
+            ns = meta(composite).get("namespace")
+            items = [i for i in items if meta(i).get("namespace") == ns]
         required[up.name] = items
 
 
@@ -487,8 +483,8 @@ def _delivered_up_front(req: fnv1.RunFunctionRequest) -> set[str]:
     """The requirement names the request's Composition step fetched up front."""
     if not req.required_resources:
         return set()
-    fields = req.observed.composite.resource.fields
-    composite = {k: fields[k].string_value for k in ("apiVersion", "kind") if k in fields}
+    # Decoded once per version: the servicer read the same composite for the composer.
+    composite = observed_composite(req, DECODE_CACHE)
     return {u.name for u in up_front_of(composite) if u.key in req.required_resources}
 
 

@@ -166,11 +166,12 @@ def test_quotas_fetched_from_every_namespace_reach_the_composer_for_its_own_only
             _fetch([*clusters, ours, theirs], sel)
         )
     assert len(req.required_resources["up-front-fleet-quotas"].items) == 2
-    inp = to_input(req, None)
-    assert [q["metadata"]["namespace"] for q in inp.required["fleet-quotas"]] == ["ml-team"]
-    assert len(inp.required["inference-clusters"]) == len(clusters)
-    assert inp.required["model-replicas"] == []
-    assert not [n for n in inp.required if n.startswith(kinds.UP_FRONT_PREFIX)]
+    # Decoded afresh, and read-only through the cache the served function uses.
+    for inp in (to_input(req, None), to_input(req)):
+        assert [q["metadata"]["namespace"] for q in inp.required["fleet-quotas"]] == ["ml-team"]
+        assert len(inp.required["inference-clusters"]) == len(clusters)
+        assert inp.required["model-replicas"] == []
+        assert not [n for n in inp.required if n.startswith(kinds.UP_FRONT_PREFIX)]
 
 
 def test_another_kind_ignores_keys_that_look_up_front() -> None:
