@@ -75,9 +75,8 @@ def reconcile(
     for calls in range(1, MAX_ITERATIONS + 2):
         rsp = asyncio.run(runner.RunFunction(req, None))
         new = rsp.requirements if rsp.HasField("requirements") else None
-        if (new is None and asked is None) or (
-            new is not None and asked is not None and new == asked
-        ):
+        # Go's proto.Equal: none equals none only; a message equals its like.
+        if new == asked:
             return calls, rsp
         asked = new
         keep = {s["requirementName"] for s in bootstrap}
